@@ -1,0 +1,130 @@
+"""Turn a Hydra config plus an experiment file into the list of trial configs it stands for.
+
+Experiments name config-group options (``mechanism: lazycms``, ``data: zipf``) and dotted keys
+(``data.skew``, ``epsilon``); the group options are read from ``conf/<group>/<name>.yaml``, which are
+the single registry of mechanisms and data sources.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import itertools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+GROUPS = ("mechanism", "data")
+# Keys that choose how a run executes, not what it computes: excluded from trial configs and keys.
+RUN_KEYS = ("experiment", "trials", "n_jobs", "backend", "scheduler_address", "rerun", "results_dir", "data_dir")
+
+
+def import_object(path: str) -> Callable[..., Any]:
+    """``"package.module:function"`` -> the function (a clear error for a bad path)."""
+    module_name, _, attr = path.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot import {path!r} (expected 'package.module:function'): {exc}") from exc
+
+
+def options(conf_dir: Path, group: str) -> list[str]:
+    """The option names of config group ``group``."""
+    return sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
+
+
+def load_option(conf_dir: Path, group: str, name: str) -> dict[str, Any]:
+    """The config of option ``name`` of ``group`` as a plain dict."""
+    path = conf_dir / group / f"{name}.yaml"
+    if not path.exists():
+        raise ValueError(f"unknown {group} {name!r}; allowed: {', '.join(options(conf_dir, group))}")
+    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)  # type: ignore[return-value]
+
+
+def load_experiment(conf_dir: Path, name: str, profile: str) -> dict[str, Any]:
+    """Experiment ``name`` with its ``profiles.<profile>`` block deep-merged in."""
+    spec = OmegaConf.create(load_option(conf_dir, "experiment", name))
+    return resolve_profile(spec, profile)
+
+
+def resolve_profile(spec: Any, profile: str) -> dict[str, Any]:
+    spec = OmegaConf.create(spec)
+    block = spec.get("profiles", {}).get(profile, {}) if "profiles" in spec else {}
+    merged = OmegaConf.merge(spec, block) if block else spec
+    out = OmegaConf.to_container(merged, resolve=True)
+    out.pop("profiles", None)
+    out["profile_name"] = profile
+    return out  # type: ignore[return-value]
+
+
+def _set(params: dict[str, Any], dotted: str, value: Any, only_existing: bool = False) -> None:
+    head, *rest = dotted.split(".")
+    node = params
+    keys = [head, *rest]
+    for k in keys[:-1]:
+        if not isinstance(node.get(k), dict):
+            if only_existing:
+                return
+            raise ValueError(f"config key {dotted!r} does not exist: {k!r} is not a config section")
+        node = node[k]
+    if only_existing and keys[-1] not in node:
+        return
+    if len(keys) == 1 and keys[0] not in node:
+        raise ValueError(f"unknown config key {dotted!r}; top-level keys are: {', '.join(sorted(node))}")
+    node[keys[-1]] = copy.deepcopy(value)
+
+
+def apply_overrides(base: dict[str, Any], overrides: list[tuple[str, Any]], conf_dir: Path,
+                    profile_overrides: dict[str, Any]) -> dict[str, Any]:
+    """Apply group choices first, then the profile's shrinking overrides, then dotted keys, in order."""
+    params = copy.deepcopy(base)
+    for key, value in overrides:
+        if key in GROUPS:
+            params[key] = load_option(conf_dir, key, str(value))
+    for key, value in profile_overrides.items():
+        _set(params, key, value, only_existing=True)
+    for key, value in overrides:
+        if key not in GROUPS:
+            _set(params, key, value)
+    return params
+
+
+def grid_points(spec: dict[str, Any]) -> list[list[tuple[str, Any]]]:
+    """Every point of ``grid`` (cartesian, in order) crossed with ``zip`` (keys varied together)."""
+    grid = spec.get("grid") or {}
+    zipped = spec.get("zip") or {}
+    lengths = {len(v) for v in zipped.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"experiment {spec.get('id')!r}: zip lists must have equal lengths, got {sorted(lengths)}")
+    zip_rows = [list(zip(zipped, vals, strict=True)) for vals in zip(*zipped.values(), strict=True)] or [[]]
+    points = []
+    for combo in itertools.product(*grid.values()):
+        for zrow in zip_rows:
+            points.append(list(zip(grid, combo, strict=True)) + zrow)
+    return points
+
+
+def expand(spec: dict[str, Any], base: dict[str, Any], conf_dir: Path, trials: int,
+           profile_overrides: dict[str, Any]) -> list[dict[str, Any]]:
+    """All trial configs of ``spec``: one per grid point and trial index, in a fixed order."""
+    fixed = list((spec.get("fixed") or {}).items())
+    out = []
+    for point in grid_points(spec):
+        params = apply_overrides(base, fixed + point, conf_dir, profile_overrides)
+        for trial in range(trials):
+            out.append({**copy.deepcopy(params), "trial": trial})
+    return out
+
+
+def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested config -> one level with dotted keys (lists kept as values)."""
+    flat: dict[str, Any] = {}
+    for key, value in params.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat

@@ -1,0 +1,216 @@
+"""Run the trials an experiment stands for, store each as it finishes, then write its table and figure.
+
+Every trial's randomness is ``SeedSequence(seed, spawn_key=(trial,))`` (``dpstream.noise.trial_seed``),
+so results do not depend on ``n_jobs`` or the backend. Finished trials are skipped on a rerun.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import joblib
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+import dpstream
+from dpstream.harness.config import (
+    RUN_KEYS,
+    expand,
+    flatten,
+    import_object,
+    load_experiment,
+    resolve_profile,
+)
+from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
+from dpstream.noise import trial_seed
+from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
+
+BACKENDS = ("loky", "threading", "sequential", "dask")
+TIMING_SUFFIXES = ("_s", "_per_s", "seconds", "us_per_update")
+STORE_NAME = "trials.jsonl"
+
+
+def is_timing(column: str) -> bool:
+    """Timing columns differ between identical runs; they are left out of reproducibility checks."""
+    return column.endswith(TIMING_SUFFIXES)
+
+
+def execute_trial(trial_fn: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Run one trial (in a worker): seed from (params.seed, params.trial), return its metrics."""
+    fn = import_object(trial_fn)
+    metrics = fn(params, trial_seed(params["seed"], params["trial"]))
+    if not isinstance(metrics, dict):
+        raise TypeError(f"trial function {trial_fn} returned {type(metrics).__name__}, expected a dict")
+    return metrics
+
+
+def _preflight(cfg: dict[str, Any]) -> None:
+    check_epsilon(cfg["epsilon"])
+    check_delta(cfg["delta"])
+    for key in ("width", "depth"):
+        if cfg.get(key) is not None:
+            check_positive_int(cfg[key], key)
+    if cfg.get("memory_kb") is not None and not cfg["memory_kb"] > 0:
+        raise ValueError(f"memory_kb must be > 0, got {cfg['memory_kb']!r}")
+    check_positive_int(cfg["trials"], "trials")
+    check_positive_int(cfg["seed"], "seed", minimum=0)
+    if cfg["n_jobs"] == 0 or not isinstance(cfg["n_jobs"], int):
+        raise ValueError(f"n_jobs must be a non-zero integer (-1 = all cores), got {cfg['n_jobs']!r}")
+    check_choice(cfg["backend"], "backend", BACKENDS)
+
+
+@contextlib.contextmanager
+def parallel_backend(backend: str, n_jobs: int, scheduler_address: str | None) -> Iterator[tuple[str, int]]:
+    """Yield (joblib backend name, n_jobs); for ``dask`` connect to (or start) a dask.distributed cluster."""
+    if backend != "dask":
+        yield backend, n_jobs
+        return
+    from dask.distributed import Client, LocalCluster
+
+    if scheduler_address:
+        with Client(scheduler_address) as client:
+            yield "dask", len(client.scheduler_info()["workers"]) or 1
+        return
+    workers = n_jobs if n_jobs > 0 else (os.cpu_count() or 1)
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster):
+        yield "dask", workers
+
+
+def run_trials(trials: list[tuple[str, dict[str, Any]]], store: ResultsStore, cfg: dict[str, Any],
+               label: str) -> int:
+    """Compute the trials whose keys are not in ``store``; append each row the moment it finishes."""
+    todo = [(fn, p) for fn, p in trials if cfg["rerun"] or trial_key(p) not in store]
+    if not todo:
+        return 0
+    bar = tqdm(total=len(todo), desc=label, unit="trial", mininterval=1.0, file=sys.stderr)
+    with parallel_backend(cfg["backend"], cfg["n_jobs"], cfg.get("scheduler_address")) as (backend, n_jobs):
+        parallel = joblib.Parallel(n_jobs=n_jobs, backend=backend, return_as="generator_unordered")
+        jobs = (joblib.delayed(_keyed)(fn, p) for fn, p in todo)
+        for key, params, metrics in parallel(jobs):
+            store.append(make_row(key, params, metrics))
+            bar.update()
+    bar.close()
+    return len(todo)
+
+
+def _keyed(trial_fn: str, params: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    return trial_key(params), params, execute_trial(trial_fn, params)
+
+
+def make_row(key: str, params: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
+    recorded = {k: v for k, v in params.items() if k not in NOT_IN_KEY}
+    row = {"key": key, **flatten(recorded), **metrics}
+    row.setdefault("certified", True)
+    row["dpstream_version"] = dpstream.__version__
+    return row
+
+
+def trial_function(params: dict[str, Any], spec: dict[str, Any]) -> str:
+    fn = spec.get("trial") or params["mechanism"].get("trial")
+    if not fn:
+        raise ValueError(f"mechanism {params['mechanism'].get('name')!r} names no trial function ('trial: ...')")
+    return fn
+
+
+def table(rows: list[dict[str, Any]], experiment_id: str) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    df.insert(0, "experiment", experiment_id)
+    return df
+
+
+def write_csv(df: pd.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".csv.tmp")
+    df.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def summary(df: pd.DataFrame, params_cols: list[str], varying: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-trial and mean tables restricted to what varies and what was measured."""
+    metric_cols = [c for c in df.columns if c not in params_cols and c not in ("key", "experiment",
+                                                                               "dpstream_version")]
+    shown = [c for c in varying if c in df.columns] + ["trial"] + metric_cols
+    per_trial = df[shown]
+    numeric = [c for c in metric_cols if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+    keys = [c for c in varying if c in df.columns]
+    means = df.groupby(keys, sort=False)[numeric].mean().reset_index() if keys else df[numeric].mean().to_frame().T
+    return per_trial, means
+
+
+def run_experiment(spec: dict[str, Any], base: dict[str, Any], cfg: dict[str, Any], conf_dir: Path,
+                   profile_overrides: dict[str, Any]) -> pd.DataFrame:
+    """Run one experiment (grid x trials), write its table and figure, print its summary."""
+    exp_id = spec["id"]
+    trials = int(spec.get("trials") or cfg["trials"])
+    all_params = expand(spec, base, conf_dir, trials, profile_overrides)
+    jobs = [(trial_function(p, spec), p) for p in all_params]
+    results_dir = Path(cfg["results_dir"])
+    store = ResultsStore(results_dir / "store" / STORE_NAME)
+    started = time.perf_counter()
+    computed = run_trials(jobs, store, cfg, exp_id)
+    elapsed = time.perf_counter() - started
+    rows = [store.get(trial_key(p)) for p in all_params]
+    df = table(rows, exp_id)
+    write_csv(df, results_dir / "tables" / f"{exp_id}.csv")
+    params_cols = [c for c in flatten(all_params[0]) if c not in NOT_IN_KEY]
+    varying = [c for c in params_cols if c != "trial" and df[c].astype(str).nunique() > 1]
+    if "mechanism.name" in df.columns and "mechanism.name" not in varying:
+        varying.insert(0, "mechanism.name")
+    per_trial, means = summary(df, params_cols, varying)
+    with pd.option_context("display.max_columns", 30, "display.width", 200, "display.max_rows", 60):
+        print(f"\n== {exp_id}: {spec.get('title', '')} ==")
+        print(f"{len(df)} trials ({computed} computed in {elapsed:.1f} s, {len(df) - computed} from the store)")
+        print(per_trial.to_string(index=False, max_rows=60))
+        print("\nmean over trials:")
+        print(means.to_string(index=False))
+    if not df["certified"].astype(bool).all():
+        print("WARNING: some rows are NOT privacy-certified (scaled constants or debug mode)")
+    if spec.get("plot"):
+        figure = results_dir / "figures" / f"{exp_id}.png"
+        import_object(spec["plot"])(df, spec, figure)
+        print(f"figure: {figure}")
+    if spec.get("claims"):
+        claims = pd.DataFrame(import_object(spec["claims"])(df, spec))
+        write_csv(claims, results_dir / "tables" / f"{exp_id}.claims.csv")
+        with pd.option_context("display.max_colwidth", 90, "display.width", 250):
+            print("\npaper claims vs this run:")
+            print(claims.to_string(index=False))
+    print(f"table: {results_dir / 'tables' / f'{exp_id}.csv'}")
+    return df
+
+
+def experiments_to_run(cfg: dict[str, Any], conf_dir: Path) -> list[dict[str, Any]]:
+    """The experiment specs a config asks for: parts of an aggregate expanded, or one single-run spec."""
+    profile = cfg["profile"]["name"]
+    spec = cfg.get("experiment")
+    if not spec:
+        return [{"id": "runs", "title": f"single run: {cfg['mechanism']['name']}", "profile_name": profile}]
+    spec = resolve_profile(spec, profile)
+    if spec.get("parts"):
+        out = []
+        for part in spec["parts"]:
+            sub = load_experiment(conf_dir, part, profile)
+            out.extend(experiments_to_run({**cfg, "experiment": sub}, conf_dir) if sub.get("parts") else [sub])
+        return out
+    return [spec]
+
+
+def run(cfg: DictConfig | dict[str, Any], conf_dir: Path) -> list[pd.DataFrame]:
+    """Entry point behind ``run.py``: run the configured experiment (or a single run) end to end."""
+    plain = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+    _preflight(plain)
+    plain["results_dir"] = str(Path(plain["results_dir"]).resolve())
+    plain["data_dir"] = str(Path(plain["data_dir"]).resolve())
+    base = {k: v for k, v in plain.items() if k not in RUN_KEYS}
+    base["data_dir"] = plain["data_dir"]
+    profile_overrides = plain["profile"].get("overrides") or {}
+    return [run_experiment(spec, base, plain, conf_dir, profile_overrides)
+            for spec in experiments_to_run(plain, conf_dir)]

@@ -1,0 +1,93 @@
+"""Append-only results store: one JSON line per finished trial, keyed by a hash of its config and seed.
+
+A trial is written the moment it finishes (one ``os.write`` of one line on an ``O_APPEND`` descriptor,
+then ``fsync``), so killing a sweep at any moment loses no finished trial. A kill can at worst leave a
+partial LAST line with no newline: it is recognised and cut off on the next open. Any other bad line
+is corruption and raises ``StoreError`` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+
+class StoreError(RuntimeError):
+    """A results file that cannot be read as the store wrote it."""
+
+
+NOT_IN_KEY = ("data_dir",)  # where caches live does not change a result
+
+
+def trial_key(params: dict[str, Any]) -> str:
+    """Stable hash of a trial's full config (including seed and trial index)."""
+    keyed = {k: v for k, v in params.items() if k not in NOT_IN_KEY}
+    text = json.dumps(keyed, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return _json_safe(value.item())
+    return value
+
+
+class ResultsStore:
+    """Rows of finished trials in ``path`` (JSON lines), readable while being appended to."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._rows: dict[str, dict[str, Any]] = {}
+        self._load()
+
+    def _load(self) -> None:
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):  # a partial last line left by a kill: cut it off
+            with open(self.path, "r+b") as fh:
+                fh.truncate(end)
+            data = data[:end]
+        for number, line in enumerate(data.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                key = row["key"]
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise StoreError(
+                    f"results file {self.path} is corrupt at line {number}: {line[:120]!r} ({exc}); "
+                    "move the file away or delete that line to continue"
+                ) from exc
+            self._rows[key] = row
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self._rows.get(key)
+
+    def append(self, row: dict[str, Any]) -> None:
+        """Write one finished row durably; a row whose key is already stored is ignored."""
+        key = row["key"]
+        if key in self._rows:
+            return
+        line = json.dumps({k: _json_safe(v) for k, v in row.items()}, default=str) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._rows[key] = row
