@@ -177,3 +177,37 @@ def test_cli_rejects_nonpositive_epsilon():
                          capture_output=True, text=True, cwd=ROOT)
     assert out.returncode != 0
     assert "epsilon must be a finite number > 0, got -1" in out.stderr
+
+
+def test_dask_local_cluster_gives_the_same_rows_as_loky(tmp_path):
+    """backend=dask on a two-worker local dask.distributed cluster reproduces the loky rows exactly."""
+    conf = fake_conf(tmp_path)
+    loky = run(fake_cfg(conf, tmp_path / "loky", n_jobs=2, backend="loky"), conf)[0]
+    dask = run(fake_cfg(conf, tmp_path / "dask", n_jobs=2, backend="dask"), conf)[0]
+    pd.testing.assert_frame_equal(comparable(loky), comparable(dask))
+
+
+def test_unknown_backend_is_rejected(tmp_path):
+    conf = fake_conf(tmp_path)
+    with pytest.raises(ValueError, match="unknown backend 'spark'; allowed: dask, loky, sequential, threading"):
+        run(fake_cfg(conf, tmp_path, backend="spark"), conf)
+
+
+def test_aggregate_with_report_writes_markdown_and_html(tmp_path):
+    conf = fake_conf(tmp_path)
+    (conf / "experiment" / "everything.yaml").write_text("id: everything\nparts: [e1]\nreport: true\n")
+    (tmp_path / "claims.py").write_text(
+        "def claims(df, spec):\n"
+        "    return [{'claim': 'value grows with epsilon', 'measured': 'x', 'verdict': 'confirmed'}]\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        (conf / "experiment" / "e1.yaml").write_text(
+            (conf / "experiment" / "e1.yaml").read_text() + "claims: claims:claims\npaper_claim: grows\n")
+        cfg = fake_cfg(conf, tmp_path, experiment=load_option(conf, "experiment", "everything"))
+        run(cfg, conf)
+    finally:
+        sys.path.remove(str(tmp_path))
+    report = (tmp_path / "results" / "report.md").read_text()
+    assert "## e1: fake sweep" in report and "| value grows with epsilon | x | confirmed |" in report
+    assert "Verdicts: 1 confirmed" in report and "git commit" in report
+    assert "<h2>e1: fake sweep</h2>" in (tmp_path / "results" / "report.html").read_text()

@@ -28,8 +28,9 @@ from dpstream.harness.config import (
     load_experiment,
     resolve_profile,
 )
+from dpstream.harness.report import write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
-from dpstream.noise import trial_seed
+from dpstream.noise import NOISE_MODES, noise_mode, trial_seed
 from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
 
 BACKENDS = ("loky", "threading", "sequential", "dask")
@@ -45,7 +46,8 @@ def is_timing(column: str) -> bool:
 def execute_trial(trial_fn: str, params: dict[str, Any]) -> dict[str, Any]:
     """Run one trial (in a worker): seed from (params.seed, params.trial), return its metrics."""
     fn = import_object(trial_fn)
-    metrics = fn(params, trial_seed(params["seed"], params["trial"]))
+    with noise_mode(params.get("noise", "numpy")):
+        metrics = fn(params, trial_seed(params["seed"], params["trial"]))
     if not isinstance(metrics, dict):
         raise TypeError(f"trial function {trial_fn} returned {type(metrics).__name__}, expected a dict")
     return metrics
@@ -64,6 +66,7 @@ def _preflight(cfg: dict[str, Any]) -> None:
     if cfg["n_jobs"] == 0 or not isinstance(cfg["n_jobs"], int):
         raise ValueError(f"n_jobs must be a non-zero integer (-1 = all cores), got {cfg['n_jobs']!r}")
     check_choice(cfg["backend"], "backend", BACKENDS)
+    check_choice(cfg["noise"], "noise", NOISE_MODES)
 
 
 @contextlib.contextmanager
@@ -92,11 +95,12 @@ def run_trials(trials: list[tuple[str, dict[str, Any]]], store: ResultsStore, cf
         return 0
     bar = tqdm(total=len(todo), desc=label, unit="trial", mininterval=1.0, file=sys.stderr)
     with parallel_backend(cfg["backend"], cfg["n_jobs"], cfg.get("scheduler_address")) as (backend, n_jobs):
-        parallel = joblib.Parallel(n_jobs=n_jobs, backend=backend, return_as="generator_unordered")
-        jobs = (joblib.delayed(_keyed)(fn, p) for fn, p in todo)
-        for key, params, metrics in parallel(jobs):
-            store.append(make_row(key, params, metrics))
-            bar.update()
+        with joblib.parallel_config(backend=backend, n_jobs=n_jobs):  # registers joblib's dask backend too
+            parallel = joblib.Parallel(return_as="generator_unordered")
+            jobs = (joblib.delayed(_keyed)(fn, p) for fn, p in todo)
+            for key, params, metrics in parallel(jobs):
+                store.append(make_row(key, params, metrics))
+                bar.update()
     bar.close()
     return len(todo)
 
@@ -168,6 +172,9 @@ def run_experiment(spec: dict[str, Any], base: dict[str, Any], cfg: dict[str, An
     with pd.option_context("display.max_columns", 30, "display.width", 200, "display.max_rows", 60):
         print(f"\n== {exp_id}: {spec.get('title', '')} ==")
         print(f"{len(df)} trials ({computed} computed in {elapsed:.1f} s, {len(df) - computed} from the store)")
+        constant = {c: df[c].iloc[0] for c in params_cols if c not in varying and c != "trial"
+                    and not c.startswith(("profile.", "mechanism.trial", "mechanism._target_", "data._target_"))}
+        print("config: " + ", ".join(f"{k}={v}" for k, v in constant.items()))
         print(per_trial.to_string(index=False, max_rows=60))
         print("\nmean over trials:")
         print(means.to_string(index=False))
@@ -191,8 +198,10 @@ def experiments_to_run(cfg: dict[str, Any], conf_dir: Path) -> list[dict[str, An
     """The experiment specs a config asks for: parts of an aggregate expanded, or one single-run spec."""
     profile = cfg["profile"]["name"]
     spec = cfg.get("experiment")
-    if not spec:
-        return [{"id": "runs", "title": f"single run: {cfg['mechanism']['name']}", "profile_name": profile}]
+    if not spec:  # a single configuration: its table is named by the mechanism and a hash of the config
+        base = {k: v for k, v in cfg.items() if k not in RUN_KEYS}
+        run_id = f"run-{cfg['mechanism']['name']}-{trial_key(base)[:8]}"
+        return [{"id": run_id, "title": f"single run: {cfg['mechanism']['name']}", "profile_name": profile}]
     spec = resolve_profile(spec, profile)
     if spec.get("parts"):
         out = []
@@ -212,5 +221,8 @@ def run(cfg: DictConfig | dict[str, Any], conf_dir: Path) -> list[pd.DataFrame]:
     base = {k: v for k, v in plain.items() if k not in RUN_KEYS}
     base["data_dir"] = plain["data_dir"]
     profile_overrides = plain["profile"].get("overrides") or {}
-    return [run_experiment(spec, base, plain, conf_dir, profile_overrides)
-            for spec in experiments_to_run(plain, conf_dir)]
+    specs = experiments_to_run(plain, conf_dir)
+    frames = [run_experiment(spec, base, plain, conf_dir, profile_overrides) for spec in specs]
+    if (plain.get("experiment") or {}).get("report"):
+        print(f"report: {write_report(specs, frames, plain)}")
+    return frames
