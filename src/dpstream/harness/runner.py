@@ -165,7 +165,10 @@ def run_experiment(spec: dict[str, Any], base: dict[str, Any], cfg: dict[str, An
     df = table(rows, exp_id)
     write_csv(df, results_dir / "tables" / f"{exp_id}.csv")
     params_cols = [c for c in flatten(all_params[0]) if c not in NOT_IN_KEY]
-    varying = [c for c in params_cols if c != "trial" and df[c].astype(str).nunique() > 1]
+    # columns fixed by the mechanism's or data's name (its class, its flags) are not shown as swept values
+    derived = ("mechanism.", "data._target_", "data.synthetic")
+    varying = [c for c in params_cols if c != "trial" and df[c].astype(str).nunique() > 1
+               and (c == "mechanism.name" or not c.startswith(derived))]
     if "mechanism.name" in df.columns and "mechanism.name" not in varying:
         varying.insert(0, "mechanism.name")
     per_trial, means = summary(df, params_cols, varying)

@@ -1,0 +1,149 @@
+"""Claims about GaussBM: exact accounting against Alg. 1, and the noise it adds against its formula."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpstream.binary_mechanism import GaussBM, popcount
+from dpstream.calibration import gauss_bm_levels, gauss_bm_sigma
+from dpstream.noise import NoiseSource
+
+Z_1E6 = stats.norm.isf(0.5e-6)  # two-sided normal quantile at p = 1e-6
+
+
+def _algorithm_1_tree(cs: list[int]) -> list[tuple[int, int, int]]:
+    """Seed 004, Alg. 1 taken literally (without noise): the node list (start, end, count) after the updates.
+
+    Its merge test ``t & (1 << l) != 0`` is applied to the 0-based index u = t - 1: this builds the dyadic
+    tree of Figure 2 (release at t = 7 is c7 + c5:6 + c1:4) for 1-based steps t, which Alg. 5 passes.
+    """
+    tree: list[tuple[int, int, int]] = []
+    for u, c in enumerate(cs):
+        tree.append((u + 1, u + 1, c))
+        level = 0
+        while len(tree) > 1 and u & (1 << level):
+            right, left = tree.pop(), tree.pop()
+            tree.append((left[0], right[1], left[2] + right[2]))
+            level += 1
+    return tree
+
+
+def test_sigma_equals_calibration_formula():
+    bm = GaussBM(n=4, horizon=1000, epsilon=0.5, delta=1e-3, m=6, seed=0)
+    assert bm.levels == gauss_bm_levels(1000) == 10
+    assert bm.sigma == gauss_bm_sigma(1000, 0.5, 1e-3, 6)
+    assert math.isclose(bm.sigma, math.sqrt(2 * 10 * 6 * math.log(1.25 / 1e-3)) / 0.5, rel_tol=1e-12)
+    assert GaussBM(n=1, horizon=2**20, epsilon=1.0, delta=0.1).levels == 21
+
+
+def test_noiseless_prefix_sums_equal_literal_algorithm_1():
+    rng = np.random.default_rng(5)
+    cs = rng.integers(-3, 4, 100)
+    bm = GaussBM._uncertified_noiseless(n=1, horizon=100, epsilon=1.0, delta=0.1, seed=0)
+    assert not bm.certified
+    for t, c in enumerate(cs, start=1):
+        bm.update(0, int(c))
+        tree = _algorithm_1_tree(cs[:t].tolist())
+        # Alg. 1's released nodes are the dyadic intervals of the set bits of t, largest first ...
+        sizes = [end - start + 1 for start, end, _ in tree]
+        assert sizes == [1 << l for l in reversed(range(t.bit_length())) if t >> l & 1]
+        # ... and their exact counts sum to the prefix sum our counter releases.
+        assert bm.query(0) == sum(count for _, _, count in tree) == cs[:t].sum()
+
+
+def test_released_nodes_are_the_set_bits_of_the_step():
+    # with noise on, the released value at step s is sum over set bits l of s of (exact node + its noise):
+    # replacing every level's noise by 2^l makes the released noise equal to s itself.
+    bm = GaussBM(n=1, horizon=64, epsilon=1.0, delta=0.1, seed=0)
+    for s in range(1, 65):
+        bm.update(0, 0)
+        bm._noisy[:, 0] = bm._exact[:, 0] + (1 << np.arange(bm.levels))
+        assert bm.query(0) == s
+
+
+@pytest.mark.parametrize("step", [1, 7, 8, 21, 63, 64])
+def test_prefix_sum_variance_matches_popcount_sigma2(step):
+    # 20 000 independent counters with random 0/1 increments, released at `step`: the errors are i.i.d.
+    # N(0, popcount(step) sigma^2), so sum(err^2) / (popcount sigma^2) ~ chi2(20 000); accept between its
+    # p = 1e-6 two-sided quantiles, and |mean| below the normal quantile at p = 1e-6.
+    n, horizon = 20_000, 64
+    bm = GaussBM(n=n, horizon=horizon, epsilon=0.7, delta=1e-3, m=2, seed=step)
+    increments = np.random.default_rng(step).integers(0, 2, (step, n))
+    for cs in increments:
+        bm.update_all(cs)
+    err = bm.query_all() - increments.sum(axis=0)
+    var = popcount(step) * bm.sigma**2
+    assert np.allclose(bm.variance(), var) and bm.variance(step) == var
+    stat = float((err**2).sum() / var)
+    assert stats.chi2.ppf(0.5e-6, n) < stat < stats.chi2.isf(0.5e-6, n)
+    assert abs(err.mean()) < Z_1E6 * math.sqrt(var / n)
+    # the tails are Gaussian too: Kolmogorov-Smirnov against N(0, 1) at p = 1e-6
+    assert stats.kstest(err / math.sqrt(var), "norm").pvalue > 1e-6
+
+
+def test_numpy_bulk_normal_equals_single_draws():
+    # the property extend relies on: n draws at once give the same values as n single draws / any chunking
+    bulk = NoiseSource(42).gaussian(3.5, 1000)
+    one = NoiseSource(42)
+    assert np.array_equal(bulk, np.concatenate([one.gaussian(3.5, 1) for _ in range(1000)]))
+    chunked = NoiseSource(42)
+    assert np.array_equal(bulk, np.concatenate([chunked.gaussian(3.5, k) for k in (3, 97, 400, 500)]))
+
+
+def test_update_many_equals_update_loop():
+    rng = np.random.default_rng(1)
+    js, cs = rng.integers(0, 5, 200), rng.integers(-2, 3, 200)
+    a = GaussBM(n=5, horizon=200, epsilon=1.0, delta=0.01, m=3, seed=9)
+    b = GaussBM(n=5, horizon=200, epsilon=1.0, delta=0.01, m=3, seed=9)
+    a.update_many(js, cs)
+    for j, c in zip(js, cs, strict=True):
+        b.update(int(j), int(c))
+    assert np.array_equal(a._exact, b._exact) and np.array_equal(a._noisy, b._noisy)
+    assert np.array_equal(a.steps, b.steps) and np.array_equal(a.query_all(), b.query_all())
+
+
+def test_seeded_counters_are_reproducible():
+    a, b, c = (GaussBM(n=3, horizon=10, epsilon=1.0, delta=0.01, seed=s) for s in (4, 4, 5))
+    for bm in (a, b, c):
+        bm.update_all(np.array([1, 2, 3]))
+    assert np.array_equal(a.query_all(), b.query_all())
+    assert not np.array_equal(a.query_all(), c.query_all())
+
+
+def test_memory_bytes_is_int64_sums_float64_nodes_and_steps():
+    bm = GaussBM(n=7, horizon=2**20, epsilon=1.0, delta=0.01)
+    assert bm.memory_bytes == 7 * 21 * (8 + 8) + 7 * 8
+
+
+def test_rejects_step_beyond_horizon():
+    bm = GaussBM(n=2, horizon=3, epsilon=1.0, delta=0.01, seed=0)
+    bm.update_many(np.array([0, 0, 0, 1]), np.array([1, 1, 1, 1]))
+    with pytest.raises(ValueError, match=r"counter 0 would reach step t=4 > horizon=3"):
+        bm.update(0, 1)
+    assert bm.steps.tolist() == [3, 1]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"epsilon": 0.0}, "epsilon must be a finite number > 0, got 0.0"),
+        ({"epsilon": -1.0}, "epsilon must be a finite number > 0, got -1.0"),
+        ({"delta": 0.0}, r"delta must be in the open interval \(0, 1\), got 0.0"),
+        ({"delta": 1.0}, r"delta must be in the open interval \(0, 1\), got 1.0"),
+        ({"n": 0}, "n must be an integer >= 1, got 0"),
+        ({"m": 0}, "m must be an integer >= 1, got 0"),
+        ({"horizon": 0}, "horizon must be an integer >= 1, got 0"),
+    ],
+)
+def test_rejects_bad_parameters(kwargs, message):
+    params = {"n": 2, "horizon": 10, "epsilon": 1.0, "delta": 0.01, "m": 1} | kwargs
+    with pytest.raises(ValueError, match=message):
+        GaussBM(**params)
+
+
+def test_rejects_counter_index_out_of_range():
+    bm = GaussBM(n=2, horizon=3, epsilon=1.0, delta=0.01)
+    with pytest.raises(ValueError, match=r"counter indices must be in \[0, 2\)"):
+        bm.update(2, 1)
