@@ -16,11 +16,13 @@ import json
 import time
 
 import numpy as np
+from omegaconf import OmegaConf
 
 from dpstream.data.zipf import zipf_stream
+from dpstream.harness.results import CONF_DIR
 from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS
 
-MEMORY_KB = [8, 16, 24, 32, 40, 48]
+MEMORY_KB = list(OmegaConf.load(CONF_DIR / "experiment" / "fig3a.yaml").grid.memory_kb)  # the Figure 3(a) grid
 SKETCHES = [CMS, CS, PunctualCMS, PunctualCS, LazyCMS, LazyCS]
 DEPTH, EPSILON, DELTA = 3, 0.3, 0.001
 
