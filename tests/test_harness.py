@@ -211,3 +211,23 @@ def test_aggregate_with_report_writes_markdown_and_html(tmp_path):
     assert "## e1: fake sweep" in report and "| value grows with epsilon | x | confirmed |" in report
     assert "Verdicts: 1 confirmed" in report and "git commit" in report
     assert "<h2>e1: fake sweep</h2>" in (tmp_path / "results" / "report.html").read_text()
+
+
+def test_rerun_true_replaces_stored_rows(tmp_path):
+    conf = fake_conf(tmp_path)
+    store = tmp_path / "results" / "store" / "trials.jsonl"
+    run(fake_cfg(conf, tmp_path), conf)
+    lines = store.read_text().splitlines()
+    first = json.loads(lines[0])
+    patched = {**first, "value": 123.0}
+    store.write_text(json.dumps(patched) + "\n" + "\n".join(lines[1:]) + "\n")
+    assert run(fake_cfg(conf, tmp_path), conf)[0].set_index("key").loc[first["key"], "value"] == 123.0
+    df = run(fake_cfg(conf, tmp_path, rerun=True), conf)[0]
+    assert df.set_index("key").loc[first["key"], "value"] == first["value"]
+
+
+def test_store_round_trips_infinite_and_nan_metrics(tmp_path):
+    path = tmp_path / "s.jsonl"
+    ResultsStore(path).append({"key": "a", "x": float("inf"), "y": float("nan")})
+    row = ResultsStore(path).get("a")
+    assert row["x"] == float("inf") and row["y"] != row["y"]

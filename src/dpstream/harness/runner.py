@@ -99,7 +99,7 @@ def run_trials(trials: list[tuple[str, dict[str, Any]]], store: ResultsStore, cf
             parallel = joblib.Parallel(return_as="generator_unordered")
             jobs = (joblib.delayed(_keyed)(fn, p) for fn, p in todo)
             for key, params, metrics in parallel(jobs):
-                store.append(make_row(key, params, metrics))
+                store.append(make_row(key, params, metrics), replace=cfg["rerun"])
                 bar.update()
     bar.close()
     return len(todo)
@@ -149,6 +149,16 @@ def summary(df: pd.DataFrame, params_cols: list[str], varying: list[str]) -> tup
     return per_trial, means
 
 
+def _fixed_by_name(df: pd.DataFrame, column: str) -> bool:
+    """True for a ``mechanism.*`` / ``data.*`` column that only changes with the option's name (its class,
+    its flags): such columns are not swept values, so summaries do not group by them."""
+    group, _, rest = column.partition(".")
+    name = f"{group}.name"
+    if group not in ("mechanism", "data") or rest == "name" or name not in df.columns:
+        return False
+    return bool((df.groupby(name)[column].agg(lambda s: s.astype(str).nunique()) <= 1).all())
+
+
 def run_experiment(spec: dict[str, Any], base: dict[str, Any], cfg: dict[str, Any], conf_dir: Path,
                    profile_overrides: dict[str, Any]) -> pd.DataFrame:
     """Run one experiment (grid x trials), write its table and figure, print its summary."""
@@ -165,10 +175,8 @@ def run_experiment(spec: dict[str, Any], base: dict[str, Any], cfg: dict[str, An
     df = table(rows, exp_id)
     write_csv(df, results_dir / "tables" / f"{exp_id}.csv")
     params_cols = [c for c in flatten(all_params[0]) if c not in NOT_IN_KEY]
-    # columns fixed by the mechanism's or data's name (its class, its flags) are not shown as swept values
-    derived = ("mechanism.", "data._target_", "data.synthetic")
     varying = [c for c in params_cols if c != "trial" and df[c].astype(str).nunique() > 1
-               and (c == "mechanism.name" or not c.startswith(derived))]
+               and not _fixed_by_name(df, c)]
     if "mechanism.name" in df.columns and "mechanism.name" not in varying:
         varying.insert(0, "mechanism.name")
     per_trial, means = summary(df, params_cols, varying)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any
@@ -31,10 +30,9 @@ def trial_key(params: dict[str, Any]) -> str:
 
 
 def _json_safe(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return _json_safe(value.item())
+    """numpy scalars -> Python scalars (NaN and +-inf are kept: Python's json round-trips them)."""
+    if hasattr(value, "item") and callable(value.item):
+        return value.item()
     return value
 
 
@@ -78,10 +76,11 @@ class ResultsStore:
     def get(self, key: str) -> dict[str, Any] | None:
         return self._rows.get(key)
 
-    def append(self, row: dict[str, Any]) -> None:
-        """Write one finished row durably; a row whose key is already stored is ignored."""
+    def append(self, row: dict[str, Any], replace: bool = False) -> None:
+        """Write one finished row durably. A row whose key is already stored is ignored, unless
+        ``replace`` (a forced rerun): then the new line is appended and wins on every later load."""
         key = row["key"]
-        if key in self._rows:
+        if key in self._rows and not replace:
             return
         line = json.dumps({k: _json_safe(v) for k, v in row.items()}, default=str) + "\n"
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

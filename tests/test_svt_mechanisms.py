@@ -1,0 +1,246 @@
+"""Mechanisms of the sparse vector family: the noise they add, halting, one-sided cap, counters, pruning, bad input."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import sparse, stats
+
+from dpstream.svt import (
+    AboveThreshold,
+    LinearQueries,
+    NumericSparse,
+    Sparse,
+    ThresholdMonitor,
+    ThresholdMonitorEvolving,
+    calibrate,
+    sparse_sigma,
+)
+from dpstream.svt._kernels import monitor_pass
+
+N = 200_000
+
+
+def assert_laplace_scale(x: np.ndarray, scale: float) -> None:
+    """x ~ Lap(scale): mean |x| = scale (sd scale/sqrt(n)), tolerance 5 sd (p ~ 6e-7);
+    tail Pr[|x| > 3 scale] = e^-3, binomial two-sided p > 1e-6; variance 2 scale^2 within 5 sd
+    (relative sd of the sample variance is sqrt(5/n) for the Laplace's kurtosis 6)."""
+    x = np.ravel(x)
+    n = x.size
+    assert abs(np.abs(x).mean() / scale - 1) < 5 / math.sqrt(n)
+    assert x.var() / (2 * scale**2) == pytest.approx(1, abs=5 * math.sqrt(5 / n))
+    tail = int((np.abs(x) > 3 * scale).sum())
+    assert stats.binomtest(tail, n, math.exp(-3)).pvalue > 1e-6
+
+
+def test_above_threshold_noise_scales_are_2_over_eps_and_4_over_eps():
+    mech = AboveThreshold(0.5, 0.0, seed=1)
+    res = mech.run_many(np.full(4, -1e9), N // 4)
+    assert_laplace_scale(res.noise["threshold"], 2 / 0.5)
+    assert_laplace_scale(res.noise["query"], 4 / 0.5)
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_sparse_noise_scales_match_sigma(delta):
+    mech = Sparse(1.0, 0.0, c=5, delta=delta, seed=2)
+    sigma = sparse_sigma(1.0, 5, delta)
+    res = mech.run_many(np.full(10, -1e12), N // 10)
+    assert_laplace_scale(res.noise["threshold"], sigma)
+    assert_laplace_scale(res.noise["query"], 2 * sigma)
+
+
+def test_numeric_sparse_released_answers_carry_lap_sigma_at_half_budget():
+    mech = NumericSparse(1.0, -1e12, c=4, seed=3)  # every query is TOP
+    answers = np.arange(4.0)
+    res = mech.run_many(answers, N // 4)
+    assert (res.outcomes == 1).all()
+    assert mech.sigma == pytest.approx(sparse_sigma(0.5, 4))
+    assert_laplace_scale(res.released - answers, mech.sigma)
+
+
+def test_sparse_outcomes_are_the_noisy_comparisons_with_threshold_redrawn_after_each_top():
+    mech = Sparse(1.0, 3.0, c=3, seed=4)
+    answers = np.array([0.0, 6.0, 2.0, 5.0, 3.0, 4.0, 1.0, 7.0] * 4)
+    res = mech.run_many(answers, 2000)
+    thr, qn = res.noise["threshold"], res.noise["query"]
+    for r in range(50):
+        count = 0
+        for i, f in enumerate(answers):
+            if count == 3:
+                assert res.outcomes[r, i] == -1  # halted at the c-th TOP
+                continue
+            top = f + qn[r, i] >= 3.0 + thr[r, count]
+            assert res.outcomes[r, i] == int(top)
+            count += top
+    assert ((res.outcomes == 1).sum(axis=1) <= 3).all()
+
+
+def test_sparse_is_reproducible_from_its_seed():
+    answers = np.linspace(0, 10, 50)
+    a = Sparse(1.0, 5.0, c=3, seed=11).run(answers)
+    b = Sparse(1.0, 5.0, c=3, seed=11).run(answers)
+    np.testing.assert_array_equal(a.outcomes, b.outcomes)
+
+
+def test_sparse_lazy_chunks_stop_drawing_after_halt():
+    res = AboveThreshold(1.0, -1e9, seed=5).run(np.zeros(300_000))
+    assert res.outcomes[0] == 1 and (res.outcomes[1:] == -1).all()
+    assert res.noise["query"].size < 300_000
+
+
+def test_sparse_accepts_linear_queries_on_counts():
+    q = LinearQueries.from_matrix(np.array([[1.0, 0.0], [0.5, 1.0]]))
+    res = Sparse(1.0, -1e9, c=2, seed=6).run(q, counts=np.array([4.0, 2.0]))
+    assert (res.outcomes == 1).all()
+
+
+# ThresholdMonitor
+
+
+def test_monitor_noise_scales_are_10_delta_and_b():
+    mech = ThresholdMonitor(1.0, 1e-6, threshold=0.0, k=3, seed=7)
+    cal = calibrate(1.0, 1e-6, 3)
+    q = sparse.csr_matrix(np.ones((10, 1)))
+    res = mech.run_many(q, np.array([1.0]), N // 10)
+    assert_laplace_scale(res.noise["w"], cal.w_scale)
+    assert_laplace_scale(res.noise["v"], math.log(1 / cal.delta) / cal.epsilon)
+    assert cal.w_scale == pytest.approx(10 * cal.cap)
+
+
+def test_monitor_outcomes_are_value_plus_w_plus_one_sided_capped_v_against_exact_t():
+    mech = ThresholdMonitor(1.0, 1e-6, threshold=5e4, k=1000, seed=8)
+    q = sparse.csr_matrix(np.ones((20, 1)))
+    res = mech.run_many(q, np.array([3e4]), 5000)
+    cap = mech.calibration.cap
+    expect = res.values + res.noise["w"] + np.minimum(res.noise["v"], cap) >= 5e4
+    np.testing.assert_array_equal(res.outcomes == 1, expect)
+
+
+def _kernel(counts, rows, w, v, cap, t, k):
+    q = sparse.csr_matrix(np.asarray(rows, dtype=float))
+    out = np.empty((1, q.shape[0]), dtype=np.int8)
+    values = np.empty((1, q.shape[0]))
+    monitor_pass(
+        np.asarray(counts, float),
+        q.indptr,
+        q.indices,
+        q.data,
+        np.atleast_2d(np.asarray(w, float)),
+        np.atleast_2d(np.asarray(v, float)),
+        cap,
+        t,
+        float(k),
+        out,
+        values,
+    )
+    return out[0], values[0]
+
+
+def test_monitor_cap_is_one_sided():
+    # Value 0, w = 0, cap 10: v = +1000 is capped to 10, v = -1000 is NOT capped (a two-sided cap gives -10).
+    out, _ = _kernel([0.0], [[1.0]] * 3, [0, 0, 0], [1000.0, -1000.0, 5.0], cap=10.0, t=8.0, k=99)
+    np.testing.assert_array_equal(out, [1, 0, 0])
+    out, _ = _kernel([0.0], [[1.0]] * 2, [0, 0], [-1000.0, -5.0], cap=10.0, t=-500.0, k=99)
+    np.testing.assert_array_equal(out, [0, 1])
+
+
+def test_monitor_counters_move_only_on_top():
+    # k = 1: five BOTTOMs (w = -1e9) leave the atom in; the first TOP removes it.
+    w = [-1e9] * 5 + [0.0, 0.0]
+    out, values = _kernel([7.0], [[1.0]] * 7, w, [0.0] * 7, cap=1.0, t=1.0, k=1)
+    np.testing.assert_array_equal(out, [0, 0, 0, 0, 0, 1, 0])
+    np.testing.assert_array_equal(values, [7, 7, 7, 7, 7, 7, 0])
+
+
+def test_monitor_prunes_when_counter_reaches_k():
+    # f = 0.5 per TOP, k = 1: counter 0.5 keeps the atom, 1.0 >= k removes it; the other atom is untouched.
+    rows = [[0.5, 0.0]] * 3 + [[0.0, 1.0]]
+    out, values = _kernel([4.0, 9.0], rows, [0.0] * 4, [0.0] * 4, cap=1.0, t=0.0, k=1)
+    np.testing.assert_array_equal(out, [1, 1, 1, 1])
+    np.testing.assert_array_equal(values, [2.0, 2.0, 0.0, 9.0])
+
+
+def test_monitor_false_positives_also_increment_counters():
+    # Value 0 < t but w pushes it to TOP: the atom's counter still moves and k = 1 removes it.
+    out, values = _kernel([3.0], [[1.0]] * 2, [100.0, 100.0], [0.0, 0.0], cap=1.0, t=50.0, k=1)
+    np.testing.assert_array_equal(out, [1, 1])
+    np.testing.assert_array_equal(values, [3.0, 0.0])
+
+
+def test_monitor_calibration_is_recorded():
+    mech = ThresholdMonitor(1.0, 1e-6, threshold=1.0, k=2)
+    assert mech.calibration.option == "A"
+    assert mech.privacy == (1.0, 1e-6)
+
+
+def test_evolving_calibrates_for_replace_one_by_group_privacy():
+    mech = ThresholdMonitorEvolving(1.0, 1e-6, threshold=1.0, k=2)
+    cal = calibrate(0.5, 1e-6 / (1 + math.exp(0.5)), 2)
+    assert mech.calibration == cal
+
+
+def test_evolving_excludes_users_but_keeps_them_in_the_population():
+    # Two users; step inputs change (rows). User 0 reaches k = 1 at step 0 and is excluded afterwards,
+    # even when its later input matches the query; user 1 still counts.
+    rows = [[1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]
+    out, values = _kernel([1.0, 1.0], rows, [0.0] * 3, [0.0] * 3, cap=1.0, t=0.5, k=1)
+    np.testing.assert_array_equal(out, [1, 1, 0])
+    np.testing.assert_array_equal(values, [1.0, 1.0, 0.0])
+
+
+# Bad input
+
+
+@pytest.mark.parametrize("eps", [0.0, -1.0, float("inf")])
+def test_rejects_nonpositive_epsilon(eps):
+    for make in (lambda: AboveThreshold(eps, 1.0), lambda: Sparse(eps, 1.0, 2), lambda: NumericSparse(eps, 1.0, 2)):
+        with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
+            make()
+    with pytest.raises(ValueError, match="epsilon_total must be a finite number > 0"):
+        ThresholdMonitor(eps, 1e-6, 1.0, 1)
+
+
+@pytest.mark.parametrize("delta", [1.0, -0.5, 1.5])
+def test_rejects_delta_outside_unit_interval(delta):
+    with pytest.raises(ValueError, match=r"delta must be in the open interval \(0, 1\)"):
+        Sparse(1.0, 1.0, 2, delta=delta)
+    with pytest.raises(ValueError, match=r"delta_total must be in the open interval \(0, 1\)"):
+        ThresholdMonitor(1.0, delta, 1.0, 1)
+
+
+@pytest.mark.parametrize("k", [0, -1])
+def test_rejects_cap_or_cutoff_below_1(k):
+    with pytest.raises(ValueError, match="k must be an integer >= 1"):
+        ThresholdMonitor(1.0, 1e-6, 1.0, k)
+    with pytest.raises(ValueError, match="c must be an integer >= 1"):
+        Sparse(1.0, 1.0, k)
+
+
+def test_monitor_rejects_non_linear_queries():
+    mech = ThresholdMonitor(1.0, 1e-6, 1.0, 1)
+    with pytest.raises(ValueError, match="requires linear queries"):
+        mech.run(np.array([1.0, 2.0, 3.0]), np.ones(3))
+    with pytest.raises(ValueError, match="requires linear queries"):
+        mech.run(lambda s: s.max(), np.ones(3))
+
+
+@pytest.mark.parametrize("bad", [1.5, -0.1, float("nan")])
+def test_rejects_linear_query_values_outside_unit_interval(bad):
+    with pytest.raises(ValueError, match=r"must lie in \[0, 1\]"):
+        ThresholdMonitor(1.0, 1e-6, 1.0, 1).run(np.array([[1.0, bad]]), np.ones(2))
+    with pytest.raises(ValueError, match=r"must lie in \[0, 1\]"):
+        Sparse(1.0, 1.0, 1).run(np.array([[bad, 0.0]]), counts=np.ones(2))
+
+
+def test_rejects_negative_counts():
+    with pytest.raises(ValueError, match="non-negative"):
+        ThresholdMonitor(1.0, 1e-6, 1.0, 1).run(np.eye(2), np.array([1.0, -1.0]))
+
+
+def test_sparse_rejects_epsilon_beyond_the_advanced_composition_range():
+    with pytest.raises(ValueError, match=r"epsilon <= 4 ln\(1/delta\)"):
+        Sparse(10.0, 1.0, 2, delta=0.5)
+
+
+def test_single_run_reports_queries_processed():
+    assert Sparse(1.0, -1e9, c=2, seed=1).run(np.zeros(10)).processed == 2
