@@ -23,3 +23,9 @@ def compose_cfg():
             return compose(config_name="config", overrides=overrides)
 
     return _compose
+
+
+@pytest.fixture(scope="session")
+def smoke_results(tmp_path_factory):
+    """One results folder shared by every smoke run of the session (the store makes repeats free)."""
+    return tmp_path_factory.mktemp("smoke-results")

@@ -150,12 +150,13 @@ EXPERIMENTS = options(CONF_DIR, "experiment")
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
-def test_every_experiment_runs_in_smoke_profile(name, compose_cfg, tmp_path):
+def test_every_experiment_runs_in_smoke_profile(name, compose_cfg, smoke_results):
     """Each experiments/*.yaml runs end to end at smoke scale (aggregates are checked to resolve)."""
     spec = OmegaConf.load(CONF_DIR / "experiment" / f"{name}.yaml")
     if "parts" in spec:
         assert all((CONF_DIR / "experiment" / f"{p}.yaml").exists() for p in spec.parts)
         return
+    tmp_path = smoke_results
     cfg = compose_cfg([f"experiment={name}", "profile=smoke", f"results_dir={tmp_path}",
                        f"data_dir={ROOT / 'data'}", "n_jobs=2"])
     frames = run(cfg, CONF_DIR)
