@@ -9,6 +9,7 @@
 from pathlib import Path
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from dpstream.harness.runner import run
@@ -18,7 +19,7 @@ CONF_DIR = Path(__file__).resolve().parent / "conf"
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> None:
-    run(cfg, conf_dir=CONF_DIR)
+    run(cfg, conf_dir=CONF_DIR, overrides=list(HydraConfig.get().overrides.task))
 
 
 if __name__ == "__main__":

@@ -232,3 +232,15 @@ def test_store_round_trips_infinite_and_nan_metrics(tmp_path):
     ResultsStore(path).append({"key": "a", "x": float("inf"), "y": float("nan")})
     row = ResultsStore(path).get("a")
     assert row["x"] == float("inf") and row["y"] != row["y"]
+
+
+def test_command_line_beats_fixed_and_may_not_collapse_a_sweep(tmp_path):
+    conf = fake_conf(tmp_path)
+    spec = load_option(conf, "experiment", "e1")
+    spec["fixed"]["depth"] = 3
+    cfg = fake_cfg(conf, tmp_path, experiment=spec, depth=7)
+    df = run(cfg, conf, overrides=["experiment=e1", "depth=7", "n_jobs=1"])[0]
+    assert (df["depth"] == 7).all()
+    with pytest.raises(ValueError, match=r"epsilon is swept by experiment 'e1'; change the sweep with "
+                                         r"experiment.grid.epsilon"):
+        run(fake_cfg(conf, tmp_path, experiment=spec), conf, overrides=["epsilon=0.5"])

@@ -106,13 +106,38 @@ def grid_points(spec: dict[str, Any]) -> list[list[tuple[str, Any]]]:
     return points
 
 
+def command_line_overrides(task: list[str], cfg: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The ``key=value`` overrides a user typed (Hydra's ``overrides.task``), with their composed values.
+
+    Group choices keep the option name; run settings, ``experiment`` and ``profile`` are not trial keys.
+    """
+    out = []
+    for item in task:
+        key = item.split("=", 1)[0].lstrip("+")
+        head = key.split(".", 1)[0]
+        if key.startswith("~") or head in ("hydra", "experiment", "profile") or head in RUN_KEYS:
+            continue
+        value = cfg[key]["name"] if key in GROUPS else OmegaConf.select(OmegaConf.create(cfg), key)
+        out.append((key, value))
+    return out
+
+
 def expand(spec: dict[str, Any], base: dict[str, Any], conf_dir: Path, trials: int,
-           profile_overrides: dict[str, Any]) -> list[dict[str, Any]]:
-    """All trial configs of ``spec``: one per grid point and trial index, in a fixed order."""
+           profile_overrides: dict[str, Any], cli: list[tuple[str, Any]] = ()) -> list[dict[str, Any]]:
+    """All trial configs of ``spec``: one per grid point and trial index, in a fixed order.
+
+    Precedence: base config < the experiment's ``fixed`` < command-line overrides < the swept point.
+    A command-line override of a swept key is an error (it would silently collapse the sweep).
+    """
     fixed = list((spec.get("fixed") or {}).items())
+    swept = set(spec.get("grid") or {}) | set(spec.get("zip") or {})
+    for key, _ in cli:
+        if key in swept:
+            raise ValueError(f"{key} is swept by experiment {spec.get('id')!r}; change the sweep with "
+                             f"experiment.grid.{key}=[...] (or experiment.zip.{key}) instead of {key}=...")
     out = []
     for point in grid_points(spec):
-        params = apply_overrides(base, fixed + point, conf_dir, profile_overrides)
+        params = apply_overrides(base, fixed + list(cli) + point, conf_dir, profile_overrides)
         for trial in range(trials):
             out.append({**copy.deepcopy(params), "trial": trial})
     return out

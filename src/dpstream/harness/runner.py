@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 import dpstream
 from dpstream.harness.config import (
     RUN_KEYS,
+    command_line_overrides,
     expand,
     flatten,
     import_object,
@@ -160,11 +161,11 @@ def _fixed_by_name(df: pd.DataFrame, column: str) -> bool:
 
 
 def run_experiment(spec: dict[str, Any], base: dict[str, Any], cfg: dict[str, Any], conf_dir: Path,
-                   profile_overrides: dict[str, Any]) -> pd.DataFrame:
+                   profile_overrides: dict[str, Any], cli: list[tuple[str, Any]] = ()) -> pd.DataFrame:
     """Run one experiment (grid x trials), write its table and figure, print its summary."""
     exp_id = spec["id"]
     trials = int(spec.get("trials") or cfg["trials"])
-    all_params = expand(spec, base, conf_dir, trials, profile_overrides)
+    all_params = expand(spec, base, conf_dir, trials, profile_overrides, cli)
     jobs = [(trial_function(p, spec), p) for p in all_params]
     results_dir = Path(cfg["results_dir"])
     store = ResultsStore(results_dir / "store" / STORE_NAME)
@@ -223,8 +224,11 @@ def experiments_to_run(cfg: dict[str, Any], conf_dir: Path) -> list[dict[str, An
     return [spec]
 
 
-def run(cfg: DictConfig | dict[str, Any], conf_dir: Path) -> list[pd.DataFrame]:
-    """Entry point behind ``run.py``: run the configured experiment (or a single run) end to end."""
+def run(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] | None = None) -> list[pd.DataFrame]:
+    """Entry point behind ``run.py``: run the configured experiment (or a single run) end to end.
+
+    ``overrides`` are the command-line ``key=value`` strings; inside an experiment they beat its ``fixed`` values.
+    """
     plain = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
     _preflight(plain)
     plain["results_dir"] = str(Path(plain["results_dir"]).resolve())
@@ -233,7 +237,8 @@ def run(cfg: DictConfig | dict[str, Any], conf_dir: Path) -> list[pd.DataFrame]:
     base["data_dir"] = plain["data_dir"]
     profile_overrides = plain["profile"].get("overrides") or {}
     specs = experiments_to_run(plain, conf_dir)
-    frames = [run_experiment(spec, base, plain, conf_dir, profile_overrides) for spec in specs]
+    cli = command_line_overrides(overrides or [], plain)
+    frames = [run_experiment(spec, base, plain, conf_dir, profile_overrides, cli) for spec in specs]
     if (plain.get("experiment") or {}).get("report"):
         print(f"report: {write_report(specs, frames, plain)}")
     return frames
