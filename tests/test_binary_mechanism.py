@@ -30,6 +30,39 @@ def _algorithm_1_tree(cs: list[int]) -> list[tuple[int, int, int]]:
     return tree
 
 
+def released_from_scratch(values: np.ndarray, noise: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """Released prefix sums of counters recomputed from scratch: row j of ``values`` / ``noise`` holds counter j's
+    increments / node noises in step order (entries from column ``steps[j]`` on are ignored).
+
+    At step s the released nodes are the set bits l of s: the dyadic interval ending at u = s with its bits below l
+    cleared, released as sum(values[u - 2^l : u]) + noise[u - 1]; they are added highest bit first.
+    """
+    n = values.shape[0]
+    cum = np.concatenate([np.zeros((n, 1), dtype=np.int64), np.cumsum(values, axis=1, dtype=np.int64)], axis=1)
+    rows = np.arange(n)
+    out = np.zeros(n)
+    for level in reversed(range(int(steps.max(initial=0)).bit_length())):
+        on = (steps >> level) & 1 == 1
+        end = (steps >> level) << level
+        start = np.maximum(end - (1 << level), 0)
+        node = (cum[rows, end] - cum[rows, start]) + noise[rows, np.maximum(end - 1, 0)]
+        out = np.where(on, out + node, out)
+    return out
+
+
+def record_draws(bm: GaussBM) -> list[np.ndarray]:
+    """Make ``bm`` keep a copy of every noise array it draws, in order (the draws themselves are unchanged)."""
+    drawn: list[np.ndarray] = []
+    draw = bm._draw
+
+    def recording(size: int) -> np.ndarray:
+        drawn.append(draw(size))
+        return drawn[-1]
+
+    bm._draw = recording
+    return drawn
+
+
 def test_sigma_equals_calibration_formula():
     bm = GaussBM(n=4, horizon=1000, epsilon=0.5, delta=1e-3, m=6, seed=0)
     assert bm.levels == gauss_bm_levels(1000) == 10
@@ -53,14 +86,25 @@ def test_noiseless_prefix_sums_equal_literal_algorithm_1():
         assert bm.query(0) == sum(count for _, _, count in tree) == cs[:t].sum()
 
 
-def test_released_nodes_are_the_set_bits_of_the_step():
-    # with noise on, the released value at step s is sum over set bits l of s of (exact node + its noise):
-    # replacing every level's noise by 2^l makes the released noise equal to s itself.
-    bm = GaussBM(n=1, horizon=64, epsilon=1.0, delta=0.1, seed=0)
-    for s in range(1, 65):
-        bm.update(0, 0)
-        bm._noisy[:, 0] = bm._exact[:, 0] + (1 << np.arange(bm.levels))
-        assert bm.query(0) == s
+def test_incremental_released_prefix_equals_sum_of_noisy_nodes_over_set_bits():
+    # The released prefix sums are kept up to date at every update; after any number of updates they equal,
+    # bit for bit, the sum recomputed from scratch of (exact dyadic count + its recorded noise) over the set bits
+    # of each counter's step, highest bit first (the same float additions in the same order, hence exact).
+    rng = np.random.default_rng(11)
+    n, total = 6, 3000
+    js, cs = rng.integers(0, n, total), rng.integers(-3, 4, total)
+    bm = GaussBM(n=n, horizon=total, epsilon=0.5, delta=1e-3, m=2, seed=3)
+    drawn = record_draws(bm)
+    for lo, hi in [(0, 1), (1, 2), (2, 7), (7, 64), (64, 1000), (1000, 2047), (2047, 2048), (2048, total)]:
+        bm.update_many(js[lo:hi], cs[lo:hi])
+        noise = np.concatenate(drawn)
+        values, noises = np.zeros((n, hi), dtype=np.int64), np.zeros((n, hi))
+        for j in range(n):
+            mine = js[:hi] == j
+            values[j, : mine.sum()], noises[j, : mine.sum()] = cs[:hi][mine], noise[mine]
+        assert np.array_equal(bm.steps, np.bincount(js[:hi], minlength=n))
+        assert np.array_equal(bm.query_all(), released_from_scratch(values, noises, bm.steps))
+        assert [bm.query(j) for j in range(n)] == bm.query_all().tolist()
 
 
 @pytest.mark.parametrize("step", [1, 7, 8, 21, 63, 64])
@@ -100,7 +144,7 @@ def test_update_many_equals_update_loop():
     a.update_many(js, cs)
     for j, c in zip(js, cs, strict=True):
         b.update(int(j), int(c))
-    assert np.array_equal(a._exact, b._exact) and np.array_equal(a._noisy, b._noisy)
+    assert np.array_equal(a._exact, b._exact) and np.array_equal(a._noisy_sums, b._noisy_sums)
     assert np.array_equal(a.steps, b.steps) and np.array_equal(a.query_all(), b.query_all())
 
 

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+from test_binary_mechanism import record_draws, released_from_scratch
 
 from dpstream.binary_mechanism import popcount
 from dpstream.calibration import gauss_bm_levels, gauss_bm_sigma
@@ -27,7 +28,7 @@ def _state_arrays(sketch) -> list[np.ndarray]:
     state = sketch._state
     if hasattr(state, "counts"):
         return [state.counts]
-    arrays = [state.counters._exact, state.counters._noisy, state.counters._steps]
+    arrays = [state.counters._exact, state.counters._noisy_sums, state.counters._steps]
     return arrays + ([state.pending] if hasattr(state, "pending") else [])
 
 
@@ -56,6 +57,56 @@ def test_query_many_equals_query(cls):
     keys = np.array([0, 1, 2, 3, 17, 499, 10**9])
     assert sketch.query_many(keys).tolist() == [sketch.query(int(k)) for k in keys]
     assert np.array_equal(sketch.variance_many(keys)[:, 4], sketch.variance(17))
+
+
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+def test_query_many_is_alg4_min_or_median_of_row_estimates(cls, depth):
+    # the compiled query hashes each key and combines its d cells: the same as numpy's min / median (mean of the
+    # two middle rows for an even depth) over the row estimates v_i computed from the whole released table
+    sketch = cls(**(KW | {"depth": depth}))
+    sketch.extend(_zipf_stream(700, 12))
+    keys = np.concatenate([np.arange(600), [10**9, 2**62, -5]])
+    rows = sketch.row_estimates_many(keys)
+    combined = np.median(rows, axis=0) if cls in (CS, PunctualCS, LazyCS) else rows.min(axis=0)
+    assert np.array_equal(sketch.query_many(keys), combined)
+
+
+@pytest.mark.parametrize("cls", PRIVATE)
+@pytest.mark.parametrize("length", [1, 16, 17, 300, 333])
+def test_released_cells_equal_sum_of_noisy_nodes_over_set_bits(cls, length, monkeypatch):
+    # every cell's released prefix sum is kept up to date by the update kernels; it equals, bit for bit, the sum
+    # recomputed from scratch of (exact pushed count + its recorded noise) over the set bits of the cell's step
+    monkeypatch.setattr(lazy, "ITEMS_PER_BLOCK", 50)
+    monkeypatch.setattr(punctual, "NOISE_BLOCK", 1000)
+    w, d = KW["width"], KW["depth"]
+    sketch = cls(**(KW | {"horizon": 400}))
+    drawn = record_draws(sketch._state.counters)
+    stream = _zipf_stream(length, 13)
+    sketch.extend(stream[: length // 3])
+    sketch.extend(stream[length // 3 :])
+    noise = np.concatenate(drawn)
+    cols, signs = bucket_many(sketch._params, canonical_keys(stream), w)
+    incs = signs if cls in (PunctualCS, LazyCS) else np.ones_like(signs)
+    t = np.arange(length)
+    cells = np.arange(d)[:, None] * w + cols  # (d, length): the cell of row i that item t hashes to
+    steps = sketch._state.counters.steps
+    values = np.zeros((d * w, length // w + 2 if cls in (LazyCMS, LazyCS) else length), dtype=np.int64)
+    if cls in (LazyCMS, LazyCS):
+        # column j pushes at items t = q w + j (q = 0, 1, ...); item t' lands in the first push at or after it,
+        # drawing noise t d + i for row i
+        push = np.maximum(0, -(-(t - cols) // w))
+        np.add.at(values, (cells, push), incs)
+        rows, column = np.divmod(np.arange(d * w), w)
+        pushes = np.arange(values.shape[1])
+        noises = np.zeros(values.shape)
+        pushed = pushes[None, :] < steps[:, None]
+        noises[pushed] = noise[((pushes[None, :] * w + column[:, None]) * d + rows[:, None])[pushed]]
+    else:
+        # every cell steps at every item t, drawing noise t d w + cell
+        np.add.at(values, (cells, np.broadcast_to(t, cells.shape)), incs)
+        noises = noise.reshape(length, d * w).T
+    assert np.array_equal(sketch._state.cells().ravel(), released_from_scratch(values, noises, steps))
 
 
 @pytest.mark.parametrize("cls", ALL)

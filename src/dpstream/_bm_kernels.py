@@ -1,8 +1,11 @@
 """Compiled kernels of the Gaussian binary mechanism (``GaussBM``): one node per tree level, per counter.
 
-State of n counters: ``exact`` (levels, n) integer partial sums and ``noisy`` (levels, n) float64
-released node values; ``steps`` (n,) how many updates each counter has had. The kernels are plain
-functions over these arrays so the sketches' kernels call them inline.
+State of n counters: ``exact`` (levels, n) integer partial sums, ``noisy_sums`` (levels, n) float64 and
+``steps`` (n,) how many updates each counter has had. ``noisy_sums[l, j]`` is the sum of counter j's
+released noisy nodes at the set bits >= l of its step, added from the highest bit down (for a clear
+bit l it equals ``noisy_sums[l + 1, j]``), so row 0 is the released prefix sum of every counter and a
+query reads it without recomputing. The kernels are plain functions over these arrays so the sketches'
+kernels call them inline.
 """
 
 from __future__ import annotations
@@ -21,42 +24,32 @@ def tree_level(step: np.int64) -> np.int64:
 
 
 @njit(cache=True, inline="always")
-def push(exact: np.ndarray, noisy: np.ndarray, j: np.int64, level: np.int64, c: np.int64, z: float) -> None:
-    """Counter ``j`` gets ``c`` at a step whose node closes at ``level``; ``z`` is its N(0, sigma^2) noise.
+def push(exact: np.ndarray, noisy_sums: np.ndarray, j: np.int64, level: np.int64, c: np.int64, z: float) -> None:
+    """Counter ``j`` gets ``c`` at a step s whose node closes at ``level``; ``z`` is its N(0, sigma^2) noise.
 
     alpha_level = c + sum_{l < level} alpha_l (the exact count of the dyadic interval ending now), the
-    lower alphas are cleared (their intervals are merged), and the released node gets the fresh noise.
+    lower alphas are cleared (their intervals are merged), and the node is released as alpha_level + z.
+    Bit ``level`` is clear in s - 1 and set in s, the bits below it go from set to clear and the bits
+    above are unchanged, so the new sum from bit ``level`` up is noisy_sums[level, j] (the sum of the bits
+    above it) plus the new node, and every lower level takes that same value.
     """
     acc = c
     for l in range(level):
         acc += exact[l, j]
         exact[l, j] = 0
     exact[level, j] = acc
-    noisy[level, j] = acc + z
+    released = noisy_sums[level, j] + (acc + z)
+    for l in range(level + 1):
+        noisy_sums[l, j] = released
 
 
 @njit(cache=True)
 def update_counters(
-    exact: np.ndarray, noisy: np.ndarray, steps: np.ndarray, js: np.ndarray, cs: np.ndarray, noise: np.ndarray
+    exact: np.ndarray, noisy_sums: np.ndarray, steps: np.ndarray, js: np.ndarray, cs: np.ndarray, noise: np.ndarray
 ) -> None:
     """Counters ``js[k]``, in order, each take one step: value ``cs[k]``, noise ``noise[k]``."""
     for k in range(js.shape[0]):
         j = js[k]
         s = steps[j] + 1
         steps[j] = s
-        push(exact, noisy, j, tree_level(s), cs[k], noise[k])
-
-
-@njit(cache=True)
-def prefix_sums(noisy: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """Released prefix sum of every counter: sum of ``noisy[l, j]`` over the set bits l of ``steps[j]``."""
-    out = np.zeros(steps.shape[0], dtype=np.float64)
-    for j in range(steps.shape[0]):
-        s = steps[j]
-        l = 0
-        while s:
-            if s & 1:
-                out[j] += noisy[l, j]
-            s >>= 1
-            l += 1
-    return out
+        push(exact, noisy_sums, j, tree_level(s), cs[k], noise[k])

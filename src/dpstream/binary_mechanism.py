@@ -31,12 +31,16 @@ class GaussBM:
     later release, so the set of released nodes at every step (one per set bit of s, each with its own
     independent N(0, sigma^2)) has the same joint distribution. The prefix sum at step s is the sum of
     the noisy nodes over the set bits of s, so its noise variance is popcount(s) sigma^2 (``variance``).
+    It is kept up to date at every update instead of being summed at query time: per level l we hold
+    the sum of the noisy nodes at the set bits >= l (added from the highest bit down); a step of level i
+    sets level i to (its old value, the sum above bit i) + the new node and copies it to levels < i,
+    whose bits are cleared. Level 0 is the released prefix sum, bit for bit the from-scratch sum.
     Alg. 1 as printed merges while ``t & (1 << l) != 0``, which gives dyadic nodes for a 0-based t;
     we follow the 1-based steps of Alg. 5 (``floor(t/w) + 1``) and Figure 2 (the release at t = 7 is
     c7 + c5:6 + c1:4), i.e. the node closing at step s has level ctz(s).
 
     Memory: exact partial sums (int64 here; the sketches use int32, the paper's model: 4 + 8 = 12 bytes
-    per level) and float64 noisy values, both (levels, n), plus an int64 step count per counter.
+    per level) and float64 noisy sums, both (levels, n), plus an int64 step count per counter.
     """
 
     def __init__(self, n: int, horizon: int, epsilon: float, delta: float, m: int = 1, seed: SeedLike = None) -> None:
@@ -88,7 +92,7 @@ class GaussBM:
         self._noise_scale = self.sigma * noise_multiplier
         self._noise = NoiseSource(seed)
         self._exact = np.zeros((self.levels, self.n), dtype=count_dtype)
-        self._noisy = np.zeros((self.levels, self.n), dtype=np.float64)
+        self._noisy_sums = np.zeros((self.levels, self.n), dtype=np.float64)
         self._steps = np.zeros(self.n, dtype=np.int64)
 
     @property
@@ -98,8 +102,8 @@ class GaussBM:
 
     @property
     def memory_bytes(self) -> int:
-        """Bytes of the state arrays: exact partial sums, noisy node values and step counts."""
-        return self._exact.nbytes + self._noisy.nbytes + self._steps.nbytes
+        """Bytes of the state arrays: exact partial sums, noisy sums and step counts."""
+        return self._exact.nbytes + self._noisy_sums.nbytes + self._steps.nbytes
 
     def _draw(self, size: int) -> np.ndarray:
         """``size`` node noises N(0, sigma^2), in the order the updates consume them."""
@@ -128,7 +132,7 @@ class GaussBM:
         self._check_horizon(self._steps + np.bincount(js, minlength=self.n))
         kernels.update_counters(
             self._exact,
-            self._noisy,
+            self._noisy_sums,
             self._steps,
             js.astype(np.int64),
             cs.astype(np.int64),
@@ -141,11 +145,17 @@ class GaussBM:
 
     def query(self, j: int) -> float:
         """Released prefix sum of counter ``j`` (Alg. 1 query)."""
-        return float(self.query_all()[j])
+        return float(self._noisy_sums[0, j])
 
     def query_all(self) -> np.ndarray:
         """Released prefix sums of all counters (float64, shape (n,))."""
-        return kernels.prefix_sums(self._noisy, self._steps)
+        return self._noisy_sums[0].copy()
+
+    def released_view(self) -> np.ndarray:
+        """Read-only view of the released prefix sums (``query_all`` without the copy; changes with updates)."""
+        view = self._noisy_sums[0]
+        view.flags.writeable = False
+        return view
 
     def variance(self, step: int | np.ndarray | None = None) -> np.ndarray:
         """Analytic noise variance popcount(step) sigma^2 of a released prefix sum (default: each counter)."""

@@ -1,4 +1,5 @@
-"""Compiled per-update loops of the sketches: one call processes a whole block of (canonical) keys.
+"""Compiled per-update loops of the sketches (one call processes a whole block of canonical keys) and
+the compiled query (Alg. 4) over the released cells.
 
 ``params`` is the (depth, 4) uint64 hash array of ``dpstream.hashing.draw_hash_params``; ``signed``
 selects the CS increment g_i(x) instead of the CMS increment 1. Keys are hashed ``BLOCK`` at a time
@@ -37,7 +38,7 @@ def punctual_extend(
     params: np.ndarray,
     signed: bool,
     exact: np.ndarray,
-    noisy: np.ndarray,
+    noisy_sums: np.ndarray,
     t0: int,
     noise: np.ndarray,
 ) -> None:
@@ -58,7 +59,7 @@ def punctual_extend(
             level = tree_level(t0 + start + k + 1)
             for i in range(depth):
                 for j in range(width):
-                    push(exact, noisy, i * width + j, level, incs[i, k] if j == cols[i, k] else 0, noise[z])
+                    push(exact, noisy_sums, i * width + j, level, incs[i, k] if j == cols[i, k] else 0, noise[z])
                     z += 1
 
 
@@ -69,7 +70,7 @@ def lazy_extend(
     signed: bool,
     pending: np.ndarray,
     exact: np.ndarray,
-    noisy: np.ndarray,
+    noisy_sums: np.ndarray,
     steps: np.ndarray,
     t0: int,
     noise: np.ndarray,
@@ -92,9 +93,37 @@ def lazy_extend(
                 cell = i * width + pos
                 s = steps[cell] + 1
                 steps[cell] = s
-                push(exact, noisy, cell, tree_level(s), pending[i, pos], noise[z])
+                push(exact, noisy_sums, cell, tree_level(s), pending[i, pos], noise[z])
                 pending[i, pos] = 0
                 z += 1
             pos += 1
             if pos == width:
                 pos = 0
+
+
+@njit(cache=True)
+def query_keys(keys: np.ndarray, params: np.ndarray, signed: bool, cells: np.ndarray) -> np.ndarray:
+    """Alg. 4 for every canonical key x: min_i C[i, h_i(x)] (CMS), or median_i g_i(x) C[i, h_i(x)] (``signed``,
+    CS; the mean of the two middle rows when the depth is even, as ``np.median``). Reads d cells per key.
+    """
+    depth, width = cells.shape
+    cols = np.empty((depth, BLOCK), dtype=np.int64)
+    incs = np.empty((depth, BLOCK), dtype=np.int64)
+    rows = np.empty(depth, dtype=np.float64)
+    out = np.empty(keys.shape[0], dtype=np.float64)
+    half = depth // 2
+    for start in range(0, keys.shape[0], BLOCK):
+        m = min(BLOCK, keys.shape[0] - start)
+        hash_rows(params, keys, start, m, width, signed, cols, incs)
+        for k in range(m):
+            if signed:
+                for i in range(depth):
+                    rows[i] = incs[i, k] * np.float64(cells[i, cols[i, k]])
+                rows.sort()
+                out[start + k] = rows[half] if depth % 2 else (rows[half - 1] + rows[half]) / 2
+            else:
+                v = np.float64(cells[0, cols[0, k]])
+                for i in range(1, depth):
+                    v = min(v, np.float64(cells[i, cols[i, k]]))
+                out[start + k] = v
+    return out

@@ -9,13 +9,13 @@ Two independent choices make a sketch (seed 004, Sec. 2.2 and 4):
   array pushed one column per step into GaussBM cells (Lazy, Alg. 5).
 
 The core hashes keys, enforces the horizon, and implements ``query`` from the schedule's released
-cells; a schedule only keeps its arrays and runs its compiled kernel.
+cells (compiled: ``_kernels.query_keys`` reads the d cells of each key); a schedule only keeps its
+arrays and runs its compiled kernel.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Self
 
@@ -24,20 +24,20 @@ import numpy as np
 from dpstream.binary_mechanism import GaussBM
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
 from dpstream.noise import SeedLike, as_seed_sequence
+from dpstream.sketches import _kernels as kernels
 from dpstream.sketches import memory
 from dpstream.validation import check_choice, check_epsilon, check_positive_int
 
 
 @dataclass(frozen=True)
 class Estimator:
-    """Per-row increment (1, or the sign hash when ``signed``) and how row estimates are combined."""
+    """``signed``: Count Sketch (row increment g_i(x), median over rows); else Count-Min (1, min over rows)."""
 
     signed: bool
-    combine: Callable[[np.ndarray], np.ndarray]
 
 
-COUNT_MIN = Estimator(signed=False, combine=lambda rows: rows.min(axis=0))
-COUNT_SKETCH = Estimator(signed=True, combine=lambda rows: np.median(rows, axis=0))
+COUNT_MIN = Estimator(signed=False)
+COUNT_SKETCH = Estimator(signed=True)
 
 
 def child_seed(seed: np.random.SeedSequence, k: int) -> np.random.SeedSequence:
@@ -81,7 +81,7 @@ class Schedule(ABC):
 
     @abstractmethod
     def cells(self) -> np.ndarray:
-        """The released (d, w) cell values."""
+        """The released (d, w) cell values (a view of the state: read it before the next update)."""
 
     @abstractmethod
     def cell_variances(self) -> np.ndarray:
@@ -125,7 +125,7 @@ class PrivateSchedule(Schedule):
         )
 
     def cells(self) -> np.ndarray:
-        return self.counters.query_all().reshape(self.depth, self.width)
+        return self.counters.released_view().reshape(self.depth, self.width)
 
     def cell_variances(self) -> np.ndarray:
         return self.counters.variance().reshape(self.depth, self.width)
@@ -260,12 +260,14 @@ class SketchCore:
 
     def query_many(self, xs: np.ndarray) -> np.ndarray:
         """Frequency estimates of ``xs`` (Alg. 4: min over rows for CMS, median for CS), float64."""
-        return self._estimator.combine(self.row_estimates_many(xs))
+        return self._query_keys(canonical_keys(xs))
 
     def query(self, x: int | str | bytes) -> float:
         """Frequency estimate of one key (Alg. 4)."""
-        keys = np.array([canonical_key(x)], dtype=np.uint64)
-        return float(self._estimator.combine(self._rows(keys, self._state.cells()))[0])
+        return float(self._query_keys(np.array([canonical_key(x)], dtype=np.uint64))[0])
+
+    def _query_keys(self, keys: np.ndarray) -> np.ndarray:
+        return kernels.query_keys(keys, self._params, self._estimator.signed, self._state.cells())
 
     def variance_many(self, xs: np.ndarray) -> np.ndarray:
         """Analytic noise variance of each row estimate v_i, shape (depth, len(xs)); 0 when non-private."""

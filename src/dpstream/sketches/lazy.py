@@ -38,7 +38,9 @@ class LazySchedule(PrivateSchedule):
         for start in range(0, keys.shape[0], ITEMS_PER_BLOCK):
             block = keys[start : start + ITEMS_PER_BLOCK]
             noise = bm._draw(block.shape[0] * self.depth)
-            kernels.lazy_extend(block, params, signed, self.pending, bm._exact, bm._noisy, bm._steps, t0 + start, noise)
+            kernels.lazy_extend(
+                block, params, signed, self.pending, bm._exact, bm._noisy_sums, bm._steps, t0 + start, noise
+            )
 
     @property
     def memory_bytes(self) -> int:

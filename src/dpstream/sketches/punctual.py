@@ -25,7 +25,7 @@ class PunctualSchedule(PrivateSchedule):
         for start in range(0, keys.shape[0], per_block):
             block = keys[start : start + per_block]
             noise = bm._draw(block.shape[0] * bm.n)
-            kernels.punctual_extend(block, params, signed, bm._exact, bm._noisy, t0 + start, noise)
+            kernels.punctual_extend(block, params, signed, bm._exact, bm._noisy_sums, t0 + start, noise)
         bm._steps[:] = t0 + keys.shape[0]
 
 
