@@ -244,3 +244,13 @@ def test_command_line_beats_fixed_and_may_not_collapse_a_sweep(tmp_path):
     with pytest.raises(ValueError, match=r"epsilon is swept by experiment 'e1'; change the sweep with "
                                          r"experiment.grid.epsilon"):
         run(fake_cfg(conf, tmp_path, experiment=spec), conf, overrides=["epsilon=0.5"])
+
+
+def test_forced_rerun_recomputes_a_key_shared_by_two_experiments_once(tmp_path, capsys):
+    conf = fake_conf(tmp_path)
+    (conf / "experiment" / "twice.yaml").write_text("id: twice\nparts: [e1, e1]\n")
+    run(fake_cfg(conf, tmp_path), conf)
+    capsys.readouterr()
+    run(fake_cfg(conf, tmp_path, rerun=True, experiment=load_option(conf, "experiment", "twice")), conf)
+    out = capsys.readouterr().out
+    assert "24 trials (24 computed" in out and "24 trials (0 computed" in out

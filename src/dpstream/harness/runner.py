@@ -91,7 +91,8 @@ def parallel_backend(backend: str, n_jobs: int, scheduler_address: str | None) -
 def run_trials(trials: list[tuple[str, dict[str, Any]]], store: ResultsStore, cfg: dict[str, Any],
                label: str) -> int:
     """Compute the trials whose keys are not in ``store``; append each row the moment it finishes."""
-    todo = [(fn, p) for fn, p in trials if cfg["rerun"] or trial_key(p) not in store]
+    todo = [(fn, p) for fn, p in trials
+            if trial_key(p) not in (store.written_now if cfg["rerun"] else store)]
     if not todo:
         return 0
     bar = tqdm(total=len(todo), desc=label, unit="trial", mininterval=1.0, file=sys.stderr)
@@ -161,14 +162,14 @@ def _fixed_by_name(df: pd.DataFrame, column: str) -> bool:
 
 
 def run_experiment(spec: dict[str, Any], base: dict[str, Any], cfg: dict[str, Any], conf_dir: Path,
-                   profile_overrides: dict[str, Any], cli: list[tuple[str, Any]] = ()) -> pd.DataFrame:
+                   profile_overrides: dict[str, Any], store: ResultsStore,
+                   cli: list[tuple[str, Any]] = ()) -> pd.DataFrame:
     """Run one experiment (grid x trials), write its table and figure, print its summary."""
     exp_id = spec["id"]
     trials = int(spec.get("trials") or cfg["trials"])
     all_params = expand(spec, base, conf_dir, trials, profile_overrides, cli)
     jobs = [(trial_function(p, spec), p) for p in all_params]
     results_dir = Path(cfg["results_dir"])
-    store = ResultsStore(results_dir / "store" / STORE_NAME)
     started = time.perf_counter()
     computed = run_trials(jobs, store, cfg, exp_id)
     elapsed = time.perf_counter() - started
@@ -238,7 +239,8 @@ def run(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] |
     profile_overrides = plain["profile"].get("overrides") or {}
     specs = experiments_to_run(plain, conf_dir)
     cli = command_line_overrides(overrides or [], plain)
-    frames = [run_experiment(spec, base, plain, conf_dir, profile_overrides, cli) for spec in specs]
+    store = ResultsStore(Path(plain["results_dir"]) / "store" / STORE_NAME)
+    frames = [run_experiment(spec, base, plain, conf_dir, profile_overrides, store, cli) for spec in specs]
     if (plain.get("experiment") or {}).get("report"):
         print(f"report: {write_report(specs, frames, plain)}")
     return frames

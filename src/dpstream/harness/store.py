@@ -43,6 +43,7 @@ class ResultsStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._rows: dict[str, dict[str, Any]] = {}
+        self.written_now: set[str] = set()  # keys appended through this object (a forced rerun does each once)
         self._load()
 
     def _load(self) -> None:
@@ -90,3 +91,4 @@ class ResultsStore:
         finally:
             os.close(fd)
         self._rows[key] = row
+        self.written_now.add(key)

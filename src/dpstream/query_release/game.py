@@ -13,6 +13,7 @@ Neighbouring relations and guarantees (reported per run, never assumed):
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -59,6 +60,20 @@ def play_game(player: QueryPlayer | AnalystPlayer, universe_size: int, rounds: i
     return records, {"round": np.array(curve_t), "max_error": np.array(curve_err)}
 
 
+def _check_release_inputs(release: Any, workload: Workload, analysts: np.ndarray, epsilon: float, delta: float,
+                          n: int, beta: float) -> None:
+    """Validate and store the inputs Algorithms 3 and 4 share: one analyst id per query, (eps, delta), n, beta."""
+    release.workload = workload
+    release.analysts = np.asarray(analysts, dtype=np.int64)
+    if release.analysts.shape != (workload.n_queries,):
+        raise ValueError(f"analysts must give one analyst id per query ({workload.n_queries}), "
+                         f"got shape {release.analysts.shape}")
+    release.epsilon = check_epsilon(epsilon)
+    release.delta = check_delta(delta)
+    release.n = check_positive_int(n, "n")
+    release.beta = check_open_interval(beta, "beta", 0.0, 1.0)
+
+
 class PrivateEquilibriumRelease:
     """Algorithm 3: data player (MW over X) vs query player (dense MW over Q u not-Q, Gamma_s), then clean-up.
 
@@ -77,15 +92,7 @@ class PrivateEquilibriumRelease:
                  rounds: int | None = None, rounds_rule: str = "paper", s_factor: float = 24.0,
                  s: float | None = None, eta: float | None = None, cap_eta: bool = True, beta: float = 0.05,
                  record_every: int = 0, seed: SeedLike = None) -> None:
-        self.workload = workload
-        self.analysts = np.asarray(analysts)
-        if self.analysts.shape != (workload.n_queries,):
-            raise ValueError(f"analysts must give one analyst id per query ({workload.n_queries}), "
-                             f"got shape {self.analysts.shape}")
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta)
-        self.n = check_positive_int(n, "n")
-        self.beta = check_open_interval(beta, "beta", 0.0, 1.0)
+        _check_release_inputs(self, workload, analysts, epsilon, delta, n, beta)
         check_dense(workload.d)
         self.n_actions = 2 * workload.n_queries
         self.universe_size = 2**workload.d
@@ -154,15 +161,7 @@ class AnalystEquilibriumRelease:
     def __init__(self, workload: Workload, analysts: np.ndarray, epsilon: float, delta: float, n: int,
                  rounds: int | None = None, s: float | None = None, eta: float | None = None,
                  mw_alpha: float = 0.2, mw_rounds: int = 30, beta: float = 0.05, seed: SeedLike = None) -> None:
-        self.workload = workload
-        self.analysts = np.asarray(analysts, dtype=np.int64)
-        if self.analysts.shape != (workload.n_queries,):
-            raise ValueError(f"analysts must give one analyst id per query ({workload.n_queries}), "
-                             f"got shape {self.analysts.shape}")
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta)
-        self.n = check_positive_int(n, "n")
-        self.beta = check_open_interval(beta, "beta", 0.0, 1.0)
+        _check_release_inputs(self, workload, analysts, epsilon, delta, n, beta)
         self.m = int(self.analysts.max()) + 1
         self.universe_size = 2 ** check_dense(workload.d, copies=max(1, workload.n_queries // self.m))
         self.big_l = max(math.log(self.universe_size), math.log(self.m))
