@@ -18,7 +18,8 @@ from omegaconf import OmegaConf
 
 GROUPS = ("mechanism", "data")
 # Keys that choose how a run executes, not what it computes: excluded from trial configs and keys.
-RUN_KEYS = ("experiment", "trials", "n_jobs", "backend", "scheduler_address", "rerun", "results_dir", "data_dir")
+# (``data_dir`` stays in trial configs, since trials need it, but is left out of keys and rows: see the store.)
+RUN_KEYS = ("experiment", "trials", "n_jobs", "backend", "scheduler_address", "rerun", "results_dir")
 
 
 def import_object(path: str) -> Callable[..., Any]:
@@ -45,8 +46,7 @@ def load_option(conf_dir: Path, group: str, name: str) -> dict[str, Any]:
 
 def load_experiment(conf_dir: Path, name: str, profile: str) -> dict[str, Any]:
     """Experiment ``name`` with its ``profiles.<profile>`` block deep-merged in."""
-    spec = OmegaConf.create(load_option(conf_dir, "experiment", name))
-    return resolve_profile(spec, profile)
+    return resolve_profile(load_option(conf_dir, "experiment", name), profile)
 
 
 def resolve_profile(spec: Any, profile: str) -> dict[str, Any]:

@@ -88,18 +88,19 @@ def parallel_backend(backend: str, n_jobs: int, scheduler_address: str | None) -
         yield "dask", workers
 
 
-def run_trials(trials: list[tuple[str, dict[str, Any]]], store: ResultsStore, cfg: dict[str, Any],
+def run_trials(trials: list[tuple[str, str, dict[str, Any]]], store: ResultsStore, cfg: dict[str, Any],
                label: str) -> int:
-    """Compute the trials whose keys are not in ``store``; append each row the moment it finishes."""
-    todo = [(fn, p) for fn, p in trials
-            if trial_key(p) not in (store.written_now if cfg["rerun"] else store)]
+    """Compute the (key, trial function, params) whose keys are not in ``store``; append each row the
+    moment it finishes."""
+    done = store.written_now if cfg["rerun"] else store
+    todo = [job for job in trials if job[0] not in done]
     if not todo:
         return 0
     bar = tqdm(total=len(todo), desc=label, unit="trial", mininterval=1.0, file=sys.stderr)
     with parallel_backend(cfg["backend"], cfg["n_jobs"], cfg.get("scheduler_address")) as (backend, n_jobs):
         with joblib.parallel_config(backend=backend, n_jobs=n_jobs):  # registers joblib's dask backend too
             parallel = joblib.Parallel(return_as="generator_unordered")
-            jobs = (joblib.delayed(_keyed)(fn, p) for fn, p in todo)
+            jobs = (joblib.delayed(_keyed)(key, fn, p) for key, fn, p in todo)
             for key, params, metrics in parallel(jobs):
                 store.append(make_row(key, params, metrics), replace=cfg["rerun"])
                 bar.update()
@@ -107,8 +108,8 @@ def run_trials(trials: list[tuple[str, dict[str, Any]]], store: ResultsStore, cf
     return len(todo)
 
 
-def _keyed(trial_fn: str, params: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    return trial_key(params), params, execute_trial(trial_fn, params)
+def _keyed(key: str, trial_fn: str, params: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    return key, params, execute_trial(trial_fn, params)
 
 
 def make_row(key: str, params: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
@@ -168,12 +169,13 @@ def run_experiment(spec: dict[str, Any], base: dict[str, Any], cfg: dict[str, An
     exp_id = spec["id"]
     trials = int(spec.get("trials") or cfg["trials"])
     all_params = expand(spec, base, conf_dir, trials, profile_overrides, cli)
-    jobs = [(trial_function(p, spec), p) for p in all_params]
+    keys = [trial_key(p) for p in all_params]
+    jobs = [(key, trial_function(p, spec), p) for key, p in zip(keys, all_params, strict=True)]
     results_dir = Path(cfg["results_dir"])
     started = time.perf_counter()
     computed = run_trials(jobs, store, cfg, exp_id)
     elapsed = time.perf_counter() - started
-    rows = [store.get(trial_key(p)) for p in all_params]
+    rows = [store.get(key) for key in keys]
     df = table(rows, exp_id)
     write_csv(df, results_dir / "tables" / f"{exp_id}.csv")
     params_cols = [c for c in flatten(all_params[0]) if c not in NOT_IN_KEY]
@@ -235,7 +237,6 @@ def run(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] |
     plain["results_dir"] = str(Path(plain["results_dir"]).resolve())
     plain["data_dir"] = str(Path(plain["data_dir"]).resolve())
     base = {k: v for k, v in plain.items() if k not in RUN_KEYS}
-    base["data_dir"] = plain["data_dir"]
     profile_overrides = plain["profile"].get("overrides") or {}
     specs = experiments_to_run(plain, conf_dir)
     cli = command_line_overrides(overrides or [], plain)
