@@ -14,6 +14,7 @@ import pandas as pd
 import yaml
 
 import dpstream
+from dpstream.claims import VERDICTS
 
 
 def _git_commit() -> str:
@@ -37,6 +38,20 @@ def provenance(cfg: dict[str, Any]) -> dict[str, str]:
 def _claims(results_dir: Path, exp_id: str) -> pd.DataFrame | None:
     path = results_dir / "tables" / f"{exp_id}.claims.csv"
     return pd.read_csv(path) if path.exists() else None
+
+
+def _cell(text: object) -> str:
+    """A Markdown table cell: pipes escaped, newlines folded."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def verdict_summary(claims: pd.DataFrame) -> str:
+    """Counts of the four verdict words, every word listed (zero included), in one fixed order."""
+    counts = claims["verdict"].value_counts()
+    unknown = sorted(set(counts.index) - set(VERDICTS))
+    if unknown:
+        raise ValueError(f"unknown verdicts {unknown}: allowed are {VERDICTS}")
+    return ", ".join(f"{int(counts.get(v, 0))} {v}" for v in VERDICTS) + f" ({int(counts.sum())} claims)"
 
 
 def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: dict[str, Any]) -> Path:
@@ -70,14 +85,16 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
             page += [f"<img src='figures/{exp_id}.png' style='max-width:48em'>"]
         claims = _claims(results_dir, exp_id)
         if claims is not None and len(claims):
-            md += ["| claim | measured | verdict |", "|---|---|---|"]
-            md += [f"| {r.claim} | {r.measured} | {r.verdict} |" for r in claims.itertuples()]
+            md += ["| claim | rule (fixed before the run) | measured | verdict |", "|---|---|---|---|"]
+            md += [f"| {_cell(r.claim)} | {_cell(r.rule)} | {_cell(r.measured)} | **{r.verdict}** |"
+                   for r in claims.itertuples()]
             md += [""]
             page += [claims.to_html(index=False)]
             summary += [{"experiment": exp_id, **r} for r in claims.to_dict("records")]
     if summary:
-        verdicts = pd.DataFrame(summary)["verdict"].value_counts().to_dict()
-        md[4:4] = ["Verdicts: " + ", ".join(f"{v} {k}" for k, v in verdicts.items()), ""]
+        line = "Verdicts: " + verdict_summary(pd.DataFrame(summary))
+        md[4:4] = [line, ""]
+        page[4:4] = [f"<p><b>{html.escape(line)}</b></p>"]
     md += ["## Configuration", "", "```yaml", yaml.safe_dump(
         {k: v for k, v in cfg.items() if k not in ("experiment",)}, sort_keys=True).rstrip(), "```", ""]
     page += ["</body></html>"]

@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 import dpstream
+from dpstream.claims import Claim
 from dpstream.harness.config import (
     RUN_KEYS,
     command_line_overrides,
@@ -200,13 +201,19 @@ def run_experiment(spec: dict[str, Any], base: dict[str, Any], cfg: dict[str, An
         import_object(spec["plot"])(df, spec, figure)
         print(f"figure: {figure}")
     if spec.get("claims"):
-        claims = pd.DataFrame(import_object(spec["claims"])(df, spec))
+        claims = claims_table(import_object(spec["claims"])(df, spec))
         write_csv(claims, results_dir / "tables" / f"{exp_id}.claims.csv")
         with pd.option_context("display.max_colwidth", 90, "display.width", 250):
             print("\npaper claims vs this run:")
             print(claims.to_string(index=False))
     print(f"table: {results_dir / 'tables' / f'{exp_id}.csv'}")
     return df
+
+
+def claims_table(claims: list[Claim]) -> pd.DataFrame:
+    """The claims CSV: one row per claim with its rule; only the four verdict words are accepted."""
+    rows = [c.row() if isinstance(c, Claim) else Claim(**c).row() for c in claims]
+    return pd.DataFrame(rows, columns=["claim", "rule", "measured", "verdict"])
 
 
 def experiments_to_run(cfg: dict[str, Any], conf_dir: Path) -> list[dict[str, Any]]:
