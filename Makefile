@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench figures clean
+.PHONY: install run test lint bench figures readme clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ bench: install
 
 figures: install  ## every paper figure at paper scale
 	$(PY) run.py experiment=fig3 n_jobs=2
+
+readme: install  ## re-render the README's verdict tables from results/tables/*.claims.csv
+	$(PY) -m dpstream.harness.readme
 
 clean:
 	rm -rf $(VENV) results/smoke .pytest_cache
