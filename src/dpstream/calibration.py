@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from scipy.stats import norm
+
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 
@@ -72,3 +74,15 @@ def cell_neighbour_m(signed: bool, depth: int) -> int:
     """
     depth = check_positive_int(depth, "depth")
     return (4 if signed else 2) * depth
+
+
+def analytic_gaussian_delta(epsilon: float, l2_sensitivity: float, sigma: float) -> float:
+    """Exact privacy curve of the Gaussian mechanism (Balle and Wang 2018, Thm 8): the smallest delta for which
+    N(0, sigma^2) noise on an L2-sensitivity Delta query is (epsilon, delta)-DP,
+    delta = Phi(Delta/(2 sigma) - eps sigma/Delta) - e^eps Phi(-Delta/(2 sigma) - eps sigma/Delta).
+    """
+    if not (l2_sensitivity > 0 and sigma > 0 and epsilon >= 0):
+        raise ValueError(f"need epsilon >= 0, l2_sensitivity > 0, sigma > 0; got {epsilon!r}, {l2_sensitivity!r}, "
+                         f"{sigma!r}")
+    a, b = l2_sensitivity / (2.0 * sigma), epsilon * sigma / l2_sensitivity
+    return float(norm.cdf(a - b) - math.exp(epsilon) * norm.cdf(-a - b))
