@@ -47,7 +47,11 @@ def child_seed(seed: np.random.SeedSequence, k: int) -> np.random.SeedSequence:
 
 
 class Schedule(ABC):
-    """State of the released d x w cells and the kernel that pushes a block of keys into them."""
+    """State of the released d x w cells and the kernel that pushes a block of keys into them.
+
+    ``signed``: the estimator's row increments are g_i(x) (Count Sketch) rather than 1 (Count-Min); it selects
+    the kernels' increments and, for private schedules, the cells' neighbour count m.
+    """
 
     kind: ClassVar[memory.Schedule]
     private: ClassVar[bool]
@@ -78,7 +82,7 @@ class Schedule(ABC):
         """Create the state arrays."""
 
     @abstractmethod
-    def extend(self, keys: np.ndarray, params: np.ndarray, signed: bool, t0: int) -> None:
+    def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
         """Process canonical ``keys`` as stream items t0, t0 + 1, ... (t counted from 0)."""
 
     @abstractmethod
@@ -257,7 +261,7 @@ class SketchCore:
         t = self.t + keys.shape[0]
         if t > self.horizon:
             raise ValueError(f"stream length t={t} would exceed horizon={self.horizon} of this {type(self).__name__}")
-        self._state.extend(keys, self._params, self._estimator.signed, self.t)
+        self._state.extend(keys, self._params, self.t)
         self.t = t
 
     def _rows(self, keys: np.ndarray, table: np.ndarray) -> np.ndarray:

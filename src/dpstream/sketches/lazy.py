@@ -34,13 +34,13 @@ class LazySchedule(PrivateSchedule):
         super()._allocate(epsilon, delta, noise_seed, noise_multiplier)
         self.pending = np.zeros((self.depth, self.width), dtype=self.count_dtype)
 
-    def extend(self, keys: np.ndarray, params: np.ndarray, signed: bool, t0: int) -> None:
+    def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
         bm = self.counters
         for start in range(0, keys.shape[0], ITEMS_PER_BLOCK):
             block = keys[start : start + ITEMS_PER_BLOCK]
             noise = bm._draw(block.shape[0] * self.depth)
             kernels.lazy_extend(
-                block, params, signed, self.pending, bm._exact, bm._noisy_sums, bm._steps, t0 + start, noise
+                block, params, self.signed, self.pending, bm._exact, bm._noisy_sums, bm._steps, t0 + start, noise
             )
 
     @property

@@ -19,13 +19,13 @@ class PunctualSchedule(PrivateSchedule):
     def cell_horizon(self) -> int:
         return self.horizon
 
-    def extend(self, keys: np.ndarray, params: np.ndarray, signed: bool, t0: int) -> None:
+    def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
         bm = self.counters
         per_block = max(1, NOISE_BLOCK // bm.n)
         for start in range(0, keys.shape[0], per_block):
             block = keys[start : start + per_block]
             noise = bm._draw(block.shape[0] * bm.n)
-            kernels.punctual_extend(block, params, signed, bm._exact, bm._noisy_sums, t0 + start, noise)
+            kernels.punctual_extend(block, params, self.signed, bm._exact, bm._noisy_sums, t0 + start, noise)
         bm._steps[:] = t0 + keys.shape[0]
 
 
