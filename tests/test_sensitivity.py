@@ -23,7 +23,7 @@ from dpstream.sketches import LazyCMS, LazyCS, PunctualCMS, PunctualCS, core
 SHIPPED = {
     "GaussBM", "PunctualCMS", "PunctualCS", "LazyCMS", "LazyCS", "LazyHH", "PunctualHH", "AboveThreshold", "Sparse",
     "NumericSparse", "ThresholdMonitor", "ShiftingHeavyHitters", "HistogramEveryStep", "SparseThenHistogram_sparse",
-    "SparseThenHistogram_histogram", "LaplaceRelease", "PMW",
+    "SparseThenHistogram_histogram", "LaplaceRelease", "PMW", "MWEM", "OnlinePMW", "PrivateEquilibriumRelease_cleanup",
 }
 
 

@@ -7,7 +7,9 @@
   linear query answers, add/remove one record.
 - Shifting heavy hitters (TME queries f_x = 1{y = x}, Sparse over the step maxima, Laplace histograms):
   per-query / per-step L1 change of the user weights, replace one user.
-- Query release (Laplace baseline, PMW): per-query change of the normalised answers, replace one record.
+- Query release (Laplace baseline, PMW, MWEM, online PMW, the clean-up Sparse + Laplace of Hsu-Roth-Ullman
+  Alg. 3): per-query change of the normalised answers (also the exponential mechanism's scores), replace one
+  record. Not covered: the HRU game itself (exponential weights, no additive noise) and Alg. 4's clean-up.
 
 The assumed sensitivity is read from each mechanism's calibrated noise (a GaussBM's sigma through
 ``calibration.gaussian_l2_sensitivity``; a Laplace scale times the epsilon it was calibrated for) or from
@@ -16,6 +18,7 @@ the calibration module's named constant the scales are built on.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,13 +31,14 @@ from dpstream.calibration import gaussian_l2_sensitivity
 from dpstream.hashing import bucket_many
 from dpstream.heavy_hitters import LazyHH
 from dpstream.heavy_hitters.baselines import PunctualHH
-from dpstream.query_release import KWayMarginals, LaplaceRelease, pmw
+from dpstream.query_release import KWayMarginals, LaplaceRelease, PrivateEquilibriumRelease, mwem, pmw
 from dpstream.query_release.calibration import laplace_answer_scale, per_step_epsilon
 from dpstream.query_release.iterative import IterativeConstruction
+from dpstream.query_release.online import OnlineIC, online_pmw, online_sigma
 from dpstream.query_release.workloads import Workload
 from dpstream.sketches import LazyCMS, LazyCS, PunctualCMS, PunctualCS
 from dpstream.sketches.core import SketchCore
-from dpstream.svt import AboveThreshold, NumericSparse, Sparse, ThresholdMonitor
+from dpstream.svt import AboveThreshold, NumericSparse, Sparse, ThresholdMonitor, sparse_sigma
 from dpstream.svt.calibration import QUERY_SENSITIVITY
 from dpstream.svt.heavy_hitters import (
     HistogramEveryStep,
@@ -334,6 +338,18 @@ def ic_per_query(mech: IterativeConstruction) -> float:
     return mech.noise_scale * mech.eps0
 
 
+def online_per_query(mech: OnlineIC) -> float:
+    """Per-query sensitivity of online IC's NumericSparse: its sigma over the sensitivity-1 sigma (1/n)."""
+    return mech.sigma / online_sigma(mech.epsilon, mech.delta, mech.cutoff) * QUERY_SENSITIVITY
+
+
+def hru_cleanup_per_query(mech: PrivateEquilibriumRelease) -> float:
+    """Per-query sensitivity of Alg. 3's clean-up Sparse (eps/3, delta/3, cutoff s): sigma over the
+    sensitivity-1 sigma (1/n); the flagged Laplace answers are accounted at the same 1/n (``hru_data_epsilon``)."""
+    unit = sparse_sigma(mech.epsilon / 3, max(1, math.floor(mech.s)), mech.delta / 3)
+    return mech.sparse_sigma / unit * QUERY_SENSITIVITY
+
+
 # ---- Registry ----------------------------------------------------------------------------------------------------
 
 SKETCH_KW: dict[str, Any] = {"width": 4, "depth": 2, "epsilon": 1.0, "delta": 1e-3, "horizon": 256, "seed": 3}
@@ -421,4 +437,27 @@ def _pmw() -> SensitivityCase:
     workload, n = KWayMarginals(d=4, k=2), 50
     mech = pmw(workload, epsilon=1.0, delta=1e-6, n=n, alpha=0.3, seed=0)
     return AnswersCase("PMW (Laplace answers and EM scores)", workload, n, ic_per_query(mech))
+
+
+@register("MWEM")
+def _mwem() -> SensitivityCase:
+    workload, n = KWayMarginals(d=4, k=2), 50
+    mech = mwem(workload, epsilon=1.0, delta=1e-6, n=n, rounds=5, seed=0)
+    return AnswersCase("MWEM (Laplace answers and EM scores)", workload, n, ic_per_query(mech))
+
+
+@register("OnlinePMW")
+def _online_pmw() -> SensitivityCase:
+    workload, n = KWayMarginals(d=4, k=2), 50
+    mech = online_pmw(workload, epsilon=1.0, delta=1e-6, n=n, alpha=0.3, seed=0)
+    return AnswersCase("OnlinePMW (NumericSparse)", workload, n, online_per_query(mech))
+
+
+@register("PrivateEquilibriumRelease_cleanup")
+def _hru_cleanup() -> SensitivityCase:
+    workload, n = KWayMarginals(d=4, k=2), 50
+    mech = PrivateEquilibriumRelease(workload, np.zeros(workload.n_queries, dtype=np.int64), epsilon=1.0,
+                                     delta=1e-6, n=n, rounds=1, seed=0)
+    return AnswersCase("PrivateEquilibriumRelease (clean-up Sparse + Laplace)", workload, n,
+                       hru_cleanup_per_query(mech))
 
