@@ -31,6 +31,16 @@ def test_registry_covers_every_shipped_private_mechanism():
     assert SHIPPED <= set(REGISTRY)
 
 
+def test_every_private_sketch_class_is_registered():
+    # a new private sketch (any SketchCore subclass with a private schedule) fails here until it is registered
+    def subclasses(cls):
+        return {cls} | {s for sub in cls.__subclasses__() for s in subclasses(sub)}
+
+    private = {c.__name__ for c in subclasses(core.SketchCore) if getattr(c, "_schedule", None) and c._schedule.private}
+    assert {"PunctualCMS", "PunctualCS", "LazyCMS", "LazyCS"} <= private  # the search finds the shipped ones
+    assert private <= set(REGISTRY)
+
+
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_probe_never_exceeds_the_calibrated_sensitivity(name):
     result = probe(REGISTRY[name](), seed=0)
