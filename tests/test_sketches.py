@@ -8,7 +8,7 @@ from scipy import stats
 from test_binary_mechanism import record_draws, released_from_scratch
 
 from dpstream.binary_mechanism import popcount
-from dpstream.calibration import gauss_bm_levels, gauss_bm_sigma
+from dpstream.calibration import cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
 from dpstream.hashing import bucket_many, canonical_keys
 from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS, lazy, punctual
 from dpstream.sketches.memory import sketch_bytes
@@ -216,7 +216,7 @@ def test_query_variance_equals_analytic_formula(cls):
     sketch.extend(stream)
     keys = np.arange(40)
     cols, _ = bucket_many(sketch._params, canonical_keys(keys), 16)
-    m = 2 * kw["depth"]
+    m = cell_neighbour_m(cls._estimator.signed, kw["depth"])
     if cls in (LazyCMS, LazyCS):
         steps = 555 // 16 + (cols < 555 % 16)
         sigma = gauss_bm_sigma(math.ceil(1000 / 16), 1.0, 1e-3, m)
@@ -243,6 +243,36 @@ def test_query_row_noise_matches_its_variance(cls):
     z = np.concatenate(z)
     assert stats.chi2.ppf(0.5e-6, z.size) < (z**2).sum() < stats.chi2.isf(0.5e-6, z.size)
     assert abs(z.mean()) < Z_1E6 / math.sqrt(z.size)
+
+
+def test_cell_neighbour_m_is_2d_for_count_min_and_4d_for_count_sketch():
+    # erratum: a CS cell shared by x and x' with opposite signs moves by 2 (squared L2 change 4 per row)
+    assert [cell_neighbour_m(False, d) for d in (1, 3, 7)] == [2, 6, 14]
+    assert [cell_neighbour_m(True, d) for d in (1, 3, 7)] == [4, 12, 28]
+    for cls, m in ((PunctualCMS, 6), (LazyCMS, 6), (PunctualCS, 12), (LazyCS, 12)):
+        assert cls(**KW)._state.counters.m == m
+
+
+@pytest.mark.parametrize("cls", [PunctualCS, LazyCS])
+def test_count_sketch_cell_noise_has_the_m_4d_sigma(cls):
+    # The noise a CS actually adds, against sigma = gauss_bm_sigma(cell horizon, eps, delta, m = 4d) computed
+    # here from the formula (not read from the object). Cells after step s carry N(0, popcount(s) sigma^2);
+    # over 40 seeds x 3 x 64 cells the standardised errors' sum of squares ~ chi2(7680), accepted between the
+    # p = 1e-6 two-sided quantiles; the m = 2d sigma (variance / 2) would give a sum near 2 x 7680, far outside.
+    kw = {"width": 64, "depth": 3, "epsilon": 0.7, "delta": 1e-4, "horizon": 64 * 13}
+    cell_horizon = 64 * 13 if cls is PunctualCS else 13
+    sigma = gauss_bm_sigma(cell_horizon, 0.7, 1e-4, 4 * 3)
+    stream = _zipf_stream(64 * 12 + 5, 3, universe=1000)  # Lazy: cells took 12 or 13 pushes
+    z = []
+    for seed in range(40):
+        noisy, twin = cls(**kw, seed=seed), cls._uncertified_noiseless(**kw, seed=seed)
+        noisy.extend(stream)
+        twin.extend(stream)
+        cell_steps = noisy._state.counters.steps.reshape(3, 64)
+        assert cls is PunctualCS or np.array_equal(np.unique(cell_steps), [12, 13])
+        z.append(((noisy._state.cells() - twin._state.cells()) / (sigma * np.sqrt(popcount(cell_steps)))).ravel())
+    z = np.concatenate(z)
+    assert stats.chi2.ppf(0.5e-6, z.size) < (z**2).sum() < stats.chi2.isf(0.5e-6, z.size)
 
 
 @pytest.mark.parametrize("cls", PRIVATE)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dpstream.calibration import gauss_bm_levels, gauss_bm_sigma
+from dpstream.calibration import cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 
 
@@ -40,11 +40,12 @@ def lazy_cms_noise_tail(horizon: int, k_tilde: int, epsilon: float, delta: float
 
     Each of the n = d k~ GaussBM counters sees |I| = ceil(T/k~) steps, so with probability >= 1 - beta/2
     every counter at every step has |noise| <= sigma sqrt(2 h ln(4 |I| n / beta)), with
-    h = ceil(log2(|I| + 1)) and sigma = sqrt(2 h (2d) ln(1.25/delta)) / eps (inputs 2d-neighbouring).
+    h = ceil(log2(|I| + 1)) and sigma = sqrt(2 h (2d) ln(1.25/delta)) / eps (Count-Min cells are
+    2d-neighbouring: ``calibration.cell_neighbour_m``, the m the LazyCMS itself uses).
     """
     steps = math.ceil(horizon / k_tilde)
     levels = gauss_bm_levels(steps)
-    sigma = gauss_bm_sigma(steps, epsilon, delta, m=2 * depth)
+    sigma = gauss_bm_sigma(steps, epsilon, delta, m=cell_neighbour_m(False, depth))
     return sigma * math.sqrt(2.0 * levels * math.log(4.0 * steps * k_tilde * depth / beta))
 
 

@@ -22,6 +22,7 @@ from typing import ClassVar, Self
 import numpy as np
 
 from dpstream.binary_mechanism import GaussBM
+from dpstream.calibration import cell_neighbour_m
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
 from dpstream.noise import SeedLike, as_seed_sequence
 from dpstream.sketches import _kernels as kernels
@@ -46,7 +47,11 @@ def child_seed(seed: np.random.SeedSequence, k: int) -> np.random.SeedSequence:
 
 
 class Schedule(ABC):
-    """State of the released d x w cells and the kernel that pushes a block of keys into them."""
+    """State of the released d x w cells and the kernel that pushes a block of keys into them.
+
+    ``signed``: the estimator's row increments are g_i(x) (Count Sketch) rather than 1 (Count-Min); it selects
+    the kernels' increments and, for private schedules, the cells' neighbour count m.
+    """
 
     kind: ClassVar[memory.Schedule]
     private: ClassVar[bool]
@@ -56,12 +61,13 @@ class Schedule(ABC):
         width: int,
         depth: int,
         horizon: int,
+        signed: bool,
         epsilon: float | None,
         delta: float | None,
         noise_seed: np.random.SeedSequence,
         noise_multiplier: float,
     ) -> None:
-        self.width, self.depth, self.horizon = width, depth, horizon
+        self.width, self.depth, self.horizon, self.signed = width, depth, horizon, signed
         self.count_dtype = np.int32 if memory.count_bytes(horizon) == 4 else np.int64
         self._allocate(epsilon, delta, noise_seed, noise_multiplier)
 
@@ -76,7 +82,7 @@ class Schedule(ABC):
         """Create the state arrays."""
 
     @abstractmethod
-    def extend(self, keys: np.ndarray, params: np.ndarray, signed: bool, t0: int) -> None:
+    def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
         """Process canonical ``keys`` as stream items t0, t0 + 1, ... (t counted from 0)."""
 
     @abstractmethod
@@ -94,10 +100,13 @@ class Schedule(ABC):
 
 
 class PrivateSchedule(Schedule):
-    """The released cells are d*w GaussBM(cell_horizon, epsilon, delta, m=2d) counters (Thm 1, Sec. 4).
+    """The released cells are d*w GaussBM(cell_horizon, epsilon, delta, m) counters (Thm 1, Sec. 4), with
+    m = ``calibration.cell_neighbour_m(signed, d)``: 2d for Count-Min, 4d for Count Sketch.
 
-    A replace-one neighbour changes the pushed increments of at most 2d cells by 1 (a cell of row i
-    loses h_i(x), another gains h_i(x')), so the cell streams are 2d-neighbouring.
+    A replace-one neighbour changes, in each row i, the pushed increment of cell h_i(x) (loses x) and of
+    cell h_i(x') (gains x') at one step each: two cells by 1 (squared L2 change 2 per row), or for Count
+    Sketch with h_i(x) = h_i(x') and g_i(x) = -g_i(x') one cell by 2 (squared change 4 per row). The
+    paper's Thm 2 uses m = 2d for both; 4d for CS is our erratum (see ``cell_neighbour_m``).
     """
 
     private = True
@@ -118,7 +127,7 @@ class PrivateSchedule(Schedule):
             self.cell_horizon(),
             epsilon,
             delta,
-            2 * self.depth,
+            cell_neighbour_m(self.signed, self.depth),
             noise_seed,
             self.count_dtype,
             noise_multiplier,
@@ -190,7 +199,14 @@ class SketchCore:
         root = as_seed_sequence(seed)
         self._params = draw_hash_params(self.depth, child_seed(root, 0))
         self._state = self._schedule(
-            self.width, self.depth, self.horizon, epsilon, delta, child_seed(root, 1), noise_multiplier
+            self.width,
+            self.depth,
+            self.horizon,
+            self._estimator.signed,
+            epsilon,
+            delta,
+            child_seed(root, 1),
+            noise_multiplier,
         )
         self.t = 0
 
@@ -245,7 +261,7 @@ class SketchCore:
         t = self.t + keys.shape[0]
         if t > self.horizon:
             raise ValueError(f"stream length t={t} would exceed horizon={self.horizon} of this {type(self).__name__}")
-        self._state.extend(keys, self._params, self._estimator.signed, self.t)
+        self._state.extend(keys, self._params, self.t)
         self.t = t
 
     def _rows(self, keys: np.ndarray, table: np.ndarray) -> np.ndarray:

@@ -23,8 +23,8 @@ class ExactSchedule(Schedule):
     ) -> None:
         self.counts = np.zeros((self.depth, self.width), dtype=self.count_dtype)
 
-    def extend(self, keys: np.ndarray, params: np.ndarray, signed: bool, t0: int) -> None:
-        kernels.exact_extend(keys, params, signed, self.counts)
+    def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
+        kernels.exact_extend(keys, params, self.signed, self.counts)
 
     def cells(self) -> np.ndarray:
         return self.counts

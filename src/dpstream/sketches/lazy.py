@@ -12,7 +12,8 @@ ITEMS_PER_BLOCK = 1 << 16
 
 
 class LazySchedule(PrivateSchedule):
-    """Exact pending P (never released) plus O[i][j] = GaussBM(ceil(horizon / w), epsilon, delta, 2d).
+    """Exact pending P (never released) plus O[i][j] = GaussBM(ceil(horizon / w), epsilon, delta, m), m = 2d (CMS)
+    or 4d (CS).
 
     O(d log(T/w)) work per item. After t items, cell column j has received
     floor(t / w) + (1 if j < t mod w else 0) pushes; a released cell lags its exact count by P[i][j].
@@ -33,13 +34,13 @@ class LazySchedule(PrivateSchedule):
         super()._allocate(epsilon, delta, noise_seed, noise_multiplier)
         self.pending = np.zeros((self.depth, self.width), dtype=self.count_dtype)
 
-    def extend(self, keys: np.ndarray, params: np.ndarray, signed: bool, t0: int) -> None:
+    def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
         bm = self.counters
         for start in range(0, keys.shape[0], ITEMS_PER_BLOCK):
             block = keys[start : start + ITEMS_PER_BLOCK]
             noise = bm._draw(block.shape[0] * self.depth)
             kernels.lazy_extend(
-                block, params, signed, self.pending, bm._exact, bm._noisy_sums, bm._steps, t0 + start, noise
+                block, params, self.signed, self.pending, bm._exact, bm._noisy_sums, bm._steps, t0 + start, noise
             )
 
     @property
@@ -64,7 +65,9 @@ class LazyCS(SketchCore):
     """LazySketch with Count-Sketch rows (seed 004, Alg. 5, queried with Alg. 4).
 
     Privacy: (epsilon, delta)-DP under continual observation for replace-one neighbouring streams
-    (Thm 2): cells are 2d-neighbouring, each GaussBM(ceil(horizon / w), epsilon, delta, m=2d).
+    (Thm 2, corrected): each cell is GaussBM(ceil(horizon / w), epsilon, delta, m=4d), NOT the paper's m = 2d:
+    when x and its replacement x' share a cell of a row with opposite signs, that cell's push moves by 2,
+    a squared L2 change of 4 per row (erratum, ``calibration.cell_neighbour_m``).
     """
 
     _estimator = COUNT_SKETCH

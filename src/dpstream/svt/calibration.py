@@ -15,6 +15,11 @@ from scipy.optimize import brentq
 from dpstream.calibration import laplace_scale
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
+QUERY_SENSITIVITY = 1.0
+"""|f_i(S) - f_i(S')| <= 1 for every query and neighbouring S, S': the per-query sensitivity every noise scale
+of this family is calibrated for (linear queries with f_i(x) in [0, 1], add/remove one record; checked by
+``dpstream.audit.sensitivity``)."""
+
 
 def sparse_sigma(epsilon: float, c: int, delta: float = 0.0) -> float:
     """Threshold noise scale of Sparse (seed 001): sigma = 2c/eps if delta = 0, else sqrt(32 c ln(1/delta))/eps.
@@ -24,13 +29,13 @@ def sparse_sigma(epsilon: float, c: int, delta: float = 0.0) -> float:
     """
     c = check_positive_int(c, "c")
     if delta == 0:
-        return laplace_scale(2.0 * c, epsilon)
+        return laplace_scale(2.0 * c * QUERY_SENSITIVITY, epsilon)
     delta = check_delta(delta)
     if epsilon > 4.0 * math.log(1.0 / delta):
         raise ValueError(
             f"Sparse with delta > 0 needs epsilon <= 4 ln(1/delta) = {4 * math.log(1 / delta):.3g}, got {epsilon}"
         )
-    return laplace_scale(math.sqrt(32.0 * c * math.log(1.0 / delta)), epsilon)
+    return laplace_scale(math.sqrt(32.0 * c * math.log(1.0 / delta)) * QUERY_SENSITIVITY, epsilon)
 
 
 def monitor_delta_cap(epsilon: float, delta: float) -> float:

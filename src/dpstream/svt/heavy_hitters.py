@@ -28,6 +28,8 @@ from dpstream.svt.theory import alpha_sparse, alpha_sparse_approx, alpha_sparse_
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 
 PRIVATE = -1
+HISTOGRAM_L1_SENSITIVITY = 2.0
+"""L1 change of one step's weight vector when one user's element changes (-1 at the old, +1 at the new)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,13 @@ def heavy_rows(holdings: np.ndarray, sizes: np.ndarray, domain_size: int) -> Row
     if (zero < 0).any():
         raise ValueError("domain_size is smaller than the number of distinct elements held at some step")
     return Rows(uniq // domain_size, uniq % domain_size, weight, holders, zero, private)
+
+
+def step_maxima(rows: Rows, m: int) -> np.ndarray:
+    """q_i = max_x w_i(x) per step (1 at a step where some user holds a PRIVATE element of weight 1; 0 if empty)."""
+    q = np.zeros(m)
+    np.maximum.at(q, rows.step, rows.weight)
+    return np.maximum(q, (rows.private_per_step > 0).astype(float))
 
 
 def monitor_report_probability(calibration: MonitorCalibration, gap: float) -> float:
@@ -141,7 +150,7 @@ def per_step_epsilon(epsilon: float, delta: float, steps: int) -> float:
 
 def histogram_tau(epsilon: float, delta: float, m: int, domain_size: int, beta: float) -> float:
     """Baseline (a): weight reported w.p. >= 1 - beta/2 at each of <= m heavy rows: threshold + scale ln(2m/beta)."""
-    scale = laplace_scale(2.0, per_step_epsilon(epsilon, delta, m))
+    scale = laplace_scale(HISTOGRAM_L1_SENSITIVITY, per_step_epsilon(epsilon, delta, m))
     return scale * math.log(m * domain_size / beta) + scale * math.log(2 * m / beta)
 
 
@@ -151,7 +160,7 @@ class _HistogramCore:
     def __init__(
         self, epsilon: float, delta: float, steps: int, domain_size: int, beta: float, noise: NoiseSource
     ) -> None:
-        self.scale = laplace_scale(2.0, per_step_epsilon(epsilon, delta, steps))
+        self.scale = laplace_scale(HISTOGRAM_L1_SENSITIVITY, per_step_epsilon(epsilon, delta, steps))
         self.threshold = self.scale * math.log(steps * domain_size / beta)  # no weight-0 report w.p. >= 1 - beta/2
         self.noise = noise
 
@@ -216,9 +225,5 @@ class SparseThenHistogram:
     def run_many(self, holdings: np.ndarray, sizes: np.ndarray, n_runs: int) -> HHResult:
         """R runs: Sparse over the per-step maxima, then histograms at the TOP steps."""
         rows = heavy_rows(holdings, sizes, self.domain_size)
-        m = holdings.shape[0]
-        q = np.zeros(m)
-        np.maximum.at(q, rows.step, rows.weight)
-        q = np.maximum(q, (rows.private_per_step > 0).astype(float))
-        active = self.sparse.run_many(q, n_runs).outcomes == 1
+        active = self.sparse.run_many(step_maxima(rows, holdings.shape[0]), n_runs).outcomes == 1
         return self.core.release(rows, active, n_runs)
