@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from dpstream.data import zipf_stream
-from dpstream.metrics import average_relative_error, precision_recall, top_k
+from dpstream.metrics import average_relative_error, precision_recall, prefix_top_k, release_times, top_k
 
 
 def test_zipf_rank_frequencies_follow_the_power_law():
@@ -57,3 +57,35 @@ def test_top_k_and_are():
 def test_precision_recall():
     assert precision_recall(np.array([1, 2, 3, 4]), np.array([2, 4, 6])) == (0.5, pytest.approx(2 / 3))
     assert precision_recall(np.array([], dtype=int), np.array([1])) == (1.0, 0.0)
+
+
+@pytest.mark.parametrize("horizon", [2**20, 65_536, 262_144, 26_600_000, 5000, 2**11])
+def test_release_times_are_log_spaced_and_end_at_t(horizon):
+    times = release_times(horizon, 16)
+    first = max(1000, -(-horizon // 64))
+    first += (first & (first - 1)) == 0  # a power of two is moved up by one
+    assert times.size == 16 and times[-1] == horizon and times[0] == first
+    assert np.all(np.diff(times) > 0)
+    powers = times[(times & (times - 1)) == 0]
+    assert set(powers.tolist()) <= {horizon}
+    ratios = times[1:] / times[:-1]  # a geometric grid: consecutive ratios equal up to rounding (+1 nudges)
+    assert np.allclose(ratios, (horizon / times[0]) ** (1 / 15), rtol=0.05 if horizon > 5000 else 0.01)
+
+
+def test_release_times_short_streams_and_bad_input():
+    assert release_times(800, 16).tolist() == [800]
+    assert release_times(1003, 16).tolist() == [1000, 1001, 1002, 1003]
+    assert release_times(2**20, 1).tolist() == [2**20]
+    with pytest.raises(ValueError, match="release_times must be an integer >= 1, got 0"):
+        release_times(2**20, 0)
+
+
+def test_prefix_top_k_equals_top_k_of_each_prefix():
+    stream = zipf_stream(length=30_000, universe=2000, skew=1.1, seed=4)
+    stream[:20] = 7  # ties and a tiny prefix with fewer than k distinct items
+    times = np.array([5, 20, 21, 999, 1000, 17_777, 30_000])
+    for t, (items, counts) in zip(times, prefix_top_k(stream, 15, times), strict=True):
+        want_items, want_counts = top_k(stream[:t], 15)
+        assert items.tolist() == want_items.tolist() and counts.tolist() == want_counts.tolist()
+    with pytest.raises(ValueError, match="strictly increasing"):
+        list(prefix_top_k(stream, 15, np.array([10, 10])))

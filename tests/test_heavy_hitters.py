@@ -17,8 +17,15 @@ from dpstream.heavy_hitters.calibration import (
     noise_term_closed_form,
     thresholds,
 )
-from dpstream.heavy_hitters.metrics import PrefixCounts, evaluate, summarise_steps
-from dpstream.trials.heavy_hitters import run_trial
+from dpstream.heavy_hitters.metrics import (
+    PrefixCounts,
+    evaluate,
+    evaluate_prefix,
+    summarise_release_times,
+    summarise_steps,
+)
+from dpstream.metrics import release_times
+from dpstream.trials.heavy_hitters import build_tracker, load_trace, run_trial
 
 BASE = {"k": 4, "k_tilde": 64, "epsilon": 4.0, "delta": 1e-3, "beta": 5e-4}
 
@@ -235,6 +242,16 @@ def test_prefix_counts_match_brute_force_at_every_step():
     assert summarise_steps(rows)["precision_steps_min"] == 1.0 and summarise_steps(rows)["steps"] == 20
 
 
+def test_release_time_means_leave_out_undefined_precision_and_recall():
+    rows = [{"precision": 1.0, "recall": 0.0, "are": float("nan"), "n_reported": 0, "n_true": 2},  # P undefined
+            {"precision": 0.5, "recall": 1.0, "are": 0.2, "n_reported": 2, "n_true": 0},  # R undefined
+            {"precision": 0.25, "recall": 0.5, "are": 0.4, "n_reported": 4, "n_true": 2}]
+    out = summarise_release_times(rows)
+    assert out == {"n_release_times": 3, "precision_mean_t": 0.375, "recall_mean_t": 0.25,
+                   "are_mean_t": pytest.approx(0.3)}
+    assert np.isnan(summarise_release_times(rows[:1])["precision_mean_t"])
+
+
 # -- the Figure 4 trial and experiments ------------------------------------------------------------------
 
 def _params(tmp_path, mechanism, **extra):
@@ -273,3 +290,32 @@ def test_fig4_panels_share_one_sweep(panels):
     keys = ("trials", "fixed", "grid", "zip", "profiles")
     specs = [yaml.safe_load((ROOT / "experiments" / f"{p}.yaml").read_text()) for p in panels]
     assert all({k: s.get(k) for k in keys} == {k: specs[0].get(k) for k in keys} for s in specs)
+
+
+@pytest.mark.parametrize(("mechanism", "skew", "k", "k_tilde"), [("lazyhh", 1.5, 8, 16), ("cms_heap", 1.3, 4, 16)])
+def test_trial_means_over_release_times_equal_fresh_trackers_stopped_there(tmp_path, mechanism, skew, k, k_tilde):
+    """precision_mean_t / recall_mean_t / are_mean_t equal the means, over the output steps at or before
+    the release times, of NEW trackers (same seed) fed only that prefix, each scored on its own prefix."""
+    params = _params(tmp_path, mechanism, k=k, k_tilde=k_tilde) | {"epsilon": 8.0, "memory_kb": None, "width": 16}
+    params["data"] = {"name": "zipf", "_target_": "dpstream.data.zipf_stream", "length": 40_000, "universe": 2000,
+                      "skew": skew}
+    seed = np.random.SeedSequence(0, spawn_key=(0,))
+    row = run_trial(params, seed)
+    stream = load_trace(params["data"], str(tmp_path)).astype(np.int64)
+    mech_seed = np.random.SeedSequence(0, spawn_key=(0,)).spawn(2)[1]
+    period = row["output_period"]
+    steps = np.unique(release_times(stream.size) // period * period)
+    direct = []
+    for s in steps[steps > 0]:
+        tracker = build_tracker(params, stream.size, mech_seed)
+        tracker.extend(stream[:s])
+        direct.append(evaluate_prefix(tracker.heavy_hitters(), stream, k))
+    precision = [d["precision"] for d in direct if d["n_reported"]]
+    recall = [d["recall"] for d in direct if d["n_true"]]
+    assert row["n_release_times"] == len(direct) == 16
+    assert row["precision_mean_t"] == pytest.approx(np.mean(precision), rel=1e-12)
+    assert row["recall_mean_t"] == pytest.approx(np.mean(recall), rel=1e-12)
+    assert row["are_mean_t"] == pytest.approx(np.nanmean([d["are"] for d in direct]), rel=1e-12)
+    assert {k: row[k] for k in ("precision", "recall", "are")} == pytest.approx(
+        {k: direct[-1][k] for k in ("precision", "recall", "are")}, nan_ok=True)
+    assert len({(d["precision"], d["recall"]) for d in direct}) > 1  # the steps really differ

@@ -31,3 +31,18 @@ def test_smoke_report_lists_every_experiment_and_claim(compose_cfg, smoke_result
         first_claim = claims.read_text().splitlines()[1].split(",")[0].strip('"')
         assert first_claim[:30] in report
     assert "Verdicts:" in report and "| profile | smoke |" in report
+
+
+def test_continual_table_shows_end_and_release_time_metrics_per_mechanism_and_x():
+    import pandas as pd
+
+    from dpstream.harness.report import continual_table
+
+    df = pd.DataFrame({"mechanism.name": ["a", "a", "a", "b"], "memory_kb": [8, 8, 24, 8],
+                       "are_top15": [1.0, 3.0, 0.5, 2.0], "are_top15_mean_t": [2.0, 4.0, 1.0, 3.0],
+                       "are_top15_max_t": [5.0, 7.0, 2.0, 4.0], "seconds": [1.0, 1.0, 1.0, 1.0]})
+    table = continual_table(df, {"plot_args": {"x": "memory_kb"}})
+    assert table.columns.tolist() == ["mechanism.name", "memory_kb", "are_top15", "are_top15_mean_t",
+                                      "are_top15_max_t"]
+    assert table.values.tolist() == [["a", 8, 2.0, 3.0, 6.0], ["a", 24, 0.5, 1.0, 2.0], ["b", 8, 2.0, 3.0, 4.0]]
+    assert continual_table(df.drop(columns="are_top15_mean_t"), {}) is None

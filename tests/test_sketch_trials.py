@@ -9,8 +9,9 @@ import pytest
 from conftest import CONF_DIR, ROOT
 
 from dpstream.harness.runner import is_timing, run
+from dpstream.metrics import average_relative_error, release_times, top_k
 from dpstream.noise import trial_seed
-from dpstream.trials.sketch import run_trial
+from dpstream.trials.sketch import build_sketch, load_stream, run_trial
 
 
 def test_fig3_rows_identical_for_one_and_two_jobs(compose_cfg, tmp_path):
@@ -27,7 +28,6 @@ def test_fig3_rows_identical_for_one_and_two_jobs(compose_cfg, tmp_path):
 def test_noiseless_trial_are_matches_direct_computation(tmp_path):
     """A CMS trial's ARE equals the ARE computed by hand from the same stream and sketch."""
     from dpstream.data import zipf_stream
-    from dpstream.metrics import top_k
     from dpstream.sketches import CMS
 
     params = {"mechanism": {"name": "cms", "_target_": "dpstream.sketches.CMS"},
@@ -43,6 +43,39 @@ def test_noiseless_trial_are_matches_direct_computation(tmp_path):
     expected = np.mean(np.abs(counts - sketch.query_many(items)) / counts)
     assert row["are_top15"] == pytest.approx(expected)
     assert row["sketch_width"] == 64 and row["length"] == 20000
+
+
+def _private_params(tmp_path, mechanism, cls, **extra):
+    return {"mechanism": {"name": mechanism, "_target_": f"dpstream.sketches.{cls}"},
+            "data": {"name": "zipf", "_target_": "dpstream.data.zipf_stream", "length": 6000, "universe": 3000,
+                     "skew": 1.3},
+            "epsilon": 2.0, "delta": 1e-3, "width": 40, "depth": 3, "memory_kb": None, "data_dir": str(tmp_path),
+            **extra}
+
+
+def _are_of_fresh_sketch(params, t):
+    """ARE of the top-15 of stream[:t], from a NEW sketch (same seeds) fed stream[:t] in one ``extend``."""
+    data_seed, mech_seed = trial_seed(1, 0).spawn(2)
+    stream = load_stream(params["data"], data_seed, params["data_dir"])
+    sketch = build_sketch(params, len(stream), mech_seed)
+    sketch.extend(stream[:t])
+    items, counts = top_k(stream[:t], 15)
+    return average_relative_error(counts, sketch.query_many(items))
+
+
+@pytest.mark.parametrize(("mechanism", "cls"), [("punctualcms", "PunctualCMS"), ("lazycs", "LazyCS"), ("cms", "CMS")])
+def test_are_at_release_times_equal_fresh_sketches_stopped_there(tmp_path, mechanism, cls):
+    """are_top15 is the single-pass value at T (unchanged by the chunked feed), and the mean / max over
+    the release times equal sketches built anew and stopped at each t."""
+    params = _private_params(tmp_path, mechanism, cls, release_times=6)
+    row = run_trial(params, trial_seed(1, 0))
+    times = release_times(6000, 6)
+    direct = [_are_of_fresh_sketch(params, int(t)) for t in times]
+    assert row["n_release_times"] == 6 and times[-1] == 6000
+    assert row["are_top15"] == direct[-1]
+    assert row["are_top15_mean_t"] == pytest.approx(np.mean(direct), rel=1e-12)
+    assert row["are_top15_max_t"] == max(direct)
+    assert len(set(direct)) == 6  # the times really differ
 
 
 @pytest.mark.parametrize(("override", "message"), [

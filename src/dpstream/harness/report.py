@@ -54,6 +54,29 @@ def verdict_summary(claims: pd.DataFrame) -> str:
     return ", ".join(f"{int(counts.get(v, 0))} {v}" for v in VERDICTS) + f" ({int(counts.sum())} claims)"
 
 
+CONTINUAL_METRICS = {  # marker column -> the paper's metric (end of stream) and its release-time summaries
+    "are_top15_mean_t": ("are_top15", "are_top15_mean_t", "are_top15_max_t"),
+    "precision_mean_t": ("precision", "precision_mean_t", "recall", "recall_mean_t"),
+}
+
+
+def continual_table(df: pd.DataFrame, spec: dict[str, Any]) -> pd.DataFrame | None:
+    """Trial means of the end-of-stream metrics next to their mean / max over the release times
+    (continual observation), per (mechanism, swept x); None when the rows have no release-time metrics."""
+    cols = next((c for marker, c in CONTINUAL_METRICS.items() if marker in df.columns), None)
+    if cols is None:
+        return None
+    x = spec.get("plot_args", {}).get("x")
+    keys = ["mechanism.name", *([x] if x in df.columns and x != "mechanism.name" else [])]
+    return df.groupby(keys, sort=False)[list(cols)].mean().reset_index()
+
+
+def _markdown(table: pd.DataFrame) -> list[str]:
+    cells = [[f"{v:.3g}" if isinstance(v, float) else str(v) for v in row] for row in table.itertuples(index=False)]
+    return ["| " + " | ".join(table.columns) + " |", "|" + "---|" * table.shape[1],
+            *["| " + " | ".join(row) + " |" for row in cells], ""]
+
+
 def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: dict[str, Any]) -> Path:
     """Write report.md and report.html into ``cfg['results_dir']``; return the Markdown path."""
     results_dir = Path(cfg["results_dir"])
@@ -83,6 +106,11 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
         if figure.exists():
             md += [f"![{exp_id}](figures/{exp_id}.png)", ""]
             page += [f"<img src='figures/{exp_id}.png' style='max-width:48em'>"]
+        continual = continual_table(df, spec)
+        if continual is not None:
+            md += ["At the end of the stream and over the release times (mean / max, continual observation):", "",
+                   *_markdown(continual)]
+            page += [continual.to_html(index=False, float_format="{:.3g}".format)]
         claims = _claims(results_dir, exp_id)
         if claims is not None and len(claims):
             md += ["| claim | rule (fixed before the run) | measured | verdict |", "|---|---|---|---|"]

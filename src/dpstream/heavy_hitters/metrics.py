@@ -66,14 +66,39 @@ class PrefixCounts:
         return evaluate(reported, self._items[ids], self._counts[ids], self.k)
 
 
+def _defined(rows: list[dict[str, float | int]], name: str, count: str) -> np.ndarray:
+    """``name`` over the rows where it is defined: precision needs reports (``count`` = n_reported > 0),
+    recall needs true heavy hitters (n_true > 0); ``evaluate``'s 1 for those cases is a convention."""
+    return np.array([r[name] for r in rows if r[count] > 0], dtype=np.float64)
+
+
+def _mean(values: np.ndarray) -> float:
+    """Mean of the finite ``values``; NaN when there are none."""
+    values = values[np.isfinite(values)]
+    return float(values.mean()) if values.size else float("nan")
+
+
 def summarise_steps(rows: list[dict[str, float | int]]) -> dict[str, float | int]:
     """Per-output-step metrics reduced to flat columns: mean and min of precision and recall over the
     steps with reports / true heavy hitters, mean ARE, and the number of steps."""
     out: dict[str, float | int] = {"steps": len(rows)}
     for name, count in (("precision", "n_reported"), ("recall", "n_true")):
-        vals = np.array([r[name] for r in rows if r[count] > 0], dtype=np.float64)
-        out[f"{name}_steps_mean"] = float(vals.mean()) if vals.size else float("nan")
+        vals = _defined(rows, name, count)
+        out[f"{name}_steps_mean"] = _mean(vals)
         out[f"{name}_steps_min"] = float(vals.min()) if vals.size else float("nan")
-    are = np.array([r["are"] for r in rows], dtype=np.float64)
-    out["are_steps_mean"] = float(np.nanmean(are)) if np.isfinite(are).any() else float("nan")
+    out["are_steps_mean"] = _mean(np.array([r["are"] for r in rows], dtype=np.float64))
     return out
+
+
+def summarise_release_times(rows: list[dict[str, float | int]]) -> dict[str, float | int]:
+    """Metrics at the output steps of the release times reduced to ``precision_mean_t``,
+    ``recall_mean_t`` and ``are_mean_t``, and their number ``n_release_times``.
+
+    Precision with nothing reported and recall with no true heavy hitter are undefined: such times
+    count as NaN and are left out of the mean (as are times with no ARE); a mean over no defined time
+    is NaN.
+    """
+    return {"n_release_times": len(rows),
+            "precision_mean_t": _mean(_defined(rows, "precision", "n_reported")),
+            "recall_mean_t": _mean(_defined(rows, "recall", "n_true")),
+            "are_mean_t": _mean(np.array([r["are"] for r in rows], dtype=np.float64))}

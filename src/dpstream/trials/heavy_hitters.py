@@ -1,10 +1,16 @@
 """One heavy-hitter trial (seed 004, Sec. 6.5, Figure 4): a tracker (LazyHH or a baseline) on a trace.
 
-Builds the trace (``data`` config) and the tracker (``mechanism`` config, mechanism seed), times the
-update phase only, and measures precision, recall and ARE of the reported set at the last output step
-(``heavy_hitters.metrics``). With ``mechanism.metrics_every_output: true`` the stream is fed in
-blocks ending at the output steps and the metrics are also taken at every output step (summarised as
-``*_steps_mean`` / ``*_steps_min``); only the tracker's own calls are timed then.
+Builds the trace (``data`` config) and the tracker (``mechanism`` config, mechanism seed), feeds the
+trace in blocks (only the tracker's ``extend`` calls are timed) and measures precision, recall and ARE
+of the reported set (``heavy_hitters.metrics``, true heavy hitters = items with f >= t/k in the prefix
+x_1..x_t):
+
+- at the last output step (``precision``, ``recall``, ``are``: the paper's metrics);
+- under continual observation, at the output step at or before each release time
+  (``dpstream.metrics.release_times``; the output there is the set the tracker holds at that time):
+  ``precision_mean_t``, ``recall_mean_t``, ``are_mean_t`` over those steps, ``n_release_times`` of them;
+- with ``mechanism.metrics_every_output: true``, at every output step too (``*_steps_mean`` /
+  ``*_steps_min``).
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ import numpy as np
 from hydra.utils import get_class, get_method
 
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
-from dpstream.heavy_hitters.metrics import PrefixCounts, evaluate_prefix, summarise_steps
+from dpstream.heavy_hitters.metrics import PrefixCounts, evaluate_prefix, summarise_release_times, summarise_steps
+from dpstream.metrics import DEFAULT_RELEASE_TIMES, release_times
 
 CONFIG_ONLY = ("name", "_target_", "trial", "private", "metrics_every_output")
 SHARED_KEYS = ("epsilon", "delta", "width", "depth", "memory_kb")
@@ -48,21 +55,19 @@ def build_tracker(params: dict[str, Any], horizon: int, seed: np.random.SeedSequ
     return cls(**kwargs, horizon=horizon, seed=seed)
 
 
-def _feed(tracker: Any, stream: np.ndarray, prefix: PrefixCounts | None) -> tuple[float, list[dict]]:
-    """Feed the whole stream; with ``prefix``, stop at every output step to take the metrics there."""
-    if prefix is None:
-        start = time.perf_counter()
-        tracker.extend(stream)
-        return time.perf_counter() - start, []
-    seconds, rows = 0.0, []
-    for pos in range(0, stream.size, tracker.period):
-        block = stream[pos:pos + tracker.period]
+def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray, prefix: PrefixCounts) -> tuple[float, dict[int, dict]]:
+    """Feed ``stream`` in blocks ending at the increasing ``stops`` (the last = its length); at each stop
+    that is an output step, take the metrics of the output there, keyed by t. Only ``extend`` is timed."""
+    seconds, done, rows = 0.0, 0, {}
+    for stop in stops:
+        block = stream[done:stop]
         start = time.perf_counter()
         tracker.extend(block)
         seconds += time.perf_counter() - start
         prefix.advance(block.size)
-        if tracker.heavy_hitters().time == tracker.t:
-            rows.append(prefix.evaluate(tracker.heavy_hitters()))
+        done = int(stop)
+        if tracker.heavy_hitters().time == tracker.t > 0:
+            rows[tracker.t] = prefix.evaluate(tracker.heavy_hitters())
     return seconds, rows
 
 
@@ -72,12 +77,19 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
     warm = build_tracker(params, stream.size, mech_seed)  # compile / load kernels outside the timing
     warm.extend(stream[:min(stream.size, 2 * warm.period)])
     tracker = build_tracker(params, stream.size, mech_seed)
-    k = tracker.k
+    k, period = tracker.k, tracker.period
+    times = release_times(stream.size, params.get("release_times", DEFAULT_RELEASE_TIMES))
+    at_release = np.unique(times // period * period)
+    at_release = at_release[at_release > 0]  # the output step at or before each release time
+    stops = np.union1d(at_release, [stream.size])
     per_step = bool(params["mechanism"].get("metrics_every_output", False))
-    seconds, steps = _feed(tracker, stream, PrefixCounts(stream, k) if per_step else None)
+    if per_step:
+        stops = np.union1d(stops, np.arange(period, stream.size + 1, period))
+    seconds, rows = _feed(tracker, stream, stops, PrefixCounts(stream, k))
     reported = tracker.heavy_hitters()
-    row: dict[str, Any] = evaluate_prefix(reported, stream, k)
-    row.update(summarise_steps(steps) if per_step else {})
+    row: dict[str, Any] = dict(rows[reported.time]) if reported.time else evaluate_prefix(reported, stream, k)
+    row.update(summarise_release_times([rows[int(t)] for t in at_release]))
+    row.update(summarise_steps(list(rows.values())) if per_step else {})
     row.update({
         "length": int(stream.size),
         "sketch_width": int(tracker.sketch.width),
