@@ -153,7 +153,7 @@ def _crossover(g: pd.DataFrame) -> tuple[bool | None, str]:
 def _halts(g: pd.DataFrame) -> list[bool]:
     rows = g[g["mechanism.name"].isin(["svt_sparse_short", "svt_above_threshold"])]
     beta = rows["mechanism.beta"]
-    return list((rows["recall"] < 1 - beta) & (rows["processed"] < rows["m"]))
+    return [bool(h) for h in (rows["recall"] < 1 - beta) & (rows["processed"] < rows["m"])]
 
 
 def atoms_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
@@ -351,7 +351,7 @@ def hh_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
         "For each k*: emp_tau of the per-step histogram grows over the m grid by at least sqrt(m_max / m_min) "
         f"divided by one grid step of the group sizes ({grid:.3g}).",
         "; ".join(f"k*={k}: x{e:.3g} (sqrt(m) x{math.sqrt(mr):.3g})" for k, (e, _, mr, _) in hist.items()),
-        verdict_of(all_points(e >= math.sqrt(mr) / grid for e, _, mr, _ in hist.values()))))
+        verdict_of(all_points(bool(e >= math.sqrt(mr) / grid) for e, _, mr, _ in hist.values()))))
     eps, delta = float(df["epsilon"].iloc[0]), float(df["delta"].iloc[0])
     domain, beta = int(float(df["mechanism.domain_size"].iloc[0])), float(df["mechanism.beta"].iloc[0])
     for k_star in sorted(df["k_star"].unique()):
