@@ -176,3 +176,14 @@ def test_hh_tme_flat_in_m_is_inconclusive_below_the_grid_resolution():
 @pytest.mark.parametrize("rate, verdict", [(1.0, "confirmed"), (0.9, "not confirmed"), (0.95, "inconclusive")])
 def test_hh_success_rate_uses_an_exact_interval(rate, verdict):
     assert only(hh_claims(hh_table(1.0, 2.0, 8.0, rate), {}), "Thm 4.7") == verdict
+
+
+@pytest.mark.parametrize("growth, verdict", [(1.0, "confirmed"), (10.0, "not confirmed"), (1.0, "inconclusive")])
+def test_hh_baseline_b_flat_in_m_flips(growth, verdict):
+    df = hh_table(1.0, 2.0, 8.0, 1.0)
+    sparse = df[df["mechanism.method"] == "tme"].assign(**{"mechanism.method": "sparse_histogram"})
+    sparse["emp_tau"] = [1e4, 1e4 * growth]
+    sparse["theory_tau"] = [1e4, 1.2e4 if verdict == "inconclusive" else 2e4]  # 1.2 < grid step 1.67
+    claims = hh_claims(pd.concat([df, sparse], ignore_index=True), {})
+    verdicts(claims)
+    assert only(claims, "Baseline (b)") == verdict
