@@ -1,4 +1,4 @@
-"""Figures and claim checks of the query-release experiments (E0, E1, E2, E3, E5, E10). No mechanism runs here."""
+"""Figures of the query-release experiments (E0, E1, E2, E3, E5, E10); claims live in ``dpstream.claims``."""
 
 from __future__ import annotations
 
@@ -12,53 +12,32 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import NullFormatter
 
+from dpstream.claims.query_release import TRIVIAL_ERROR, alg3_feasible
 from dpstream.plots.common import save_figure
-
-Claim = dict[str, str]
-
-
-def _claim(claim: str, measured: str, holds: bool | None) -> Claim:
-    verdict = "n/a" if holds is None else ("holds" if holds else "does not hold")
-    return {"claim": claim, "measured": measured, "verdict": verdict}
-
+from dpstream.query_release.calibration import game_rho
 
 # ---- E0 -------------------------------------------------------------------------------------------------------
 
 def theory_curves(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
-    """Log-log accuracy bounds vs n, with where each drops below 1 marked."""
+    """Log-log accuracy bounds vs n, with where each drops below 1 marked; Alg 3 only where s < N_Q (feasible)."""
     d = df.sort_values("data.n")
+    feasible = alg3_feasible(d)
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    for col, label in [("alpha_hru", "Alg 3 (HRU)"), ("alpha_pmw", "PMW / IC"), ("alpha_laplace", "Laplace")]:
-        ax.loglog(d["data.n"], d[col], marker="o", ms=3, label=label)
-        below = d[d[col] < 1]
+    for col, label in [("alpha_hru", "Alg 3 (HRU), where s < N_Q"), ("alpha_pmw", "PMW / IC"),
+                       ("alpha_laplace", "Laplace")]:
+        rows = d[feasible] if col == "alpha_hru" else d
+        ax.loglog(rows["data.n"], rows[col], marker="o", ms=3, label=label)
+        below = rows[rows[col] < 1]
         if len(below):
             ax.axvline(below["data.n"].iloc[0], ls=":", lw=0.8, color=ax.lines[-1].get_color())
+    if (~feasible).any():
+        ax.axvspan(d.loc[~feasible, "data.n"].min(), d["data.n"].max(), color="0.9", zorder=0,
+                   label="Alg 3 infeasible (s = 12 n L >= N_Q)")
     ax.axhline(1.0, color="k", lw=0.8, ls="--", label="alpha = 1 (vacuous above)")
     ax.set_xlabel("n (records)")
     ax.set_ylabel("alpha bound (beta = 0.05)")
-    ax.legend()
+    ax.legend(fontsize=8)
     save_figure(fig, df, experiment, path)
-
-
-def _crossing(df: pd.DataFrame, col: str) -> float:
-    below = df.sort_values("data.n")
-    below = below[below[col] < 1]
-    return float(below["data.n"].iloc[0]) if len(below) else math.inf
-
-
-def theory_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
-    out = []
-    ref = {1000: (244, 7.1, 183), 100000: (27.7, 0.79, 1.8), 100000000: (1.17, 0.03, 0.002)}
-    for n, (hru, pmw_, lap) in ref.items():
-        row = df[df["data.n"] == n]
-        if len(row):
-            r = row.iloc[0]
-            ok = all(abs(a / b - 1) < 0.1 for a, b in [(r.alpha_hru, hru), (r.alpha_pmw, pmw_), (r.alpha_laplace, lap)])
-            out.append(_claim(f"spec reference bounds at n = {n:g}: Alg3 {hru}, PMW {pmw_}, Laplace {lap}",
-                              f"{r.alpha_hru:.3g}, {r.alpha_pmw:.3g}, {r.alpha_laplace:.3g}", ok))
-    for col in ("alpha_hru", "alpha_pmw", "alpha_laplace"):
-        out.append(_claim(f"{col} < 1 from n =", f"{_crossing(df, col):.3g}", None))
-    return out
 
 
 # ---- E1 -------------------------------------------------------------------------------------------------------
@@ -71,35 +50,20 @@ def _curves(df: pd.DataFrame) -> list[tuple[float, np.ndarray, np.ndarray, float
     return out
 
 
-def _rho(eta: float, t: np.ndarray, big_l: float, beta: float = 0.05) -> np.ndarray:
-    return eta + big_l / (eta * t) + 4 * math.log(2 / beta) / np.sqrt(t)
-
-
 def convergence(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """Max error of the running average D^_{<=t} vs t per eta, with 4 rho(t) dashed and the uniform line."""
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     big_l = math.log(2 * 3 ** int(df["data.d"].iloc[0]))
     for eta, t, err, _ in sorted(_curves(df), key=lambda c: c[0]):
         line = ax.plot(t, err, label=f"eta = {eta:g}")[0]
-        ax.plot(t, np.minimum(4 * _rho(eta, t, big_l), 2.0), ls="--", lw=0.8, color=line.get_color())
+        ax.plot(t, np.minimum(4 * game_rho(eta, t, big_l), TRIVIAL_ERROR), ls="--", lw=0.8, color=line.get_color())
     ax.axhline(df["uniform_max_error"].mean(), color="k", ls=":", label="uniform distribution")
     ax.set_xscale("log")
     ax.set_xlabel("round t")
     ax.set_ylabel("max error over the workload")
-    ax.set_title("dashed: 4 rho(t) (capped at 2)", fontsize=8)
+    ax.set_title("dashed: 4 rho(t), capped at 1 (every error is <= 1: the bound says nothing there)", fontsize=8)
     ax.legend(fontsize=8)
     save_figure(fig, df, experiment, path)
-
-
-def convergence_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
-    big_l = math.log(2 * 3 ** int(df["data.d"].iloc[0]))
-    out = []
-    for eta, t, err, uniform in _curves(df):
-        bound = 4 * _rho(eta, t, big_l)
-        out.append(_claim(f"eta = {eta:g}: max error <= 4 rho(t) at every recorded t",
-                          f"final error {err[-1]:.3f} (uniform {uniform:.3f}), final 4 rho {bound[-1]:.3f}",
-                          bool(np.all(err <= bound))))
-    return out
 
 
 # ---- E2, E3 ---------------------------------------------------------------------------------------------------
@@ -137,46 +101,6 @@ def error_vs_eps(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
     _error_panels(df, experiment, path, "epsilon", None)
 
 
-def _beats_uniform(df: pd.DataFrame, name: str) -> tuple[int, int]:
-    sub = df[df["mechanism.name"] == name]
-    return int((sub["max_error"] < sub["uniform_max_error"]).sum()), len(sub)
-
-
-def _common_claims(df: pd.DataFrame) -> list[Claim]:
-    out = []
-    for name in sorted(df["mechanism.name"].unique()):
-        won, total = _beats_uniform(df, name)
-        sub = df[df["mechanism.name"] == name]
-        out.append(_claim(f"{name} beats the uniform distribution (max error)", f"{won}/{total} runs; "
-                          f"eps_data accounted {sub['eps_data'].min():.3g}..{sub['eps_data'].max():.3g}", None))
-    return out
-
-
-def error_vs_n_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
-    out = _common_claims(df)
-    for name in ("qr_hru_private", "qr_hru_uncapped"):
-        sub = df[df["mechanism.name"] == name].groupby("data.n")["max_error"].mean()
-        if len(sub) > 1:
-            out.append(_claim(f"{name}: max error decreases with n", " -> ".join(f"{v:.3f}" for v in sub.values),
-                              bool(sub.values[-1] < sub.values[0])))
-    hru = df[df["mechanism.name"] == "qr_hru_private"].groupby(["epsilon", "data.n"])["max_error"].mean()
-    lap = df[df["mechanism.name"] == "qr_laplace"].groupby(["epsilon", "data.n"])["max_error"].mean()
-    both = pd.concat([hru.rename("hru"), lap.rename("lap")], axis=1).dropna()
-    if len(both):
-        out.append(_claim("Alg 3 (T = n/6.4) beats independent Laplace", f"{int((both.hru < both.lap).sum())}"
-                          f"/{len(both)} (eps, n) points", bool((both.hru < both.lap).all())))
-    return out
-
-
-def error_vs_eps_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
-    out = _common_claims(df)
-    lap = df[df["mechanism.name"] == "qr_laplace"].groupby("epsilon")["max_error"].mean()
-    if len(lap) > 1:
-        slope = np.polyfit(np.log(lap.index.values), np.log(lap.values), 1)[0]
-        out.append(_claim("Laplace error ~ 1/eps (log-log slope -1)", f"slope {slope:.2f}", bool(abs(slope + 1) < 0.2)))
-    return out
-
-
 # ---- E5 -------------------------------------------------------------------------------------------------------
 
 def analyst_audit(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -197,17 +121,6 @@ def analyst_audit(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> N
         twin.set_ylabel("max error")
         twin.legend(fontsize=8, loc="lower right")
     save_figure(fig, df, experiment, path)
-
-
-def analyst_audit_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
-    out = []
-    for _, r in df.sort_values("mechanism.s").iterrows():
-        out.append(_claim(f"s = {r['mechanism.s']:g}: audit does not refute eps_analyst = {r.eps_analyst:.3g}",
-                          f"lower bound {r.eps_lower:.3f} (Pr[event] {r.p_with_canary:.3f} with canary vs "
-                          f"{r.p_without_canary:.3f} without, {int(r.audit_runs)} runs each)"
-                          + (f"; D^ max error {r.synopsis_max_error:.3f} (uniform {r.uniform_max_error:.3f})"
-                             if "synopsis_max_error" in r else ""), not bool(r.audit_fails)))
-    return out
 
 
 # ---- E10 ------------------------------------------------------------------------------------------------------
@@ -231,17 +144,3 @@ def median_toy(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None
     axes[0][-1].legend(fontsize=7)
     fig.tight_layout(rect=(0, 0, 1, 0.86))
     save_figure(fig, df, experiment, path)
-
-
-def median_toy_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
-    out = []
-    med = df[df["mechanism.kind"] == "median"]
-    out.append(_claim("median mechanism answers non-linear max queries better than the uniform distribution",
-                      f"mean non-linear max error {med['nonlinear_max_error'].mean():.3f} vs uniform "
-                      f"{med['uniform_nonlinear_max_error'].mean():.3f}",
-                      bool(med["nonlinear_max_error"].mean() < med["uniform_nonlinear_max_error"].mean())))
-    for kind in ("median", "pmw", "laplace"):
-        sub = df[df["mechanism.kind"] == kind]
-        out.append(_claim(f"{kind}: mean max error over all toy runs", f"{sub['max_error'].mean():.3f} "
-                          f"(uniform {sub['uniform_max_error'].mean():.3f})", None))
-    return out

@@ -1,4 +1,7 @@
-"""Figures and claim checks of the sparse vector experiments (svt_theory, svt_c, svt_kstar, svt_kcap, audit_svt)."""
+"""Figures of the sparse vector experiments (svt_theory, svt_c, svt_kstar, svt_kcap, svt_order, shifting_hh, audit_svt).
+
+Claims live in ``dpstream.claims.svt`` (audit_svt's still here).
+"""
 
 from __future__ import annotations
 
@@ -8,13 +11,8 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from scipy.optimize import brentq
 
 from dpstream.plots.common import save_figure
-from dpstream.svt.heavy_hitters import histogram_tau
-from dpstream.svt.theory import heavy_hitter_tau
-
-SPEC_CROSSOVERS = {1: 5.9e4, 3: 1.0e5, 10: 3.5e5}  # spec reference table (eps_tot = 1, delta_tot = 1e-6, m = 1e6)
 
 
 def theory_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -48,23 +46,6 @@ def theory_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> N
     ax2.legend(fontsize=7)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     save_figure(fig, df.drop(columns=[c for c in df.columns if c.startswith("data.")]), experiment, path)
-
-
-def theory_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[str, Any]]:
-    """Crossovers against the spec's reference table."""
-    out = []
-    for k_star, spec_c in SPEC_CROSSOVERS.items():
-        col = f"crossover_c_kstar_{k_star}"
-        if col in df.columns:
-            got = float(df[col].iloc[0])
-            out.append(
-                {
-                    "claim": f"Sparse becomes worse than TM(k*={k_star}) at c ~ {spec_c:.2g} (spec table)",
-                    "measured": f"c = {got:.3g}",
-                    "verdict": "agrees" if abs(got / spec_c - 1) < 0.05 else "differs",
-                }
-            )
-    return out
 
 
 def _series(df: pd.DataFrame, hue: list[str]) -> list[tuple[str, pd.DataFrame]]:
@@ -104,32 +85,6 @@ def atoms_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
     axes[0].legend(fontsize=7)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     save_figure(fig, df.assign(**{"data.name": "svt atoms design", "data.synthetic": True}), experiment, path)
-
-
-def atoms_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[str, Any]]:
-    """Headline: TM's empirical alpha flat in c, Sparse's grows; the empirical crossover."""
-    args = experiment.get("plot_args", {})
-    x = args.get("x", "c")
-    out = []
-    for k_star, g in df.groupby("k_star"):
-        tm = g[g["mechanism.name"] == "svt_tm"].groupby(x)["emp_alpha"].mean()
-        sp = g[g["mechanism.name"] == "svt_sparse"].groupby(x)["emp_alpha"].mean()
-        if len(tm) < 2 or len(sp) < 2:
-            continue
-        both = pd.concat({"tm": tm, "sparse": sp}, axis=1).dropna()
-        worse = both.index[both["sparse"] > both["tm"]]
-        out.append(
-            {
-                "claim": f"k*={k_star}: ThresholdMonitor flat in {x}, Sparse grows ~ sqrt(c) log c",
-                "measured": (
-                    f"TM alpha {tm.min():.3g}..{tm.max():.3g} (x{tm.max() / tm.min():.2f}); Sparse "
-                    f"{sp.min():.3g}..{sp.max():.3g} (x{sp.max() / sp.min():.3g}); Sparse worse from "
-                    f"{x} = {worse.min() if len(worse) else 'never (in range)'}"
-                ),
-                "verdict": "agrees" if tm.max() / tm.min() < 2 < sp.max() / sp.min() else "differs",
-            }
-        )
-    return out
 
 
 def audit_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -198,39 +153,6 @@ def hh_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     ax.legend(fontsize=7)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     save_figure(fig, df.assign(**{"data.name": "E2 shifting groups", "data.synthetic": True}), experiment, path)
-
-
-def hh_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[str, Any]]:
-    """TME's tau does not grow with m; the per-step histogram's grows ~ sqrt(m); where the two would cross."""
-    out = []
-    for method in ("tme", "histogram", "sparse_histogram"):
-        g = df[df["mechanism.method"] == method].groupby("mechanism.m")["emp_tau"].mean()
-        if len(g) >= 2:
-            out.append(
-                {
-                    "claim": f"{method}: empirical tau vs m",
-                    "measured": ", ".join(f"m={m:.0e}: {t:.3g}" for m, t in g.items()),
-                    "verdict": "measured",
-                }
-            )
-    eps, delta = float(df["epsilon"].iloc[0]), float(df["delta"].iloc[0])
-    domain, beta = int(float(df["mechanism.domain_size"].iloc[0])), float(df["mechanism.beta"].iloc[0])
-    for k_star in sorted(df["k_star"].unique()):
-
-        def log_ratio(log_m: float, k_star: int = int(k_star)) -> float:
-            m = round(np.exp(log_m))
-            tme = heavy_hitter_tau(eps, delta, k_star, m, domain, beta).tau
-            return float(np.log(histogram_tau(eps, delta, m, domain, beta) / tme))
-
-        cross = float(np.exp(brentq(log_ratio, np.log(10.0), np.log(1e30))))
-        out.append(
-            {
-                "claim": f"TME (k*={k_star}) beats the per-step histogram (a) once m is large enough (theory)",
-                "measured": f"theoretical taus cross at m = {cross:.2g} steps",
-                "verdict": "theory",
-            }
-        )
-    return out
 
 
 def order_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from scipy.optimize import brentq
 
 from dpstream.calibration import laplace_scale
@@ -141,9 +142,17 @@ def hru_analyst_epsilon(eta: float, rounds: int, s: float, delta: float, negatio
     return eta * rounds**2
 
 
+def game_rho(eta: float, t: np.ndarray, big_l: float, beta: float = 0.05) -> np.ndarray:
+    """rho(t) = eta + L/(eta t) + 4 ln(2/beta)/sqrt(t): the game average's accuracy after t rounds (Cor 2.14)."""
+    return eta + big_l / (eta * t) + 4 * math.log(2 / beta) / np.sqrt(t)
+
+
 def hru_alpha_bound(n: float, epsilon: float, delta: float, n_actions: float, universe_size: int,
                     beta: float = 0.05, s_factor: float = 12.0) -> dict[str, float]:
-    """Accuracy of Algorithm 3 with the paper's T, eta, s = s_factor T (spec formulas; 12 reproduces the table)."""
+    """Accuracy of Algorithm 3 with the paper's T, eta, s = s_factor T (spec formulas; 12 reproduces the table).
+
+    Also returns ``s``: Algorithm 3 is only defined where s < N_Q = ``n_actions`` (else Gamma_s is infeasible).
+    """
     big_l = max(math.log(universe_size), math.log(n_actions))
     t = n * big_l
     eta = epsilon / (2 * math.sqrt(t * math.log(1 / delta)))
@@ -152,4 +161,4 @@ def hru_alpha_bound(n: float, epsilon: float, delta: float, n_actions: float, un
     noise = 3 * math.sqrt(8 * s * math.log(3 / delta)) / (epsilon * n)
     a_sv = noise * math.log(3 * n_actions / beta)
     a_lap = noise * math.log(3 * s / beta)
-    return {"alpha_D": a_hat, "alpha_SV": a_sv, "alpha_Lap": a_lap, "alpha": max(a_hat + a_sv, a_lap)}
+    return {"alpha_D": a_hat, "alpha_SV": a_sv, "alpha_Lap": a_lap, "alpha": max(a_hat + a_sv, a_lap), "s": s}

@@ -113,7 +113,8 @@ def theory_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     hru = hru_alpha_bound(n, eps, delta, n_actions, universe, beta, params["mechanism"].get("theory_s_factor", 12))
     return {"alpha_hru": hru["alpha"], "alpha_hru_D": hru["alpha_D"], "alpha_hru_SV": hru["alpha_SV"],
             "alpha_hru_Lap": hru["alpha_Lap"], "alpha_pmw": pmw_alpha_bound(n, eps, delta, n_actions, universe, beta),
-            "alpha_laplace": laplace_alpha_bound(n, eps, delta, n_actions, beta), "log10_n": math.log10(n)}
+            "alpha_laplace": laplace_alpha_bound(n, eps, delta, n_actions, beta), "log10_n": math.log10(n),
+            "s_hru": hru["s"], "n_actions": n_actions}
 
 
 def _toy_release(kind: str, params: dict[str, Any], net: np.ndarray, queries: ToyQueries, true: np.ndarray,
