@@ -9,11 +9,13 @@ from dpstream.claims import (
     Claim,
     all_points,
     bootstrap_mean_ci,
+    flat_claim,
     flat_within,
     mean_below,
     mean_within,
     monotone_trend,
     point_means,
+    trend_claim,
     trial_values,
     verdict_of,
 )
@@ -107,3 +109,15 @@ def test_trial_values_selects_and_indexes_by_trial():
     got = trial_values(df, "y", {"m": "a", "eps": 0.1})
     assert list(got.index) == [0, 1] and list(got) == [1.0, 2.0]
     assert list(trial_values(df, "y", {"m": "b", "eps": 0.1 + 1e-12})) == [4.0]
+
+
+def test_trend_and_flat_claims_cover_every_mechanism():
+    x = np.repeat([1.0, 2.0, 4.0], 5)
+    noise = 1 + 0.01 * np.random.default_rng(np.random.SeedSequence(1)).standard_normal(x.size)
+    df = pd.concat([pd.DataFrame({"mechanism.name": "flat", "x": x, "y": noise}),
+                    pd.DataFrame({"mechanism.name": "falls", "x": x, "y": noise / x})])
+    assert trend_claim(df, "c", ("falls",), "x", "y", "decreasing").verdict == "confirmed"
+    assert trend_claim(df, "c", ("falls", "flat"), "x", "y", "decreasing").verdict == "not confirmed"
+    assert trend_claim(df, "c", ("falls", "absent"), "x", "y", "decreasing").verdict == "inconclusive"
+    assert flat_claim(df, "c", ("flat",), "x", "y", 1.5).verdict == "confirmed"
+    assert flat_claim(df, "c", ("flat", "falls"), "x", "y", 1.5).verdict == "not confirmed"

@@ -49,6 +49,7 @@ def panel(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     args = experiment["plot_args"]
     with_k = bool(args.get("k_tilde_panel"))
     fig, axes = plt.subplots(1, 2 if with_k else 1, figsize=(10.4 if with_k else 5.2, 3.8), squeeze=False)
+    fig.subplots_adjust(wspace=0.3)
     _lines(axes[0, 0], df, args["x"], args["y"])
     _style(axes[0, 0], df, args, args.get("xlabel", args["x"]), bool(args.get("logx")))
     if with_k:
