@@ -207,7 +207,8 @@ def trend_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y:
         rows = df[df["mechanism.name"] == m]
         holds, rho, p = monotone_trend(rows[x], rows[y], direction) if len(rows) else (None, np.nan, np.nan)
         results.append(holds)
-        parts.append(f"{names.get(m, m)} " + (f"rho {rho:.2f} p {p:.2g}" if len(rows) else "absent"))
+        parts.append(f"{names.get(m, m)} " + ("absent" if not len(rows) else f"rho {rho:.2f} p {p:.2g}"
+                                                 if holds is not None else f"{len(rows)} values: too few"))
     rule = TREND_RULE.format(mechs=", ".join(names.get(m, m) for m in mechs), y=y, direction=direction, x=x)
     return Claim(claim, rule, "; ".join(parts), verdict_of(all_points(results)))
 
@@ -220,7 +221,7 @@ def flat_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y: 
     for m in mechs:
         flat, spread = flat_within(point_means(df[df["mechanism.name"] == m], x, y), factor)
         results.append(flat)
-        parts.append(f"{names.get(m, m)} {spread:.2f}x")
+        parts.append(f"{names.get(m, m)} " + (f"{spread:.2f}x" if flat is not None else "too few trials or points"))
     rule = FLAT_RULE.format(mechs=", ".join(names.get(m, m) for m in mechs), x=x, y=y, factor=factor)
     return Claim(claim, rule, "spread " + ", ".join(parts), verdict_of(all_points(results)))
 
