@@ -74,8 +74,12 @@ def _at(df: pd.DataFrame, y: str, where: dict[str, Any]) -> pd.Series:
 
 
 def _ci(values: pd.Series) -> str:
+    if not values.size:
+        return "no rows"
     lo, hi = bootstrap_mean_ci(values)
-    return f"{values.mean():.3g} [{lo:.3g}, {hi:.3g}]" if values.size else "no rows"
+    if not np.isfinite(lo):
+        return f"{values.mean():.3g} ({values.notna().sum()} trials: too few for an interval)"
+    return f"{values.mean():.3g} [{lo:.3g}, {hi:.3g}]"
 
 
 def all_one(values: pd.Series) -> bool | None:
