@@ -9,9 +9,14 @@ from dpstream.claims import (
     Claim,
     all_points,
     bootstrap_mean_ci,
+    flat_claim,
+    flat_within,
     mean_below,
+    mean_within,
     monotone_trend,
     point_means,
+    trend_claim,
+    trial_values,
     verdict_of,
 )
 from dpstream.harness.report import verdict_summary
@@ -77,3 +82,42 @@ def test_verdict_summary_counts_every_word_and_rejects_others():
     with pytest.raises(ValueError, match="unknown verdicts"):
         verdict_summary(pd.DataFrame({"verdict": ["holds"]}))
     assert len(VERDICTS) == 4
+
+
+def test_mean_within_flips_at_the_bounds_and_needs_trials():
+    x = [0.04, 0.05, 0.06, 0.05, 0.05]
+    assert mean_within(x, 0.025, 0.1) is True
+    assert mean_within(x, 0.0, 0.045) is False  # interval straddles the upper bound: not shown inside
+    assert mean_within([1.0] * 5, 1.0, 1.0) is True
+    assert mean_within([1.0, 1.0, 1.0, 1.0, 8 / 9], 1.0, 1.0) is False  # one trial below 1
+    assert mean_within(x[:2], 0.0, 1.0) is None
+
+
+def test_flat_within_counts_the_trial_noise_and_needs_trials():
+    df = pd.DataFrame({"x": np.repeat([1, 2, 3], 5), "y": np.tile([1.0, 1.02, 0.98, 1.01, 0.99], 3)})
+    flat, spread = flat_within(point_means(df, "x", "y"), 1.5)
+    assert flat is True and 1.0 < spread < 1.1
+    rising = df.assign(y=df["y"] * df["x"])
+    assert flat_within(point_means(rising, "x", "y"), 1.5)[0] is False
+    assert flat_within(point_means(df[df["x"] == 1], "x", "y"), 1.5)[0] is None  # one point
+    assert flat_within(point_means(df.groupby("x").head(2), "x", "y"), 1.5)[0] is None  # two trials
+
+
+def test_trial_values_selects_and_indexes_by_trial():
+    df = pd.DataFrame({"m": ["a", "a", "b", "b"], "eps": [0.1, 0.1, 0.3, 0.1], "trial": [0, 1, 0, 0],
+                       "y": [1.0, 2.0, 3.0, 4.0]})
+    got = trial_values(df, "y", {"m": "a", "eps": 0.1})
+    assert list(got.index) == [0, 1] and list(got) == [1.0, 2.0]
+    assert list(trial_values(df, "y", {"m": "b", "eps": 0.1 + 1e-12})) == [4.0]
+
+
+def test_trend_and_flat_claims_cover_every_mechanism():
+    x = np.repeat([1.0, 2.0, 4.0], 5)
+    noise = 1 + 0.01 * np.random.default_rng(np.random.SeedSequence(1)).standard_normal(x.size)
+    df = pd.concat([pd.DataFrame({"mechanism.name": "flat", "x": x, "y": noise}),
+                    pd.DataFrame({"mechanism.name": "falls", "x": x, "y": noise / x})])
+    assert trend_claim(df, "c", ("falls",), "x", "y", "decreasing").verdict == "confirmed"
+    assert trend_claim(df, "c", ("falls", "flat"), "x", "y", "decreasing").verdict == "not confirmed"
+    assert trend_claim(df, "c", ("falls", "absent"), "x", "y", "decreasing").verdict == "inconclusive"
+    assert flat_claim(df, "c", ("flat",), "x", "y", 1.5).verdict == "confirmed"
+    assert flat_claim(df, "c", ("flat", "falls"), "x", "y", 1.5).verdict == "not confirmed"

@@ -131,6 +131,45 @@ def mean_below(a: pd.Series, b: pd.Series, seed: int = 0) -> bool | None:
     return bool(hi < 0)
 
 
+def mean_within(values: Iterable[float], low: float, high: float, seed: int = 0) -> bool | None:
+    """Does the 95% bootstrap interval of the trial mean of ``values`` lie inside [low, high]?
+
+    True when it does, False when it does not (the data do not show the mean inside, including an interval
+    straddling a bound), None with fewer than ``MIN_TRIALS`` finite values.
+    """
+    lo, hi = bootstrap_mean_ci(values, seed)
+    if not np.isfinite(lo):
+        return None
+    return bool(low <= lo and hi <= high)
+
+
+def flat_within(points: pd.DataFrame, factor: float) -> tuple[bool | None, float]:
+    """Is a curve flat within ``factor`` over its grid, given ``point_means`` of it (positive values)?
+
+    The spread is max(hi) / min(lo) over the points' 95% intervals, so trial noise counts against
+    flatness. Returns (spread <= factor, spread); None when fewer than 2 points or any point has fewer
+    than ``MIN_TRIALS`` trials.
+    """
+    if len(points) < 2 or (points["n"] < MIN_TRIALS).any():
+        return None, np.nan
+    low = float(points["lo"].min())
+    spread = float(points["hi"].max()) / low if low > 0 else np.inf
+    return bool(spread <= factor), spread
+
+
+def trial_values(df: pd.DataFrame, y: str, where: dict[str, Any]) -> pd.Series:
+    """``y`` of the rows matching every ``column: value`` of ``where`` (numbers compared with isclose),
+    indexed by ``trial`` so that two mechanisms' values pair up over trials."""
+    keep = np.ones(len(df), dtype=bool)
+    for col, value in where.items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            keep &= np.isclose(df[col].to_numpy(dtype=np.float64), value)
+        else:
+            keep &= (df[col] == value).to_numpy()
+    rows = df[keep]
+    return pd.Series(rows[y].to_numpy(dtype=np.float64), index=pd.Index(rows["trial"], name="trial"))
+
+
 def monotone_trend(x: Iterable[float], y: Iterable[float],
                    direction: Literal["increasing", "decreasing"]) -> tuple[bool | None, float, float]:
     """One-sided Spearman rank test that y moves with x in ``direction``, over every (x, trial value) pair.
@@ -151,6 +190,40 @@ def monotone_trend(x: Iterable[float], y: Iterable[float],
     alternative = "greater" if direction == "increasing" else "less"
     res = spearmanr(x, y, alternative=alternative)
     return bool(res.pvalue < TREND_ALPHA), float(res.statistic), float(res.pvalue)
+
+
+TREND_RULE = ("for each of {mechs}: one-sided Spearman rank test that {y} is {direction} in {x} over every "
+              "(x, trial value) pair, p < 0.05 (a mechanism missing from the rows: inconclusive)")
+FLAT_RULE = ("for each of {mechs}: max over {x} of the upper 95% bootstrap end of mean {y} / min of the lower "
+             "ends <= {factor:g}")
+
+
+def trend_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y: str,
+                direction: Literal["increasing", "decreasing"], names: dict[str, str] | None = None) -> Claim:
+    """``monotone_trend`` of ``y`` in ``x`` for every mechanism in ``mechs`` (``mechanism.name``); all must hold."""
+    names = names or {}
+    results, parts = [], []
+    for m in mechs:
+        rows = df[df["mechanism.name"] == m]
+        holds, rho, p = monotone_trend(rows[x], rows[y], direction) if len(rows) else (None, np.nan, np.nan)
+        results.append(holds)
+        parts.append(f"{names.get(m, m)} " + ("absent" if not len(rows) else f"rho {rho:.2f} p {p:.2g}"
+                                                 if holds is not None else f"{len(rows)} values: too few"))
+    rule = TREND_RULE.format(mechs=", ".join(names.get(m, m) for m in mechs), y=y, direction=direction, x=x)
+    return Claim(claim, rule, "; ".join(parts), verdict_of(all_points(results)))
+
+
+def flat_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y: str, factor: float,
+               names: dict[str, str] | None = None) -> Claim:
+    """``flat_within`` ``factor`` of ``y`` over ``x`` for every mechanism in ``mechs``; all must hold."""
+    names = names or {}
+    results, parts = [], []
+    for m in mechs:
+        flat, spread = flat_within(point_means(df[df["mechanism.name"] == m], x, y), factor)
+        results.append(flat)
+        parts.append(f"{names.get(m, m)} " + (f"{spread:.2f}x" if flat is not None else "too few trials or points"))
+    rule = FLAT_RULE.format(mechs=", ".join(names.get(m, m) for m in mechs), x=x, y=y, factor=factor)
+    return Claim(claim, rule, "spread " + ", ".join(parts), verdict_of(all_points(results)))
 
 
 def fmt_series(series: pd.Series, digits: int = 3) -> str:
