@@ -22,7 +22,9 @@ from tqdm.auto import tqdm
 import dpstream
 from dpstream.harness.config import (
     RUN_KEYS,
+    SHARED_KEYS,
     command_line_overrides,
+    declared_uses,
     expand,
     flatten,
     import_object,
@@ -187,8 +189,11 @@ def run_experiment(spec: dict[str, Any], base: dict[str, Any], cfg: dict[str, An
     with pd.option_context("display.max_columns", 30, "display.width", 200, "display.max_rows", 60):
         print(f"\n== {exp_id}: {spec.get('title', '')} ==")
         print(f"{len(df)} trials ({computed} computed in {elapsed:.1f} s, {len(df) - computed} from the store)")
+        used = {k for p in all_params for k in declared_uses(p["mechanism"])}  # unused shared keys are not shown
         constant = {c: df[c].iloc[0] for c in params_cols if c not in varying and c != "trial"
-                    and not c.startswith(("profile.", "mechanism.trial", "mechanism._target_", "data._target_"))}
+                    and not (c in SHARED_KEYS and c not in used)
+                    and not c.startswith(("profile.", "mechanism.trial", "mechanism._target_", "mechanism.uses",
+                                          "data._target_"))}
         print("config: " + ", ".join(f"{k}={v}" for k, v in constant.items()))
         print(per_trial.to_string(index=False, max_rows=60))
         print("\nmean over trials:")
