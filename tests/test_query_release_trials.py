@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
+from dpstream.harness.runner import make_row
+from dpstream.trials import within_budget
 from dpstream.trials.query_release import (
     analyst_audit_trial,
     median_toy_trial,
     run_trial,
     theory_trial,
-    within_budget,
 )
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -49,7 +50,9 @@ def test_run_trial_reports_errors_uniform_line_and_accounted_privacy(mechanism: 
     (1.2, 1e-6, None, False), (0.9, 1e-6, 1.5, False), (0.9, 2e-6, 0.5, False),
 ])
 def test_certified_only_when_every_stated_privacy_is_within_the_budget(eps_data, delta_data, eps_analyst, certified):
-    assert within_budget(1.0, 1e-6, eps_data, delta_data, eps_analyst) is certified
+    row = {"eps_data": eps_data, "delta_data": delta_data, "eps_analyst": eps_analyst}
+    assert within_budget({"epsilon": 1.0, "delta": 1e-6}, row) is certified
+    assert make_row("k", {"epsilon": 1.0, "delta": 1e-6}, row)["certified"] is certified  # the runner's backstop
 
 
 def test_row_is_not_certified_when_the_release_states_eps_analyst_above_the_budget(monkeypatch) -> None:

@@ -34,6 +34,7 @@ from dpstream.harness.config import (
 from dpstream.harness.report import write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
 from dpstream.noise import NOISE_MODES, noise_mode, trial_seed
+from dpstream.trials import within_budget
 from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
 
 BACKENDS = ("loky", "threading", "sequential", "dask")
@@ -117,7 +118,7 @@ def _keyed(key: str, trial_fn: str, params: dict[str, Any]) -> tuple[str, dict[s
 def make_row(key: str, params: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
     recorded = {k: v for k, v in params.items() if k not in NOT_IN_KEY}
     row = {"key": key, **flatten(recorded), **metrics}
-    row.setdefault("certified", True)
+    row["certified"] = bool(row.get("certified", True)) and within_budget(params, metrics)
     row["dpstream_version"] = dpstream.__version__
     return row
 
