@@ -47,7 +47,7 @@ def test_monitor_report_probability_matches_sampled_noise(gap):
     assert stats.binomtest(int(top.sum()), n, monitor_report_probability(cal, gap)).pvalue > 1e-6
 
 
-@pytest.mark.parametrize("epsilon, k", [(1.0, 1), (1.0, 3), (1.0, 10), (0.1, 3)])
+@pytest.mark.parametrize("epsilon, k", [(1.0, 1), (1.0, 3), (1.0, 10), (0.1, 3), (0.01, 3)])
 @pytest.mark.parametrize("gap_over_cap", [-1.0, 0.0, 0.5, 0.99, 1.0, 2.0])
 def test_monitor_report_probability_matches_the_mechanism_below_and_above_the_cap(epsilon, k, gap_over_cap):
     # The actual ThresholdMonitor: one linear query f = 1 x counts, threshold t = f + gap, 200 000 seeded runs.
