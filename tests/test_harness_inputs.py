@@ -95,7 +95,8 @@ def test_declaration_is_not_part_of_the_store_key():
 
 def test_command_line_key_the_mechanism_ignores_is_rejected(compose_cfg, tmp_path):
     overrides = ["mechanism=svt_theory", "data=none", "width=7", f"results_dir={tmp_path}"]
-    with pytest.raises(ValueError, match=r"width=7 is set \(on the command line\) but mechanism svt_theory"):
+    with pytest.raises(ValueError, match=r"width=7 is set \(on the command line\) but no mechanism .* reads width "
+                                         r"\(mechanism svt_theory uses \['epsilon', 'delta'\]\)"):
         run(compose_cfg(overrides), CONF_DIR, overrides)
 
 
@@ -103,7 +104,7 @@ def test_experiment_key_no_mechanism_uses_is_rejected(tmp_path):
     trace = tmp_path / "t.txt"
     trace.write_text("x")
     conf = file_conf(tmp_path, trace, fixed=", memory_kb: 8")
-    with pytest.raises(ValueError, match=r"memory_kb=8 is set \(by experiment 'e'\) but mechanism reader"):
+    with pytest.raises(ValueError, match=r"memory_kb=8 is set \(by experiment 'e'\) but no .* \(mechanism reader uses"):
         run(file_cfg(conf, tmp_path), conf)
 
 

@@ -141,16 +141,13 @@ def declared_uses(mechanism: dict[str, Any]) -> list[str]:
 def check_uses(settings: list[tuple[str, Any]], trials: list[dict[str, Any]], where: str) -> None:
     """Reject a top-level key set by the user or the experiment (``settings``) that no mechanism of ``trials``
     reads: it would be printed and stored while the mechanism runs at something else."""
-    users: dict[str, set[str]] = {}
-    for params in trials:
-        for key in declared_uses(params["mechanism"]):
-            users.setdefault(key, set()).add(params["mechanism"]["name"])
-    names = sorted({p["mechanism"]["name"] for p in trials})
+    declared = {p["mechanism"]["name"]: declared_uses(p["mechanism"]) for p in trials}
+    used = {key for uses in declared.values() for key in uses}
     for key, value in settings:
-        if key in SHARED_KEYS and key not in users:
-            raise ValueError(f"{key}={value!r} is set ({where}) but mechanism {', '.join(names)} does not use "
-                             f"{key} (it declares uses: {declared_uses(trials[0]['mechanism'])}); drop {key}=... "
-                             f"or choose a mechanism that reads it")
+        if key in SHARED_KEYS and key not in used:
+            mechanisms = "; ".join(f"{name} uses {uses}" for name, uses in sorted(declared.items()))
+            raise ValueError(f"{key}={value!r} is set ({where}) but no mechanism of this run reads {key} "
+                             f"(mechanism {mechanisms}); drop {key}=... or choose a mechanism that reads it")
 
 
 def fingerprint_inputs(params: dict[str, Any], prefix: str = "") -> None:
