@@ -12,3 +12,9 @@ def run_trial(params, seed):
     if params["mechanism"].get("uncertified"):
         out["certified"] = False
     return out
+
+
+def read_trial(params, seed):
+    """Reports the content of the file input ``data.path`` (to test that a replaced file is recomputed)."""
+    with open(params["data"]["path"]) as fh:
+        return {"content": fh.read()}

@@ -23,7 +23,8 @@ def fake_conf(tmp_path: Path, sleep: float = 0.0, uncertified: bool = False) -> 
     for group in ("mechanism", "data", "experiment"):
         (conf / group).mkdir(parents=True)
     (conf / "mechanism" / "fake.yaml").write_text(
-        f"name: fake\ntrial: _harness_fake:run_trial\nsleep: {sleep}\nuncertified: {str(uncertified).lower()}\n")
+        f"name: fake\ntrial: _harness_fake:run_trial\nuses: [epsilon, delta, width, depth]\nsleep: {sleep}\n"
+        f"uncertified: {str(uncertified).lower()}\n")
     (conf / "data" / "none.yaml").write_text("name: none\nlength: 10\n")
     (conf / "experiment" / "e1.yaml").write_text(
         "id: e1\ntitle: fake sweep\ntrials: 4\nfixed: {mechanism: fake}\n"

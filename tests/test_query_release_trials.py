@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from dpstream.trials.query_release import analyst_audit_trial, median_toy_trial, run_trial, theory_trial
+from dpstream.harness.runner import make_row
+from dpstream.trials import within_budget
+from dpstream.trials.query_release import (
+    analyst_audit_trial,
+    median_toy_trial,
+    run_trial,
+    theory_trial,
+)
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 SEED = np.random.SeedSequence(0, spawn_key=(0,))
@@ -29,9 +37,34 @@ def test_run_trial_reports_errors_uniform_line_and_accounted_privacy(mechanism: 
     for key in ("max_error", "mean_error", "p95_error", "uniform_max_error", "eps_data", "delta_data"):
         assert np.isfinite(row[key])
     assert row["max_error"] >= row["p95_error"] >= row["p50_error"]
-    assert row["eps_data"] <= 1.0 + 1e-9 and row["certified"] is True
+    assert row["eps_data"] <= 1.0 + 1e-9
     if mechanism.startswith("qr_hru"):
         assert row["eps_analyst"] > 0
+    # The uncapped game (s = 1) has no analyst privacy: its stated eps_analyst (trivial bound) exceeds eps = 1.
+    assert row["certified"] is (row.get("eps_analyst", 0.0) <= 1.0)
+    assert row["certified"] is (mechanism != "qr_hru_uncapped")
+
+
+@pytest.mark.parametrize("eps_data, delta_data, eps_analyst, certified", [
+    (0.9, 1e-6, None, True), (0.9, 1e-6, 0.5, True), (1.0, 1e-6, 1.0, True),
+    (1.2, 1e-6, None, False), (0.9, 1e-6, 1.5, False), (0.9, 2e-6, 0.5, False),
+])
+def test_certified_only_when_every_stated_privacy_is_within_the_budget(eps_data, delta_data, eps_analyst, certified):
+    row = {"eps_data": eps_data, "delta_data": delta_data, "eps_analyst": eps_analyst}
+    assert within_budget({"epsilon": 1.0, "delta": 1e-6}, row) is certified
+    assert make_row("k", {"epsilon": 1.0, "delta": 1e-6}, row)["certified"] is certified  # the runner's backstop
+
+
+def test_row_is_not_certified_when_the_release_states_eps_analyst_above_the_budget(monkeypatch) -> None:
+    # Constructed case: the Laplace baseline at eps = 1 made to state eps_analyst = 2 (> eps): the row must say so.
+    from dpstream.query_release import LaplaceRelease
+    stated = LaplaceRelease.run
+    monkeypatch.setattr(LaplaceRelease, "run", lambda self, true: dataclasses.replace(stated(self, true),
+                                                                                      eps_analyst=2.0))
+    params = {"epsilon": 1.0, "delta": 1e-6, "data": option("data", "qr_mixture", n=300, d=6),
+              "mechanism": option("mechanism", "qr_laplace")}
+    row = run_trial(params, SEED)
+    assert row["eps_data"] <= 1.0 + 1e-9 and row["eps_analyst"] == 2.0 and row["certified"] is False
 
 
 def test_run_trial_is_reproducible_from_seed() -> None:

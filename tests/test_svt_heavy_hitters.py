@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import sparse, stats
 
-from dpstream.svt import calibrate, sparse_sigma
+from dpstream.svt import ThresholdMonitor, calibrate, sparse_sigma
 from dpstream.svt.heavy_hitters import (
     PRIVATE,
     HistogramEveryStep,
@@ -45,6 +45,21 @@ def test_monitor_report_probability_matches_sampled_noise(gap):
     n = 400_000
     top = rng.laplace(0, cal.w_scale, n) + np.minimum(rng.laplace(0, cal.v_scale, n), cal.cap) >= gap
     assert stats.binomtest(int(top.sum()), n, monitor_report_probability(cal, gap)).pvalue > 1e-6
+
+
+@pytest.mark.parametrize("epsilon, k", [(1.0, 1), (1.0, 3), (1.0, 10), (0.1, 3), (0.01, 3)])
+@pytest.mark.parametrize("gap_over_cap", [-1.0, 0.0, 0.5, 0.99, 1.0, 2.0])
+def test_monitor_report_probability_matches_the_mechanism_below_and_above_the_cap(epsilon, k, gap_over_cap):
+    # The actual ThresholdMonitor: one linear query f = 1 x counts, threshold t = f + gap, 200 000 seeded runs.
+    # Tolerance: 5 binomial standard errors, 5 sqrt(p (1 - p) / n) (two-sided false alarm 5.7e-7 per case).
+    counts = np.array([100.0])
+    cal = calibrate(epsilon, DELTA, k)
+    gap = gap_over_cap * cal.cap
+    tm = ThresholdMonitor(epsilon, DELTA, threshold=counts[0] + gap, k=k, seed=7)
+    n = 200_000
+    top = tm.run_many(sparse.csr_matrix(np.ones((1, 1))), counts, n).outcomes[:, 0] == 1
+    p = monitor_report_probability(tm.calibration, gap)
+    assert abs(top.mean() - p) <= 5 * math.sqrt(p * (1 - p) / n)
 
 
 def _design(sizes, m=50, k_star=1):

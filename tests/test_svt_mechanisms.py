@@ -238,7 +238,7 @@ def test_rejects_negative_counts():
 
 
 def test_sparse_rejects_epsilon_beyond_the_advanced_composition_range():
-    with pytest.raises(ValueError, match=r"epsilon <= 4 ln\(1/delta\)"):
+    with pytest.raises(ValueError, match=r"composes \(advanced composition\) to epsilon"):
         Sparse(10.0, 1.0, 2, delta=0.5)
 
 

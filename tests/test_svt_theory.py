@@ -4,9 +4,11 @@ import math
 
 import pytest
 
+from dpstream.query_release.calibration import hru_sparse_sigma
+from dpstream.query_release.online import online_sigma
 from dpstream.svt import calibrate
 from dpstream.svt import theory as T
-from dpstream.svt.calibration import sparse_sigma, thm32_xi
+from dpstream.svt.calibration import sparse_composed_epsilon, sparse_sigma, thm32_xi
 
 # Spec table (eps_tot = 1, delta_tot = 1e-6, beta = 0.05, m = 1e6), printed to 2 significant digits:
 # k, eps_tot/eps, Delta, 10 Delta, alpha_TM, crossover c. Tolerance 5% = half a unit in the 2nd digit.
@@ -66,6 +68,32 @@ def test_above_threshold_bound_is_sparse_pure_at_c_1():
 def test_sparse_sigma_formulas():
     assert sparse_sigma(0.5, 10) == pytest.approx(2 * 10 / 0.5)
     assert sparse_sigma(0.5, 10, 1e-6) == pytest.approx(math.sqrt(32 * 10 * math.log(1e6)) / 0.5)
+
+
+def test_sparse_composition_is_the_exact_advanced_composition_of_its_rounds():
+    # c AboveThreshold rounds at eps' = eps / sqrt(8 c L), Thm B.1 at delta: eps/2 + c eps' (e^eps' - 1).
+    eps, c, delta = 3.0, 10, 1e-6
+    per_round = eps / math.sqrt(8 * c * math.log(1 / delta))
+    assert sparse_composed_epsilon(eps, c, delta) == pytest.approx(eps / 2 + c * per_round * math.expm1(per_round))
+
+
+@pytest.mark.parametrize("c", [1, 10, 100])
+def test_sparse_at_delta_1e6_eps_45_is_not_certified(c):
+    # The old precondition eps <= 4 ln(1/delta) = 55.3 accepted this point; its composition gives eps > 45.
+    assert 45 < 4 * math.log(1e6)
+    assert sparse_composed_epsilon(45.0, c, 1e-6) > 45.0
+    with pytest.raises(ValueError, match=r"composes \(advanced composition\) to epsilon .* > 45"):
+        sparse_sigma(45.0, c, 1e-6)
+    # Sparse inside the query-release mechanisms falls back to pure composition (sigma = 2c/eps) there.
+    assert hru_sparse_sigma(1000, 3 * 45.0, 3e-6, c) == pytest.approx(sparse_sigma(45.0, c) / 1000)
+    assert online_sigma(2 * 45.0, 2e-6, c) == sparse_sigma(45.0, c)
+
+
+@pytest.mark.parametrize("eps, c", [(0.1, 1), (1.0, 1), (1.0, 100), (3.0, 10_000), (19.0, 1)])
+def test_sparse_sigma_is_unchanged_where_advanced_composition_certifies(eps, c):
+    assert sparse_composed_epsilon(eps, c, 1e-6) <= eps
+    assert sparse_sigma(eps, c, 1e-6) == pytest.approx(math.sqrt(32 * c * math.log(1e6)) / eps)
+    assert hru_sparse_sigma(1000, 3 * eps, 3e-6, c) == pytest.approx(sparse_sigma(eps, c, 1e-6) / 1000)
 
 
 def test_thm32_xi_formula():

@@ -20,9 +20,9 @@ from scipy import sparse
 from dpstream.audit.negative_controls import BrokenSVTNoCutoff, BrokenSVTNoQueryNoise, BrokenSVTUnscaledQueryNoise
 from dpstream.audit.tester import AuditResult, Sampler, audit
 from dpstream.svt import AboveThreshold, NumericSparse, Sparse, ThresholdMonitor
-from dpstream.validation import check_choice
+from dpstream.validation import check_choice, check_epsilon
 
-EPSILON = 1.0
+EPSILON = 1.0  # the default claimed epsilon (the audit_svt experiment's)
 M_BOTTOM, C_TOP, OFFSET = 8, 3, 1.0  # pinning event: 8 BOTTOMs then 3 TOPs, answers -/+ 1 around t = 0
 
 
@@ -67,8 +67,8 @@ def _swap_event(res: Any) -> np.ndarray:
     return (res.outcomes[:, 0] == 0) & (res.outcomes[:, 1] == 1)
 
 
-def svt_cases() -> list[AuditCase]:
-    """Every audited (mechanism, neighbours, event); negative controls are ``broken``."""
+def svt_cases(epsilon: float = EPSILON) -> list[AuditCase]:
+    """Every audited (mechanism, neighbours, event) at claimed ``epsilon``; negative controls are ``broken``."""
     swap = (np.array([0.0, 1.0]), np.array([1.0, 0.0]))
     sens1 = "answers differ by <= 1 per query (sensitivity 1)"
     d1, d2, pin = _pinning(M_BOTTOM, C_TOP)
@@ -81,7 +81,7 @@ def svt_cases() -> list[AuditCase]:
     tm_queries = sparse.csr_matrix(np.ones((M_BOTTOM + C_TOP, 1)))
 
     def tm_sampler(counts: np.ndarray, n: int, seed: np.random.SeedSequence) -> Any:
-        return ThresholdMonitor(EPSILON, 1e-6, threshold=5.0, k=C_TOP, seed=seed).run_many(tm_queries, counts, n)
+        return ThresholdMonitor(epsilon, 1e-6, threshold=5.0, k=C_TOP, seed=seed).run_many(tm_queries, counts, n)
 
     def tm_event(res: Any) -> np.ndarray:
         return (res.outcomes[:, :M_BOTTOM] == 0).all(axis=1)
@@ -91,9 +91,9 @@ def svt_cases() -> list[AuditCase]:
             "above_threshold_swap",
             "AboveThreshold",
             False,
-            EPSILON,
+            epsilon,
             0.0,
-            _outcomes(lambda s: AboveThreshold(EPSILON, 0.5, seed=s)),
+            _outcomes(lambda s: AboveThreshold(epsilon, 0.5, seed=s)),
             *swap,
             _swap_event,
             sens1,
@@ -102,9 +102,9 @@ def svt_cases() -> list[AuditCase]:
             "above_threshold_pinning",
             "AboveThreshold",
             False,
-            EPSILON,
+            epsilon,
             0.0,
-            _outcomes(lambda s: AboveThreshold(EPSILON, 0.0, seed=s)),
+            _outcomes(lambda s: AboveThreshold(epsilon, 0.0, seed=s)),
             d1_at,
             d2_at,
             pin_at,
@@ -114,9 +114,9 @@ def svt_cases() -> list[AuditCase]:
             "sparse_pinning",
             "Sparse",
             False,
-            EPSILON,
+            epsilon,
             0.0,
-            _outcomes(lambda s: Sparse(EPSILON, 0.0, C_TOP, seed=s)),
+            _outcomes(lambda s: Sparse(epsilon, 0.0, C_TOP, seed=s)),
             d1,
             d2,
             pin,
@@ -126,9 +126,9 @@ def svt_cases() -> list[AuditCase]:
             "numeric_sparse_pinning",
             "NumericSparse",
             False,
-            EPSILON,
+            epsilon,
             0.0,
-            _outcomes(lambda s: NumericSparse(EPSILON, 0.0, C_TOP, seed=s)),
+            _outcomes(lambda s: NumericSparse(epsilon, 0.0, C_TOP, seed=s)),
             d1,
             d2,
             numeric_event,
@@ -138,7 +138,7 @@ def svt_cases() -> list[AuditCase]:
             "threshold_monitor_add_remove",
             "ThresholdMonitor",
             False,
-            EPSILON,
+            epsilon,
             1e-6,
             tm_sampler,
             np.array([6.0]),
@@ -150,9 +150,9 @@ def svt_cases() -> list[AuditCase]:
             "broken_no_query_noise_swap",
             "BrokenSVTNoQueryNoise (Lyu Alg. 5)",
             True,
-            EPSILON,
+            epsilon,
             0.0,
-            _outcomes(lambda s: BrokenSVTNoQueryNoise(EPSILON, 0.5, seed=s)),
+            _outcomes(lambda s: BrokenSVTNoQueryNoise(epsilon, 0.5, seed=s)),
             *swap,
             _swap_event,
             sens1,
@@ -161,9 +161,9 @@ def svt_cases() -> list[AuditCase]:
             "broken_unscaled_query_noise_pinning",
             "BrokenSVTUnscaledQueryNoise (Lyu Alg. 4)",
             True,
-            EPSILON,
+            epsilon,
             0.0,
-            _outcomes(lambda s: BrokenSVTUnscaledQueryNoise(EPSILON, 0.0, C_TOP, seed=s)),
+            _outcomes(lambda s: BrokenSVTUnscaledQueryNoise(epsilon, 0.0, C_TOP, seed=s)),
             d1,
             d2,
             pin,
@@ -173,9 +173,9 @@ def svt_cases() -> list[AuditCase]:
             "broken_no_cutoff_pinning",
             "BrokenSVTNoCutoff (Lyu Alg. 6)",
             True,
-            EPSILON,
+            epsilon,
             0.0,
-            _outcomes(lambda s: BrokenSVTNoCutoff(EPSILON, 0.0, seed=s)),
+            _outcomes(lambda s: BrokenSVTNoCutoff(epsilon, 0.0, seed=s)),
             d1,
             d2,
             pin,
@@ -184,7 +184,7 @@ def svt_cases() -> list[AuditCase]:
     ]
 
 
-def svt_case(name: str) -> AuditCase:
-    """The audit case called ``name``."""
-    cases = {c.name: c for c in svt_cases()}
+def svt_case(name: str, epsilon: float = EPSILON) -> AuditCase:
+    """The audit case called ``name``, its mechanism run at (and claiming) ``epsilon``."""
+    cases = {c.name: c for c in svt_cases(check_epsilon(epsilon))}
     return cases[check_choice(name, "audit case", list(cases))]

@@ -11,11 +11,40 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import xxhash
+
+FINGERPRINT_CHUNK = 1 << 23  # 8 MiB reads
+FINGERPRINT_SUFFIX = "_xxh3"  # config key of a file input's content hash: ``data.path`` -> ``data.path_xxh3``
+_fingerprints: dict[tuple[str, int, int, int, int, int], str] = {}
 
 
 def seed_token(seed: np.random.SeedSequence) -> str:
     """A stable text form of a SeedSequence (entropy and spawn key), for cache keys."""
     return f"{seed.entropy}-{'.'.join(map(str, seed.spawn_key))}"
+
+
+def file_fingerprint(path: str | Path) -> str:
+    """xxh3-128 of a file's content (hex), read in chunks: what a stored result or cached conversion is keyed by.
+
+    Memoised within the process per (path, device, inode, size, mtime_ns, ctime_ns), so a sweep hashes a large
+    trace once; ``ctime`` is in the memo key because ``os.utime`` can restore mtime but not ctime, so a file
+    rewritten in place is hashed again. A missing or unreadable file raises an error naming it.
+    """
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise FileNotFoundError(f"input file {str(p)!r} does not exist or is not a file")
+    st = p.stat()
+    memo = (str(p.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if memo not in _fingerprints:
+        digest = xxhash.xxh3_128()
+        try:
+            with open(p, "rb") as fh:
+                while chunk := fh.read(FINGERPRINT_CHUNK):
+                    digest.update(chunk)
+        except OSError as exc:
+            raise PermissionError(f"input file {str(p)!r} cannot be read ({exc})") from exc
+        _fingerprints[memo] = digest.hexdigest()
+    return _fingerprints[memo]
 
 
 def cached_array(cache_dir: str | Path | None, kind: str, params: dict[str, Any],

@@ -31,7 +31,7 @@ import dpkt
 import numpy as np
 import pandas as pd
 
-from dpstream.data.cache import cached_array
+from dpstream.data.cache import cached_array, file_fingerprint
 from dpstream.validation import check_choice, check_positive_int
 
 FORMATS = ("auto", "pcap", "pcapng", "csv", "raw4", "raw13")
@@ -338,14 +338,12 @@ def caida_trace(path: str, format: str = "auto", column: int | str = 2, header: 
                 cache_dir: str | Path | None = None) -> np.ndarray:
     """A real packet trace as a stream of IPv4 source addresses (uint32) -- the ``data=caida`` source.
 
-    Converted once and cached as ``<cache_dir>/trace/*.npy`` keyed by the file (absolute path, size,
-    modification time) and the reading options; ``length`` keeps the first ``length`` packets.
+    Converted once and cached as ``<cache_dir>/trace/*.npy`` keyed by the file's content (xxh3-128,
+    ``file_fingerprint``) and the reading options; ``length`` keeps the first ``length`` packets.
     """
     p = _readable(path)
-    st = p.stat()
-    key: dict[str, Any] = {"path": str(p.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-                           "format": format, "column": column, "header": header, "byteorder": byteorder,
-                           "on_truncated": on_truncated}
+    key: dict[str, Any] = {"xxh3_128": file_fingerprint(p), "format": format, "column": column, "header": header,
+                           "byteorder": byteorder, "on_truncated": on_truncated}
 
     def build() -> np.ndarray:
         return read_trace(p, format, column, header, byteorder, on_truncated)[0]

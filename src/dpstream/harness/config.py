@@ -16,7 +16,14 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from dpstream.data.cache import FINGERPRINT_SUFFIX, file_fingerprint
+
 GROUPS = ("mechanism", "data")
+# Top-level keys a mechanism may read; each conf/mechanism/<name>.yaml declares the ones its trial uses
+# (``uses: [epsilon, delta]``), and setting one that no mechanism of the run uses is an error (``check_uses``).
+SHARED_KEYS = ("epsilon", "delta", "width", "depth", "memory_kb", "release_times")
+# A config value is a file input when its key ends in one of these and it is not null (``fingerprint_inputs``).
+FILE_KEY_SUFFIXES = ("path", "file")
 # Keys that choose how a run executes, not what it computes: excluded from trial configs and keys.
 # (``data_dir`` stays in trial configs, since trials need it, but is left out of keys and rows: see the store.)
 RUN_KEYS = ("experiment", "trials", "n_jobs", "backend", "scheduler_address", "rerun", "results_dir")
@@ -122,24 +129,67 @@ def command_line_overrides(task: list[str], cfg: dict[str, Any]) -> list[tuple[s
     return out
 
 
+def declared_uses(mechanism: dict[str, Any]) -> list[str]:
+    """The top-level keys mechanism config ``mechanism`` declares its trial reads (its ``uses`` list)."""
+    uses = mechanism.get("uses")
+    if not isinstance(uses, list) or any(k not in SHARED_KEYS for k in uses):
+        raise ValueError(f"mechanism {mechanism.get('name')!r} must declare `uses: [...]`, the top-level keys its "
+                         f"trial reads, a subset of {list(SHARED_KEYS)}; got {uses!r}")
+    return uses
+
+
+def check_uses(settings: list[tuple[str, Any]], trials: list[dict[str, Any]], where: str) -> None:
+    """Reject a top-level key set by the user or the experiment (``settings``) that no mechanism of ``trials``
+    reads: it would be printed and stored while the mechanism runs at something else."""
+    declared = {p["mechanism"]["name"]: declared_uses(p["mechanism"]) for p in trials}
+    used = {key for uses in declared.values() for key in uses}
+    for key, value in settings:
+        if key in SHARED_KEYS and key not in used:
+            mechanisms = "; ".join(f"{name} uses {uses}" for name, uses in sorted(declared.items()))
+            raise ValueError(f"{key}={value!r} is set ({where}) but no mechanism of this run reads {key} "
+                             f"(mechanism {mechanisms}); drop {key}=... or choose a mechanism that reads it")
+
+
+def fingerprint_inputs(params: dict[str, Any], prefix: str = "") -> None:
+    """Add ``<key>_xxh3`` (content hash, ``file_fingerprint``) beside every file input of ``params``, in place.
+
+    A file input is any non-null value whose key ends in ``path`` or ``file`` (e.g. ``data.path``); it must name an
+    existing readable file. The hash enters the trial's store key, so a replaced file is recomputed.
+    """
+    for key, value in list(params.items()):
+        if isinstance(value, dict):
+            fingerprint_inputs(value, f"{prefix}{key}.")
+        elif key.endswith(FILE_KEY_SUFFIXES) and value is not None:
+            if not isinstance(value, str):
+                raise ValueError(f"{prefix}{key} must be a file path, got {value!r}")
+            try:
+                params[f"{key}{FINGERPRINT_SUFFIX}"] = file_fingerprint(value)
+            except OSError as exc:
+                raise ValueError(f"{prefix}{key}={value!r}: {exc}") from exc
+
+
 def expand(spec: dict[str, Any], base: dict[str, Any], conf_dir: Path, trials: int,
            profile_overrides: dict[str, Any], cli: list[tuple[str, Any]] = ()) -> list[dict[str, Any]]:
     """All trial configs of ``spec``: one per grid point and trial index, in a fixed order.
 
     Precedence: base config < the experiment's ``fixed`` < command-line overrides < the swept point.
-    A command-line override of a swept key is an error (it would silently collapse the sweep).
+    A command-line override of a swept key is an error (it would silently collapse the sweep), and so is a
+    top-level key that no mechanism of the experiment uses (``check_uses``). File inputs get content hashes.
     """
     fixed = list((spec.get("fixed") or {}).items())
-    swept = set(spec.get("grid") or {}) | set(spec.get("zip") or {})
+    sweeps = {**(spec.get("grid") or {}), **(spec.get("zip") or {})}
     for key, _ in cli:
-        if key in swept:
+        if key in sweeps:
             raise ValueError(f"{key} is swept by experiment {spec.get('id')!r}; change the sweep with "
                              f"experiment.grid.{key}=[...] (or experiment.zip.{key}) instead of {key}=...")
     out = []
     for point in grid_points(spec):
         params = apply_overrides(base, fixed + list(cli) + point, conf_dir, profile_overrides)
+        fingerprint_inputs(params)
         for trial in range(trials):
             out.append({**copy.deepcopy(params), "trial": trial})
+    check_uses(list(cli), out, "on the command line")
+    check_uses(fixed + list(sweeps.items()), out, f"by experiment {spec.get('id')!r}")
     return out
 
 

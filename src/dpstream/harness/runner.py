@@ -23,7 +23,9 @@ import dpstream
 from dpstream.claims import Claim
 from dpstream.harness.config import (
     RUN_KEYS,
+    SHARED_KEYS,
     command_line_overrides,
+    declared_uses,
     expand,
     flatten,
     import_object,
@@ -33,6 +35,7 @@ from dpstream.harness.config import (
 from dpstream.harness.report import write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
 from dpstream.noise import NOISE_MODES, noise_mode, trial_seed
+from dpstream.trials import within_budget
 from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
 
 BACKENDS = ("loky", "threading", "sequential", "dask")
@@ -113,10 +116,14 @@ def _keyed(key: str, trial_fn: str, params: dict[str, Any]) -> tuple[str, dict[s
     return key, params, execute_trial(trial_fn, params)
 
 
+def config_columns(params: dict[str, Any]) -> dict[str, Any]:
+    """The flattened config a row records (its key hashes the same config, less record-only fields)."""
+    return flatten({k: v for k, v in params.items() if k not in NOT_IN_KEY})
+
+
 def make_row(key: str, params: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
-    recorded = {k: v for k, v in params.items() if k not in NOT_IN_KEY}
-    row = {"key": key, **flatten(recorded), **metrics}
-    row.setdefault("certified", True)
+    row = {"key": key, **config_columns(params), **metrics}
+    row["certified"] = bool(row.get("certified", True)) and within_budget(params, metrics)
     row["dpstream_version"] = dpstream.__version__
     return row
 
@@ -176,7 +183,9 @@ def run_experiment(spec: dict[str, Any], base: dict[str, Any], cfg: dict[str, An
     started = time.perf_counter()
     computed = run_trials(jobs, store, cfg, exp_id)
     elapsed = time.perf_counter() - started
-    rows = [store.get(key) for key in keys]
+    # a stored row gets the config columns of this run: same key, so same config, and record-only fields
+    # added to configs since the row was written (e.g. ``mechanism.uses``) are filled in
+    rows = [{**store.get(key), **config_columns(p)} for key, p in zip(keys, all_params, strict=True)]
     df = table(rows, exp_id)
     write_csv(df, results_dir / "tables" / f"{exp_id}.csv")
     params_cols = [c for c in flatten(all_params[0]) if c not in NOT_IN_KEY]
@@ -188,8 +197,11 @@ def run_experiment(spec: dict[str, Any], base: dict[str, Any], cfg: dict[str, An
     with pd.option_context("display.max_columns", 30, "display.width", 200, "display.max_rows", 60):
         print(f"\n== {exp_id}: {spec.get('title', '')} ==")
         print(f"{len(df)} trials ({computed} computed in {elapsed:.1f} s, {len(df) - computed} from the store)")
+        used = {k for p in all_params for k in declared_uses(p["mechanism"])}  # unused shared keys are not shown
         constant = {c: df[c].iloc[0] for c in params_cols if c not in varying and c != "trial"
-                    and not c.startswith(("profile.", "mechanism.trial", "mechanism._target_", "data._target_"))}
+                    and not (c in SHARED_KEYS and c not in used)
+                    and not c.startswith(("profile.", "mechanism.trial", "mechanism._target_", "mechanism.uses",
+                                          "data._target_"))}
         print("config: " + ", ".join(f"{k}={v}" for k, v in constant.items()))
         print(per_trial.to_string(index=False, max_rows=60))
         print("\nmean over trials:")

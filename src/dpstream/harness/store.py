@@ -20,11 +20,15 @@ class StoreError(RuntimeError):
 
 
 NOT_IN_KEY = ("data_dir",)  # where caches live does not change a result
+NOT_IN_MECHANISM_KEY = ("uses",)  # a declaration checked before the run (config.check_uses), not an input
 
 
 def trial_key(params: dict[str, Any]) -> str:
-    """Stable hash of a trial's full config (including seed and trial index)."""
+    """Stable hash of a trial's full config (including seed and trial index, and the content hash of every
+    file input, ``<key>_xxh3``: see ``config.fingerprint_inputs``)."""
     keyed = {k: v for k, v in params.items() if k not in NOT_IN_KEY}
+    if isinstance(keyed.get("mechanism"), dict):
+        keyed["mechanism"] = {k: v for k, v in keyed["mechanism"].items() if k not in NOT_IN_MECHANISM_KEY}
     text = json.dumps(keyed, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 

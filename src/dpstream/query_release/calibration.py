@@ -12,6 +12,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from dpstream.calibration import laplace_scale
+from dpstream.svt.calibration import sparse_advanced_certified
 from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
 
 
@@ -112,7 +113,13 @@ def hru_game_epsilon(n: int, eta: float, rounds: int, delta: float) -> float:
 
 
 def hru_sparse_sigma(n: int, epsilon: float, delta: float, s: float) -> float:
-    """Threshold noise of the clean-up Sparse at (eps/3, delta/3), cutoff s, sensitivity 1/n (sparse-vector spec)."""
+    """Threshold noise of the clean-up Sparse at (eps/3, delta/3), cutoff s, sensitivity 1/n (sparse-vector spec).
+
+    Where advanced composition does not certify (eps/3, delta/3) (``sparse_advanced_certified``, e.g. eps/3 = 45 at
+    delta/3 = 1e-6) it falls back to pure composition, Sparse at (eps/3, 0): sigma = 2 s / (eps/3) / n.
+    """
+    if not sparse_advanced_certified(epsilon / 3, s, delta / 3):
+        return 2 * s / (epsilon / 3) / n
     return math.sqrt(32 * s * math.log(3 / delta)) / (epsilon / 3) / n
 
 

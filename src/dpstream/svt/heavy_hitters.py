@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import integrate, sparse
+from scipy import sparse
 from scipy.optimize import brentq
 
 from dpstream.calibration import laplace_scale
@@ -74,27 +74,39 @@ def step_maxima(rows: Rows, m: int) -> np.ndarray:
     return np.maximum(q, (rows.private_per_step > 0).astype(float))
 
 
+def _exp_piece(terms: list[tuple[float, float, float]], lo: float, hi: float) -> float:
+    """Integral over [lo, hi] of sum(sign * e^{log_c + r v}) (lo may be -inf, where each r > 0)."""
+    total = 0.0
+    for sign, log_c, r in terms:
+        if r == 0.0:
+            total += sign * math.exp(log_c) * (hi - lo)
+        else:
+            low = 0.0 if lo == -math.inf else math.exp(log_c + r * lo)
+            total += sign * (math.exp(log_c + r * hi) - low) / r
+    return total
+
+
 def monitor_report_probability(calibration: MonitorCalibration, gap: float) -> float:
     """Pr[w + min(v, Delta) >= gap] for w ~ Lap(W = 10 Delta), v ~ Lap(b): one TME round's TOP probability.
 
-    Closed form for gap >= Delta (then gap - v > 0 for every v <= Delta, so Pr[w >= gap - v] = e^{-(gap-v)/W}/2):
-    P = e^{-Delta/b}/2 * e^{-(gap-Delta)/W}/2 + e^{-gap/W}/2 * (W/(2(W+b)) + (e^{Delta(1/W-1/b)} - 1)/(2b(1/W-1/b)));
-    numerical integration (scipy) below that.
+    Exact, for every gap (also gap < Delta, where gap - v changes sign inside v <= Delta): the integral of the
+    Laplace density of v times Pr[w >= gap - v] over v <= Delta, split at v = 0 and v = gap into pieces on which
+    both factors are exponentials in v, plus the atom Pr[v > Delta] Pr[w >= gap - Delta] = e^{-Delta/b}/2 * ...
     """
     big_w, b, cap = calibration.w_scale, calibration.v_scale, calibration.cap
-    if gap >= cap:
-        rate = 1.0 / big_w - 1.0 / b
-        inner = big_w / (2 * (big_w + b)) + math.expm1(cap * rate) / (2 * b * rate)
-        return 0.25 * math.exp(-cap / b - (gap - cap) / big_w) + 0.5 * math.exp(-gap / big_w) * inner
-
-    def w_tail(s: float) -> float:
-        return 0.5 * math.exp(-s / big_w) if s >= 0 else 1.0 - 0.5 * math.exp(s / big_w)
-
-    def integrand(v: float) -> float:
-        return math.exp(-abs(v) / b) / (2 * b) * w_tail(gap - v)
-
-    below = integrate.quad(integrand, -np.inf, cap, epsabs=0.0, epsrel=1e-10, limit=200)[0]
-    return below + 0.5 * math.exp(-cap / b) * w_tail(gap - cap)
+    log_half = math.log(0.5)
+    cuts = [-math.inf, *sorted({x for x in (0.0, float(gap)) if x < cap}), cap]
+    below = 0.0
+    for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+        mid = hi - 1.0 if lo == -math.inf else 0.5 * (lo + hi)
+        density = (-math.log(2 * b), 1.0 / b) if mid < 0 else (-math.log(2 * b), -1.0 / b)  # e^{-|v|/b}/(2b)
+        if mid <= gap:  # Pr[w >= gap - v] = e^{-(gap - v)/W}/2
+            tail = [(1.0, log_half - gap / big_w, 1.0 / big_w)]
+        else:  # Pr[w >= gap - v] = 1 - e^{(gap - v)/W}/2
+            tail = [(1.0, 0.0, 0.0), (-1.0, log_half + gap / big_w, -1.0 / big_w)]
+        terms = [(s, density[0] + c, density[1] + r) for s, c, r in tail]
+        below += _exp_piece(terms, lo, hi)
+    return below + 0.5 * math.exp(-cap / b) * _laplace_tail(big_w, gap - cap)
 
 
 @dataclass

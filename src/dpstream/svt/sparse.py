@@ -150,8 +150,8 @@ class Sparse(GeneralisedSparse):
     """Sparse (seed 001): c restarts of AboveThreshold; T^ = t + Lap(sigma) redrawn after each TOP, nu_i = Lap(2 sigma).
 
     sigma = 2c/eps (delta = 0) or sqrt(32 c ln(1/delta))/eps; halts at the c-th TOP (cutoff fixed in advance).
-    Privacy: (epsilon, delta)-DP (pure if delta = 0: basic composition; else advanced composition,
-    valid for eps <= 4 ln(1/delta)) for sensitivity-1 queries, neighbours as in ``AboveThreshold``.
+    Privacy: (epsilon, delta)-DP (pure if delta = 0: basic composition; else advanced composition, checked
+    exactly by ``check_sparse_advanced``) for sensitivity-1 queries, neighbours as in ``AboveThreshold``.
     """
 
     def __init__(self, epsilon: float, threshold: float, c: int, delta: float = 0.0, seed: SeedLike = None) -> None:

@@ -22,11 +22,12 @@ from typing import Any
 import numpy as np
 from hydra.utils import get_class, get_method
 
+from dpstream.data.cache import FINGERPRINT_SUFFIX
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.heavy_hitters.metrics import PrefixCounts, evaluate_prefix, summarise_release_times, summarise_steps
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, release_times
 
-CONFIG_ONLY = ("name", "_target_", "trial", "private", "metrics_every_output")
+CONFIG_ONLY = ("name", "_target_", "trial", "private", "uses", "metrics_every_output")
 SHARED_KEYS = ("epsilon", "delta", "width", "depth", "memory_kb")
 KNOWN_KEYS = {name for cls in (LazyHH, CMSHeap, PunctualHH) for name in inspect.signature(cls).parameters}
 
@@ -34,7 +35,8 @@ KNOWN_KEYS = {name for cls in (LazyHH, CMSHeap, PunctualHH) for name in inspect.
 def load_trace(data: dict[str, Any], data_dir: str | None) -> np.ndarray:
     """Call the data config's ``_target_`` with its parameters and the cache dir. The trace is fixed
     (like the paper's single real trace): trials differ in the tracker's randomness only."""
-    kwargs = {k: v for k, v in data.items() if k not in ("_target_", "name", "synthetic", "description")}
+    kwargs = {k: v for k, v in data.items() if k not in ("_target_", "name", "synthetic", "description")
+              and not k.endswith(FINGERPRINT_SUFFIX)}
     return get_method(data["_target_"])(**kwargs, cache_dir=data_dir)
 
 

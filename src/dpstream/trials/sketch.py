@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from hydra.utils import get_class, get_method
 
+from dpstream.data.cache import FINGERPRINT_SUFFIX
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, average_relative_error, prefix_top_k, release_times
 
 TOP_K = 15
@@ -22,7 +23,8 @@ TOP_K = 15
 
 def load_stream(data: dict[str, Any], seed: np.random.SeedSequence, data_dir: str | None) -> np.ndarray:
     """Call the data config's ``_target_`` with its parameters, the data seed and the cache dir."""
-    kwargs = {k: v for k, v in data.items() if k not in ("_target_", "name", "synthetic")}
+    kwargs = {k: v for k, v in data.items() if k not in ("_target_", "name", "synthetic")
+              and not k.endswith(FINGERPRINT_SUFFIX)}
     return get_method(data["_target_"])(**kwargs, seed=seed, cache_dir=data_dir)
 
 

@@ -166,10 +166,11 @@ def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
 
 
 def audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
-    """One audit case (``mechanism.case``): epsilon lower bound from ``mechanism.runs`` runs per neighbour."""
+    """One audit case (``mechanism.case``) run at and claiming top-level ``epsilon``: epsilon lower bound from
+    ``mechanism.runs`` runs per neighbour."""
     started = time.perf_counter()
     mech = params["mechanism"]
-    case = svt_case(mech["case"])
+    case = svt_case(mech["case"], params["epsilon"])
     res = case.run(int(mech["runs"]), seed=seed, alpha=mech["alpha"])
     row = {("audit_delta" if k == "delta" else k): v for k, v in res.row().items() if k != "n_runs"}
     verdict = "caught" if res.fails else "passed"
