@@ -8,10 +8,10 @@ from dpstream.claims import (
     VERDICTS,
     Claim,
     all_points,
-    bootstrap_mean_ci,
     flat_claim,
     flat_within,
     mean_below,
+    mean_ci,
     mean_within,
     monotone_trend,
     point_means,
@@ -43,10 +43,20 @@ def test_verdict_of_and_all_points():
     assert all_points([]) is None
 
 
-def test_bootstrap_interval_needs_three_trials_and_covers_the_mean():
-    assert np.isnan(bootstrap_mean_ci([1.0, 2.0])[0])
-    lo, hi = bootstrap_mean_ci([1.0, 2.0, 3.0, 4.0, 5.0])
-    assert lo < 3.0 < hi and lo >= 1.0 and hi <= 5.0
+def test_t_interval_needs_three_trials_and_matches_the_formula():
+    assert np.isnan(mean_ci([1.0, 2.0])[0])
+    lo, hi = mean_ci([1.0, 2.0, 3.0, 4.0, 5.0])
+    half = 2.7764451051977987 * np.std([1, 2, 3, 4, 5], ddof=1) / np.sqrt(5)  # t(0.975, 4) sd / sqrt(n)
+    assert (lo, hi) == pytest.approx((3.0 - half, 3.0 + half))
+    assert mean_ci([0.7, 0.7, 0.7]) == (pytest.approx(0.7), pytest.approx(0.7))  # deterministic: zero width
+
+
+def test_t_interval_covers_at_its_nominal_rate_with_three_trials():
+    """Coverage of the true mean over 4000 seeded normal samples of size 3: 0.95 +- 4 binomial SE (0.014)."""
+    rng = np.random.default_rng(np.random.SeedSequence(1))
+    samples = rng.normal(10.0, 2.0, size=(4000, 3))
+    covered = np.mean([lo <= 10.0 <= hi for lo, hi in map(mean_ci, samples)])
+    assert abs(covered - 0.95) < 4 * np.sqrt(0.95 * 0.05 / 4000)
 
 
 def test_mean_below_flips_with_the_order_and_needs_trials():
@@ -55,18 +65,32 @@ def test_mean_below_flips_with_the_order_and_needs_trials():
     b = a + 0.5
     assert mean_below(a, b) is True
     assert mean_below(b, a) is False
-    assert mean_below(a, a + np.array([0.1, -0.1, 0.1, -0.1, 0.0])) is False  # no difference shown
+    assert mean_below(a, a + np.array([0.1, -0.1, 0.1, -0.1, 0.0])) is None  # no difference shown: undecided
     assert mean_below(a.iloc[:2], b.iloc[:2]) is None
+    with pytest.raises(ValueError, match="duplicate trials"):
+        mean_below(pd.concat([a, a]), pd.concat([b, b]))
 
 
 def test_monotone_trend_flips_and_rejects_a_flat_series():
     x = np.repeat([0.1, 0.3, 1.0, 2.0], 5)
+    trial = np.tile(np.arange(5), 4)
     noise = np.random.default_rng(np.random.SeedSequence(0)).normal(0, 0.01, x.size)
     falling = 1 / x + noise
-    assert monotone_trend(x, falling, "decreasing")[0] is True
-    assert monotone_trend(x, falling, "increasing")[0] is False
-    assert monotone_trend(x, np.full(x.size, 0.113), "decreasing")[0] is False  # the fig3f PunctualCMS case
-    assert monotone_trend(x[:4], falling[:4], "decreasing")[0] is None  # one x value
+    assert monotone_trend(x, falling, "decreasing", trial)[0] is True
+    assert monotone_trend(x, falling, "increasing", trial)[0] is False  # the opposite trend is shown
+    assert monotone_trend(x, np.full(x.size, 0.113), "decreasing", trial)[0] is False  # constant: no trend
+    assert monotone_trend(x, noise, "decreasing", trial)[0] is None  # pure noise: cannot decide
+    assert monotone_trend(x[::5], falling[::5], "decreasing", trial[::5])[0] is None  # one trial
+    assert monotone_trend(x[::5], falling[::5], "decreasing")[0] is True  # one summary per point: Spearman
+
+
+def test_monotone_trend_does_not_count_trial_offsets_as_evidence():
+    """Trials at different levels but no within-trial trend: pooled Spearman would find one, Page does not."""
+    x = np.repeat([1.0, 2.0, 3.0], 5)
+    trial = np.tile(np.arange(5), 3)
+    level = np.tile([1.0, 2.0, 3.0, 4.0, 5.0], 3)
+    wobble = np.array([0.0, 0.1, -0.1, 0.05, -0.05, 0.1, -0.1, 0.0, -0.05, 0.05, -0.1, 0.0, 0.1, 0.0, 0.0])
+    assert monotone_trend(x, level + wobble, "increasing", trial)[0] is None
 
 
 def test_point_means_reports_trials_per_point():
@@ -87,20 +111,22 @@ def test_verdict_summary_counts_every_word_and_rejects_others():
 def test_mean_within_flips_at_the_bounds_and_needs_trials():
     x = [0.04, 0.05, 0.06, 0.05, 0.05]
     assert mean_within(x, 0.025, 0.1) is True
-    assert mean_within(x, 0.0, 0.045) is False  # interval straddles the upper bound: not shown inside
+    assert mean_within(x, 0.0, 0.045) is None  # interval straddles the upper bound: undecided
+    assert mean_within(x, 0.0, 0.03) is False  # interval wholly above: shown outside
     assert mean_within([1.0] * 5, 1.0, 1.0) is True
-    assert mean_within([1.0, 1.0, 1.0, 1.0, 8 / 9], 1.0, 1.0) is False  # one trial below 1
     assert mean_within(x[:2], 0.0, 1.0) is None
 
 
-def test_flat_within_counts_the_trial_noise_and_needs_trials():
-    df = pd.DataFrame({"x": np.repeat([1, 2, 3], 5), "y": np.tile([1.0, 1.02, 0.98, 1.01, 0.99], 3)})
-    flat, spread = flat_within(point_means(df, "x", "y"), 1.5)
-    assert flat is True and 1.0 < spread < 1.1
+def test_flat_within_is_judged_within_each_trial_and_needs_trials():
+    trial_level = np.tile([1.0, 2.0, 3.0, 1.5, 2.5], 3)  # streams differ a lot between trials...
+    df = pd.DataFrame({"x": np.repeat([1, 2, 3], 5), "trial": np.tile(np.arange(5), 3),
+                       "y": trial_level * np.repeat([1.0, 1.02, 0.99], 5)})  # ...but each trial is flat
+    flat, spread = flat_within(df, "x", "y", 1.5)
+    assert flat is True and spread == pytest.approx(1.02 / 0.99)
     rising = df.assign(y=df["y"] * df["x"])
-    assert flat_within(point_means(rising, "x", "y"), 1.5)[0] is False
-    assert flat_within(point_means(df[df["x"] == 1], "x", "y"), 1.5)[0] is None  # one point
-    assert flat_within(point_means(df.groupby("x").head(2), "x", "y"), 1.5)[0] is None  # two trials
+    assert flat_within(rising, "x", "y", 1.5)[0] is False
+    assert flat_within(df[df["x"] == 1], "x", "y", 1.5)[0] is None  # one point
+    assert flat_within(df[df["trial"] < 2], "x", "y", 1.5)[0] is None  # two trials
 
 
 def test_trial_values_selects_and_indexes_by_trial():
@@ -114,10 +140,13 @@ def test_trial_values_selects_and_indexes_by_trial():
 def test_trend_and_flat_claims_cover_every_mechanism():
     x = np.repeat([1.0, 2.0, 4.0], 5)
     noise = 1 + 0.01 * np.random.default_rng(np.random.SeedSequence(1)).standard_normal(x.size)
-    df = pd.concat([pd.DataFrame({"mechanism.name": "flat", "x": x, "y": noise}),
-                    pd.DataFrame({"mechanism.name": "falls", "x": x, "y": noise / x})])
+    trial = np.tile(np.arange(5), 3)
+    df = pd.concat([pd.DataFrame({"mechanism.name": "flat", "x": x, "y": noise, "trial": trial}),
+                    pd.DataFrame({"mechanism.name": "falls", "x": x, "y": noise / x, "trial": trial}),
+                    pd.DataFrame({"mechanism.name": "rises", "x": x, "y": noise * x, "trial": trial})])
     assert trend_claim(df, "c", ("falls",), "x", "y", "decreasing").verdict == "confirmed"
-    assert trend_claim(df, "c", ("falls", "flat"), "x", "y", "decreasing").verdict == "not confirmed"
+    assert trend_claim(df, "c", ("falls", "rises"), "x", "y", "decreasing").verdict == "not confirmed"
+    assert trend_claim(df, "c", ("falls", "flat"), "x", "y", "decreasing").verdict == "inconclusive"
     assert trend_claim(df, "c", ("falls", "absent"), "x", "y", "decreasing").verdict == "inconclusive"
     assert flat_claim(df, "c", ("flat",), "x", "y", 1.5).verdict == "confirmed"
     assert flat_claim(df, "c", ("flat", "falls"), "x", "y", 1.5).verdict == "not confirmed"

@@ -18,10 +18,10 @@ from dpstream.claims.core import (
     MIN_TRIALS,
     Claim,
     all_points,
-    bootstrap_mean_ci,
     flat_claim,
     fmt_series,
     mean_below,
+    mean_ci,
     mean_within,
     point_means,
     trend_claim,
@@ -76,7 +76,7 @@ def _at(df: pd.DataFrame, y: str, where: dict[str, Any]) -> pd.Series:
 def _ci(values: pd.Series) -> str:
     if not values.size:
         return "no rows"
-    lo, hi = bootstrap_mean_ci(values)
+    lo, hi = mean_ci(values)
     if not np.isfinite(lo):
         return f"{values.mean():.3g} ({values.notna().sum()} trials: too few for an interval)"
     return f"{values.mean():.3g} [{lo:.3g}, {hi:.3g}]"

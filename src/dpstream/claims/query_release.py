@@ -159,7 +159,7 @@ def _game_trend(df: pd.DataFrame, name: str) -> Claim | None:
     results, parts = [], []
     for eps, g in sub.groupby("epsilon"):
         gap = g["synopsis_max_error"] - g["uniform_max_error"]
-        holds, r, p = monotone_trend(g["data.n"], gap, "decreasing")
+        holds, r, p = monotone_trend(g["data.n"], gap, "decreasing", g["trial"])
         results.append(holds)
         mean_gap = gap.groupby(g["data.n"]).mean()
         released = g.groupby("data.n")["max_error"].mean()
@@ -301,7 +301,7 @@ def median_toy_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Clai
         verdict_of(all_points(results)))]
     trend, parts = [], []
     for (u, eps), g in med.groupby(["data.universe_size", "epsilon"]):
-        holds, r, p = monotone_trend(g["data.n"], g["max_error"], "decreasing")
+        holds, r, p = monotone_trend(g["data.n"], g["max_error"], "decreasing", g["trial"])
         trend.append(holds)
         parts.append(f"|X|={u:g}, eps={eps:g}: rho {r:.2f}, p {p:.2g}")
     out.append(Claim(

@@ -15,9 +15,9 @@ import pandas as pd
 from dpstream.claims.core import (
     Claim,
     all_points,
-    bootstrap_mean_ci,
     flat_claim,
     mean_below,
+    mean_ci,
     monotone_trend,
     paired_difference_ci,
     trend_claim,
@@ -95,7 +95,7 @@ def _ratio_points(df: pd.DataFrame, x: str, y: str, num: str, den: str) -> pd.Da
         ratio = (trial_values(df, y, {"mechanism.name": num, x: v})
                  / trial_values(df, y, {"mechanism.name": den, x: v})).dropna()
         rows.append({x: v, "mean": float(ratio.mean()) if ratio.size else np.nan,
-                     **dict(zip(("lo", "hi"), bootstrap_mean_ci(ratio), strict=True))})
+                     **dict(zip(("lo", "hi"), mean_ci(ratio), strict=True))})
     return pd.DataFrame(rows, columns=[x, "mean", "lo", "hi"]).set_index(x)
 
 
@@ -129,7 +129,7 @@ def _speedup_claims(df: pd.DataFrame) -> list[Claim]:
 
 def _linear_claim(df: pd.DataFrame, mech: str) -> Claim:
     rows = _mech(df, mech)
-    rising, rho, p = monotone_trend(rows["sketch_width"], rows["seconds"], "increasing")
+    rising, rho, p = monotone_trend(rows["sketch_width"], rows["seconds"], "increasing", rows["trial"])
     r = float(np.corrcoef(rows["sketch_width"], rows["seconds"])[0, 1]) if len(rows) > 2 else np.nan
     holds = None if rising is None else bool(rising and r >= LINEAR_R)
     widths = [int(w) for w in sorted(rows["sketch_width"].unique())]
