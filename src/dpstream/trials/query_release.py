@@ -1,4 +1,4 @@
-"""Trial functions of the query-release experiments (spec E0, E1, E2, E3, E5, E10); see docs/harness.md.
+"""Trial functions of the query-release experiments (spec E0-E5, E10, Algorithms 4 and 5); see docs/harness.md.
 
 Seeds are spawned in a fixed order: ``data_seed, workload_seed, mech_seed = children(seed, 3)``, so the data and the
 workload of trial i are the same for every mechanism and grid point.
@@ -61,10 +61,11 @@ def _call(target: str, pool: dict[str, Any]) -> Any:
 
 
 def error_metrics(answers: np.ndarray, true: np.ndarray, prefix: str = "") -> Row:
-    """Max, mean and 50/95th percentile absolute error over the workload."""
+    """Max, mean and 50/95th percentile absolute error over the answered queries (NaN: unanswered, Alg 5 halted)."""
     err = np.abs(np.asarray(answers) - true)
-    return {f"{prefix}max_error": float(err.max()), f"{prefix}mean_error": float(err.mean()),
-            f"{prefix}p50_error": float(np.percentile(err, 50)), f"{prefix}p95_error": float(np.percentile(err, 95))}
+    return {f"{prefix}max_error": float(np.nanmax(err)), f"{prefix}mean_error": float(np.nanmean(err)),
+            f"{prefix}p50_error": float(np.nanpercentile(err, 50)),
+            f"{prefix}p95_error": float(np.nanpercentile(err, 95))}
 
 
 def build_problem(params: dict[str, Any], data_seed: np.random.SeedSequence,
@@ -93,7 +94,7 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     uniform = workload.answers(np.full(hist.size, 1.0 / hist.size))
     row: Row = {**error_metrics(release.answers, true), **error_metrics(uniform, true, "uniform_"),
                 "n_queries": workload.n_queries, "rounds": release.rounds, "eps_data": release.eps_data,
-                "delta_data": release.delta_data, "seconds": seconds,
+                "delta_data": release.delta_data, "seconds": seconds, "nonempty_cells": int(np.count_nonzero(hist)),
                 "certified": bool(release.eps_data <= params["epsilon"] * (1 + 1e-9))}
     if release.eps_analyst is not None:
         row["eps_analyst"] = release.eps_analyst
