@@ -9,6 +9,7 @@ import pytest
 from dpstream.claims.query_release_extra import (
     alg4_claims,
     alg5_claims,
+    crossover_claims,
     error_vs_n_fair_claims,
     error_vs_queries_claims,
 )
@@ -141,10 +142,38 @@ def test_fair_claims_flip_on_a_table_where_they_fail() -> None:
     assert verdicts(error_vs_n_fair_claims(fair_table(False), {})) == ["not confirmed"] * 3
 
 
-@pytest.mark.parametrize("claims_fn", [alg5_claims, alg4_claims, error_vs_queries_claims, error_vs_n_fair_claims])
+# ---- qr_crossover ------------------------------------------------------------------------------------------------
+
+def crossover_table(good: bool, trials: int = 1) -> pd.DataFrame:
+    rows = []
+    for d, t_max in ((6, 60), (12, 44286)):
+        for eps in (1.0, 10.0):
+            t_beat = 0.5 * t_max if good else 2.0 * t_max
+            round_s = 0.001 if good else 0.01
+            rows.append({"data.d": d, "epsilon": eps, "T_max": t_max, "T_beat": t_beat, "n_beat": 6.4 * t_beat,
+                         "feasible": t_beat <= t_max, "round_s": round_s, "est_T_beat_s": t_beat * round_s})
+    return pd.DataFrame(rows)
+
+
+def test_crossover_claims_confirmed_on_a_table_where_they_hold() -> None:
+    assert verdicts(crossover_claims(crossover_table(True), {})) == ["confirmed"] * 2
+
+
+def test_crossover_claims_flip_on_a_table_where_they_fail() -> None:
+    assert verdicts(crossover_claims(crossover_table(False), {})) == ["not confirmed"] * 2
+
+
+def test_crossover_run_claim_fails_when_feasible_but_too_slow() -> None:
+    table = crossover_table(True).assign(round_s=100.0)  # smallest T_beat = 30: 1.5 x 30 x 100 s > 240 s
+    table["est_T_beat_s"] = table["T_beat"] * table["round_s"]
+    assert verdicts(crossover_claims(table, {})) == ["confirmed", "not confirmed"]
+
+
+@pytest.mark.parametrize("claims_fn", [alg5_claims, alg4_claims, error_vs_queries_claims, error_vs_n_fair_claims,
+                                       crossover_claims])
 def test_every_rule_is_a_fixed_nonempty_string(claims_fn) -> None:
     table = {alg5_claims: alg5_table, alg4_claims: alg4_table, error_vs_queries_claims: e4_table,
-             error_vs_n_fair_claims: fair_table}
+             error_vs_n_fair_claims: fair_table, crossover_claims: crossover_table}
     builder = next(b for f, b in table.items() if f is claims_fn)
     first, second = claims_fn(builder(True), {}), claims_fn(builder(False), {})
     assert [c.rule for c in first] == [c.rule for c in second] and all(c.rule for c in first)

@@ -21,7 +21,7 @@ from dpstream.query_release.calibration import (
     hru_synopsis_bound,
 )
 from dpstream.query_release.workloads import conjunction_subset, make_workload
-from dpstream.trials.query_release import run_trial
+from dpstream.trials.query_release import crossover_trial, run_trial
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 SCALED = {"c_s": 0.5, "c_n_hat": 32.0, "c_sigma": 1.3e-4, "c_tau": 5.2e-4}
@@ -161,3 +161,11 @@ def test_conjunction_subset_draws_distinct_queries_and_rejects_too_many() -> Non
     assert work.n_queries == 100 and np.unique(work.index).size == 100
     with pytest.raises(ValueError, match="n_queries must be <= 3"):
         conjunction_subset(3, 28)
+
+
+def test_crossover_trial_reports_theory_and_round_cost() -> None:
+    data = {**OmegaConf.to_container(OmegaConf.load(CONF / "data" / "qr_mixture.yaml")), "n": 200, "d": 6}
+    row = crossover_trial({"epsilon": 10.0, "delta": 1e-6, "data": data, "mechanism": {"timed_rounds": 2}},
+                          np.random.SeedSequence(0, spawn_key=(0,)))
+    assert row["T_max"] == 60 and not row["feasible"] and row["round_s"] > 0
+    assert row["est_T_beat_s"] == pytest.approx(row["T_beat"] * row["round_s"])

@@ -191,3 +191,27 @@ def error_vs_n_fair_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list
               "; ".join(f"eps {k[0]:g}, n {k[1]:g}: {r.max_error:.3g} vs {r.uniform_max_error:.3g}"
                         for k, r in means.iterrows()), verdict_of(all_points(points))),
     ]
+
+
+# ---- qr_crossover ------------------------------------------------------------------------------------------------
+
+RULE_CROSS_EXISTS = ("theory (hru_crossover): at every (d, eps) point some T <= T_max (s = 24 T < N_Q, T = n/6.4) has "
+                     "alpha_D^(T) < this data's uniform max error")
+RULE_CROSS_RUNS = ("at some feasible point, 3 trials of T_beat rounds at the measured CPU seconds per round fit in "
+                   "240 s on 2 cores (3 T_beat round_s / 2 <= 240); no feasible point: not confirmed")
+
+
+def crossover_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
+    """Where Algorithm 3's bound could beat the uniform line, and whether that point can be run here."""
+    feasible = df[df["feasible"].astype(bool)]
+    listing = "; ".join(f"d {r['data.d']:g}, eps {r.epsilon:g}: T_beat {r.T_beat:.3g} (n {r.n_beat:.3g}) vs T_max "
+                        f"{r.T_max:g}" for _, r in df.sort_values(["data.d", EPS]).iterrows())
+    fits = [bool(1.5 * r.est_T_beat_s <= 240) for r in feasible.itertuples()]
+    cost = "; ".join(f"d {r['data.d']:g}, eps {r.epsilon:g}: {r.est_T_beat_s / 60:.3g} CPU-min per trial "
+                     f"({r.round_s * 1e3:.3g} ms/round)" for _, r in feasible.iterrows()) or "no feasible point"
+    return [
+        Claim("Alg 3's synopsis bound O~(1/(eps sqrt n)) falls below the uniform line for n large enough",
+              RULE_CROSS_EXISTS, listing, verdict_of(all_points([bool(v) for v in df["feasible"]]))),
+        Claim("the smallest point where the bound beats the uniform line can be run on this machine",
+              RULE_CROSS_RUNS, cost, verdict_of(any(fits))),
+    ]

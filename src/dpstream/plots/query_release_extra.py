@@ -63,3 +63,16 @@ def error_vs_n_fair(df: pd.DataFrame, experiment: dict[str, Any], path: Path) ->
     zeros = ", ".join(f"n {k:g}: {v:.0f}" for k, v in cells.items())
     error_vs_n(df, {**experiment, "title": f"{experiment.get('title', '')}\nnon-empty cells of 2^{d}: {zeros}"},
                path)
+
+
+def crossover(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
+    """T needed for alpha_D^ < uniform (T_beat) vs the feasibility cap T_max = N_Q/24, per d and eps (log scale)."""
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    for eps, g in df.sort_values("data.d").groupby(EPS):
+        ax.semilogy(g["data.d"], g["T_beat"], marker="o", ms=3, label=f"T_beat (alpha_D^ < uniform), eps {eps:g}")
+    cap = df.groupby("data.d")["T_max"].first()
+    ax.semilogy(cap.index, cap.values, color="k", ls="--", label="T_max: s = 24 T < N_Q = 2 3^d")
+    ax.set_xlabel("d (all 3^d conjunctions)")
+    ax.set_ylabel("game rounds T (n = 6.4 T records)")
+    ax.legend(fontsize=7)
+    save_figure(fig, df, experiment, path)

@@ -30,6 +30,7 @@ from dpstream.query_release import (
 from dpstream.query_release.calibration import (
     hru_alpha_bound,
     hru_analyst_epsilon,
+    hru_crossover,
     laplace_alpha_bound,
     pmw_alpha_bound,
 )
@@ -216,3 +217,24 @@ def analyst_audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) ->
             "p_without_canary": result.row()["p_2"], "audit_fails": result.fails, "tau": float(tau),
             "audit_runs": result.n_runs, "canary_true": float(one_way[attr]),
             "seconds": time.perf_counter() - started}
+
+
+def crossover_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
+    """Where Algorithm 3 (T = n/6.4, s = 24 T, all 3^d conjunctions) could beat the uniform line, and its cost.
+
+    Theory (``calibration.hru_crossover``) against this data's uniform max error; the game's cost per round is
+    measured over ``mechanism.timed_rounds`` rounds at this d, and the run time of T_beat rounds extrapolated.
+    """
+    data_seed, workload_seed, mech_seed = children(seed, 3)
+    hist, workload, true, analysts = build_problem(params, data_seed, workload_seed)
+    uniform = float(np.abs(workload.answers(np.full(hist.size, 1.0 / hist.size)) - true).max())
+    cross = hru_crossover(params["data"]["d"], params["epsilon"], params["delta"], uniform)
+    timed = int(params["mechanism"].get("timed_rounds", 20))
+    game = PrivateEquilibriumRelease(workload, analysts, params["epsilon"], params["delta"], params["data"]["n"],
+                                     rounds=timed, s=min(24 * timed, workload.n_queries), seed=mech_seed)
+    started = time.process_time()
+    game.play(true)
+    round_s = (time.process_time() - started) / timed
+    return {**{k: v for k, v in cross.items() if k not in ("d", "epsilon")}, "uniform_max_error": uniform,
+            "round_s": round_s, "est_T_beat_s": cross["T_beat"] * round_s,
+            "est_T_max_s": cross["T_max"] * round_s}
