@@ -7,6 +7,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.ticker import NullFormatter
 
 from dpstream.plots.common import save_figure
 from dpstream.plots.query_release import _error_panels, error_vs_n
@@ -36,6 +37,9 @@ def alg5(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
                   label=f"epochs, {label}")
     uni = df.groupby(N)["uniform_max_error"].mean()
     ax.plot(uni.index, uni.values, color="k", ls=":", label="uniform distribution")
+    for axis in (ax, bx):
+        axis.xaxis.set_minor_formatter(NullFormatter())
+        axis.set_xticks(uni.index, [f"{v:g}" for v in uni.index])
     ax.set_xlabel("n")
     ax.set_ylabel("max error over answered queries (mean over trials)")
     ax.legend(fontsize=6)
