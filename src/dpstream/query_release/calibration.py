@@ -169,3 +169,99 @@ def hru_alpha_bound(n: float, epsilon: float, delta: float, n_actions: float, un
     a_sv = noise * math.log(3 * n_actions / beta)
     a_lap = noise * math.log(3 * s / beta)
     return {"alpha_D": a_hat, "alpha_SV": a_sv, "alpha_Lap": a_lap, "alpha": max(a_hat + a_sv, a_lap), "s": s}
+
+
+def hru_synopsis_bound(rounds: float, epsilon: float, delta: float, big_l: float, beta: float = 0.05,
+                       cap_eta: bool = True) -> float:
+    """alpha_D^ = 4 [eta + L/(eta T) + 4 ln(6/beta)/sqrt(T)] of Algorithm 3's synopsis at T rounds (eta as run)."""
+    eta = epsilon / (2 * math.sqrt(rounds * math.log(1 / delta)))
+    if cap_eta:
+        eta = min(eta, math.sqrt(big_l / rounds))
+    return 4 * (eta + big_l / (eta * rounds) + 4 * math.log(6 / beta) / math.sqrt(rounds))
+
+
+def hru_crossover(d: int, epsilon: float, delta: float, uniform_error: float, beta: float = 0.05,
+                  s_factor: float = 24.0, rounds_per_record: float = 1 / 6.4) -> dict[str, float]:
+    """Where Algorithm 3 (all 3^d conjunctions, T = n / 6.4, s = 24 T) could beat the uniform line, from theory.
+
+    Feasible iff s = s_factor T < N_Q = 2 3^d, so T <= T_max = ceil(N_Q / s_factor) - 1 and n <= T_max / r
+    (r = ``rounds_per_record``). ``T_beat`` is the smallest T with alpha_D^(T) < ``uniform_error`` (inf if none
+    up to 1e12); it is reachable iff T_beat <= T_max, at n = T_beat / r records.
+    """
+    n_actions = 2 * 3**d
+    big_l = max(d * math.log(2), math.log(n_actions))
+    t_max = math.ceil(n_actions / s_factor) - 1
+    lo, hi = 1.0, 1e12
+    if hru_synopsis_bound(hi, epsilon, delta, big_l, beta) >= uniform_error:
+        t_beat = math.inf
+    else:
+        while hi - lo > 0.5:  # alpha_D^ decreases in T once eta is capped or T is large: bisection on T
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if hru_synopsis_bound(mid, epsilon, delta, big_l, beta) < uniform_error else (mid, hi)
+        t_beat = math.ceil(hi)
+    return {"d": d, "epsilon": epsilon, "n_actions": n_actions, "T_max": t_max, "n_max": t_max / rounds_per_record,
+            "alpha_at_T_max": hru_synopsis_bound(max(t_max, 1), epsilon, delta, big_l, beta),
+            "T_beat": t_beat, "n_beat": t_beat / rounds_per_record, "feasible": bool(t_beat <= t_max)}
+
+
+# ---- Hsu-Roth-Ullman Algorithm 5 ------------------------------------------------------------------------------
+
+ALG5_PAPER_CONSTANTS = {"s": 128.0, "n_hat": 32.0, "sigma": 20000.0, "tau": 80000.0}
+"""Algorithm 5's printed constants: s = 128 n^{2/5} ..., n^ = 32 n^{4/5} ..., sigma = 20000 ..., tau = 80000 ..."""
+
+
+def alg5_parameters(n: int, epsilon: float, delta: float, k: int, universe_size: int, beta: float = 0.05,
+                    constants: dict[str, float] | None = None) -> dict[str, float]:
+    """eta, s, n^, T, R, sigma, tau of Algorithm 5 (paper constants unless ``constants`` says otherwise).
+
+    eta = n^{-2/5}; s = c_s n^{2/5} sqrt(ln|X| ln(4k/beta) ln(1/delta)) / eps; n^ = ceil(c_n n^{4/5} ln(4k/beta));
+    T = ceil(n^{4/5} ln|X|); R = ceil(2 s T); sigma = c_sigma ln^{3/4}|X| ln^{1/4}(4k/beta) ln^{5/4}(4/delta) /
+    (eps^{3/2} n^{2/5}); tau = c_tau ln^{3/4}|X| ln^{5/4}(4k/beta) ln^{5/4}(4/delta) / (eps^{3/2} n^{2/5}).
+    """
+    c = {**ALG5_PAPER_CONSTANTS, **(constants or {})}
+    bad = {key: v for key, v in c.items() if key not in ALG5_PAPER_CONSTANTS or not v > 0}
+    if bad:
+        raise ValueError(f"Algorithm 5 constants must be positive and among {sorted(ALG5_PAPER_CONSTANTS)}, got {bad}")
+    n, k = check_positive_int(n, "n"), check_positive_int(k, "k")
+    epsilon, delta = check_epsilon(epsilon), check_delta(delta)
+    lx, lk, n25 = math.log(universe_size), math.log(4 * k / beta), n ** 0.4
+    s = c["s"] * n25 * math.sqrt(lx * lk * math.log(1 / delta)) / epsilon
+    rounds = math.ceil(n**0.8 * lx)
+    common = lx**0.75 * math.log(4 / delta) ** 1.25 / (epsilon**1.5 * n25)
+    return {"eta": n ** -0.4, "s": s, "n_hat": math.ceil(c["n_hat"] * n**0.8 * lk), "T": rounds,
+            "R": math.ceil(2 * s * rounds), "sigma": c["sigma"] * lk**0.25 * common,
+            "tau": c["tau"] * lk**1.25 * common}
+
+
+def alg5_data_epsilon(n: int, delta: float, sigma: float, bad_rounds: int) -> float:
+    """Data epsilon of Algorithm 5 by Theorem 5.6 ([GRU12], adapted, stated without proof in the paper).
+
+    (eps, delta)-DP when sigma >= 1000 sqrt(R) ln(4/delta) / (eps n) and at most R bad rounds occur (the algorithm
+    halts at R); the smallest such eps is returned.
+    """
+    return 1000 * math.sqrt(bad_rounds) * math.log(4 / delta) / (sigma * n)
+
+
+def alg5_analyst_epsilon(epsilon: float, eta: float, s: float, n_hat: int, rounds: int, delta: float) -> float:
+    """One-query-to-many-analyst epsilon of Algorithm 5 (Theorem 5.8).
+
+    Claim 5.9: the epoch end i_0 moves by one bad query, s_0 = s + Lap(2/eps): eps/2. Claim 5.10: every one of the
+    n^ T samples of the H_t is eps0 = 2 eta / s DP in the query sequence (D_t ~ exp(-(eta/s) sum of update
+    queries)); composed over n^ T at delta (``composed_epsilon``).
+    """
+    return epsilon / 2 + composed_epsilon(2 * eta / s, n_hat * rounds, delta)
+
+
+def alg5_accuracy(tau: float, sigma: float, k: int, beta: float = 0.05) -> float:
+    """Claim 5.3: before halting, every answer is within tau + 6 sigma ln(3k/beta) w.p. >= 1 - beta/4."""
+    return tau + 6 * sigma * math.log(3 * k / beta)
+
+
+def alg5_any_bad_bound(tau: float, sigma: float, k: int) -> float:
+    """Pr[some query is bad while H_0 is in use] <= k exp(-(tau - 1)/sigma) (|q(D) - q(H)| <= 1); 1 if tau <= 1.
+
+    When this is tiny, Algorithm 5 answers every query from H_0 = D_0, the uniform distribution.
+    """
+    if tau <= 1:
+        return 1.0
+    return min(1.0, k * math.exp(-(tau - 1) / sigma))

@@ -29,6 +29,18 @@ def ternary_transform(hist: np.ndarray, d: int) -> np.ndarray:
     return out.reshape(-1)
 
 
+def ternary_adjoint(weights: np.ndarray, d: int) -> np.ndarray:
+    """Adjoint of ``ternary_transform``: sum_c weights_c q_c(x) for every x in {0,1}^d (length 2^d).
+
+    Along each axis (b0, b1, b2) -> (b0 + b2, b1 + b2), the transpose of (a0, a1) -> (a0, a1, a0 + a1).
+    """
+    out = np.asarray(weights, dtype=np.float64).reshape((3,) * d)
+    for axis in range(d):
+        both = np.take(out, 2, axis=axis)
+        out = np.stack([np.take(out, 0, axis=axis) + both, np.take(out, 1, axis=axis) + both], axis=axis)
+    return out.reshape(-1)
+
+
 def conjunction_digits(index: np.ndarray | int, d: int) -> np.ndarray:
     """Ternary digits (most significant first) of conjunction index/indices: shape (..., d)."""
     index = np.asarray(index, dtype=np.int64)
@@ -58,6 +70,10 @@ class Workload:
         """The sub-workload of queries ``idx`` (in that order)."""
         raise NotImplementedError
 
+    def weighted_sum(self, weights: np.ndarray) -> np.ndarray:
+        """sum_j weights_j q_j(x) for every x (length 2^d): the adjoint of ``answers``."""
+        raise NotImplementedError
+
 
 class Conjunctions(Workload):
     """All 3^d conjunctions with negations (or the subset ``index`` of them), answered via the ternary transform."""
@@ -80,6 +96,13 @@ class Conjunctions(Workload):
             bit = (int(x) >> (self.d - 1 - i)) & 1
             out = np.multiply.outer(out, np.array([1.0 - bit, float(bit), 1.0])).reshape(-1)
         return self._select(out)
+
+    def weighted_sum(self, weights: np.ndarray) -> np.ndarray:
+        if self.index is None:
+            return ternary_adjoint(weights, self.d)
+        full = np.zeros(3**self.d)
+        np.add.at(full, self.index, weights)
+        return ternary_adjoint(full, self.d)
 
     def restrict(self, idx: np.ndarray) -> Conjunctions:
         idx = np.asarray(idx, dtype=np.int64)
@@ -131,6 +154,9 @@ class MatrixWorkload(Workload):
     def at_record(self, x: int) -> np.ndarray:
         return self.values[:, x]
 
+    def weighted_sum(self, weights: np.ndarray) -> np.ndarray:
+        return np.asarray(weights, dtype=np.float64) @ self.values
+
     def restrict(self, idx: np.ndarray) -> MatrixWorkload:
         return MatrixWorkload(self.values[np.asarray(idx, dtype=np.int64)])
 
@@ -151,11 +177,23 @@ def sparse_halfspaces(d: int, n_queries: int, sparsity: int = 3, seed: SeedLike 
     return MatrixWorkload((w @ bits.T >= b[:, None]).astype(np.float64))
 
 
+def conjunction_subset(d: int, n_queries: int, seed: SeedLike = None) -> Conjunctions:
+    """``n_queries`` distinct conjunctions (of the 3^d) chosen uniformly at random, in increasing index order."""
+    d = check_dense(d, base=3, copies=2)
+    n_queries = check_positive_int(n_queries, "n_queries")
+    if n_queries > 3**d:
+        raise ValueError(f"n_queries must be <= 3^{d} = {3**d} conjunctions, got {n_queries}")
+    rng = np.random.default_rng(as_seed_sequence(seed))
+    return Conjunctions(d, np.sort(rng.choice(3**d, size=n_queries, replace=False)))
+
+
 def make_workload(kind: str, d: int, k: int = 3, n_queries: int = 1000, sparsity: int = 3,
                   seed: SeedLike = None) -> Workload:
-    """Build a workload by name: ``conjunctions`` | ``marginals`` (k-way) | ``halfspaces`` (random sparse)."""
+    """Build a workload by name: ``conjunctions`` | ``conjunction_subset`` (``n_queries`` distinct conjunctions
+    drawn uniformly at random, spec E4) | ``marginals`` (k-way) | ``halfspaces`` (random sparse)."""
     builders = {
         "conjunctions": lambda: Conjunctions(d),
+        "conjunction_subset": lambda: conjunction_subset(d, n_queries, seed),
         "marginals": lambda: KWayMarginals(d, k),
         "halfspaces": lambda: sparse_halfspaces(d, n_queries, sparsity, seed),
     }

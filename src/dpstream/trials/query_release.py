@@ -1,4 +1,4 @@
-"""Trial functions of the query-release experiments (spec E0, E1, E2, E3, E5, E10); see docs/harness.md.
+"""Trial functions of the query-release experiments (spec E0-E5, E10, Algorithms 4 and 5); see docs/harness.md.
 
 Seeds are spawned in a fixed order: ``data_seed, workload_seed, mech_seed = children(seed, 3)``, so the data and the
 workload of trial i are the same for every mechanism and grid point.
@@ -30,6 +30,7 @@ from dpstream.query_release import (
 from dpstream.query_release.calibration import (
     hru_alpha_bound,
     hru_analyst_epsilon,
+    hru_crossover,
     laplace_alpha_bound,
     pmw_alpha_bound,
 )
@@ -62,10 +63,11 @@ def _call(target: str, pool: dict[str, Any]) -> Any:
 
 
 def error_metrics(answers: np.ndarray, true: np.ndarray, prefix: str = "") -> Row:
-    """Max, mean and 50/95th percentile absolute error over the workload."""
+    """Max, mean and 50/95th percentile absolute error over the answered queries (NaN: unanswered, Alg 5 halted)."""
     err = np.abs(np.asarray(answers) - true)
-    return {f"{prefix}max_error": float(err.max()), f"{prefix}mean_error": float(err.mean()),
-            f"{prefix}p50_error": float(np.percentile(err, 50)), f"{prefix}p95_error": float(np.percentile(err, 95))}
+    return {f"{prefix}max_error": float(np.nanmax(err)), f"{prefix}mean_error": float(np.nanmean(err)),
+            f"{prefix}p50_error": float(np.nanpercentile(err, 50)),
+            f"{prefix}p95_error": float(np.nanpercentile(err, 95))}
 
 
 def build_problem(params: dict[str, Any], data_seed: np.random.SeedSequence,
@@ -94,7 +96,7 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     uniform = workload.answers(np.full(hist.size, 1.0 / hist.size))
     row: Row = {**error_metrics(release.answers, true), **error_metrics(uniform, true, "uniform_"),
                 "n_queries": workload.n_queries, "rounds": release.rounds, "eps_data": release.eps_data,
-                "delta_data": release.delta_data, "seconds": seconds}
+                "delta_data": release.delta_data, "seconds": seconds, "nonempty_cells": int(np.count_nonzero(hist))}
     if release.eps_analyst is not None:
         row["eps_analyst"] = release.eps_analyst
         row["delta_analyst"] = params["delta"]
@@ -218,3 +220,29 @@ def analyst_audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) ->
             "p_without_canary": result.row()["p_2"], "audit_fails": result.fails, "tau": float(tau),
             "audit_runs": result.n_runs, "canary_true": float(one_way[attr]),
             "seconds": time.perf_counter() - started}
+
+
+def crossover_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
+    """Where Algorithm 3 (T = n/6.4, s = 24 T, all 3^d conjunctions) could beat the uniform line, and its cost.
+
+    Theory (``calibration.hru_crossover``) against this data's uniform max error; the game's cost per round is
+    measured over ``mechanism.timed_rounds`` rounds at this d, and the run time of T_beat rounds extrapolated.
+    """
+    data_seed, workload_seed, mech_seed = children(seed, 3)
+    hist, workload, true, analysts = build_problem(params, data_seed, workload_seed)
+    uniform = float(np.abs(workload.answers(np.full(hist.size, 1.0 / hist.size)) - true).max())
+    cross = hru_crossover(params["data"]["d"], params["epsilon"], params["delta"], uniform)
+    timed = int(params["mechanism"].get("timed_rounds", 20))
+
+    def game(rounds: int) -> PrivateEquilibriumRelease:
+        return PrivateEquilibriumRelease(workload, analysts, params["epsilon"], params["delta"], params["data"]["n"],
+                                         rounds=rounds, s=min(24 * rounds, workload.n_queries), seed=mech_seed)
+
+    game(1).play(true)  # warm-up: compiles (or loads) the numba kernels outside the timed rounds
+    timed_game = game(timed)
+    started = time.process_time()
+    timed_game.play(true)
+    round_s = (time.process_time() - started) / timed
+    return {**{k: v for k, v in cross.items() if k not in ("d", "epsilon")}, "uniform_max_error": uniform,
+            "round_s": round_s, "est_T_beat_s": cross["T_beat"] * round_s,
+            "est_T_max_s": cross["T_max"] * round_s}
