@@ -112,18 +112,23 @@ def _swap_event(res: Any) -> np.ndarray:
     return (res.outcomes[:, 0] == 0) & (res.outcomes[:, 1] == 1)
 
 
-def _monitor_sampler(build: Callable[..., Any]) -> Sampler:
+def _monitor_sampler(build: Callable[..., Any], epsilon: float) -> Sampler:
     queries = sparse.csr_matrix(np.ones((TM_QUERIES, 1)))  # one atom; f_i(x) = 1 for every record
 
     def sampler(counts: np.ndarray, n: int, seed: np.random.SeedSequence) -> Any:
-        tm = build(EPSILON, TM_DELTA, threshold=TM_RECORDS + 0.5, k=TM_QUERIES, seed=seed)
+        tm = build(epsilon, TM_DELTA, threshold=TM_RECORDS + 0.5, k=TM_QUERIES, seed=seed)
         return tm.run_many(queries, counts, n)
 
     return sampler
 
 
-def svt_cases() -> list[AuditCase]:
-    """Every audited (mechanism, neighbours); negative controls are ``broken`` and name their ``pair``."""
+def svt_cases(ratio: float = 1.0) -> list[AuditCase]:
+    """Every audited (mechanism, neighbours); negative controls are ``broken`` and name their ``pair``.
+
+    ``ratio`` > 1 (power study): every mechanism is BUILT at epsilon = ratio * EPSILON but still CLAIMS
+    EPSILON, so a correct one has true epsilon up to ratio times its claim.
+    """
+    eps = ratio * EPSILON
     swap = (np.array([0.0, 1.0]), np.array([1.0, 0.0]))
     sens1 = "answers differ by <= 1 per query (sensitivity 1)"
     pin = _pinning(M_PIN, 1)
@@ -140,39 +145,39 @@ def svt_cases() -> list[AuditCase]:
         )
 
     return [
-        case("above_threshold_swap", "AboveThreshold", False, lambda s: AboveThreshold(EPSILON, 0.5, seed=s),
+        case("above_threshold_swap", "AboveThreshold", False, lambda s: AboveThreshold(eps, 0.5, seed=s),
              (*swap, _swap_event), 40_000),
         case("broken_no_query_noise_swap", "BrokenSVTNoQueryNoise (Lyu Alg. 5)", True,
-             lambda s: BrokenSVTNoQueryNoise(EPSILON, 0.5, seed=s), (*swap, _swap_event), 40_000,
+             lambda s: BrokenSVTNoQueryNoise(eps, 0.5, seed=s), (*swap, _swap_event), 40_000,
              "above_threshold_swap"),
-        case("above_threshold_pinning", "AboveThreshold", False, lambda s: AboveThreshold(EPSILON, 0.0, seed=s),
+        case("above_threshold_pinning", "AboveThreshold", False, lambda s: AboveThreshold(eps, 0.0, seed=s),
              pin, 100_000),
-        case("sparse_c1_pinning", "Sparse (c = 1)", False, lambda s: Sparse(EPSILON, 0.0, 1, seed=s), pin, 100_000),
+        case("sparse_c1_pinning", "Sparse (c = 1)", False, lambda s: Sparse(eps, 0.0, 1, seed=s), pin, 100_000),
         case("broken_sparse_half_noise_pinning", "BrokenSparseHalfNoise (c = 1)", True,
-             lambda s: BrokenSparseHalfNoise(EPSILON, 0.0, 1, seed=s), pin, 100_000, "sparse_c1_pinning"),
+             lambda s: BrokenSparseHalfNoise(eps, 0.0, 1, seed=s), pin, 100_000, "sparse_c1_pinning"),
         case("broken_sparse_query_noise_sigma_pinning", "BrokenSparseQueryNoiseSigma (c = 1)", True,
-             lambda s: BrokenSparseQueryNoiseSigma(EPSILON, 0.0, 1, seed=s), pin, 100_000, "sparse_c1_pinning"),
-        case("sparse_pinning", "Sparse (c = 3)", False, lambda s: Sparse(EPSILON, 0.0, C_CROSS, seed=s),
+             lambda s: BrokenSparseQueryNoiseSigma(eps, 0.0, 1, seed=s), pin, 100_000, "sparse_c1_pinning"),
+        case("sparse_pinning", "Sparse (c = 3)", False, lambda s: Sparse(eps, 0.0, C_CROSS, seed=s),
              cross, 40_000),
         case("broken_unscaled_query_noise_pinning", "BrokenSVTUnscaledQueryNoise (Lyu Alg. 4, c = 3)", True,
-             lambda s: BrokenSVTUnscaledQueryNoise(EPSILON, 0.0, C_CROSS, seed=s), cross, 40_000, "sparse_pinning"),
+             lambda s: BrokenSVTUnscaledQueryNoise(eps, 0.0, C_CROSS, seed=s), cross, 40_000, "sparse_pinning"),
         case("broken_no_cutoff_pinning", "BrokenSVTNoCutoff (Lyu Alg. 6)", True,
-             lambda s: BrokenSVTNoCutoff(EPSILON, 0.0, seed=s), cross, 40_000, "sparse_pinning"),
+             lambda s: BrokenSVTNoCutoff(eps, 0.0, seed=s), cross, 40_000, "sparse_pinning"),
         case("numeric_sparse_shifted", "NumericSparse (c = 1)", False,
-             lambda s: NumericSparse(EPSILON, 0.0, 1, seed=s), shift, 1_200_000,
+             lambda s: NumericSparse(eps, 0.0, 1, seed=s), shift, 1_200_000,
              neighbours="every answer + 1 (sensitivity 1)"),
         case("lyu_alg3_same_noise_shifted", "LyuAlg3NumericSparseSameNoise (Lyu Alg. 3, c = 1)", True,
-             lambda s: LyuAlg3NumericSparseSameNoise(EPSILON, 0.0, 1, seed=s), shift, 1_200_000,
+             lambda s: LyuAlg3NumericSparseSameNoise(eps, 0.0, 1, seed=s), shift, 1_200_000,
              "numeric_sparse_shifted", neighbours="every answer + 1 (sensitivity 1)"),
         case("threshold_monitor_add_remove", "ThresholdMonitor (calibrated)", False, None, records, 4000,
-             neighbours=add_remove, delta=TM_DELTA, sampler=_monitor_sampler(ThresholdMonitor)),
+             neighbours=add_remove, delta=TM_DELTA, sampler=_monitor_sampler(ThresholdMonitor, eps)),
         case("broken_threshold_monitor_uncalibrated", "BrokenThresholdMonitorUncalibrated", True, None, records,
              4000, "threshold_monitor_add_remove", add_remove, TM_DELTA,
-             _monitor_sampler(BrokenThresholdMonitorUncalibrated)),
+             _monitor_sampler(BrokenThresholdMonitorUncalibrated, eps)),
     ]  # fmt: skip
 
 
-def svt_case(name: str) -> AuditCase:
-    """The audit case called ``name``."""
-    cases = {c.name: c for c in svt_cases()}
+def svt_case(name: str, ratio: float = 1.0) -> AuditCase:
+    """The audit case called ``name`` (mechanism built at ratio * EPSILON, see ``svt_cases``)."""
+    cases = {c.name: c for c in svt_cases(ratio)}
     return cases[check_choice(name, "audit case", list(cases))]
