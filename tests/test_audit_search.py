@@ -8,12 +8,14 @@ recorded in the notes (power table). Run counts per case are the ones in ``svt_c
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpstream.audit.search import fit_logistic, search_audit
 from dpstream.audit.svt_cases import svt_case, svt_cases
 from dpstream.audit.tester import clopper_pearson, directed_lower_bound
 from dpstream.noise import NoiseSource
+from dpstream.plots.svt import audit_claims, power_claims, smallest_flagged_ratio
 
 HEAVY = {"numeric_sparse_shifted", "lyu_alg3_same_noise_shifted"}  # 1.2 million runs per input: > 5 s each
 
@@ -139,3 +141,38 @@ def test_controls_add_the_noise_their_docstrings_state():
     assert tm.calibration.v_scale == pytest.approx(b) and tm.calibration.w_scale == pytest.approx(10 * b * math.log(b))
     with pytest.raises(ValueError, match="Alg. 3 needs ln"):
         BrokenThresholdMonitorUncalibrated(1.0, 0.5, 0.0, 10)
+
+
+def _audit_table(control_flagged=True, shipped_flagged=False):
+    base = {"claimed_epsilon": 1.0, "alpha": 0.05, "n_runs": 10, "n_search": 10, "event": "e", "audited": "M",
+            "epsilon_lower": 0.5}  # fmt: skip
+    return pd.DataFrame(
+        [
+            {**base, "case": "ok", "negative_control": False, "pair": "", "fails": shipped_flagged},
+            {**base, "case": "bad", "negative_control": True, "pair": "ok", "fails": control_flagged},
+            {**base, "case": "alone", "negative_control": False, "pair": "", "fails": False},
+        ]
+    )
+
+
+def test_audit_claims_need_power_to_confirm_a_pass():
+    verdicts = lambda df: {r["claim"].split(":")[0]: r["verdict"] for r in audit_claims(df, {})}  # noqa: E731
+    assert verdicts(_audit_table()) == {"ok": "confirmed", "bad": "confirmed", "alone": "inconclusive"}
+    assert verdicts(_audit_table(control_flagged=False)) == {
+        "ok": "inconclusive", "bad": "not confirmed", "alone": "inconclusive"}  # fmt: skip
+    assert verdicts(_audit_table(shipped_flagged=True))["ok"] == "not confirmed"
+    assert all(set(r) == {"claim", "rule", "measured", "verdict"} for r in audit_claims(_audit_table(), {}))
+
+
+def test_power_claims_smallest_ratio_and_soundness_rule():
+    rows = []
+    for trial in range(10):
+        for ratio, flagged in ((1.0, trial < 4), (1.5, trial < 5), (2.0, True), (3.0, trial < 8), (4.0, True)):
+            rows.append({"case": "c", "ratio": ratio, "fails": flagged, "alpha": 0.05, "trial": trial})
+    df = pd.DataFrame(rows)
+    assert smallest_flagged_ratio(df) == {"c": 4.0}  # 2.0 reaches 90% but r = 3 (8/10) falls below again
+    claims = power_claims(df, {})
+    assert claims[0]["verdict"] == "not confirmed"  # 4/10 flagged at r = 1: above Binomial(10, 0.05)'s 99% quantile (3)
+    df.loc[(df["ratio"] == 1.0) & (df["trial"] < 2), "fails"] = False
+    assert power_claims(df, {})[0]["verdict"] == "confirmed"  # 2/10 flagged at r = 1
+    assert power_claims(df, {})[1]["verdict"] == "n/a" and "r = 4" in power_claims(df, {})[1]["measured"]
