@@ -17,7 +17,7 @@ from dpstream.audit.tester import clopper_pearson, directed_lower_bound
 from dpstream.noise import NoiseSource
 from dpstream.plots.svt import audit_claims, power_claims, smallest_flagged_ratio
 
-HEAVY = {"numeric_sparse_shifted", "lyu_alg3_same_noise_shifted"}  # 1.2 million runs per input: > 5 s each
+HEAVY = {"numeric_sparse_shifted", "lyu_alg3_same_noise_shifted"}  # 2.4 million runs per input: ~5-10 s each
 
 
 def _marks(name):
