@@ -156,7 +156,7 @@ def svt_cases(ratio: float = 1.0) -> list[AuditCase]:
         case("broken_sparse_half_noise_pinning", "BrokenSparseHalfNoise (c = 1)", True,
              lambda s: BrokenSparseHalfNoise(eps, 0.0, 1, seed=s), pin, 100_000, "sparse_c1_pinning"),
         case("broken_sparse_query_noise_sigma_pinning", "BrokenSparseQueryNoiseSigma (c = 1)", True,
-             lambda s: BrokenSparseQueryNoiseSigma(eps, 0.0, 1, seed=s), pin, 100_000, "sparse_c1_pinning"),
+             lambda s: BrokenSparseQueryNoiseSigma(eps, 0.0, 1, seed=s), pin, 100_000, "above_threshold_pinning"),
         case("sparse_pinning", "Sparse (c = 3)", False, lambda s: Sparse(eps, 0.0, C_CROSS, seed=s),
              cross, 40_000),
         case("broken_unscaled_query_noise_pinning", "BrokenSVTUnscaledQueryNoise (Lyu Alg. 4, c = 3)", True,
