@@ -7,7 +7,8 @@ into a search half and a certify half drawn from independent seeds (both spawned
 1. Search half: candidate events over the output array flattened per run (one row per run):
    - per-coordinate thresholds ``x_j > t`` / ``x_j < t`` (t over the distinct values or quantiles);
    - the same on simple features: sum, count of positive entries (TOPs), count of negative entries,
-     index of the first positive entry (d when none);
+     index of the first positive entry (d when none), and a ridge logistic-regression score fitted to
+     "this run came from D1" (DP-Sniper's classifier, numpy only);
    - discrete outputs: ``pattern == P`` for the most frequent patterns P of the discrete columns
      (few distinct integer values, no NaN), unions of the patterns with the largest empirical ratio
      (DP-Sniper's idea on a finite output space), and every threshold event above restricted to one
@@ -33,7 +34,7 @@ from dpstream.validation import check_epsilon, check_open_interval, check_positi
 MAX_COORDINATES = 128  # per-coordinate events only for outputs with at most this many numbers per run
 MAX_LEVELS = 8  # a column is discrete (joins the pattern) if it has at most this many distinct values
 N_PATTERNS = 8  # frequent patterns used as single events and as the first split of the tree
-N_QUANTILES = 32  # thresholds per feature when it has more distinct values than this
+N_QUANTILES = 32  # features with > 2 N_QUANTILES distinct values: N_QUANTILES geometric ranks from each end
 SUMMARIES = ("sum", "count>0", "count<0", "first>0")
 CLASSIFIER = -1 - len(SUMMARIES)  # feature index of the logistic-regression score
 FIT_RUNS = 50_000  # runs per input the classifier is fitted on (the first ones of the search half)
@@ -102,7 +103,9 @@ class SearchedEvent:
         hits = np.ones(x.shape[0], dtype=bool)
         if self.patterns:
             sub = x[:, list(self.columns)]
-            hits = (sub[:, None, :] == np.asarray(self.patterns)[None]).all(axis=2).any(axis=1)
+            hits = np.zeros(x.shape[0], dtype=bool)
+            for pattern in self.patterns:  # <= 4 N_PATTERNS of them; memory O(runs x columns)
+                hits |= (sub == np.asarray(pattern)).all(axis=1)
         if self.feature is not None:
             v = self.values(x)
             hits &= v > self.threshold if self.side == ">" else v < self.threshold
