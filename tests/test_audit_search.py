@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpstream.audit.search import fit_logistic, search_audit
+from dpstream.audit.search import _Search, fit_logistic, search_audit
 from dpstream.audit.svt_cases import svt_case, svt_cases
 from dpstream.audit.tester import clopper_pearson, directed_lower_bound
 from dpstream.noise import NoiseSource
@@ -176,3 +176,19 @@ def test_power_claims_smallest_ratio_and_soundness_rule():
     df.loc[(df["ratio"] == 1.0) & (df["trial"] < 2), "fails"] = False
     assert power_claims(df, {})[0]["verdict"] == "confirmed"  # 2/10 flagged at r = 1
     assert power_claims(df, {})[1]["verdict"] == "n/a" and "r = 4" in power_claims(df, {})[1]["measured"]
+
+
+def test_certify_half_removes_the_search_halfs_selection_bias():
+    # 60 fair coins that ignore the data: a 0-DP mechanism. Scored on the runs that chose it, the best of the
+    # many candidate events "proves" eps > 0.2 on every seed (selection bias); certified on fresh runs it
+    # proves nothing (each audit flags with probability <= alpha = 0.05; fixed seeds).
+    def coins(data, n, seed):
+        return NoiseSource(seed).rng.integers(0, 2, (n, 60))
+
+    for s in range(5):
+        s1, s2 = np.random.SeedSequence(s).spawn(2)
+        search = _Search(coins(0, 1000, s1).astype(float), coins(1, 1000, s2).astype(float), 0.0, 0.05)
+        search.best()
+        assert search.best_score > 0.2
+        res = search_audit(coins, 0, 1, n_runs=2000, claimed_epsilon=0.2, seed=s)
+        assert not res.fails and res.epsilon_lower == 0.0, res.row()
