@@ -75,7 +75,9 @@ class AuditCase:
             self.sampler, self.data_1, self.data_2, self.event, n_runs, self.claimed_epsilon, self.delta, alpha, seed
         )
 
-    def search(self, n_runs: int | None = None, seed: np.random.SeedSequence | int = 0, alpha: float = 0.05):
+    def search(
+        self, n_runs: int | None = None, seed: np.random.SeedSequence | int = 0, alpha: float = 0.05
+    ) -> AuditResult:
         """``search_audit`` of this case (``runs`` per input unless n_runs is given)."""
         return search_audit(
             lambda data, n, s: svt_outputs(self.sampler(data, n, s)), self.data_1, self.data_2,
