@@ -23,4 +23,5 @@
 from dpstream.harness.results import results_dir, show_experiments
 
 print("reading results from", results_dir())
-shown = show_experiments(["svt_theory", "svt_c", "svt_kstar", "svt_kcap", "svt_order", "shifting_hh", "audit_svt"])
+shown = show_experiments(["svt_theory", "svt_c", "svt_kstar", "svt_kcap", "svt_order", "shifting_hh", "audit_svt",
+                           "audit_power"])

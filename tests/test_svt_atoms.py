@@ -106,5 +106,6 @@ def test_atoms_trial_above_threshold_halts_at_first_top():
 
 
 def test_audit_trial_reports_verdict():
-    row = trials.audit_trial(params("svt_audit", case="broken_no_query_noise_swap", runs=20_000), seed())
-    assert row["verdict"] == "caught" and row["as_expected"]
+    row = trials.audit_trial(params("svt_audit", case="broken_no_query_noise_swap", runs_factor=0.5), seed())
+    assert row["verdict"] == "flagged" and row["as_expected"] and row["pair"] == "above_threshold_swap"
+    assert row["n_runs"] + row["n_search"] == 20_000 and row["epsilon_lower_given"] > 1.0

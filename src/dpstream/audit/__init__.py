@@ -1,5 +1,9 @@
-"""Statistical privacy auditing: an epsilon lower bound from seeded runs on neighbouring inputs, SVT cases."""
+"""Statistical privacy auditing: epsilon lower bounds from seeded runs on neighbouring inputs, SVT cases.
 
-from dpstream.audit.tester import AuditResult, audit, clopper_pearson, epsilon_lower_bound
+``audit`` certifies a given event; ``search_audit`` searches the event on half of the runs itself.
+"""
 
-__all__ = ["AuditResult", "audit", "clopper_pearson", "epsilon_lower_bound"]
+from dpstream.audit.search import search_audit
+from dpstream.audit.tester import AuditResult, audit, clopper_pearson, directed_lower_bound, epsilon_lower_bound
+
+__all__ = ["AuditResult", "audit", "clopper_pearson", "directed_lower_bound", "epsilon_lower_bound", "search_audit"]

@@ -39,6 +39,8 @@ class AuditResult:
     delta: float
     alpha: float
     direction: str
+    event: str = "given"
+    n_search: int = 0
 
     @property
     def fails(self) -> bool:
@@ -59,6 +61,16 @@ def clopper_pearson(count: int, n: int, alpha: float) -> tuple[float, float]:
     """Exact two-sided (1 - alpha) binomial interval (each end one-sided at alpha/2)."""
     ci = binomtest(count, n).proportion_ci(confidence_level=1.0 - alpha, method="exact")
     return ci.low, ci.high
+
+
+def directed_lower_bound(count_a: int, count_b: int, n_runs: int, delta: float, alpha: float) -> float:
+    """ln((p_a lower - delta) / p_b upper) for ONE direction fixed in advance; 0 when the data show nothing.
+
+    Each one-sided Clopper-Pearson bound holds with probability >= 1 - alpha/2, so both do with >= 1 - alpha.
+    """
+    low_a, _ = clopper_pearson(count_a, n_runs, alpha)
+    _, high_b = clopper_pearson(count_b, n_runs, alpha)
+    return max(math.log((low_a - delta) / high_b), 0.0) if low_a > delta else 0.0
 
 
 def epsilon_lower_bound(

@@ -10,6 +10,7 @@ from numba import njit
 
 RELEASE_NONE = 0  # output TOP / BOTTOM only
 RELEASE_FRESH = 1  # NumericSparse: release f_i + fresh Laplace noise for each TOP
+RELEASE_SAME = 2  # NOT private (Lyu et al. Alg. 3): release f_i + the query noise used in the comparison
 
 
 @njit(cache=True)
@@ -34,6 +35,8 @@ def sparse_pass(
                 out[r, i] = 1
                 if release == RELEASE_FRESH:
                     released[r, i] = answers[i] + answer_noise[r, count[r]]
+                elif release == RELEASE_SAME:
+                    released[r, i] = answers[i] + query_noise[r, i]
                 count[r] += 1
             else:
                 out[r, i] = 0
