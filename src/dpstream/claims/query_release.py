@@ -297,7 +297,8 @@ def error_vs_eps_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Cl
             "basic composition; 0.1 = half the gap between -0.8 and -1): confirmed; wholly outside: not confirmed; "
             "straddling or fewer than 3 trials: inconclusive.",
             f"slope {slope:.3g} [{s_lo:.3g}, {s_hi:.3g}] vs s_acc {scale:.3g} (band {band[0]:.3g}..{band[1]:.3g}); "
-            f"-1 {'inside' if np.isfinite(s_lo) and s_lo <= -1 <= s_hi else 'outside'} the interval (advanced "
+            + ("interval needs 3 trials" if not np.isfinite(s_lo) else
+               f"-1 {'inside' if s_lo <= -1 <= s_hi else 'outside'} the interval") + " (advanced "
             f"composition makes the per-answer eps0 non-linear in eps); {_trials_note(lap, ['epsilon'])}",
             verdict_of(holds)))
     return out

@@ -93,7 +93,8 @@ def accuracy_claim(df: pd.DataFrame) -> Claim:
     margin = 1.0 - POINT_TOL * ratio.max()  # how far the deciding point is from the inconclusive band
     tm = domain[domain["mechanism.name"] == "svt_tm"]
     drift = "; ".join(f"TM k*={k}: emp/theory " + " -> ".join(f"{v:.3g}" for v in (g["emp_alpha"] / g["theory_alpha"]))
-                      for k, g in tm.sort_values("c").groupby("k_star")) if "c" in tm and "k_star" in tm else ""
+                      for k, g in tm.sort_values("c").groupby("k_star")
+                      if g["c"].nunique() > 1) if "c" in tm and "k_star" in tm else ""
     measured = (f"emp/theory {ratio.min():.3g}..{ratio.max():.3g} over {len(domain)} points "
                 f"({sum(r is True for r in results)} hold, {sum(r is False for r in results)} fail); closest point "
                 f"{worst['mechanism.name']} at c = {worst.get('c', np.nan):g}, k* = {worst.get('k_star', np.nan):g}: "
