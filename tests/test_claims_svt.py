@@ -130,6 +130,11 @@ def test_svt_kstar_claims_flip():
     assert only(bad, "Sparse's error does not depend on k*") == "not confirmed"
 
 
+def test_svt_kstar_smoke_runs_are_inconclusive():
+    claims = kstar_claims(kstar_sweep(1.0, 0.0).assign(n_runs=20), {})
+    assert set(verdicts(claims).values()) == {"inconclusive"}
+
+
 def kcap_sweep(pruned_recall: bool, alpha_grows: bool) -> pd.DataFrame:
     rows = []
     for k, emp in zip([1, 5, 10, 20, 50], [0.7e5, 3e5, 6e5, 1.2e6, np.nan], strict=True):
@@ -147,6 +152,7 @@ def test_svt_kcap_claims_flip():
     assert only(good, "k < k* prunes") == "inconclusive"  # holds by construction
     assert only(bad, "k < k* prunes") == "not confirmed"
     assert only(kcap_claims(kcap_sweep(True, True).query("k >= 10"), {}), "k < k* prunes") == "n/a"
+    assert only(kcap_claims(kcap_sweep(True, True).query("k <= 10"), {}), "k > k* costs noise") == "inconclusive"
 
 
 def test_svt_order_claim_flips():
