@@ -52,7 +52,7 @@ def test_alg5_claims_flip_on_a_table_where_they_fail() -> None:
     assert verdicts(alg5_claims(alg5_table(False), {})) == ["not confirmed"] * 6
 
 
-def test_alg5_bootstrap_rules_inconclusive_with_one_trial() -> None:
+def test_alg5_interval_rules_inconclusive_with_one_trial() -> None:
     assert verdicts(alg5_claims(alg5_table(True, trials=1), {}))[4:] == ["inconclusive"] * 2
 
 
@@ -83,7 +83,7 @@ def test_alg4_claims_flip_on_a_table_where_they_fail() -> None:
     assert verdicts(alg4_claims(alg4_table(False), {})) == ["not confirmed"] * 4
 
 
-def test_alg4_bootstrap_rules_inconclusive_with_two_trials() -> None:
+def test_alg4_interval_rules_inconclusive_with_two_trials() -> None:
     assert verdicts(alg4_claims(alg4_table(True, trials=2), {}))[:3] == ["inconclusive"] * 3
 
 
@@ -140,6 +140,27 @@ def test_fair_claims_confirmed_on_a_table_where_they_hold() -> None:
 
 def test_fair_claims_flip_on_a_table_where_they_fail() -> None:
     assert verdicts(error_vs_n_fair_claims(fair_table(False), {})) == ["not confirmed"] * 3
+
+
+def test_fair_claims_inconclusive_with_two_trials() -> None:
+    claims = error_vs_n_fair_claims(fair_table(True, trials=2), {})
+    assert verdicts(claims) == ["inconclusive"] * 3
+    assert "< 3 trials" in claims[1].measured
+
+
+def test_alg4_straddling_difference_and_mixed_trend_are_inconclusive() -> None:
+    table = alg4_table(True)
+    a3 = table["mechanism.name"] == "qr_hru_private"
+    # Alg 4's order over n differs in every trial (ranks 1 2 3 / 3 1 2 / 2 3 1): no trend either way
+    rank = {(0, 500): 1, (0, 1000): 2, (0, 2000): 3, (1, 500): 3, (1, 1000): 1, (1, 2000): 2,
+            (2, 500): 2, (2, 1000): 3, (2, 2000): 1}
+    table.loc[~a3, "max_error"] = [0.3 + 0.01 * rank[(t, n)] for t, n in
+                                   zip(table.loc[~a3, "trial"], table.loc[~a3, "data.n"], strict=True)]
+    a4 = table[~a3].set_index(["epsilon", "data.n", "trial"])["max_error"]
+    keys = list(zip(table.loc[a3, "epsilon"], table.loc[a3, "data.n"], table.loc[a3, "trial"], strict=True))
+    # Alg 3 - Alg 4 = -0.05, +0.05, 0 over the three trials: the interval straddles 0
+    table.loc[a3, "max_error"] = [a4[k] + (-0.05, 0.05, 0.0)[k[2]] for k in keys]
+    assert verdicts(alg4_claims(table, {}))[1:3] == ["inconclusive", "inconclusive"]
 
 
 # ---- qr_crossover ------------------------------------------------------------------------------------------------

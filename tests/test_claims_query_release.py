@@ -110,6 +110,23 @@ def test_error_vs_n_claims_flip():
 def test_error_vs_n_two_trials_cannot_decide():
     claims = error_vs_n_claims(error_table("data.n", [250, 1000, 4000], 2, True, {"epsilon": 1.0}), {})
     assert set(verdicts(claims).values()) == {"inconclusive"}
+    assert all("2 trials" in c.measured for c in claims)  # the reason is printed
+
+
+def test_error_vs_n_counts_bit_identical_eps_once():
+    one = error_table("data.n", [250, 1000, 4000], 5, True, {"epsilon": 30.0})
+    df = pd.concat([one, one.assign(epsilon=100.0)], ignore_index=True)  # capped eta: the same game
+    claims = error_vs_n_claims(df, {})
+    game = [c for c in claims if c.claim.startswith("qr_hru_private: the game's error")][0]
+    assert "eps=100 bit-identical to eps=30" in game.measured and game.measured.count("Page L") == 1
+    assert only(claims, "qr_hru_private beats the uniform") == "confirmed"
+
+
+def test_error_vs_n_straddling_points_are_inconclusive():
+    df = error_table("data.n", [250, 1000, 4000], 5, True, {"epsilon": 1.0})
+    hru = df["mechanism.name"] == "qr_hru_private"
+    df.loc[hru, "max_error"] = df.loc[hru, "uniform_max_error"] + np.tile([0.05, -0.05, 0.04, -0.04, 0.0], 3)
+    assert only(error_vs_n_claims(df, {}), "qr_hru_private beats the uniform") == "inconclusive"
 
 
 def test_error_vs_eps_claims_flip():
@@ -127,7 +144,30 @@ def test_error_vs_eps_claims_flip():
     assert only(claims, "Laplace error ~ 1/eps") == "not confirmed"
 
 
+def test_alg3_needs_large_eps_requires_the_low_end_shown_above_uniform():
+    eps = [0.5, 10.0, 300.0]
+    df = error_table("epsilon", eps, 5, True, {"data.n": 1000})
+    low = (df["mechanism.name"] == "qr_hru_private") & (df["epsilon"] == 0.5)
+    df.loc[low, "max_error"] = df.loc[low, "uniform_max_error"] + [0.05, -0.05, 0.04, -0.04, 0.0]  # straddles
+    assert only(error_vs_eps_claims(df, {}), "Alg 3 needs large eps") == "inconclusive"  # not shown is not shown
+
+
+def test_laplace_slope_is_judged_against_the_accounted_scale():
+    df = error_table("epsilon", [0.5, 10.0, 300.0], 5, True, {"data.n": 1000})
+    lap = df["mechanism.name"] == "qr_laplace"
+    df.loc[lap, "laplace_scale"] = df.loc[lap, "epsilon"] ** -0.8  # accounted slope -0.8: error slope -1 is off
+    assert only(error_vs_eps_claims(df, {}), "Laplace error ~ 1/eps") == "not confirmed"
+    noisy = error_table("epsilon", [0.5, 10.0, 300.0], 3, True, {"data.n": 1000})
+    lap = noisy["mechanism.name"] == "qr_laplace"
+    noisy.loc[lap, "max_error"] *= np.exp(noisy.loc[lap, "trial"].map({0: -0.6, 1: 0.0, 2: 0.6}).to_numpy()
+                                          * np.log(noisy.loc[lap, "epsilon"].to_numpy()) / 6)
+    assert only(error_vs_eps_claims(noisy, {}), "Laplace error ~ 1/eps") == "inconclusive"  # trial slopes -1 +- 0.1
+
+
 def test_loglog_slope_ci_needs_three_trials():
+    three = error_table("epsilon", [1.0, 10.0, 100.0], 3, True, {})
+    slope, lo, hi = loglog_slope_ci(three[three["mechanism.name"] == "qr_laplace"], "epsilon", "max_error")
+    assert lo < slope < hi and lo < -1.0 < hi
     df = error_table("epsilon", [1.0, 10.0, 100.0], 2, True, {})
     slope, lo, hi = loglog_slope_ci(df[df["mechanism.name"] == "qr_laplace"], "epsilon", "max_error")
     assert slope == pytest.approx(-1.0, abs=0.02) and np.isnan(lo) and np.isnan(hi)
@@ -141,9 +181,9 @@ def test_audit_power_is_the_bound_at_p1_one_p2_zero():
     assert audit_power(100000, 1e-6) > audit_power(1000, 1e-6)
 
 
-@pytest.mark.parametrize("claimed, fails, verdict", [(1.0, False, "confirmed"), (1.0, True, "not confirmed"),
+@pytest.mark.parametrize("claimed, fails, verdict", [(1.0, False, "inconclusive"), (1.0, True, "not confirmed"),
                                                      (5000.0, False, "inconclusive"), (5000.0, True, "inconclusive")])
-def test_analyst_audit_decides_only_within_its_power(claimed, fails, verdict):
+def test_analyst_audit_refutes_within_its_power_and_never_confirms(claimed, fails, verdict):
     df = pd.DataFrame({"mechanism.s": [30], "eps_analyst": [claimed], "eps_lower": [2.0 if fails else 0.1],
                        "audit_fails": [fails], "audit_runs": [1000], "delta": [1e-6], "p_with_canary": [0.6],
                        "p_without_canary": [0.4], "synopsis_max_error": [0.3], "uniform_max_error": [0.45]})

@@ -60,37 +60,51 @@ def test_theory_crossovers_are_never_confirmed():
 
 # ---- E1: c sweep ------------------------------------------------------------------------------------------------
 
-def c_sweep(tm_growth: float, sparse_growth: float, halts: bool = True) -> pd.DataFrame:
+def c_sweep(tm_growth: float, sparse_growth, halts: bool = True) -> pd.DataFrame:
+    """sparse_growth: emp_alpha of Sparse as a function of c."""
     rows = []
     for i, c in enumerate([10, 100, 1000]):
         tm = 1e5 * tm_growth**i
         rows.append(atoms_row("svt_tm", tm, 1.25e5 * 1.05**i, c=c))
-        rows.append(atoms_row("svt_sparse", 1e4 * sparse_growth**i, 4e4 * 10**i, c=c, cutoff=c))
+        rows.append(atoms_row("svt_sparse", sparse_growth(c), 4e4 * 10**i, c=c, cutoff=c))
         for name in ("svt_sparse_short", "svt_above_threshold"):
             rows.append(atoms_row(name, np.nan, 1e4, c=c, cutoff=c // 2 if name.endswith("short") else 1,
                                   recall=0.5 if halts else 1.0, processed=50.0 if halts else 100.0))
     return pd.DataFrame(rows)
 
 
+def sqrt_c_log_c(c: float) -> float:
+    return 1e3 * np.sqrt(c) * np.log(c) * (1.05 if c == 100 else 1.0)  # 5%: inside the quantile error
+
+
 def test_svt_c_claims_flip():
-    good = atoms_claims(c_sweep(tm_growth=1.05, sparse_growth=40.0), {})
-    bad = atoms_claims(c_sweep(tm_growth=3.0, sparse_growth=1.0, halts=False), {})
+    good = atoms_claims(c_sweep(tm_growth=1.05, sparse_growth=sqrt_c_log_c), {})
+    bad = atoms_claims(c_sweep(tm_growth=3.0, sparse_growth=lambda c: 1e4, halts=False), {})
     verdicts(good), verdicts(bad)
-    for start in ("ThresholdMonitor's error is flat", "Sparse's error grows", "Sparse becomes worse",
-                  "AboveThreshold and Sparse with cutoff < c halt"):
+    for start in ("ThresholdMonitor's error is flat", "Sparse's error grows", "Sparse becomes worse"):
         assert only(good, start) == "confirmed", start
         assert only(bad, start) == "not confirmed", start
+    # an implementation identity: never confirmed, not confirmed when it breaks
+    assert only(good, "AboveThreshold and Sparse with cutoff < c halt") == "inconclusive"
+    assert only(bad, "AboveThreshold and Sparse with cutoff < c halt") == "not confirmed"
+
+
+@pytest.mark.parametrize("growth", [lambda c: 1e3 * c, lambda c: 1e3 * np.sqrt(c)])
+def test_svt_c_sparse_shape_rejects_linear_and_plain_sqrt_growth(growth):
+    # both grow by >= sqrt(c) over the grid, which the old one-sided rule accepted
+    claims = atoms_claims(c_sweep(tm_growth=1.05, sparse_growth=growth), {})
+    assert only(claims, "Sparse's error grows") == "not confirmed"
 
 
 def test_svt_c_smoke_runs_cannot_decide():
-    claims = atoms_claims(c_sweep(1.05, 40.0).assign(n_runs=20), {})
+    claims = atoms_claims(c_sweep(1.05, sqrt_c_log_c).assign(n_runs=20), {})
     assert only(claims, "ThresholdMonitor's error is flat") == "inconclusive"
     assert only(claims, "Sparse's error grows") == "inconclusive"
     assert only(claims, "(alpha, beta)-accuracy") == "inconclusive"
 
 
 def test_svt_c_crossover_within_tolerance_is_inconclusive():
-    df = c_sweep(1.05, 40.0)
+    df = c_sweep(1.05, sqrt_c_log_c)
     last = (df["c"] == 1000) & (df["mechanism.name"] == "svt_sparse")
     df.loc[last, "emp_alpha"] = 1e5 * 1.05**2 * 1.1  # Sparse only 10% above TM: inside the two-point tolerance
     assert only(atoms_claims(df, {}), "Sparse becomes worse") == "inconclusive"
@@ -109,10 +123,16 @@ def kstar_sweep(tm_slope: float, sparse_slope: float) -> pd.DataFrame:
 def test_svt_kstar_claims_flip():
     good, bad = kstar_claims(kstar_sweep(1.0, 0.0), {}), kstar_claims(kstar_sweep(0.0, 1.0), {})
     verdicts(good), verdicts(bad)
-    for start in ("ThresholdMonitor's error grows with k*", "ThresholdMonitor's error follows",
-                  "Sparse's error does not depend on k*"):
+    for start in ("ThresholdMonitor's error grows with k*", "ThresholdMonitor's error follows"):
         assert only(good, start) == "confirmed", start
         assert only(bad, start) == "not confirmed", start
+    assert only(good, "Sparse's error does not depend on k*") == "inconclusive"  # holds by construction
+    assert only(bad, "Sparse's error does not depend on k*") == "not confirmed"
+
+
+def test_svt_kstar_smoke_runs_are_inconclusive():
+    claims = kstar_claims(kstar_sweep(1.0, 0.0).assign(n_runs=20), {})
+    assert set(verdicts(claims).values()) == {"inconclusive"}
 
 
 def kcap_sweep(pruned_recall: bool, alpha_grows: bool) -> pd.DataFrame:
@@ -127,17 +147,19 @@ def kcap_sweep(pruned_recall: bool, alpha_grows: bool) -> pd.DataFrame:
 def test_svt_kcap_claims_flip():
     good, bad = kcap_claims(kcap_sweep(True, True), {}), kcap_claims(kcap_sweep(False, False), {})
     verdicts(good), verdicts(bad)
-    for start in ("k < k* prunes", "k > k* costs noise"):
-        assert only(good, start) == "confirmed", start
-        assert only(bad, start) == "not confirmed", start
+    assert only(good, "k > k* costs noise") == "confirmed"
+    assert only(bad, "k > k* costs noise") == "not confirmed"
+    assert only(good, "k < k* prunes") == "inconclusive"  # holds by construction
+    assert only(bad, "k < k* prunes") == "not confirmed"
     assert only(kcap_claims(kcap_sweep(True, True).query("k >= 10"), {}), "k < k* prunes") == "n/a"
+    assert only(kcap_claims(kcap_sweep(True, True).query("k <= 10"), {}), "k > k* costs noise") == "inconclusive"
 
 
 def test_svt_order_claim_flips():
     rows = [atoms_row(n, a, 1e6, c=100, **{"mechanism.order": o})
             for n, a in (("svt_tm", 5e5), ("svt_sparse", 5e4)) for o in ("random", "heavy_first", "heavy_last")]
     df = pd.DataFrame(rows)
-    assert only(order_claims(df, {}), "The accuracy guarantees hold for any") == "confirmed"
+    assert only(order_claims(df, {}), "The accuracy guarantees hold for any") == "inconclusive"  # by construction
     df.loc[df["mechanism.order"] == "heavy_last", "emp_alpha"] *= 2
     assert only(order_claims(df, {}), "The accuracy guarantees hold for any") == "not confirmed"
 
@@ -160,17 +182,32 @@ def test_hh_claims_flip():
     good = hh_claims(hh_table(tme_growth=1.0, theory_growth=2.0, hist_growth=8.0, success=1.0), {})
     bad = hh_claims(hh_table(tme_growth=10.0, theory_growth=2.0, hist_growth=1.0, success=0.5), {})
     verdicts(good), verdicts(bad)
-    for start in ("Thm 4.7", "TME's error tau(k*) depends on k*, not on m", "Baseline (a)"):
+    for start in ("Thm 4.7", "TME's error tau(k*) does not grow with m", "Baseline (a)"):
         assert only(good, start) == "confirmed", start
         assert only(bad, start) == "not confirmed", start
+    linear = hh_claims(hh_table(tme_growth=1.0, theory_growth=2.0, hist_growth=100.0, success=1.0), {})
+    assert only(linear, "Baseline (a)") == "not confirmed"  # grows ~ m, not ~ sqrt(m): two-sided rule
     assert only(good, "TME (k*=1) beats the per-step histogram") == "inconclusive"  # theory only
 
 
 def test_hh_tme_flat_in_m_is_inconclusive_below_the_grid_resolution():
     # theory moves 12% (1e3 -> 1e5) against a size grid of ratio 1.67: the measurement cannot resolve it
     claims = hh_claims(hh_table(tme_growth=1.0, theory_growth=1.12, hist_growth=8.0, success=1.0), {})
-    assert only(claims, "TME's error tau(k*) depends on k*, not on m") == "inconclusive"
+    assert only(claims, "TME's error tau(k*) does not grow with m") == "inconclusive"
     assert "1.67" in [c.rule for c in claims if c.claim.startswith("TME's error")][0]
+
+
+@pytest.mark.parametrize("emp_growth, theory_growth, verdict", [(3.0, 3.0, "confirmed"), (1.0, 3.0, "not confirmed"),
+                                                                 (1.0, 1.32, "inconclusive")])
+def test_hh_tme_grows_with_kstar(emp_growth, theory_growth, verdict):
+    df = hh_table(1.0, 2.0, 8.0, 1.0)
+    k3 = df.assign(k_star=3)
+    tme = k3["mechanism.method"] == "tme"
+    k3.loc[tme, "emp_tau"] *= emp_growth
+    k3.loc[tme, "theory_tau"] *= theory_growth  # 1.32: the committed grid's ratio, below one step 1.67
+    claims = hh_claims(pd.concat([df, k3], ignore_index=True), {})
+    verdicts(claims)
+    assert only(claims, "TME's error tau(k*) depends on k*") == verdict
 
 
 @pytest.mark.parametrize("rate, verdict", [(1.0, "confirmed"), (0.9, "not confirmed"), (0.95, "inconclusive")])

@@ -1,7 +1,9 @@
 """Claims of the query-release experiments qr_alg5, qr_alg4, qr_error_vs_queries (E4) and qr_error_vs_n_fair.
 
 Each claim: the paper's sentence, a rule fixed before the run (the constant strings below), the measurement, and a
-verdict from ``dpstream.claims.core`` (bootstrap intervals over trials, paired comparisons, Spearman trends).
+verdict from ``dpstream.claims.core``: 95% Student-t intervals of paired differences over trials (below 0 holds,
+above 0 fails, straddling: inconclusive) and Page's trend test with trials as blocks. Rate claims (n^{-2/5},
+n^{-1/3}, 1/sqrt(n), sqrt(|Q|)) are tested as a direction only; the rule says so.
 """
 
 from __future__ import annotations
@@ -23,8 +25,23 @@ def _below_uniform(g: pd.DataFrame) -> bool | None:
     return mean_below(g["max_error"], g["uniform_max_error"])
 
 
+def _trend(g: pd.DataFrame, x: str, direction: str) -> tuple[bool | None, float, float]:
+    """Page's trend test of max_error over ``x`` with the trials as blocks."""
+    return monotone_trend(g[x], g["max_error"], direction, g["trial"])
+
+
+def _trend_text(trends: list[tuple[bool | None, float, float]]) -> str:
+    return "; ".join(f"Page L {stat:.4g}, p {p:.2g}" if np.isfinite(p) else "< 3 trials: inconclusive"
+                     for _, stat, p in trends) or "no rows"
+
+
+PAIRED = "paired 95% t interval over trials: below 0 holds, above 0 fails, straddling or < 3 trials inconclusive"
+PAGE = ("Page's trend test with trials as blocks, p < 0.05 in the claimed direction holds, in the opposite "
+        "direction or constant fails, else or < 3 trials inconclusive; tests the direction only, not the rate")
+
+
 def _below_other(df: pd.DataFrame, a: str, b: str, keys: list[str]) -> tuple[bool | None, list[str]]:
-    """At every point of ``keys``: mechanism a's mean max error below b's (paired bootstrap over trials)."""
+    """At every point of ``keys``: mechanism a's mean max error below b's (paired t interval over trials)."""
     results, parts = [], []
     for key, g in df[df[MECH].isin([a, b])].groupby(keys):
         wide = g.pivot_table(index="trial", columns=MECH, values="max_error")
@@ -47,9 +64,8 @@ RULE_ALG5_ACCURACY = ("on every row whose bound tau + 6 sigma ln(3k/beta) is < 1
                       "answered queries is <= the bound; no such row: inconclusive")
 RULE_ALG5_HALT = "every row answered all k queries (answered_fraction = 1); no rows: inconclusive"
 RULE_ALG5_SCALED = ("scaled (NOT certified) rows: at every (n, eps) point the mean max error is below the uniform "
-                    "line (paired 95% bootstrap over >= 3 trials, interval of the difference below 0)")
-RULE_ALG5_TREND = ("scaled (NOT certified) rows: max error decreases with n at every eps (one-sided Spearman over "
-                   "every (n, trial) pair, p < 0.05, >= 3 trials per n)")
+                    f"line ({PAIRED})")
+RULE_ALG5_TREND = f"scaled (NOT certified) rows: max error decreases with n at every eps ({PAGE})"
 
 
 def alg5_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
@@ -88,9 +104,9 @@ def alg5_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
                      "; ".join(f"n {k[0]:g}, eps {k[1]:g}: {r.max_error:.3g} vs {r.uniform_max_error:.3g}"
                                for k, r in means.iterrows()),
                      verdict_of(all_points(points))))
-    trends = [monotone_trend(g[N], g["max_error"], "decreasing") for _, g in scaled.groupby(EPS)]
+    trends = [_trend(g, N, "decreasing") for _, g in scaled.groupby(EPS)]
     out.append(Claim("Thm 5.2 (scaled constants, NOT certified): error falls like n^{-2/5}", RULE_ALG5_TREND,
-                     "; ".join(f"rho {rho:.2f}, p {p:.2g}" for _, rho, p in trends) or "no scaled rows",
+                     _trend_text(trends),
                      verdict_of(all_points([t[0] for t in trends]))))
     return out
 
@@ -98,12 +114,9 @@ def alg5_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
 # ---- qr_alg4 -----------------------------------------------------------------------------------------------------
 
 ALG4, ALG3 = "qr_alg4", "qr_hru_private"
-RULE_ALG4_UNIFORM = ("Alg 4: at every (eps, n) point the mean max error is below the uniform line (paired 95% "
-                     "bootstrap over >= 3 trials)")
-RULE_ALG4_TREND = ("Alg 4: max error decreases with n at every eps (one-sided Spearman over every (n, trial) pair, "
-                   "p < 0.05, >= 3 trials per n)")
-RULE_ALG4_VS_ALG3 = ("Alg 3 (T = n/6.4) has a lower mean max error than Alg 4 at every (eps, n) point (paired 95% "
-                     "bootstrap over >= 3 trials)")
+RULE_ALG4_UNIFORM = f"Alg 4: at every (eps, n) point the mean max error is below the uniform line ({PAIRED})"
+RULE_ALG4_TREND = f"Alg 4: max error decreases with n at every eps ({PAGE})"
+RULE_ALG4_VS_ALG3 = f"Alg 3 (T = n/6.4) has a lower mean max error than Alg 4 at every (eps, n) point ({PAIRED})"
 RULE_ALG4_PRIVACY = "Alg 4: accounted eps_data <= eps on every row"
 
 
@@ -112,14 +125,13 @@ def alg4_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     a4 = df[df[MECH] == ALG4]
     points = [_below_uniform(g) for _, g in a4.groupby([EPS, N])]
     means = a4.groupby([EPS, N])[["max_error", "uniform_max_error"]].mean()
-    trends = [monotone_trend(g[N], g["max_error"], "decreasing") for _, g in a4.groupby(EPS)]
+    trends = [_trend(g, N, "decreasing") for _, g in a4.groupby(EPS)]
     vs, parts = _below_other(df, ALG3, ALG4, [EPS, N])
     return [
         Claim("Alg 4 releases answers better than the uniform distribution", RULE_ALG4_UNIFORM,
               "; ".join(f"eps {k[0]:g}, n {k[1]:g}: {r.max_error:.3g} vs {r.uniform_max_error:.3g}"
                         for k, r in means.iterrows()), verdict_of(all_points(points))),
-        Claim("Alg 4 error O~(1/(eps n^{1/3})): falls with n", RULE_ALG4_TREND,
-              "; ".join(f"rho {rho:.2f}, p {p:.2g}" for _, rho, p in trends) or "no rows",
+        Claim("Alg 4 error O~(1/(eps n^{1/3})): falls with n", RULE_ALG4_TREND, _trend_text(trends),
               verdict_of(all_points([t[0] for t in trends]))),
         Claim("Alg 3 (one-query privacy) is more accurate than Alg 4 (one-analyst privacy)", RULE_ALG4_VS_ALG3,
               "eps/n: Alg 3 vs Alg 4 " + "; ".join(parts), verdict_of(vs)),
@@ -133,20 +145,16 @@ def alg4_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
 # ---- E4: error vs |Q| --------------------------------------------------------------------------------------------
 
 LAPLACE = "qr_laplace"
-RULE_E4_LAPLACE = ("Laplace: max error increases with |Q| at every eps (one-sided Spearman over every (|Q|, trial) "
-                   "pair, p < 0.05, >= 3 trials per |Q|)")
-RULE_E4_BELOW = ("{name}: at the largest |Q|, mean max error below Laplace's at every eps (paired 95% bootstrap over "
-                 ">= 3 trials)")
-RULE_E4_UNIFORM = ("{name}: mean max error below the uniform line at every (eps, |Q|) point (paired 95% bootstrap "
-                   "over >= 3 trials)")
+RULE_E4_LAPLACE = f"Laplace: max error increases with |Q| at every eps ({PAGE})"
+RULE_E4_BELOW = "{name}: at the largest |Q|, mean max error below Laplace's at every eps (" + PAIRED + ")"
+RULE_E4_UNIFORM = "{name}: mean max error below the uniform line at every (eps, |Q|) point (" + PAIRED + ")"
 
 
 def error_vs_queries_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     """Spec E4: Laplace grows with |Q|; MW/game-based releases stay below it at large |Q|."""
     lap = df[df[MECH] == LAPLACE]
-    trends = [monotone_trend(g[Q], g["max_error"], "increasing") for _, g in lap.groupby(EPS)]
-    out = [Claim("independent Laplace error grows like sqrt(|Q|) log|Q|", RULE_E4_LAPLACE,
-                 "; ".join(f"rho {rho:.2f}, p {p:.2g}" for _, rho, p in trends) or "no rows",
+    trends = [_trend(g, Q, "increasing") for _, g in lap.groupby(EPS)]
+    out = [Claim("independent Laplace error grows like sqrt(|Q|) log|Q|", RULE_E4_LAPLACE, _trend_text(trends),
                  verdict_of(all_points([t[0] for t in trends])))]
     largest = df[df[Q] == df[Q].max()] if len(df) else df
     for name in sorted(set(df[MECH]) - {LAPLACE}):
@@ -165,11 +173,9 @@ def error_vs_queries_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> lis
 # ---- E2 on Fair's data -------------------------------------------------------------------------------------------
 
 RULE_FAIR_VS_LAPLACE = ("Alg 3 (T = n/6.4) mean max error below independent Laplace's at every (eps, n) point "
-                        "(paired 95% bootstrap over >= 3 trials)")
-RULE_FAIR_TREND = ("Alg 3 (T = n/6.4): max error decreases with n at every eps (one-sided Spearman over every "
-                   "(n, trial) pair, p < 0.05, >= 3 trials per n)")
-RULE_FAIR_UNIFORM = ("Alg 3 (T = n/6.4): mean max error below the uniform line at every (eps, n) point (paired 95% "
-                     "bootstrap over >= 3 trials)")
+                        f"({PAIRED})")
+RULE_FAIR_TREND = f"Alg 3 (T = n/6.4): max error decreases with n at every eps ({PAGE})"
+RULE_FAIR_UNIFORM = f"Alg 3 (T = n/6.4): mean max error below the uniform line at every (eps, n) point ({PAIRED})"
 
 
 def error_vs_n_fair_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
@@ -178,14 +184,13 @@ def error_vs_n_fair_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list
     zeros = "non-empty cells of 2^12 (mean over trials) " + ", ".join(f"n {k:g}: {v:.0f}" for k, v in cells.items())
     vs, parts = _below_other(df, ALG3, LAPLACE, [EPS, N])
     a3 = df[df[MECH] == ALG3]
-    trends = [monotone_trend(g[N], g["max_error"], "decreasing") for _, g in a3.groupby(EPS)]
+    trends = [_trend(g, N, "decreasing") for _, g in a3.groupby(EPS)]
     points = [_below_uniform(g) for _, g in a3.groupby([EPS, N])]
     means = a3.groupby([EPS, N])[["max_error", "uniform_max_error"]].mean()
     return [
         Claim("Alg 3 beats independent Laplace (real data)", RULE_FAIR_VS_LAPLACE,
               "eps/n: Alg 3 vs Laplace " + "; ".join(parts) + f"; {zeros}", verdict_of(vs)),
-        Claim("Alg 3 error falls like 1/sqrt(n) (real data)", RULE_FAIR_TREND,
-              "; ".join(f"rho {rho:.2f}, p {p:.2g}" for _, rho, p in trends) or "no rows",
+        Claim("Alg 3 error falls like 1/sqrt(n) (real data)", RULE_FAIR_TREND, _trend_text(trends),
               verdict_of(all_points([t[0] for t in trends]))),
         Claim("Alg 3 releases answers better than the uniform distribution (real data)", RULE_FAIR_UNIFORM,
               "; ".join(f"eps {k[0]:g}, n {k[1]:g}: {r.max_error:.3g} vs {r.uniform_max_error:.3g}"
