@@ -346,3 +346,12 @@ def test_experiments_point_at_the_claim_rules(panel):
     assert spec["claims"] == f"dpstream.claims.sketch:{panel}_claims"
     spec4 = yaml.safe_load((ROOT / "experiments" / f"fig4{panel[-1]}.yaml").read_text())
     assert spec4["claims"] == f"dpstream.claims.heavy_hitters:fig4{panel[-1]}_claims" and spec4["trials"] == 5
+
+
+def test_removed_fraction_keeps_trials_exact_at_both_ends_and_reports_the_log_ratio():
+    exact = fig3c_table(True)
+    exact.loc[(exact["mechanism.name"] == "cms") & (exact["trial"] == 0), "are_top15"] = 0.0  # exact CMS, trial 0
+    assert sketch._removed_fraction(exact, "cms", "depth").loc[0] == 0.0  # 0 / 0: nothing removed, not dropped
+    assert np.isfinite(sketch._log_ratio(exact, "cms", "depth")).all()
+    claim = sketch.fig3c_claims(exact, {})[1]
+    assert "sensitivity, same test on ln(ARE_first / ARE_last)" in claim.measured
