@@ -71,6 +71,10 @@ FLAT_ONCE_ONE = ("over the eps whose recall is 1 in every trial (at least 2 such
 LITERAL_4D = ("inconclusive by design: the sentence contradicts the paper's own explanation (at small eps only the "
               "heaviest items are reported, with LOWER relative error, i.e. ARE rises with eps); both one-sided "
               "Page's tests (trials as blocks) are reported; the explanation's direction is the next claim")
+TREND_HH = ("LazyHH: Page's trend test (trials as blocks) that {y} is {direction} in {x}; if every point has the same "
+            "value in all of its (>= 3) trials, the trials are copies of one deterministic series, tested once by a "
+            "one-sided Spearman test over the points; p < 0.05: confirmed; the opposite trend at p < 0.05 or a "
+            "constant {y}: not confirmed" + THREE)
 DETERMINISTIC = " [trials identical at every point: deterministic on this one trace]"
 MEAN_T = (" [on {y}: averaged over the output steps at 16 release times; STRONGER than the paper, which measures at "
           "the end]")
@@ -172,14 +176,13 @@ def _trend(df: pd.DataFrame, claim: str, x: str, y: str, direction: Literal["inc
     all of its (at least ``MIN_TRIALS``) trials, the trials are copies of one deterministic series: Page's test
     would count the copies as evidence, so the series is tested once (Spearman over the points)."""
     lazy = _lazy(df)
+    rule = TREND_HH.format(x=x, y=y, direction=direction)
     if not identical_trials(lazy, x, y, MIN_TRIALS):
-        return _with_trace(trend_claim(df, claim, ("lazyhh",), x, y, direction, names=NAMES), df)
+        return _with_trace(replace(trend_claim(df, claim, ("lazyhh",), x, y, direction, names=NAMES), rule=rule), df)
     series = lazy.groupby(x)[y].first()
     holds, _, p = monotone_trend(series.index, series.to_numpy(), direction)
-    rule = (f"LazyHH: one-sided Spearman test over the points that {y} is {direction} in {x}, p < 0.05: confirmed; "
-            f"the opposite trend at p < 0.05 or a constant {y}: not confirmed" + THREE + " (used because the trials "
-            "are identical at every point; otherwise Page's trend test with trials as blocks)")
-    return _with_trace(Claim(claim, rule, f"{fmt_series(series)}; p {p:.2g}" + DETERMINISTIC, verdict_of(holds)), df)
+    return _with_trace(Claim(claim, rule, f"{fmt_series(series)}; Spearman p {p:.2g}" + DETERMINISTIC,
+                             verdict_of(holds)), df)
 
 
 def _equal_memory_claim(df: pd.DataFrame) -> Claim:
