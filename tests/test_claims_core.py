@@ -16,6 +16,7 @@ from dpstream.claims import (
     monotone_trend,
     point_means,
     trend_claim,
+    trend_two_sided,
     trial_values,
     verdict_of,
 )
@@ -82,6 +83,19 @@ def test_monotone_trend_flips_and_rejects_a_flat_series():
     assert monotone_trend(x, noise, "decreasing", trial)[0] is None  # pure noise: cannot decide
     assert monotone_trend(x[::5], falling[::5], "decreasing", trial[::5])[0] is None  # one trial
     assert monotone_trend(x[::5], falling[::5], "decreasing")[0] is True  # one summary per point: Spearman
+
+
+def test_trend_two_sided_finds_either_direction_at_half_the_level():
+    x = np.repeat([0.1, 0.3, 1.0, 2.0], 5)
+    trial = np.tile(np.arange(5), 4)
+    noise = np.random.default_rng(np.random.SeedSequence(0)).normal(0, 0.01, x.size)
+    assert trend_two_sided(x, 1 / x + noise, trial)[0] is True
+    assert trend_two_sided(x, x + noise, trial)[0] is True
+    assert trend_two_sided(x, np.full(x.size, 0.113), trial)[0] is False  # constant: no effect at all
+    assert trend_two_sided(x, noise, trial)[0] is None
+    assert trend_two_sided(x[x < 2], (x + noise)[x < 2], trial[x < 2])[0] is True
+    holds, p_up, p_down = trend_two_sided(x[::5], (x + noise)[::5], trial[::5])  # one trial: cannot decide
+    assert holds is None and np.isnan(p_up)
 
 
 def test_monotone_trend_does_not_count_trial_offsets_as_evidence():

@@ -1,5 +1,6 @@
 """Figure 3 and 4 claim rules: every claim function on a synthetic table where its claims hold and one where
-they fail (every verdict flips), with 2 trials (every verdict inconclusive), never a NaN verdict.
+they fail (every verdict flips; a rule that is inconclusive by design stays so), a mixed table whose trials
+disagree (the intervals straddle: inconclusive), and 2 trials (every verdict inconclusive); never a NaN verdict.
 
 Tables: 5 trials per grid point, multiplicative noise N(1, 0.01^2) from a fixed seed; the effects built in
 (factors of 2 or more, trends over the whole grid) are many noise standard deviations wide, so the rules'
@@ -47,13 +48,29 @@ def verdicts(claims: list) -> list[str]:
     return out
 
 
+def by_design(claim) -> bool:
+    """A rule that cannot decide by construction (e.g. the paper does not give the compared quantity)."""
+    return claim.rule.startswith("inconclusive by design")
+
+
 def check_flips(fn: Callable, holds: pd.DataFrame, fails: pd.DataFrame) -> list:
     good, bad = fn(holds, {}), fn(fails, {})
-    assert verdicts(good) == ["confirmed"] * len(good)
-    assert verdicts(bad) == ["not confirmed"] * len(bad)
+    assert verdicts(good) == ["inconclusive" if by_design(c) else "confirmed" for c in good]
+    assert verdicts(bad) == ["inconclusive" if by_design(c) else "not confirmed" for c in bad]
     assert [c.claim for c in good] == [c.claim for c in bad]
     assert set(verdicts(fn(holds[holds["trial"] < 2], {}))) == {"inconclusive"}
     return good
+
+
+def mixed(holds: pd.DataFrame, fails: pd.DataFrame) -> pd.DataFrame:
+    """Trials 0, 2, 4 from the table where the claims hold, 1 and 3 from the one where they fail: the effect
+    flips sign between trials, so a t interval over the 5 trials straddles and Page's test cannot decide."""
+    return pd.concat([holds[holds["trial"] % 2 == 0], fails[fails["trial"] % 2 == 1]], ignore_index=True)
+
+
+def every_trial(claim) -> bool:
+    """Rules on every trial (precision / recall 1): one failing trial refutes them, so a mix is not straddling."""
+    return "every trial" in claim.rule and "has" in claim.rule
 
 
 # ---------------------------------------------------------------- Figure 3
@@ -64,6 +81,34 @@ def _are(m: str, lazy_factor: float) -> float:
             "lazycms": lazy_factor * 1.0, "lazycs": lazy_factor * 0.8}[m]
 
 
+def check_mixed(fn: Callable, holds: pd.DataFrame, fails: pd.DataFrame) -> list[str]:
+    """On the mixed table every rule over trial means is inconclusive; rules on every trial are refuted."""
+    claims = fn(mixed(holds, fails), {})
+    assert verdicts(claims) == ["not confirmed" if every_trial(c) else "inconclusive" for c in claims]
+    return verdicts(claims)
+
+
+def fig3a_table(ok: bool) -> pd.DataFrame:
+    def f(m: str, kb: float) -> dict[str, float]:
+        lazy = 0.07
+        punct = lazy * 12 * kb if ok else lazy * 100 / kb  # 288x at 24 KB vs. falling with width
+        flat = {"cms": 0.012, "cs": 0.016, "lazycms": lazy, "lazycs": lazy}
+        secs = punct if m.startswith("punctual") else flat[m] * (1 if ok else kb / 8)
+        return {"seconds": secs, "sketch_width": kb * 1.4}
+    return table(SKETCHES, "memory_kb", KB, f)
+
+
+def test_fig3a_flat_and_linear_flip_and_250x_is_inconclusive_with_the_extension_measured():
+    claims = check_flips(sketch.fig3a_claims, fig3a_table(True), fig3a_table(False))
+    check_mixed(sketch.fig3a_claims, fig3a_table(True), fig3a_table(False))
+    speedup = claims[-1]
+    assert by_design(speedup) and "does not state the memory" in speedup.rule
+    assert "t interval" in speedup.rule and "bootstrap" not in speedup.rule
+    assert "lower interval end first >= 250x at 24 KB" in speedup.measured
+    assert "at no memory of the grid" in sketch.fig3a_claims(fig3a_table(False), {})[-1].measured
+    assert "Page's L" in claims[1].measured
+
+
 def fig3b_table(ok: bool) -> pd.DataFrame:
     def cols(m: str, kb: float) -> dict[str, float]:
         are = _are(m, 0.5 if ok else 2.0) * (8 / kb if ok else kb / 8)
@@ -71,71 +116,87 @@ def fig3b_table(ok: bool) -> pd.DataFrame:
     return table(SKETCHES, "memory_kb", KB, cols)
 
 
-def test_fig3a_speedup_flat_and_linear_flip():
-    def cols(ok: bool) -> Callable:
-        def f(m: str, kb: float) -> dict[str, float]:
-            lazy = 0.07
-            punct = lazy * 12 * kb if ok else lazy * 100 / kb  # 288x at 24 KB vs. falling with width
-            flat = {"cms": 0.012, "cs": 0.016, "lazycms": lazy, "lazycs": lazy}
-            secs = punct if m.startswith("punctual") else flat[m] * (1 if ok else kb / 8)
-            return {"seconds": secs, "sketch_width": kb * 1.4}
-        return f
-    claims = check_flips(sketch.fig3a_claims, table(SKETCHES, "memory_kb", KB, cols(True)),
-                         table(SKETCHES, "memory_kb", KB, cols(False)))
-    assert "extension" in claims[-1].claim and "24 KB" in claims[-1].measured
-    # the paper's claim reads only the paper's 24 KB: 288x at 320 KB alone does not confirm it
-    late = table(SKETCHES, "memory_kb", KB, lambda m, kb: {
-        "seconds": 0.07 * 0.9 * kb if m.startswith("punctual") else 0.07, "sketch_width": kb * 1.4})
-    paper, ours = sketch.fig3a_claims(late, {})[-2:]
-    assert (paper.verdict, ours.verdict) == ("not confirmed", "confirmed")
-
-
 def test_fig3b_trend_and_lazy_below_punctual_flip_with_and_without_mean_t():
     claims = check_flips(sketch.fig3b_claims, fig3b_table(True), fig3b_table(False))
+    check_mixed(sketch.fig3b_claims, fig3b_table(True), fig3b_table(False))
     assert sum("are_top15_mean_t" in c.claim for c in claims) == 2
     without = sketch.fig3b_claims(fig3b_table(True).drop(columns="are_top15_mean_t"), {})
     assert len(without) == 3 and not any("mean_t" in c.claim for c in without)
+    assert all("bootstrap" not in c.rule for c in claims)
+
+
+def fig3c_table(ok: bool) -> pd.DataFrame:
+    def f(m: str, depth: float) -> dict[str, float]:
+        power = {True: -2.0, False: 1.0}[ok] if m in ("cms", "cs") else {True: -0.5, False: 0.2}[ok]
+        return {"are_top15": _are(m, 0.5) * depth ** power, "memory_kb": 8 * depth}
+    return table(SKETCHES, "depth", [1, 2, 3, 4, 5, 6], f)
 
 
 def test_fig3c_depth_helps_non_private_more_flips():
-    def cols(ok: bool) -> Callable:
-        def f(m: str, depth: float) -> dict[str, float]:
-            power = {True: -2.0, False: 1.0}[ok] if m in ("cms", "cs") else {True: -0.5, False: 0.2}[ok]
-            return {"are_top15": _are(m, 0.5) * depth ** power, "memory_kb": 8 * depth}
-        return f
-    check_flips(sketch.fig3c_claims, table(SKETCHES, "depth", [1, 2, 3, 4, 5, 6], cols(True)),
-                table(SKETCHES, "depth", [1, 2, 3, 4, 5, 6], cols(False)))
+    check_flips(sketch.fig3c_claims, fig3c_table(True), fig3c_table(False))
+    check_mixed(sketch.fig3c_claims, fig3c_table(True), fig3c_table(False))
 
 
-def test_fig3d_skew_effect_order_and_lazy_below_flip():
+def fig3d_table(ok: bool, private_rate: float = 0.0) -> pd.DataFrame:
     rate = {"cms": 12.0, "cs": 8.0, "lazycms": 2.0, "lazycs": 2.0, "punctualcms": 2.0, "punctualcs": 2.0}
 
-    def cols(ok: bool) -> Callable:
-        def f(m: str, s: float) -> dict[str, float]:
-            r = -rate[m] if ok else (2.0 if m in ("cms", "cs") else 1.0)
-            are = _are(m, 0.5 if ok else 2.0) * np.exp(r * (s - 1.1))
-            return {"are_top15": are, "are_top15_mean_t": are}
-        return f
-    check_flips(sketch.fig3d_claims, table(SKETCHES, "data.skew", SKEW, cols(True)),
-                table(SKETCHES, "data.skew", SKEW, cols(False)))
+    def f(m: str, s: float) -> dict[str, float]:
+        r = -rate[m] if ok else (2.0 if m in ("cms", "cs") else private_rate)
+        are = _are(m, 0.5 if ok else 2.0) * np.exp(r * (s - 1.1))
+        return {"are_top15": are, "are_top15_mean_t": are}
+    df = table(SKETCHES, "data.skew", SKEW, f)
+    if not ok and private_rate == 0:  # the private sketches' ARE exactly constant in skew: no influence at all
+        private = df["mechanism.name"].isin(sketch.PRIVATE)
+        df.loc[private, "are_top15"] = [_are(m, 2.0) for m in df.loc[private, "mechanism.name"]]
+    return df
+
+
+def test_fig3d_skew_effect_order_observable_and_lazy_below_flip():
+    check_flips(sketch.fig3d_claims, fig3d_table(True), fig3d_table(False))
+    # mixed: private ARE falls with skew in trials 0, 2, 4 and rises in 1, 3 (constant trials would not contradict)
+    check_mixed(sketch.fig3d_claims, fig3d_table(True), fig3d_table(False, private_rate=2.0))
+
+
+def test_fig3d_skew_observable_is_two_sided():
+    rising = fig3d_table(True)
+    private = rising["mechanism.name"].isin(sketch.PRIVATE)
+    rising.loc[private, "are_top15"] = rising.loc[private, "are_top15"] * np.exp(4 * (rising.loc[private, "data.skew"]
+                                                                                      - 1.1))
+    observable = sketch.fig3d_claims(rising, {})[1]
+    assert "either direction" in observable.claim and observable.verdict == "confirmed"
+
+
+def fig3e_table(ok: bool) -> pd.DataFrame:
+    def f(m: str, eps: float) -> dict[str, float]:
+        return {"are_top15": _are(m, 0.5) * ((1 + 0.05 * np.log(eps / 0.05)) if ok else 1 / eps)}
+    return table(SKETCHES, "epsilon", EPS3, f)
 
 
 def test_fig3e_limited_eps_effect_and_small_eps_dip_flip():
-    def cols(ok: bool) -> Callable:
-        def f(m: str, eps: float) -> dict[str, float]:
-            return {"are_top15": _are(m, 0.5) * ((1 + 0.05 * np.log(eps / 0.05)) if ok else 1 / eps)}
-        return f
-    check_flips(sketch.fig3e_claims, table(SKETCHES, "epsilon", EPS3, cols(True)),
-                table(SKETCHES, "epsilon", EPS3, cols(False)))
+    claims = check_flips(sketch.fig3e_claims, fig3e_table(True), fig3e_table(False))
+    check_mixed(sketch.fig3e_claims, fig3e_table(True), fig3e_table(False))
+    assert "40x" in claims[0].rule and "cut fixed before the run" in claims[0].rule
 
 
-def test_fig3f_falls_with_eps_is_a_rank_test_per_sketch():
-    def cols(ok: bool) -> Callable:
-        return lambda m, eps: {"are_top15": _are(m, 0.5) * ((1 + 0.1 / eps) if ok else eps)}
-    check_flips(sketch.fig3f_claims, table(SKETCHES, "epsilon", EPS3, cols(True)),
-                table(SKETCHES, "epsilon", EPS3, cols(False)))
+def fig3f_table(ok: bool) -> pd.DataFrame:
+    return table(SKETCHES, "epsilon", EPS3,
+                 lambda m, eps: {"are_top15": _are(m, 0.5) * ((1 + 0.1 / eps) if ok else eps)})
+
+
+def test_fig3f_falls_with_eps_and_the_noise_dominated_ratio_flip():
+    claims = check_flips(sketch.fig3f_claims, fig3f_table(True), fig3f_table(False))
+    check_mixed(sketch.fig3f_claims, fig3f_table(True), fig3f_table(False))
+    assert sum("1/eps" in c.claim for c in claims) == 4
     flat = table(SKETCHES, "epsilon", EPS3, lambda m, eps: {"are_top15": 0.113}, noisy=())
     assert set(verdicts(sketch.fig3f_claims(flat, {}))) == {"not confirmed"}  # PunctualCMS at 0.113 everywhere
+
+
+def test_fig3f_a_ratio_of_1_18_is_not_noise_dominated():
+    """PunctualCMS's measured ARE(0.05) / ARE(2) ~ 1.18: a clear decrease, but not the 1/eps regime."""
+    mild = table(SKETCHES, "epsilon", EPS3, lambda m, eps: {"are_top15": 0.1 * (1 + 0.18 * (2 - eps) / 1.95)})
+    claims = sketch.fig3f_claims(mild, {})
+    assert verdicts(claims) == ["confirmed"] * 4 + ["not confirmed"] * 4
+    assert claims[-1].measured.startswith("ARE(eps=0.05) / ARE(eps=2): 1.1")
 
 
 # ---------------------------------------------------------------- Figure 4
@@ -146,29 +207,49 @@ def hh_table(cols: Callable[[str, float], dict[str, Any]], x: str = "mechanism.k
         kt = v if x == "mechanism.k_tilde" else 512
         base = {"mechanism.k": K, "mechanism.k_tilde": kt, "epsilon": 0.5, "memory_kb": 20 * kt / K,
                 "sketch_width": kt if m == "lazyhh" else int(kt * 13), "memory_bytes": 160 * kt,
-                "n_reported": 7, "precision": 1.0, "recall": 1.0, "are": 0.04, "us_per_update": 1.3}
+                "n_reported": 7, "precision": 1.0, "recall": 1.0, "are": 0.04, "us_per_update": 1.3,
+                "data.name": "caida_like_synthetic", "data.synthetic": True, "n_true": 9}
         return {**{k: val for k, val in base.items() if k != x}, **cols(m, v)}
     return table(mechs, x, grid, full)
 
 
+def check_fig4(fn: Callable, holds: pd.DataFrame, fails: pd.DataFrame) -> list:
+    """``check_flips`` and ``check_mixed``, and every claim names the synthetic trace it was measured on."""
+    claims = check_flips(fn, holds, fails)
+    check_mixed(fn, holds, fails)
+    assert all("synthetic caida_like trace (data.name caida_like_synthetic, n_true 9)" in c.measured for c in claims)
+    return claims
+
+
+def fig4a_table(ok: bool) -> pd.DataFrame:
+    def f(m: str, kt: float) -> dict[str, float]:
+        lazy = 0.05 * 512 / kt if ok else 0.2 * kt / 512
+        return {"are": lazy if m == "lazyhh" else lazy * (0.5 if ok else 2.0)}
+    return hh_table(f)
+
+
 def test_fig4a_are_trend_level_and_equal_memory_flip():
-    def cols(ok: bool) -> Callable:
-        def f(m: str, kt: float) -> dict[str, float]:
-            lazy = 0.05 * 512 / kt if ok else 0.2 * kt / 512
-            return {"are": lazy if m == "lazyhh" else lazy * (0.5 if ok else 2.0)}
-        return f
-    check_flips(heavy_hitters.fig4a_claims, hh_table(cols(True)), hh_table(cols(False)))
-    real = hh_table(cols(True)).assign(memory_bytes=lambda d: np.where(d["mechanism.name"] == "lazyhh",
-                                                                       8700 * d["mechanism.k_tilde"],
-                                                                       160 * d["mechanism.k_tilde"]))
+    check_fig4(heavy_hitters.fig4a_claims, fig4a_table(True), fig4a_table(False))
+    real = fig4a_table(True).assign(memory_bytes=lambda d: np.where(d["mechanism.name"] == "lazyhh",
+                                                                    8700 * d["mechanism.k_tilde"],
+                                                                    160 * d["mechanism.k_tilde"]))
     equal = heavy_hitters.fig4a_claims(real, {})[-1]
     assert equal.verdict == "inconclusive" and "no equal-memory point" in equal.measured
 
 
-def test_fig4b_flat_time_and_not_slower_than_the_paper_flip():
-    def cols(ok: bool) -> Callable:
-        return lambda m, kt: {"us_per_update": 1.3 if ok else 10 * kt / K}
-    check_flips(heavy_hitters.fig4b_claims, hh_table(cols(True)), hh_table(cols(False)))
+def test_fig4a_are_level_straddling_the_factor_2_band_is_inconclusive():
+    at4k = hh_table(lambda m, kt: {"are": 0.1})  # the band's upper end, +- 1% noise
+    assert heavy_hitters.fig4a_claims(at4k, {})[1].verdict == "inconclusive"
+
+
+def fig4b_table(ok: bool) -> pd.DataFrame:
+    return hh_table(lambda m, kt: {"us_per_update": 1.3 if ok else 10 * kt / K})
+
+
+def test_fig4b_flat_time_flips_and_the_absolute_14us_is_inconclusive_with_both_numbers():
+    claims = check_fig4(heavy_hitters.fig4b_claims, fig4b_table(True), fig4b_table(False))
+    absolute = claims[-1]
+    assert by_design(absolute) and "paper 14 us" in absolute.measured and "512: 1.3" in absolute.measured
 
 
 def fig4c_table(ok: bool) -> pd.DataFrame:
@@ -180,8 +261,27 @@ def fig4c_table(ok: bool) -> pd.DataFrame:
 
 
 def test_fig4c_recall_and_precision_flip_with_mean_t():
-    claims = check_flips(heavy_hitters.fig4c_claims, fig4c_table(True), fig4c_table(False))
+    claims = check_fig4(heavy_hitters.fig4c_claims, fig4c_table(True), fig4c_table(False))
     assert sum("_mean_t" in c.claim for c in claims) == 2
+    assert all("STRONGER than the paper" in c.claim for c in claims if "_mean_t" in c.claim)
+    assert "deterministic on this one trace" in claims[2].measured  # recall identical in every trial
+
+
+def test_fig4c_precision_covers_the_cms_baseline_too():
+    cms_fp = fig4c_table(True).assign(precision=lambda d: np.where(
+        (d["mechanism.name"] == "cms_heap") & (d["trial"] == 3) & (d["mechanism.k_tilde"] == 256), 0.9, 1.0))
+    claim = heavy_hitters.fig4c_claims(cms_fp, {})[3]
+    assert "both LazyHH and the CMS baseline" in claim.claim and claim.verdict == "not confirmed"
+    assert "CMS + heap 128: min 1" in claim.measured
+
+
+def test_identical_trials_are_one_series_not_five_blocks():
+    """Recall ranks [2, 4, 1, 5, 3, 6] copied into 5 trials: Page's test over the copies would give p ~ 0.001;
+    one series of 6 points (Spearman rho 0.6, p ~ 0.12) cannot decide."""
+    series = dict(zip(KT, [0.4, 0.6, 0.2, 0.8, 0.5, 1.0], strict=True))
+    copies = hh_table(lambda m, kt: {"recall": series[kt]})
+    trend = heavy_hitters.fig4c_claims(copies, {})[1]
+    assert trend.verdict == "inconclusive" and "Spearman" in trend.rule and "deterministic" in trend.measured
 
 
 def test_precision_with_nothing_reported_is_outside_the_domain():
@@ -196,35 +296,48 @@ def test_precision_with_nothing_reported_is_outside_the_domain():
                                          "mechanism.k_tilde").verdict == "not confirmed"
 
 
-def test_fig4d_are_trend_and_flat_once_recall_is_one_flip():
-    def cols(ok: bool) -> Callable:
-        def f(m: str, eps: float) -> dict[str, float]:
-            if ok:
-                return {"are": 0.04 + 0.01 * (eps < 0.32), "recall": 1.0 if eps >= 0.32 else 0.7}
-            return {"are": 0.02 * eps * 10, "recall": 1.0}
-        return f
-    check_flips(heavy_hitters.fig4d_claims, hh_table(cols(True), "epsilon", EPS4, ("lazyhh",)),
-                hh_table(cols(False), "epsilon", EPS4, ("lazyhh",)))
+def fig4d_table(ok: bool) -> pd.DataFrame:
+    def f(m: str, eps: float) -> dict[str, float]:
+        if ok:  # the paper's explanation: only the heaviest (low-error) items reported while recall < 1
+            return {"are": 0.04 - 0.01 * (eps < 0.32), "recall": 1.0 if eps >= 0.32 else 0.7}
+        return {"are": 0.02 / eps, "recall": 1.0}
+    return hh_table(f, "epsilon", EPS4, ("lazyhh",))
+
+
+def test_fig4d_explained_direction_and_flat_once_recall_is_one_flip_literal_sentence_inconclusive():
+    claims = check_fig4(heavy_hitters.fig4d_claims, fig4d_table(True), fig4d_table(False))
+    literal = claims[0]
+    assert by_design(literal) and "contradicts the paper's own explanation" in literal.rule
+    assert "p(ARE falls with eps)" in literal.measured and "p(ARE rises with eps)" in literal.measured
     never = hh_table(lambda m, eps: {"are": 0.04 / eps, "recall": 0.7}, "epsilon", EPS4, ("lazyhh",))
     assert heavy_hitters.fig4d_claims(never, {})[-1].verdict == "inconclusive"
+    unknown = fig4d_table(True).assign(recall=np.nan)  # recall missing: the premise "recall is 1" is not assumed
+    assert "at 0 eps" in heavy_hitters.fig4d_claims(unknown, {})[-1].measured
+
+
+def fig4e_table(ok: bool) -> pd.DataFrame:
+    return hh_table(lambda m, eps: {"precision": 1.0 if ok or eps < 1 else 0.9,
+                                    "precision_mean_t": 1.0 if ok or eps < 1 else 0.95}, "epsilon", EPS4, ("lazyhh",))
 
 
 def test_fig4e_precision_at_every_eps_flips():
-    def cols(ok: bool) -> Callable:
-        return lambda m, eps: {"precision": 1.0 if ok or eps < 1 else 0.9,
-                               "precision_mean_t": 1.0 if ok or eps < 1 else 0.95}
-    check_flips(heavy_hitters.fig4e_claims, hh_table(cols(True), "epsilon", EPS4, ("lazyhh",)),
-                hh_table(cols(False), "epsilon", EPS4, ("lazyhh",)))
+    check_fig4(heavy_hitters.fig4e_claims, fig4e_table(True), fig4e_table(False))
+
+
+def fig4f_table(ok: bool) -> pd.DataFrame:
+    def f(m: str, eps: float) -> dict[str, float]:
+        recall = {0.1: 0.5, 0.2: 0.8}.get(eps, 1.0) if ok else 0.9 - 0.2 * eps
+        return {"recall": recall, "recall_mean_t": recall}
+    return hh_table(f, "epsilon", EPS4, ("lazyhh",))
 
 
 def test_fig4f_recall_rises_and_is_one_from_032_flips():
-    def cols(ok: bool) -> Callable:
-        def f(m: str, eps: float) -> dict[str, float]:
-            recall = {0.1: 0.5, 0.2: 0.8}.get(eps, 1.0) if ok else 0.9 - 0.2 * eps
-            return {"recall": recall, "recall_mean_t": recall}
-        return f
-    check_flips(heavy_hitters.fig4f_claims, hh_table(cols(True), "epsilon", EPS4, ("lazyhh",)),
-                hh_table(cols(False), "epsilon", EPS4, ("lazyhh",)))
+    check_fig4(heavy_hitters.fig4f_claims, fig4f_table(True), fig4f_table(False))
+
+
+def test_fig4_trace_is_named_when_real():
+    real = fig4e_table(True).assign(**{"data.name": "caida2019", "data.synthetic": False})
+    assert "on the trace caida2019 (data.name caida2019, n_true 9)" in heavy_hitters.fig4e_claims(real, {})[0].measured
 
 
 @pytest.mark.parametrize("panel", ["fig3a", "fig3b", "fig3c", "fig3d", "fig3e", "fig3f"])
@@ -233,3 +346,12 @@ def test_experiments_point_at_the_claim_rules(panel):
     assert spec["claims"] == f"dpstream.claims.sketch:{panel}_claims"
     spec4 = yaml.safe_load((ROOT / "experiments" / f"fig4{panel[-1]}.yaml").read_text())
     assert spec4["claims"] == f"dpstream.claims.heavy_hitters:fig4{panel[-1]}_claims" and spec4["trials"] == 5
+
+
+def test_removed_fraction_keeps_trials_exact_at_both_ends_and_reports_the_log_ratio():
+    exact = fig3c_table(True)
+    exact.loc[(exact["mechanism.name"] == "cms") & (exact["trial"] == 0), "are_top15"] = 0.0  # exact CMS, trial 0
+    assert sketch._removed_fraction(exact, "cms", "depth").loc[0] == 0.0  # 0 / 0: nothing removed, not dropped
+    assert np.isfinite(sketch._log_ratio(exact, "cms", "depth")).all()
+    claim = sketch.fig3c_claims(exact, {})[1]
+    assert "sensitivity, same test on ln(ARE_first / ARE_last)" in claim.measured

@@ -15,6 +15,7 @@ from dpstream.claims.core import (
     paired_difference_ci,
     point_means,
     trend_claim,
+    trend_two_sided,
     trial_values,
     verdict_of,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "paired_difference_ci",
     "point_means",
     "trend_claim",
+    "trend_two_sided",
     "trial_values",
     "verdict_of",
 ]

@@ -233,6 +233,24 @@ def monotone_trend(x: Iterable[float], y: Iterable[float], direction: Literal["i
     return (False if p_other < TREND_ALPHA else None), stat, p_claim
 
 
+def trend_two_sided(x: Iterable[float], y: Iterable[float],
+                    blocks: Iterable[Any] | None = None) -> tuple[bool | None, float, float]:
+    """Two-sided ``monotone_trend``: does y move with x in EITHER direction? Returns (holds, p_up, p_down).
+
+    holds is True when one one-sided p is below 0.025 (two-sided level 0.05), False when y is exactly
+    constant, None otherwise (the data cannot decide; no trend cannot be shown without a margin).
+    """
+    x, y = list(x), list(y)
+    blocks = None if blocks is None else list(blocks)
+    up, _, p_up = monotone_trend(x, y, "increasing", blocks)
+    down, _, p_down = monotone_trend(x, y, "decreasing", blocks)
+    if up is False and down is False:  # both opposite trends at once: only a constant y
+        return False, p_up, p_down
+    if min(p_up, p_down) < TREND_ALPHA / 2:
+        return True, p_up, p_down
+    return None, p_up, p_down
+
+
 TREND_RULE = ("for each of {mechs}: Page's trend test (trials as blocks) that {y} is {direction} in {x}, "
               "p < 0.05: confirmed; the opposite trend at p < 0.05 or a constant {y}: not confirmed; else "
               "inconclusive (a mechanism missing from the rows: inconclusive)")
