@@ -282,7 +282,7 @@ def flat_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y: 
     for m in mechs:
         flat, spread = flat_within(df[df["mechanism.name"] == m], x, y, factor)
         results.append(flat)
-        parts.append(f"{names.get(m, m)} " + (f"{spread:.2f}x" if flat is not None else "too few trials or points"))
+        parts.append(f"{names.get(m, m)} " + (f"{spread:.2f}x" if np.isfinite(spread) else "too few trials or points"))
     rule = FLAT_RULE.format(mechs=", ".join(names.get(m, m) for m in mechs), x=x, y=y, factor=factor)
     return Claim(claim, rule, "spread " + ", ".join(parts), verdict_of(all_points(results)))
 
