@@ -143,6 +143,21 @@ def test_flat_within_is_judged_within_each_trial_and_needs_trials():
     assert flat_within(df[df["trial"] < 2], "x", "y", 1.5)[0] is None  # two trials
 
 
+def test_unpaired_flatness_uses_point_intervals_for_independent_timing_noise():
+    """Wall-clock times: one slow outlier per trial inflates every per-trial spread, not the point means' spread."""
+    x = np.repeat([8, 24, 48], 5)
+    trial = np.tile(np.arange(5), 3)
+    times = np.full(x.size, 1.0) + 0.02 * np.tile([0.0, 1.0, -1.0, 0.5, -0.5], 3)
+    times[[0, 6, 12]] = 1.6  # trial 0 at x=8, trial 1 at x=24, trial 2 at x=48: independent hiccups
+    df = pd.DataFrame({"x": x, "trial": trial, "y": times})
+    assert flat_within(df, "x", "y", 1.5, paired=True)[0] is False
+    assert flat_within(df, "x", "y", 1.5, paired=False)[0] is None  # the wide intervals cannot decide
+    rising = df.assign(y=np.repeat([1.0, 2.0, 4.0], 5) + 0.01 * trial)
+    assert flat_within(rising, "x", "y", 1.5, paired=False)[0] is False
+    steady = df.assign(y=1.0 + 0.01 * trial)
+    assert flat_within(steady, "x", "y", 1.5, paired=False)[0] is True
+
+
 def test_trial_values_selects_and_indexes_by_trial():
     df = pd.DataFrame({"m": ["a", "a", "b", "b"], "eps": [0.1, 0.1, 0.3, 0.1], "trial": [0, 1, 0, 0],
                        "y": [1.0, 2.0, 3.0, 4.0]})

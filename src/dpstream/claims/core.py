@@ -152,14 +152,25 @@ def mean_within(values: Iterable[float], low: float, high: float) -> bool | None
     return False if (hi < low or lo > high) else None
 
 
-def flat_within(rows: pd.DataFrame, x: str, y: str, factor: float) -> tuple[bool | None, float]:
-    """Is y flat within ``factor`` over the grid x, judged within each trial (the pairing: one stream per trial)?
+def flat_within(rows: pd.DataFrame, x: str, y: str, factor: float, paired: bool = True) -> tuple[bool | None, float]:
+    """Is y flat within ``factor`` over the grid x?
 
-    Per trial, spread_i = max_x y / min_x y over the x values that trial has at every point (positive y);
-    True when the 95% t interval of mean spread lies at or below ``factor``, False when it lies above, None
-    when it straddles it, with fewer than 2 grid points or fewer than ``MIN_TRIALS`` complete trials.
-    Returns (verdict, mean spread).
+    ``paired`` (quantities of one stream, e.g. ARE: trial i sees the same stream at every x): per trial,
+    spread_i = max_x y / min_x y over the x values that trial has at every point (positive y); True when the
+    95% t interval of mean spread lies at or below ``factor``, False when it lies above, None when it straddles.
+    Not ``paired`` (independent noise per run, e.g. wall-clock time): from the per-point t intervals of the
+    mean, True when max(hi) / min(lo) <= factor, False when even max(lo) / min(hi) > factor, else None.
+    None also with fewer than 2 grid points or fewer than ``MIN_TRIALS`` trials. Returns (verdict, spread):
+    the mean per-trial spread, or the spread of the point means.
     """
+    if not paired:
+        points = point_means(rows, x, y)
+        if len(points) < 2 or (points["n"] < MIN_TRIALS).any():
+            return None, np.nan
+        spread = float(points["mean"].max() / points["mean"].min())
+        if float(points["hi"].max()) / float(points["lo"].min()) <= factor and points["lo"].min() > 0:
+            return True, spread
+        return (False if float(points["lo"].max()) / float(points["hi"].min()) > factor else None), spread
     table = rows.pivot_table(index="trial", columns=x, values=y, aggfunc="first").dropna()
     if table.shape[1] < 2 or table.shape[0] < MIN_TRIALS:
         return None, np.nan
@@ -254,6 +265,9 @@ def trend_two_sided(x: Iterable[float], y: Iterable[float],
 TREND_RULE = ("for each of {mechs}: Page's trend test (trials as blocks) that {y} is {direction} in {x}, "
               "p < 0.05: confirmed; the opposite trend at p < 0.05 or a constant {y}: not confirmed; else "
               "inconclusive (a mechanism missing from the rows: inconclusive)")
+FLAT_UNPAIRED_RULE = ("for each of {mechs} (independent timing noise per run, so trials are not paired): with the "
+                      "95% t interval of mean {y} at every {x}, max(upper) / min(lower) <= {factor:g}: confirmed; "
+                      "max(lower) / min(upper) > {factor:g}: not confirmed; otherwise inconclusive")
 FLAT_RULE = ("for each of {mechs}: per trial, spread = max over {x} of {y} / min over {x}; 95% t interval of the "
              "mean spread <= {factor:g}: confirmed, > {factor:g}: not confirmed, straddling: inconclusive")
 
@@ -275,15 +289,16 @@ def trend_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y:
 
 
 def flat_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y: str, factor: float,
-               names: dict[str, str] | None = None) -> Claim:
+               names: dict[str, str] | None = None, paired: bool = True) -> Claim:
     """``flat_within`` ``factor`` of ``y`` over ``x`` for every mechanism in ``mechs``; all must hold."""
     names = names or {}
     results, parts = [], []
     for m in mechs:
-        flat, spread = flat_within(df[df["mechanism.name"] == m], x, y, factor)
+        flat, spread = flat_within(df[df["mechanism.name"] == m], x, y, factor, paired)
         results.append(flat)
         parts.append(f"{names.get(m, m)} " + (f"{spread:.2f}x" if np.isfinite(spread) else "too few trials or points"))
-    rule = FLAT_RULE.format(mechs=", ".join(names.get(m, m) for m in mechs), x=x, y=y, factor=factor)
+    rule = (FLAT_RULE if paired else FLAT_UNPAIRED_RULE).format(mechs=", ".join(names.get(m, m) for m in mechs), x=x,
+                                                                 y=y, factor=factor)
     return Claim(claim, rule, "spread " + ", ".join(parts), verdict_of(all_points(results)))
 
 
