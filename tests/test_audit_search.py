@@ -14,8 +14,8 @@ import pytest
 from dpstream.audit.search import _Search, fit_logistic, search_audit
 from dpstream.audit.svt_cases import svt_case, svt_cases
 from dpstream.audit.tester import clopper_pearson, directed_lower_bound
+from dpstream.claims.audit import audit_claims, power_claims, smallest_flagged_ratio
 from dpstream.noise import NoiseSource
-from dpstream.plots.svt import audit_claims, power_claims, smallest_flagged_ratio
 
 HEAVY = {"numeric_sparse_shifted", "lyu_alg3_same_noise_shifted"}  # 2.4 million runs per input: ~5-10 s each
 
@@ -156,12 +156,12 @@ def _audit_table(control_flagged=True, shipped_flagged=False):
 
 
 def test_audit_claims_need_power_to_confirm_a_pass():
-    verdicts = lambda df: {r["claim"].split(":")[0]: r["verdict"] for r in audit_claims(df, {})}  # noqa: E731
+    verdicts = lambda df: {c.claim.split(":")[0]: c.verdict for c in audit_claims(df, {})}  # noqa: E731
     assert verdicts(_audit_table()) == {"ok": "confirmed", "bad": "confirmed", "alone": "inconclusive"}
     assert verdicts(_audit_table(control_flagged=False)) == {
-        "ok": "inconclusive", "bad": "not confirmed", "alone": "inconclusive"}  # fmt: skip
+        "ok": "not confirmed", "bad": "not confirmed", "alone": "inconclusive"}  # fmt: skip
     assert verdicts(_audit_table(shipped_flagged=True))["ok"] == "not confirmed"
-    assert all(set(r) == {"claim", "rule", "measured", "verdict"} for r in audit_claims(_audit_table(), {}))
+    assert all(set(c.row()) == {"claim", "rule", "measured", "verdict"} for c in audit_claims(_audit_table(), {}))
 
 
 def test_power_claims_smallest_ratio_and_soundness_rule():
@@ -172,10 +172,12 @@ def test_power_claims_smallest_ratio_and_soundness_rule():
     df = pd.DataFrame(rows)
     assert smallest_flagged_ratio(df) == {"c": 4.0}  # 2.0 reaches 90% but r = 3 (8/10) falls below again
     claims = power_claims(df, {})
-    assert claims[0]["verdict"] == "not confirmed"  # 4/10 flagged at r = 1: above Binomial(10, 0.05)'s 99% quantile (3)
+    assert claims[0].verdict == "not confirmed"  # 4/10 flagged at r = 1: above Binomial(10, 0.05)'s 99% quantile (2)
+    assert claims[1].verdict == "not confirmed" and "seeds: 4" in claims[1].measured  # 8/10 at r = 3 >= 2
     df.loc[(df["ratio"] == 1.0) & (df["trial"] < 2), "fails"] = False
-    assert power_claims(df, {})[0]["verdict"] == "confirmed"  # 2/10 flagged at r = 1
-    assert power_claims(df, {})[1]["verdict"] == "n/a" and "r = 4" in power_claims(df, {})[1]["measured"]
+    assert power_claims(df, {})[0].verdict == "inconclusive"  # 2/10 flagged at r = 1: cannot refute soundness
+    df.loc[df["ratio"] == 3.0, "fails"] = True
+    assert power_claims(df, {})[1].verdict == "confirmed"  # every r >= 2 flagged in >= 90% of seeds
 
 
 def test_certify_half_removes_the_search_halfs_selection_bias():

@@ -1,4 +1,5 @@
-"""Figures and claim checks of the sparse vector experiments (svt_theory, svt_c, svt_kstar, svt_kcap, audit_*)."""
+"""Figures of the sparse vector experiments (svt_theory, svt_c, svt_kstar, svt_kcap, svt_order, shifting_hh,
+audit_svt, audit_power). Claims live in ``dpstream.claims.svt`` and ``dpstream.claims.audit``."""
 
 from __future__ import annotations
 
@@ -8,14 +9,8 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from scipy.optimize import brentq
-from scipy.stats import binom
 
 from dpstream.plots.common import save_figure
-from dpstream.svt.heavy_hitters import histogram_tau
-from dpstream.svt.theory import heavy_hitter_tau
-
-SPEC_CROSSOVERS = {1: 5.9e4, 3: 1.0e5, 10: 3.5e5}  # spec reference table (eps_tot = 1, delta_tot = 1e-6, m = 1e6)
 
 
 def theory_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -49,23 +44,6 @@ def theory_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> N
     ax2.legend(fontsize=7)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     save_figure(fig, df.drop(columns=[c for c in df.columns if c.startswith("data.")]), experiment, path)
-
-
-def theory_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[str, Any]]:
-    """Crossovers against the spec's reference table."""
-    out = []
-    for k_star, spec_c in SPEC_CROSSOVERS.items():
-        col = f"crossover_c_kstar_{k_star}"
-        if col in df.columns:
-            got = float(df[col].iloc[0])
-            out.append(
-                {
-                    "claim": f"Sparse becomes worse than TM(k*={k_star}) at c ~ {spec_c:.2g} (spec table)",
-                    "measured": f"c = {got:.3g}",
-                    "verdict": "agrees" if abs(got / spec_c - 1) < 0.05 else "differs",
-                }
-            )
-    return out
 
 
 def _series(df: pd.DataFrame, hue: list[str]) -> list[tuple[str, pd.DataFrame]]:
@@ -107,32 +85,6 @@ def atoms_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
     save_figure(fig, df.assign(**{"data.name": "svt atoms design", "data.synthetic": True}), experiment, path)
 
 
-def atoms_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[str, Any]]:
-    """Headline: TM's empirical alpha flat in c, Sparse's grows; the empirical crossover."""
-    args = experiment.get("plot_args", {})
-    x = args.get("x", "c")
-    out = []
-    for k_star, g in df.groupby("k_star"):
-        tm = g[g["mechanism.name"] == "svt_tm"].groupby(x)["emp_alpha"].mean()
-        sp = g[g["mechanism.name"] == "svt_sparse"].groupby(x)["emp_alpha"].mean()
-        if len(tm) < 2 or len(sp) < 2:
-            continue
-        both = pd.concat({"tm": tm, "sparse": sp}, axis=1).dropna()
-        worse = both.index[both["sparse"] > both["tm"]]
-        out.append(
-            {
-                "claim": f"k*={k_star}: ThresholdMonitor flat in {x}, Sparse grows ~ sqrt(c) log c",
-                "measured": (
-                    f"TM alpha {tm.min():.3g}..{tm.max():.3g} (x{tm.max() / tm.min():.2f}); Sparse "
-                    f"{sp.min():.3g}..{sp.max():.3g} (x{sp.max() / sp.min():.3g}); Sparse worse from "
-                    f"{x} = {worse.min() if len(worse) else 'never (in range)'}"
-                ),
-                "verdict": "agrees" if tm.max() / tm.min() < 2 < sp.max() / sp.min() else "differs",
-            }
-        )
-    return out
-
-
 def audit_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """Audit: searched epsilon lower bound per case (hand-picked event: black tick) vs the claim; controls red."""
     df = df.reset_index(drop=True)
@@ -159,40 +111,6 @@ def audit_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
     save_figure(fig, df.assign(**{"data.name": "neighbouring query answers", "data.synthetic": True}), experiment, path)
 
 
-def audit_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per case: controls must be flagged; a correct mechanism's pass counts only if its controls are."""
-    flagged = dict(zip(df["case"], df["fails"].astype(bool), strict=True))
-    out = []
-    for r in df.itertuples():
-        measured = f"eps_lower = {r.epsilon_lower:.3f} ({r.n_runs} + {r.n_search} runs/input; event {r.event})"
-        if r.negative_control:
-            out.append(
-                {
-                    "claim": f"{r.case}: {r.audited} is NOT {r.claimed_epsilon:g}-DP",
-                    "rule": f"confirmed iff the certified lower bound exceeds {r.claimed_epsilon:g} "
-                    f"(alpha = {r.alpha})",
-                    "measured": measured,
-                    "verdict": "confirmed" if flagged[r.case] else "not confirmed",
-                }
-            )
-            continue
-        controls = df.loc[df["pair"] == r.case, "case"].tolist()
-        power = [c for c in controls if flagged[c]]
-        verdict = (
-            "not confirmed" if flagged[r.case] else "confirmed" if controls == power and controls else "inconclusive"
-        )
-        out.append(
-            {
-                "claim": f"{r.case}: {r.audited} passes the audit at claimed eps = {r.claimed_epsilon:g}",
-                "rule": "not confirmed if flagged; confirmed if not flagged and every paired control (same inputs, "
-                "same runs) is flagged; inconclusive otherwise (no demonstrated power)",
-                "measured": f"{measured}; paired controls flagged: {len(power)}/{len(controls)}",
-                "verdict": verdict,
-            }
-        )
-    return out
-
-
 def power_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """Fraction of seeds flagged vs r = eps used / eps claimed, one line per case; 0.9 and alpha marked."""
     rates = df.groupby(["case", "ratio"])["fails"].mean().reset_index()
@@ -207,49 +125,6 @@ def power_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
     ax.legend(fontsize=7)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     save_figure(fig, df.assign(**{"data.name": "neighbouring query answers", "data.synthetic": True}), experiment, path)
-
-
-def smallest_flagged_ratio(df: pd.DataFrame, share: float = 0.9) -> dict[str, float]:
-    """Per case: the smallest r > 1 from which every larger r in the grid is flagged in >= ``share`` of seeds."""
-    out = {}
-    for case, g in df[df["ratio"] > 1].groupby("case"):
-        rate = g.groupby("ratio")["fails"].mean().sort_index()
-        low = rate[rate < share]
-        above = rate.index[rate.index > low.index.max()] if len(low) else rate.index
-        out[case] = float(above.min()) if len(above) else float("nan")
-    return out
-
-
-def power_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[str, Any]]:
-    """Soundness at r = 1 (binomial rule over seeds) and, per case, the smallest r flagged in >= 90% of seeds."""
-    out = []
-    alpha = float(df["alpha"].iloc[0])
-    for case, g in df.groupby("case"):
-        at_one = g[g["ratio"] == 1.0]["fails"].astype(bool)
-        if len(at_one):
-            limit = int(binom.ppf(0.99, len(at_one), alpha))
-            out.append(
-                {
-                    "claim": f"{case}: the auditor is sound (a correct mechanism is flagged in <= alpha of seeds)",
-                    "rule": f"confirmed iff <= {limit} of {len(at_one)} seeds flagged at r = 1 (99% quantile of "
-                    f"Binomial({len(at_one)}, {alpha}))",
-                    "measured": f"{int(at_one.sum())}/{len(at_one)} flagged",
-                    "verdict": "confirmed" if at_one.sum() <= limit else "not confirmed",
-                }
-            )
-    for case, r in smallest_flagged_ratio(df).items():
-        n = df[df["case"] == case]["trial"].nunique() if "trial" in df else 0
-        out.append(
-            {
-                "claim": f"{case}: power of the auditor",
-                "rule": "smallest r in the grid from which eps_true = r x eps_claimed is flagged in >= 90% of seeds",
-                "measured": f"r = {r:g} ({n} seeds per r)"
-                if np.isfinite(r)
-                else f"not reached in r <= {df['ratio'].max():g} ({n} seeds per r)",
-                "verdict": "n/a",
-            }
-        )
-    return out
 
 
 def hh_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -281,39 +156,6 @@ def hh_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     ax.legend(fontsize=7)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     save_figure(fig, df.assign(**{"data.name": "E2 shifting groups", "data.synthetic": True}), experiment, path)
-
-
-def hh_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[dict[str, Any]]:
-    """TME's tau does not grow with m; the per-step histogram's grows ~ sqrt(m); where the two would cross."""
-    out = []
-    for method in ("tme", "histogram", "sparse_histogram"):
-        g = df[df["mechanism.method"] == method].groupby("mechanism.m")["emp_tau"].mean()
-        if len(g) >= 2:
-            out.append(
-                {
-                    "claim": f"{method}: empirical tau vs m",
-                    "measured": ", ".join(f"m={m:.0e}: {t:.3g}" for m, t in g.items()),
-                    "verdict": "measured",
-                }
-            )
-    eps, delta = float(df["epsilon"].iloc[0]), float(df["delta"].iloc[0])
-    domain, beta = int(float(df["mechanism.domain_size"].iloc[0])), float(df["mechanism.beta"].iloc[0])
-    for k_star in sorted(df["k_star"].unique()):
-
-        def log_ratio(log_m: float, k_star: int = int(k_star)) -> float:
-            m = round(np.exp(log_m))
-            tme = heavy_hitter_tau(eps, delta, k_star, m, domain, beta).tau
-            return float(np.log(histogram_tau(eps, delta, m, domain, beta) / tme))
-
-        cross = float(np.exp(brentq(log_ratio, np.log(10.0), np.log(1e30))))
-        out.append(
-            {
-                "claim": f"TME (k*={k_star}) beats the per-step histogram (a) once m is large enough (theory)",
-                "measured": f"theoretical taus cross at m = {cross:.2g} steps",
-                "verdict": "theory",
-            }
-        )
-    return out
 
 
 def order_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
