@@ -179,3 +179,13 @@ def test_trend_and_flat_claims_cover_every_mechanism():
     assert trend_claim(df, "c", ("falls", "absent"), "x", "y", "decreasing").verdict == "inconclusive"
     assert flat_claim(df, "c", ("flat",), "x", "y", 1.5).verdict == "confirmed"
     assert flat_claim(df, "c", ("flat", "falls"), "x", "y", 1.5).verdict == "not confirmed"
+
+
+def test_an_n_a_verdict_survives_the_claims_csv_round_trip(tmp_path):
+    from dpstream.harness.report import _claims
+    from dpstream.harness.runner import write_csv
+
+    (tmp_path / "tables").mkdir()
+    write_csv(claims_table([Claim("c", "r", "m", "n/a"), Claim("d", "r", "m", "confirmed")]),
+              tmp_path / "tables" / "x.claims.csv")
+    assert verdict_summary(_claims(tmp_path, "x")) == "1 confirmed, 0 not confirmed, 0 inconclusive, 1 n/a (2 claims)"

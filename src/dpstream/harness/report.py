@@ -37,7 +37,8 @@ def provenance(cfg: dict[str, Any]) -> dict[str, str]:
 
 def _claims(results_dir: Path, exp_id: str) -> pd.DataFrame | None:
     path = results_dir / "tables" / f"{exp_id}.claims.csv"
-    return pd.read_csv(path) if path.exists() else None
+    # keep_default_na=False: the verdict "n/a" is a word, not a missing value
+    return pd.read_csv(path, keep_default_na=False) if path.exists() else None
 
 
 def _cell(text: object) -> str:

@@ -29,7 +29,8 @@ def load_table(exp_id: str, where: Path | None = None) -> pd.DataFrame:
 
 def load_claims(exp_id: str, where: Path | None = None) -> pd.DataFrame | None:
     path = (where or results_dir()) / "tables" / f"{exp_id}.claims.csv"
-    return pd.read_csv(path) if path.exists() else None
+    # keep_default_na=False: the verdict "n/a" is a word, not a missing value
+    return pd.read_csv(path, keep_default_na=False) if path.exists() else None
 
 
 def redraw(exp_id: str, out: Path, where: Path | None = None) -> dict[str, Any]:
