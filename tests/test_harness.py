@@ -200,7 +200,7 @@ def test_aggregate_with_report_writes_markdown_and_html(tmp_path):
     (conf / "experiment" / "everything.yaml").write_text("id: everything\nparts: [e1]\nreport: true\n")
     (tmp_path / "claims.py").write_text(
         "def claims(df, spec):\n"
-        "    return [{'claim': 'value grows with epsilon', 'measured': 'x', 'verdict': 'confirmed'}]\n")
+        "    return [{'claim': 'value grows with epsilon', 'rule': 'slope > 0', 'measured': 'x', 'verdict': 'confirmed'}]\n")
     sys.path.insert(0, str(tmp_path))
     try:
         (conf / "experiment" / "e1.yaml").write_text(
@@ -210,8 +210,9 @@ def test_aggregate_with_report_writes_markdown_and_html(tmp_path):
     finally:
         sys.path.remove(str(tmp_path))
     report = (tmp_path / "results" / "report.md").read_text()
-    assert "## e1: fake sweep" in report and "| value grows with epsilon | x | confirmed |" in report
-    assert "Verdicts: 1 confirmed" in report and "git commit" in report
+    assert "## e1: fake sweep" in report and "| value grows with epsilon | slope > 0 | x | **confirmed** |" in report
+    assert "Verdicts: 1 confirmed, 0 not confirmed, 0 inconclusive, 0 n/a (1 claims)" in report
+    assert "git commit" in report
     assert "<h2>e1: fake sweep</h2>" in (tmp_path / "results" / "report.html").read_text()
 
 

@@ -109,7 +109,7 @@ def test_experiment_key_no_mechanism_uses_is_rejected(tmp_path):
 
 
 def test_svt_audit_runs_at_the_epsilon_on_the_command_line(compose_cfg, tmp_path, capsys):
-    overrides = ["mechanism=svt_audit", "data=none", "epsilon=5", "mechanism.runs=2000", "trials=1",
+    overrides = ["mechanism=svt_audit", "data=none", "epsilon=5", "mechanism.runs_factor=0.05", "trials=1",
                  f"results_dir={tmp_path}"]
     df = run(compose_cfg(overrides), CONF_DIR, overrides)[0]
     assert df["epsilon"].tolist() == [5.0] and df["claimed_epsilon"].tolist() == [5.0]
