@@ -283,7 +283,7 @@ def error_vs_eps_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Cl
     if lap["epsilon"].nunique() >= 2:
         slope, s_lo, s_hi = loglog_slope_ci(lap, "epsilon", "max_error")
         scale = float(np.polyfit(np.log(lap["epsilon"]), np.log(lap["laplace_scale"]), 1)[0])
-        band = (scale - LAPLACE_SLOPE_MARGIN, scale + LAPLACE_SLOPE_MARGIN)
+        band = (-1.0 - LAPLACE_SLOPE_MARGIN, -1.0 + LAPLACE_SLOPE_MARGIN)
         if not np.isfinite(s_lo):
             holds = None
         elif band[0] <= s_lo and s_hi <= band[1]:
@@ -291,15 +291,14 @@ def error_vs_eps_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Cl
         else:
             holds = False if (s_hi < band[0] or s_lo > band[1]) else None
         out.append(Claim(
-            "Laplace error ~ 1/eps (log-log slope -1; here: follows its accounted noise scale)",
+            "Laplace error ~ 1/eps (errors fall like 1/eps: log-log slope -1)",
             "Per trial, OLS slope of log max_error on log eps; 95% t interval over trials of the mean slope inside "
-            "s_acc +- 0.1 (s_acc = log-log slope of the accounted Laplace scale over the same grid, -1 only under "
-            "basic composition; 0.1 = half the gap between -0.8 and -1): confirmed; wholly outside: not confirmed; "
-            "straddling or fewer than 3 trials: inconclusive.",
-            f"slope {slope:.3g} [{s_lo:.3g}, {s_hi:.3g}] vs s_acc {scale:.3g} (band {band[0]:.3g}..{band[1]:.3g}); "
-            + ("interval needs 3 trials" if not np.isfinite(s_lo) else
-               f"-1 {'inside' if s_lo <= -1 <= s_hi else 'outside'} the interval") + " (advanced "
-            f"composition makes the per-answer eps0 non-linear in eps); {_trials_note(lap, ['epsilon'])}",
+            "-1 +- 0.1: confirmed; wholly outside: not confirmed; straddling or fewer than 3 trials: inconclusive. "
+            "(The slope of the implementation's own accounted noise scale is reported, not tested: testing against "
+            "it would hold by construction, the trials share their noise draws up to scale.)",
+            f"slope {slope:.3g} [{s_lo:.3g}, {s_hi:.3g}] vs the claimed -1 (band {band[0]:.3g}..{band[1]:.3g}); "
+            f"the accounted Laplace scale's own slope is {scale:.3g}: the per-answer eps0 of DRV advanced "
+            f"composition is non-linear in eps, so error ~ eps^{scale:.2f} here; {_trials_note(lap, ['epsilon'])}",
             verdict_of(holds)))
     return out
 
