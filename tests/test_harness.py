@@ -200,7 +200,8 @@ def test_aggregate_with_report_writes_markdown_and_html(tmp_path):
     (conf / "experiment" / "everything.yaml").write_text("id: everything\nparts: [e1]\nreport: true\n")
     (tmp_path / "claims.py").write_text(
         "def claims(df, spec):\n"
-        "    return [{'claim': 'value grows with epsilon', 'rule': 'slope > 0', 'measured': 'x', 'verdict': 'confirmed'}]\n")
+        "    return [{'claim': 'value grows with epsilon', 'rule': 'slope > 0', 'measured': 'x',\n"
+        "             'verdict': 'confirmed'}]\n")
     sys.path.insert(0, str(tmp_path))
     try:
         (conf / "experiment" / "e1.yaml").write_text(
