@@ -148,7 +148,7 @@ def test_unpaired_flatness_uses_point_intervals_for_independent_timing_noise():
     x = np.repeat([8, 24, 48], 5)
     trial = np.tile(np.arange(5), 3)
     times = np.full(x.size, 1.0) + 0.02 * np.tile([0.0, 1.0, -1.0, 0.5, -0.5], 3)
-    times[[0, 6, 12]] = 1.6  # trial 0 at x=8, trial 1 at x=24, trial 2 at x=48: independent hiccups
+    times[[0, 6, 12, 3, 9]] = 1.6  # one hiccup per trial, at x = 8, 24, 48, 8, 24: independent of x
     df = pd.DataFrame({"x": x, "trial": trial, "y": times})
     assert flat_within(df, "x", "y", 1.5, paired=True)[0] is False
     assert flat_within(df, "x", "y", 1.5, paired=False)[0] is None  # the wide intervals cannot decide
