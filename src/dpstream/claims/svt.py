@@ -21,6 +21,7 @@ else ``inconclusive`` with the reason "holds by construction" - never ``confirme
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -226,6 +227,20 @@ def atoms_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
         accuracy_claim(df),
     ]
     return out
+
+
+def kappa_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
+    """svt_kappa (noise x kappa < 1, NOT privacy-certified): rows labelled so; TM flat and Sparse growing in c."""
+    kappas = sorted(df["kappa"].unique())
+    bad = df[(df["kappa"] >= 1.0) | df["certified"].astype(bool)]
+    label = Claim("svt_kappa is NOT privacy-certified (noise scale kappa < 1; curve shapes only)",
+                  BY_CONSTRUCTION + "Every row has kappa < 1 and certified False; a row with kappa >= 1 or "
+                  "certified True fails it.",
+                  f"kappa = {', '.join(f'{k:g}' for k in kappas)}; {len(bad)}/{len(df)} rows not labelled "
+                  "NOT certified", by_construction([bad.empty]))
+    prefix = f"[kappa = {', '.join(f'{k:g}' for k in kappas)}, NOT privacy-certified] "
+    shapes = [c for c in atoms_claims(df, experiment) if c.claim.startswith(("ThresholdMonitor's", "Sparse's"))]
+    return [label, *(replace(c, claim=prefix + c.claim) for c in shapes)]
 
 
 # ---- E1: k* sweep, cap sweep, query order ---------------------------------------------------------------------
