@@ -135,6 +135,7 @@ def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     m_guess = c + mech["n_near"] + mech["n_far"]
     kappa = _kappa(mech)
     margin = kappa * mech["margin_factor"] * T.alpha_monitor_total(eps, delta, k_star, m_guess, beta)
+    margin_fixed = kappa * T.alpha_monitor_total(eps, delta, 1, m_guess, beta)  # the same for every k*
     design = atoms_design(
         c, k_star, 2.0 * margin, margin, mech["n_near"], mech["n_far"], mech["order"], np.random.default_rng(data_seed)
     )
@@ -166,6 +167,8 @@ def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
         "theory_alpha": theory,
         "emp_over_theory": emp / theory,
         "success_rate_eval": float((viol == 0).mean()),
+        "margin_fixed": margin_fixed,
+        "success_rate_fixed": float((crit_all <= margin_fixed).mean()),  # success at gamma = alpha_TM(k* = 1)
         "recall": float(np.concatenate(recall).mean()),
         "fp_rate": float(np.concatenate(fp).mean()),
         "processed": float(np.concatenate(processed).mean()),
