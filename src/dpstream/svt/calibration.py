@@ -101,8 +101,8 @@ class MonitorCalibration:
 
     @property
     def certified(self) -> bool:
-        """True at the calibrated noise (kappa = 1); kappa < 1 buys no privacy guarantee."""
-        return self.kappa == 1.0
+        """True at the calibrated noise (option A or B, kappa = 1); kappa < 1 buys no privacy guarantee."""
+        return self.kappa == 1.0 and self.option in ("A", "B")
 
     @property
     def log_inv_delta(self) -> float:
