@@ -9,6 +9,7 @@ from dpstream.claims.svt import (
     accuracy_claim,
     atoms_claims,
     hh_claims,
+    kappa_claims,
     kcap_claims,
     kstar_claims,
     order_claims,
@@ -111,6 +112,30 @@ def test_svt_c_crossover_within_tolerance_is_inconclusive():
 
 
 # ---- E1: k* sweep, cap sweep, order -----------------------------------------------------------------------------
+
+def kappa_sweep(tm_growth: float, sparse_growth, kappa: float = 0.1, certified: bool = False) -> pd.DataFrame:
+    df = c_sweep(tm_growth, sparse_growth)
+    return df[df["mechanism.name"].isin(["svt_tm", "svt_sparse"])].assign(kappa=kappa, certified=certified)
+
+
+def test_svt_kappa_claims_flip_and_say_not_certified():
+    good = kappa_claims(kappa_sweep(1.05, sqrt_c_log_c), {})
+    bad = kappa_claims(kappa_sweep(3.0, lambda c: 1e3 * c), {})
+    verdicts(good), verdicts(bad)
+    assert all("NOT privacy-certified" in c.claim for c in good) and len(good) == 3
+    assert only(good, "svt_kappa is NOT privacy-certified") == "inconclusive"  # label check: holds by construction
+    for start in ("[kappa = 0.1, NOT privacy-certified] ThresholdMonitor's", "[kappa = 0.1, NOT privacy-certified] "
+                  "Sparse's"):
+        assert only(good, start) == "confirmed", start
+        assert only(bad, start) == "not confirmed", start
+
+
+@pytest.mark.parametrize("kappa, certified", [(1.0, False), (0.1, True)])
+def test_svt_kappa_label_fails_on_a_certified_or_full_noise_row(kappa, certified):
+    df = kappa_sweep(1.05, sqrt_c_log_c).reset_index(drop=True)
+    df.loc[0, "kappa"], df.loc[0, "certified"] = kappa, certified
+    assert only(kappa_claims(df, {}), "svt_kappa is NOT privacy-certified") == "not confirmed"
+
 
 def kstar_sweep(tm_slope: float, sparse_slope: float) -> pd.DataFrame:
     rows = []
@@ -224,3 +249,13 @@ def test_hh_baseline_b_flat_in_m_flips(growth, verdict):
     claims = hh_claims(pd.concat([df, sparse], ignore_index=True), {})
     verdicts(claims)
     assert only(claims, "Baseline (b)") == verdict
+
+
+@pytest.mark.parametrize("hist_growth, verdict", [(11.8, "confirmed"), (13.5, "not confirmed"), (8.0, "not confirmed")])
+def test_hh_baseline_a_band_allows_the_theorys_log_m_factor_on_a_fine_grid(hist_growth, verdict):
+    # grid 3e3..3e7 over 98 groups (step x1.0995): band [10 / 1.0995, max(10, 12) x 1.0995] = [9.09, 13.2]
+    df = hh_table(1.0, 1.12, hist_growth, 1.0).assign(**{"mechanism.size_min": 3e3, "mechanism.size_max": 3e7,
+                                                        "mechanism.groups": 98})
+    claims = hh_claims(df, {})
+    assert only(claims, "Baseline (a)") == verdict
+    assert only(claims, "TME's error tau(k*) does not grow with m") == "confirmed"  # theory x1.12 > one step

@@ -5,6 +5,7 @@ import pytest
 import yaml
 from conftest import CONF_DIR
 
+from dpstream.harness.runner import make_row
 from dpstream.svt import Sparse, ThresholdMonitor
 from dpstream.svt.atoms import HEAVY, NEAR, atoms_design, monitor_critical_margin, sparse_critical_margin
 from dpstream.trials import svt as trials
@@ -109,3 +110,23 @@ def test_audit_trial_reports_verdict():
     row = trials.audit_trial(params("svt_audit", case="broken_no_query_noise_swap", runs_factor=0.5), seed())
     assert row["verdict"] == "flagged" and row["as_expected"] and row["pair"] == "above_threshold_swap"
     assert row["n_runs"] + row["n_search"] == 20_000 and row["epsilon_lower_given"] > 1.0
+
+
+@pytest.mark.parametrize("name", ["svt_tm", "svt_sparse"])
+def test_atoms_trial_kappa_below_one_is_not_certified_and_shrinks_margin_and_theory(name):
+    p = params(name, c=100, runs=30, n_near=20, n_far=20)
+    full = trials.atoms_trial(p, seed())
+    low = trials.atoms_trial({**p, "mechanism": {**p["mechanism"], "kappa": 0.1}}, seed())
+    assert full["certified"] and full["kappa"] == 1.0
+    assert low["kappa"] == 0.1 and low["certified"] is False
+    assert make_row("k", p, low)["certified"] is False  # the runner keeps the trial's label
+    for col in ("margin_eval", "theory_alpha"):
+        assert low[col] == pytest.approx(0.1 * full[col], rel=1e-9)
+    # same seeds, noise x 0.1: the critical margins (noise-only) scale exactly, so does their quantile
+    assert low["emp_alpha"] == pytest.approx(0.1 * full["emp_alpha"], rel=1e-9)
+
+
+def test_atoms_trial_rejects_kappa_outside_unit_interval():
+    p = params("svt_tm", c=100, runs=5, n_near=20, n_far=20)
+    with pytest.raises(ValueError, match=r"kappa must be in \(0, 1\].*got 2"):
+        trials.atoms_trial({**p, "mechanism": {**p["mechanism"], "kappa": 2}}, seed())

@@ -107,6 +107,33 @@ def test_monitor_noise_scales_are_10_delta_and_b():
     assert cal.w_scale == pytest.approx(10 * cal.cap)
 
 
+def test_kappa_multiplies_every_noise_scale_and_is_not_certified():
+    # tolerance: assert_laplace_scale (5 sd of the mean |x|, variance and tail); kappa = 0.1 against kappa = 1's scale
+    kappa, q = 0.1, sparse.csr_matrix(np.ones((10, 1)))
+    full, low = calibrate(1.0, 1e-6, 3), calibrate(1.0, 1e-6, 3, kappa)
+    tm = ThresholdMonitor(1.0, 1e-6, threshold=0.0, k=3, seed=7, kappa=kappa)
+    res = tm.run_many(q, np.array([1.0]), N // 10)
+    assert_laplace_scale(res.noise["w"], kappa * full.w_scale)
+    assert_laplace_scale(res.noise["v"], kappa * math.log(1 / full.delta) / full.epsilon)
+    assert low.cap == pytest.approx(kappa * full.cap)  # min(kappa v, kappa Delta) = kappa min(v, Delta)
+    sv = Sparse(1.0, 0.0, c=5, seed=2, kappa=kappa)
+    res = sv.run_many(np.full(10, -1e12), N // 10)
+    assert_laplace_scale(res.noise["threshold"], kappa * sparse_sigma(1.0, 5))
+    assert_laplace_scale(res.noise["query"], 2 * kappa * sparse_sigma(1.0, 5))
+    at = AboveThreshold(0.5, 0.0, seed=1, kappa=kappa)
+    assert at.threshold_scale == pytest.approx(kappa * 2 / 0.5) and at.query_scale == pytest.approx(kappa * 4 / 0.5)
+    assert not (tm.certified or sv.certified or at.certified or low.certified)
+    assert ThresholdMonitor(1.0, 1e-6, 0.0, 3).certified and Sparse(1.0, 0.0, 5).certified and full.certified
+
+
+@pytest.mark.parametrize("kappa", [0.0, -0.5, 1.01, float("nan"), "x"])
+def test_rejects_kappa_outside_unit_interval(kappa):
+    with pytest.raises(ValueError, match=r"kappa must be in \(0, 1\]"):
+        Sparse(1.0, 0.0, c=5, kappa=kappa)
+    with pytest.raises(ValueError, match=r"kappa must be in \(0, 1\]"):
+        calibrate(1.0, 1e-6, 3, kappa)
+
+
 def test_monitor_outcomes_are_value_plus_w_plus_one_sided_capped_v_against_exact_t():
     mech = ThresholdMonitor(1.0, 1e-6, threshold=5e4, k=1000, seed=8)
     q = sparse.csr_matrix(np.ones((20, 1)))

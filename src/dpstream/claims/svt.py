@@ -21,6 +21,7 @@ else ``inconclusive`` with the reason "holds by construction" - never ``confirme
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -228,6 +229,20 @@ def atoms_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     return out
 
 
+def kappa_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
+    """svt_kappa (noise x kappa < 1, NOT privacy-certified): rows labelled so; TM flat and Sparse growing in c."""
+    kappas = sorted(df["kappa"].unique())
+    bad = df[(df["kappa"] >= 1.0) | df["certified"].astype(bool)]
+    label = Claim("svt_kappa is NOT privacy-certified (noise scale kappa < 1; curve shapes only)",
+                  BY_CONSTRUCTION + "Every row has kappa < 1 and certified False; a row with kappa >= 1 or "
+                  "certified True fails it.",
+                  f"kappa = {', '.join(f'{k:g}' for k in kappas)}; {len(bad)}/{len(df)} rows not labelled "
+                  "NOT certified", by_construction([bad.empty]))
+    prefix = f"[kappa = {', '.join(f'{k:g}' for k in kappas)}, NOT privacy-certified] "
+    shapes = [c for c in atoms_claims(df, experiment) if c.claim.startswith(("ThresholdMonitor's", "Sparse's"))]
+    return [label, *(replace(c, claim=prefix + c.claim) for c in shapes)]
+
+
 # ---- E1: k* sweep, cap sweep, query order ---------------------------------------------------------------------
 
 def kstar_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
@@ -414,12 +429,14 @@ def hh_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     out.append(Claim(
         "Baseline (a), a Laplace histogram at every step, has error growing ~ sqrt(m)",
         "For each k*: emp_tau of the per-step histogram grows over the m grid by a factor within "
-        f"[sqrt(m_max / m_min) / g, sqrt(m_max / m_min) * g], g = one grid step of the group sizes ({grid:.3g}) "
-        "(two-sided: linear growth fails); outside: not confirmed.",
-        "; ".join(f"k*={k}: x{e:.3g} (sqrt(m) x{math.sqrt(mr):.3g}, allowed x{math.sqrt(mr) / grid:.3g}.."
-                  f"x{math.sqrt(mr) * grid:.3g})" for k, (e, _, mr, _) in hist.items()),
-        verdict_of(all_points(bool(math.sqrt(mr) / grid <= e <= math.sqrt(mr) * grid)
-                              for e, _, mr, _ in hist.values()))))
+        "[sqrt(m_max / m_min) / g, max(sqrt(m_max / m_min), theory) * g], theory = the theory_tau ratio (sqrt(m) "
+        f"times its log m factor, as for TME), g = one grid step of the group sizes ({grid:.3g}) (two-sided: "
+        "linear growth fails); outside: not confirmed.",
+        "; ".join(f"k*={k}: x{e:.3g} (sqrt(m) x{math.sqrt(mr):.3g}, theory x{t:.3g}, allowed "
+                  f"x{math.sqrt(mr) / grid:.3g}..x{max(math.sqrt(mr), t) * grid:.3g})"
+                  for k, (e, t, mr, _) in hist.items()),
+        verdict_of(all_points(bool(math.sqrt(mr) / grid <= e <= max(math.sqrt(mr), t) * grid)
+                              for e, t, mr, _ in hist.values()))))
     eps, delta = float(df["epsilon"].iloc[0]), float(df["delta"].iloc[0])
     domain, beta = int(float(df["mechanism.domain_size"].iloc[0])), float(df["mechanism.beta"].iloc[0])
     for k_star in sorted(df["k_star"].unique()):

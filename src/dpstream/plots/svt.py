@@ -58,11 +58,28 @@ def _series(df: pd.DataFrame, hue: list[str]) -> list[tuple[str, pd.DataFrame]]:
     ]
 
 
+NOISE_SCALE = "noise_w_scale"  # TM's main noise Lap(10 Delta); Sparse's threshold noise Lap(sigma) fills its rows
+PANELS: dict[str, tuple[str, str, str]] = {  # name -> (column, y label, title); "recall" adds recall to "success"
+    "success": ("success_rate_eval", "fraction", "at margin gamma = alpha_TM(k*) (theory):\nsuccess rate (o-), "
+                "recall on heavy (x:)"),
+    "processed": ("processed_fraction", "fraction of queries processed", "queries processed before halting"),
+    "success_fixed": ("success_rate_fixed", "fraction", "success rate at a FIXED margin\ngamma = alpha_TM(k* = 1) "
+                      "(theory), the same for every point"),
+    "noise_scale": (NOISE_SCALE, "Laplace scale", "noise scale: TM main noise w = Lap(10 Delta),\nSparse threshold "
+                    "noise Lap(sigma)"),
+}
+
+
 def atoms_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
-    """E1: empirical alpha (theory dashed), recall at the evaluation margin, queries processed, against plot_args.x."""
+    """E1: empirical alpha (theory dashed) and two panels from ``PANELS`` (plot_args.panels; default: success rate
+    and recall at the evaluation margin, queries processed) against plot_args.x."""
     args = experiment.get("plot_args", {})
     x, hue = args.get("x", "c"), args.get("hue", ["mechanism.name", "k_star"])
-    cols = ["emp_alpha", "theory_alpha", "recall", "success_rate_eval", "processed", "m", "fp_rate"]
+    panels = [PANELS[p] for p in args.get("panels", ["success", "processed"])]
+    noise = [df[c] for c in (NOISE_SCALE, "noise_threshold_scale") if c in df]
+    df = df.assign(processed_fraction=df["processed"] / df["m"],
+                   **{NOISE_SCALE: noise[0].fillna(noise[-1]) if noise else np.nan})
+    cols = ["emp_alpha", "theory_alpha", "recall", *(col for col, _, _ in panels)]
     means = df.groupby([*hue, x], sort=True)[cols].mean().reset_index()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
     for label, g in _series(means, hue):
@@ -70,16 +87,17 @@ def atoms_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
         (line,) = axes[0].plot(finite[x], finite["emp_alpha"], "o-", label=label)
         if not finite.empty:  # no theory line for mechanisms that cannot succeed (halt before all heavy queries)
             axes[0].plot(g[x], g["theory_alpha"], "--", color=line.get_color(), lw=1)
-        axes[1].plot(g[x], g["success_rate_eval"], "o-", color=line.get_color(), label=label)
-        axes[1].plot(g[x], g["recall"], "x:", color=line.get_color())
-        axes[2].plot(g[x], g["processed"] / g["m"], "o-", color=line.get_color(), label=label)
+        for ax, (col, _, _) in zip(axes[1:], panels, strict=True):
+            ax.plot(g[x], g[col], "o-", color=line.get_color(), label=label)
+            if col == "success_rate_eval":
+                ax.plot(g[x], g["recall"], "x:", color=line.get_color())
     n_runs = int(df["n_runs"].min())
     axes[0].set(xscale="log", yscale="log", xlabel=x, ylabel="alpha")
     axes[0].set_title(f"empirical alpha (1-beta quantile, {n_runs} runs/point)\ndashed: theory", fontsize=9)
-    axes[1].set(xscale="log", xlabel=x, ylabel="fraction", ylim=(-0.02, 1.02))
-    axes[1].set_title("at margin gamma = alpha_TM(k*) (theory):\nsuccess rate (o-), recall on heavy (x:)", fontsize=9)
-    axes[2].set(xscale="log", xlabel=x, ylabel="fraction of queries processed", ylim=(-0.02, 1.02))
-    axes[2].set_title("queries processed before halting", fontsize=9)
+    for ax, (col, ylabel, title) in zip(axes[1:], panels, strict=True):
+        ax.set(xscale="log", xlabel=x, ylabel=ylabel)
+        ax.set(**({"yscale": "log"} if col == NOISE_SCALE else {"ylim": (-0.02, 1.02)}))
+        ax.set_title(title, fontsize=9)
     axes[0].legend(fontsize=7)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     save_figure(fig, df.assign(**{"data.name": "svt atoms design", "data.synthetic": True}), experiment, path)

@@ -21,6 +21,18 @@ of this family is calibrated for (linear queries with f_i(x) in [0, 1], add/remo
 ``dpstream.audit.sensitivity``)."""
 
 
+def check_kappa(kappa: float) -> float:
+    """The noise multiplier kappa in (0, 1]: 1 is the calibrated (certified) noise; kappa < 1 multiplies every noise
+    scale by kappa and is NOT privacy-certified (spec E1, optional mode for curve shapes at small n)."""
+    try:
+        value = float(kappa)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not 0.0 < value <= 1.0:
+        raise ValueError(f"kappa must be in (0, 1] (1 = calibrated noise; < 1 is NOT privacy-certified), got {kappa!r}")
+    return value
+
+
 def sparse_composed_epsilon(epsilon: float, c: float, delta: float) -> float:
     """The exact guarantee of approximate Sparse at threshold scale sqrt(32 c ln(1/delta))/eps: its ceil(c)
     AboveThreshold rounds are each eps' = eps / sqrt(8 c ln(1/delta))-DP (threshold noise 2/eps'), composed by
@@ -46,18 +58,20 @@ def check_sparse_advanced(epsilon: float, c: float, delta: float) -> None:
         )
 
 
-def sparse_sigma(epsilon: float, c: int, delta: float = 0.0) -> float:
-    """Threshold noise scale of Sparse (seed 001): sigma = 2c/eps if delta = 0, else sqrt(32 c ln(1/delta))/eps.
+def sparse_sigma(epsilon: float, c: int, delta: float = 0.0, kappa: float = 1.0) -> float:
+    """Threshold noise scale of Sparse (seed 001): sigma = 2c/eps if delta = 0, else sqrt(32 c ln(1/delta))/eps,
+    times ``kappa`` (``check_kappa``; kappa < 1 is NOT privacy-certified).
 
     Query noise is Lap(2 sigma). AboveThreshold is the case c = 1, delta = 0 (Lap(2/eps), Lap(4/eps)).
     With delta > 0 the advanced composition is checked exactly (``check_sparse_advanced``); failing points are rejected.
     """
     c = check_positive_int(c, "c")
+    kappa = check_kappa(kappa)
     if delta == 0:
-        return laplace_scale(2.0 * c * QUERY_SENSITIVITY, epsilon)
+        return kappa * laplace_scale(2.0 * c * QUERY_SENSITIVITY, epsilon)
     delta = check_delta(delta)
     check_sparse_advanced(epsilon, c, delta)
-    return laplace_scale(math.sqrt(32.0 * c * math.log(1.0 / delta)) * QUERY_SENSITIVITY, epsilon)
+    return kappa * laplace_scale(math.sqrt(32.0 * c * math.log(1.0 / delta)) * QUERY_SENSITIVITY, epsilon)
 
 
 def monitor_delta_cap(epsilon: float, delta: float) -> float:
@@ -72,6 +86,7 @@ class MonitorCalibration:
 
     ``epsilon``, ``delta`` are Alg. 3's NOISE parameters; ``epsilon_total``, ``delta_total`` the
     guarantee; ``option`` is "A" (Thm 3.2) or "B" (Thm 3.8), whichever gives the larger ``epsilon``.
+    ``kappa`` < 1 multiplies every noise value (w, v and the cap on v) by kappa: NOT privacy-certified.
     """
 
     epsilon_total: float
@@ -82,6 +97,12 @@ class MonitorCalibration:
     option: str
     epsilon_a: float
     epsilon_b: float
+    kappa: float = 1.0
+
+    @property
+    def certified(self) -> bool:
+        """True at the calibrated noise (option A or B, kappa = 1); kappa < 1 buys no privacy guarantee."""
+        return self.kappa == 1.0 and self.option in ("A", "B")
 
     @property
     def log_inv_delta(self) -> float:
@@ -90,13 +111,13 @@ class MonitorCalibration:
 
     @property
     def v_scale(self) -> float:
-        """Scale of v_i: b = L / eps."""
-        return laplace_scale(self.log_inv_delta, self.epsilon)
+        """Scale of v_i: b = L / eps (times kappa)."""
+        return self.kappa * laplace_scale(self.log_inv_delta, self.epsilon)
 
     @property
     def cap(self) -> float:
-        """Delta = b ln b: the one-sided (upper) cap on v_i."""
-        return monitor_delta_cap(self.epsilon, self.delta)
+        """Delta = b ln b (times kappa): the one-sided (upper) cap on v_i."""
+        return self.kappa * monitor_delta_cap(self.epsilon, self.delta)
 
     @property
     def w_scale(self) -> float:
@@ -172,14 +193,16 @@ def option_parameters(epsilon_total: float, delta_total: float, k: int) -> dict[
     return {"A": _option_a(epsilon_total, delta_total, k), "B": _option_b(epsilon_total, delta_total, k)}
 
 
-def calibrate(epsilon_total: float, delta_total: float, k: int) -> MonitorCalibration:
+def calibrate(epsilon_total: float, delta_total: float, k: int, kappa: float = 1.0) -> MonitorCalibration:
     """Noise parameters (eps, delta) of ThresholdMonitor for an (epsilon_total, delta_total) guarantee with cap k.
 
     Option A (Thm 3.2): delta = delta_total/3, eps = eps_total / (75 (k+1)/ln(1/delta) + 25).
     Option B (Thm 3.8, see ``thm38_epsilon_total``): delta = delta_total / (6 l), eps solves eps0 = eps_total.
     Returns the option with the larger eps (less noise) and records which one was used. Raises when
-    Alg. 3's preconditions ln(1/delta)/eps >= 2 and eps <= ln(1/delta) fail.
+    Alg. 3's preconditions ln(1/delta)/eps >= 2 and eps <= ln(1/delta) fail. ``kappa`` < 1 scales every noise
+    value by kappa (``check_kappa``): NOT privacy-certified.
     """
+    kappa = check_kappa(kappa)
     options = option_parameters(epsilon_total, delta_total, k)
     (eps_a, _), (eps_b, _) = options["A"], options["B"]
     option = "A" if eps_a >= eps_b else "B"
@@ -190,4 +213,4 @@ def calibrate(epsilon_total: float, delta_total: float, k: int) -> MonitorCalibr
             f"ThresholdMonitor needs ln(1/delta)/eps >= 2 and eps <= ln(1/delta); calibrate({epsilon_total}, "
             f"{delta_total}, {k}) gives eps={eps:.3g}, ln(1/delta)={log_inv:.3g}"
         )
-    return MonitorCalibration(epsilon_total, delta_total, k, eps, delta, option, eps_a, eps_b)
+    return MonitorCalibration(epsilon_total, delta_total, k, eps, delta, option, eps_a, eps_b, kappa)

@@ -64,13 +64,20 @@ class ThresholdMonitor(_MonitorCore):
     Privacy: (epsilon_total, delta_total)-DP for add/remove-one-record neighbours, via ``calibrate``
     (Thm 3.2 = Option A or Thm 3.8 = Option B, whichever adds less noise; recorded in
     ``calibration.option``). Queries must be linear with f_i(x) in [0, 1]. Accuracy (Thm 3.1) is
-    relative to the pruned database S_i.
+    relative to the pruned database S_i. ``kappa`` < 1 scales all noise by kappa: NOT privacy-certified.
     """
 
     def __init__(
-        self, epsilon_total: float, delta_total: float, threshold: float, k: int, seed: SeedLike = None
+        self,
+        epsilon_total: float,
+        delta_total: float,
+        threshold: float,
+        k: int,
+        seed: SeedLike = None,
+        kappa: float = 1.0,
     ) -> None:
-        super().__init__(calibrate(epsilon_total, delta_total, k), threshold, seed)
+        super().__init__(calibrate(epsilon_total, delta_total, k, kappa), threshold, seed)
+        self.certified = self.calibration.certified
         self.privacy = (self.calibration.epsilon_total, self.calibration.delta_total)
 
 

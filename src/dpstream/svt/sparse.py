@@ -138,12 +138,14 @@ class AboveThreshold(GeneralisedSparse):
 
     Privacy: (epsilon, 0)-DP for any number of sensitivity-1 queries under any neighbouring relation
     that makes them sensitivity 1 (for linear queries with f_i(x) in [0, 1]: add/remove one record).
+    ``kappa`` < 1 scales both noises by kappa: NOT privacy-certified.
     """
 
-    def __init__(self, epsilon: float, threshold: float, seed: SeedLike = None) -> None:
-        sigma = sparse_sigma(check_epsilon(epsilon), 1)
+    def __init__(self, epsilon: float, threshold: float, seed: SeedLike = None, kappa: float = 1.0) -> None:
+        sigma = sparse_sigma(check_epsilon(epsilon), 1, kappa=kappa)
         super().__init__(threshold, 1, sigma, 2.0 * sigma, seed=seed)
         self.epsilon, self.delta = self.privacy = (float(epsilon), 0.0)
+        self.certified = kappa == 1.0
 
 
 class Sparse(GeneralisedSparse):
@@ -152,15 +154,19 @@ class Sparse(GeneralisedSparse):
     sigma = 2c/eps (delta = 0) or sqrt(32 c ln(1/delta))/eps; halts at the c-th TOP (cutoff fixed in advance).
     Privacy: (epsilon, delta)-DP (pure if delta = 0: basic composition; else advanced composition, checked
     exactly by ``check_sparse_advanced``) for sensitivity-1 queries, neighbours as in ``AboveThreshold``.
+    ``kappa`` < 1 scales both noises by kappa: NOT privacy-certified.
     """
 
-    def __init__(self, epsilon: float, threshold: float, c: int, delta: float = 0.0, seed: SeedLike = None) -> None:
+    def __init__(
+        self, epsilon: float, threshold: float, c: int, delta: float = 0.0, seed: SeedLike = None, kappa: float = 1.0
+    ) -> None:
         epsilon = check_epsilon(epsilon)
         delta = 0.0 if delta == 0 else check_delta(delta)
-        sigma = sparse_sigma(epsilon, c, delta)
+        sigma = sparse_sigma(epsilon, c, delta, kappa)
         super().__init__(threshold, c, sigma, 2.0 * sigma, seed=seed)
         self.epsilon, self.delta = self.privacy = (epsilon, delta)
         self.sigma = sigma
+        self.certified = kappa == 1.0
 
 
 class NumericSparse(GeneralisedSparse):

@@ -26,7 +26,7 @@ from dpstream.svt.atoms import (
     quantile_margin,
     sparse_critical_margin,
 )
-from dpstream.svt.calibration import calibrate, option_parameters
+from dpstream.svt.calibration import calibrate, check_kappa, option_parameters
 from dpstream.svt.heavy_hitters import (
     PRIVATE,
     HistogramEveryStep,
@@ -69,10 +69,15 @@ def _batches(n_runs: int, m: int, seed: np.random.SeedSequence) -> list[tuple[in
     return list(zip(sizes, seed.spawn(len(sizes)), strict=True))
 
 
+def _kappa(mech: dict[str, Any]) -> float:
+    """The noise multiplier of the atoms design (``check_kappa``): 1 = calibrated; < 1 is NOT privacy-certified."""
+    return check_kappa(mech.get("kappa", 1.0))
+
+
 def _monitor(params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random.SeedSequence):
     mech = params["mechanism"]
     k = max(1, round(mech["cap_ratio"] * design.k_star))
-    tm = ThresholdMonitor(params["epsilon"], params["delta"], design.threshold, k, seed=seed)
+    tm = ThresholdMonitor(params["epsilon"], params["delta"], design.threshold, k, seed=seed, kappa=_kappa(mech))
     noise = tm.draw_noise(design.m, n)
     res = tm.run_many(design.queries, design.counts, n, noise=noise)
     crit = monitor_critical_margin(design, noise["w"], noise["v"], tm.calibration.cap, k)
@@ -85,13 +90,13 @@ def _sparse(params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random
     eps, delta, beta = params["epsilon"], params["delta"], mech["beta"]
     cutoff = max(1, math.ceil(mech["cutoff_ratio"] * design.c)) if mech["cutoff_ratio"] else 1
     if cutoff == 1 and not mech["cutoff_ratio"]:
-        sv, comp = AboveThreshold(eps, design.threshold, seed=seed), "pure"
+        sv, comp = AboveThreshold(eps, design.threshold, seed=seed, kappa=_kappa(mech)), "pure"
     else:
         pure = T.alpha_sparse_pure(eps, cutoff, design.m, beta) <= T.alpha_sparse_approx(
             eps, delta, cutoff, design.m, beta
         )
         comp = mech["composition"] if mech["composition"] != "best" else ("pure" if pure else "approx")
-        sv = Sparse(eps, design.threshold, cutoff, delta=0.0 if comp == "pure" else delta, seed=seed)
+        sv = Sparse(eps, design.threshold, cutoff, 0.0 if comp == "pure" else delta, seed=seed, kappa=_kappa(mech))
     if cutoff >= design.c:
         noise = sv.draw_noise(design.m, n)
         res = sv.run_many(design.queries, n, counts=design.counts, noise=noise)
@@ -107,23 +112,30 @@ RUNNERS: dict[str, Callable] = {"monitor": _monitor, "sparse": _sparse}
 
 
 def _theory_alpha(params: dict[str, Any], design: AtomsDesign, info: dict[str, Any]) -> float:
+    """The accuracy bound at the run's noise: alpha is linear in the noise scales, so kappa x the calibrated bound."""
     eps, delta, beta = params["epsilon"], params["delta"], params["mechanism"]["beta"]
+    kappa = _kappa(params["mechanism"])
     if "k" in info:
-        return T.alpha_monitor_total(eps, delta, info["k"], design.m, beta)
+        return kappa * T.alpha_monitor_total(eps, delta, info["k"], design.m, beta)
     if info["composition"] == "pure":
-        return T.alpha_sparse_pure(eps, info["cutoff"], design.m, beta)
-    return T.alpha_sparse_approx(eps, delta, info["cutoff"], design.m, beta)
+        return kappa * T.alpha_sparse_pure(eps, info["cutoff"], design.m, beta)
+    return kappa * T.alpha_sparse_approx(eps, delta, info["cutoff"], design.m, beta)
 
 
 def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
-    """E1: R runs of one mechanism on one atoms design: empirical vs theoretical alpha, recall, FPs, halting."""
+    """E1: R runs of one mechanism on one atoms design: empirical vs theoretical alpha, recall, FPs, halting.
+
+    ``mechanism.kappa`` < 1 scales every noise scale, the evaluation margin and theory_alpha by kappa (so the
+    database shrinks by kappa): the row says ``kappa`` and ``certified: False`` (NOT privacy-certified)."""
     started = time.perf_counter()
     data_seed, mech_seed = seed.spawn(2)
     mech = params["mechanism"]
     eps, delta, beta = params["epsilon"], params["delta"], mech["beta"]
     c, k_star = int(float(mech["c"])), int(mech["k_star"])
     m_guess = c + mech["n_near"] + mech["n_far"]
-    margin = mech["margin_factor"] * T.alpha_monitor_total(eps, delta, k_star, m_guess, beta)
+    kappa = _kappa(mech)
+    margin = kappa * mech["margin_factor"] * T.alpha_monitor_total(eps, delta, k_star, m_guess, beta)
+    margin_fixed = kappa * T.alpha_monitor_total(eps, delta, 1, m_guess, beta)  # the same for every k*
     design = atoms_design(
         c, k_star, 2.0 * margin, margin, mech["n_near"], mech["n_far"], mech["order"], np.random.default_rng(data_seed)
     )
@@ -155,12 +167,16 @@ def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
         "theory_alpha": theory,
         "emp_over_theory": emp / theory,
         "success_rate_eval": float((viol == 0).mean()),
+        "margin_fixed": margin_fixed,
+        "success_rate_fixed": float((crit_all <= margin_fixed).mean()),  # success at gamma = alpha_TM(k* = 1)
         "recall": float(np.concatenate(recall).mean()),
         "fp_rate": float(np.concatenate(fp).mean()),
         "processed": float(np.concatenate(processed).mean()),
         "violations_S": float(viol.mean()),
         "violations_Si": float(np.concatenate(viol_si).mean()),
         **info,
+        "kappa": kappa,
+        "certified": kappa == 1.0,  # kappa < 1: noise below the calibration, NOT privacy-certified
         "seconds": time.perf_counter() - started,
     }
 
