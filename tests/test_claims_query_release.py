@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from claim_checks import only, verdicts
 
 from dpstream.audit import epsilon_lower_bound
-from dpstream.claims import VERDICTS
 from dpstream.claims.query_release import (
     alg3_feasible,
     analyst_audit_claims,
@@ -21,18 +21,6 @@ from dpstream.claims.query_release import (
 )
 
 NOISE = np.random.default_rng(np.random.SeedSequence(7))
-
-
-def verdicts(claims) -> dict[str, str]:
-    assert all(c.verdict in VERDICTS for c in claims)  # never NaN, never a word outside the vocabulary
-    assert all(c.rule and c.measured for c in claims)
-    return {c.claim: c.verdict for c in claims}
-
-
-def only(claims, start: str) -> str:
-    hits = [c.verdict for c in claims if c.claim.startswith(start)]
-    assert len(hits) == 1, start
-    return hits[0]
 
 
 # ---- E0 ---------------------------------------------------------------------------------------------------------

@@ -3,8 +3,8 @@
 import numpy as np
 import pandas as pd
 import pytest
+from claim_checks import only, verdicts
 
-from dpstream.claims import VERDICTS
 from dpstream.claims.svt import (
     accuracy_claim,
     atoms_claims,
@@ -15,18 +15,6 @@ from dpstream.claims.svt import (
     order_claims,
     theory_claims,
 )
-
-
-def verdicts(claims) -> dict[str, str]:
-    assert all(c.verdict in VERDICTS for c in claims)  # never NaN, never a word outside the vocabulary
-    assert all(c.rule and c.measured for c in claims)
-    return {c.claim: c.verdict for c in claims}
-
-
-def only(claims, start: str) -> str:
-    hits = [c.verdict for c in claims if c.claim.startswith(start)]
-    assert len(hits) == 1, start
-    return hits[0]
 
 
 def atoms_row(name: str, emp: float, theory: float, **kw) -> dict:

@@ -302,6 +302,11 @@ def flat_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y: 
     return Claim(claim, rule, "spread " + ", ".join(parts), verdict_of(all_points(results)))
 
 
+def fmt_ci(mean: float, lo: float, hi: float) -> str:
+    """``mean [lo, hi]`` for the ``measured`` column."""
+    return f"{mean:.3g} [{lo:.3g}, {hi:.3g}]"
+
+
 def fmt_series(series: pd.Series, digits: int = 3) -> str:
     """``k: v`` pairs of a small series for the ``measured`` column."""
     return ", ".join(f"{k:g}: {v:.{digits}g}" if isinstance(k, int | float) else f"{k}: {v:.{digits}g}"

@@ -20,6 +20,7 @@ from dpstream.claims.core import (
     Claim,
     all_points,
     flat_claim,
+    fmt_ci,
     fmt_series,
     mean_below,
     mean_ci,
@@ -124,7 +125,7 @@ def _ci(values: pd.Series) -> str:
     lo, hi = mean_ci(values)
     if not np.isfinite(lo):
         return f"{values.mean():.3g} ({values.notna().sum()} trials: too few for an interval)"
-    return f"{values.mean():.3g} [{lo:.3g}, {hi:.3g}]"
+    return fmt_ci(values.mean(), lo, hi)
 
 
 def all_one(values: pd.Series) -> bool | None:

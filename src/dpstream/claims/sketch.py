@@ -17,6 +17,7 @@ from dpstream.claims.core import (
     Claim,
     all_points,
     flat_claim,
+    fmt_ci,
     mean_below,
     mean_ci,
     monotone_trend,
@@ -85,10 +86,6 @@ def _grid(df: pd.DataFrame, x: str) -> list[float]:
     return sorted(df[x].dropna().unique())
 
 
-def _fmt_ci(mean: float, lo: float, hi: float) -> str:
-    return f"{mean:.3g} [{lo:.3g}, {hi:.3g}]"
-
-
 def lazy_below_punctual(df: pd.DataFrame, claim: str, x: str, y: str, kind: str) -> Claim:
     """Lazy below Punctual at every grid point, paired over trials."""
     results, parts = [], []
@@ -96,7 +93,7 @@ def lazy_below_punctual(df: pd.DataFrame, claim: str, x: str, y: str, kind: str)
         lazy = trial_values(df, y, {"mechanism.name": f"lazy{kind}", x: v})
         punct = trial_values(df, y, {"mechanism.name": f"punctual{kind}", x: v})
         results.append(mean_below(lazy, punct))
-        parts.append(f"{v:g}: {_fmt_ci(*paired_difference_ci(lazy, punct))}")
+        parts.append(f"{v:g}: {fmt_ci(*paired_difference_ci(lazy, punct))}")
     rule = LAZY_BELOW.format(x=x, y=y, kind=kind.upper())
     return Claim(claim, rule, "Lazy - Punctual " + "; ".join(parts), verdict_of(all_points(results)))
 
@@ -123,7 +120,7 @@ def _ratio_points(df: pd.DataFrame, x: str, y: str, num: str, den: str) -> pd.Da
 def _speedup_claim(df: pd.DataFrame) -> Claim:
     """"up to 250x": inconclusive (the paper's memory is unknown); the ratio over our grid is measured."""
     ratio = _ratio_points(df, "memory_kb", "seconds", "punctualcms", "lazycms")
-    fmt = "; ".join(f"{k:g} KB: {_fmt_ci(r['mean'], r['lo'], r['hi'])}x" for k, r in ratio.iterrows())
+    fmt = "; ".join(f"{k:g} KB: {fmt_ci(r['mean'], r['lo'], r['hi'])}x" for k, r in ratio.iterrows())
     first = next((k for k, r in ratio.iterrows() if np.isfinite(r["lo"]) and r["lo"] >= SPEEDUP), None)
     reached = (f"dpstream extension (descriptive): lower interval end first >= {SPEEDUP:g}x at "
                + ("no memory of the grid" if first is None else f"{first:g} KB"))
@@ -253,7 +250,7 @@ def fig3e_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
         at_one = trial_values(df, "are_top15", {"mechanism.name": m, "epsilon": 1.0})
         out.append(Claim(f'"both LazyCMS and PunctualCMS exhibit lower ARE at very small eps values" ({NAMES[m]}, '
                          f"smallest eps vs eps = 1)", DIP.format(mech=NAMES[m]),
-                         f"ARE(eps={smallest:g}) - ARE(eps=1): {_fmt_ci(*paired_difference_ci(low, at_one))}",
+                         f"ARE(eps={smallest:g}) - ARE(eps=1): {fmt_ci(*paired_difference_ci(low, at_one))}",
                          verdict_of(mean_below(low, at_one))))
     return out
 
@@ -270,7 +267,7 @@ def noise_dominated_claim(df: pd.DataFrame, mech: str) -> Claim:
                  f"{NAMES[mech]})",
                  NOISE_DOMINATED.format(mech=NAMES[mech], lo=lo_eps, hi=hi_eps, span=hi_eps / lo_eps, r=NOISE_RATIO),
                  f"ARE(eps={lo_eps:g}) / ARE(eps={hi_eps:g}): "
-                 + (_fmt_ci(float(ratio.mean()), lo, hi) if ratio.size else "no paired trials")
+                 + (fmt_ci(float(ratio.mean()), lo, hi) if ratio.size else "no paired trials")
                  + f" ({ratio.size} trials)", verdict_of(holds))
 
 

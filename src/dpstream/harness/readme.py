@@ -15,11 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpstream.harness.report import claim_cells
+
 BLOCK = re.compile(r"(<!-- verdicts: (?P<ids>[^>]*?) -->\n)(?P<body>.*?)(<!-- /verdicts -->)", re.S)
-
-
-def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def render(ids: list[str], tables: Path) -> str:
@@ -30,7 +28,7 @@ def render(ids: list[str], tables: Path) -> str:
         if not path.exists():
             raise FileNotFoundError(f"README names experiment {exp_id!r} but {path} does not exist")
         for r in pd.read_csv(path, keep_default_na=False).itertuples():
-            lines.append(f"| {exp_id} | {_cell(r.claim)} | {_cell(r.rule)} | {_cell(r.measured)} | **{r.verdict}** |")
+            lines.append(f"| {exp_id} | {claim_cells(r)}")
     return "\n".join(lines) + "\n"
 
 

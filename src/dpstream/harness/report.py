@@ -46,6 +46,11 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def claim_cells(row: Any) -> str:
+    """One claim as Markdown table cells: ``claim | rule | measured | **verdict** |`` (row of a claims table)."""
+    return f"{_cell(row.claim)} | {_cell(row.rule)} | {_cell(row.measured)} | **{row.verdict}** |"
+
+
 def verdict_summary(claims: pd.DataFrame) -> str:
     """Counts of the four verdict words, every word listed (zero included), in one fixed order."""
     counts = claims["verdict"].value_counts()
@@ -115,8 +120,7 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
         claims = _claims(results_dir, exp_id)
         if claims is not None and len(claims):
             md += ["| claim | rule (fixed before the run) | measured | verdict |", "|---|---|---|---|"]
-            md += [f"| {_cell(r.claim)} | {_cell(r.rule)} | {_cell(r.measured)} | **{r.verdict}** |"
-                   for r in claims.itertuples()]
+            md += [f"| {claim_cells(r)}" for r in claims.itertuples()]
             md += [""]
             page += [claims.to_html(index=False)]
             summary += [{"experiment": exp_id, **r} for r in claims.to_dict("records")]
