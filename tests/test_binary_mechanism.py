@@ -50,16 +50,16 @@ def released_from_scratch(values: np.ndarray, noise: np.ndarray, steps: np.ndarr
     return out
 
 
-def record_draws(bm: GaussBM) -> list[np.ndarray]:
-    """Make ``bm`` keep a copy of every noise array it draws, in order (the draws themselves are unchanged)."""
+def record_draws(counter) -> list[np.ndarray]:
+    """Make ``counter`` keep a copy of every noise array it draws, in order (the draws themselves are unchanged)."""
     drawn: list[np.ndarray] = []
-    draw = bm._draw
+    draw = counter._draw
 
     def recording(size: int) -> np.ndarray:
         drawn.append(draw(size))
         return drawn[-1]
 
-    bm._draw = recording
+    counter._draw = recording
     return drawn
 
 
@@ -94,7 +94,7 @@ def test_incremental_released_prefix_equals_sum_of_noisy_nodes_over_set_bits():
     n, total = 6, 3000
     js, cs = rng.integers(0, n, total), rng.integers(-3, 4, total)
     bm = GaussBM(n=n, horizon=total, epsilon=0.5, delta=1e-3, m=2, seed=3)
-    drawn = record_draws(bm)
+    drawn = record_draws(bm.counter)
     for lo, hi in [(0, 1), (1, 2), (2, 7), (7, 64), (64, 1000), (1000, 2047), (2047, 2048), (2048, total)]:
         bm.update_many(js[lo:hi], cs[lo:hi])
         noise = np.concatenate(drawn)
@@ -144,7 +144,8 @@ def test_update_many_equals_update_loop():
     a.update_many(js, cs)
     for j, c in zip(js, cs, strict=True):
         b.update(int(j), int(c))
-    assert np.array_equal(a._exact, b._exact) and np.array_equal(a._noisy_sums, b._noisy_sums)
+    assert np.array_equal(a.counter._exact, b.counter._exact)
+    assert np.array_equal(a.counter._noisy_sums, b.counter._noisy_sums)
     assert np.array_equal(a.steps, b.steps) and np.array_equal(a.query_all(), b.query_all())
 
 

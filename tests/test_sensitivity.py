@@ -119,7 +119,7 @@ def test_released_nodes_reproduce_the_noiseless_sketch(cls):
                 assert bm._exact[level, cell] == nodes[cell, s - 1]
                 total += nodes[cell, s - 1]
                 s -= s & -s
-            assert total == bm.query_all()[cell]
+            assert total == bm.release_all(steps)[cell]
 
 
 def test_adversarial_pairs_collide_as_labelled():

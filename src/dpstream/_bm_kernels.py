@@ -41,15 +41,3 @@ def push(exact: np.ndarray, noisy_sums: np.ndarray, j: np.int64, level: np.int64
     released = noisy_sums[level, j] + (acc + z)
     for l in range(level + 1):
         noisy_sums[l, j] = released
-
-
-@njit(cache=True)
-def update_counters(
-    exact: np.ndarray, noisy_sums: np.ndarray, steps: np.ndarray, js: np.ndarray, cs: np.ndarray, noise: np.ndarray
-) -> None:
-    """Counters ``js[k]``, in order, each take one step: value ``cs[k]``, noise ``noise[k]``."""
-    for k in range(js.shape[0]):
-        j = js[k]
-        s = steps[j] + 1
-        steps[j] = s
-        push(exact, noisy_sums, j, tree_level(s), cs[k], noise[k])

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpstream import _bm_kernels as kernels
-from dpstream.calibration import gauss_bm_levels, gauss_bm_sigma
-from dpstream.noise import NoiseSource, SeedLike
-from dpstream.validation import check_delta, check_epsilon, check_positive_int
+from dpstream.counters import counter_class, popcount
+from dpstream.noise import SeedLike
+from dpstream.privacy import Privacy
+
+__all__ = ["GaussBM", "popcount"]
 
 
-def popcount(steps: np.ndarray | int) -> np.ndarray:
-    """Number of set bits of each (non-negative) step."""
-    s = np.asarray(steps, dtype=np.uint64)
-    return np.bitwise_count(s).astype(np.int64)
+def next_steps(steps: np.ndarray, js: np.ndarray) -> np.ndarray:
+    """The step each push ``js[k]`` takes, pushes applied in order: steps[j] + (pushes of j up to k)."""
+    order = np.argsort(js, kind="stable")
+    ranked = js[order]
+    idx = np.arange(js.size)
+    first = np.concatenate(([True], ranked[1:] != ranked[:-1])) if js.size else np.zeros(0, dtype=bool)
+    out = np.empty(js.size, dtype=np.int64)
+    out[order] = steps[ranked] + idx - np.maximum.accumulate(np.where(first, idx, 0)) + 1
+    return out
 
 
 class GaussBM:
@@ -41,59 +47,53 @@ class GaussBM:
 
     Memory: exact partial sums (int64 here; the sketches use int32, the paper's model: 4 + 8 = 12 bytes
     per level) and float64 noisy sums, both (levels, n), plus an int64 step count per counter.
+
+    ``node_noise="derived"`` (beyond the paper; ``counters.DerivedBinary``): the node noises are a keyed
+    Philox function of (counter, level, node), so a counter holds its exact count and its step only; the
+    releases have the same joint distribution when Philox is a random function, and the guarantee becomes
+    computational (``privacy.notion``). The state lives in ``counter`` (``dpstream.counters``).
     """
 
-    def __init__(self, n: int, horizon: int, epsilon: float, delta: float, m: int = 1, seed: SeedLike = None) -> None:
-        self._setup(n, horizon, epsilon, delta, m, seed, np.int64, noise_multiplier=1.0)
+    @property
+    def privacy(self) -> Privacy:
+        """(epsilon, delta) for m-neighbouring counter arrays; computational with derived node noise."""
+        return Privacy(self.epsilon, self.delta, f"{self.m}-neighbouring counter arrays (Thm 1)",
+                       "computational" if self.counter.node_noise == "derived" else "approximate")
+
+    def __init__(
+        self,
+        *,
+        n: int,
+        horizon: int,
+        epsilon: float,
+        delta: float,
+        m: int = 1,
+        seed: SeedLike = None,
+        node_noise: str = "stored",
+    ) -> None:
+        self._setup(n, horizon, epsilon, delta, m, seed, node_noise, noise_multiplier=1.0)
 
     @classmethod
     def _uncertified_noiseless(
-        cls, n: int, horizon: int, epsilon: float, delta: float, m: int = 1, seed: SeedLike = None
+        cls, *, n: int, horizon: int, epsilon: float, delta: float, m: int = 1, seed: SeedLike = None,
+        node_noise: str = "stored",
     ) -> GaussBM:
         """TEST ONLY, NOT privacy-certified: the same counters with the noise switched off (exact sums)."""
-        return cls._build(n, horizon, epsilon, delta, m, seed, np.int64, noise_multiplier=0.0)
-
-    @classmethod
-    def _build(
-        cls,
-        n: int,
-        horizon: int,
-        epsilon: float,
-        delta: float,
-        m: int,
-        seed: SeedLike,
-        count_dtype: type,
-        noise_multiplier: float,
-    ) -> GaussBM:
-        """Internal constructor for the sketches (int32 partial sums; noise multiplier of the sketch)."""
         self = cls.__new__(cls)
-        self._setup(n, horizon, epsilon, delta, m, seed, count_dtype, noise_multiplier)
+        self._setup(n, horizon, epsilon, delta, m, seed, node_noise, noise_multiplier=0.0)
         return self
 
     def _setup(
-        self,
-        n: int,
-        horizon: int,
-        epsilon: float,
-        delta: float,
-        m: int,
-        seed: SeedLike,
-        count_dtype: type,
+        self, n: int, horizon: int, epsilon: float, delta: float, m: int, seed: SeedLike, node_noise: str,
         noise_multiplier: float,
     ) -> None:
-        self.n = check_positive_int(n, "n")
-        self.horizon = check_positive_int(horizon, "horizon")
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta)
-        self.m = check_positive_int(m, "m")
-        self.levels = gauss_bm_levels(self.horizon)
-        self.sigma = gauss_bm_sigma(self.horizon, self.epsilon, self.delta, self.m)
-        self.certified = noise_multiplier == 1.0
-        self._noise_scale = self.sigma * noise_multiplier
-        self._noise = NoiseSource(seed)
-        self._exact = np.zeros((self.levels, self.n), dtype=count_dtype)
-        self._noisy_sums = np.zeros((self.levels, self.n), dtype=np.float64)
-        self._steps = np.zeros(self.n, dtype=np.int64)
+        self.counter = counter_class("binary", node_noise)(
+            n=n, horizon=horizon, epsilon=epsilon, delta=delta, m=m, seed=seed, noise_multiplier=noise_multiplier
+        )
+        c = self.counter
+        self.n, self.horizon, self.epsilon, self.delta, self.m = c.n, c.horizon, c.epsilon, c.delta, c.m
+        self.levels, self.sigma, self.certified = c.levels, c.sigma, c.certified
+        self._steps = c._steps if c.tracks_steps else np.zeros(self.n, dtype=np.int64)
 
     @property
     def steps(self) -> np.ndarray:
@@ -102,12 +102,9 @@ class GaussBM:
 
     @property
     def memory_bytes(self) -> int:
-        """Bytes of the state arrays: exact partial sums, noisy sums and step counts."""
-        return self._exact.nbytes + self._noisy_sums.nbytes + self._steps.nbytes
-
-    def _draw(self, size: int) -> np.ndarray:
-        """``size`` node noises N(0, sigma^2), in the order the updates consume them."""
-        return self._noise.gaussian(self._noise_scale, size)
+        """Bytes of the state arrays: the counter's (stored: exact partial sums, noisy sums, steps) and steps."""
+        own = 0 if self.counter.tracks_steps else self._steps.nbytes
+        return self.counter.memory_bytes + own
 
     def _check_horizon(self, new_steps: np.ndarray) -> None:
         over = np.flatnonzero(new_steps > self.horizon)
@@ -130,14 +127,11 @@ class GaussBM:
         if js.size and (js.min() < 0 or js.max() >= self.n):
             raise ValueError(f"counter indices must be in [0, {self.n}), got values in [{js.min()}, {js.max()}]")
         self._check_horizon(self._steps + np.bincount(js, minlength=self.n))
-        kernels.update_counters(
-            self._exact,
-            self._noisy_sums,
-            self._steps,
-            js.astype(np.int64),
-            cs.astype(np.int64),
-            self._draw(js.size),
-        )
+        js = js.astype(np.int64)
+        steps = next_steps(self._steps, js)
+        self.counter.push(js, steps, cs.astype(np.int64))
+        if not self.counter.tracks_steps:
+            self._steps[js] = np.maximum(self._steps[js], steps)
 
     def update_all(self, cs: np.ndarray) -> None:
         """Every counter takes one step, counter j with increment ``cs[j]`` (one step of Alg. 2)."""
@@ -145,19 +139,12 @@ class GaussBM:
 
     def query(self, j: int) -> float:
         """Released prefix sum of counter ``j`` (Alg. 1 query)."""
-        return float(self._noisy_sums[0, j])
+        return float(self.counter.release(np.array([j]), self._steps[[j]])[0])
 
     def query_all(self) -> np.ndarray:
         """Released prefix sums of all counters (float64, shape (n,))."""
-        return self._noisy_sums[0].copy()
-
-    def released_view(self) -> np.ndarray:
-        """Read-only view of the released prefix sums (``query_all`` without the copy; changes with updates)."""
-        view = self._noisy_sums[0]
-        view.flags.writeable = False
-        return view
+        return np.array(self.counter.release(np.arange(self.n), self._steps), dtype=np.float64)
 
     def variance(self, step: int | np.ndarray | None = None) -> np.ndarray:
         """Analytic noise variance popcount(step) sigma^2 of a released prefix sum (default: each counter)."""
-        steps = self._steps if step is None else step
-        return popcount(steps) * self._noise_scale**2
+        return self.counter.variance(self._steps if step is None else step)

@@ -3,8 +3,11 @@ the compiled query (Alg. 4) over the released cells.
 
 ``params`` is the (depth, 4) uint64 hash array of ``dpstream.hashing.draw_hash_params``; ``signed``
 selects the CS increment g_i(x) instead of the CMS increment 1. Keys are hashed ``BLOCK`` at a time
-(``hash_rows``: vectorised), then processed one by one in stream order. Noise arrives pre-drawn
-(already N(0, sigma^2)) in the order the updates consume it, so a block and item-by-item calls agree.
+(``hash_rows``: vectorised), then processed one by one in stream order. A private schedule's cells are a
+``dpstream.counters.Counter``: its ``mode`` and its five state arrays (``Counter.kernel_state``) go in as
+``mode, exact, fa, fb, coef, steps`` and every cell step is one ``counters._kernels.cell_push``. Noise
+arrives pre-drawn (already N(0, sigma^2)) in the order the pushes consume it, so a block and item-by-item
+calls agree.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpstream._bm_kernels import push, tree_level
+from dpstream.counters._kernels import cell_push, zero_push_free
 from dpstream.hashing import hash_rows
 
 BLOCK = 256
@@ -37,30 +40,38 @@ def punctual_extend(
     keys: np.ndarray,
     params: np.ndarray,
     signed: bool,
+    mode: int,
     exact: np.ndarray,
-    noisy_sums: np.ndarray,
+    fa: np.ndarray,
+    fb: np.ndarray,
+    coef: np.ndarray,
+    steps: np.ndarray,
     t0: int,
     noise: np.ndarray,
 ) -> None:
-    """PunctualSketch (Alg. 3): at step t every cell (i, j) of the d x w grid takes a GaussBM step.
+    """PunctualSketch (Alg. 3): at step t every cell (i, j) of the d x w grid takes a counter step.
 
-    c = g_i(x) or 1 at j = h_i(x), else 0; all cells share the step t0 + k + 1, hence its tree level.
-    Uses d * w noises per item.
+    c = g_i(x) or 1 at j = h_i(x), else 0; all cells share the step t0 + k + 1. A counter whose zero pushes
+    change nothing (derived noise) is only pushed at its d non-zero cells.
     """
     depth = params.shape[0]
     width = exact.shape[1] // depth
     cols = np.empty((depth, BLOCK), dtype=np.int64)
     incs = np.empty((depth, BLOCK), dtype=np.int64)
+    sparse = zero_push_free(mode)
     z = 0
     for start in range(0, keys.shape[0], BLOCK):
         m = min(BLOCK, keys.shape[0] - start)
         hash_rows(params, keys, start, m, width, signed, cols, incs)
         for k in range(m):
-            level = tree_level(t0 + start + k + 1)
+            step = t0 + start + k + 1
             for i in range(depth):
+                if sparse:
+                    z = cell_push(mode, exact, fa, fb, coef, steps, i * width + cols[i, k], step, incs[i, k], noise, z)
+                    continue
                 for j in range(width):
-                    push(exact, noisy_sums, i * width + j, level, incs[i, k] if j == cols[i, k] else 0, noise[z])
-                    z += 1
+                    c = incs[i, k] if j == cols[i, k] else 0
+                    z = cell_push(mode, exact, fa, fb, coef, steps, i * width + j, step, c, noise, z)
 
 
 @njit(cache=True)
@@ -69,14 +80,17 @@ def lazy_extend(
     params: np.ndarray,
     signed: bool,
     pending: np.ndarray,
+    mode: int,
     exact: np.ndarray,
-    noisy_sums: np.ndarray,
+    fa: np.ndarray,
+    fb: np.ndarray,
+    coef: np.ndarray,
     steps: np.ndarray,
     t0: int,
     noise: np.ndarray,
 ) -> None:
     """LazySketch (Alg. 5), t counted from 0: P[i, h_i(x_t)] += c, then column pos = t mod w of every row
-    pushes P[i, pos] into its GaussBM cell (step floor(t/w) + 1) and P[i, pos] = 0. Uses d noises per item.
+    pushes P[i, pos] into its counter cell (step floor(t/w) + 1) and P[i, pos] = 0.
     """
     depth, width = pending.shape
     cols = np.empty((depth, BLOCK), dtype=np.int64)
@@ -87,15 +101,12 @@ def lazy_extend(
         m = min(BLOCK, keys.shape[0] - start)
         hash_rows(params, keys, start, m, width, signed, cols, incs)
         for k in range(m):
+            step = (t0 + start + k) // width + 1
             for i in range(depth):
                 pending[i, cols[i, k]] += incs[i, k]
             for i in range(depth):
-                cell = i * width + pos
-                s = steps[cell] + 1
-                steps[cell] = s
-                push(exact, noisy_sums, cell, tree_level(s), pending[i, pos], noise[z])
+                z = cell_push(mode, exact, fa, fb, coef, steps, i * width + pos, step, pending[i, pos], noise, z)
                 pending[i, pos] = 0
-                z += 1
             pos += 1
             if pos == width:
                 pos = 0

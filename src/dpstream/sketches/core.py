@@ -5,12 +5,14 @@ Two independent choices make a sketch (seed 004, Sec. 2.2 and 4):
 - the *estimator*: CMS adds 1 and answers with the min over rows; CS adds the sign g_i(x) and
   answers with the median over rows of g_i(x) times the cell (Alg. 4);
 - the *push schedule*: how the d x w cells released to the public are maintained: exact counters
-  (non-private), every cell a GaussBM updated at every step (Punctual, Alg. 3), or an exact pending
-  array pushed one column per step into GaussBM cells (Lazy, Alg. 5).
+  (non-private), every cell a continual counter stepped at every item (Punctual, Alg. 3), or an exact
+  pending array pushed one column per step into counter cells (Lazy, Alg. 5).
 
-The core hashes keys, enforces the horizon, and implements ``query`` from the schedule's released
-cells (compiled: ``_kernels.query_keys`` reads the d cells of each key); a schedule only keeps its
-arrays and runs its compiled kernel.
+A private schedule's cells are one ``dpstream.counters.Counter`` of d*w counters, chosen by ``counter``
+and ``node_noise`` (default: the paper's binary tree with stored nodes, GaussBM). The core hashes keys,
+enforces the horizon, and implements ``query`` from the schedule's released cells (compiled:
+``_kernels.query_keys`` reads the d cells of each key); a schedule only keeps its arrays, the steps of
+its cells, and runs its compiled kernel.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from typing import ClassVar, Self
 
 import numpy as np
 
-from dpstream.binary_mechanism import GaussBM
 from dpstream.calibration import cell_neighbour_m
+from dpstream.counters import Counter, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
 from dpstream.noise import SeedLike, as_seed_sequence
+from dpstream.privacy import Privacy
 from dpstream.sketches import _kernels as kernels
 from dpstream.sketches import memory
 from dpstream.validation import check_choice, check_epsilon, check_positive_int
@@ -66,10 +69,12 @@ class Schedule(ABC):
         delta: float | None,
         noise_seed: np.random.SeedSequence,
         noise_multiplier: float,
+        counter: type[Counter],
     ) -> None:
         self.width, self.depth, self.horizon, self.signed = width, depth, horizon, signed
         self.count_dtype = np.int32 if memory.count_bytes(horizon) == 4 else np.int64
-        self._allocate(epsilon, delta, noise_seed, noise_multiplier)
+        self.t = 0
+        self._allocate(epsilon, delta, noise_seed, noise_multiplier, counter)
 
     @abstractmethod
     def _allocate(
@@ -78,12 +83,13 @@ class Schedule(ABC):
         delta: float | None,
         noise_seed: np.random.SeedSequence,
         noise_multiplier: float,
+        counter: type[Counter],
     ) -> None:
-        """Create the state arrays."""
+        """Create the state arrays (``counter``: the class of a private schedule's cells)."""
 
     @abstractmethod
     def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
-        """Process canonical ``keys`` as stream items t0, t0 + 1, ... (t counted from 0)."""
+        """Process canonical ``keys`` as stream items t0, t0 + 1, ... (t counted from 0); then ``t`` = t0 + len."""
 
     @abstractmethod
     def cells(self) -> np.ndarray:
@@ -100,7 +106,8 @@ class Schedule(ABC):
 
 
 class PrivateSchedule(Schedule):
-    """The released cells are d*w GaussBM(cell_horizon, epsilon, delta, m) counters (Thm 1, Sec. 4), with
+    """The released cells are d*w counters (``counter``: GaussBM's binary tree by default) over cell_horizon
+    steps each, (epsilon, delta)-DP for m-neighbouring inputs (Thm 1, Sec. 4), with
     m = ``calibration.cell_neighbour_m(signed, d)``: 2d for Count-Min, 4d for Count Sketch.
 
     A replace-one neighbour changes, in each row i, the pushed increment of cell h_i(x) (loses x) and of
@@ -113,7 +120,11 @@ class PrivateSchedule(Schedule):
 
     @abstractmethod
     def cell_horizon(self) -> int:
-        """How many steps each cell's GaussBM sees."""
+        """How many steps each cell's counter sees."""
+
+    @abstractmethod
+    def cell_steps(self) -> np.ndarray:
+        """Each cell's current step (how many pushes it has had), shape (d w,)."""
 
     def _allocate(
         self,
@@ -121,23 +132,24 @@ class PrivateSchedule(Schedule):
         delta: float | None,
         noise_seed: np.random.SeedSequence,
         noise_multiplier: float,
+        counter: type[Counter],
     ) -> None:
-        self.counters = GaussBM._build(
-            self.depth * self.width,
-            self.cell_horizon(),
-            epsilon,
-            delta,
-            cell_neighbour_m(self.signed, self.depth),
-            noise_seed,
-            self.count_dtype,
-            noise_multiplier,
+        self.counters = counter(
+            n=self.depth * self.width,
+            horizon=self.cell_horizon(),
+            epsilon=epsilon,
+            delta=delta,
+            m=cell_neighbour_m(self.signed, self.depth),
+            seed=noise_seed,
+            count_dtype=self.count_dtype,
+            noise_multiplier=noise_multiplier,
         )
 
     def cells(self) -> np.ndarray:
-        return self.counters.released_view().reshape(self.depth, self.width)
+        return self.counters.release_all(self.cell_steps()).reshape(self.depth, self.width)
 
     def cell_variances(self) -> np.ndarray:
-        return self.counters.variance().reshape(self.depth, self.width)
+        return self.counters.variance(self.cell_steps()).reshape(self.depth, self.width)
 
     @property
     def memory_bytes(self) -> int:
@@ -159,8 +171,10 @@ class SketchCore:
         delta: float | None = None,
         horizon: int,
         seed: SeedLike = None,
+        counter: str = "binary",
+        node_noise: str = "stored",
     ) -> None:
-        self._setup(width, depth, epsilon, delta, horizon, seed, noise_multiplier=1.0)
+        self._setup(width, depth, epsilon, delta, horizon, seed, counter, node_noise, noise_multiplier=1.0)
 
     @classmethod
     def _uncertified_noiseless(
@@ -172,13 +186,15 @@ class SketchCore:
         delta: float | None = None,
         horizon: int,
         seed: SeedLike = None,
+        counter: str = "binary",
+        node_noise: str = "stored",
     ) -> Self:
         """TEST ONLY, NOT privacy-certified: the same sketch (same hashes) with the privacy noise switched off.
 
         The result has ``certified == False``; public constructors always add the full noise.
         """
         self = cls.__new__(cls)
-        self._setup(width, depth, epsilon, delta, horizon, seed, noise_multiplier=0.0)
+        self._setup(width, depth, epsilon, delta, horizon, seed, counter, node_noise, noise_multiplier=0.0)
         return self
 
     def _setup(
@@ -189,12 +205,15 @@ class SketchCore:
         delta: float | None,
         horizon: int,
         seed: SeedLike,
+        counter: str,
+        node_noise: str,
         noise_multiplier: float,
     ) -> None:
         self.width = check_positive_int(width, "width")
         self.depth = check_positive_int(depth, "depth")
         self.horizon = check_positive_int(horizon, "horizon")
         self.epsilon, self.delta = epsilon, delta
+        self.counter, self.node_noise = counter, node_noise
         self.certified = noise_multiplier == 1.0
         root = as_seed_sequence(seed)
         self._params = draw_hash_params(self.depth, child_seed(root, 0))
@@ -207,6 +226,7 @@ class SketchCore:
             delta,
             child_seed(root, 1),
             noise_multiplier,
+            counter_class(counter, node_noise),
         )
         self.t = 0
 
@@ -221,6 +241,8 @@ class SketchCore:
         horizon: int,
         seed: SeedLike = None,
         model: memory.Model = "paper",
+        counter: str = "binary",
+        node_noise: str = "stored",
     ) -> Self:
         """The widest sketch that fits ``kilobytes`` (KB = 1000 bytes) under the memory model ``model``.
 
@@ -230,19 +252,32 @@ class SketchCore:
         fixed point in w). "actual": the bytes ``memory_bytes`` reports, i.e. the levels really allocated
         (ceil(log2(T + 1)) for Punctual, ceil(log2(ceil(T / w) + 1)) for Lazy: 21 and 15 at T = 2^20,
         w = 55), step counts, Lazy's pending array and the hash parameters; see ``sketches.memory``.
-        Raises ``ValueError`` naming the memory and the minimum when not one column fits.
+        Any other ``counter`` / ``node_noise`` than the paper's needs ``model="actual"`` (its own bytes,
+        ``Counter.bytes_per_counter``). Raises ``ValueError`` naming the memory and the minimum when not one
+        column fits.
         """
         check_epsilon(kilobytes, "kilobytes")
         depth = check_positive_int(depth, "depth")
         horizon = check_positive_int(horizon, "horizon")
         check_choice(model, "model", memory.MODELS)
-        width = memory.width_for_memory(cls._schedule.kind, kilobytes, depth, horizon, model, cls.__name__)
-        return cls(width=width, depth=depth, epsilon=epsilon, delta=delta, horizon=horizon, seed=seed)
+        cells = counter_class(counter, node_noise)
+        width = memory.width_for_memory(cls._schedule.kind, kilobytes, depth, horizon, model, cls.__name__, cells)
+        return cls(width=width, depth=depth, epsilon=epsilon, delta=delta, horizon=horizon, seed=seed,
+                   counter=counter, node_noise=node_noise)
 
     @property
     def private(self) -> bool:
         """Whether the released cells are differentially private."""
         return self._schedule.private
+
+    @property
+    def privacy(self) -> Privacy | None:
+        """(epsilon, delta) under replace-one neighbouring streams (continual observation); None when non-private.
+        Computational with derived node noise (``counters.DerivedBinary``)."""
+        if not self.private:
+            return None
+        notion = "computational" if self.node_noise == "derived" else "approximate"
+        return Privacy(self.epsilon, self.delta, "replace-one stream item", notion)
 
     @property
     def memory_bytes(self) -> int:
@@ -262,7 +297,7 @@ class SketchCore:
         if t > self.horizon:
             raise ValueError(f"stream length t={t} would exceed horizon={self.horizon} of this {type(self).__name__}")
         self._state.extend(keys, self._params, self.t)
-        self.t = t
+        self.t = self._state.t = t
 
     def _rows(self, keys: np.ndarray, table: np.ndarray) -> np.ndarray:
         """``table[i, h_i(x)]`` (times g_i(x) for CS) for every row i and key x: shape (d, n), float64."""

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpstream.counters import Counter
 from dpstream.sketches import _kernels as kernels
 from dpstream.sketches.core import COUNT_MIN, COUNT_SKETCH, Schedule, SketchCore
 
 
 class ExactSchedule(Schedule):
-    """Exact d x w counters, released as they are (no privacy); ``epsilon`` and ``delta`` are ignored."""
+    """Exact d x w counters, released as they are (no privacy); ``epsilon``, ``delta`` and ``counter`` are ignored."""
 
     kind = "exact"
     private = False
@@ -20,6 +21,7 @@ class ExactSchedule(Schedule):
         delta: float | None,
         noise_seed: np.random.SeedSequence,
         noise_multiplier: float,
+        counter: type[Counter],
     ) -> None:
         self.counts = np.zeros((self.depth, self.width), dtype=self.count_dtype)
 

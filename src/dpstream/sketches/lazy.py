@@ -1,22 +1,23 @@
-"""LazySketch (seed 004, Alg. 5): exact pending counts P pushed one column per step into GaussBM cells."""
+"""LazySketch (seed 004, Alg. 5): exact pending counts P pushed one column per step into counter cells."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from dpstream.counters import Counter
 from dpstream.sketches import _kernels as kernels
 from dpstream.sketches.core import COUNT_MIN, COUNT_SKETCH, PrivateSchedule, SketchCore
 
 ITEMS_PER_BLOCK = 1 << 16
-"""Items per kernel call (d noises each): bounds the noise buffer whatever the stream length."""
+"""Items per kernel call (at most d noises each for the binary tree): bounds the noise buffer."""
 
 
 class LazySchedule(PrivateSchedule):
-    """Exact pending P (never released) plus O[i][j] = GaussBM(ceil(horizon / w), epsilon, delta, m), m = 2d (CMS)
-    or 4d (CS).
+    """Exact pending P (never released) plus counter cells O[i][j] over ceil(horizon / w) steps (GaussBM by default),
+    m = 2d (CMS) or 4d (CS).
 
-    O(d log(T/w)) work per item. After t items, cell column j has received
-    floor(t / w) + (1 if j < t mod w else 0) pushes; a released cell lags its exact count by P[i][j].
+    O(d log(T/w)) work per item with stored nodes, O(d) with derived ones. After t items, cell column j has
+    received floor(t / w) + (1 if j < t mod w else 0) pushes; a released cell lags its exact count by P[i][j].
     """
 
     kind = "lazy"
@@ -30,18 +31,25 @@ class LazySchedule(PrivateSchedule):
         delta: float | None,
         noise_seed: np.random.SeedSequence,
         noise_multiplier: float,
+        counter: type[Counter],
     ) -> None:
-        super()._allocate(epsilon, delta, noise_seed, noise_multiplier)
+        super()._allocate(epsilon, delta, noise_seed, noise_multiplier, counter)
         self.pending = np.zeros((self.depth, self.width), dtype=self.count_dtype)
 
+    def cell_steps(self) -> np.ndarray:
+        column = self.t // self.width + (np.arange(self.width) < self.t % self.width)
+        return np.tile(column, self.depth)
+
     def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
-        bm = self.counters
+        cells = self.counters
         for start in range(0, keys.shape[0], ITEMS_PER_BLOCK):
             block = keys[start : start + ITEMS_PER_BLOCK]
-            noise = bm._draw(block.shape[0] * self.depth)
+            steps = (t0 + start + np.arange(block.shape[0])) // self.width + 1
+            noise = cells._draw(cells.noise_count(steps) * self.depth)
             kernels.lazy_extend(
-                block, params, self.signed, self.pending, bm._exact, bm._noisy_sums, bm._steps, t0 + start, noise
+                block, params, self.signed, self.pending, cells.mode, *cells.kernel_state(), t0 + start, noise
             )
+        self.t = t0 + keys.shape[0]
 
     @property
     def memory_bytes(self) -> int:

@@ -5,10 +5,11 @@ Model "paper" (seed 004, Sec. 6.4; inferred, it reproduces the paper's widths 20
 (int32 count + double noise) per tree level, with floor(log2 T) levels for Punctual and
 floor(log2(T / (d w))) levels for Lazy (at least 1).
 
-Model "actual": the bytes the object really holds (``memory_bytes``): the paper model's cells with
-the levels actually allocated, ceil(log2(T + 1)) for Punctual and ceil(log2(ceil(T / w) + 1)) for
-Lazy, plus an int64 step count per private cell, Lazy's exact pending array P, and the hash
-parameters (4 uint64 per row).
+Model "actual": the bytes the object really holds (``memory_bytes``): each private cell's counter
+(``Counter.bytes_per_counter`` over the cell horizon T (Punctual) or ceil(T / w) (Lazy); for the paper's
+stored binary tree the levels actually allocated, ceil(log2(steps + 1)), of 12 bytes, plus an int64
+step count), the counter's fixed bytes (a key), Lazy's exact pending array P, and the hash parameters
+(4 uint64 per row). Other counters than the paper's have only this model.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from typing import Literal
 
 import numpy as np
 
+from dpstream.counters import Counter, StoredBinary
+
 BYTES_PER_KB = 1000
 COUNTER_BYTES = 4
 NODE_BYTES = 12
-STEP_BYTES = 8
 HASH_BYTES_PER_ROW = 32
 MODELS = ("paper", "actual")
 Model = Literal["paper", "actual"]
@@ -37,10 +39,16 @@ def count_bytes(horizon: int) -> int:
     return 4 if horizon < 2**31 else 8
 
 
-def sketch_bytes(schedule: Schedule, widths: np.ndarray, depth: int, horizon: int, model: Model) -> np.ndarray:
-    """Modelled bytes of a depth x width sketch with the given push schedule, for each width in ``widths``."""
+def sketch_bytes(
+    schedule: Schedule, widths: np.ndarray, depth: int, horizon: int, model: Model,
+    counter: type[Counter] = StoredBinary,
+) -> np.ndarray:
+    """Modelled bytes of a depth x width sketch with the given push schedule and cell counter, for each width."""
     w = np.asarray(widths, dtype=np.int64)
     cells = depth * w
+    if model == "paper" and schedule != "exact" and counter is not StoredBinary:
+        raise ValueError(f"model='paper' describes the paper's stored binary tree, not counter={counter.name!r} "
+                         f"node_noise={counter.node_noise!r}; allowed: model='actual'")
     if model == "paper":
         if schedule == "exact":
             return COUNTER_BYTES * cells
@@ -54,24 +62,26 @@ def sketch_bytes(schedule: Schedule, widths: np.ndarray, depth: int, horizon: in
     if schedule == "exact":
         return cb * cells + hashes
     steps_per_cell = np.full_like(w, horizon) if schedule == "punctual" else -(-horizon // w)
-    levels = np.maximum(1, bit_length(steps_per_cell))
+    per_cell = np.array([counter.bytes_per_counter(int(s), cb) for s in steps_per_cell], dtype=np.int64)
     pending = cb if schedule == "lazy" else 0
-    return (levels * (cb + 8) + STEP_BYTES + pending) * cells + hashes
+    return (per_cell + pending) * cells + hashes + counter.fixed_bytes
 
 
-def width_for_memory(schedule: Schedule, kilobytes: float, depth: int, horizon: int, model: Model, name: str) -> int:
+def width_for_memory(
+    schedule: Schedule, kilobytes: float, depth: int, horizon: int, model: Model, name: str,
+    counter: type[Counter] = StoredBinary,
+) -> int:
     """The largest width whose modelled bytes fit in ``kilobytes`` (KB = 1000 bytes).
 
     For Lazy (paper model) this is the largest fixed point of w = floor(B / (12 d floor(log2(T/(d w))))).
     Raises ``ValueError`` naming the memory and the minimum when not even one column fits.
     """
     budget = kilobytes * BYTES_PER_KB
-    smallest_cell = COUNTER_BYTES if schedule == "exact" else NODE_BYTES  # bytes of a cell in either model
-    widest = max(1, int(budget // (smallest_cell * depth)))
+    widest = max(1, int(budget // (COUNTER_BYTES * depth)))  # no cell is smaller than one 4-byte count
     widths = np.arange(1, widest + 1)
-    fits = np.flatnonzero(sketch_bytes(schedule, widths, depth, horizon, model) <= budget)
+    fits = np.flatnonzero(sketch_bytes(schedule, widths, depth, horizon, model, counter) <= budget)
     if fits.size == 0:
-        minimum = int(sketch_bytes(schedule, np.array([1]), depth, horizon, model)[0])
+        minimum = int(sketch_bytes(schedule, np.array([1]), depth, horizon, model, counter)[0])
         raise ValueError(
             f"memory kilobytes={kilobytes!r} is too small for one column of a depth-{depth} {name} "
             f"(horizon={horizon}, model={model!r}); the minimum is {minimum / BYTES_PER_KB} KB"

@@ -1,4 +1,4 @@
-"""PunctualSketch (seed 004, Alg. 3; Epasto et al. 2023): every cell is a GaussBM updated at every step."""
+"""PunctualSketch (seed 004, Alg. 3; Epasto et al. 2023): every cell is a counter (GaussBM) stepped at every item."""
 
 from __future__ import annotations
 
@@ -12,21 +12,28 @@ NOISE_BLOCK = 1 << 18
 
 
 class PunctualSchedule(PrivateSchedule):
-    """O[i][j] = GaussBM(horizon, epsilon, delta, m) for all d x w cells (m = 2d CMS, 4d CS); Theta(d w) per item."""
+    """O[i][j] = a counter over ``horizon`` steps for all d x w cells (GaussBM by default; m = 2d CMS, 4d CS).
+
+    Theta(d w) work per item with stored nodes; O(d) with derived ones, whose zero pushes change nothing.
+    """
 
     kind = "punctual"
 
     def cell_horizon(self) -> int:
         return self.horizon
 
+    def cell_steps(self) -> np.ndarray:
+        return np.full(self.depth * self.width, self.t, dtype=np.int64)
+
     def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
-        bm = self.counters
-        per_block = max(1, NOISE_BLOCK // bm.n)
+        cells = self.counters
+        per_block = max(1, NOISE_BLOCK // cells.n)
         for start in range(0, keys.shape[0], per_block):
             block = keys[start : start + per_block]
-            noise = bm._draw(block.shape[0] * bm.n)
-            kernels.punctual_extend(block, params, self.signed, bm._exact, bm._noisy_sums, t0 + start, noise)
-        bm._steps[:] = t0 + keys.shape[0]
+            steps = t0 + start + 1 + np.arange(block.shape[0])
+            noise = cells._draw(cells.noise_count(steps) * cells.n)
+            kernels.punctual_extend(block, params, self.signed, cells.mode, *cells.kernel_state(), t0 + start, noise)
+        self.t = t0 + keys.shape[0]
 
 
 class PunctualCMS(SketchCore):

@@ -1,0 +1,33 @@
+"""Continual counters behind one interface (``Counter``): the binary tree with stored or derived node noise.
+
+``counter_class(counter, node_noise)`` is the one place a configuration's choice becomes a class; an
+unknown or unavailable combination is an error naming it and listing what is allowed.
+"""
+
+from __future__ import annotations
+
+from dpstream.counters.base import Counter
+from dpstream.counters.binary import DerivedBinary, StoredBinary, popcount
+
+COUNTERS: dict[tuple[str, str], type[Counter]] = {
+    ("binary", "stored"): StoredBinary,
+    ("binary", "derived"): DerivedBinary,
+}
+COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))
+NODE_NOISES = ("stored", "derived")
+
+
+def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[Counter]:
+    """The counter class for ``counter`` (binary, ...) with node noise ``node_noise`` (stored | derived)."""
+    if counter not in COUNTER_NAMES:
+        raise ValueError(f"unknown counter {counter!r}; allowed: {', '.join(COUNTER_NAMES)}")
+    if node_noise not in NODE_NOISES:
+        raise ValueError(f"unknown node_noise {node_noise!r}; allowed: {', '.join(NODE_NOISES)}")
+    if (counter, node_noise) not in COUNTERS:
+        allowed = ", ".join(n for c, n in COUNTERS if c == counter)
+        raise ValueError(f"node_noise={node_noise!r} is not available with counter={counter!r}; allowed: {allowed}")
+    return COUNTERS[counter, node_noise]
+
+
+__all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "Counter", "DerivedBinary", "StoredBinary", "counter_class",
+           "popcount"]

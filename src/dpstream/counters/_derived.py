@@ -1,0 +1,30 @@
+"""Compiled releases of the binary tree with derived node noise (``DerivedBinary``).
+
+The node of level l that a release at step s uses (bit l of s set) is the dyadic interval ending at
+step (s >> l) << l; its noise is sigma * ``node_normal(key, s >> l, l, cell)``: the same node, hence the
+same value, for every release whose step shares the prefix s >> l.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from dpstream.counters.philox import node_normal
+
+
+@njit(cache=True)
+def release(exact: np.ndarray, key: np.ndarray, scale: float, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """Exact prefix count of each cell plus ``scale`` times the sum of its nodes' normals over the set bits of
+    its step (the binary mechanism's release at that step)."""
+    out = np.empty(cells.shape[0], dtype=np.float64)
+    for k in range(cells.shape[0]):
+        cell, s = cells[k], steps[k]
+        total = 0.0
+        level = 0
+        while s >> level:
+            if (s >> level) & 1:
+                total += node_normal(key[0], key[1], np.uint64(s >> level), np.uint64(level), np.uint64(cell))
+            level += 1
+        out[k] = np.float64(exact[0, cell]) + scale * total
+    return out

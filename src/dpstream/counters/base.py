@@ -1,0 +1,121 @@
+"""The counter interface: n independent continual counters whose owner (``GaussBM``, a sketch schedule)
+says which counter takes which step; the counter keeps the state, draws its noise, releases prefix sums
+and states its noise variance and its memory.
+
+A counter is calibrated once, here: sigma = ``calibration.gaussian_sigma(l2_sensitivity(horizon, m), ...)``
+where ``l2_sensitivity`` is the counter's own (sqrt(h m) for the binary tree: one step of each of m
+counters moves h node values by at most 1; the factorisation's column norm times sqrt(m) for BLT).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+
+from dpstream.calibration import gauss_bm_levels, gaussian_sigma
+from dpstream.counters import _kernels as kernels
+from dpstream.noise import NoiseSource, SeedLike
+from dpstream.validation import check_delta, check_epsilon, check_positive_int
+
+STEP_BYTES = 8
+"""An int64 step count (Alg. 1 keeps one per counter)."""
+NOISE_BYTES = 8
+"""A float64 noise value or noisy sum."""
+
+
+class Counter(ABC):
+    """``n`` continual counters over ``horizon`` steps each, (epsilon, delta)-DP for m-neighbouring inputs (one
+    neighbour changes at most m counters, each by at most 1 at one step) under continual observation.
+
+    ``mode`` selects the compiled push (``counters._kernels``); ``tracks_steps``: the counter keeps each
+    counter's step (Alg. 1) and ``release`` may ignore the steps it is given; otherwise the owner supplies them.
+    """
+
+    name: ClassVar[str]
+    node_noise: ClassVar[str]
+    mode: ClassVar[int]
+    tracks_steps: ClassVar[bool]
+    fixed_bytes: ClassVar[int] = 0
+    """Memory model: bytes held once per counter array (a key), on top of ``bytes_per_counter`` each."""
+
+    def __init__(
+        self,
+        *,
+        n: int,
+        horizon: int,
+        epsilon: float,
+        delta: float,
+        m: int = 1,
+        seed: SeedLike = None,
+        count_dtype: type = np.int64,
+        noise_multiplier: float = 1.0,
+    ) -> None:
+        self.n = check_positive_int(n, "n")
+        self.horizon = check_positive_int(horizon, "horizon")
+        self.epsilon = check_epsilon(epsilon)
+        self.delta = check_delta(delta)
+        self.m = check_positive_int(m, "m")
+        self.levels = gauss_bm_levels(self.horizon)
+        self.sigma = gaussian_sigma(self.l2_sensitivity(self.horizon, self.m), self.epsilon, self.delta)
+        self.certified = noise_multiplier == 1.0
+        self._noise_scale = self.sigma * noise_multiplier
+        self._noise = NoiseSource(seed)
+        self.count_dtype = count_dtype
+        self._steps = np.zeros(self.n if self.tracks_steps else 0, dtype=np.int64)
+        self._allocate()
+
+
+    @classmethod
+    @abstractmethod
+    def l2_sensitivity(cls, horizon: int, m: int) -> float:
+        """L2 change of everything the counters release-generate when m counters change by 1 at one step."""
+
+    @classmethod
+    @abstractmethod
+    def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
+        """Memory model: bytes of state per counter (``memory_bytes`` is n times this)."""
+
+    @abstractmethod
+    def _allocate(self) -> None:
+        """Create the state arrays."""
+
+    @abstractmethod
+    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(exact, fa, fb, coef, steps): the arrays ``counters._kernels.cell_push`` reads and writes."""
+
+    @abstractmethod
+    def noise_count(self, steps: np.ndarray) -> int:
+        """How many N(0, sigma^2) draws one push at each of ``steps`` consumes, in all."""
+
+    @abstractmethod
+    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Released prefix sums (float64) of ``cells``, each at its current step ``steps``."""
+
+    def release_all(self, steps: np.ndarray) -> np.ndarray:
+        """Released prefix sums of every counter, at steps ``steps`` (shape (n,))."""
+        return self.release(np.arange(self.n), steps)
+
+    @abstractmethod
+    def variance(self, steps: np.ndarray | int) -> np.ndarray:
+        """Analytic noise variance of a release at each step."""
+
+    @property
+    def steps(self) -> np.ndarray:
+        """Each counter's step (counters that track them)."""
+        return self._steps.copy()
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of the state arrays."""
+        exact, fa, fb, _, steps = self.kernel_state()
+        return exact.nbytes + fa.nbytes + fb.nbytes + steps.nbytes
+
+    def _draw(self, size: int) -> np.ndarray:
+        """``size`` noises N(0, (sigma * noise_multiplier)^2), in the order the pushes consume them."""
+        return self._noise.gaussian(self._noise_scale, size)
+
+    def push(self, cells: np.ndarray, steps: np.ndarray, values: np.ndarray) -> None:
+        """Cells ``cells[k]``, in order, take steps ``steps[k]`` with increments ``values[k]`` (int64 arrays)."""
+        kernels.push_many(self.mode, *self.kernel_state(), cells, steps, values, self._draw(self.noise_count(steps)))

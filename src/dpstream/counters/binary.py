@@ -1,0 +1,122 @@
+"""The binary-tree counter (seed 004, Alg. 1) with its node noise stored (the paper) or derived on demand.
+
+Stored (``StoredBinary``): one node per level per counter (exact partial sum + noisy running sum, as in
+``_bm_kernels``); a push closes a node and draws its noise. Derived (``DerivedBinary``, issue "beyond the
+paper"): node noise is a keyed pseudorandom function of (cell, level, node index), Philox4x64-10 keyed from the
+secret seed, so a counter holds only its exact count, a push is one integer add, and a release regenerates
+the popcount(s) node values of its step. Both release exact prefix sum + the noises of the dyadic nodes over
+the set bits of s: the same joint distribution of all releases at all times when the generator is a random
+function (the computational assumption numpy's own generators rest on as well; see ``DerivedBinary``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpstream.calibration import gauss_bm_levels
+from dpstream.counters import _derived
+from dpstream.counters import _kernels as kernels
+from dpstream.counters.base import NOISE_BYTES, STEP_BYTES, Counter
+
+
+def popcount(steps: np.ndarray | int) -> np.ndarray:
+    """Number of set bits of each (non-negative) step."""
+    return np.bitwise_count(np.asarray(steps, dtype=np.uint64)).astype(np.int64)
+
+
+class BinaryTree(Counter):
+    """Calibration and variance shared by both node-noise choices: h levels, sigma for L2 sensitivity sqrt(h m)."""
+
+    name = "binary"
+
+    @classmethod
+    def l2_sensitivity(cls, horizon: int, m: int) -> float:
+        return math.sqrt(gauss_bm_levels(horizon) * m)
+
+    def variance(self, steps: np.ndarray | int) -> np.ndarray:
+        """popcount(s) sigma^2: one independent node noise per set bit of s."""
+        return popcount(steps) * self._noise_scale**2
+
+
+class StoredBinary(BinaryTree):
+    """Alg. 1 with one preallocated node per level (``_bm_kernels.push``): exact partial sums (count dtype) and
+    float64 noisy running sums, both (levels, n), and an int64 step per counter; one noise per push."""
+
+    node_noise = "stored"
+    mode = kernels.STORED
+    tracks_steps = True
+
+    @classmethod
+    def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
+        return gauss_bm_levels(horizon) * (count_bytes + NOISE_BYTES) + STEP_BYTES
+
+    def _allocate(self) -> None:
+        self._exact = np.zeros((self.levels, self.n), dtype=self.count_dtype)
+        self._noisy_sums = np.zeros((self.levels, self.n), dtype=np.float64)
+        self._none = np.zeros((0, 0), dtype=np.float64)
+
+    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return self._exact, self._noisy_sums, self._none, self._none, self._steps
+
+    def noise_count(self, steps: np.ndarray) -> int:
+        return int(np.size(steps))
+
+    def released_view(self) -> np.ndarray:
+        """Read-only view of every counter's released prefix sum (changes with pushes)."""
+        view = self._noisy_sums[0]
+        view.flags.writeable = False
+        return view
+
+    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        return self._noisy_sums[0, cells]
+
+    def release_all(self, steps: np.ndarray) -> np.ndarray:
+        return self.released_view()
+
+
+class DerivedBinary(BinaryTree):
+    """The binary tree with derived node noise: Z(cell, level, s >> level) = sigma * N(0, 1) from Philox4x64-10
+    keyed by two 64-bit words of the noise seed (``counters.philox``).
+
+    Privacy: (epsilon, delta)-DP as the stored tree under the same relation, COMPUTATIONALLY: the releases are
+    the binary mechanism's exactly when Philox is a random function; against an observer who cannot tell
+    Philox from random (the standard PRF assumption) the guarantee holds as stated, against an unbounded one it
+    does not (an exhaustive search over the 128-bit key). The key must stay secret: ``seed=None`` takes it
+    from the operating system's entropy; a published seed publishes the noise. ``noise=secure`` is refused
+    (no CSPRNG-keyed version is built).
+    """
+
+    node_noise = "derived"
+    mode = kernels.DERIVED
+    tracks_steps = False
+    fixed_bytes = 16  # the 128-bit Philox key
+
+    @classmethod
+    def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
+        return count_bytes
+
+    def _allocate(self) -> None:
+        if self._noise.mode == "secure":
+            raise ValueError("noise=secure is not available with node_noise='derived' (its node noise comes from "
+                             "a keyed Philox generator, not a CSPRNG-keyed exact sampler); allowed: noise=numpy")
+        self._exact = np.zeros((1, self.n), dtype=self.count_dtype)
+        self._none = np.zeros((0, 0), dtype=np.float64)
+        # words 4, 5 of the seed's state stream: past the 4 words numpy's PCG64 takes from the same seed
+        self._key = self._noise.rng.bit_generator.seed_seq.generate_state(6, np.uint64)[4:]
+
+    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return self._exact, self._none, self._none, self._none, self._steps
+
+    def noise_count(self, steps: np.ndarray) -> int:
+        return 0
+
+    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        cells = np.asarray(cells, dtype=np.int64)
+        steps = np.broadcast_to(np.asarray(steps, dtype=np.int64), cells.shape)
+        return _derived.release(self._exact, self._key, self._noise_scale, cells, np.ascontiguousarray(steps))
+
+    @property
+    def memory_bytes(self) -> int:
+        return self._exact.nbytes + self._key.nbytes
