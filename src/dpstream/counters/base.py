@@ -37,6 +37,8 @@ class Counter(ABC):
     node_noise: ClassVar[str]
     mode: ClassVar[int]
     tracks_steps: ClassVar[bool]
+    draws_per_push: ClassVar[int]
+    """Noise draws per push (on average, for buffer sizing): 0 when the noise is derived at release time."""
     fixed_bytes: ClassVar[int] = 0
     """Memory model: bytes held once per counter array (a key), on top of ``bytes_per_counter`` each."""
 
@@ -82,8 +84,8 @@ class Counter(ABC):
         """Create the state arrays."""
 
     @abstractmethod
-    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(exact, fa, fb, coef, steps): the arrays ``counters._kernels.cell_push`` reads and writes."""
+    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(exact, fa, fb, coef): the arrays ``counters._kernels.cell_push`` reads and writes."""
 
     @abstractmethod
     def noise_count(self, steps: np.ndarray) -> int:
@@ -109,8 +111,8 @@ class Counter(ABC):
     @property
     def memory_bytes(self) -> int:
         """Bytes of the state arrays."""
-        exact, fa, fb, _, steps = self.kernel_state()
-        return exact.nbytes + fa.nbytes + fb.nbytes + steps.nbytes
+        exact, fa, fb, _ = self.kernel_state()
+        return exact.nbytes + fa.nbytes + fb.nbytes + self._steps.nbytes
 
     def _draw(self, size: int) -> np.ndarray:
         """``size`` noises N(0, (sigma * noise_multiplier)^2), in the order the pushes consume them."""
@@ -119,3 +121,13 @@ class Counter(ABC):
     def push(self, cells: np.ndarray, steps: np.ndarray, values: np.ndarray) -> None:
         """Cells ``cells[k]``, in order, take steps ``steps[k]`` with increments ``values[k]`` (int64 arrays)."""
         kernels.push_many(self.mode, *self.kernel_state(), cells, steps, values, self._draw(self.noise_count(steps)))
+        self.record_steps(steps, cells)
+
+    def record_steps(self, steps: np.ndarray, cells: np.ndarray | None = None) -> None:
+        """Counters that track their steps note that ``cells`` (default: all) are now at ``steps``."""
+        if not self.tracks_steps:
+            return
+        if cells is None:
+            self._steps[:] = steps
+        else:
+            np.maximum.at(self._steps, cells, steps)

@@ -47,6 +47,7 @@ class StoredBinary(BinaryTree):
     node_noise = "stored"
     mode = kernels.STORED
     tracks_steps = True
+    draws_per_push = 1
 
     @classmethod
     def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
@@ -57,8 +58,8 @@ class StoredBinary(BinaryTree):
         self._noisy_sums = np.zeros((self.levels, self.n), dtype=np.float64)
         self._none = np.zeros((0, 0), dtype=np.float64)
 
-    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        return self._exact, self._noisy_sums, self._none, self._none, self._steps
+    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return self._exact, self._noisy_sums, self._none, self._none
 
     def noise_count(self, steps: np.ndarray) -> int:
         return int(np.size(steps))
@@ -91,6 +92,7 @@ class DerivedBinary(BinaryTree):
     node_noise = "derived"
     mode = kernels.DERIVED
     tracks_steps = False
+    draws_per_push = 0
     fixed_bytes = 16  # the 128-bit Philox key
 
     @classmethod
@@ -106,8 +108,8 @@ class DerivedBinary(BinaryTree):
         # words 4, 5 of the seed's state stream: past the 4 words numpy's PCG64 takes from the same seed
         self._key = self._noise.rng.bit_generator.seed_seq.generate_state(6, np.uint64)[4:]
 
-    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        return self._exact, self._none, self._none, self._none, self._steps
+    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return self._exact, self._none, self._none, self._none
 
     def noise_count(self, steps: np.ndarray) -> int:
         return 0

@@ -5,7 +5,7 @@ the compiled query (Alg. 4) over the released cells.
 selects the CS increment g_i(x) instead of the CMS increment 1. Keys are hashed ``BLOCK`` at a time
 (``hash_rows``: vectorised), then processed one by one in stream order. A private schedule's cells are a
 ``dpstream.counters.Counter``: its ``mode`` and its five state arrays (``Counter.kernel_state``) go in as
-``mode, exact, fa, fb, coef, steps`` and every cell step is one ``counters._kernels.cell_push``. Noise
+``mode, exact, fa, fb, coef`` and every cell step is one ``counters._kernels.cell_push``. Noise
 arrives pre-drawn (already N(0, sigma^2)) in the order the pushes consume it, so a block and item-by-item
 calls agree.
 """
@@ -45,7 +45,6 @@ def punctual_extend(
     fa: np.ndarray,
     fb: np.ndarray,
     coef: np.ndarray,
-    steps: np.ndarray,
     t0: int,
     noise: np.ndarray,
 ) -> None:
@@ -67,11 +66,11 @@ def punctual_extend(
             step = t0 + start + k + 1
             for i in range(depth):
                 if sparse:
-                    z = cell_push(mode, exact, fa, fb, coef, steps, i * width + cols[i, k], step, incs[i, k], noise, z)
+                    z = cell_push(mode, exact, fa, fb, coef, i * width + cols[i, k], step, incs[i, k], noise, z)
                     continue
                 for j in range(width):
                     c = incs[i, k] if j == cols[i, k] else 0
-                    z = cell_push(mode, exact, fa, fb, coef, steps, i * width + j, step, c, noise, z)
+                    z = cell_push(mode, exact, fa, fb, coef, i * width + j, step, c, noise, z)
 
 
 @njit(cache=True)
@@ -85,7 +84,6 @@ def lazy_extend(
     fa: np.ndarray,
     fb: np.ndarray,
     coef: np.ndarray,
-    steps: np.ndarray,
     t0: int,
     noise: np.ndarray,
 ) -> None:
@@ -105,7 +103,7 @@ def lazy_extend(
             for i in range(depth):
                 pending[i, cols[i, k]] += incs[i, k]
             for i in range(depth):
-                z = cell_push(mode, exact, fa, fb, coef, steps, i * width + pos, step, pending[i, pos], noise, z)
+                z = cell_push(mode, exact, fa, fb, coef, i * width + pos, step, pending[i, pos], noise, z)
                 pending[i, pos] = 0
             pos += 1
             if pos == width:

@@ -50,6 +50,7 @@ class LazySchedule(PrivateSchedule):
                 block, params, self.signed, self.pending, cells.mode, *cells.kernel_state(), t0 + start, noise
             )
         self.t = t0 + keys.shape[0]
+        cells.record_steps(self.cell_steps())
 
     @property
     def memory_bytes(self) -> int:

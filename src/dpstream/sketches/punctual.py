@@ -27,13 +27,15 @@ class PunctualSchedule(PrivateSchedule):
 
     def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
         cells = self.counters
-        per_block = max(1, NOISE_BLOCK // cells.n)
+        draws = cells.n * cells.draws_per_push
+        per_block = max(1, NOISE_BLOCK // draws) if draws else max(1, keys.shape[0])
         for start in range(0, keys.shape[0], per_block):
             block = keys[start : start + per_block]
             steps = t0 + start + 1 + np.arange(block.shape[0])
             noise = cells._draw(cells.noise_count(steps) * cells.n)
             kernels.punctual_extend(block, params, self.signed, cells.mode, *cells.kernel_state(), t0 + start, noise)
         self.t = t0 + keys.shape[0]
+        cells.record_steps(self.cell_steps())
 
 
 class PunctualCMS(SketchCore):
