@@ -9,12 +9,23 @@ from __future__ import annotations
 
 import math
 
+from scipy.optimize import brentq
 from scipy.stats import norm
 
-from dpstream.validation import check_delta, check_epsilon, check_positive_int
+from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
+
+CALIBRATIONS = ("classic", "analytic")
+"""Gaussian calibrations: ``classic`` (Dwork and Roth, Thm A.1; the papers' choice, the default) or
+``analytic`` (Balle and Wang 2018: the exact smallest sigma)."""
 
 
-def gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float:
+def _check_l2_sensitivity(l2_sensitivity: float) -> float:
+    if not l2_sensitivity > 0:
+        raise ValueError(f"l2_sensitivity must be > 0, got {l2_sensitivity!r}")
+    return float(l2_sensitivity)
+
+
+def classic_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float:
     """Classical Gaussian mechanism: sigma = Delta_2 * sqrt(2 ln(1.25/delta)) / epsilon.
 
     (Dwork and Roth, Thm A.1; seed 004 Sec. 2.) The theorem is stated for epsilon < 1; the Lazy
@@ -22,9 +33,46 @@ def gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float
     """
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
-    if not l2_sensitivity > 0:
-        raise ValueError(f"l2_sensitivity must be > 0, got {l2_sensitivity!r}")
-    return l2_sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    return _check_l2_sensitivity(l2_sensitivity) * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+
+
+_SAFE_RTOL = 1e-12  # brentq's relative tolerance on sigma; the result is then moved to the safe side
+
+
+def analytic_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float:
+    """Analytic Gaussian mechanism (Balle and Wang 2018, Alg. 1 / Thm 8): the smallest sigma with
+    ``analytic_gaussian_delta(epsilon, Delta_2, sigma) <= delta``, valid for every epsilon > 0.
+
+    The exact curve decreases in sigma, so brentq on a doubling/halving bracket finds the root to a relative
+    1e-12; the returned sigma is then raised in steps of that size until the curve is <= delta, so it is
+    always on the safe side of the computed curve (never more than ~1e-11 relative above the exact root).
+    """
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
+    l2_sensitivity = _check_l2_sensitivity(l2_sensitivity)
+
+    def excess(sigma: float) -> float:
+        return analytic_gaussian_delta(epsilon, l2_sensitivity, sigma) - delta
+
+    hi = lo = l2_sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    while excess(hi) > 0:
+        hi *= 2.0
+    while excess(lo) <= 0:
+        lo /= 2.0
+    sigma = brentq(excess, lo, hi, xtol=1e-300, rtol=_SAFE_RTOL)
+    while excess(sigma) > 0:
+        sigma *= 1.0 + 4.0 * _SAFE_RTOL
+    return sigma
+
+
+_SIGMA_OF = {"classic": classic_gaussian_sigma, "analytic": analytic_gaussian_sigma}
+
+
+def gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float, calibration: str = "classic") -> float:
+    """Noise scale of the Gaussian mechanism for an L2-sensitivity ``l2_sensitivity`` query at (epsilon, delta):
+    ``classic_gaussian_sigma`` (default, the papers') or ``analytic_gaussian_sigma`` (``CALIBRATIONS``).
+    """
+    return _SIGMA_OF[check_choice(calibration, "calibration", CALIBRATIONS)](l2_sensitivity, epsilon, delta)
 
 
 def laplace_scale(l1_sensitivity: float, epsilon: float) -> float:
@@ -41,21 +89,26 @@ def gauss_bm_levels(horizon: int) -> int:
     return max(1, math.ceil(math.log2(horizon + 1)))
 
 
-def gauss_bm_sigma(horizon: int, epsilon: float, delta: float, m: int) -> float:
+def gauss_bm_sigma(horizon: int, epsilon: float, delta: float, m: int, calibration: str = "classic") -> float:
     """Per-node noise of GaussBM(T, eps, delta, m): sigma = sqrt(2 h m ln(1.25/delta)) / eps (seed 004, Alg. 1).
 
     One neighbour changes each of at most ``m`` counters by 1 at one step; that step touches h nodes
-    of each counter, so the L2 sensitivity of all node values is sqrt(h m).
+    of each counter, so the L2 sensitivity of all node values is sqrt(h m). ``calibration="analytic"`` gives
+    the exact smallest sigma for that sensitivity instead (``analytic_gaussian_sigma``): the node values are one
+    Gaussian mechanism with isotropic noise, whose privacy curve depends only on Delta_2 / sigma.
     """
     m = check_positive_int(m, "m")
-    return gaussian_sigma(math.sqrt(gauss_bm_levels(horizon) * m), epsilon, delta)
+    return gaussian_sigma(math.sqrt(gauss_bm_levels(horizon) * m), epsilon, delta, calibration)
 
 
-def gaussian_l2_sensitivity(sigma: float, epsilon: float, delta: float) -> float:
-    """The L2 sensitivity a classical Gaussian noise scale ``sigma`` covers at (epsilon, delta): the inverse of
-    ``gaussian_sigma``, Delta_2 = sigma * epsilon / sqrt(2 ln(1.25/delta)). The sensitivity probe
+def gaussian_l2_sensitivity(sigma: float, epsilon: float, delta: float, calibration: str = "classic") -> float:
+    """The L2 sensitivity a Gaussian noise scale ``sigma`` covers at (epsilon, delta): the inverse of
+    ``gaussian_sigma``. Classic: Delta_2 = sigma * epsilon / sqrt(2 ln(1.25/delta)); analytic: sigma divided by the
+    analytic sigma of a unit sensitivity (both calibrations are linear in Delta_2). The sensitivity probe
     (``dpstream.audit.sensitivity``) reads a mechanism's assumption from its calibrated sigma this way.
     """
+    if check_choice(calibration, "calibration", CALIBRATIONS) == "analytic":
+        return sigma / analytic_gaussian_sigma(1.0, epsilon, delta)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
     return sigma * epsilon / math.sqrt(2.0 * math.log(1.25 / delta))

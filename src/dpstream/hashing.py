@@ -1,4 +1,8 @@
-"""Seeded pairwise-independent hashing for sketches: h(x) = ((a x + b) mod p) mod w, p = 2^61 - 1.
+"""Seeded pairwise-independent hashing for sketches, two families (``HASH_FAMILIES``):
+
+- ``modp`` (default): Carter-Wegman h(x) = ((a x + b) mod p) mod w, p = 2^61 - 1.
+- ``multiply_shift``: Dietzfelbinger's strongly universal vector multiply-add-shift (no prime, no division):
+  h(x) = ((a0 x0 + a1 x1 + b) mod 2^64) >> 32 on the 32-bit halves of x, then bucket (h w) >> 32.
 
 Keys are first made *canonical*: an integer in [0, p).
 
@@ -8,10 +12,12 @@ Keys are first made *canonical*: an integer in [0, p).
   (9 bytes or more), str as UTF-8, bytes as they are; the canonical key is
   ``xxhash.xxh64_intdigest(bytes) mod p`` (stable 64-bit xxHash, seed 0).
 
-``a x + b mod p`` is computed in uint64 with the Mersenne reduction (32-bit limbs), so the same
-functions run inside numba kernels (``affine_mod_p``, ``bucket``, ``sign``, ``hash_rows``) and over arrays
-(``bucket_many``, ``canonical_keys``). The parameters (a, b) of each row are drawn from the
-sketch's seed (``draw_hash_params``); they are public configuration, not privacy noise.
+``a x + b mod p`` is computed in uint64 with the Mersenne reduction (32-bit limbs), multiply-shift with
+wrapping uint64 products, so the same functions run inside numba kernels (``affine_mod_p``, ``bucket``,
+``sign``, ``multiply_shift``, ``hash_rows``) and over arrays (``bucket_many``, ``canonical_keys``). The
+parameters of each row are drawn from the sketch's seed (``draw_hash_params``); they are public
+configuration, not privacy noise. The kernels tell the family from the parameter array's shape:
+(depth, 4) is mod-p, (depth, 6) is multiply-shift.
 """
 
 from __future__ import annotations
@@ -21,9 +27,21 @@ import xxhash
 from numba import njit
 
 from dpstream.noise import SeedLike, as_seed_sequence
+from dpstream.validation import check_choice, check_positive_int
 
 MERSENNE_P = (1 << 61) - 1
 """The prime p = 2^61 - 1 of the hash family."""
+
+HASH_FAMILIES = ("modp", "multiply_shift")
+"""Hash families of ``draw_hash_params``: Carter-Wegman mod 2^61 - 1 (default) or multiply-add-shift."""
+
+PARAMS_PER_ROW = {"modp": 4, "multiply_shift": 6}
+"""Columns of the parameter array per family: (a, b, ga, gb) or (a0, a1, b, ga0, ga1, gb)."""
+
+MAX_SHIFT_WIDTH = 1 << 32
+"""Largest width of the multiply-shift family (the bucket is (h w) >> 32 of a 32-bit h, exact in uint64)."""
+
+_SHIFT_COLUMNS = PARAMS_PER_ROW["multiply_shift"]
 
 _P = np.uint64(MERSENNE_P)
 _LOW32 = np.uint64(0xFFFFFFFF)
@@ -108,20 +126,24 @@ def sign(a: np.uint64, b: np.uint64, x: np.uint64) -> np.int64:
 
 
 @njit(cache=True, inline="always")
-def hash_rows(
-    params: np.ndarray,
-    keys: np.ndarray,
-    start: int,
-    m: int,
-    width: int,
-    signed: bool,
-    cols: np.ndarray,
+def multiply_shift(a0: np.uint64, a1: np.uint64, b: np.uint64, x: np.uint64) -> np.uint64:
+    """h(x) = ((a0 x0 + a1 x1 + b) mod 2^64) >> 32, x = x1 2^32 + x0: a 32-bit value.
+
+    Vector multiply-add-shift of Dietzfelbinger (1996, "Universal hashing and k-wise independent random
+    variables via integer arithmetic without primes"), as stated by Thorup (2015, "High speed hashing for
+    integers and strings", arXiv:1504.06804, Sec. 3, strong universality of vector multiply-shift): for keys
+    of d words of wbar bits, l output bits and w >= wbar + l - 1, with a_i, b uniform in [2^w],
+    ((sum a_i x_i + b) mod 2^w) >> (w - l) is strongly universal: any two distinct keys get independent,
+    uniform l-bit hashes. Here d = 2, wbar = l = 32, w = 64 >= 63; uint64 products wrap mod 2^64.
+    """
+    return (a0 * (x & _LOW32) + a1 * (x >> _S32) + b) >> _S32
+
+
+@njit(cache=True, inline="always")
+def _hash_rows_modp(
+    params: np.ndarray, keys: np.ndarray, start: int, m: int, width: int, signed: bool, cols: np.ndarray,
     incs: np.ndarray,
 ) -> None:
-    """For k < m: ``cols[i, k] = h_i(keys[start + k])`` and ``incs[i, k] = g_i(...)`` (``signed``) or 1.
-
-    One loop per row and per hash over a block of keys, so the compiler vectorises the arithmetic.
-    """
     inv = 1.0 / width
     for i in range(params.shape[0]):
         a, b = params[i, 0], params[i, 1]
@@ -136,11 +158,56 @@ def hash_rows(
                 incs[i, k] = 1
 
 
+@njit(cache=True, inline="always")
+def _hash_rows_multiply_shift(
+    params: np.ndarray, keys: np.ndarray, start: int, m: int, width: int, signed: bool, cols: np.ndarray,
+    incs: np.ndarray,
+) -> None:
+    if width > MAX_SHIFT_WIDTH:
+        raise ValueError("multiply_shift hashing needs width <= 2^32")
+    w = np.uint64(width)
+    for i in range(params.shape[0]):
+        a0, a1, b = params[i, 0], params[i, 1], params[i, 2]
+        for k in range(m):
+            cols[i, k] = np.int64((multiply_shift(a0, a1, b, keys[start + k]) * w) >> _S32)
+        if signed:
+            ga0, ga1, gb = params[i, 3], params[i, 4], params[i, 5]
+            for k in range(m):
+                incs[i, k] = np.int64(1) - np.int64(2) * np.int64(multiply_shift(ga0, ga1, gb, keys[start + k]) >> _S31)
+        else:
+            for k in range(m):
+                incs[i, k] = 1
+
+
+@njit(cache=True, inline="always")
+def hash_rows(
+    params: np.ndarray,
+    keys: np.ndarray,
+    start: int,
+    m: int,
+    width: int,
+    signed: bool,
+    cols: np.ndarray,
+    incs: np.ndarray,
+) -> None:
+    """For k < m: ``cols[i, k] = h_i(keys[start + k])`` and ``incs[i, k] = g_i(...)`` (``signed``) or 1.
+
+    The family follows from ``params.shape[1]`` (``PARAMS_PER_ROW``). mod-p (4 columns): h = ((a x + b) mod p)
+    mod w, g = +1 - 2 (lowest bit of (ga x + gb) mod p). Multiply-shift (6 columns): h = (H(x) w) >> 32 with the
+    32-bit strongly universal H = ``multiply_shift`` of (a0, a1, b), g = +1 - 2 (top bit of an independent H of
+    (ga0, ga1, gb)). One loop per row and per hash over a block of keys, so the compiler vectorises the arithmetic.
+    """
+    if params.shape[1] == _SHIFT_COLUMNS:
+        _hash_rows_multiply_shift(params, keys, start, m, width, signed, cols, incs)
+    else:
+        _hash_rows_modp(params, keys, start, m, width, signed, cols, incs)
+
+
 @njit(cache=True)
 def bucket_many(params: np.ndarray, keys: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """Columns h_i(x) and signs g_i(x) of every row i for canonical ``keys``: two (depth, n) int64 arrays.
 
-    ``params`` is the (depth, 4) uint64 array of ``draw_hash_params``: (a, b) of h_i, then (a, b) of g_i.
+    ``params`` is the uint64 array of ``draw_hash_params``, either family (``hash_rows``).
     """
     cols = np.empty((params.shape[0], keys.shape[0]), dtype=np.int64)
     signs = np.empty((params.shape[0], keys.shape[0]), dtype=np.int64)
@@ -148,13 +215,24 @@ def bucket_many(params: np.ndarray, keys: np.ndarray, width: int) -> tuple[np.nd
     return cols, signs
 
 
-def draw_hash_params(depth: int, seed: SeedLike) -> np.ndarray:
-    """(depth, 4) uint64 array: per row (a, b) of the bucket hash and (a, b) of the sign hash.
+def draw_hash_params(depth: int, seed: SeedLike, family: str = "modp") -> np.ndarray:
+    """Per-row hash parameters of one ``family`` (``HASH_FAMILIES``), a uint64 array the kernels read.
 
-    a is uniform on [1, p), b on [0, p): the classical Carter-Wegman family, pairwise independent
-    into [0, p) (and so close to pairwise independent after ``mod width``).
+    ``modp``: (depth, 4), (a, b) of the bucket hash and (a, b) of the sign hash; a uniform on [1, p), b on
+    [0, p): the classical Carter-Wegman family, pairwise independent into [0, p) (so within O(w/p) of
+    pairwise independent after ``mod width``: a pair collides with probability <= 1/w + O(1/p)).
+
+    ``multiply_shift``: (depth, 6), (a0, a1, b) of the bucket hash and of the sign hash, all uniform 64-bit.
+    The 32-bit hash H is strongly universal (``multiply_shift``); the range reduction (H w) >> 32 sends
+    floor(2^32/w) or ceil(2^32/w) values of H to each bucket, so a pair x != y collides with probability
+    sum_j (n_j / 2^32)^2 <= ceil(2^32/w) / 2^32 <= (1/w)(1 + w/2^32), and each bucket has probability within
+    1/2^32 of 1/w. The sign (top bit of an independent H) is exactly unbiased and pairwise independent.
     """
+    family = check_choice(family, "hash family", HASH_FAMILIES)
+    depth = check_positive_int(depth, "depth")
     rng = np.random.default_rng(as_seed_sequence(seed))
+    if family == "multiply_shift":
+        return rng.integers(0, 1 << 64, size=(depth, PARAMS_PER_ROW[family]), dtype=np.uint64)
     params = np.empty((depth, 4), dtype=np.uint64)
     params[:, 0::2] = rng.integers(1, MERSENNE_P, size=(depth, 2), dtype=np.uint64)
     params[:, 1::2] = rng.integers(0, MERSENNE_P, size=(depth, 2), dtype=np.uint64)
