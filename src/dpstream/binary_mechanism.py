@@ -28,7 +28,8 @@ class GaussBM:
     Privacy (Thm 1): for m-neighbouring inputs (one neighbour changes at most ``m`` counters, each by at
     most 1 in total over the stream) the whole sequence of released prefix sums is (epsilon, delta)-DP
     under continual observation. h = ceil(log2(horizon + 1)) levels and
-    sigma = sqrt(2 h m ln(1.25/delta)) / epsilon, both from ``dpstream.calibration``.
+    sigma = sqrt(2 h m ln(1.25/delta)) / epsilon (``calibration="classic"``, the paper's) or the exact smallest
+    sigma for L2 sensitivity sqrt(h m) (``"analytic"``, Balle and Wang 2018), both from ``dpstream.calibration``.
 
     Equivalence with Alg. 1: at a counter's step s (1-based) the node of level i = ctz(s) closes; its
     exact count is alpha_i = c + sum_{l<i} alpha_l (the level-l nodes that Alg. 1 merges into it, which
@@ -70,28 +71,31 @@ class GaussBM:
         m: int = 1,
         seed: SeedLike = None,
         node_noise: str = "stored",
+        calibration: str = "classic",
     ) -> None:
-        self._setup(n, horizon, epsilon, delta, m, seed, node_noise, noise_multiplier=1.0)
+        self._setup(n, horizon, epsilon, delta, m, seed, node_noise, calibration, noise_multiplier=1.0)
 
     @classmethod
     def _uncertified_noiseless(
         cls, *, n: int, horizon: int, epsilon: float, delta: float, m: int = 1, seed: SeedLike = None,
-        node_noise: str = "stored",
+        node_noise: str = "stored", calibration: str = "classic",
     ) -> GaussBM:
         """TEST ONLY, NOT privacy-certified: the same counters with the noise switched off (exact sums)."""
         self = cls.__new__(cls)
-        self._setup(n, horizon, epsilon, delta, m, seed, node_noise, noise_multiplier=0.0)
+        self._setup(n, horizon, epsilon, delta, m, seed, node_noise, calibration, noise_multiplier=0.0)
         return self
 
     def _setup(
         self, n: int, horizon: int, epsilon: float, delta: float, m: int, seed: SeedLike, node_noise: str,
-        noise_multiplier: float,
+        calibration: str, noise_multiplier: float,
     ) -> None:
         self.counter = counter_class("binary", node_noise)(
-            n=n, horizon=horizon, epsilon=epsilon, delta=delta, m=m, seed=seed, noise_multiplier=noise_multiplier
+            n=n, horizon=horizon, epsilon=epsilon, delta=delta, m=m, seed=seed, calibration=calibration,
+            noise_multiplier=noise_multiplier,
         )
         c = self.counter
         self.n, self.horizon, self.epsilon, self.delta, self.m = c.n, c.horizon, c.epsilon, c.delta, c.m
+        self.calibration = c.calibration
         self.levels, self.sigma, self.certified = c.levels, c.sigma, c.certified
         self._steps = c._steps if c.tracks_steps else np.zeros(self.n, dtype=np.int64)
 

@@ -77,7 +77,7 @@ def tree_positions(horizon: int) -> np.ndarray:
 
 def gauss_bm_assumed(bm: GaussBM) -> Sensitivity:
     """The L2 sensitivity the GaussBM's sigma is calibrated for (sqrt(h m) when the calibration is right)."""
-    return Sensitivity("l2", gaussian_l2_sensitivity(bm.sigma, bm.epsilon, bm.delta))
+    return Sensitivity("l2", gaussian_l2_sensitivity(bm.sigma, bm.epsilon, bm.delta, bm.calibration))
 
 
 @dataclass

@@ -2,9 +2,10 @@
 says which counter takes which step; the counter keeps the state, draws its noise, releases prefix sums
 and states its noise variance and its memory.
 
-A counter is calibrated once, here: sigma = ``calibration.gaussian_sigma(l2_sensitivity(horizon, m), ...)``
-where ``l2_sensitivity`` is the counter's own (sqrt(h m) for the binary tree: one step of each of m
-counters moves h node values by at most 1; the factorisation's column norm times sqrt(m) for BLT).
+A counter is calibrated once, here: sigma = ``calibration.gaussian_sigma(l2_sensitivity(horizon, m), eps,
+delta, calibration)`` ("classic", the papers', or "analytic", Balle and Wang 2018), where ``l2_sensitivity``
+is the counter's own (sqrt(h m) for the binary tree: one step of each of m counters moves h node values by
+at most 1; the factorisation's column norm times sqrt(m) for BLT).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class Counter(ABC):
         delta: float,
         m: int = 1,
         seed: SeedLike = None,
+        calibration: str = "classic",
         count_dtype: type = np.int64,
         noise_multiplier: float = 1.0,
     ) -> None:
@@ -60,7 +62,8 @@ class Counter(ABC):
         self.delta = check_delta(delta)
         self.m = check_positive_int(m, "m")
         self.levels = gauss_bm_levels(self.horizon)
-        self.sigma = gaussian_sigma(self.l2_sensitivity(self.horizon, self.m), self.epsilon, self.delta)
+        self.calibration = calibration
+        self.sigma = gaussian_sigma(self.l2_sensitivity(self.horizon, self.m), self.epsilon, self.delta, calibration)
         self.certified = noise_multiplier == 1.0
         self._noise_scale = self.sigma * noise_multiplier
         self._noise = NoiseSource(seed)

@@ -40,6 +40,18 @@ class Estimator:
     signed: bool
 
 
+@dataclass(frozen=True)
+class Variant:
+    """Beyond-the-paper choices (defaults: the paper's): the cells' counter and node noise
+    (``dpstream.counters``), the Gaussian calibration (``calibration.CALIBRATIONS``) and the hash family
+    (``hashing.HASH_FAMILIES``)."""
+
+    counter: str = "binary"
+    node_noise: str = "stored"
+    calibration: str = "classic"
+    hash_family: str = "modp"
+
+
 COUNT_MIN = Estimator(signed=False)
 COUNT_SKETCH = Estimator(signed=True)
 
@@ -70,10 +82,12 @@ class Schedule(ABC):
         noise_seed: np.random.SeedSequence,
         noise_multiplier: float,
         counter: type[Counter],
+        calibration: str,
     ) -> None:
         self.width, self.depth, self.horizon, self.signed = width, depth, horizon, signed
         self.count_dtype = np.int32 if memory.count_bytes(horizon) == 4 else np.int64
         self.t = 0
+        self.calibration = calibration
         self._allocate(epsilon, delta, noise_seed, noise_multiplier, counter)
 
     @abstractmethod
@@ -141,6 +155,7 @@ class PrivateSchedule(Schedule):
             delta=delta,
             m=cell_neighbour_m(self.signed, self.depth),
             seed=noise_seed,
+            calibration=self.calibration,
             count_dtype=self.count_dtype,
             noise_multiplier=noise_multiplier,
         )
@@ -173,8 +188,11 @@ class SketchCore:
         seed: SeedLike = None,
         counter: str = "binary",
         node_noise: str = "stored",
+        calibration: str = "classic",
+        hash_family: str = "modp",
     ) -> None:
-        self._setup(width, depth, epsilon, delta, horizon, seed, counter, node_noise, noise_multiplier=1.0)
+        self._setup(width, depth, epsilon, delta, horizon, seed, Variant(counter, node_noise, calibration, hash_family),
+                    noise_multiplier=1.0)
 
     @classmethod
     def _uncertified_noiseless(
@@ -188,13 +206,16 @@ class SketchCore:
         seed: SeedLike = None,
         counter: str = "binary",
         node_noise: str = "stored",
+        calibration: str = "classic",
+        hash_family: str = "modp",
     ) -> Self:
         """TEST ONLY, NOT privacy-certified: the same sketch (same hashes) with the privacy noise switched off.
 
         The result has ``certified == False``; public constructors always add the full noise.
         """
         self = cls.__new__(cls)
-        self._setup(width, depth, epsilon, delta, horizon, seed, counter, node_noise, noise_multiplier=0.0)
+        self._setup(width, depth, epsilon, delta, horizon, seed, Variant(counter, node_noise, calibration, hash_family),
+                    noise_multiplier=0.0)
         return self
 
     def _setup(
@@ -205,18 +226,18 @@ class SketchCore:
         delta: float | None,
         horizon: int,
         seed: SeedLike,
-        counter: str,
-        node_noise: str,
+        variant: Variant,
         noise_multiplier: float,
     ) -> None:
         self.width = check_positive_int(width, "width")
         self.depth = check_positive_int(depth, "depth")
         self.horizon = check_positive_int(horizon, "horizon")
         self.epsilon, self.delta = epsilon, delta
-        self.counter, self.node_noise = counter, node_noise
+        self.variant = variant
+        self.counter, self.node_noise, self.calibration = variant.counter, variant.node_noise, variant.calibration
         self.certified = noise_multiplier == 1.0
         root = as_seed_sequence(seed)
-        self._params = draw_hash_params(self.depth, child_seed(root, 0))
+        self._params = draw_hash_params(self.depth, child_seed(root, 0), variant.hash_family)
         self._state = self._schedule(
             self.width,
             self.depth,
@@ -226,7 +247,8 @@ class SketchCore:
             delta,
             child_seed(root, 1),
             noise_multiplier,
-            counter_class(counter, node_noise),
+            counter_class(variant.counter, variant.node_noise),
+            variant.calibration,
         )
         self.t = 0
 
@@ -243,6 +265,8 @@ class SketchCore:
         model: memory.Model = "paper",
         counter: str = "binary",
         node_noise: str = "stored",
+        calibration: str = "classic",
+        hash_family: str = "modp",
     ) -> Self:
         """The widest sketch that fits ``kilobytes`` (KB = 1000 bytes) under the memory model ``model``.
 
@@ -263,7 +287,7 @@ class SketchCore:
         cells = counter_class(counter, node_noise)
         width = memory.width_for_memory(cls._schedule.kind, kilobytes, depth, horizon, model, cls.__name__, cells)
         return cls(width=width, depth=depth, epsilon=epsilon, delta=delta, horizon=horizon, seed=seed,
-                   counter=counter, node_noise=node_noise)
+                   counter=counter, node_noise=node_noise, calibration=calibration, hash_family=hash_family)
 
     @property
     def private(self) -> bool:
