@@ -365,11 +365,20 @@ for _cls in (PunctualCMS, PunctualCS, LazyCMS, LazyCS):
     register(_cls.__name__)(lambda cls=_cls: sketch_case(cls))
 register("LazyCS_d3_w8")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024))
 register("PunctualCS_d3_w3")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64))
+BEYOND = {"node_noise": "derived", "calibration": "analytic", "hash_family": "multiply_shift"}
+register("LazyCS_beyond")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024, **BEYOND))
+register("PunctualCMS_beyond")(lambda: sketch_case(PunctualCMS, **BEYOND))
 
 
 @register("GaussBM")
 def _gauss_bm() -> SensitivityCase:
     return GaussBMCase("GaussBM", GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0))
+
+
+@register("GaussBM_beyond")
+def _gauss_bm_beyond() -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, node_noise="derived", calibration="analytic")
+    return GaussBMCase("GaussBM (derived noise, analytic calibration)", bm)
 
 
 @register("LazyHH")
