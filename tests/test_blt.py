@@ -3,6 +3,7 @@ optimised loss against the binary tree, and the noise the recurrence adds agains
 
 import numpy as np
 import pytest
+from numba import njit
 from scipy import stats
 from scipy.linalg import toeplitz
 
@@ -11,6 +12,7 @@ from dpstream.blt import (
     _closed_form_loss,
     blt_from_decays,
     blt_noise_stream,
+    blt_step,
     column_norm,
     inverse_toeplitz_coefs,
     mean_noise_variance,
@@ -65,6 +67,23 @@ def test_buffer_recurrence_equals_dense_a_c_inverse_z(params):
     c_mat, a_mat = _dense(params)
     z = np.random.default_rng(5).normal(size=N)
     np.testing.assert_allclose(blt_noise_stream(params, z), a_mat @ np.linalg.solve(c_mat, z), rtol=1e-9, atol=1e-9)
+
+
+@njit
+def _columns_kernel(state, theta, omega, js, z):
+    """Counters ``js[i]`` in order take one noise step each on columns of a (k + 1, n) state array."""
+    for i in range(js.shape[0]):
+        blt_step(state[:, js[i]], theta, omega, z[i])
+
+
+def test_blt_step_on_columns_of_a_counter_array_equals_the_stream():
+    params, n, counters = optimal_blt(N, 3), N, 3
+    z = np.random.default_rng(6).normal(size=(counters, n))
+    state = np.zeros((params.buffers + 1, counters))
+    js = np.tile(np.arange(counters), n)
+    _columns_kernel(state, params.buf_decay, params.output_scale, js, z.T.ravel())
+    expected = [blt_noise_stream(params, z[j])[-1] for j in range(counters)]
+    np.testing.assert_allclose(state[-1], expected, rtol=1e-12)
 
 
 @pytest.mark.parametrize("params", [_random_params(3, n=5000), optimal_blt(2**14, 4), optimal_blt(2**20, 5)])
