@@ -6,12 +6,15 @@ import pytest
 from numba import njit
 from scipy import stats
 from scipy.linalg import toeplitz
+from scipy.signal import fftconvolve
 
 from dpstream.binary_mechanism import popcount
 from dpstream.blt import (
     _closed_form_loss,
+    _prefix_noise_coefs,
     blt_from_decays,
     blt_noise_stream,
+    blt_sigma,
     blt_step,
     column_norm,
     inverse_toeplitz_coefs,
@@ -120,6 +123,22 @@ def test_stream_noise_variance_matches_formula():
     stat = np.sum(noise[:, steps - 1] ** 2, axis=0) / noise_variance(params, steps)
     p = 1e-6 / len(steps)
     assert np.all(stat > stats.chi2.ppf(p / 2, runs)) and np.all(stat < stats.chi2.isf(p / 2, runs))
+
+
+def test_buffer_recurrence_is_stable_over_a_long_horizon():
+    # 2^16 steps of Alg. 3 against the Toeplitz product (b_0..b_{n-1}) * z computed by FFT convolution.
+    params = optimal_blt(2**16, 5)
+    z = np.random.default_rng(8).normal(size=2**16)
+    b = _prefix_noise_coefs(params, 2**16)
+    np.testing.assert_allclose(blt_noise_stream(params, z), fftconvolve(b, z)[: z.size], rtol=1e-7, atol=1e-7)
+
+
+def test_sigma_is_gaussian_calibration_of_sqrt_m_column_norm():
+    params, eps, delta, m = optimal_blt(2**14, 4), 0.5, 1e-6, 6
+    expected = np.sqrt(m) * column_norm(params) * np.sqrt(2 * np.log(1.25 / delta)) / eps
+    assert blt_sigma(params, eps, delta, m) == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(ValueError, match="m must be"):
+        blt_sigma(params, eps, delta, 0)
 
 
 def test_rejects_bad_parameters():

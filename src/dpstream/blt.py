@@ -10,10 +10,13 @@ omega; generating function C(x) = prod_j (1 - theta_hat_j x) / prod_j (1 - theta
 BLT, (theta_hat, omega_hat) (Lemma 5.2 of 2404.16706). The counter releases A x + sigma A C^{-1} z with
 z ~ N(0, I): the Gaussian mechanism on C x followed by the post-processing B = A C^{-1}, so B C = A.
 
-Privacy: a neighbour changes the increment vector x by d with ||d||_1 <= 1 (one step by at most 1) in each of at most
-m counters. ||C d||_2 <= max_i ||C e_i||_2 (convexity), and column i of a lower-triangular Toeplitz C holds
-c_0..c_{n-1-i}, so the first column has the largest norm whatever the signs: sensitivity sqrt(m) * ||c||_2
-(``column_norm``), sigma = gaussian_sigma(sqrt(m) * column_norm, epsilon, delta), the classical calibration.
+Privacy: (epsilon, delta)-DP under continual observation for m-neighbouring inputs as in ``GaussBM``: a neighbour
+changes the increments d_j of counter j with sum_j ||d_j||_1^2 <= m (at most m counters, each by at most 1 in total).
+||C d_j||_2 <= ||d_j||_1 max_i ||C e_i||_2 (convexity), and column i of a lower-triangular Toeplitz C holds
+c_0..c_{n-1-i}, so the first column has the largest norm whatever the signs: L2 sensitivity sqrt(m) * ||c||_2
+(``column_norm``), sigma = gaussian_sigma(sqrt(m) * column_norm, epsilon, delta) (``blt_sigma``). The releases up to
+step s depend on z_1..z_s only (C^{-1} is lower triangular), so the online release is post-processing of the one
+Gaussian release C x + sigma z.
 
 Noise. Row s (1-based) of A C^{-1} is (b_{s-1}, ..., b_0), b_t = sum_{u <= t} hat c_u, so the prefix sum at step s has
 variance sigma^2 * sum_{t < s} b_t^2 (``noise_variance`` per unit sigma). It is generated online by Algorithm 3 of
@@ -32,6 +35,7 @@ import numpy as np
 from numba import njit
 from scipy.optimize import minimize
 
+from dpstream.calibration import gaussian_sigma
 from dpstream.validation import check_positive_int
 
 
@@ -156,6 +160,13 @@ def noise_variance(params: BLTParams, steps: int | np.ndarray | None = None) -> 
 def mean_noise_variance(params: BLTParams) -> float:
     """Mean over s = 1..n of ``noise_variance`` (per unit sigma): ||A C^{-1}||_F^2 / n."""
     return float(np.mean(noise_variance(params)))
+
+
+def blt_sigma(params: BLTParams, epsilon: float, delta: float, m: int = 1) -> float:
+    """Noise scale of the BLT counter: sigma = gaussian_sigma(sqrt(m) * column_norm, epsilon, delta) (module docstring:
+    sensitivity of C x for m-neighbouring inputs), the classical Gaussian calibration as for ``GaussBM``."""
+    m = check_positive_int(m, "m")
+    return gaussian_sigma(math.sqrt(m) * column_norm(params), epsilon, delta)
 
 
 def state_bytes(buffers: int) -> int:
