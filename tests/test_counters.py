@@ -12,9 +12,11 @@ import pytest
 from scipy import stats
 
 from dpstream.binary_mechanism import GaussBM, popcount
+from dpstream.blt import blt_noise_stream, noise_variance
 from dpstream.calibration import analytic_gaussian_sigma, gauss_bm_levels
 from dpstream.counters import DerivedBinary, StoredBinary, counter_class
 from dpstream.counters.philox import philox_block
+from dpstream.honaker import honaker_stream, honaker_variance
 from dpstream.noise import noise_mode
 from dpstream.sketches import LazyCMS, LazyCS, PunctualCMS, PunctualCS
 from dpstream.sketches.memory import sketch_bytes
@@ -160,3 +162,60 @@ def test_derived_privacy_is_computational():
     assert LazyCMS(width=5, depth=2, epsilon=1.0, delta=1e-3, horizon=10, node_noise="derived").privacy.notion == (
         "computational")
     assert LazyCMS(width=5, depth=2, epsilon=1.0, delta=1e-3, horizon=10).privacy.notion == "approximate"
+
+
+def released_stream(counter: str, increments: np.ndarray, seed: int) -> tuple[np.ndarray, GaussBM]:
+    """Releases of one GaussBM counter at every step, and the mechanism (its counter's recorded draws)."""
+    bm = GaussBM(n=1, horizon=increments.size, epsilon=1.0, delta=1e-3, seed=seed, counter=counter)
+    out = np.empty(increments.size)
+    for s, c in enumerate(increments):
+        bm.update(0, int(c))
+        out[s] = bm.query(0)
+    return out, bm
+
+
+def test_honaker_counter_equals_the_reference_estimator():
+    increments = np.random.default_rng(4).integers(-1, 3, 300)
+    released, bm = released_stream("honaker", increments, seed=5)
+    # the same noises, in the order the counter draws them: ctz(s) + 1 per step, levels 0..ctz(s) of step s
+    draws = np.random.default_rng(np.random.SeedSequence(5)).normal(0.0, bm.sigma, 600)
+    z = np.zeros((bm.levels, increments.size))
+    pos = 0
+    for s in range(1, increments.size + 1):
+        for level in range(((s & -s).bit_length() - 1) + 1):
+            z[level, s - 1] = draws[pos]
+            pos += 1
+    assert released == pytest.approx(honaker_stream(increments, z), rel=1e-12, abs=1e-9)
+
+
+def test_blt_counter_equals_the_streaming_reference():
+    increments = np.random.default_rng(6).integers(-1, 3, 300)
+    released, bm = released_stream("blt", increments, seed=7)
+    z = np.random.default_rng(np.random.SeedSequence(7)).normal(0.0, 1.0, increments.size)
+    expected = np.cumsum(increments) + bm.sigma * blt_noise_stream(bm.counter.params, z)
+    assert released == pytest.approx(expected, rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("counter", ["honaker", "blt"])
+@pytest.mark.parametrize("step", [7, 64, 200])
+def test_counter_noise_variance_matches_its_formula(counter, step):
+    n = 20000
+    bm = GaussBM(n=n, horizon=256, epsilon=1.0, delta=1e-3, seed=step, counter=counter)
+    for _ in range(step):
+        bm.update_all(np.zeros(n, dtype=np.int64))
+    expected = bm.variance()[0]
+    per_unit = honaker_variance(step, bm.levels) if counter == "honaker" else noise_variance(bm.counter.params, step)
+    assert expected == pytest.approx(per_unit * bm.sigma**2)
+    assert abs(bm.query_all().var() / expected - 1) < Z_1E6 * math.sqrt(2 / n)
+
+
+def test_better_counters_lower_the_mean_variance_at_the_same_calibration():
+    # mean over steps 1..T of the release variance, in units of the binary tree's at the same (eps, delta, m)
+    horizon = 2**14
+    binary = GaussBM(n=1, horizon=horizon, epsilon=0.3, delta=1e-3, m=6)
+    steps = np.arange(1, horizon + 1)
+    base = binary.variance(steps).mean()
+    honaker = GaussBM(n=1, horizon=horizon, epsilon=0.3, delta=1e-3, m=6, counter="honaker").variance(steps).mean()
+    blt_ = GaussBM(n=1, horizon=horizon, epsilon=0.3, delta=1e-3, m=6, counter="blt").variance(steps).mean()
+    assert honaker / base < 0.6  # v_l -> 1/2: at most ~0.55 of the binary tree's once most set bits are high levels
+    assert blt_ / base <= 0.25  # the issue's target for BLT

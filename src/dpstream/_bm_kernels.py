@@ -14,6 +14,11 @@ import numpy as np
 from numba import njit
 
 
+def popcount(steps: np.ndarray | int) -> np.ndarray:
+    """Number of set bits of each (non-negative) step."""
+    return np.bitwise_count(np.asarray(steps, dtype=np.uint64)).astype(np.int64)
+
+
 @njit(cache=True, inline="always")
 def tree_level(step: np.int64) -> np.int64:
     """Level of the node that closes at ``step`` >= 1: the number of trailing zero bits of ``step``."""

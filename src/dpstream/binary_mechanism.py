@@ -52,7 +52,9 @@ class GaussBM:
     ``node_noise="derived"`` (beyond the paper; ``counters.DerivedBinary``): the node noises are a keyed
     Philox function of (counter, level, node), so a counter holds its exact count and its step only; the
     releases have the same joint distribution when Philox is a random function, and the guarantee becomes
-    computational (``privacy.notion``). The state lives in ``counter`` (``dpstream.counters``).
+    computational (``privacy.notion``). ``counter="honaker"`` (Honaker's online estimates on the same tree,
+    post-processing) and ``counter="blt"`` (buffered linear Toeplitz, sigma for its own sensitivity) are the
+    other counters of ``dpstream.counters``. The state lives in ``counter``.
     """
 
     @property
@@ -70,26 +72,27 @@ class GaussBM:
         delta: float,
         m: int = 1,
         seed: SeedLike = None,
+        counter: str = "binary",
         node_noise: str = "stored",
         calibration: str = "classic",
     ) -> None:
-        self._setup(n, horizon, epsilon, delta, m, seed, node_noise, calibration, noise_multiplier=1.0)
+        self._setup(n, horizon, epsilon, delta, m, seed, counter, node_noise, calibration, noise_multiplier=1.0)
 
     @classmethod
     def _uncertified_noiseless(
         cls, *, n: int, horizon: int, epsilon: float, delta: float, m: int = 1, seed: SeedLike = None,
-        node_noise: str = "stored", calibration: str = "classic",
+        counter: str = "binary", node_noise: str = "stored", calibration: str = "classic",
     ) -> GaussBM:
         """TEST ONLY, NOT privacy-certified: the same counters with the noise switched off (exact sums)."""
         self = cls.__new__(cls)
-        self._setup(n, horizon, epsilon, delta, m, seed, node_noise, calibration, noise_multiplier=0.0)
+        self._setup(n, horizon, epsilon, delta, m, seed, counter, node_noise, calibration, noise_multiplier=0.0)
         return self
 
     def _setup(
-        self, n: int, horizon: int, epsilon: float, delta: float, m: int, seed: SeedLike, node_noise: str,
-        calibration: str, noise_multiplier: float,
+        self, n: int, horizon: int, epsilon: float, delta: float, m: int, seed: SeedLike, counter: str,
+        node_noise: str, calibration: str, noise_multiplier: float,
     ) -> None:
-        self.counter = counter_class("binary", node_noise)(
+        self.counter = counter_class(counter, node_noise)(
             n=n, horizon=horizon, epsilon=epsilon, delta=delta, m=m, seed=seed, calibration=calibration,
             noise_multiplier=noise_multiplier,
         )

@@ -29,8 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpstream._bm_kernels import tree_level
-from dpstream.binary_mechanism import popcount
+from dpstream._bm_kernels import popcount, tree_level
 from dpstream.validation import check_positive_int
 
 

@@ -24,10 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.signal import lfilter
 
+from dpstream import blt
 from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
 from dpstream.binary_mechanism import GaussBM
 from dpstream.calibration import gaussian_l2_sensitivity
+from dpstream.counters import Counter
 from dpstream.hashing import bucket_many
 from dpstream.heavy_hitters import LazyHH
 from dpstream.heavy_hitters.baselines import PunctualHH
@@ -69,6 +72,40 @@ def released_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
     return nodes.reshape(1, -1)
 
 
+def all_dyadic_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """Exact value of EVERY node of the dyadic tree closed by each counter's step (Honaker's estimator draws noise
+    for all of them, not only the one closing per step): level l, node ending at q 2^l <= steps[j]."""
+    n, horizon = increments.shape
+    prefix = np.zeros((n, horizon + 1), dtype=np.int64)
+    np.cumsum(increments, axis=1, out=prefix[:, 1:])
+    out = []
+    for level in range(max(1, horizon.bit_length())):
+        ends = np.arange(1, (horizon >> level) + 1) << level
+        nodes = prefix[:, ends] - prefix[:, ends - (1 << level)]
+        nodes[ends[None, :] > np.asarray(steps)[:, None]] = 0
+        out.append(nodes)
+    return np.concatenate(out, axis=1).reshape(1, -1)
+
+
+def toeplitz_images(increments: np.ndarray, steps: np.ndarray, params: blt.BLTParams) -> np.ndarray:
+    """C x of each counter's increments (the vector the BLT counter's Gaussian noise protects), steps after
+    each counter's own step zeroed: (C x)_s = sum_{u <= s} c_{s-u} x_u."""
+    horizon = increments.shape[1]
+    images = lfilter(blt.toeplitz_coefs(params, horizon), [1.0], increments.astype(np.float64), axis=1)
+    images[np.arange(horizon)[None, :] >= np.asarray(steps)[:, None]] = 0.0
+    return images.reshape(1, -1)
+
+
+def counter_protected(counter: Counter, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """What a counter's noise protects, from its noiseless increments: the released nodes of the binary tree, all
+    nodes for Honaker's estimator, C x for BLT."""
+    if counter.name == "honaker":
+        return all_dyadic_nodes(increments, steps)
+    if counter.name == "blt":
+        return toeplitz_images(increments, steps, counter.params)
+    return released_nodes(increments, steps)
+
+
 def tree_positions(horizon: int) -> np.ndarray:
     """0-based steps where a tree is most fragile: first, last, 2^k and 2^k - 1 (1-based: 2^k + 1 and 2^k)."""
     powers = 1 << np.arange(max(1, horizon.bit_length()))
@@ -92,7 +129,7 @@ class GaussBMCase:
         return gauss_bm_assumed(self.bm)
 
     def protected(self, data: np.ndarray) -> np.ndarray:
-        return released_nodes(data, np.full(data.shape[0], data.shape[1]))
+        return counter_protected(self.bm.counter, data, np.full(data.shape[0], data.shape[1]))
 
     def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
         n, horizon, m = self.bm.n, self.bm.horizon, min(self.bm.m, self.bm.n)
@@ -179,7 +216,7 @@ class SketchCase:
         return gauss_bm_assumed(self.sketch._state.counters)
 
     def protected(self, data: np.ndarray) -> np.ndarray:
-        return released_nodes(*cell_increments(self.sketch, data.astype(np.uint64)))
+        return counter_protected(self.sketch._state.counters, *cell_increments(self.sketch, data.astype(np.uint64)))
 
     def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
         base = rng.integers(0, self.universe, self.length)
@@ -368,11 +405,25 @@ register("PunctualCS_d3_w3")(lambda: sketch_case(PunctualCS, depth=3, width=3, h
 BEYOND = {"node_noise": "derived", "calibration": "analytic", "hash_family": "multiply_shift"}
 register("LazyCS_beyond")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024, **BEYOND))
 register("PunctualCMS_beyond")(lambda: sketch_case(PunctualCMS, **BEYOND))
+register("LazyCS_honaker")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=512, counter="honaker"))
+register("PunctualCS_blt")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64, counter="blt"))
+register("LazyCMS_blt_analytic")(lambda: sketch_case(LazyCMS, counter="blt", calibration="analytic"))
 
 
 @register("GaussBM")
 def _gauss_bm() -> SensitivityCase:
     return GaussBMCase("GaussBM", GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0))
+
+
+@register("GaussBM_honaker")
+def _gauss_bm_honaker() -> SensitivityCase:
+    return GaussBMCase("GaussBM (Honaker)", GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0,
+                                                   counter="honaker"))
+
+
+@register("GaussBM_blt")
+def _gauss_bm_blt() -> SensitivityCase:
+    return GaussBMCase("GaussBM (BLT)", GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="blt"))
 
 
 @register("GaussBM_beyond")

@@ -1,4 +1,5 @@
-"""Continual counters behind one interface (``Counter``): the binary tree with stored or derived node noise.
+"""Continual counters behind one interface (``Counter``): the binary tree with stored or derived node noise,
+Honaker's estimates on the binary tree, and the buffered linear Toeplitz (BLT) counter.
 
 ``counter_class(counter, node_noise)`` is the one place a configuration's choice becomes a class; an
 unknown or unavailable combination is an error naming it and listing what is allowed.
@@ -8,10 +9,14 @@ from __future__ import annotations
 
 from dpstream.counters.base import Counter
 from dpstream.counters.binary import DerivedBinary, StoredBinary, popcount
+from dpstream.counters.blt import BLTCounter
+from dpstream.counters.honaker import HonakerTree
 
 COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("binary", "stored"): StoredBinary,
     ("binary", "derived"): DerivedBinary,
+    ("honaker", "stored"): HonakerTree,
+    ("blt", "stored"): BLTCounter,
 }
 COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))
 NODE_NOISES = ("stored", "derived")
@@ -29,5 +34,5 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
     return COUNTERS[counter, node_noise]
 
 
-__all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "Counter", "DerivedBinary", "StoredBinary", "counter_class",
-           "popcount"]
+__all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "BLTCounter", "Counter", "DerivedBinary", "HonakerTree",
+           "StoredBinary", "counter_class", "popcount"]

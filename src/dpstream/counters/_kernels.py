@@ -14,11 +14,17 @@ import numpy as np
 from numba import njit
 
 from dpstream._bm_kernels import push, tree_level
+from dpstream.honaker import honaker_push
 
 STORED = 0
 """Binary tree with stored nodes (seed 004, Alg. 1): exact (levels, n), fa = noisy sums (levels, n)."""
 DERIVED = 1
 """Binary tree with derived node noise: exact (1, n) is the whole state; releases add the noise later."""
+HONAKER = 2
+"""Binary tree with Honaker's online estimates: exact, fa = released sums, fb = last estimate per level."""
+BLT = 3
+"""Buffered linear Toeplitz: exact (1, n), fa = k buffers and the running noise total (k + 1, n),
+coef = (theta; omega) of C, (2, k)."""
 
 
 @njit(cache=True, inline="always")
@@ -44,8 +50,29 @@ def cell_push(
     if mode == DERIVED:
         exact[0, cell] += c
         return z
-    push(exact, fa, cell, tree_level(step), c, noise[z])
+    if mode == BLT:
+        exact[0, cell] += c
+        blt_column_step(fa, coef, cell, noise[z])
+        return z + 1
+    level = tree_level(step)
+    if mode == HONAKER:
+        honaker_push(exact, fa, fb, cell, level, c, noise[z : z + level + 1])
+        return z + level + 1
+    push(exact, fa, cell, level, c, noise[z])
     return z + 1
+
+
+@njit(cache=True, inline="always")
+def blt_column_step(state: np.ndarray, coef: np.ndarray, cell: np.int64, z: float) -> None:
+    """Alg. 3 of McMahan et al. (arXiv 2408.08868) for counter ``cell`` (``dpstream.blt.blt_step`` on column
+    ``cell`` of a (k + 1, n) state): x = z - sum_j omega_j buf_j, buf_j <- theta_j buf_j + x, total += x."""
+    k = coef.shape[1]
+    x = z
+    for j in range(k):
+        x -= coef[1, j] * state[j, cell]
+    for j in range(k):
+        state[j, cell] = coef[0, j] * state[j, cell] + x
+    state[k, cell] += x
 
 
 @njit(cache=True)

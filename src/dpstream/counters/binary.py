@@ -15,15 +15,11 @@ import math
 
 import numpy as np
 
+from dpstream._bm_kernels import popcount
 from dpstream.calibration import gauss_bm_levels
 from dpstream.counters import _derived
 from dpstream.counters import _kernels as kernels
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES, Counter
-
-
-def popcount(steps: np.ndarray | int) -> np.ndarray:
-    """Number of set bits of each (non-negative) step."""
-    return np.bitwise_count(np.asarray(steps, dtype=np.uint64)).astype(np.int64)
 
 
 class BinaryTree(Counter):

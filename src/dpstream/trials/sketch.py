@@ -28,13 +28,19 @@ def load_stream(data: dict[str, Any], seed: np.random.SeedSequence, data_dir: st
     return get_method(data["_target_"])(**kwargs, seed=seed, cache_dir=data_dir)
 
 
+VARIANT_KEYS = ("counter", "node_noise", "calibration", "hash_family")
+"""Mechanism-config keys choosing a sketch's beyond-the-paper variant (``sketches.core.Variant``); absent = paper."""
+
+
 def build_sketch(params: dict[str, Any], horizon: int, seed: np.random.SeedSequence) -> Any:
-    """The configured sketch, sized by ``memory_kb`` (documented memory model) or by ``width``."""
-    cls = get_class(params["mechanism"]["_target_"])
+    """The configured sketch, sized by ``memory_kb`` (memory model ``mechanism.memory_model``, default the paper's)
+    or by ``width``; ``mechanism.counter / node_noise / calibration / hash_family`` choose its variant."""
+    mechanism = params["mechanism"]
+    cls = get_class(mechanism["_target_"])
     common = {"depth": params["depth"], "epsilon": params["epsilon"], "delta": params["delta"],
-              "horizon": horizon, "seed": seed}
+              "horizon": horizon, "seed": seed, **{k: mechanism[k] for k in VARIANT_KEYS if k in mechanism}}
     if params.get("memory_kb") is not None:
-        return cls.from_memory(kilobytes=params["memory_kb"], **common)
+        return cls.from_memory(kilobytes=params["memory_kb"], model=mechanism.get("memory_model", "paper"), **common)
     return cls(width=params["width"], **common)
 
 

@@ -1,0 +1,63 @@
+"""The buffered-linear-Toeplitz counter (Dvijotham et al. FOCS 2024; McMahan et al. 2024; the math in
+``dpstream.blt``): releases exact prefix sum + sigma (A C^{-1} z)_s, the noise generated online by Alg. 3 of
+arXiv 2408.08868 from k buffers per counter. sigma is calibrated for L2 sensitivity sqrt(m) ||C e_1||_2 (the
+largest column norm of C over the horizon), the parameters optimised for the horizon (cached).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpstream import blt
+from dpstream.counters import _kernels as kernels
+from dpstream.counters.base import NOISE_BYTES, Counter
+
+BUFFERS = 4
+"""Buffers per counter (the issue's 3-5; ``benchmarks/counters_variance.py`` compares 3, 4 and 5)."""
+
+
+class BLTCounter(Counter):
+    """Exact count plus k buffers and a running noise total per counter; one noise per push, O(k) work."""
+
+    name = "blt"
+    node_noise = "stored"
+    mode = kernels.BLT
+    tracks_steps = False
+    draws_per_push = 1
+
+    @classmethod
+    def l2_sensitivity(cls, horizon: int, m: int) -> float:
+        return math.sqrt(m) * blt.column_norm(blt.optimal_blt(max(2, horizon), BUFFERS))
+
+    @classmethod
+    def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
+        return count_bytes + NOISE_BYTES * (BUFFERS + 1)
+
+    def _allocate(self) -> None:
+        self.params = blt.optimal_blt(max(2, self.horizon), BUFFERS)
+        self._exact = np.zeros((1, self.n), dtype=self.count_dtype)
+        self._state = np.zeros((BUFFERS + 1, self.n), dtype=np.float64)
+        self._coef = np.vstack((self.params.buf_decay, self.params.output_scale)).astype(np.float64)
+        self._none = np.zeros((0, 0), dtype=np.float64)
+
+    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return self._exact, self._state, self._none, self._coef
+
+    def noise_count(self, steps: np.ndarray) -> int:
+        return int(np.size(steps))
+
+    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        return self._exact[0, cells] + self._state[BUFFERS, cells]
+
+    def variance(self, steps: np.ndarray | int) -> np.ndarray:
+        s = np.asarray(steps, dtype=np.int64)
+        out = np.zeros(s.shape)
+        on = s > 0
+        out[on] = blt.noise_variance(self.params, s[on]) * self._noise_scale**2
+        return out
+
+    @property
+    def memory_bytes(self) -> int:
+        return self._exact.nbytes + self._state.nbytes

@@ -1,0 +1,53 @@
+"""The binary tree with Honaker's online estimates (Honaker 2015; the math in ``dpstream.honaker``): every node of
+the tree gets its own noise, each closed node is re-estimated from its noisy value and its children's estimates,
+and a release sums the estimates over the set bits of its step. Same sigma as ``StoredBinary`` (the h-level tree's
+L2 sensitivity sqrt(h m)); the estimates are post-processing, so the privacy is the binary mechanism's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpstream.calibration import gauss_bm_levels
+from dpstream.counters import _kernels as kernels
+from dpstream.counters.base import NOISE_BYTES, STEP_BYTES
+from dpstream.counters.binary import BinaryTree
+from dpstream.honaker import honaker_draws, honaker_variance
+
+
+class HonakerTree(BinaryTree):
+    """(levels, n) exact partial sums, released sums and last estimates per level, an int64 step per counter;
+    ctz(s) + 1 noises per push (2 on average). Variance sum_{l in bits(s)} v_l sigma^2, v_l from 1 down to 1/2."""
+
+    name = "honaker"
+    node_noise = "stored"
+    mode = kernels.HONAKER
+    tracks_steps = True
+    draws_per_push = 2
+
+    @classmethod
+    def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
+        return gauss_bm_levels(horizon) * (count_bytes + 2 * NOISE_BYTES) + STEP_BYTES
+
+    def _allocate(self) -> None:
+        self._exact = np.zeros((self.levels, self.n), dtype=self.count_dtype)
+        self._noisy_sums = np.zeros((self.levels, self.n), dtype=np.float64)
+        self._estimates = np.zeros((self.levels, self.n), dtype=np.float64)
+        self._none = np.zeros((0, 0), dtype=np.float64)
+
+    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return self._exact, self._noisy_sums, self._estimates, self._none
+
+    def noise_count(self, steps: np.ndarray) -> int:
+        return honaker_draws(steps)
+
+    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        return self._noisy_sums[0, cells]
+
+    def release_all(self, steps: np.ndarray) -> np.ndarray:
+        view = self._noisy_sums[0]
+        view.flags.writeable = False
+        return view
+
+    def variance(self, steps: np.ndarray | int) -> np.ndarray:
+        return honaker_variance(steps, self.levels) * self._noise_scale**2
