@@ -160,10 +160,11 @@ def test_malformed_csv_address_before_the_end_is_an_error(tmp_path):
 
 def test_caida_trace_is_cached_and_cut_to_length(captures, tmp_path, monkeypatch):
     first = caida_trace(str(captures["pcap"]), cache_dir=tmp_path / "cache")
-    np.testing.assert_array_equal(first, EXPECTED)
+    np.testing.assert_array_equal(first.items, EXPECTED)
     monkeypatch.setattr("dpstream.data.traces.read_trace", lambda *a, **k: pytest.fail("cache not used"))
-    np.testing.assert_array_equal(caida_trace(str(captures["pcap"]), length=3, cache_dir=tmp_path / "cache"),
-                                  EXPECTED[:3])
+    again = caida_trace(str(captures["pcap"]), length=3, cache_dir=tmp_path / "cache")
+    np.testing.assert_array_equal(again.items, EXPECTED[:3])
+    assert (again.rows_read, again.rows_skipped) == (first.rows_read, first.rows_skipped) == (9, NON_IPV4)
 
 
 def test_caida_like_is_calibrated_to_the_papers_distinct_sources():
