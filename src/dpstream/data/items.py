@@ -128,7 +128,7 @@ def items_stream(path: str, format: str = "auto", column: int | str | None = Non
     def build() -> dict[str, np.ndarray]:
         values = _values(p, fmt, column, header)
         if values.size == 0:
-            raise ValueError(f"{where}: no rows (the file holds no items)")
+            raise ValueError(f"{where}: the file is empty (no rows, so no items)")
         items, labels, skipped = parse_items(values)
         if items.size == 0:
             raise ValueError(f"{where}: no items ({values.size} rows, all {SKIPPED})")
