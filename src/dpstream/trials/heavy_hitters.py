@@ -11,6 +11,9 @@ x_1..x_t):
   ``precision_mean_t``, ``recall_mean_t``, ``are_mean_t`` over those steps, ``n_release_times`` of them;
 - with ``mechanism.metrics_every_output: true``, at every output step too (``*_steps_mean`` /
   ``*_steps_min``).
+
+Precision with nothing reported and recall with no true heavy hitter are NaN (``pr_undefined`` says which).
+A file source (``data=caida``, ``data=items``) adds the rows it read and skipped (``rows_read``, ``rows_skipped``).
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ at the release times (``dpstream.metrics.release_times``, T the last). At each r
 queries the top-15 items of the prefix x_1..x_t and takes their ARE against the exact prefix counts:
 ``are_top15`` is the ARE at T (the paper's metric), ``are_top15_mean_t`` / ``are_top15_max_t`` its
 mean / max over the release times (continual observation). Only the ``extend`` calls are timed.
+A file source (``data=caida``, ``data=items``) adds the rows it read and skipped (``rows_read``, ``rows_skipped``).
 """
 
 from __future__ import annotations
