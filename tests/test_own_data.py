@@ -188,3 +188,11 @@ def test_wordfreq_config_loads_through_the_shared_call(tmp_path):
     stream, read = load_stream(data, np.random.SeedSequence(2), str(tmp_path))
     assert stream.size == 4096 and read == {} and data["synthetic"] is True
     assert "real word frequencies" in data["description"] and "synthetic order" in data["description"]
+
+
+def test_a_data_key_the_source_does_not_take_is_a_clear_error(tmp_path):
+    """E.g. ``experiment=fig3b data=items``: fig3b's fixed data.skew stays in the data config."""
+    data = yaml.safe_load((CONF_DIR / "data" / "items.yaml").read_text()) | {"path": "x.txt", "skew": 1.3}
+    with pytest.raises(ValueError, match=r"data='items' has no parameter\(s\) skew \(set to 1.3\); its parameters: "
+                                         r"path, format, column, header, limit"):
+        load_stream(data, np.random.SeedSequence(0), str(tmp_path))

@@ -7,6 +7,7 @@ and the rows it read and skipped, which the trials copy into their rows (``rows_
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +51,14 @@ def load_stream(data: dict[str, Any], seed: np.random.SeedSequence,
                 cache_dir: str | None) -> tuple[np.ndarray, dict[str, int]]:
     """Call the data config's ``_target_`` with its parameters, ``seed`` and ``cache_dir``: the stream and the
     row columns of a file source (``FileStream.row``; none for generated data). The harness's ``*_xxh3``
-    content hashes of file inputs are left out of the call."""
+    content hashes of file inputs are left out of the call; a key the source does not take is an error naming it."""
     kwargs = {k: v for k, v in data.items() if k not in CONFIG_ONLY and not k.endswith(FINGERPRINT_SUFFIX)}
-    out = get_method(data["_target_"])(**kwargs, seed=seed, cache_dir=cache_dir)
+    target = get_method(data["_target_"])
+    allowed = [k for k in inspect.signature(target).parameters if k not in ("seed", "cache_dir")]
+    unknown = sorted(set(kwargs) - set(allowed))
+    if unknown:  # e.g. an experiment's fixed data.skew kept after data=items on the command line
+        values = ", ".join(repr(kwargs[k]) for k in unknown)
+        raise ValueError(f"data={data.get('name')!r} has no parameter(s) {', '.join(unknown)} (set to {values}); "
+                         f"its parameters: {', '.join(allowed)}")
+    out = target(**kwargs, seed=seed, cache_dir=cache_dir)
     return (out.items, out.row()) if isinstance(out, FileStream) else (out, {})
