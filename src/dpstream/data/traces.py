@@ -81,6 +81,7 @@ class TraceStats:
         return self.non_ipv4 + self.too_short + self.truncated
 
     def reasons(self) -> str:
+        """The skipped records by reason, for messages."""
         return f"non-IPv4 {self.non_ipv4}, too short {self.too_short}, truncated {self.truncated}"
 
 
