@@ -227,6 +227,21 @@ def test_evaluate_precision_recall_are_on_known_sets():
     assert m["are"] == pytest.approx((5 / 50 + 3 / 15) / 2) and m["n_reported_unseen"] == 1
 
 
+def test_precision_and_recall_are_nan_with_a_reason_when_undefined():
+    items, counts = np.array([1, 2, 3, 4]), np.array([25, 25, 25, 25])  # t = 100, k = 2: no item has f >= 50
+    nothing = evaluate(HeavyHitters(np.array([], dtype=np.int64), np.array([]), 100), items, counts, k=2)
+    assert np.isnan(nothing["precision"]) and np.isnan(nothing["recall"]) and np.isnan(nothing["are"])
+    assert nothing["pr_undefined"] == "precision undefined: nothing reported; recall undefined: no true heavy hitter"
+    false_alarm = evaluate(HeavyHitters(np.array([1]), np.array([60.0]), 100), items, counts, k=2)
+    assert false_alarm["precision"] == 0.0 and np.isnan(false_alarm["recall"])
+    assert false_alarm["pr_undefined"] == "recall undefined: no true heavy hitter"
+    missed = evaluate(HeavyHitters(np.array([], dtype=np.int64), np.array([]), 100), items, counts, k=4)
+    assert np.isnan(missed["precision"]) and missed["recall"] == 0.0
+    assert missed["pr_undefined"] == "precision undefined: nothing reported"
+    defined = evaluate(HeavyHitters(np.array([1]), np.array([25.0]), 100), items, counts, k=4)
+    assert (defined["precision"], defined["recall"], defined["pr_undefined"]) == (1.0, 0.25, "")
+
+
 def test_prefix_counts_match_brute_force_at_every_step():
     rng = np.random.default_rng(0)
     stream = rng.zipf(1.5, 5000) % 300
@@ -271,12 +286,13 @@ def _params(tmp_path, mechanism, **extra):
 def test_trial_reports_metrics_at_the_end_and_at_every_output_step(tmp_path, mechanism):
     row = run_trial(_params(tmp_path, mechanism, metrics_every_output=True), np.random.SeedSequence(0, spawn_key=(0,)))
     assert row["output_time"] == 40_000 - 40_000 % row["output_period"]
-    assert 0 <= row["precision"] <= 1 and 0 <= row["recall"] <= 1 and row["us_per_update"] > 0
+    assert (0 <= row["precision"] <= 1) if row["n_reported"] else np.isnan(row["precision"])  # NaN: none reported
+    assert 0 <= row["recall"] <= 1 and row["us_per_update"] > 0
     assert row["steps"] == 40_000 // row["output_period"]
     assert row["sketch_width"] == (64 if mechanism == "lazyhh" else 1666)
     again = run_trial(_params(tmp_path, mechanism), np.random.SeedSequence(0, spawn_key=(0,)))
-    assert {k: again[k] for k in ("precision", "recall", "n_reported")} == {
-        k: row[k] for k in ("precision", "recall", "n_reported")}
+    assert {k: again[k] for k in ("precision", "recall", "n_reported")} == pytest.approx(
+        {k: row[k] for k in ("precision", "recall", "n_reported")}, nan_ok=True)
 
 
 def test_trial_rejects_unknown_mechanism_keys(tmp_path):
@@ -301,7 +317,7 @@ def test_trial_means_over_release_times_equal_fresh_trackers_stopped_there(tmp_p
                       "skew": skew}
     seed = np.random.SeedSequence(0, spawn_key=(0,))
     row = run_trial(params, seed)
-    stream = load_trace(params["data"], str(tmp_path)).astype(np.int64)
+    stream = load_trace(params["data"], str(tmp_path))[0].astype(np.int64)
     mech_seed = np.random.SeedSequence(0, spawn_key=(0,)).spawn(2)[1]
     period = row["output_period"]
     steps = np.unique(release_times(stream.size) // period * period)

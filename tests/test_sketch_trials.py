@@ -8,10 +8,11 @@ import pandas as pd
 import pytest
 from conftest import CONF_DIR, ROOT
 
+from dpstream.data.stream import load_stream
 from dpstream.harness.runner import is_timing, run
 from dpstream.metrics import average_relative_error, release_times, top_k
 from dpstream.noise import trial_seed
-from dpstream.trials.sketch import build_sketch, load_stream, run_trial
+from dpstream.trials.sketch import build_sketch, run_trial
 
 
 def test_fig3_rows_identical_for_one_and_two_jobs(compose_cfg, tmp_path):
@@ -56,7 +57,7 @@ def _private_params(tmp_path, mechanism, cls, **extra):
 def _are_of_fresh_sketch(params, t):
     """ARE of the top-15 of stream[:t], from a NEW sketch (same seeds) fed stream[:t] in one ``extend``."""
     data_seed, mech_seed = trial_seed(1, 0).spawn(2)
-    stream = load_stream(params["data"], data_seed, params["data_dir"])
+    stream = load_stream(params["data"], data_seed, params["data_dir"])[0]
     sketch = build_sketch(params, len(stream), mech_seed)
     sketch.extend(stream[:t])
     items, counts = top_k(stream[:t], 15)

@@ -160,10 +160,11 @@ def test_malformed_csv_address_before_the_end_is_an_error(tmp_path):
 
 def test_caida_trace_is_cached_and_cut_to_length(captures, tmp_path, monkeypatch):
     first = caida_trace(str(captures["pcap"]), cache_dir=tmp_path / "cache")
-    np.testing.assert_array_equal(first, EXPECTED)
+    np.testing.assert_array_equal(first.items, EXPECTED)
     monkeypatch.setattr("dpstream.data.traces.read_trace", lambda *a, **k: pytest.fail("cache not used"))
-    np.testing.assert_array_equal(caida_trace(str(captures["pcap"]), length=3, cache_dir=tmp_path / "cache"),
-                                  EXPECTED[:3])
+    again = caida_trace(str(captures["pcap"]), length=3, cache_dir=tmp_path / "cache")
+    np.testing.assert_array_equal(again.items, EXPECTED[:3])
+    assert (again.rows_read, again.rows_skipped) == (first.rows_read, first.rows_skipped) == (9, NON_IPV4)
 
 
 def test_caida_like_is_calibrated_to_the_papers_distinct_sources():
@@ -179,3 +180,94 @@ def test_caida_like_is_fixed_cached_and_marked_synthetic(tmp_path):
     assert not np.array_equal(a, synthetic_caida_like(length=50_000, trace_seed=7))
     conf = yaml.safe_load((CONF_DIR / "data" / "caida_like.yaml").read_text())
     assert conf["synthetic"] is True and "synthetic" in conf["name"] and "SYNTHETIC" in conf["description"]
+
+
+# -- traces through the trials: the shared data call, rows read / skipped --------------------------------------
+
+def _write_pcap(path, frames):
+    with open(path, "wb") as fh:
+        writer = dpkt.pcap.Writer(fh)
+        for i, frame in enumerate(frames):
+            writer.writepkt(frame, ts=1.0 + i)
+    return path
+
+
+def _skewed_pcap(path, n_ipv4, n_other):
+    """``n_ipv4`` Ethernet/IPv4 packets whose sources follow a Zipf(1.5) law over 40 addresses (seeded), then
+    ``n_other`` non-IPv4 frames (IPv6 and ARP, as in ``_frames``): (path, the expected source stream)."""
+    sources = [f"10.0.{i // 250}.{i % 250 + 1}" for i in range(40)]
+    frames = [bytes(dpkt.ethernet.Ethernet(src=MAC_B, dst=MAC_A, type=dpkt.ethernet.ETH_TYPE_IP, data=_ipv4(s)))
+              for s in sources]
+    ranks = np.minimum(np.random.default_rng(7).zipf(1.5, n_ipv4) - 1, len(sources) - 1)
+    other = [frame for frame, src in _frames() if ":" in src]
+    _write_pcap(path, [frames[r] for r in ranks] + [other[i % len(other)] for i in range(n_other)])
+    addresses = np.array([int.from_bytes(socket.inet_aton(s), "big") for s in sources], dtype=np.uint32)
+    return path, addresses[ranks]
+
+
+def test_caida_trace_counts_skipped_records_and_warns_when_it_keeps_under_half(tmp_path):
+    path, expected = _skewed_pcap(tmp_path / "t.pcap", 30, 10)
+    kept = caida_trace(str(path), seed=123)  # the seed of the shared call is accepted and ignored
+    np.testing.assert_array_equal(kept.items, expected)
+    assert kept.row() == {"rows_read": 40, "rows_skipped": 10}
+    path, expected = _skewed_pcap(tmp_path / "mostly_v6.pcap", 3, 7)
+    with pytest.warns(UserWarning, match=r"mostly_v6.pcap: kept 3 of 10 rows \(skipped 7: non-IPv4 7, too short 0"):
+        assert caida_trace(str(path)).row() == {"rows_read": 10, "rows_skipped": 7}
+
+
+def test_half_kept_does_not_warn(tmp_path, recwarn):
+    path, _ = _skewed_pcap(tmp_path / "half.pcap", 5, 5)
+    assert caida_trace(str(path)).row() == {"rows_read": 10, "rows_skipped": 5}
+    assert not [w for w in recwarn if "under half" in str(w.message)]
+
+
+def test_csv_trace_empty_file_or_missing_column_names_file_and_column(tmp_path):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(ValueError, match=r"empty.csv is empty: no line to find column 2"):
+        read_trace(empty)
+    header_only = tmp_path / "header.csv"
+    header_only.write_text("No.,Time,Source\n")
+    with pytest.raises(ValueError, match=r"header.csv \(column 'Source'\) holds no IPv4 packets"):
+        read_trace(header_only, column="Source")
+    trace = tmp_path / "t.csv"
+    trace.write_text("No.,Time,Source\n1,0.0,10.0.0.1\n")
+    with pytest.raises(ValueError, match=r"t.csv: no column 'src'; its columns: \['No.', 'Time', 'Source'\]"):
+        read_trace(trace, column="src")
+    with pytest.raises(ValueError, match=r"t.csv: no column 5 \(0-based\): the file has 3 column"):
+        read_trace(trace, column=5)
+    np.testing.assert_array_equal(read_trace(trace, column="Source")[0], [0x0A000001])
+
+
+def test_lazycms_runs_on_a_pcap_from_the_command_line_config(tmp_path, compose_cfg):
+    """``mechanism=lazycms data=caida data.path=t.pcap`` (once a TypeError: caida_trace got 'seed'): the trial
+    streams the trace's IPv4 sources and records what it read and skipped."""
+    from conftest import CONF_DIR
+
+    from dpstream.harness.runner import run
+
+    path, expected = _skewed_pcap(tmp_path / "t.pcap", 3000, 40)
+    cfg = compose_cfg(["mechanism=lazycms", "data=caida", f"data.path={path}", "trials=2", "memory_kb=8",
+                       f"results_dir={tmp_path / 'results'}", f"data_dir={tmp_path / 'data'}"])
+    df = run(cfg, CONF_DIR)[0]
+    assert df["length"].tolist() == [3000, 3000] and df["rows_read"].tolist() == [3040, 3040]
+    assert df["rows_skipped"].tolist() == [40, 40] and df["data.path_xxh3"].nunique() == 1
+    assert np.isfinite(df["are_top15"]).all() and df["are_top15"].nunique() == 2  # same trace, fresh noise
+
+
+def test_lazyhh_trial_on_a_pcap_scores_against_the_traces_sources(tmp_path):
+    from dpstream.trials.heavy_hitters import run_trial
+
+    path, expected = _skewed_pcap(tmp_path / "t.pcap", 4000, 40)
+    data = yaml.safe_load((CONF_DIR / "data" / "caida.yaml").read_text()) | {"path": str(path),
+                                                                              "path_xxh3": "ignored by the loader"}
+    mech = {"name": "lazyhh", "_target_": "dpstream.heavy_hitters.LazyHH", "trial": "x", "private": True, "k": 4,
+            "k_tilde": 16, "beta": 5e-4, "metrics_every_output": False}
+    params = {"epsilon": 8.0, "delta": 1e-3, "width": 55, "depth": 3, "memory_kb": None, "seed": 0, "trial": 0,
+              "mechanism": mech, "data": data, "data_dir": str(tmp_path), "profile": {"name": "smoke"}}
+    row = run_trial(params, np.random.SeedSequence(0, spawn_key=(0,)))
+    assert (row["length"], row["rows_read"], row["rows_skipped"]) == (4000, 4040, 40)
+    t = row["output_time"]
+    assert t == 4000 // row["output_period"] * row["output_period"] > 0
+    _, counts = np.unique(expected[:t], return_counts=True)
+    assert row["n_true"] == (counts >= t / 4).sum() >= 1  # Zipf(1.5): the top source holds ~38% > 1/k

@@ -47,6 +47,21 @@ def file_fingerprint(path: str | Path) -> str:
     return _fingerprints[memo]
 
 
+def _cache_file(cache_dir: str | Path, kind: str, params: dict[str, Any], suffix: str) -> Path:
+    digest = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return Path(cache_dir) / kind / f"{kind}-{digest}{suffix}"
+
+
+def _write_atomically(path: Path, write: Callable[[Any], None]) -> None:
+    """Write through ``write(file handle)`` into a temporary file renamed into place, so parallel workers
+    never read a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=path.suffix + ".tmp")
+    with os.fdopen(fd, "wb") as fh:
+        write(fh)
+    os.replace(tmp, path)
+
+
 def cached_array(cache_dir: str | Path | None, kind: str, params: dict[str, Any],
                  build: Callable[[], np.ndarray]) -> np.ndarray:
     """Return ``build()``, cached as ``<cache_dir>/<kind>/<kind>-<hash of params>.npy``.
@@ -56,15 +71,24 @@ def cached_array(cache_dir: str | Path | None, kind: str, params: dict[str, Any]
     """
     if cache_dir is None:
         return build()
-    digest = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    folder = Path(cache_dir) / kind
-    path = folder / f"{kind}-{digest}.npy"
+    path = _cache_file(cache_dir, kind, params, ".npy")
     if path.exists():
         return np.load(path)
     array = build()
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npy.tmp")
-    with os.fdopen(fd, "wb") as fh:
-        np.save(fh, array)
-    os.replace(tmp, path)
+    _write_atomically(path, lambda fh: np.save(fh, array))
     return array
+
+
+def cached_arrays(cache_dir: str | Path | None, kind: str, params: dict[str, Any],
+                  build: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """``cached_array`` for several named arrays (e.g. a stream and what reading it skipped), kept together
+    in one ``<cache_dir>/<kind>/<kind>-<hash of params>.npz`` (no pickled objects)."""
+    if cache_dir is None:
+        return build()
+    path = _cache_file(cache_dir, kind, params, ".npz")
+    if path.exists():
+        with np.load(path, allow_pickle=False) as stored:
+            return {name: stored[name] for name in stored.files}
+    arrays = build()
+    _write_atomically(path, lambda fh: np.savez(fh, **arrays))
+    return arrays

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from dpstream.data.cache import cached_array
+from dpstream.noise import SeedLike
 from dpstream.validation import check_positive_int
 
 PAPER_PACKETS = 26_600_000
@@ -51,11 +52,13 @@ def calibrate_sources(exponent: float, full_length: int, distinct_sources: int) 
 
 def synthetic_caida_like(length: int = PAPER_PACKETS, zipf_exponent: float = 1.0,
                       full_length: int = PAPER_PACKETS, distinct_sources: int = PAPER_DISTINCT_SOURCES,
-                      trace_seed: int = 2019, cache_dir: str | Path | None = None) -> np.ndarray:
+                      trace_seed: int = 2019, seed: SeedLike = None,
+                      cache_dir: str | Path | None = None) -> np.ndarray:
     """``length`` packets' IPv4 source addresses (uint32) of the synthetic caida_like trace.
 
     A fixed trace (seeded by ``trace_seed``), like the paper's single real trace: trials differ only
-    in the mechanisms' randomness. Cached under ``cache_dir/caida_like/`` keyed by every parameter.
+    in the mechanisms' randomness, and ``seed`` (the shared call of every stream source) is ignored.
+    Cached under ``cache_dir/caida_like/`` keyed by every parameter.
     """
     length = check_positive_int(length, "length")
     full_length = check_positive_int(full_length, "full_length")

@@ -13,6 +13,8 @@ Items are source addresses as uint32 (network byte order read as a big-endian nu
 ARP, ..., or a CSV source that is not a dotted quad) are skipped and counted in ``TraceStats``; so are
 IPv4 frames captured too short to hold the source address. A final record cut short (file truncated)
 raises ``TruncatedTraceError`` by default; ``on_truncated="skip"`` drops it and counts it instead.
+``caida_trace`` reports the records read and skipped to the trials (``rows_read``, ``rows_skipped``) and
+warns when it keeps under half of them.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ import dpkt
 import numpy as np
 import pandas as pd
 
-from dpstream.data.cache import cached_array, file_fingerprint
+from dpstream.data.cache import cached_arrays, file_fingerprint
+from dpstream.data.columns import csv_column
+from dpstream.data.stream import FileStream
+from dpstream.noise import SeedLike
 from dpstream.validation import check_choice, check_positive_int
 
 FORMATS = ("auto", "pcap", "pcapng", "csv", "raw4", "raw13")
@@ -69,6 +74,15 @@ class TraceStats:
     non_ipv4: int = 0
     too_short: int = 0
     truncated: int = 0
+
+    @property
+    def skipped(self) -> int:
+        """Records read but not in the stream (non-IPv4, too short, a truncated final record)."""
+        return self.non_ipv4 + self.too_short + self.truncated
+
+    def reasons(self) -> str:
+        """The skipped records by reason, for messages."""
+        return f"non-IPv4 {self.non_ipv4}, too short {self.too_short}, truncated {self.truncated}"
 
 
 def _ipv4_offset(linktype: int, frame: bytes) -> int | None:
@@ -203,8 +217,7 @@ def _csv_chunks(path: Path, stats: TraceStats, column: int | str, header: bool, 
         first = fh.readline()
     n_fields = first.count(b",") + 1
     last_short = not ends_nl and last.count(b",") + 1 < n_fields
-    reader = pd.read_csv(path, header=0 if header else None, usecols=[column], dtype=str,
-                         keep_default_na=False, chunksize=chunk, skip_blank_lines=True)
+    reader = csv_column(path, column, header, chunksize=chunk)
     rows_done = 0
     pending: pd.Series | None = None
     try:
@@ -329,27 +342,34 @@ def read_trace(path: str | Path, fmt: str = "auto", column: int | str = 2, heade
     parts = list(iter_trace(path, fmt, column, header, byteorder, on_truncated, chunk, stats))
     items = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint32)
     if items.size == 0:
-        raise ValueError(f"trace {path} holds no IPv4 packets ({asdict(stats)}). {OBTAIN_CAIDA}")
+        csv = fmt == "csv" or (fmt == "auto" and Path(path).suffix.lower() in (".csv", ".txt"))
+        raise ValueError(f"trace {path}{f' (column {column!r})' if csv else ''} holds no IPv4 packets "
+                         f"({asdict(stats)}). {OBTAIN_CAIDA}")
     return items, stats
 
 
 def caida_trace(path: str, format: str = "auto", column: int | str = 2, header: bool = True,
                 byteorder: str = "big", on_truncated: str = "error", length: int | None = None,
-                cache_dir: str | Path | None = None) -> np.ndarray:
+                seed: SeedLike = None, cache_dir: str | Path | None = None) -> FileStream:
     """A real packet trace as a stream of IPv4 source addresses (uint32) -- the ``data=caida`` source.
 
-    Converted once and cached as ``<cache_dir>/trace/*.npy`` keyed by the file's content (xxh3-128,
-    ``file_fingerprint``) and the reading options; ``length`` keeps the first ``length`` packets.
+    Returns a ``FileStream``: the addresses and the records read and skipped (``TraceStats``; keeping under
+    half of them warns). Converted once and cached as ``<cache_dir>/trace/*.npz`` keyed by the file's content
+    (xxh3-128, ``file_fingerprint``) and the reading options; ``length`` keeps the first ``length`` packets.
+    A real trace is fixed: ``seed`` (the shared call of every stream source) is ignored.
     """
     p = _readable(path)
     key: dict[str, Any] = {"xxh3_128": file_fingerprint(p), "format": format, "column": column, "header": header,
                            "byteorder": byteorder, "on_truncated": on_truncated}
 
-    def build() -> np.ndarray:
-        return read_trace(p, format, column, header, byteorder, on_truncated)[0]
+    def build() -> dict[str, np.ndarray]:
+        items, stats = read_trace(p, format, column, header, byteorder, on_truncated)
+        return {"stream": items, **{name: np.int64(v) for name, v in asdict(stats).items()}}
 
-    items = cached_array(cache_dir, "trace", key, build)
+    read = cached_arrays(cache_dir, "trace", key, build)
+    stats = TraceStats(**{name: int(read[name]) for name in asdict(TraceStats())})
+    items = read["stream"]
     if length is not None:
         length = check_positive_int(length, "length")
         items = items[:length]
-    return items
+    return FileStream(items, str(p), stats.records + stats.truncated, stats.skipped, stats.reasons())

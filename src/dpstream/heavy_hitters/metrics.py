@@ -8,28 +8,37 @@ import numpy as np
 from dpstream.heavy_hitters._tracker import HeavyHitters
 from dpstream.metrics import average_relative_error, exact_counts, precision_recall
 
+UNDEFINED_PRECISION = "precision undefined: nothing reported"
+UNDEFINED_RECALL = "recall undefined: no true heavy hitter"
+Metrics = dict[str, float | int | str]
 
-def evaluate(reported: HeavyHitters, items: np.ndarray, counts: np.ndarray, k: int) -> dict[str, float | int]:
+
+def evaluate(reported: HeavyHitters, items: np.ndarray, counts: np.ndarray, k: int) -> Metrics:
     """Metrics of ``reported`` against exact ``counts`` of the sorted distinct ``items`` of the prefix
     x_1..x_t, t = ``reported.time``.
 
-    precision = |R n T| / |R| and recall = |R n T| / |T| (``dpstream.metrics.precision_recall``: 1 for an
-    empty R or T; ``n_reported`` / ``n_true`` say when that happens); ARE = mean |f - f^| / f over the
-    reported items with f > 0 (NaN when there are none); ``n_reported_unseen`` counts reported items
-    that never occurred (f = 0).
+    precision = |R n T| / |R| and recall = |R n T| / |T| (``dpstream.metrics.precision_recall``). With
+    nothing reported (R empty) precision is undefined, with no true heavy hitter (T empty) recall is: each is
+    then NaN, not 1, and ``pr_undefined`` says why ("" when both are defined; ``n_reported`` / ``n_true``
+    count R and T). ARE = mean |f - f^| / f over the reported items with f > 0 (NaN when there are none);
+    ``n_reported_unseen`` counts reported items that never occurred (f = 0).
     """
     t = reported.time
     truth = items[counts >= t / k] if t > 0 else items[:0]
     pos = np.clip(np.searchsorted(items, reported.items), 0, max(items.size - 1, 0))
     seen = (items[pos] == reported.items) if items.size else np.zeros(reported.items.size, bool)
     freqs = np.where(seen, counts[pos] if items.size else 0, 0)
+    nothing_reported, no_truth = reported.items.size == 0, truth.size == 0
     precision, recall = precision_recall(reported.items, truth)
+    precision, recall = (float("nan") if nothing_reported else precision), (float("nan") if no_truth else recall)
+    undefined = [why for why, empty in ((UNDEFINED_PRECISION, nothing_reported), (UNDEFINED_RECALL, no_truth)) if empty]
     are = average_relative_error(freqs[seen], reported.estimates[seen]) if seen.any() else float("nan")
     return {"precision": precision, "recall": recall, "are": are, "n_reported": int(reported.items.size),
-            "n_true": int(truth.size), "n_reported_unseen": int((~seen).sum()), "output_time": int(t)}
+            "n_true": int(truth.size), "n_reported_unseen": int((~seen).sum()), "output_time": int(t),
+            "pr_undefined": "; ".join(undefined)}
 
 
-def evaluate_prefix(reported: HeavyHitters, stream: np.ndarray, k: int) -> dict[str, float | int]:
+def evaluate_prefix(reported: HeavyHitters, stream: np.ndarray, k: int) -> Metrics:
     """``evaluate`` against the exact counts of ``stream[:reported.time]``."""
     items, counts = exact_counts(stream[:reported.time])
     return evaluate(reported, items, counts, k)
@@ -55,7 +64,7 @@ class PrefixCounts:
         cand = np.union1d(self._heavy, ids)
         self._heavy = cand[self._counts[cand] >= self.t / self.k]
 
-    def evaluate(self, reported: HeavyHitters) -> dict[str, float | int]:
+    def evaluate(self, reported: HeavyHitters) -> Metrics:
         """``evaluate`` at the current prefix (which must end at ``reported.time``)."""
         if reported.time != self.t:
             raise ValueError(f"reported set is from t={reported.time}, prefix counts are at t={self.t}")
@@ -66,9 +75,9 @@ class PrefixCounts:
         return evaluate(reported, self._items[ids], self._counts[ids], self.k)
 
 
-def _defined(rows: list[dict[str, float | int]], name: str, count: str) -> np.ndarray:
+def _defined(rows: list[Metrics], name: str, count: str) -> np.ndarray:
     """``name`` over the rows where it is defined: precision needs reports (``count`` = n_reported > 0),
-    recall needs true heavy hitters (n_true > 0); ``evaluate``'s 1 for those cases is a convention."""
+    recall needs true heavy hitters (n_true > 0); ``evaluate`` gives NaN in the other rows."""
     return np.array([r[name] for r in rows if r[count] > 0], dtype=np.float64)
 
 
@@ -78,7 +87,7 @@ def _mean(values: np.ndarray) -> float:
     return float(values.mean()) if values.size else float("nan")
 
 
-def summarise_steps(rows: list[dict[str, float | int]]) -> dict[str, float | int]:
+def summarise_steps(rows: list[Metrics]) -> dict[str, float | int]:
     """Per-output-step metrics reduced to flat columns: mean and min of precision and recall over the
     steps with reports / true heavy hitters, mean ARE, and the number of steps."""
     out: dict[str, float | int] = {"steps": len(rows)}
@@ -90,7 +99,7 @@ def summarise_steps(rows: list[dict[str, float | int]]) -> dict[str, float | int
     return out
 
 
-def summarise_release_times(rows: list[dict[str, float | int]]) -> dict[str, float | int]:
+def summarise_release_times(rows: list[Metrics]) -> dict[str, float | int]:
     """Metrics at the output steps of the release times reduced to ``precision_mean_t``,
     ``recall_mean_t`` and ``are_mean_t``, and their number ``n_release_times``.
 

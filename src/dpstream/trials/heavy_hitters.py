@@ -11,6 +11,9 @@ x_1..x_t):
   ``precision_mean_t``, ``recall_mean_t``, ``are_mean_t`` over those steps, ``n_release_times`` of them;
 - with ``mechanism.metrics_every_output: true``, at every output step too (``*_steps_mean`` /
   ``*_steps_min``).
+
+Precision with nothing reported and recall with no true heavy hitter are NaN (``pr_undefined`` says which).
+A file source (``data=caida``, ``data=items``) adds the rows it read and skipped (``rows_read``, ``rows_skipped``).
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ import time
 from typing import Any
 
 import numpy as np
-from hydra.utils import get_class, get_method
+from hydra.utils import get_class
 
-from dpstream.data.cache import FINGERPRINT_SUFFIX
+from dpstream.data.stream import load_stream
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.heavy_hitters.metrics import PrefixCounts, evaluate_prefix, summarise_release_times, summarise_steps
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, release_times
@@ -32,12 +35,16 @@ SHARED_KEYS = ("epsilon", "delta", "width", "depth", "memory_kb")
 KNOWN_KEYS = {name for cls in (LazyHH, CMSHeap, PunctualHH) for name in inspect.signature(cls).parameters}
 
 
-def load_trace(data: dict[str, Any], data_dir: str | None) -> np.ndarray:
-    """Call the data config's ``_target_`` with its parameters and the cache dir. The trace is fixed
-    (like the paper's single real trace): trials differ in the tracker's randomness only."""
-    kwargs = {k: v for k, v in data.items() if k not in ("_target_", "name", "synthetic", "description")
-              and not k.endswith(FINGERPRINT_SUFFIX)}
-    return get_method(data["_target_"])(**kwargs, cache_dir=data_dir)
+TRACE_SEED = 0
+"""The data seed of every heavy-hitter trial: the trace is fixed (like the paper's single real trace), so a
+seeded generator (zipf, wordfreq's order) gives the same stream in every trial; trials differ in the
+tracker's randomness only."""
+
+
+def load_trace(data: dict[str, Any], data_dir: str | None) -> tuple[np.ndarray, dict[str, int]]:
+    """The data config's stream (``dpstream.data.stream.load_stream`` with ``TRACE_SEED``) and the rows a
+    file source read and skipped."""
+    return load_stream(data, np.random.SeedSequence(TRACE_SEED), data_dir)
 
 
 def build_tracker(params: dict[str, Any], horizon: int, seed: np.random.SeedSequence) -> Any:
@@ -75,7 +82,8 @@ def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray, prefix: PrefixCou
 
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
     _data_seed, mech_seed = seed.spawn(2)  # fixed order (docs/harness.md); the trace is fixed
-    stream = load_trace(params["data"], params.get("data_dir")).astype(np.int64)
+    stream, read = load_trace(params["data"], params.get("data_dir"))
+    stream = stream.astype(np.int64)
     warm = build_tracker(params, stream.size, mech_seed)  # compile / load kernels outside the timing
     warm.extend(stream[:min(stream.size, 2 * warm.period)])
     tracker = build_tracker(params, stream.size, mech_seed)
@@ -100,6 +108,7 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
         "memory_bytes": int(tracker.memory_bytes),
         "seconds": seconds,
         "us_per_update": seconds / stream.size * 1e6,
+        **read,
     })
     for name in ("gamma", "delta_tilde"):  # LazyHH's calibration, recorded with its results
         if hasattr(tracker, name):

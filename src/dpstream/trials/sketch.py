@@ -5,6 +5,7 @@ at the release times (``dpstream.metrics.release_times``, T the last). At each r
 queries the top-15 items of the prefix x_1..x_t and takes their ARE against the exact prefix counts:
 ``are_top15`` is the ARE at T (the paper's metric), ``are_top15_mean_t`` / ``are_top15_max_t`` its
 mean / max over the release times (continual observation). Only the ``extend`` calls are timed.
+A file source (``data=caida``, ``data=items``) adds the rows it read and skipped (``rows_read``, ``rows_skipped``).
 """
 
 from __future__ import annotations
@@ -13,19 +14,12 @@ import time
 from typing import Any
 
 import numpy as np
-from hydra.utils import get_class, get_method
+from hydra.utils import get_class
 
-from dpstream.data.cache import FINGERPRINT_SUFFIX
+from dpstream.data.stream import load_stream
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, average_relative_error, prefix_top_k, release_times
 
 TOP_K = 15
-
-
-def load_stream(data: dict[str, Any], seed: np.random.SeedSequence, data_dir: str | None) -> np.ndarray:
-    """Call the data config's ``_target_`` with its parameters, the data seed and the cache dir."""
-    kwargs = {k: v for k, v in data.items() if k not in ("_target_", "name", "synthetic")
-              and not k.endswith(FINGERPRINT_SUFFIX)}
-    return get_method(data["_target_"])(**kwargs, seed=seed, cache_dir=data_dir)
 
 
 VARIANT_KEYS = ("counter", "node_noise", "calibration", "hash_family")
@@ -51,7 +45,7 @@ def _warm_up(cls: type) -> None:
 
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
     data_seed, mech_seed = seed.spawn(2)
-    stream = load_stream(params["data"], data_seed, params.get("data_dir"))
+    stream, read = load_stream(params["data"], data_seed, params.get("data_dir"))  # read: rows of a file source
     sketch = build_sketch(params, len(stream), mech_seed)
     _warm_up(type(sketch))
     times = release_times(len(stream), params.get("release_times", DEFAULT_RELEASE_TIMES))
@@ -73,4 +67,5 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
         "n_release_times": int(times.size),
         "seconds": seconds,
         "updates_per_s": len(stream) / seconds if seconds > 0 else float("inf"),
+        **read,
     }
