@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -39,7 +39,7 @@ from dpstream.calibration import gaussian_sigma
 from dpstream.validation import check_positive_int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class BLTParams:
     """A BLT strategy C (``buf_decay`` theta, ``output_scale`` omega) and its inverse C^{-1} (``inv_buf_decay``
     theta_hat, ``inv_output_scale`` omega_hat), all (k,), for ``horizon`` steps. Build with ``blt_from_decays``.
@@ -55,7 +55,7 @@ class BLTParams:
     distance: np.ndarray
     inv_distance: np.ndarray
     horizon: int
-    optimisation_seconds: float = field(default=0.0, compare=False)
+    optimisation_seconds: float = 0.0
 
     @property
     def buffers(self) -> int:
@@ -124,7 +124,7 @@ def _powers(distance: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 def toeplitz_coefs(params: BLTParams, n: int | None = None) -> np.ndarray:
-    """c_0..c_{n-1} of C: c_0 = 1, c_t = sum_j omega_j theta_j^(t-1) (2404.16706 Def. 3.1); O(n k)."""
+    """c_0..c_{n-1} of C: c_0 = 1, c_t = sum_j omega_j theta_j^(t-1) (jax_privacy ``toeplitz_coefs``); O(n k)."""
     n = params.horizon if n is None else check_positive_int(n, "n")
     c = np.ones(n)
     c[1:] = _powers(params.distance, np.arange(n - 1.0)) @ params.output_scale
