@@ -57,7 +57,7 @@ def main() -> None:
     names = ["binary", "honaker", *(f"blt{k}" for k in BUFFERS), "sqrt_toeplitz"]
     print("mean Var(s) / kappa^2 (ratio to binary)")
     ks = ",".join(map(str, BUFFERS))
-    print(f"{'T':>8} " + " ".join(f"{n:>17}" for n in names) + f"   BLT optimisation s (k={ks})")
+    print(f"{'T':>8} " + " ".join(f"{n:>17}" for n in names) + f"   BLT optimisation CPU s (k={ks})")
     for r in rows:
         cells = " ".join(f"{r[n]:>8.2f} ({r[n] / r['binary']:.3f})" for n in names)
         times = ", ".join(f"{r[f'blt{k}_opt_s']:.2f}" for k in BUFFERS)
