@@ -1,4 +1,5 @@
-"""Shared figure plumbing: labels every figure honestly (uncertified noise, synthetic data) and saves it."""
+"""Shared figure plumbing: one line per mechanism in its fixed style, legends, and the honest title (uncertified
+noise, synthetic data) every saved figure carries."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from dpstream.plots import names
+
 
 def honesty_labels(df: pd.DataFrame) -> list[str]:
     """The warnings a figure made from ``df`` must carry: uncertified rows, synthetic data."""
@@ -21,6 +24,28 @@ def honesty_labels(df: pd.DataFrame) -> list[str]:
         names = sorted({str(n) for n in df.get("data.name", pd.Series(dtype=str)).dropna()})
         labels.append("synthetic data" + (f" ({', '.join(names)})" if names else ""))
     return labels
+
+
+def mechanism_lines(ax: plt.Axes, df: pd.DataFrame, x: str, y: str, by: str = "mechanism.name") -> None:
+    """One line per mechanism (column ``by``) in its fixed style and with the paper's name: the mean of ``y``
+    over trials against ``x``, with a min-max band."""
+    for name in names.ordered(df[by]):
+        stats = df[df[by] == name].groupby(x)[y].agg(["mean", "min", "max"]).sort_index()
+        style = names.line_style(name)
+        ax.plot(stats.index, stats["mean"], label=names.label(name), **style)
+        ax.fill_between(stats.index, stats["min"], stats["max"], color=style["color"], alpha=0.15, lw=0)
+
+
+def legend(ax: plt.Axes, **kwargs: Any) -> None:
+    """A legend whose handles are long enough to show each line style (dashes, dots) beside the marker."""
+    ax.legend(**{"fontsize": 7, "handlelength": 3.5, **kwargs})
+
+
+def figure_legend(fig: plt.Figure, ax: plt.Axes) -> None:
+    """The legend of ``ax`` below the whole figure (for rows of panels whose data would hide under it)."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(3, len(labels)),
+               fontsize=8, handlelength=3.5)
 
 
 def save_figure(fig: plt.Figure, df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:

@@ -13,7 +13,8 @@ import pandas as pd
 from matplotlib.ticker import NullFormatter
 
 from dpstream.claims.query_release import TRIVIAL_ERROR, alg3_feasible
-from dpstream.plots.common import save_figure
+from dpstream.plots import names
+from dpstream.plots.common import figure_legend, save_figure
 from dpstream.query_release.calibration import game_rho
 
 # ---- E0 -------------------------------------------------------------------------------------------------------
@@ -76,17 +77,19 @@ def _error_panels(df: pd.DataFrame, experiment: dict[str, Any], path: Path, x: s
         means = sub.groupby(["mechanism.name", x]).agg(
             max_error=("max_error", "mean"), uniform=("uniform_max_error", "mean"),
             certified=("certified", "all")).reset_index()
-        for name, g in means.groupby("mechanism.name"):
-            label = name if g["certified"].all() else f"{name} (eps_data > eps: NOT certified at nominal eps)"
-            ax.loglog(g[x], g["max_error"], marker="o", ms=3, label=label)
+        for name in names.ordered(means["mechanism.name"]):
+            g = means[means["mechanism.name"] == name]
+            note = "" if g["certified"].all() else " (eps_data > eps: NOT certified at nominal eps)"
+            label = names.label(name) + note
+            ax.loglog(g[x], g["max_error"], label=label, **names.line_style(name))
         uni = sub.groupby(x)["uniform_max_error"].mean()
         ax.plot(uni.index, uni.values, color="k", ls=":", label="uniform distribution")
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xticks(uni.index, [f"{v:g}" for v in uni.index])
-        ax.set_xlabel(x)
+        ax.set_xlabel(names.column_label(x))
         ax.set_title("" if value is None else f"{panel} = {value:g}", fontsize=9)
     axes[0][0].set_ylabel("max error (mean over trials)")
-    axes[0][-1].legend(fontsize=7)
+    figure_legend(fig, axes[0][-1])
     fig.tight_layout(rect=(0, 0, 1, 0.86))
     save_figure(fig, df, experiment, path)
 
@@ -133,14 +136,16 @@ def median_toy(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None
         sub = df[(df["data.universe_size"] == u) & (df["epsilon"] == e)]
         for kind, g in sub.groupby("mechanism.kind"):
             m = g.groupby("data.n")[["max_error", "nonlinear_max_error"]].mean()
-            line = ax.plot(m.index, m["max_error"], marker="o", label=f"{kind}: all queries")[0]
-            ax.plot(m.index, m["nonlinear_max_error"], ls="--", color=line.get_color(), label=f"{kind}: max queries")
+            name = names.MEDIAN_KINDS[kind]
+            ax.plot(m.index, m["max_error"], label=f"{names.label(name)}: all queries", **names.line_style(name, 0))
+            ax.plot(m.index, m["nonlinear_max_error"], label=f"{names.label(name)}: max queries",
+                    **names.line_style(name, 1))
         uni = sub.groupby("data.n")["uniform_max_error"].mean()
         ax.plot(uni.index, uni.values, color="k", ls=":", label="uniform distribution")
         ax.set_title(f"|X| = {u}, eps = {e:g}", fontsize=9)
         ax.set_yscale("log")
         ax.set_xlabel("n")
     axes[0][0].set_ylabel("max error (mean over trials)")
-    axes[0][-1].legend(fontsize=7)
+    figure_legend(fig, axes[0][-1])
     fig.tight_layout(rect=(0, 0, 1, 0.86))
     save_figure(fig, df, experiment, path)

@@ -9,14 +9,18 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.ticker import NullFormatter
 
-from dpstream.plots.common import save_figure
+from dpstream.plots import names
+from dpstream.plots.common import legend, save_figure
 from dpstream.plots.query_release import _error_panels, error_vs_n
 
 MECH, N, EPS = "mechanism.name", "data.n", "epsilon"
 
 
 def _label(name: str, g: pd.DataFrame) -> str:
-    return name if g["certified"].astype(bool).all() else f"{name} (NOT privacy-certified)"
+    """The paper's name, marked when a row of ``g`` is not privacy-certified (unless the name says so already)."""
+    label = names.label(name)
+    certified = g["certified"].astype(bool).all() or "NOT privacy-certified" in label
+    return label if certified else f"{label} (NOT privacy-certified)"
 
 
 def alg5(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -26,15 +30,18 @@ def alg5(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
                                            bad=("bad_rounds", "mean"), epochs=("epochs", "mean"),
                                            uniform=("uniform_max_error", "mean"),
                                            certified=("certified", "all")).reset_index()
-    for (name, eps), g in means.groupby([MECH, EPS]):
-        label = f"{_label(name, g)}, eps {eps:g}"
-        line = ax.loglog(g[N], g["max_error"], marker="o", ms=3, label=label)[0]
-        if g["tau"].max() < 1:
-            ax.loglog(g[N], g["tau"], ls="--", lw=0.8, color=line.get_color(), label=f"tau ({name}, eps {eps:g})")
-        bx.loglog(g[N], g["bad"].clip(lower=0.5), marker="o", ms=3, color=line.get_color(),
-                  label=f"bad rounds, {label}")
-        bx.loglog(g[N], g["epochs"].clip(lower=0.5), marker="s", ms=3, ls=":", color=line.get_color(),
-                  label=f"epochs, {label}")
+    epsilons = sorted(means[EPS].unique())
+    for name in names.ordered(means[MECH]):
+        for eps, g in means[means[MECH] == name].groupby(EPS):
+            label = f"{_label(name, g)}, eps {eps:g}"
+            style = names.line_style(name, epsilons.index(eps))
+            ax.loglog(g[N], g["max_error"], label=label, **style)
+            if g["tau"].max() < 1:
+                ax.loglog(g[N], g["tau"], ls=style["linestyle"], lw=0.6, color=style["color"],
+                          label=f"tau ({names.label(name)}, eps {eps:g})")
+            bx.loglog(g[N], g["bad"].clip(lower=0.5), label=f"bad rounds, {label}", **style)
+            bx.loglog(g[N], g["epochs"].clip(lower=0.5), label=f"epochs, {label}",
+                      **{**style, "marker": "s", "markersize": 4, "linewidth": 0.8})
     uni = df.groupby(N)["uniform_max_error"].mean()
     ax.plot(uni.index, uni.values, color="k", ls=":", label="uniform distribution")
     for axis in (ax, bx):
@@ -42,10 +49,10 @@ def alg5(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
         axis.set_xticks(uni.index, [f"{v:g}" for v in uni.index])
     ax.set_xlabel("n")
     ax.set_ylabel("max error over answered queries (mean over trials)")
-    ax.legend(fontsize=6)
+    legend(ax, fontsize=6)
     bx.set_xlabel("n")
-    bx.set_ylabel("count (0 drawn at 0.5)")
-    bx.legend(fontsize=6)
+    bx.set_ylabel("count (0 drawn at 0.5; epochs: small squares, thin)")
+    legend(bx, fontsize=6)
     fig.tight_layout(rect=(0, 0, 1, 0.86))
     save_figure(fig, df, experiment, path)
 

@@ -10,7 +10,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from dpstream.plots.common import save_figure
+from dpstream.plots import names
+from dpstream.plots.common import legend, save_figure
 
 
 def theory_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -46,22 +47,34 @@ def theory_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> N
     save_figure(fig, df.drop(columns=[c for c in df.columns if c.startswith("data.")]), experiment, path)
 
 
-def _series(df: pd.DataFrame, hue: list[str]) -> list[tuple[str, pd.DataFrame]]:
-    return [
-        (
-            ", ".join(
-                f"{h.split('.')[-1]}={v}" for h, v in zip(hue, key if isinstance(key, tuple) else (key,), strict=True)
-            ),
-            g,
-        )
-        for key, g in df.groupby(hue, sort=True)
-    ]
+def _series(df: pd.DataFrame, hue: list[str]) -> list[tuple[str, dict[str, Any], pd.DataFrame]]:
+    """(legend label, line style, rows) per series: ``hue[0]`` is the mechanism (its name and style), the other
+    hue columns (k*, kappa) pick the line style (``names.VARIANT_LINESTYLES``) within the mechanism's colour."""
+    mech, rest = hue[0], hue[1:]
+    variants = sorted({tuple(r) for r in df[rest].itertuples(index=False)}) if rest else []
+    out = []
+    for name in names.ordered(df[mech]):
+        rows = df[df[mech] == name]
+        if not rest:
+            out.append((names.label(name), names.line_style(name), rows))
+            continue
+        for key, g in rows.groupby(rest, sort=True):
+            key = key if isinstance(key, tuple) else (key,)
+            text = ", ".join(f"{_short(h)}={v}" for h, v in zip(rest, key, strict=True))
+            out.append((f"{names.label(name)}, {text}", names.line_style(name, variants.index(key)), g))
+    return out
+
+
+def _short(column: str) -> str:
+    """Legend name of a series column: ``mechanism.kappa`` -> ``kappa``, ``k_star`` -> ``k*``."""
+    short = column.split(".")[-1]
+    return "k*" if short == "k_star" else short
 
 
 NOISE_SCALE = "noise_w_scale"  # TM's main noise Lap(10 Delta); Sparse's threshold noise Lap(sigma) fills its rows
 PANELS: dict[str, tuple[str, str, str]] = {  # name -> (column, y label, title); "recall" adds recall to "success"
-    "success": ("success_rate_eval", "fraction", "at margin gamma = alpha_TM(k*) (theory):\nsuccess rate (o-), "
-                "recall on heavy (x:)"),
+    "success": ("success_rate_eval", "fraction", "at margin gamma = alpha_TM(k*) (theory):\nsuccess rate (lines), "
+                "recall on heavy (x, no line)"),
     "processed": ("processed_fraction", "fraction of queries processed", "queries processed before halting"),
     "success_fixed": ("success_rate_fixed", "fraction", "success rate at a FIXED margin\ngamma = alpha_TM(k* = 1) "
                       "(theory), the same for every point"),
@@ -71,7 +84,7 @@ PANELS: dict[str, tuple[str, str, str]] = {  # name -> (column, y label, title);
 
 
 def atoms_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
-    """E1: empirical alpha (theory dashed) and two panels from ``PANELS`` (plot_args.panels; default: success rate
+    """E1: empirical alpha (theory thin dashed) and two panels from ``PANELS`` (plot_args.panels; default: success rate
     and recall at the evaluation margin, queries processed) against plot_args.x."""
     args = experiment.get("plot_args", {})
     x, hue = args.get("x", "c"), args.get("hue", ["mechanism.name", "k_star"])
@@ -82,23 +95,23 @@ def atoms_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
     cols = ["emp_alpha", "theory_alpha", "recall", *(col for col, _, _ in panels)]
     means = df.groupby([*hue, x], sort=True)[cols].mean().reset_index()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
-    for label, g in _series(means, hue):
+    for label, style, g in _series(means, hue):
         finite = g[np.isfinite(g["emp_alpha"])]
-        (line,) = axes[0].plot(finite[x], finite["emp_alpha"], "o-", label=label)
+        axes[0].plot(finite[x], finite["emp_alpha"], label=label, **style)
         if not finite.empty:  # no theory line for mechanisms that cannot succeed (halt before all heavy queries)
-            axes[0].plot(g[x], g["theory_alpha"], "--", color=line.get_color(), lw=1)
+            axes[0].plot(g[x], g["theory_alpha"], color=style["color"], ls=(0, (4, 2)), lw=0.8)
         for ax, (col, _, _) in zip(axes[1:], panels, strict=True):
-            ax.plot(g[x], g[col], "o-", color=line.get_color(), label=label)
+            ax.plot(g[x], g[col], label=label, **style)
             if col == "success_rate_eval":
-                ax.plot(g[x], g["recall"], "x:", color=line.get_color())
+                ax.plot(g[x], g["recall"], color=style["color"], marker="x", ls="none")
     n_runs = int(df["n_runs"].min())
-    axes[0].set(xscale="log", yscale="log", xlabel=x, ylabel="alpha")
-    axes[0].set_title(f"empirical alpha (1-beta quantile, {n_runs} runs/point)\ndashed: theory", fontsize=9)
+    axes[0].set(xscale="log", yscale="log", xlabel=names.column_label(x), ylabel="alpha")
+    axes[0].set_title(f"empirical alpha (1-beta quantile, {n_runs} runs/point)\nthin dashed: theory", fontsize=9)
     for ax, (col, ylabel, title) in zip(axes[1:], panels, strict=True):
-        ax.set(xscale="log", xlabel=x, ylabel=ylabel)
+        ax.set(xscale="log", xlabel=names.column_label(x), ylabel=ylabel)
         ax.set(**({"yscale": "log"} if col == NOISE_SCALE else {"ylim": (-0.02, 1.02)}))
         ax.set_title(title, fontsize=9)
-    axes[0].legend(fontsize=7)
+    legend(axes[0])
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     save_figure(fig, df.assign(**{"data.name": "svt atoms design", "data.synthetic": True}), experiment, path)
 
@@ -146,32 +159,31 @@ def power_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
 
 
 def hh_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
-    """E2: recall per group size (one panel per m; dotted: theoretical tau) and empirical tau vs m."""
+    """E2: recall per group size (one panel per m; dotted: theoretical tau) and empirical tau vs m; one colour and
+    marker per mechanism, one line style per k*."""
     ms = sorted(df["mechanism.m"].unique())
     fig, axes = plt.subplots(1, len(ms) + 1, figsize=(4.6 * (len(ms) + 1), 4.4), squeeze=False)
     axes = axes[0]
     size_cols = sorted(c for c in df.columns if c.startswith("size_g"))
-    methods = sorted(df["mechanism.method"].unique())
-    styles = {k: s for k, s in zip(sorted(df["k_star"].unique()), ["-", "--", ":"], strict=False)}
+    series = _series(df, ["mechanism.name", "k_star"])
     for ax, m in zip(axes, ms, strict=False):
-        for i, method in enumerate(methods):
-            for k_star, g in df[(df["mechanism.m"] == m) & (df["mechanism.method"] == method)].groupby("k_star"):
-                sizes = g[size_cols].mean().to_numpy()
-                recall = g[[c.replace("size", "recall") for c in size_cols]].mean().to_numpy()
-                ax.plot(sizes, recall, styles[k_star], color=f"C{i}", marker=".", label=f"{method}, k*={k_star}")
-                ax.axvline(g["theory_tau"].mean(), color=f"C{i}", ls=":", lw=0.8)
+        for label, style, g in series:
+            g = g[g["mechanism.m"] == m]
+            sizes = g[size_cols].mean().to_numpy()
+            recall = g[[c.replace("size", "recall") for c in size_cols]].mean().to_numpy()
+            ax.plot(sizes, recall, label=label, **{**style, "markersize": 3.5, "markevery": 2})
+            ax.axvline(g["theory_tau"].mean(), color=style["color"], ls=":", lw=0.8)
         ax.set(xscale="log", xlabel="group size = weight of its element", ylabel="recall", ylim=(-0.02, 1.02))
         ax.set_title(f"m = {m:.0e} steps (dotted: theoretical tau)", fontsize=9)
-    axes[0].legend(fontsize=7)
+    legend(axes[0])
     ax = axes[-1]
-    for i, method in enumerate(methods):
-        for k_star, g in df[df["mechanism.method"] == method].groupby("k_star"):
-            g = g.groupby("mechanism.m")[["emp_tau", "theory_tau"]].mean()
-            ax.plot(g.index, g["emp_tau"], styles[k_star], color=f"C{i}", marker="o", label=f"{method}, k*={k_star}")
-            ax.plot(g.index, g["theory_tau"], styles[k_star], color=f"C{i}", lw=0.6)
+    for label, style, g in series:
+        g = g.groupby("mechanism.m")[["emp_tau", "theory_tau"]].mean()
+        ax.plot(g.index, g["emp_tau"], label=label, **style)
+        ax.plot(g.index, g["theory_tau"], color=style["color"], ls=style["linestyle"], lw=0.6)
     ax.set(xscale="log", yscale="log", xlabel="m (time steps)", ylabel="tau")
-    ax.set_title("empirical tau (o) and theory (thin)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title("empirical tau (markers) and theory (thin)", fontsize=9)
+    legend(ax)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     save_figure(fig, df.assign(**{"data.name": "E2 shifting groups", "data.synthetic": True}), experiment, path)
 
@@ -180,13 +192,14 @@ def order_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
     """E1: empirical alpha (bars) and theory (ticks) per query order and mechanism."""
     table = df.groupby(["mechanism.order", "mechanism.name"])[["emp_alpha", "theory_alpha"]].mean().unstack()
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    orders, names = list(table.index), list(table["emp_alpha"].columns)
-    width = 0.8 / len(names)
-    for j, name in enumerate(names):
+    orders, mechanisms = list(table.index), names.ordered(table["emp_alpha"].columns)
+    width = 0.8 / len(mechanisms)
+    for j, name in enumerate(mechanisms):
         xs = np.arange(len(orders)) + j * width
-        ax.bar(xs, table["emp_alpha"][name], width, color=f"C{j}", label=f"{name} (empirical)")
+        ax.bar(xs, table["emp_alpha"][name], width, color=names.line_style(name)["color"],
+               label=f"{names.label(name)} (empirical)")
         ax.plot(xs, table["theory_alpha"][name], "k_", ms=20, mew=2)
-    ax.set_xticks(np.arange(len(orders)) + width * (len(names) - 1) / 2, orders)
+    ax.set_xticks(np.arange(len(orders)) + width * (len(mechanisms) - 1) / 2, orders)
     ax.set(yscale="log", ylabel="alpha", xlabel="query order")
     ax.set_ylim(np.nanmin(table.to_numpy()) / 3, np.nanmax(table.to_numpy()) * 2)
     ax.set_title(f"empirical alpha ({int(df['n_runs'].min())} runs/point); black ticks: theory", fontsize=9)
