@@ -1,8 +1,5 @@
 """Figures name mechanisms as the papers do and keep every series visible, even one drawn exactly on another."""
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
@@ -10,7 +7,7 @@ from conftest import CONF_DIR
 from omegaconf import OmegaConf
 
 from dpstream.plots import names, sketch
-from dpstream.plots.common import mechanism_lines
+from dpstream.plots.common import mechanism_lines, subplots
 from dpstream.plots.svt import _series
 
 CONFIG_NAMES = sorted(OmegaConf.load(p)["name"] for p in (CONF_DIR / "mechanism").glob("*.yaml"))
@@ -46,7 +43,7 @@ def test_relabel_writes_paper_names_but_keeps_paths_and_overrides():
 def test_two_identical_series_are_both_drawn_with_different_markers_and_paper_names():
     rows = [{"mechanism.name": m, "memory_kb": x, "seconds": 1.0 + x, "trial": t}
             for m in ("punctualcms", "punctualcs") for x in (8, 16, 32) for t in range(2)]
-    fig, ax = plt.subplots()
+    fig, ax = subplots()
     mechanism_lines(ax, pd.DataFrame(rows), "memory_kb", "seconds")
     lines = ax.get_lines()
     assert [line.get_label() for line in lines] == ["PunctualCMS", "PunctualCS"]
@@ -54,21 +51,25 @@ def test_two_identical_series_are_both_drawn_with_different_markers_and_paper_na
     assert lines[0].get_marker() != lines[1].get_marker()
     assert lines[0].get_linestyle() != lines[1].get_linestyle()
     assert all(line.get_markerfacecolor() == "none" for line in lines)  # hollow: the one below shows through
-    plt.close(fig)
 
 
 def test_sketch_panel_legend_uses_paper_names(tmp_path, monkeypatch):
     rows = [{"mechanism.name": m, "memory_kb": x, "are_top15": 0.5, "certified": True}
             for m in ("lazycms", "cms") for x in (8, 16)]
-    captured = {}
-    monkeypatch.setattr(plt, "close", lambda fig: captured.setdefault("fig", fig))  # keep the saved figure
+    saved = []
+    monkeypatch.setattr(sketch, "save_figure", lambda fig, *_: saved.append(fig))
     sketch.panel(pd.DataFrame(rows), {"id": "t", "plot_args": {"x": "memory_kb", "y": "are_top15"}},
                  tmp_path / "t.png")
-    monkeypatch.undo()
-    legend = captured["fig"].axes[0].get_legend()
+    legend = saved[0].axes[0].get_legend()
     assert [t.get_text() for t in legend.get_texts()] == ["CMS (non-private)", "LazyCMS"]
-    assert (tmp_path / "t.png").exists()
-    plt.close(captured["fig"])
+
+
+def test_figures_are_saved_without_touching_pyplot(tmp_path):
+    rows = [{"mechanism.name": "lazycms", "memory_kb": x, "are_top15": 0.5, "certified": True} for x in (8, 16)]
+    before = plt.get_fignums()
+    sketch.panel(pd.DataFrame(rows), {"id": "t", "plot_args": {"x": "memory_kb", "y": "are_top15"}},
+                 tmp_path / "t.png")
+    assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG" and plt.get_fignums() == before
 
 
 def test_second_series_dimension_changes_line_style_within_a_mechanism():

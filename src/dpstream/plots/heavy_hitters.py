@@ -12,16 +12,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.axes import Axes
 
-from dpstream.plots.common import legend, mechanism_lines, save_figure
+from dpstream.plots.common import legend, mechanism_lines, save_figure, subplots
 
 AXIS_NOTE = ("The paper's memory axis (20 KB per k of k~) is not LazyHH's memory under any consistent model "
              "(its own Fig. 3 model: >= 26 KB at k~ = k even at depth 1); left: real bytes, right: LazyHH vs k~")
 
 
-def _style(ax: plt.Axes, df: pd.DataFrame, args: dict[str, Any], xlabel: str, logx: bool) -> None:
+def _style(ax: Axes, df: pd.DataFrame, args: dict[str, Any], xlabel: str, logx: bool) -> None:
     if logx:
         ax.set_xscale("log")
     if args.get("logy") and (df[args["y"]] > 0).any():
@@ -39,7 +39,7 @@ def panel(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     LazyHH against k~ beside it, with a note that the paper's memory axis is a label."""
     args = experiment["plot_args"]
     with_k = bool(args.get("k_tilde_panel"))
-    fig, axes = plt.subplots(1, 2 if with_k else 1, figsize=(10.4 if with_k else 5.2, 3.8), squeeze=False)
+    fig, axes = subplots(1, 2 if with_k else 1, figsize=(10.4 if with_k else 5.2, 3.8), squeeze=False)
     fig.subplots_adjust(wspace=0.3)
     mechanism_lines(axes[0, 0], df, args["x"], args["y"])
     _style(axes[0, 0], df, args, args.get("xlabel", args["x"]), bool(args.get("logx")))

@@ -7,14 +7,13 @@ import math
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import NullFormatter
 
 from dpstream.claims.query_release import TRIVIAL_ERROR, alg3_feasible
 from dpstream.plots import names
-from dpstream.plots.common import figure_legend, save_figure
+from dpstream.plots.common import figure_legend, save_figure, subplots
 from dpstream.query_release.calibration import game_rho
 
 # ---- E0 -------------------------------------------------------------------------------------------------------
@@ -23,7 +22,7 @@ def theory_curves(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> N
     """Log-log accuracy bounds vs n, with where each drops below 1 marked; Alg 3 only where s < N_Q (feasible)."""
     d = df.sort_values("data.n")
     feasible = alg3_feasible(d)
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    fig, ax = subplots(figsize=(6.5, 4.5))
     for col, label in [("alpha_hru", "Alg 3 (HRU), where s < N_Q"), ("alpha_pmw", "PMW / IC"),
                        ("alpha_laplace", "Laplace")]:
         rows = d[feasible] if col == "alpha_hru" else d
@@ -53,7 +52,7 @@ def _curves(df: pd.DataFrame) -> list[tuple[float, np.ndarray, np.ndarray, float
 
 def convergence(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """Max error of the running average D^_{<=t} vs t per eta, with 4 rho(t) dashed and the uniform line."""
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    fig, ax = subplots(figsize=(6.5, 4.5))
     big_l = math.log(2 * 3 ** int(df["data.d"].iloc[0]))
     for eta, t, err, _ in sorted(_curves(df), key=lambda c: c[0]):
         line = ax.plot(t, err, label=f"eta = {eta:g}")[0]
@@ -71,7 +70,7 @@ def convergence(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> Non
 
 def _error_panels(df: pd.DataFrame, experiment: dict[str, Any], path: Path, x: str, panel: str | None) -> None:
     panels = sorted(df[panel].unique()) if panel else [None]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.2), squeeze=False, sharey=True)
+    fig, axes = subplots(1, len(panels), figsize=(4.2 * len(panels), 4.2), squeeze=False, sharey=True)
     for ax, value in zip(axes[0], panels, strict=True):
         sub = df if value is None else df[df[panel] == value]
         means = sub.groupby(["mechanism.name", x]).agg(
@@ -109,7 +108,7 @@ def error_vs_eps(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
 def analyst_audit(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """Audited lower bound on the analyst epsilon vs s, next to the claimed eps_analyst (Lemma 3.8 or trivial)."""
     d = df.sort_values("mechanism.s")
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    fig, ax = subplots(figsize=(6.5, 4.5))
     ax.semilogx(d["mechanism.s"], d["eps_lower"], marker="o", label="audited lower bound (Clopper-Pearson, 95%)")
     ax.semilogx(d["mechanism.s"], d["eps_analyst"], marker="s", ls="--", label="claimed eps_analyst")
     ax.set_yscale("symlog", linthresh=1.0)
@@ -131,7 +130,7 @@ def analyst_audit(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> N
 def median_toy(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """Max error (linear and non-linear queries) vs n per |X| and eps, one line per mechanism, uniform dotted."""
     panels = sorted({(u, e) for u, e in zip(df["data.universe_size"], df["epsilon"], strict=True)})
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 4), squeeze=False, sharey=True)
+    fig, axes = subplots(1, len(panels), figsize=(3.6 * len(panels), 4), squeeze=False, sharey=True)
     for ax, (u, e) in zip(axes[0], panels, strict=True):
         sub = df[(df["data.universe_size"] == u) & (df["epsilon"] == e)]
         for kind, g in sub.groupby("mechanism.kind"):

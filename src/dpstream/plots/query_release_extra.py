@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.ticker import NullFormatter
 
 from dpstream.plots import names
-from dpstream.plots.common import legend, save_figure
+from dpstream.plots.common import legend, save_figure, subplots
 from dpstream.plots.query_release import _error_panels, error_vs_n
 
 MECH, N, EPS = "mechanism.name", "data.n", "epsilon"
@@ -25,7 +24,7 @@ def _label(name: str, g: pd.DataFrame) -> str:
 
 def alg5(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """Left: max error vs n per (variant, eps) with the uniform line and tau; right: bad rounds and epochs."""
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4.2))
+    fig, (ax, bx) = subplots(1, 2, figsize=(10, 4.2))
     means = df.groupby([MECH, EPS, N]).agg(max_error=("max_error", "mean"), tau=("tau", "mean"),
                                            bad=("bad_rounds", "mean"), epochs=("epochs", "mean"),
                                            uniform=("uniform_max_error", "mean"),
@@ -78,7 +77,7 @@ def error_vs_n_fair(df: pd.DataFrame, experiment: dict[str, Any], path: Path) ->
 
 def crossover(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """T needed for alpha_D^ < uniform (T_beat) vs the feasibility cap T_max = N_Q/24, per d and eps (log scale)."""
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    fig, ax = subplots(figsize=(6.5, 4.5))
     for eps, g in df.sort_values("data.d").groupby(EPS):
         ax.semilogy(g["data.d"], g["T_beat"], marker="o", ms=3, label=f"T_beat (alpha_D^ < uniform), eps {eps:g}")
     cap = df.groupby("data.d")["T_max"].first()

@@ -6,16 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
-from dpstream.plots.common import legend, mechanism_lines, save_figure
+from dpstream.plots.common import legend, mechanism_lines, save_figure, subplots
 
 
 def panel(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """Draw ``plot_args.y`` against ``plot_args.x`` per mechanism, like the paper's panel."""
     args = experiment["plot_args"]
-    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    fig, ax = subplots(figsize=(5.2, 3.8))
     mechanism_lines(ax, df, args["x"], args["y"])
     if args.get("logy"):
         ax.set_yscale("log")

@@ -6,18 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
 
 from dpstream.plots import names
-from dpstream.plots.common import legend, save_figure
+from dpstream.plots.common import legend, save_figure, subplots
 
 
 def theory_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """E0: alpha vs c (Sparse pure / approximate / min, alpha_TM lines per k*, crossovers) and alpha_TM vs k."""
     df = df.sort_values("c")
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
+    fig, (ax1, ax2) = subplots(1, 2, figsize=(12, 4.8))
     ax1.plot(df["c"], df["alpha_sparse_pure"], ":", label="Sparse, pure (basic composition)")
     ax1.plot(df["c"], df["alpha_sparse_approx"], "--", label="Sparse, approx. (advanced composition)")
     ax1.plot(df["c"], df["alpha_sparse"], "k-", lw=2, label="Sparse, min")
@@ -94,7 +95,7 @@ def atoms_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
                    **{NOISE_SCALE: noise[0].fillna(noise[-1]) if noise else np.nan})
     cols = ["emp_alpha", "theory_alpha", "recall", *(col for col, _, _ in panels)]
     means = df.groupby([*hue, x], sort=True)[cols].mean().reset_index()
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
+    fig, axes = subplots(1, 3, figsize=(15, 4.6))
     for label, style, g in _series(means, hue):
         finite = g[np.isfinite(g["emp_alpha"])]
         axes[0].plot(finite[x], finite["emp_alpha"], label=label, **style)
@@ -119,7 +120,7 @@ def atoms_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
 def audit_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """Audit: searched epsilon lower bound per case (hand-picked event: black tick) vs the claim; controls red."""
     df = df.reset_index(drop=True)
-    fig, ax = plt.subplots(figsize=(10, 5.5))
+    fig, ax = subplots(figsize=(10, 5.5))
     colors = ["tab:red" if b else "tab:green" for b in df["negative_control"]]
     ax.barh(df["case"], df["epsilon_lower"].clip(upper=8.0), color=colors)
     if "epsilon_lower_given" in df.columns:
@@ -131,10 +132,10 @@ def audit_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
     )
     ax.legend(
         handles=[
-            plt.Rectangle((0, 0), 1, 1, color="tab:green", label="correct mechanism (must pass)"),
-            plt.Rectangle((0, 0), 1, 1, color="tab:red", label="negative control (must be flagged)"),
-            plt.Line2D([], [], color="k", marker="|", ls="", label="hand-picked event (where one exists)"),
-            plt.Line2D([], [], color="k", ls="--", label="claimed epsilon"),
+            Rectangle((0, 0), 1, 1, color="tab:green", label="correct mechanism (must pass)"),
+            Rectangle((0, 0), 1, 1, color="tab:red", label="negative control (must be flagged)"),
+            Line2D([], [], color="k", marker="|", ls="", label="hand-picked event (where one exists)"),
+            Line2D([], [], color="k", ls="--", label="claimed epsilon"),
         ],
         fontsize=8,
     )
@@ -145,7 +146,7 @@ def audit_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
 def power_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """Fraction of seeds flagged vs r = eps used / eps claimed, one line per case; 0.9 and alpha marked."""
     rates = df.groupby(["case", "ratio"])["fails"].mean().reset_index()
-    fig, ax = plt.subplots(figsize=(8, 4.8))
+    fig, ax = subplots(figsize=(8, 4.8))
     for case, g in rates.groupby("case"):
         ax.plot(g["ratio"], g["fails"], "o-", label=case)
     ax.axhline(0.9, color="k", ls="--", lw=1, label="90% of seeds")
@@ -162,7 +163,7 @@ def hh_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """E2: recall per group size (one panel per m; dotted: theoretical tau) and empirical tau vs m; one colour and
     marker per mechanism, one line style per k*."""
     ms = sorted(df["mechanism.m"].unique())
-    fig, axes = plt.subplots(1, len(ms) + 1, figsize=(4.6 * (len(ms) + 1), 4.4), squeeze=False)
+    fig, axes = subplots(1, len(ms) + 1, figsize=(4.6 * (len(ms) + 1), 4.4), squeeze=False)
     axes = axes[0]
     size_cols = sorted(c for c in df.columns if c.startswith("size_g"))
     series = _series(df, ["mechanism.name", "k_star"])
@@ -191,7 +192,7 @@ def hh_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
 def order_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """E1: empirical alpha (bars) and theory (ticks) per query order and mechanism."""
     table = df.groupby(["mechanism.order", "mechanism.name"])[["emp_alpha", "theory_alpha"]].mean().unstack()
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = subplots(figsize=(8, 4.5))
     orders, mechanisms = list(table.index), names.ordered(table["emp_alpha"].columns)
     width = 0.8 / len(mechanisms)
     for j, name in enumerate(mechanisms):
