@@ -128,6 +128,14 @@ def _markdown(table: pd.DataFrame) -> list[str]:
             *["| " + " | ".join(row) + " |" for row in cells], ""]
 
 
+def _project_relative(path: object) -> object:
+    """A folder under the working directory as a relative path, so a committed report does not depend on where
+    the project was checked out; other values unchanged."""
+    if not isinstance(path, str) or not Path(path).is_absolute() or not Path(path).is_relative_to(Path.cwd()):
+        return path
+    return str(Path(path).relative_to(Path.cwd()))
+
+
 def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: dict[str, Any]) -> Path:
     """Write report.md and report.html into ``cfg['results_dir']``; return the Markdown path."""
     results_dir = Path(cfg["results_dir"])
@@ -176,8 +184,8 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
         md[4:4] = ["Verdicts: " + verdict_summary(everything), ""]
         counts = pd.DataFrame([{**verdict_counts(everything), "claims": len(everything)}])
         page[3:3] = ["<h2>Verdicts</h2>", html_table(counts, "verdicts")]
-    md += ["## Configuration", "", "```yaml", yaml.safe_dump(
-        {k: v for k, v in cfg.items() if k not in ("experiment",)}, sort_keys=True).rstrip(), "```", ""]
+    shown = {k: _project_relative(v) if k.endswith("_dir") else v for k, v in cfg.items() if k != "experiment"}
+    md += ["## Configuration", "", "```yaml", yaml.safe_dump(shown, sort_keys=True).rstrip(), "```", ""]
     page += ["</body></html>"]
     out = results_dir / "report.md"
     out.write_text("\n".join(md))
