@@ -23,13 +23,14 @@ def theory_curves(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> N
     d = df.sort_values("data.n")
     feasible = alg3_feasible(d)
     fig, ax = subplots(figsize=(6.5, 4.5))
-    for col, label in [("alpha_hru", "Alg 3 (HRU), where s < N_Q"), ("alpha_pmw", "PMW / IC"),
-                       ("alpha_laplace", "Laplace")]:
+    for col, name, label in [("alpha_hru", "qr_hru", "HRU game (Alg 3), where s < N_Q"),
+                             ("alpha_pmw", "qr_pmw", "PMW / IC"), ("alpha_laplace", "qr_laplace", "Laplace")]:
         rows = d[feasible] if col == "alpha_hru" else d
-        ax.loglog(rows["data.n"], rows[col], marker="o", ms=3, label=label)
+        style = {**names.line_style(name), "linestyle": "-", "markersize": 4}
+        ax.loglog(rows["data.n"], rows[col], label=label, **style)
         below = rows[rows[col] < 1]
         if len(below):
-            ax.axvline(below["data.n"].iloc[0], ls=":", lw=0.8, color=ax.lines[-1].get_color())
+            ax.axvline(below["data.n"].iloc[0], ls=":", lw=0.8, color=style["color"])
     if (~feasible).any():
         ax.axvspan(d.loc[~feasible, "data.n"].min(), d["data.n"].max(), color="0.9", zorder=0,
                    label="Alg 3 infeasible (s = 12 n L >= N_Q)")

@@ -19,16 +19,18 @@ def theory_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> N
     """E0: alpha vs c (Sparse pure / approximate / min, alpha_TM lines per k*, crossovers) and alpha_TM vs k."""
     df = df.sort_values("c")
     fig, (ax1, ax2) = subplots(1, 2, figsize=(12, 4.8))
-    ax1.plot(df["c"], df["alpha_sparse_pure"], ":", label="Sparse, pure (basic composition)")
-    ax1.plot(df["c"], df["alpha_sparse_approx"], "--", label="Sparse, approx. (advanced composition)")
-    ax1.plot(df["c"], df["alpha_sparse"], "k-", lw=2, label="Sparse, min")
+    sparse, tm = names.line_style("svt_sparse")["color"], names.line_style("svt_tm")["color"]
+    ax1.plot(df["c"], df["alpha_sparse_pure"], ":", color=sparse, label="Sparse, pure (basic composition)")
+    ax1.plot(df["c"], df["alpha_sparse_approx"], "--", color=sparse, label="Sparse, approx. (advanced composition)")
+    ax1.plot(df["c"], df["alpha_sparse"], "-", color=sparse, lw=2.5, alpha=0.6, label="Sparse, min")
     lines = sorted((c for c in df.columns if c.startswith("alpha_tm_kstar_")), key=lambda c: int(c.rsplit("_", 1)[1]))
     for i, col in enumerate(lines):
         k_star = col.rsplit("_", 1)[1]
         alpha = df[col].iloc[0]
-        ax1.axhline(alpha, lw=1, color=f"C{i + 2}", label=f"ThresholdMonitor, k*={k_star}")
+        style = names.line_style("svt_tm", i)
+        ax1.axhline(alpha, lw=1, color=tm, ls=style["linestyle"], label=f"ThresholdMonitor, k*={k_star}")
         cross = df[f"crossover_c_kstar_{k_star}"].iloc[0]
-        ax1.plot([cross], [alpha], "o", color=f"C{i + 2}")
+        ax1.plot([cross], [alpha], ls="none", **{k: v for k, v in style.items() if k != "linestyle"})
         ax1.annotate(f"c={cross:.2g}", (cross, alpha), textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax1.set(
         xscale="log",
@@ -37,13 +39,13 @@ def theory_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> N
         ylabel="alpha (theory)",
         title=f"alpha vs c, m = {df['m'].iloc[0]:.0e}; dots: crossovers",
     )
-    ax1.legend(fontsize=7)
-    ax2.plot(df["c"], df["alpha_tm_A"], "--", label="ThresholdMonitor, Option A (Thm 3.2)")
-    ax2.plot(df["c"], df["alpha_tm_B"], ":", label="ThresholdMonitor, Option B (Thm 3.8)")
-    ax2.plot(df["c"], df["alpha_tm"], "k-", lw=2, label="ThresholdMonitor, min (calibrate)")
-    ax2.plot(df["c"], df["alpha_sparse"], "r-", label="Sparse at c = k (min)")
+    legend(ax1)
+    ax2.plot(df["c"], df["alpha_tm_A"], "--", color=tm, label="ThresholdMonitor, Option A (Thm 3.2)")
+    ax2.plot(df["c"], df["alpha_tm_B"], ":", color=tm, label="ThresholdMonitor, Option B (Thm 3.8)")
+    ax2.plot(df["c"], df["alpha_tm"], "-", color=tm, lw=2.5, alpha=0.6, label="ThresholdMonitor, min (calibrate)")
+    ax2.plot(df["c"], df["alpha_sparse"], "-", color=sparse, label="Sparse at c = k (min)")
     ax2.set(xscale="log", yscale="log", xlabel="k (cap) = c", ylabel="alpha (theory)", title="alpha_TM vs k")
-    ax2.legend(fontsize=7)
+    legend(ax2)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     save_figure(fig, df.drop(columns=[c for c in df.columns if c.startswith("data.")]), experiment, path)
 
