@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import platform
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import yaml
 
 import dpstream
 from dpstream.claims import VERDICTS
+from dpstream.plots.names import relabel
 
 
 def _git_commit() -> str:
@@ -51,13 +53,48 @@ def claim_cells(row: Any) -> str:
     return f"{_cell(row.claim)} | {_cell(row.rule)} | {_cell(row.measured)} | **{row.verdict}** |"
 
 
-def verdict_summary(claims: pd.DataFrame) -> str:
-    """Counts of the four verdict words, every word listed (zero included), in one fixed order."""
+def verdict_counts(claims: pd.DataFrame) -> dict[str, int]:
+    """How many claims have each of the four verdict words (zero included), in ``VERDICTS`` order."""
     counts = claims["verdict"].value_counts()
     unknown = sorted(set(counts.index) - set(VERDICTS))
     if unknown:
         raise ValueError(f"unknown verdicts {unknown}: allowed are {VERDICTS}")
-    return ", ".join(f"{int(counts.get(v, 0))} {v}" for v in VERDICTS) + f" ({int(counts.sum())} claims)"
+    return {v: int(counts.get(v, 0)) for v in VERDICTS}
+
+
+def verdict_summary(claims: pd.DataFrame) -> str:
+    """Counts of the four verdict words, every word listed (zero included), in one fixed order."""
+    counts = verdict_counts(claims)
+    return ", ".join(f"{n} {v}" for v, n in counts.items()) + f" ({sum(counts.values())} claims)"
+
+
+def with_paper_names(claims: pd.DataFrame) -> pd.DataFrame:
+    """The claims with mechanism config names in their text written as the papers' names (``svt_tm`` ->
+    ``ThresholdMonitor``); the verdict is untouched."""
+    return claims.assign(**{c: claims[c].astype(str).map(relabel) for c in ("claim", "rule", "measured")})
+
+
+_INLINE = ((re.compile(r"`([^`]+)`"), r"<code>\1</code>"), (re.compile(r"\*\*(.+?)\*\*"), r"<b>\1</b>"))
+
+
+def inline_html(text: object) -> str:
+    """Report text (Markdown inline: `code`, **bold**) as HTML: escaped first, then the two marks replaced."""
+    out = html.escape(str(text), quote=False)
+    for pattern, replacement in _INLINE:
+        out = pattern.sub(replacement, out)
+    return out
+
+
+def html_table(table: pd.DataFrame, cls: str) -> str:
+    """``table`` as an HTML table of class ``cls``: every cell through ``inline_html``, floats to 3 digits."""
+    head = "".join(f"<th>{inline_html(c)}</th>" for c in table.columns)
+    body = ["<tr>" + "".join(f"<td>{inline_html(_fmt(v))}</td>" for v in row) + "</tr>"
+            for row in table.itertuples(index=False)]
+    return f"<table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _fmt(value: object) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
 CONTINUAL_METRICS = {  # marker column -> the paper's metric (end of stream) and its release-time summaries
@@ -77,10 +114,26 @@ def continual_table(df: pd.DataFrame, spec: dict[str, Any]) -> pd.DataFrame | No
     return df.groupby(keys, sort=False)[list(cols)].mean().reset_index()
 
 
+def _display(table: pd.DataFrame) -> pd.DataFrame:
+    """A results table as shown in the report: ``mechanism.name`` becomes ``mechanism`` with the papers' names."""
+    if "mechanism.name" not in table.columns:
+        return table
+    return table.assign(**{"mechanism.name": table["mechanism.name"].astype(str).map(relabel)}).rename(
+        columns={"mechanism.name": "mechanism"})
+
+
 def _markdown(table: pd.DataFrame) -> list[str]:
-    cells = [[f"{v:.3g}" if isinstance(v, float) else str(v) for v in row] for row in table.itertuples(index=False)]
+    cells = [[_fmt(v) for v in row] for row in table.itertuples(index=False)]
     return ["| " + " | ".join(table.columns) + " |", "|" + "---|" * table.shape[1],
             *["| " + " | ".join(row) + " |" for row in cells], ""]
+
+
+def _project_relative(path: object) -> object:
+    """A folder under the working directory as a relative path, so a committed report does not depend on where
+    the project was checked out; other values unchanged."""
+    if not isinstance(path, str) or not Path(path).is_absolute() or not Path(path).is_relative_to(Path.cwd()):
+        return path
+    return str(Path(path).relative_to(Path.cwd()))
 
 
 def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: dict[str, Any]) -> Path:
@@ -94,42 +147,45 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
     page = ["<html><head><meta charset='utf-8'><title>dpstream report</title>",
             "<style>body{font-family:sans-serif;max-width:70em;margin:auto}table{border-collapse:collapse}"
             "td,th{border:1px solid #ccc;padding:3px 6px;font-size:90%}</style></head><body>",
-            "<h1>dpstream report</h1>", pd.DataFrame([prov]).to_html(index=False)]
+            "<h1>dpstream report</h1>", html_table(pd.DataFrame([prov]), "provenance")]
     summary = []
     for spec, df in zip(specs, frames, strict=True):
         exp_id = spec["id"]
         md += [f"## {exp_id}: {spec.get('title', '')}", ""]
-        page += [f"<h2>{html.escape(exp_id)}: {html.escape(spec.get('title', ''))}</h2>"]
+        page += [f"<h2>{html.escape(exp_id)}: {inline_html(spec.get('title', ''))}</h2>"]
         if spec.get("paper_claim"):
             md += [f"Paper: {spec['paper_claim']}", ""]
-            page += [f"<p><b>Paper:</b> {html.escape(spec['paper_claim'])}</p>"]
+            page += [f"<p><b>Paper:</b> {inline_html(spec['paper_claim'])}</p>"]
         uncertified = "certified" in df.columns and not df["certified"].astype(bool).all()
         note = f"{len(df)} trial rows; table `tables/{exp_id}.csv`" + (
             "; **contains NOT privacy-certified rows**" if uncertified else "")
         md += [note, ""]
-        page += [f"<p>{html.escape(note).replace('**', '')}</p>"]
+        page += [f"<p>{inline_html(note)}</p>"]
         figure = results_dir / "figures" / f"{exp_id}.png"
         if figure.exists():
             md += [f"![{exp_id}](figures/{exp_id}.png)", ""]
             page += [f"<img src='figures/{exp_id}.png' style='max-width:48em'>"]
         continual = continual_table(df, spec)
         if continual is not None:
-            md += ["At the end of the stream and over the release times (mean / max, continual observation):", "",
-                   *_markdown(continual)]
-            page += [continual.to_html(index=False, float_format="{:.3g}".format)]
+            intro = "At the end of the stream and over the release times (mean / max, continual observation):"
+            md += [intro, "", *_markdown(_display(continual))]
+            page += [f"<p>{inline_html(intro)}</p>", html_table(_display(continual), "continual")]
         claims = _claims(results_dir, exp_id)
         if claims is not None and len(claims):
+            named = with_paper_names(claims)
             md += ["| claim | rule (fixed before the run) | measured | verdict |", "|---|---|---|---|"]
-            md += [f"| {claim_cells(r)}" for r in claims.itertuples()]
+            md += [f"| {claim_cells(r)}" for r in named.itertuples()]
             md += [""]
-            page += [claims.to_html(index=False)]
+            page += [html_table(named.assign(verdict=[f"**{v}**" for v in named["verdict"]]).rename(
+                columns={"rule": "rule (fixed before the run)"}), "claims")]
             summary += [{"experiment": exp_id, **r} for r in claims.to_dict("records")]
     if summary:
-        line = "Verdicts: " + verdict_summary(pd.DataFrame(summary))
-        md[4:4] = [line, ""]
-        page[4:4] = [f"<p><b>{html.escape(line)}</b></p>"]
-    md += ["## Configuration", "", "```yaml", yaml.safe_dump(
-        {k: v for k, v in cfg.items() if k not in ("experiment",)}, sort_keys=True).rstrip(), "```", ""]
+        everything = pd.DataFrame(summary)
+        md[4:4] = ["Verdicts: " + verdict_summary(everything), ""]
+        counts = pd.DataFrame([{**verdict_counts(everything), "claims": len(everything)}])
+        page[3:3] = ["<h2>Verdicts</h2>", html_table(counts, "verdicts")]
+    shown = {k: _project_relative(v) if k.endswith("_dir") else v for k, v in cfg.items() if k != "experiment"}
+    md += ["## Configuration", "", "```yaml", yaml.safe_dump(shown, sort_keys=True).rstrip(), "```", ""]
     page += ["</body></html>"]
     out = results_dir / "report.md"
     out.write_text("\n".join(md))

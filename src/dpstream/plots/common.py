@@ -1,15 +1,16 @@
-"""Shared figure plumbing: labels every figure honestly (uncertified noise, synthetic data) and saves it."""
+"""Shared figure plumbing: one line per mechanism in its fixed style, legends, and the honest title (uncertified
+noise, synthetic data) every saved figure carries."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from dpstream.plots import names
 
 
 def honesty_labels(df: pd.DataFrame) -> list[str]:
@@ -23,7 +24,37 @@ def honesty_labels(df: pd.DataFrame) -> list[str]:
     return labels
 
 
-def save_figure(fig: plt.Figure, df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
+def subplots(nrows: int = 1, ncols: int = 1, figsize: tuple[float, float] | None = None,
+             **kwargs: Any) -> tuple[Figure, Any]:
+    """``pyplot.subplots`` without pyplot: a Figure no GUI backend or notebook tracks, drawn by Agg on saving
+    (so figure modules need no ``matplotlib.use`` and leave a notebook's inline backend alone)."""
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(nrows, ncols, **kwargs)
+
+
+def mechanism_lines(ax: Axes, df: pd.DataFrame, x: str, y: str, by: str = "mechanism.name") -> None:
+    """One line per mechanism (column ``by``) in its fixed style and with the paper's name: the mean of ``y``
+    over trials against ``x``, with a min-max band."""
+    for name in names.ordered(df[by]):
+        stats = df[df[by] == name].groupby(x)[y].agg(["mean", "min", "max"]).sort_index()
+        style = names.line_style(name)
+        ax.plot(stats.index, stats["mean"], label=names.label(name), **style)
+        ax.fill_between(stats.index, stats["min"], stats["max"], color=style["color"], alpha=0.15, lw=0)
+
+
+def legend(ax: Axes, **kwargs: Any) -> None:
+    """A legend whose handles are long enough to show each line style (dashes, dots) beside the marker."""
+    ax.legend(**{"fontsize": 7, "handlelength": 3.5, **kwargs})
+
+
+def figure_legend(fig: Figure, ax: Axes) -> None:
+    """The legend of ``ax`` below the whole figure (for rows of panels whose data would hide under it)."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(3, len(labels)),
+               fontsize=8, handlelength=3.5)
+
+
+def save_figure(fig: Figure, df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """Title ``fig`` with the experiment's title plus honesty labels and write it to ``path`` as PNG."""
     title = experiment.get("title", experiment.get("id", ""))
     labels = honesty_labels(df)
@@ -32,4 +63,3 @@ def save_figure(fig: plt.Figure, df: pd.DataFrame, experiment: dict[str, Any], p
     fig.suptitle(title + ("\n" + "; ".join(labels) if labels else ""), fontsize=10)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)

@@ -12,25 +12,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.axes import Axes
 
-from dpstream.plots.common import save_figure
+from dpstream.plots.common import legend, mechanism_lines, save_figure, subplots
 
-LABELS = {"lazyhh": "LazyHH", "cms_heap": "CMS + heap (non-private)", "punctual_hh": "PunctualHH"}
 AXIS_NOTE = ("The paper's memory axis (20 KB per k of k~) is not LazyHH's memory under any consistent model "
              "(its own Fig. 3 model: >= 26 KB at k~ = k even at depth 1); left: real bytes, right: LazyHH vs k~")
 
 
-def _lines(ax: plt.Axes, df: pd.DataFrame, x: str, y: str) -> None:
-    """One line per tracker: mean over trials with a min-max band."""
-    for name, rows in df.groupby("mechanism.name", sort=False):
-        stats = rows.groupby(x)[y].agg(["mean", "min", "max"]).sort_index()
-        line, = ax.plot(stats.index, stats["mean"], marker="o", label=LABELS.get(name, name))
-        ax.fill_between(stats.index, stats["min"], stats["max"], color=line.get_color(), alpha=0.2)
-
-
-def _style(ax: plt.Axes, df: pd.DataFrame, args: dict[str, Any], xlabel: str, logx: bool) -> None:
+def _style(ax: Axes, df: pd.DataFrame, args: dict[str, Any], xlabel: str, logx: bool) -> None:
     if logx:
         ax.set_xscale("log")
     if args.get("logy") and (df[args["y"]] > 0).any():
@@ -40,7 +31,7 @@ def _style(ax: plt.Axes, df: pd.DataFrame, args: dict[str, Any], xlabel: str, lo
     ax.set_xlabel(xlabel)
     ax.set_ylabel(args.get("ylabel", args["y"]))
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    legend(ax)
 
 
 def panel(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -48,13 +39,13 @@ def panel(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     LazyHH against k~ beside it, with a note that the paper's memory axis is a label."""
     args = experiment["plot_args"]
     with_k = bool(args.get("k_tilde_panel"))
-    fig, axes = plt.subplots(1, 2 if with_k else 1, figsize=(10.4 if with_k else 5.2, 3.8), squeeze=False)
+    fig, axes = subplots(1, 2 if with_k else 1, figsize=(10.4 if with_k else 5.2, 3.8), squeeze=False)
     fig.subplots_adjust(wspace=0.3)
-    _lines(axes[0, 0], df, args["x"], args["y"])
+    mechanism_lines(axes[0, 0], df, args["x"], args["y"])
     _style(axes[0, 0], df, args, args.get("xlabel", args["x"]), bool(args.get("logx")))
     if with_k:
         lazy = df[df["mechanism.name"] == "lazyhh"]
-        _lines(axes[0, 1], lazy, "mechanism.k_tilde", args["y"])
+        mechanism_lines(axes[0, 1], lazy, "mechanism.k_tilde", args["y"])
         _style(axes[0, 1], lazy, args, "k~ (LazyHH candidate set; the paper's 20 KB = k~ = k)", False)
         fig.text(0.5, -0.04, AXIS_NOTE, ha="center", fontsize=8)
     save_figure(fig, df, experiment, path)
