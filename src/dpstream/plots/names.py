@@ -28,6 +28,16 @@ MECHANISMS: dict[str, tuple[str, Style]] = {
     "punctualcs": ("PunctualCS", Style("tab:red", "v", "--")),
     "lazycms": ("LazyCMS", Style("tab:purple", "D", "-")),
     "lazycs": ("LazyCS", Style("tab:brown", "P", "--")),
+    # beyond the paper (experiment beyond): derived noise dotted, Honaker dash-dot, BLT dashed; analytic = filled
+    "cms_ms": ("CMS, multiply-shift (non-private)", Style("tab:cyan", "o", ":")),
+    "lazycms_analytic": ("LazyCMS, analytic", Style("tab:purple", "d", ":")),
+    "lazycms_derived": ("LazyCMS, derived noise", Style("tab:pink", "D", ":")),
+    "punctualcms_derived": ("PunctualCMS, derived noise", Style("tab:olive", "^", ":")),
+    "lazycms_honaker": ("LazyCMS, Honaker", Style("tab:gray", "h", "-.")),
+    "lazycms_blt": ("LazyCMS, BLT", Style("tab:red", "*", "--")),
+    "lazycms_derived_analytic": ("LazyCMS, derived, analytic", Style("tab:pink", "p", "-")),
+    "punctualcms_derived_analytic": ("PunctualCMS, derived, analytic", Style("tab:olive", "<", "-")),
+    "lazycms_blt_analytic": ("LazyCMS, BLT, analytic", Style("tab:red", "8", "-.")),
     # seed 004, Figure 4
     "lazyhh": ("LazyHH", Style("tab:purple", "X", "-")),
     "cms_heap": ("CMS + heap (non-private)", Style("tab:blue", "s", "-.")),
