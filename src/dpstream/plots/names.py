@@ -33,7 +33,7 @@ MECHANISMS: dict[str, tuple[str, Style]] = {
     "lazycms_analytic": ("LazyCMS, analytic", Style("tab:purple", "d", ":")),
     "lazycms_derived": ("LazyCMS, derived noise", Style("tab:pink", "D", ":")),
     "punctualcms_derived": ("PunctualCMS, derived noise", Style("tab:olive", "^", ":")),
-    "lazycms_honaker": ("LazyCMS, Honaker", Style("tab:gray", "h", "-.")),
+    "lazycms_honaker": ("LazyCMS, Honaker", Style("tab:brown", "H", "-.")),
     "lazycms_blt": ("LazyCMS, BLT", Style("tab:red", "*", "--")),
     "lazycms_derived_analytic": ("LazyCMS, derived, analytic", Style("tab:pink", "p", "-")),
     "punctualcms_derived_analytic": ("PunctualCMS, derived, analytic", Style("tab:olive", "<", "-")),
