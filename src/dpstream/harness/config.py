@@ -209,9 +209,8 @@ def check_uses(settings: list[tuple[str, Any]], trials: list[dict[str, Any]], wh
     for key, value in settings:
         if key in SHARED_KEYS and key not in used:
             mechanisms = "; ".join(f"{name} uses {uses}" for name, uses in sorted(declared.items()))
-            raise ConfigError(key, value, f"{key}={value!r} is set ({where}) but no mechanism of this run reads "
-                                          f"{key} (mechanism {mechanisms}); drop {key}=... or choose a mechanism "
-                                          f"that reads it")
+            raise ConfigError(key, value, f"set ({where}) but no mechanism of this run reads {key} (mechanism "
+                                          f"{mechanisms}); drop {key}=... or choose a mechanism that reads it")
 
 
 def fingerprint_inputs(params: dict[str, Any], prefix: str = "") -> None:
