@@ -161,7 +161,7 @@ def fail(exc: ValueError, typed: list[tuple[str, str]]) -> NoReturn:
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def app(cfg: DictConfig) -> None:
     """The Hydra task: run the composed config (``dpstream.harness.runner.run``)."""
-    from dpstream.harness.runner import run  # imported here so that --help and errors stay fast
+    from dpstream.harness.runner import Terminated, run  # imported here so that --help and errors stay fast
 
     hydra_cfg = HydraConfig.get()
     overrides = list(hydra_cfg.overrides.task)
@@ -171,6 +171,10 @@ def app(cfg: DictConfig) -> None:
         if full_error():
             raise
         fail(exc, typed_overrides(overrides))
+    except (KeyboardInterrupt, Terminated) as stop:
+        print("\nstopped: finished trials are in the results store; the same command resumes the run",
+              file=sys.stderr, flush=True)
+        raise SystemExit(143 if isinstance(stop, Terminated) else 130) from None
     if hydra_cfg.mode == RunMode.MULTIRUN:
         job = ",".join(overrides)
         rows = pd.concat([df.assign(multirun_job=job) for df in frames], ignore_index=True)
@@ -202,8 +206,37 @@ def main(argv: list[str] | None = None) -> None:
         if full_error():
             raise
         fail(exc, typed_overrides(args))
+    if wants_job_config(args):
+        print(show_job(args))
+        return
     sys.argv = [sys.argv[0], *args]
     app()
+
+
+def wants_job_config(args: list[str]) -> bool:
+    """``--cfg job`` (or ``-c job``) outside a multirun: answered by ``show_job``, not by Hydra."""
+    flags = {"-m", "--multirun", "-p", "--package"}
+    return any(a in ("--cfg", "-c") and args[i + 1:i + 2] == ["job"] for i, a in enumerate(args)) and \
+        not flags & set(args)
+
+
+def show_job(args: list[str]) -> str:
+    """The configs that will run, as the harness expands them (profile overrides and experiment sweeps applied):
+    what Hydra's own ``--cfg job`` cannot show, since the profile and the sweep are applied by the harness."""
+    from hydra import compose, initialize_config_dir
+
+    from dpstream.harness.runner import describe, plan
+
+    overrides = [a for i, a in enumerate(args) if a not in ("--cfg", "-c", "--resolve")
+                 and not (a == "job" and i > 0 and args[i - 1] in ("--cfg", "-c"))]
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides)
+    try:
+        return describe(plan(cfg, CONF_DIR, overrides))
+    except ValueError as exc:
+        if full_error():
+            raise
+        fail(exc, typed_overrides(overrides))
 
 
 if __name__ == "__main__":

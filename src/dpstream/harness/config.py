@@ -151,8 +151,8 @@ def apply_overrides(base: dict[str, Any], overrides: list[tuple[str, Any]], conf
     """Apply group choices first, then the profile's shrinking overrides, then dotted keys, in order."""
     params = copy.deepcopy(base)
     for key, value in overrides:
-        if key in GROUPS:
-            params[key] = load_option(conf_dir, key, str(value))
+        if key in GROUPS:  # an option name, or (from the command line) the option's composed config
+            params[key] = copy.deepcopy(value) if isinstance(value, dict) else load_option(conf_dir, key, str(value))
     for key, value in profile_overrides.items():
         _set(params, key, value, only_existing=True)
     for key, value in overrides:
@@ -179,7 +179,8 @@ def grid_points(spec: dict[str, Any]) -> list[list[tuple[str, Any]]]:
 def command_line_overrides(task: list[str], cfg: dict[str, Any]) -> list[tuple[str, Any]]:
     """The ``key=value`` overrides a user typed (Hydra's ``overrides.task``), with their composed values.
 
-    Group choices keep the option name; run settings, ``experiment`` and ``profile`` are not trial keys.
+    Group choices carry the composed option config (which may come from a ``hydra.searchpath`` dir, and whose
+    ``name`` need not be its file name); run settings, ``experiment`` and ``profile`` are not trial keys.
     """
     out = []
     for item in task:
@@ -187,7 +188,7 @@ def command_line_overrides(task: list[str], cfg: dict[str, Any]) -> list[tuple[s
         head = key.split(".", 1)[0]
         if key.startswith("~") or head in ("hydra", "experiment", "profile") or head in RUN_KEYS:
             continue
-        value = cfg[key]["name"] if key in GROUPS else OmegaConf.select(OmegaConf.create(cfg), key)
+        value = cfg[key] if key in GROUPS else OmegaConf.select(OmegaConf.create(cfg), key)
         out.append((key, value))
     return out
 
@@ -243,8 +244,10 @@ def expand(spec: dict[str, Any], base: dict[str, Any], conf_dir: Path, trials: i
     sweeps = {**(spec.get("grid") or {}), **(spec.get("zip") or {})}
     for key, value in cli:
         if key in sweeps:
-            raise ConfigError(key, value, f"{key} is swept by experiment {spec.get('id')!r}; change the sweep with "
-                                      f"experiment.grid.{key}=[...] (or experiment.zip.{key}) instead of {key}=...")
+            shown = value.get("name") if isinstance(value, dict) else value
+            raise ConfigError(key, shown, f"{key} is swept by experiment {spec.get('id')!r}; change the sweep with "
+                                          f"experiment.grid.{key}=[...] (or experiment.zip.{key}) instead of "
+                                          f"{key}=...")
     out = []
     for point in grid_points(spec):
         params = apply_overrides(base, fixed + list(cli) + point, conf_dir, profile_overrides)
@@ -288,20 +291,22 @@ def check_fits(mechanism: dict[str, Any], data: dict[str, Any], conf_dir: Path) 
     mechanism.universe_size).
     """
     kinds, kind = data_kinds(mechanism), data_kind(data)
-    all_data = data_options(conf_dir)
-    stems = [stem for stem, d in all_data.items() if d.get("name") == data.get("name")]
-    option = stems[0] if stems else data.get("name")
     mech = mechanism.get("name")
+
+    def option() -> str:  # the data option's file name (its ``name`` may differ), read only for an error
+        stems = [stem for stem, d in data_options(conf_dir).items() if d.get("name") == data.get("name")]
+        return stems[0] if stems else str(data.get("name"))
+
     if kind not in kinds:
-        fit = [stem for stem, d in all_data.items() if d.get("kind") in kinds]
-        raise ConfigError("data", option, f"mechanism {mech} reads data of kind {' or '.join(kinds)}, but data="
-                                          f"{option} is of kind {kind}; data that fit mechanism={mech}: "
-                                          f"{', '.join(fit) or '(none)'}")
+        fit = [stem for stem, d in data_options(conf_dir).items() if d.get("kind") in kinds]
+        raise ConfigError("data", option(), f"mechanism {mech} reads data of kind {' or '.join(kinds)}, but data="
+                                            f"{option()} is of kind {kind}; data that fit mechanism={mech}: "
+                                            f"{', '.join(fit) or '(none)'}")
     for data_key, mech_key in (mechanism.get("data_max") or {}).items():
         bound, value = mechanism.get(mech_key), data.get(data_key)
         if value is None or bound is None or not value <= bound:
             raise ConfigError(f"data.{data_key}", value, f"mechanism {mech} needs data.{data_key} <= "
-                                                         f"mechanism.{mech_key}={bound} (data={option}); set "
+                                                         f"mechanism.{mech_key}={bound} (data={option()}); set "
                                                          f"data.{data_key}=... or mechanism.{mech_key}=...")
 
 

@@ -119,37 +119,31 @@ def run_trials(trials: list[tuple[str, str, dict[str, Any]]], store: ResultsStor
     return len(todo)
 
 
-def _kill_loky_workers() -> None:
-    from joblib.externals.loky import get_reusable_executor
-
-    get_reusable_executor().shutdown(wait=False, kill_workers=True)
+class Terminated(SystemExit):
+    """SIGTERM of the main process, raised where it is waiting for trials (exit status 128 + 15)."""
 
 
 @contextlib.contextmanager
 def workers_die_with_the_run(backend: str) -> Iterator[None]:
-    """On SIGINT / SIGTERM of the main process, kill the loky workers before exiting, so that stopping a parallel
-    run leaves no orphan worker computing trials nobody will store (finished trials are already in the store)."""
-    if backend != "loky" or sys.platform == "win32":
+    """Turn SIGTERM into an exception in the main thread, as SIGINT already is (``KeyboardInterrupt``): it unwinds
+    through joblib, which aborts the run and kills the loky workers, so stopping a parallel run leaves no orphan
+    worker computing trials nobody will store (finished trials are already in the store)."""
+    if backend != "loky":
         yield
         return
 
     def stop(signum: int, frame: Any) -> None:
-        _kill_loky_workers()
-        previous = saved[signum]
-        if callable(previous):
-            previous(signum, frame)
-        raise SystemExit(128 + signum)
+        raise Terminated(128 + signum)
 
     try:
-        saved = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+        previous = signal.signal(signal.SIGTERM, stop)
     except ValueError:  # not the main thread (e.g. a Hydra launcher thread): leave signals alone
         yield
         return
     try:
         yield
     finally:
-        for s, previous in saved.items():
-            signal.signal(s, previous)
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _keyed(key: str, trial_fn: str, params: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -221,13 +215,11 @@ class Outcome:
     table: Path
 
 
-def run_experiment(spec: dict[str, Any], base: dict[str, Any], cfg: dict[str, Any], conf_dir: Path,
-                   profile_overrides: dict[str, Any], store: ResultsStore,
-                   cli: list[tuple[str, Any]] = (), verbose: bool = True) -> Outcome:
-    """Run one experiment (grid x trials), write its table and figure; print its tables if ``verbose``."""
+def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: dict[str, Any],
+                   store: ResultsStore, verbose: bool = True) -> Outcome:
+    """Run one experiment's trials (``all_params``, from ``plan``), write its table and figure; print its tables
+    if ``verbose``."""
     exp_id = spec["id"]
-    trials = int(spec.get("trials") or cfg["trials"])
-    all_params = expand(spec, base, conf_dir, trials, profile_overrides, cli)
     keys = [trial_key(p) for p in all_params]
     jobs = [(key, trial_function(p, spec), p) for key, p in zip(keys, all_params, strict=True)]
     results_dir = Path(cfg["results_dir"])
@@ -310,27 +302,67 @@ def experiments_to_run(cfg: dict[str, Any], conf_dir: Path) -> list[dict[str, An
     return [spec]
 
 
-def run(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] | None = None) -> list[pd.DataFrame]:
-    """Entry point behind ``run.py``: run the configured experiment (or a single run) end to end.
+@dataclass
+class Plan:
+    """What a config asks for, checked and expanded before any trial runs."""
 
-    ``overrides`` are the command-line ``key=value`` strings; inside an experiment they beat its ``fixed`` values.
-    """
+    cfg: dict[str, Any]                                          # the plain config, paths made absolute
+    experiments: list[tuple[dict[str, Any], list[dict[str, Any]]]]  # (spec, the params of each of its trials)
+
+
+def plan(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] | None = None) -> Plan:
+    """Check the config and expand every experiment it asks for into trial params (each one's grid x trials), so
+    that a bad key, value or mechanism/data pair anywhere in an aggregate fails before the first trial."""
     plain = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
     _preflight(plain)
     plain["results_dir"] = str(Path(plain["results_dir"]).resolve())
     plain["data_dir"] = str(Path(plain["data_dir"]).resolve())
     base = {k: v for k, v in plain.items() if k not in RUN_KEYS}
     profile_overrides = plain["profile"].get("overrides") or {}
-    specs = experiments_to_run(plain, conf_dir)
     cli = command_line_overrides(overrides or [], plain)
+    experiments = []
+    for spec in experiments_to_run(plain, conf_dir):
+        trials = int(spec.get("trials") or plain["trials"])
+        experiments.append((spec, expand(spec, base, conf_dir, trials, profile_overrides, cli)))
+    return Plan(plain, experiments)
+
+
+def describe(planned: Plan) -> str:
+    """The configs that will run (``dpstream --cfg job``): per experiment, its size, its sweep and the full config
+    of its first trial, with the profile's overrides applied."""
+    out = []
+    for spec, all_params in planned.experiments:
+        points = {config_key(p) for p in all_params}
+        out.append(f"# {spec['id']}: {len(points)} configurations x {len(all_params) // max(len(points), 1)} "
+                   f"trials (profile {planned.cfg['profile']['name']}, results in {planned.cfg['results_dir']})")
+        sweeps = {**(spec.get("grid") or {}), **(spec.get("zip") or {})}
+        if sweeps:
+            out.append("# swept: " + "; ".join(f"{k}: {v}" for k, v in sweeps.items()))
+        first = {k: v for k, v in all_params[0].items() if k != "trial"}
+        out.append(OmegaConf.to_yaml(OmegaConf.create(first)))
+    return "\n".join(out)
+
+
+def config_key(params: dict[str, Any]) -> str:
+    return trial_key({k: v for k, v in params.items() if k != "trial"})
+
+
+def run(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] | None = None) -> list[pd.DataFrame]:
+    """Entry point behind the ``dpstream`` command: run the configured experiment (or a single run) end to end.
+
+    ``overrides`` are the command-line ``key=value`` strings; inside an experiment they beat its ``fixed`` values.
+    """
+    planned = plan(cfg, conf_dir, overrides)
+    plain = planned.cfg
     store = ResultsStore(Path(plain["results_dir"]) / "store" / STORE_NAME)
-    verbose = len(specs) == 1  # an aggregate prints one line per experiment and a summary
+    verbose = len(planned.experiments) == 1  # an aggregate prints one line per experiment and a summary
     started = time.perf_counter()
     outcomes = []
-    for number, spec in enumerate(specs, start=1):
+    for number, (spec, all_params) in enumerate(planned.experiments, start=1):
         if not verbose:
-            print(f"[{number}/{len(specs)}] ", end="", flush=True)
-        outcomes.append(run_experiment(spec, base, plain, conf_dir, profile_overrides, store, cli, verbose))
+            print(f"[{number}/{len(planned.experiments)}] ", end="", flush=True)
+        outcomes.append(run_experiment(spec, all_params, plain, store, verbose))
+    specs = [spec for spec, _ in planned.experiments]
     frames = [o.df for o in outcomes]
     report = write_report(specs, frames, plain) if (plain.get("experiment") or {}).get("report") else None
     if not verbose:
