@@ -70,7 +70,7 @@ def check_experiment(spec: dict[str, Any], name: str) -> None:
     def unknown(keys: Iterable[str], allowed: tuple[str, ...], block: str) -> None:
         for key in keys:
             if key not in allowed:
-                raise ConfigError("experiment", name, f"unknown key {block}{key!r} in {where}; allowed keys: "
+                raise ConfigError("experiment", name, f"unknown key '{block}{key}' in {where}; allowed keys: "
                                                       f"{', '.join(allowed)}")
 
     unknown([k for k in spec if k != "profile_name"], EXPERIMENT_KEYS, "")
