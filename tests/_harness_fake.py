@@ -18,3 +18,10 @@ def read_trial(params, seed):
     """Reports the content of the file input ``data.path`` (to test that a replaced file is recomputed)."""
     with open(params["data"]["path"]) as fh:
         return {"content": fh.read()}
+
+
+def claims(df, spec):
+    """A claim decided by a rule on the rows (for the aggregate-summary test): the mean value is finite."""
+    verdict = "confirmed" if df["value"].notna().all() else "not confirmed"
+    return [{"claim": "values are finite", "rule": "all rows have a value", "measured": str(len(df)),
+             "verdict": verdict}]

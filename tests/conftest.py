@@ -1,21 +1,25 @@
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
+from dpstream.harness.config import CONF_DIR  # the package's config tree (conf/ and experiments/ link into it)
+
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
-CONF_DIR = ROOT / "conf"
+__all__ = ["CONF_DIR", "ROOT", "TESTS", "child_env"]
 
-# Worker processes (loky, dask) import trial modules that live beside the tests.
-os.environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-sys.path.insert(0, str(TESTS))
+
+def child_env(**extra: str) -> dict[str, str]:
+    """Environment for a test's child Python process: the test helpers (``_harness_fake``) importable.
+    (Loky and dask workers inherit the parent's ``sys.path``; a plain subprocess does not.)"""
+    path = os.pathsep.join(p for p in (str(TESTS), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}
 
 
 @pytest.fixture
 def compose_cfg():
-    """Compose the real Hydra config with overrides (as `python run.py ...` would)."""
+    """Compose the real Hydra config with overrides (as `dpstream ...` would)."""
     from hydra import compose, initialize_config_dir
 
     def _compose(overrides):

@@ -18,8 +18,9 @@ def file_conf(tmp_path: Path, trace: Path, uses: str = "[epsilon, delta, width]"
     conf = tmp_path / "conf"
     for group in ("mechanism", "data", "experiment"):
         (conf / group).mkdir(parents=True)
-    (conf / "mechanism" / "reader.yaml").write_text(f"name: reader\ntrial: _harness_fake:read_trial\nuses: {uses}\n")
-    (conf / "data" / "file.yaml").write_text(f"name: file\npath: {trace}\n")
+    (conf / "mechanism" / "reader.yaml").write_text(f"name: reader\ntrial: _harness_fake:read_trial\nuses: {uses}\n"
+                                                      "data_kinds: [stream]\n")
+    (conf / "data" / "file.yaml").write_text(f"name: file\nkind: stream\npath: {trace}\n")
     (conf / "experiment" / "e.yaml").write_text(
         f"id: e\ntitle: reads a file\ntrials: 1\nfixed: {{mechanism: reader{fixed}}}\n")
     return conf
@@ -95,7 +96,7 @@ def test_declaration_is_not_part_of_the_store_key():
 
 def test_command_line_key_the_mechanism_ignores_is_rejected(compose_cfg, tmp_path):
     overrides = ["mechanism=svt_theory", "data=none", "width=7", f"results_dir={tmp_path}"]
-    with pytest.raises(ValueError, match=r"width=7 is set \(on the command line\) but no mechanism .* reads width "
+    with pytest.raises(ValueError, match=r"width=7: set \(on the command line\) but no mechanism .* reads width "
                                          r"\(mechanism svt_theory uses \['epsilon', 'delta'\]\)"):
         run(compose_cfg(overrides), CONF_DIR, overrides)
 
@@ -104,7 +105,7 @@ def test_experiment_key_no_mechanism_uses_is_rejected(tmp_path):
     trace = tmp_path / "t.txt"
     trace.write_text("x")
     conf = file_conf(tmp_path, trace, fixed=", memory_kb: 8")
-    with pytest.raises(ValueError, match=r"memory_kb=8 is set \(by experiment 'e'\) but no .* \(mechanism reader uses"):
+    with pytest.raises(ValueError, match=r"memory_kb=8: set \(by experiment 'e'\) but no .* \(mechanism reader uses"):
         run(file_cfg(conf, tmp_path), conf)
 
 

@@ -1,7 +1,6 @@
-"""Figure 3 trials through the harness: reproducibility across n_jobs, and clear errors from the command line."""
+"""Figure 3 trials through the harness: reproducibility across n_jobs, ARE at release times.
+(Command-line errors and multiruns: tests/test_cli.py.)"""
 
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -77,30 +76,3 @@ def test_are_at_release_times_equal_fresh_sketches_stopped_there(tmp_path, mecha
     assert row["are_top15_mean_t"] == pytest.approx(np.mean(direct), rel=1e-12)
     assert row["are_top15_max_t"] == max(direct)
     assert len(set(direct)) == 6  # the times really differ
-
-
-@pytest.mark.parametrize(("override", "message"), [
-    ("delta=1.5", "delta must be in the open interval (0, 1), got 1.5"),
-    ("width=0", "width must be an integer >= 1, got 0"),
-    ("memory_kb=0.01", "memory"),
-    ("experiment=fig9z", "experiment/fig9z"),
-])
-def test_cli_names_the_bad_value(override, message):
-    out = subprocess.run([sys.executable, str(ROOT / "run.py"), override, "profile=smoke", "trials=1"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert out.returncode != 0
-    assert message in out.stderr
-
-
-def test_hydra_multirun_with_the_joblib_launcher_runs_every_job(tmp_path):
-    out = subprocess.run([sys.executable, str(ROOT / "run.py"), "-m", "mechanism=cms,lazycms", "width=40,60",
-                          "trials=1", "profile=smoke", f"results_dir={tmp_path}", f"data_dir={ROOT / 'data'}"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "Joblib.Parallel" in out.stdout + out.stderr  # Hydra logs the launcher it used
-    tables = sorted((tmp_path / "tables").glob("run-*.csv"))
-    assert len(tables) == 4
-    rows = pd.concat([pd.read_csv(t) for t in tables])
-    # (width, not epsilon: the non-private cms does not use epsilon, and setting it for cms is an error)
-    assert sorted(zip(rows["mechanism.name"], rows["width"], strict=True)) == [("cms", 40), ("cms", 60),
-                                                                  ("lazycms", 40), ("lazycms", 60)]

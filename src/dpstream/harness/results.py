@@ -8,14 +8,14 @@ from typing import Any
 
 import pandas as pd
 
-from dpstream.harness.config import import_object, load_experiment
+from dpstream.harness.config import CONF_DIR, import_object, load_experiment
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
-CONF_DIR = PROJECT_ROOT / "conf"
+__all__ = ["CONF_DIR", "load_claims", "load_table", "redraw", "results_dir", "show_experiments"]
 
 
-def results_dir(default: str | Path = PROJECT_ROOT / "results") -> Path:
-    """``$DPSTREAM_RESULTS`` if set (tests point it at a smoke run), else the project's ``results/``."""
+def results_dir(default: str | Path = "results") -> Path:
+    """``$DPSTREAM_RESULTS`` if set (tests point it at a smoke run), else ``default``: ``results/`` of the working
+    directory, where ``dpstream`` writes (run notebooks from the project root, or set ``$DPSTREAM_RESULTS``)."""
     return Path(os.environ.get("DPSTREAM_RESULTS", default))
 
 
@@ -23,7 +23,7 @@ def load_table(exp_id: str, where: Path | None = None) -> pd.DataFrame:
     """The tidy table of experiment ``exp_id`` (one row per trial); a clear error if it was never run."""
     path = (where or results_dir()) / "tables" / f"{exp_id}.csv"
     if not path.exists():
-        raise FileNotFoundError(f"no results table {path}; run `python run.py experiment={exp_id}` first")
+        raise FileNotFoundError(f"no results table {path}; run `dpstream experiment={exp_id}` first")
     return pd.read_csv(path)
 
 

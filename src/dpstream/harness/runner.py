@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +33,9 @@ from dpstream.harness.config import (
     import_object,
     load_experiment,
     resolve_profile,
+    without_declarations,
 )
-from dpstream.harness.report import write_report
+from dpstream.harness.report import verdict_summary, write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
 from dpstream.noise import NOISE_MODES, noise_mode, trial_seed
 from dpstream.trials import within_budget
@@ -80,7 +83,10 @@ def parallel_backend(backend: str, n_jobs: int, scheduler_address: str | None) -
     if backend != "dask":
         yield backend, n_jobs
         return
-    from dask.distributed import Client, LocalCluster
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError as exc:
+        raise ImportError("backend=dask needs dask.distributed: pip install 'dpstream[dask]'") from exc
 
     if scheduler_address:
         with Client(scheduler_address) as client:
@@ -101,7 +107,8 @@ def run_trials(trials: list[tuple[str, str, dict[str, Any]]], store: ResultsStor
     if not todo:
         return 0
     bar = tqdm(total=len(todo), desc=label, unit="trial", mininterval=1.0, file=sys.stderr)
-    with parallel_backend(cfg["backend"], cfg["n_jobs"], cfg.get("scheduler_address")) as (backend, n_jobs):
+    with parallel_backend(cfg["backend"], cfg["n_jobs"], cfg.get("scheduler_address")) as (backend, n_jobs), \
+            workers_die_with_the_run(backend):
         with joblib.parallel_config(backend=backend, n_jobs=n_jobs):  # registers joblib's dask backend too
             parallel = joblib.Parallel(return_as="generator_unordered")
             jobs = (joblib.delayed(_keyed)(key, fn, p) for key, fn, p in todo)
@@ -110,6 +117,33 @@ def run_trials(trials: list[tuple[str, str, dict[str, Any]]], store: ResultsStor
                 bar.update()
     bar.close()
     return len(todo)
+
+
+class Terminated(SystemExit):
+    """SIGTERM of the main process, raised where it is waiting for trials (exit status 128 + 15)."""
+
+
+@contextlib.contextmanager
+def workers_die_with_the_run(backend: str) -> Iterator[None]:
+    """Turn SIGTERM into an exception in the main thread, as SIGINT already is (``KeyboardInterrupt``): it unwinds
+    through joblib, which aborts the run and kills the loky workers, so stopping a parallel run leaves no orphan
+    worker computing trials nobody will store (finished trials are already in the store)."""
+    if backend != "loky":
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated(128 + signum)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread (e.g. a Hydra launcher thread): leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _keyed(key: str, trial_fn: str, params: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -170,13 +204,22 @@ def _fixed_by_name(df: pd.DataFrame, column: str) -> bool:
     return bool((df.groupby(name)[column].agg(lambda s: s.astype(str).nunique()) <= 1).all())
 
 
-def run_experiment(spec: dict[str, Any], base: dict[str, Any], cfg: dict[str, Any], conf_dir: Path,
-                   profile_overrides: dict[str, Any], store: ResultsStore,
-                   cli: list[tuple[str, Any]] = ()) -> pd.DataFrame:
-    """Run one experiment (grid x trials), write its table and figure, print its summary."""
+@dataclass
+class Outcome:
+    """What running one experiment produced."""
+
+    df: pd.DataFrame
+    claims: pd.DataFrame | None
+    computed: int
+    elapsed: float
+    table: Path
+
+
+def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: dict[str, Any],
+                   store: ResultsStore, verbose: bool = True) -> Outcome:
+    """Run one experiment's trials (``all_params``, from ``plan``), write its table and figure; print its tables
+    if ``verbose``."""
     exp_id = spec["id"]
-    trials = int(spec.get("trials") or cfg["trials"])
-    all_params = expand(spec, base, conf_dir, trials, profile_overrides, cli)
     keys = [trial_key(p) for p in all_params]
     jobs = [(key, trial_function(p, spec), p) for key, p in zip(keys, all_params, strict=True)]
     results_dir = Path(cfg["results_dir"])
@@ -194,32 +237,45 @@ def run_experiment(spec: dict[str, Any], base: dict[str, Any], cfg: dict[str, An
     if "mechanism.name" in df.columns and "mechanism.name" not in varying:
         varying.insert(0, "mechanism.name")
     per_trial, means = summary(df, params_cols, varying)
+    say = print if verbose else _quiet
     with pd.option_context("display.max_columns", 30, "display.width", 200, "display.max_rows", 60):
-        print(f"\n== {exp_id}: {spec.get('title', '')} ==")
-        print(f"{len(df)} trials ({computed} computed in {elapsed:.1f} s, {len(df) - computed} from the store)")
+        say(f"\n== {exp_id}: {spec.get('title', '')} ==")
+        say(f"{len(df)} trials ({computed} computed in {elapsed:.1f} s, {len(df) - computed} from the store)")
         used = {k for p in all_params for k in declared_uses(p["mechanism"])}  # unused shared keys are not shown
         constant = {c: df[c].iloc[0] for c in params_cols if c not in varying and c != "trial"
                     and not (c in SHARED_KEYS and c not in used)
                     and not c.startswith(("profile.", "mechanism.trial", "mechanism._target_", "mechanism.uses",
                                           "data._target_"))}
-        print("config: " + ", ".join(f"{k}={v}" for k, v in constant.items()))
-        print(per_trial.to_string(index=False, max_rows=60))
-        print("\nmean over trials:")
-        print(means.to_string(index=False))
-    if not df["certified"].astype(bool).all():
-        print("WARNING: some rows are NOT privacy-certified (scaled constants or debug mode)")
+        say("config: " + ", ".join(f"{k}={v}" for k, v in constant.items()))
+        say(per_trial.to_string(index=False, max_rows=60))
+        say("\nmean over trials:")
+        say(means.to_string(index=False))
+    uncertified = not df["certified"].astype(bool).all()
+    if uncertified:
+        say("WARNING: some rows are NOT privacy-certified (scaled constants or debug mode)")
     if spec.get("plot"):
         figure = results_dir / "figures" / f"{exp_id}.png"
         import_object(spec["plot"])(df, spec, figure)
-        print(f"figure: {figure}")
+        say(f"figure: {figure}")
+    claims = None
     if spec.get("claims"):
         claims = claims_table(import_object(spec["claims"])(df, spec))
         write_csv(claims, results_dir / "tables" / f"{exp_id}.claims.csv")
         with pd.option_context("display.max_colwidth", 90, "display.width", 250):
-            print("\npaper claims vs this run:")
-            print(claims.to_string(index=False))
-    print(f"table: {results_dir / 'tables' / f'{exp_id}.csv'}")
-    return df
+            say("\npaper claims vs this run:")
+            say(claims.to_string(index=False))
+    table_path = results_dir / "tables" / f"{exp_id}.csv"
+    say(f"table: {table_path}")
+    outcome = Outcome(df, claims, computed, elapsed, table_path)
+    if not verbose:
+        verdicts = f"; claims: {verdict_summary(claims)}" if claims is not None else ""
+        flag = "; NOT privacy-certified rows" if uncertified else ""
+        print(f"{exp_id}: {len(df)} trials ({computed} computed in {elapsed:.1f} s){verdicts}{flag}", flush=True)
+    return outcome
+
+
+def _quiet(*args: Any, **kwargs: Any) -> None:
+    """Stands in for ``print`` when an aggregate run prints one line per experiment."""
 
 
 def claims_table(claims: list[Claim]) -> pd.DataFrame:
@@ -233,7 +289,7 @@ def experiments_to_run(cfg: dict[str, Any], conf_dir: Path) -> list[dict[str, An
     profile = cfg["profile"]["name"]
     spec = cfg.get("experiment")
     if not spec:  # a single configuration: its table is named by the mechanism and a hash of the config
-        base = {k: v for k, v in cfg.items() if k not in RUN_KEYS}
+        base = without_declarations({k: v for k, v in cfg.items() if k not in RUN_KEYS})
         run_id = f"run-{cfg['mechanism']['name']}-{trial_key(base)[:8]}"
         return [{"id": run_id, "title": f"single run: {cfg['mechanism']['name']}", "profile_name": profile}]
     spec = resolve_profile(spec, profile)
@@ -246,21 +302,85 @@ def experiments_to_run(cfg: dict[str, Any], conf_dir: Path) -> list[dict[str, An
     return [spec]
 
 
-def run(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] | None = None) -> list[pd.DataFrame]:
-    """Entry point behind ``run.py``: run the configured experiment (or a single run) end to end.
+@dataclass
+class Plan:
+    """What a config asks for, checked and expanded before any trial runs."""
 
-    ``overrides`` are the command-line ``key=value`` strings; inside an experiment they beat its ``fixed`` values.
-    """
+    cfg: dict[str, Any]                                          # the plain config, paths made absolute
+    experiments: list[tuple[dict[str, Any], list[dict[str, Any]]]]  # (spec, the params of each of its trials)
+
+
+def plan(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] | None = None) -> Plan:
+    """Check the config and expand every experiment it asks for into trial params (each one's grid x trials), so
+    that a bad key, value or mechanism/data pair anywhere in an aggregate fails before the first trial."""
     plain = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
     _preflight(plain)
     plain["results_dir"] = str(Path(plain["results_dir"]).resolve())
     plain["data_dir"] = str(Path(plain["data_dir"]).resolve())
     base = {k: v for k, v in plain.items() if k not in RUN_KEYS}
     profile_overrides = plain["profile"].get("overrides") or {}
-    specs = experiments_to_run(plain, conf_dir)
     cli = command_line_overrides(overrides or [], plain)
+    experiments = []
+    for spec in experiments_to_run(plain, conf_dir):
+        trials = int(spec.get("trials") or plain["trials"])
+        experiments.append((spec, expand(spec, base, conf_dir, trials, profile_overrides, cli)))
+    return Plan(plain, experiments)
+
+
+def describe(planned: Plan) -> str:
+    """The configs that will run (``dpstream --cfg job``): per experiment, its size, its sweep and the full config
+    of its first trial, with the profile's overrides applied."""
+    out = []
+    for spec, all_params in planned.experiments:
+        points = {config_key(p) for p in all_params}
+        out.append(f"# {spec['id']}: {len(points)} configurations x {len(all_params) // max(len(points), 1)} "
+                   f"trials (profile {planned.cfg['profile']['name']}, results in {planned.cfg['results_dir']})")
+        sweeps = {**(spec.get("grid") or {}), **(spec.get("zip") or {})}
+        if sweeps:
+            out.append("# swept: " + "; ".join(f"{k}: {v}" for k, v in sweeps.items()))
+        first = {k: v for k, v in all_params[0].items() if k != "trial"}
+        out.append(OmegaConf.to_yaml(OmegaConf.create(first)))
+    return "\n".join(out)
+
+
+def config_key(params: dict[str, Any]) -> str:
+    return trial_key({k: v for k, v in params.items() if k != "trial"})
+
+
+def run(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] | None = None) -> list[pd.DataFrame]:
+    """Entry point behind the ``dpstream`` command: run the configured experiment (or a single run) end to end.
+
+    ``overrides`` are the command-line ``key=value`` strings; inside an experiment they beat its ``fixed`` values.
+    """
+    planned = plan(cfg, conf_dir, overrides)
+    plain = planned.cfg
     store = ResultsStore(Path(plain["results_dir"]) / "store" / STORE_NAME)
-    frames = [run_experiment(spec, base, plain, conf_dir, profile_overrides, store, cli) for spec in specs]
-    if (plain.get("experiment") or {}).get("report"):
-        print(f"report: {write_report(specs, frames, plain)}")
+    verbose = len(planned.experiments) == 1  # an aggregate prints one line per experiment and a summary
+    started = time.perf_counter()
+    outcomes = []
+    for number, (spec, all_params) in enumerate(planned.experiments, start=1):
+        if not verbose:
+            print(f"[{number}/{len(planned.experiments)}] ", end="", flush=True)
+        outcomes.append(run_experiment(spec, all_params, plain, store, verbose))
+    specs = [spec for spec, _ in planned.experiments]
+    frames = [o.df for o in outcomes]
+    report = write_report(specs, frames, plain) if (plain.get("experiment") or {}).get("report") else None
+    if not verbose:
+        print(aggregate_summary(outcomes, time.perf_counter() - started, Path(plain["results_dir"]), report))
+    elif report:
+        print(f"report: {report}")
     return frames
+
+
+def aggregate_summary(outcomes: list[Outcome], elapsed: float, results_dir: Path, report: Path | None) -> str:
+    """The closing lines of a multi-experiment run: trials, verdict counts over every claim, where things are."""
+    trials = sum(len(o.df) for o in outcomes)
+    computed = sum(o.computed for o in outcomes)
+    claims = [o.claims for o in outcomes if o.claims is not None]
+    lines = [f"\n{len(outcomes)} experiments, {trials} trials ({computed} computed) in {elapsed:.1f} s"]
+    if claims:
+        lines.append(f"verdicts: {verdict_summary(pd.concat(claims, ignore_index=True))}")
+    lines.append(f"tables: {results_dir / 'tables'}")
+    if report:
+        lines.append(f"report: {report}")
+    return "\n".join(lines)
