@@ -1,0 +1,67 @@
+"""The beyond claims flip on tables where they are false, and cannot decide on straddling ones."""
+
+import numpy as np
+import pandas as pd
+from claim_checks import only, verdicts
+
+from dpstream.claims import beyond
+
+KB = [8, 24, 48]
+EPS = [0.1, 0.3, 1.0]
+
+
+def table(x: str, grid: list[float], are: dict[str, float], speed: dict[str, float], trials: int = 4,
+          jitter: float = 0.01) -> pd.DataFrame:
+    """Rows (mechanism, x, trial): ARE = are[m] (paired trial factor shared by all mechanisms, plus small noise),
+    updates/s = speed[m] with independent noise."""
+    rng = np.random.default_rng(np.random.SeedSequence(7))
+    shared = 1 + 0.1 * rng.standard_normal(trials)
+    rows = []
+    for m in are:
+        for v in grid:
+            for t in range(trials):
+                a = are[m] * shared[t] * (1 + jitter * rng.standard_normal())
+                rows.append({"mechanism.name": m, x: v, "trial": t, "are_top15": a, "are_top15_mean_t": 2 * a,
+                             "updates_per_s": speed.get(m, 1e6) * (1 + 0.01 * rng.standard_normal())})
+    return pd.DataFrame(rows)
+
+
+ALL = ("cms", "lazycms", "punctualcms") + beyond.NEW
+
+
+def memory_table(best: float, derived_speed: float, honaker: float = 0.9, jitter: float = 0.01) -> pd.DataFrame:
+    are = {m: 0.5 for m in ALL} | {"cms": 0.01, "lazycms": 1.0, "punctualcms": 2.0, "lazycms_honaker": honaker,
+                                    "punctualcms_derived_analytic": best}
+    speed = {"cms": 3e7, "lazycms_derived": derived_speed * 3e7, "punctualcms_derived": derived_speed * 3e7}
+    return table("memory_kb", KB, are, speed, jitter=jitter)
+
+
+def test_memory_claims_confirm_and_refute():
+    good = verdicts(beyond.memory_claims(memory_table(best=0.05, derived_speed=0.8), {"n_jobs": 2})).values()
+    assert set(good) == {"confirmed"}
+    bad = beyond.memory_claims(memory_table(best=0.3, derived_speed=0.2, honaker=1.5), {"n_jobs": 2})
+    verdicts(bad)
+    assert only(bad, "at 24 KB") == "not confirmed"
+    assert only(bad, "Honaker's estimates") == "not confirmed"
+    assert only(bad, "LazyCMS derived updates") == "not confirmed"
+    assert only(bad, "derived node noise (Lazy)") == "confirmed"  # 0.5 < 1.0 still
+
+
+def test_memory_claims_are_inconclusive_when_the_data_straddle():
+    # best ratio 0.1 exactly, Honaker equal to the paper up to noise: intervals straddle the thresholds
+    claims = beyond.memory_claims(memory_table(best=0.1, derived_speed=0.5, honaker=1.0, jitter=0.05), {})
+    assert only(claims, "at 24 KB") == "inconclusive"
+    assert only(claims, "Honaker's estimates") == "inconclusive"
+    assert only(claims, "LazyCMS derived updates") == "inconclusive"
+
+
+def test_memory_claims_need_three_trials():
+    df = memory_table(best=0.05, derived_speed=0.8)
+    assert set(verdicts(beyond.memory_claims(df[df["trial"] < 2], {})).values()) == {"inconclusive"}
+
+
+def test_eps_claims_flip():
+    are = {"lazycms": 1.0, "lazycms_analytic": 0.6, "punctualcms_derived": 0.2}
+    assert set(verdicts(beyond.eps_claims(table("epsilon", EPS, are, {}), {})).values()) == {"confirmed"}
+    worse = are | {"lazycms_analytic": 1.3, "punctualcms_derived": 3.0}
+    assert set(verdicts(beyond.eps_claims(table("epsilon", EPS, worse, {}), {})).values()) == {"not confirmed"}
