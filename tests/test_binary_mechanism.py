@@ -53,13 +53,13 @@ def released_from_scratch(values: np.ndarray, noise: np.ndarray, steps: np.ndarr
 def record_draws(counter) -> list[np.ndarray]:
     """Make ``counter`` keep a copy of every noise array it draws, in order (the draws themselves are unchanged)."""
     drawn: list[np.ndarray] = []
-    draw = counter._draw
+    draw = counter.draw
 
     def recording(size: int) -> np.ndarray:
         drawn.append(draw(size))
         return drawn[-1]
 
-    counter._draw = recording
+    counter.draw = recording
     return drawn
 
 

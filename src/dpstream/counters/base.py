@@ -117,13 +117,13 @@ class Counter(ABC):
         exact, fa, fb, _ = self.kernel_state()
         return exact.nbytes + fa.nbytes + fb.nbytes + self._steps.nbytes
 
-    def _draw(self, size: int) -> np.ndarray:
+    def draw(self, size: int) -> np.ndarray:
         """``size`` noises N(0, (sigma * noise_multiplier)^2), in the order the pushes consume them."""
         return self._noise.gaussian(self._noise_scale, size)
 
     def push(self, cells: np.ndarray, steps: np.ndarray, values: np.ndarray) -> None:
         """Cells ``cells[k]``, in order, take steps ``steps[k]`` with increments ``values[k]`` (int64 arrays)."""
-        kernels.push_many(self.mode, *self.kernel_state(), cells, steps, values, self._draw(self.noise_count(steps)))
+        kernels.push_many(self.mode, *self.kernel_state(), cells, steps, values, self.draw(self.noise_count(steps)))
         self.record_steps(steps, cells)
 
     def record_steps(self, steps: np.ndarray, cells: np.ndarray | None = None) -> None:

@@ -45,7 +45,7 @@ class LazySchedule(PrivateSchedule):
         for start in range(0, keys.shape[0], ITEMS_PER_BLOCK):
             block = keys[start : start + ITEMS_PER_BLOCK]
             steps = (t0 + start + np.arange(block.shape[0])) // self.width + 1
-            noise = cells._draw(cells.noise_count(steps) * self.depth)
+            noise = cells.draw(cells.noise_count(steps) * self.depth)
             kernels.lazy_extend(
                 block, params, self.signed, self.pending, cells.mode, *cells.kernel_state(), t0 + start, noise
             )

@@ -19,6 +19,7 @@ from typing import Literal
 import numpy as np
 
 from dpstream.counters import Counter, StoredBinary
+from dpstream.validation import check_choice
 
 BYTES_PER_KB = 1000
 COUNTER_BYTES = 4
@@ -27,6 +28,7 @@ HASH_BYTES_PER_ROW = 32
 MODELS = ("paper", "actual")
 Model = Literal["paper", "actual"]
 Schedule = Literal["exact", "punctual", "lazy"]
+SCHEDULES = ("exact", "punctual", "lazy")
 
 
 def bit_length(n: np.ndarray) -> np.ndarray:
@@ -44,6 +46,8 @@ def sketch_bytes(
     counter: type[Counter] = StoredBinary,
 ) -> np.ndarray:
     """Modelled bytes of a depth x width sketch with the given push schedule and cell counter, for each width."""
+    check_choice(schedule, "schedule", SCHEDULES)
+    check_choice(model, "memory model", MODELS)
     w = np.asarray(widths, dtype=np.int64)
     cells = depth * w
     if model == "paper" and schedule != "exact" and counter is not StoredBinary:
