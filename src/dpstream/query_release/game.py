@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dpstream.noise import NoiseSource, SeedLike
+from dpstream.noise import NoiseSource, SeedLike, as_seed_sequence, children
 from dpstream.query_release._kernels import sample_index, sparse_scan
 from dpstream.query_release.calibration import (
     composed_epsilon,
@@ -177,7 +177,8 @@ class AnalystEquilibriumRelease:
         self.mw_delta = self.delta / (3 * self.s)
         self.alpha_hat = 4 * (self.eta + self.big_l / (self.eta * self.rounds)
                               + 4 * math.log(6 / self.beta) / math.sqrt(self.rounds))
-        self.noise = NoiseSource(seed)
+        self.seed = as_seed_sequence(seed)  # the flagged analysts' PMW runs are its children
+        self.noise = NoiseSource(self.seed)
 
     def run(self, true_answers: np.ndarray) -> Release:
         """Algorithm 4 end to end; answers are D^'s except for flagged analysts' queries (their PMW answers)."""
@@ -190,7 +191,7 @@ class AnalystEquilibriumRelease:
         flagged = sparse_scan(per_analyst, self.noise.laplace(2 * self.sparse_sigma, self.m),
                               self.noise.laplace(self.sparse_sigma, min(cutoff, self.m)), self.alpha_hat, cutoff)
         answers = synopsis.copy()
-        for analyst, child in zip(flagged, self.noise.rng.bit_generator.seed_seq.spawn(flagged.size), strict=True):
+        for analyst, child in zip(flagged, children(self.seed, flagged.size), strict=True):
             idx = player.members[int(analyst)]
             release = pmw(self.workload.restrict(idx), self.mw_epsilon, self.mw_delta, self.n, self.mw_alpha,
                           self.mw_rounds, seed=child).run(true_answers[idx])

@@ -20,7 +20,7 @@ from scipy import sparse
 from scipy.optimize import brentq
 
 from dpstream.calibration import laplace_scale
-from dpstream.noise import NoiseSource, SeedLike, as_seed_sequence
+from dpstream.noise import NoiseSource, SeedLike, children
 from dpstream.svt.calibration import MonitorCalibration, advanced_composition
 from dpstream.svt.monitor import ThresholdMonitorEvolving
 from dpstream.svt.sparse import Sparse
@@ -223,7 +223,7 @@ class SparseThenHistogram:
     ) -> None:
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         c = check_positive_int(c, "c")
-        hist_seed, sparse_seed = as_seed_sequence(seed).spawn(2)
+        hist_seed, sparse_seed = children(seed, 2)
         self.core = _HistogramCore(epsilon / 2, delta / 2, c, domain_size, beta / 2, NoiseSource(hist_seed))
         pure = alpha_sparse_pure(epsilon / 2, c, m, beta / 2) <= alpha_sparse_approx(
             epsilon / 2, delta / 2, c, m, beta / 2

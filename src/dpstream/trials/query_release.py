@@ -16,6 +16,7 @@ import numpy as np
 from hydra.utils import get_object
 
 from dpstream.audit import audit
+from dpstream.noise import children
 from dpstream.query_release import (
     Conjunctions,
     IterativeConstruction,
@@ -47,12 +48,6 @@ from dpstream.trials import within_budget
 
 Row = dict[str, float | int | str | bool]
 _NOT_ARGS = ("name", "_target_", "trial", "private", "synthetic")
-
-
-def children(seed: np.random.SeedSequence, k: int) -> list[np.random.SeedSequence]:
-    """``seed.spawn(k)`` of a fresh ``seed``, without mutating it (a trial replays identically when called twice)."""
-    return [np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, i), pool_size=seed.pool_size)
-            for i in range(k)]
 
 
 def _call(target: str, pool: dict[str, Any]) -> Any:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from dpstream.audit.svt_cases import svt_case
+from dpstream.noise import children
 from dpstream.svt import AboveThreshold, Sparse, ThresholdMonitor
 from dpstream.svt import theory as T
 from dpstream.svt.atoms import (
@@ -66,7 +67,7 @@ def theory_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
 def _batches(n_runs: int, m: int, seed: np.random.SeedSequence) -> list[tuple[int, np.random.SeedSequence]]:
     size = max(1, min(n_runs, BATCH_CELLS // max(m, 1)))
     sizes = [size] * (n_runs // size) + ([n_runs % size] if n_runs % size else [])
-    return list(zip(sizes, seed.spawn(len(sizes)), strict=True))
+    return list(zip(sizes, children(seed, len(sizes)), strict=True))
 
 
 def _kappa(mech: dict[str, Any]) -> float:
@@ -128,7 +129,7 @@ def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     ``mechanism.kappa`` < 1 scales every noise scale, the evaluation margin and theory_alpha by kappa (so the
     database shrinks by kappa): the row says ``kappa`` and ``certified: False`` (NOT privacy-certified)."""
     started = time.perf_counter()
-    data_seed, mech_seed = seed.spawn(2)
+    data_seed, mech_seed = children(seed, 2)
     mech = params["mechanism"]
     eps, delta, beta = params["epsilon"], params["delta"], mech["beta"]
     c, k_star = int(float(mech["c"])), int(mech["k_star"])
@@ -195,7 +196,7 @@ def audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     mech = params["mechanism"]
     case = svt_case(mech["case"], epsilon=params["epsilon"])
     n_runs = max(20, round(case.runs * float(mech["runs_factor"])))
-    search_seed, given_seed = seed.spawn(2)
+    search_seed, given_seed = children(seed, 2)
     res = case.search(n_runs, seed=search_seed, alpha=mech["alpha"])
     row: Row = {
         "case": case.name,
@@ -256,7 +257,7 @@ def _hh_method(mech: dict[str, Any], params: dict[str, Any], seed: np.random.See
 def hh_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """E2: shifting heavy hitters (TME, Thm 4.7) or a baseline: recall per group size, zero-weight reports, tau."""
     started = time.perf_counter()
-    data_seed, mech_seed = seed.spawn(2)
+    data_seed, mech_seed = children(seed, 2)
     mech = params["mechanism"]
     beta = mech["beta"]
     holdings, sizes = _hh_design(mech, np.random.default_rng(data_seed))
