@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpstream.accounting import composed_epsilon, per_step_epsilon
 from dpstream.noise import NoiseSource
 from dpstream.query_release import (
     Conjunctions,
@@ -27,14 +28,12 @@ from dpstream.query_release import game as game_module
 from dpstream.query_release import iterative as iterative_module
 from dpstream.query_release._kernels import sparse_scan
 from dpstream.query_release.calibration import (
-    composed_epsilon,
     hru_analyst_epsilon,
     hru_data_epsilon,
     hru_laplace_scale,
     hru_parameters,
     ic_step_epsilon,
     laplace_answer_scale,
-    per_step_epsilon,
 )
 from dpstream.query_release.iterative import exponential_mechanism
 

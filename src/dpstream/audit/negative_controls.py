@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 
+from dpstream.accounting import sparse_sigma
 from dpstream.noise import SeedLike
 from dpstream.svt._kernels import RELEASE_SAME
-from dpstream.svt.calibration import MonitorCalibration, sparse_sigma
+from dpstream.svt.calibration import MonitorCalibration
 from dpstream.svt.monitor import _MonitorCore
 from dpstream.svt.sparse import GeneralisedSparse
 from dpstream.validation import check_delta, check_epsilon, check_positive_int

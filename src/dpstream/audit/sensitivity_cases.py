@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from dpstream.accounting import QUERY_SENSITIVITY, advanced_per_step_epsilon, per_step_epsilon
 from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
 from dpstream.binary_mechanism import GaussBM
 from dpstream.calibration import gaussian_l2_sensitivity
@@ -32,14 +33,13 @@ from dpstream.hashing import bucket_many
 from dpstream.heavy_hitters import LazyHH
 from dpstream.heavy_hitters.baselines import PunctualHH
 from dpstream.query_release import KWayMarginals, LaplaceRelease, PrivateEquilibriumRelease, mwem, pmw
-from dpstream.query_release.calibration import laplace_answer_scale, per_step_epsilon
+from dpstream.query_release.calibration import laplace_answer_scale
 from dpstream.query_release.iterative import IterativeConstruction
 from dpstream.query_release.online import OnlineIC, online_pmw, online_sigma
 from dpstream.query_release.workloads import Workload
 from dpstream.sketches import LazyCMS, LazyCS, PunctualCMS, PunctualCS
 from dpstream.sketches.core import SketchCore
 from dpstream.svt import AboveThreshold, NumericSparse, Sparse, ThresholdMonitor, sparse_sigma
-from dpstream.svt.calibration import QUERY_SENSITIVITY
 from dpstream.svt.heavy_hitters import (
     HistogramEveryStep,
     ShiftingHeavyHitters,
@@ -47,7 +47,6 @@ from dpstream.svt.heavy_hitters import (
     heavy_rows,
     step_maxima,
 )
-from dpstream.svt.heavy_hitters import per_step_epsilon as svt_step_epsilon
 from dpstream.svt.queries import LinearQueries
 
 RANDOM_PAIRS = 40
@@ -406,7 +405,7 @@ def _shifting() -> SensitivityCase:
 @register("HistogramEveryStep")
 def _histogram() -> SensitivityCase:
     mech = HistogramEveryStep(1.0, 1e-6, m=12, domain_size=6, beta=0.05, seed=0)
-    l1 = mech.core.scale * svt_step_epsilon(1.0, 1e-6, 12)  # the L1 sensitivity its Laplace scale covers
+    l1 = mech.core.scale * advanced_per_step_epsilon(1.0, 1e-6, 12)  # the L1 sensitivity its Laplace scale covers
     return WeightsCase("HistogramEveryStep", mech, Sensitivity("l1", l1), per_step_histogram)
 
 
@@ -421,7 +420,7 @@ def _sparse_then_histogram_sparse() -> SensitivityCase:
 @register("SparseThenHistogram_histogram")
 def _sparse_then_histogram_hist() -> SensitivityCase:
     mech = SparseThenHistogram(1.0, 1e-6, c=3, m=12, domain_size=6, beta=0.05, seed=0)
-    l1 = mech.core.scale * svt_step_epsilon(0.5, 0.5e-6, 3)  # histograms at <= c steps, (eps/2, delta/2)
+    l1 = mech.core.scale * advanced_per_step_epsilon(0.5, 0.5e-6, 3)  # histograms at <= c steps, (eps/2, delta/2)
     return WeightsCase("SparseThenHistogram (histograms)", mech, Sensitivity("l1", l1), per_step_histogram)
 
 

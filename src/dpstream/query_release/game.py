@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from dpstream.accounting import composed_epsilon
 from dpstream.noise import NoiseSource, SeedLike, as_seed_sequence, children
 from dpstream.query_release._kernels import sample_index, sparse_scan
 from dpstream.query_release.calibration import (
-    composed_epsilon,
     hru_analyst_epsilon,
     hru_data_epsilon,
     hru_game_epsilon,

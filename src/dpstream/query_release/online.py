@@ -10,24 +10,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpstream.accounting import best_sparse_sigma
 from dpstream.noise import NoiseSource, SeedLike
 from dpstream.query_release._kernels import first_above
 from dpstream.query_release.iterative import DatabaseUpdate, Release, check_delta_or_zero
 from dpstream.query_release.updates import MultiplicativeWeights
 from dpstream.query_release.workloads import Workload
-from dpstream.svt import sparse_sigma
-from dpstream.svt.calibration import sparse_advanced_certified
 from dpstream.validation import check_epsilon, check_open_interval, check_positive_int
 
 
 def online_sigma(epsilon: float, delta: float, cutoff: int) -> float:
     """NumericSparse noise for sensitivity-1 queries at total (epsilon, delta): the smaller of the pure and the
-    approximate Sparse scales at (eps/2, delta/2) (``dpstream.svt.sparse_sigma``; the approximate one only where its
-    composition certifies (eps/2, delta/2), ``sparse_advanced_certified``)."""
-    pure = sparse_sigma(epsilon / 2, cutoff)
-    if delta == 0 or not sparse_advanced_certified(epsilon / 2, cutoff, delta / 2):
-        return pure
-    return min(pure, sparse_sigma(epsilon / 2, cutoff, delta / 2))
+    approximate Sparse scales at (eps/2, delta/2) (``dpstream.accounting.best_sparse_sigma``: the approximate one only
+    where its composition certifies (eps/2, delta/2))."""
+    return best_sparse_sigma(epsilon / 2, cutoff, delta / 2)
 
 
 class OnlineIC:

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
-from scipy.optimize import brentq
 
+from dpstream.accounting import advanced_per_step_epsilon, sparse_prefers_pure
 from dpstream.calibration import laplace_scale
 from dpstream.noise import NoiseSource, SeedLike, children
-from dpstream.svt.calibration import MonitorCalibration, advanced_composition
+from dpstream.svt.calibration import MonitorCalibration
 from dpstream.svt.monitor import ThresholdMonitorEvolving
 from dpstream.svt.sparse import Sparse
-from dpstream.svt.theory import alpha_sparse, alpha_sparse_approx, alpha_sparse_pure, heavy_hitter_tau
+from dpstream.svt.theory import alpha_sparse_approx, alpha_sparse_pure, heavy_hitter_tau
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 
 PRIVATE = -1
@@ -153,16 +153,9 @@ def _laplace_tail(scale: float, gap: float) -> float:
     return 0.5 * math.exp(-gap / scale) if gap >= 0 else 1.0 - 0.5 * math.exp(gap / scale)
 
 
-def per_step_epsilon(epsilon: float, delta: float, steps: int) -> float:
-    """Per-step budget for ``steps`` compositions: the larger of eps/steps (basic) and the advanced one."""
-    if advanced_composition(epsilon / steps, steps, delta) >= epsilon:
-        return epsilon / steps
-    return max(epsilon / steps, brentq(lambda e: advanced_composition(e, steps, delta) - epsilon, 1e-300, epsilon))
-
-
 def histogram_tau(epsilon: float, delta: float, m: int, domain_size: int, beta: float) -> float:
     """Baseline (a): weight reported w.p. >= 1 - beta/2 at each of <= m heavy rows: threshold + scale ln(2m/beta)."""
-    scale = laplace_scale(HISTOGRAM_L1_SENSITIVITY, per_step_epsilon(epsilon, delta, m))
+    scale = laplace_scale(HISTOGRAM_L1_SENSITIVITY, advanced_per_step_epsilon(epsilon, delta, m))
     return scale * math.log(m * domain_size / beta) + scale * math.log(2 * m / beta)
 
 
@@ -172,7 +165,7 @@ class _HistogramCore:
     def __init__(
         self, epsilon: float, delta: float, steps: int, domain_size: int, beta: float, noise: NoiseSource
     ) -> None:
-        self.scale = laplace_scale(HISTOGRAM_L1_SENSITIVITY, per_step_epsilon(epsilon, delta, steps))
+        self.scale = laplace_scale(HISTOGRAM_L1_SENSITIVITY, advanced_per_step_epsilon(epsilon, delta, steps))
         self.threshold = self.scale * math.log(steps * domain_size / beta)  # no weight-0 report w.p. >= 1 - beta/2
         self.noise = noise
 
@@ -225,10 +218,10 @@ class SparseThenHistogram:
         c = check_positive_int(c, "c")
         hist_seed, sparse_seed = children(seed, 2)
         self.core = _HistogramCore(epsilon / 2, delta / 2, c, domain_size, beta / 2, NoiseSource(hist_seed))
-        pure = alpha_sparse_pure(epsilon / 2, c, m, beta / 2) <= alpha_sparse_approx(
+        pure = sparse_prefers_pure(epsilon / 2, c, delta / 2)
+        alpha = alpha_sparse_pure(epsilon / 2, c, m, beta / 2) if pure else alpha_sparse_approx(
             epsilon / 2, delta / 2, c, m, beta / 2
         )
-        alpha = alpha_sparse(epsilon / 2, delta / 2, c, m, beta / 2)
         self.sparse_threshold = alpha + 1.0  # steps whose heaviest element has weight 1 stay BOTTOM w.p. 1 - beta/2
         self.sparse = Sparse(epsilon / 2, self.sparse_threshold, c, delta=0.0 if pure else delta / 2, seed=sparse_seed)
         self.tau = max(self.sparse_threshold + alpha, self.core.threshold + self.core.scale * math.log(2 * c / beta))

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpstream.accounting import sparse_sigma
 from dpstream.noise import NoiseSource, SeedLike
 from dpstream.svt import _kernels
-from dpstream.svt.calibration import sparse_sigma
 from dpstream.svt.queries import query_answers
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from dpstream.accounting import check_kappa, sparse_prefers_pure
 from dpstream.audit.svt_cases import svt_case
 from dpstream.noise import children
 from dpstream.svt import AboveThreshold, Sparse, ThresholdMonitor
@@ -27,7 +28,7 @@ from dpstream.svt.atoms import (
     quantile_margin,
     sparse_critical_margin,
 )
-from dpstream.svt.calibration import calibrate, check_kappa, option_parameters
+from dpstream.svt.calibration import calibrate, option_parameters
 from dpstream.svt.heavy_hitters import (
     PRIVATE,
     HistogramEveryStep,
@@ -88,15 +89,13 @@ def _monitor(params: dict[str, Any], design: AtomsDesign, n: int, seed: np.rando
 
 def _sparse(params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random.SeedSequence):
     mech = params["mechanism"]
-    eps, delta, beta = params["epsilon"], params["delta"], mech["beta"]
+    eps, delta = params["epsilon"], params["delta"]
     cutoff = max(1, math.ceil(mech["cutoff_ratio"] * design.c)) if mech["cutoff_ratio"] else 1
     if cutoff == 1 and not mech["cutoff_ratio"]:
         sv, comp = AboveThreshold(eps, design.threshold, seed=seed, kappa=_kappa(mech)), "pure"
     else:
-        pure = T.alpha_sparse_pure(eps, cutoff, design.m, beta) <= T.alpha_sparse_approx(
-            eps, delta, cutoff, design.m, beta
-        )
-        comp = mech["composition"] if mech["composition"] != "best" else ("pure" if pure else "approx")
+        best = "pure" if sparse_prefers_pure(eps, cutoff, delta) else "approx"
+        comp = mech["composition"] if mech["composition"] != "best" else best
         sv = Sparse(eps, design.threshold, cutoff, 0.0 if comp == "pure" else delta, seed=seed, kappa=_kappa(mech))
     if cutoff >= design.c:
         noise = sv.draw_noise(design.m, n)
