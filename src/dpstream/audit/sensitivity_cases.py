@@ -388,7 +388,7 @@ _SVT: dict[str, Callable[[], Any]] = {
     "Sparse": lambda: Sparse(epsilon=1.0, threshold=5.0, c=3, seed=0),
     "Sparse_approx": lambda: Sparse(epsilon=1.0, threshold=5.0, c=3, delta=1e-6, seed=0),
     "NumericSparse": lambda: NumericSparse(epsilon=1.0, threshold=5.0, c=3, seed=0),
-    "ThresholdMonitor": lambda: ThresholdMonitor(epsilon_total=1.0, delta_total=1e-6, threshold=5.0, k=3, seed=0),
+    "ThresholdMonitor": lambda: ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=5.0, k=3, seed=0),
 }
 for _name, _make in _SVT.items():
     register(_name)(
@@ -398,20 +398,20 @@ for _name, _make in _SVT.items():
 
 @register("ShiftingHeavyHitters")
 def _shifting() -> SensitivityCase:
-    mech = ShiftingHeavyHitters(1.0, 1e-6, k_star=3, m=12, domain_size=6, beta=0.05, seed=0)
+    mech = ShiftingHeavyHitters(epsilon=1.0, delta=1e-6, k_star=3, m=12, domain_size=6, beta=0.05, seed=0)
     return WeightsCase("ShiftingHeavyHitters (TME queries)", mech, Sensitivity("linf", QUERY_SENSITIVITY), per_query)
 
 
 @register("HistogramEveryStep")
 def _histogram() -> SensitivityCase:
-    mech = HistogramEveryStep(1.0, 1e-6, m=12, domain_size=6, beta=0.05, seed=0)
+    mech = HistogramEveryStep(epsilon=1.0, delta=1e-6, m=12, domain_size=6, beta=0.05, seed=0)
     l1 = mech.core.scale * advanced_per_step_epsilon(1.0, 1e-6, 12)  # the L1 sensitivity its Laplace scale covers
     return WeightsCase("HistogramEveryStep", mech, Sensitivity("l1", l1), per_step_histogram)
 
 
 @register("SparseThenHistogram_sparse")
 def _sparse_then_histogram_sparse() -> SensitivityCase:
-    mech = SparseThenHistogram(1.0, 1e-6, c=3, m=12, domain_size=6, beta=0.05, seed=0)
+    mech = SparseThenHistogram(epsilon=1.0, delta=1e-6, c=3, m=12, domain_size=6, beta=0.05, seed=0)
     return WeightsCase(
         "SparseThenHistogram (Sparse on step maxima)", mech, Sensitivity("linf", QUERY_SENSITIVITY), per_step_maximum
     )
@@ -419,7 +419,7 @@ def _sparse_then_histogram_sparse() -> SensitivityCase:
 
 @register("SparseThenHistogram_histogram")
 def _sparse_then_histogram_hist() -> SensitivityCase:
-    mech = SparseThenHistogram(1.0, 1e-6, c=3, m=12, domain_size=6, beta=0.05, seed=0)
+    mech = SparseThenHistogram(epsilon=1.0, delta=1e-6, c=3, m=12, domain_size=6, beta=0.05, seed=0)
     l1 = mech.core.scale * advanced_per_step_epsilon(0.5, 0.5e-6, 3)  # histograms at <= c steps, (eps/2, delta/2)
     return WeightsCase("SparseThenHistogram (histograms)", mech, Sensitivity("l1", l1), per_step_histogram)
 

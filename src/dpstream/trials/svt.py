@@ -79,9 +79,11 @@ def _kappa(mech: dict[str, Any]) -> float:
 def _monitor(params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random.SeedSequence):
     mech = params["mechanism"]
     k = max(1, round(mech["cap_ratio"] * design.k_star))
-    tm = ThresholdMonitor(params["epsilon"], params["delta"], design.threshold, k, seed=seed, kappa=_kappa(mech))
+    tm = ThresholdMonitor(
+        epsilon=params["epsilon"], delta=params["delta"], threshold=design.threshold, k=k, seed=seed, kappa=_kappa(mech)
+    )
     noise = tm.draw_noise(design.m, n)
-    res = tm.run_many(design.queries, design.counts, n, noise=noise)
+    res = tm.run_many(design.queries, design.counts, n_runs=n, noise=noise)
     crit = monitor_critical_margin(design, noise["w"], noise["v"], tm.calibration.cap, k)
     info = {"k": k, "tm_option": tm.calibration.option, "noise_w_scale": tm.calibration.w_scale}
     return res, res.values, crit, info
@@ -92,17 +94,20 @@ def _sparse(params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random
     eps, delta = params["epsilon"], params["delta"]
     cutoff = max(1, math.ceil(mech["cutoff_ratio"] * design.c)) if mech["cutoff_ratio"] else 1
     if cutoff == 1 and not mech["cutoff_ratio"]:
-        sv, comp = AboveThreshold(eps, design.threshold, seed=seed, kappa=_kappa(mech)), "pure"
+        sv, comp = AboveThreshold(epsilon=eps, threshold=design.threshold, seed=seed, kappa=_kappa(mech)), "pure"
     else:
         best = "pure" if sparse_prefers_pure(eps, cutoff, delta) else "approx"
         comp = mech["composition"] if mech["composition"] != "best" else best
-        sv = Sparse(eps, design.threshold, cutoff, 0.0 if comp == "pure" else delta, seed=seed, kappa=_kappa(mech))
+        sv = Sparse(
+            epsilon=eps, threshold=design.threshold, c=cutoff, delta=0.0 if comp == "pure" else delta, seed=seed,
+            kappa=_kappa(mech),
+        )
     if cutoff >= design.c:
         noise = sv.draw_noise(design.m, n)
-        res = sv.run_many(design.queries, n, counts=design.counts, noise=noise)
+        res = sv.run_many(design.queries, design.counts, n_runs=n, noise=noise)
         crit = sparse_critical_margin(design, noise["threshold"], noise["query"], cutoff)
     else:  # cannot report every heavy query: draw noise lazily, stop at the halt
-        res = sv.run_many(design.queries, n, counts=design.counts)
+        res = sv.run_many(design.queries, design.counts, n_runs=n)
         crit = np.full(n, np.inf)
     values = np.broadcast_to(design.queries.answers(design.counts), res.outcomes.shape)
     return res, values, crit, {"cutoff": cutoff, "composition": comp, "noise_threshold_scale": sv.threshold_scale}
@@ -243,12 +248,11 @@ def _hh_design(mech: dict[str, Any], rng: np.random.Generator) -> tuple[np.ndarr
 def _hh_method(mech: dict[str, Any], params: dict[str, Any], seed: np.random.SeedSequence):
     eps, delta, beta = params["epsilon"], params["delta"], mech["beta"]
     m, domain, k_star = int(mech["m"]), int(float(mech["domain_size"])), int(mech["k_star"])
+    common = {"epsilon": eps, "delta": delta, "m": m, "domain_size": domain, "beta": beta, "seed": seed}
     methods = {
-        "tme": lambda: ShiftingHeavyHitters(eps, delta, k_star, m, domain, beta, seed=seed),
-        "histogram": lambda: HistogramEveryStep(eps, delta, m, domain, beta, seed=seed),
-        "sparse_histogram": lambda: SparseThenHistogram(
-            eps, delta, int(mech["groups"]) * k_star, m, domain, beta, seed=seed
-        ),
+        "tme": lambda: ShiftingHeavyHitters(k_star=k_star, **common),
+        "histogram": lambda: HistogramEveryStep(**common),
+        "sparse_histogram": lambda: SparseThenHistogram(c=int(mech["groups"]) * k_star, **common),
     }
     return methods[mech["method"]]()
 
@@ -261,7 +265,7 @@ def hh_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     beta = mech["beta"]
     holdings, sizes = _hh_design(mech, np.random.default_rng(data_seed))
     method = _hh_method(mech, params, mech_seed)
-    res = method.run_many(holdings, sizes, int(mech["runs"]))
+    res = method.run_many(holdings, sizes, n_runs=int(mech["runs"]))
     rows = heavy_rows(holdings, sizes, method.domain_size)
     group = rows.element // int(mech["k_star"])
     recall = np.bincount(group, weights=res.reported.mean(axis=0), minlength=sizes.size) / np.bincount(group)
