@@ -434,28 +434,29 @@ def _laplace_release() -> SensitivityCase:
 @register("PMW")
 def _pmw() -> SensitivityCase:
     workload, n = KWayMarginals(d=4, k=2), 50
-    mech = pmw(workload, epsilon=1.0, delta=1e-6, n=n, alpha=0.3, seed=0)
+    mech = pmw(workload=workload, epsilon=1.0, delta=1e-6, n=n, alpha=0.3, seed=0)
     return AnswersCase("PMW (Laplace answers and EM scores)", workload, n, ic_per_query(mech))
 
 
 @register("MWEM")
 def _mwem() -> SensitivityCase:
     workload, n = KWayMarginals(d=4, k=2), 50
-    mech = mwem(workload, epsilon=1.0, delta=1e-6, n=n, rounds=5, seed=0)
+    mech = mwem(workload=workload, epsilon=1.0, delta=1e-6, n=n, rounds=5, seed=0)
     return AnswersCase("MWEM (Laplace answers and EM scores)", workload, n, ic_per_query(mech))
 
 
 @register("OnlinePMW")
 def _online_pmw() -> SensitivityCase:
     workload, n = KWayMarginals(d=4, k=2), 50
-    mech = online_pmw(workload, epsilon=1.0, delta=1e-6, n=n, alpha=0.3, seed=0)
+    mech = online_pmw(workload=workload, epsilon=1.0, delta=1e-6, n=n, alpha=0.3, seed=0)
     return AnswersCase("OnlinePMW (NumericSparse)", workload, n, online_per_query(mech))
 
 
 @register("PrivateEquilibriumRelease_cleanup")
 def _hru_cleanup() -> SensitivityCase:
     workload, n = KWayMarginals(d=4, k=2), 50
-    mech = PrivateEquilibriumRelease(workload, np.zeros(workload.n_queries, dtype=np.int64), epsilon=1.0,
+    mech = PrivateEquilibriumRelease(workload=workload, analysts=np.zeros(workload.n_queries, dtype=np.int64),
+                                     epsilon=1.0,
                                      delta=1e-6, n=n, rounds=1, seed=0)
     return AnswersCase("PrivateEquilibriumRelease (clean-up Sparse + Laplace)", workload, n,
                        hru_cleanup_per_query(mech))
