@@ -97,9 +97,15 @@ def test_sparse_accepts_linear_queries_on_counts():
 # ThresholdMonitor
 
 
-def test_monitor_noise_scales_are_10_delta_and_b():
-    mech = ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=0.0, k=3, seed=7)
-    cal = calibrate(1.0, 1e-6, 3)
+@pytest.mark.parametrize(
+    ("cls", "cal"),
+    [
+        (ThresholdMonitor, calibrate(1.0, 1e-6, 3)),
+        (ThresholdMonitorEvolving, calibrate(0.5, 1e-6 / (1 + math.exp(0.5)), 3)),  # group privacy: eps/2, ...
+    ],
+)
+def test_monitor_noise_scales_are_10_delta_and_b(cls, cal):
+    mech = cls(epsilon=1.0, delta=1e-6, threshold=0.0, k=3, seed=7)
     q = sparse.csr_matrix(np.ones((10, 1)))
     res = mech.run_many(q, np.array([1.0]), n_runs=N // 10)
     assert_laplace_scale(res.noise["w"], cal.w_scale)

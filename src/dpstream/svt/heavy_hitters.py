@@ -141,6 +141,7 @@ class ShiftingHeavyHitters:
         beta: float,
         seed: SeedLike = None,
     ) -> None:
+        epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         self.bounds = heavy_hitter_tau(epsilon, delta, k_star, m, domain_size, beta)
         self.tme = ThresholdMonitorEvolving(
             epsilon=epsilon, delta=delta, threshold=self.bounds.threshold, k=k_star, seed=seed
