@@ -171,3 +171,14 @@ def test_crossover_trial_reports_theory_and_round_cost() -> None:
                           np.random.SeedSequence(0, spawn_key=(0,)))
     assert row["T_max"] == 60 and not row["feasible"] and row["round_s"] > 0
     assert row["est_T_beat_s"] == pytest.approx(row["T_beat"] * row["round_s"])
+
+
+def test_other_constants_are_not_certified_even_through_the_base_class() -> None:
+    work, true, _ = problem(200, 4)
+    paper = AnalystPrivateMW(workload=work, epsilon=1.0, delta=1e-6, n=200, seed=0)
+    other = AnalystPrivateMW(workload=work, epsilon=1.0, delta=1e-6, n=200, seed=0, constants={"sigma": 1.0})
+    assert paper.certified and paper.privacy is not None
+    assert not other.certified and other.privacy is None
+    info = other.release(true).info
+    assert info["certified"] is False and info["constants"] == "scaled_UNCERTIFIED"
+

@@ -60,6 +60,7 @@ class AnalystPrivateMW:
         self.beta = check_open_interval(beta, "beta", 0.0, 1.0)
         self.universe_size = 2 ** check_dense(workload.d)
         self.constants = {**ALG5_PAPER_CONSTANTS, **(constants or {})}
+        self.certified = type(self).certified and self.constants == ALG5_PAPER_CONSTANTS  # other constants: NOT
         p = alg5_parameters(self.n, self.epsilon, self.delta, workload.n_queries, self.universe_size, self.beta,
                             self.constants)
         self.eta, self.s, self.sigma, self.tau = p["eta"], p["s"], p["sigma"], p["tau"]
