@@ -28,7 +28,8 @@ def game_round(rounds: int) -> None:
     d, n = 12, 1000
     work = Conjunctions(d)
     true = work.answers(histogram(product_mixture(n, d, seed=0), d))
-    game = PrivateEquilibriumRelease(work, assign_analysts(work.n_queries, 10, seed=0), 100.0, 1e-6, n,
+    game = PrivateEquilibriumRelease(workload=work, analysts=assign_analysts(work.n_queries, 10, seed=0),
+                                     epsilon=100.0, delta=1e-6, n=n,
                                      rounds=rounds, s_factor=24, seed=0)
     started, cpu = time.perf_counter(), time.process_time()
     game.play(true)

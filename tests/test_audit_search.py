@@ -126,21 +126,22 @@ def test_controls_add_the_noise_their_docstrings_state():
         LyuAlg3NumericSparseSameNoise,
     )
 
-    half, qsig = BrokenSparseHalfNoise(1.0, 0.0, 2), BrokenSparseQueryNoiseSigma(1.0, 0.0, 2)
+    half = BrokenSparseHalfNoise(epsilon=1.0, threshold=0.0, c=2)
+    qsig = BrokenSparseQueryNoiseSigma(epsilon=1.0, threshold=0.0, c=2)
     assert (half.threshold_scale, half.query_scale) == (2.0, 4.0)  # sigma = 2c/eps = 4, halved
     assert (qsig.threshold_scale, qsig.query_scale) == (4.0, 4.0)
-    alg3 = LyuAlg3NumericSparseSameNoise(1.0, 0.0, 1, seed=3)
+    alg3 = LyuAlg3NumericSparseSameNoise(epsilon=1.0, threshold=0.0, c=1, seed=3)
     assert (alg3.threshold_scale, alg3.query_scale, alg3.redraw) == (2.0, 4.0, False)
     answers = np.zeros(6)
-    res = alg3.run_many(answers, 500)
+    res = alg3.run_many(answers, n_runs=500)
     top = res.outcomes == 1
     assert top.any()
     np.testing.assert_array_equal(res.released[top], (answers + res.noise["query"][:, :6])[top])  # the SAME noise
-    tm = BrokenThresholdMonitorUncalibrated(1.0, 0.05, 0.0, 10)
+    tm = BrokenThresholdMonitorUncalibrated(epsilon=1.0, delta=0.05, threshold=0.0, k=10)
     b = math.log(1 / 0.05)  # raw Alg. 3 noise at the claimed (eps, delta): b = ln(1/delta)/eps, w = Lap(10 b ln b)
     assert tm.calibration.v_scale == pytest.approx(b) and tm.calibration.w_scale == pytest.approx(10 * b * math.log(b))
     with pytest.raises(ValueError, match="Alg. 3 needs ln"):
-        BrokenThresholdMonitorUncalibrated(1.0, 0.5, 0.0, 10)
+        BrokenThresholdMonitorUncalibrated(epsilon=1.0, delta=0.5, threshold=0.0, k=10)
 
 
 def _audit_table(control_flagged=True, shipped_flagged=False):

@@ -61,7 +61,7 @@ def test_paper_constants_meet_theorem_5_6_and_5_8_at_every_scale(n: int, d: int,
 
 def test_paper_constants_release_the_uniform_distribution() -> None:
     work, true, uniform = problem(500, 8)
-    release = AnalystPrivateMW(work, 1.0, 1e-6, 500, seed=1).run(true)
+    release = AnalystPrivateMW(workload=work, epsilon=1.0, delta=1e-6, n=500, seed=1).release(true)
     assert release.info["bad_rounds"] == 0 and release.info["epochs"] == 0
     assert np.array_equal(release.answers, uniform)
     assert release.eps_data <= 1.0 and release.eps_analyst <= 1.0 and release.info["p_any_bad_bound"] < 1e-12
@@ -69,8 +69,8 @@ def test_paper_constants_release_the_uniform_distribution() -> None:
 
 def test_bad_rounds_add_exactly_the_calibrated_laplace_noise() -> None:
     work, true, _ = problem(1000, 8)
-    mech = AnalystPrivateMWScaledUNCERTIFIED(work, 1.0, 1e-6, 1000, seed=2, **SCALED)
-    release = mech.run(true)
+    mech = AnalystPrivateMWScaledUNCERTIFIED(workload=work, epsilon=1.0, delta=1e-6, n=1000, seed=2, **SCALED)
+    release = mech.release(true)
     z = release.trace["z"]
     # KS of the 6,561 drawn z_i against Lap(sigma) from calibration.alg5_parameters, at p > 1e-6
     assert stats.kstest(z / mech.sigma, stats.laplace.cdf).pvalue > 1e-6
@@ -82,7 +82,7 @@ def test_bad_rounds_add_exactly_the_calibrated_laplace_noise() -> None:
 
 def test_epoch_length_is_s_plus_laplace_two_over_eps() -> None:
     work, _, _ = problem(500, 6)
-    mech = AnalystPrivateMWScaledUNCERTIFIED(work, 1.0, 1e-6, 500, seed=3, **SCALED)
+    mech = AnalystPrivateMWScaledUNCERTIFIED(workload=work, epsilon=1.0, delta=1e-6, n=500, seed=3, **SCALED)
     draws = np.array([mech._epoch_length() for _ in range(20000)])
     # Pr[floor(s + L) + 1 <= m] = Pr[L < m - s] = F_Lap(2/eps)(m - s); 5-sigma binomial tolerance over 20,000 draws
     for m in range(math.floor(mech.s) - 2, math.floor(mech.s) + 4):
@@ -116,9 +116,10 @@ def test_halts_at_R_bad_rounds_or_T_epochs_leaving_a_stream_suffix_unanswered(s:
     s = 1.5 -> 2 per epoch, R = 3 T > 2 T: T binds."""
     work, true, _ = problem(200, 8)
     base = alg5_parameters(200, 100.0, 1e-6, work.n_queries, 256, constants={"s": 1.0})["s"]
-    mech = AnalystPrivateMWScaledUNCERTIFIED(work, 100.0, 1e-6, 200, c_s=s / base, c_n_hat=1.0, c_sigma=1e-9,
+    mech = AnalystPrivateMWScaledUNCERTIFIED(workload=work, epsilon=100.0, delta=1e-6, n=200, c_s=s / base,
+                                             c_n_hat=1.0, c_sigma=1e-9,
                                              c_tau=1e-9, seed=4)
-    release = mech.run(true)
+    release = mech.release(true)
     answered = np.isfinite(release.answers[release.trace["order"]])
     k_done = int(answered.sum())
     assert release.info["halted"] and answered[:k_done].all() and not answered[k_done:].any()
@@ -132,7 +133,8 @@ def test_halts_at_R_bad_rounds_or_T_epochs_leaving_a_stream_suffix_unanswered(s:
 def test_rejects_nonpositive_constants() -> None:
     work, _, _ = problem(100, 4)
     with pytest.raises(ValueError, match="constants must be positive"):
-        AnalystPrivateMWScaledUNCERTIFIED(work, 1.0, 1e-6, 100, c_s=0.5, c_n_hat=1.0, c_sigma=1.0, c_tau=0.0)
+        AnalystPrivateMWScaledUNCERTIFIED(workload=work, epsilon=1.0, delta=1e-6, n=100, c_s=0.5, c_n_hat=1.0,
+                                          c_sigma=1.0, c_tau=0.0)
 
 
 def test_crossover_d12_eps1_infeasible_eps10_feasible_near_the_cap() -> None:
@@ -169,3 +171,14 @@ def test_crossover_trial_reports_theory_and_round_cost() -> None:
                           np.random.SeedSequence(0, spawn_key=(0,)))
     assert row["T_max"] == 60 and not row["feasible"] and row["round_s"] > 0
     assert row["est_T_beat_s"] == pytest.approx(row["T_beat"] * row["round_s"])
+
+
+def test_other_constants_are_not_certified_even_through_the_base_class() -> None:
+    work, true, _ = problem(200, 4)
+    paper = AnalystPrivateMW(workload=work, epsilon=1.0, delta=1e-6, n=200, seed=0)
+    other = AnalystPrivateMW(workload=work, epsilon=1.0, delta=1e-6, n=200, seed=0, constants={"sigma": 1.0})
+    assert paper.certified and paper.privacy is not None
+    assert not other.certified and other.privacy is None
+    info = other.release(true).info
+    assert info["certified"] is False and info["constants"] == "scaled_UNCERTIFIED"
+

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpstream.accounting import composed_epsilon, per_step_epsilon
 from dpstream.noise import NoiseSource
 from dpstream.query_release import (
     Conjunctions,
@@ -27,14 +28,12 @@ from dpstream.query_release import game as game_module
 from dpstream.query_release import iterative as iterative_module
 from dpstream.query_release._kernels import sparse_scan
 from dpstream.query_release.calibration import (
-    composed_epsilon,
     hru_analyst_epsilon,
     hru_data_epsilon,
     hru_laplace_scale,
     hru_parameters,
     ic_step_epsilon,
     laplace_answer_scale,
-    per_step_epsilon,
 )
 from dpstream.query_release.iterative import exponential_mechanism
 
@@ -50,7 +49,7 @@ def tiny_problem(d: int = 2, n: int = 1000, seed: int = 0) -> tuple[Conjunctions
 
 def test_pmw_on_tiny_universe_converges_to_the_data() -> None:
     work, true = tiny_problem()
-    release = pmw(work, epsilon=1e4, delta=1e-6, n=1000, alpha=0.1, seed=0).run(true)
+    release = pmw(workload=work, epsilon=1e4, delta=1e-6, n=1000, alpha=0.1, seed=0).release(true)
     # IC theorem: error <= alpha once the Laplace and EM noise are negligible (eps = 1e4, n = 1000)
     assert np.abs(release.answers - true).max() <= 0.1
     uniform = work.answers(np.full(4, 0.25))
@@ -78,7 +77,7 @@ def test_median_mechanism_learns_nonlinear_query() -> None:
     answers = np.column_stack([q(net) for q in queries])
     true = np.array([q(data) for q in queries])
     dua = MedianMechanism(answers)
-    release = IterativeConstruction(dua, epsilon=1e3, delta=1e-6, n=12, alpha=0.2, seed=1).run(true)
+    release = IterativeConstruction(update=dua, epsilon=1e3, delta=1e-6, n=12, alpha=0.2, seed=1).release(true)
     assert np.abs(release.answers - true).max() <= 0.2
 
 
@@ -86,7 +85,7 @@ def test_median_mechanism_learns_nonlinear_query() -> None:
 
 def test_laplace_release_noise_matches_calibrated_scale() -> None:
     true = np.full(20_000, 0.5)
-    release = LaplaceRelease(epsilon=2.0, delta=1e-6, n=500, seed=3).run(true)
+    release = LaplaceRelease(epsilon=2.0, delta=1e-6, n=500, seed=3).release(true)
     scale = laplace_answer_scale(500, 2.0, 1e-6, 20_000)
     assert release.info["laplace_scale"] == scale
     # KS test of the added noise against Lap(scale), 20 000 draws
@@ -96,9 +95,9 @@ def test_laplace_release_noise_matches_calibrated_scale() -> None:
 
 def test_ic_measurement_noise_matches_laplace_one_over_n_eps0() -> None:
     work, true = tiny_problem(d=3)
-    ic = IterativeConstruction(MultiplicativeWeights(work, eta=0.01), epsilon=5.0, delta=1e-6, n=1000, alpha=0.0,
+    ic = IterativeConstruction(update=MultiplicativeWeights(work, eta=0.01), epsilon=5.0, delta=1e-6, n=1000, alpha=0.0,
                                rounds=3000, seed=4)
-    release = ic.run(true)
+    release = ic.release(true)
     assert ic.noise_scale == 1 / (1000 * ic_step_epsilon(5.0, 1e-6, 3000))
     noise = release.trace["noisy"] - true[release.trace["chosen"]]
     assert stats.kstest(noise, stats.laplace(scale=ic.noise_scale).cdf).pvalue > P_REJECT
@@ -121,9 +120,10 @@ def test_hru_laplace_answers_match_calibrated_scale() -> None:
     noise = []
     eta = math.sqrt(math.log(2 * 3**6) / 50)  # minimises alpha_D^, so many queries pass the noisy threshold
     for seed in range(5):
-        mech = PrivateEquilibriumRelease(work, owners, epsilon=0.2, delta=1e-6, n=800, rounds=50, s=400.0, eta=eta,
+        mech = PrivateEquilibriumRelease(workload=work, analysts=owners, epsilon=0.2, delta=1e-6, n=800, rounds=50,
+                                         s=400.0, eta=eta,
                                          seed=seed)
-        release = mech.run(true)
+        release = mech.release(true)
         flagged = release.trace["flagged"]
         np.testing.assert_allclose(release.answers[flagged] - true[flagged], release.trace["laplace_noise"])
         noise.append(release.trace["laplace_noise"])
@@ -177,16 +177,18 @@ def test_hru_analyst_epsilon_lemma_3_8_value() -> None:
 def test_uncapped_game_with_large_eps_learns_below_uniform() -> None:
     work, true = tiny_problem(d=5, n=1000)
     owners = assign_analysts(work.n_queries, 4, seed=0)
-    release = PrivateEquilibriumRelease(work, owners, epsilon=1e4, delta=1e-6, n=1000, rounds=1500, s=1.0,
-                                        eta=0.1, seed=0).run(true)
+    release = PrivateEquilibriumRelease(workload=work, analysts=owners, epsilon=1e4, delta=1e-6, n=1000, rounds=1500,
+                                        s=1.0,
+                                        eta=0.1, seed=0).release(true)
     uniform = work.answers(np.full(32, 1 / 32))
     assert release.info["synopsis_max_error"] < 0.5 * np.abs(uniform - true).max()
 
 
 def test_game_reports_both_epsilons() -> None:
     work, true = tiny_problem(d=6, n=200)
-    release = PrivateEquilibriumRelease(work, assign_analysts(work.n_queries, 3, seed=0), 1.0, 1e-6, 200,
-                                        rounds_rule="data_private", seed=0).run(true)
+    release = PrivateEquilibriumRelease(workload=work, analysts=assign_analysts(work.n_queries, 3, seed=0),
+                                        epsilon=1.0, delta=1e-6, n=200,
+                                        rounds_rule="data_private", seed=0).release(true)
     assert 0 < release.eps_data <= 1.0
     assert release.eps_analyst is not None and release.eps_analyst > 0
     assert release.info["analyst_cleanup_certified"] is False
@@ -197,28 +199,31 @@ def test_game_reports_both_epsilons() -> None:
 def test_rejects_s_not_below_number_of_actions() -> None:
     work, _ = tiny_problem(d=3)
     with pytest.raises(ValueError, match=r"s = .* must be < N_Q = 54"):
-        PrivateEquilibriumRelease(work, np.zeros(27, dtype=int), 1.0, 1e-6, 1000)  # paper T: s = 24 n L >> 54
+        PrivateEquilibriumRelease(workload=work, analysts=np.zeros(27, dtype=int), epsilon=1.0, delta=1e-6,
+                                  n=1000)  # paper T: s = 24 n L >> 54
 
 
 @pytest.mark.parametrize("epsilon", [0.0, -1.0, float("nan")])
 def test_rejects_nonpositive_epsilon(epsilon: float) -> None:
     work, _ = tiny_problem()
     with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
-        LaplaceRelease(epsilon, 1e-6, 100)
+        LaplaceRelease(epsilon=epsilon, delta=1e-6, n=100)
     with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
-        pmw(work, epsilon, 1e-6, 100, alpha=0.1)
+        pmw(workload=work, epsilon=epsilon, delta=1e-6, n=100, alpha=0.1)
     with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
-        PrivateEquilibriumRelease(work, np.zeros(9, dtype=int), epsilon, 1e-6, 100, rounds=2)
+        PrivateEquilibriumRelease(workload=work, analysts=np.zeros(9, dtype=int), epsilon=epsilon, delta=1e-6, n=100,
+                                  rounds=2)
 
 
 def test_rejects_bad_delta_alpha_and_analysts() -> None:
     work, _ = tiny_problem()
     with pytest.raises(ValueError, match=r"delta must be in \[0, 1\)"):
-        mwem(work, 1.0, 1.5, 100, rounds=3)
+        mwem(workload=work, epsilon=1.0, delta=1.5, n=100, rounds=3)
     with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\]"):
-        pmw(work, 1.0, 1e-6, 100, alpha=2.0)
+        pmw(workload=work, epsilon=1.0, delta=1e-6, n=100, alpha=2.0)
     with pytest.raises(ValueError, match="one analyst id per query"):
-        PrivateEquilibriumRelease(work, np.zeros(3, dtype=int), 1.0, 1e-6, 100, rounds=2)
+        PrivateEquilibriumRelease(workload=work, analysts=np.zeros(3, dtype=int), epsilon=1.0, delta=1e-6, n=100,
+                                  rounds=2)
 
 
 @pytest.mark.parametrize("obj", [LaplaceRelease, IterativeConstruction, pmw, mwem, iterative_module, game_module,
@@ -235,8 +240,8 @@ def test_online_pmw_answer_noise_matches_numeric_sparse_sigma() -> None:
     from dpstream.svt import sparse_sigma
 
     work, true = tiny_problem(d=6, n=1000)
-    mech = online_pmw(work, epsilon=20.0, delta=1e-6, n=1000, alpha=0.02, cutoff=400, seed=2)
-    release = mech.run(true)
+    mech = online_pmw(workload=work, epsilon=20.0, delta=1e-6, n=1000, alpha=0.02, cutoff=400, seed=2)
+    release = mech.release(true)
     assert mech.sigma == min(sparse_sigma(10.0, 400), sparse_sigma(10.0, 400, 5e-7)) / 1000
     order, tops = release.trace["order"], release.info["tops"]
     assert tops > 200
@@ -251,7 +256,7 @@ def test_online_pmw_on_tiny_universe_beats_uniform() -> None:
     from dpstream.query_release.online import online_pmw
 
     work, true = tiny_problem(d=3, n=1000)
-    release = online_pmw(work, epsilon=1e3, delta=1e-6, n=1000, alpha=0.1, seed=0).run(true)
+    release = online_pmw(workload=work, epsilon=1e3, delta=1e-6, n=1000, alpha=0.1, seed=0).release(true)
     uniform = work.answers(np.full(8, 1 / 8))
     assert np.abs(release.answers - true).max() <= 0.1 < np.abs(uniform - true).max()
 
@@ -264,8 +269,10 @@ def test_alg4_rejects_s_not_below_number_of_analysts_and_reports_both_epsilons()
     work, true = tiny_problem(d=4, n=300)
     owners = assign_analysts(work.n_queries, 20, seed=0)
     with pytest.raises(ValueError, match=r"s = .* must be < m = 20 analysts"):
-        AnalystEquilibriumRelease(work, owners, 1.0, 1e-6, 300)  # paper s = 12 T >> 20
-    release = AnalystEquilibriumRelease(work, owners, 1e3, 1e-6, 300, rounds=300, s=5.0, eta=0.2, seed=0).run(true)
+        AnalystEquilibriumRelease(workload=work, analysts=owners, epsilon=1.0, delta=1e-6,
+                                  n=300)  # paper s = 12 T >> 20
+    release = AnalystEquilibriumRelease(workload=work, analysts=owners, epsilon=1e3, delta=1e-6, n=300, rounds=300,
+                                        s=5.0, eta=0.2, seed=0).release(true)
     assert release.eps_data > 0 and release.eps_analyst > 0 and release.delta_data == pytest.approx(4e-6 / 3)
     uniform = work.answers(np.full(16, 1 / 16))
     assert release.info["synopsis_max_error"] < np.abs(uniform - true).max()

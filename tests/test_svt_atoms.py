@@ -46,14 +46,14 @@ def test_monitor_critical_margin_is_where_real_runs_start_to_succeed(k):
     # Run TM on designs at margins just above and below each run's critical margin with the same noise;
     # success is judged w.r.t. S_i (pruned heavy queries must be BOTTOM when k < k*).
     d0 = design()
-    tm = ThresholdMonitor(1.0, 1e-6, d0.threshold, k, seed=1)
+    tm = ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=d0.threshold, k=k, seed=1)
     noise = tm.draw_noise(d0.m, 30)
     crit = monitor_critical_margin(d0, noise["w"], noise["v"], tm.calibration.cap, k)
     assert np.isfinite(crit).all()
     for r in range(30):
         for factor, ok in ((1.001, True), (0.999, False)):
             d = design(margin=crit[r] * factor)
-            res = tm.run_many(d.queries, d.counts, 1, noise={key: v[r : r + 1] for key, v in noise.items()})
+            res = tm.run_many(d.queries, d.counts, n_runs=1, noise={key: v[r : r + 1] for key, v in noise.items()})
             expect_top = res.values[0] >= d.threshold
             assert bool(((res.outcomes[0] == 1) == expect_top).all()) == ok
             if k < d.k_star and ok:
@@ -62,13 +62,13 @@ def test_monitor_critical_margin_is_where_real_runs_start_to_succeed(k):
 
 def test_sparse_critical_margin_is_where_real_runs_start_to_succeed():
     d0 = design()
-    sv = Sparse(1.0, d0.threshold, d0.c, delta=1e-6, seed=2)
+    sv = Sparse(epsilon=1.0, threshold=d0.threshold, c=d0.c, delta=1e-6, seed=2)
     noise = sv.draw_noise(d0.m, 30)
     crit = sparse_critical_margin(d0, noise["threshold"], noise["query"], d0.c)
     for r in range(30):
         for factor, ok in ((1.001, True), (0.999, False)):
             d = design(margin=crit[r] * factor)
-            res = sv.run_many(d.queries, 1, counts=d.counts, noise={key: v[r : r + 1] for key, v in noise.items()})
+            res = sv.run_many(d.queries, d.counts, n_runs=1, noise={key: v[r : r + 1] for key, v in noise.items()})
             assert bool(_all_correct(res.outcomes[0], d)) == ok
     assert np.isinf(sparse_critical_margin(d0, noise["threshold"], noise["query"], d0.c - 1)).all()
 

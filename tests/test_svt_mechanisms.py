@@ -34,34 +34,34 @@ def assert_laplace_scale(x: np.ndarray, scale: float) -> None:
 
 
 def test_above_threshold_noise_scales_are_2_over_eps_and_4_over_eps():
-    mech = AboveThreshold(0.5, 0.0, seed=1)
-    res = mech.run_many(np.full(4, -1e9), N // 4)
+    mech = AboveThreshold(epsilon=0.5, threshold=0.0, seed=1)
+    res = mech.run_many(np.full(4, -1e9), n_runs=N // 4)
     assert_laplace_scale(res.noise["threshold"], 2 / 0.5)
     assert_laplace_scale(res.noise["query"], 4 / 0.5)
 
 
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
 def test_sparse_noise_scales_match_sigma(delta):
-    mech = Sparse(1.0, 0.0, c=5, delta=delta, seed=2)
+    mech = Sparse(epsilon=1.0, threshold=0.0, c=5, delta=delta, seed=2)
     sigma = sparse_sigma(1.0, 5, delta)
-    res = mech.run_many(np.full(10, -1e12), N // 10)
+    res = mech.run_many(np.full(10, -1e12), n_runs=N // 10)
     assert_laplace_scale(res.noise["threshold"], sigma)
     assert_laplace_scale(res.noise["query"], 2 * sigma)
 
 
 def test_numeric_sparse_released_answers_carry_lap_sigma_at_half_budget():
-    mech = NumericSparse(1.0, -1e12, c=4, seed=3)  # every query is TOP
+    mech = NumericSparse(epsilon=1.0, threshold=-1e12, c=4, seed=3)  # every query is TOP
     answers = np.arange(4.0)
-    res = mech.run_many(answers, N // 4)
+    res = mech.run_many(answers, n_runs=N // 4)
     assert (res.outcomes == 1).all()
     assert mech.sigma == pytest.approx(sparse_sigma(0.5, 4))
     assert_laplace_scale(res.released - answers, mech.sigma)
 
 
 def test_sparse_outcomes_are_the_noisy_comparisons_with_threshold_redrawn_after_each_top():
-    mech = Sparse(1.0, 3.0, c=3, seed=4)
+    mech = Sparse(epsilon=1.0, threshold=3.0, c=3, seed=4)
     answers = np.array([0.0, 6.0, 2.0, 5.0, 3.0, 4.0, 1.0, 7.0] * 4)
-    res = mech.run_many(answers, 2000)
+    res = mech.run_many(answers, n_runs=2000)
     thr, qn = res.noise["threshold"], res.noise["query"]
     for r in range(50):
         count = 0
@@ -77,31 +77,37 @@ def test_sparse_outcomes_are_the_noisy_comparisons_with_threshold_redrawn_after_
 
 def test_sparse_is_reproducible_from_its_seed():
     answers = np.linspace(0, 10, 50)
-    a = Sparse(1.0, 5.0, c=3, seed=11).run(answers)
-    b = Sparse(1.0, 5.0, c=3, seed=11).run(answers)
+    a = Sparse(epsilon=1.0, threshold=5.0, c=3, seed=11).run(answers)
+    b = Sparse(epsilon=1.0, threshold=5.0, c=3, seed=11).run(answers)
     np.testing.assert_array_equal(a.outcomes, b.outcomes)
 
 
 def test_sparse_lazy_chunks_stop_drawing_after_halt():
-    res = AboveThreshold(1.0, -1e9, seed=5).run(np.zeros(300_000))
+    res = AboveThreshold(epsilon=1.0, threshold=-1e9, seed=5).run(np.zeros(300_000))
     assert res.outcomes[0] == 1 and (res.outcomes[1:] == -1).all()
     assert res.noise["query"].size < 300_000
 
 
 def test_sparse_accepts_linear_queries_on_counts():
     q = LinearQueries.from_matrix(np.array([[1.0, 0.0], [0.5, 1.0]]))
-    res = Sparse(1.0, -1e9, c=2, seed=6).run(q, counts=np.array([4.0, 2.0]))
+    res = Sparse(epsilon=1.0, threshold=-1e9, c=2, seed=6).run(q, counts=np.array([4.0, 2.0]))
     assert (res.outcomes == 1).all()
 
 
 # ThresholdMonitor
 
 
-def test_monitor_noise_scales_are_10_delta_and_b():
-    mech = ThresholdMonitor(1.0, 1e-6, threshold=0.0, k=3, seed=7)
-    cal = calibrate(1.0, 1e-6, 3)
+@pytest.mark.parametrize(
+    ("cls", "cal"),
+    [
+        (ThresholdMonitor, calibrate(1.0, 1e-6, 3)),
+        (ThresholdMonitorEvolving, calibrate(0.5, 1e-6 / (1 + math.exp(0.5)), 3)),  # group privacy: eps/2, ...
+    ],
+)
+def test_monitor_noise_scales_are_10_delta_and_b(cls, cal):
+    mech = cls(epsilon=1.0, delta=1e-6, threshold=0.0, k=3, seed=7)
     q = sparse.csr_matrix(np.ones((10, 1)))
-    res = mech.run_many(q, np.array([1.0]), N // 10)
+    res = mech.run_many(q, np.array([1.0]), n_runs=N // 10)
     assert_laplace_scale(res.noise["w"], cal.w_scale)
     assert_laplace_scale(res.noise["v"], math.log(1 / cal.delta) / cal.epsilon)
     assert cal.w_scale == pytest.approx(10 * cal.cap)
@@ -111,33 +117,34 @@ def test_kappa_multiplies_every_noise_scale_and_is_not_certified():
     # tolerance: assert_laplace_scale (5 sd of the mean |x|, variance and tail); kappa = 0.1 against kappa = 1's scale
     kappa, q = 0.1, sparse.csr_matrix(np.ones((10, 1)))
     full, low = calibrate(1.0, 1e-6, 3), calibrate(1.0, 1e-6, 3, kappa)
-    tm = ThresholdMonitor(1.0, 1e-6, threshold=0.0, k=3, seed=7, kappa=kappa)
-    res = tm.run_many(q, np.array([1.0]), N // 10)
+    tm = ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=0.0, k=3, seed=7, kappa=kappa)
+    res = tm.run_many(q, np.array([1.0]), n_runs=N // 10)
     assert_laplace_scale(res.noise["w"], kappa * full.w_scale)
     assert_laplace_scale(res.noise["v"], kappa * math.log(1 / full.delta) / full.epsilon)
     assert low.cap == pytest.approx(kappa * full.cap)  # min(kappa v, kappa Delta) = kappa min(v, Delta)
-    sv = Sparse(1.0, 0.0, c=5, seed=2, kappa=kappa)
-    res = sv.run_many(np.full(10, -1e12), N // 10)
+    sv = Sparse(epsilon=1.0, threshold=0.0, c=5, seed=2, kappa=kappa)
+    res = sv.run_many(np.full(10, -1e12), n_runs=N // 10)
     assert_laplace_scale(res.noise["threshold"], kappa * sparse_sigma(1.0, 5))
     assert_laplace_scale(res.noise["query"], 2 * kappa * sparse_sigma(1.0, 5))
-    at = AboveThreshold(0.5, 0.0, seed=1, kappa=kappa)
+    at = AboveThreshold(epsilon=0.5, threshold=0.0, seed=1, kappa=kappa)
     assert at.threshold_scale == pytest.approx(kappa * 2 / 0.5) and at.query_scale == pytest.approx(kappa * 4 / 0.5)
     assert not (tm.certified or sv.certified or at.certified or low.certified)
-    assert ThresholdMonitor(1.0, 1e-6, 0.0, 3).certified and Sparse(1.0, 0.0, 5).certified and full.certified
+    tm = ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=0.0, k=3)
+    assert tm.certified and Sparse(epsilon=1.0, threshold=0.0, c=5).certified and full.certified
 
 
 @pytest.mark.parametrize("kappa", [0.0, -0.5, 1.01, float("nan"), "x"])
 def test_rejects_kappa_outside_unit_interval(kappa):
     with pytest.raises(ValueError, match=r"kappa must be in \(0, 1\]"):
-        Sparse(1.0, 0.0, c=5, kappa=kappa)
+        Sparse(epsilon=1.0, threshold=0.0, c=5, kappa=kappa)
     with pytest.raises(ValueError, match=r"kappa must be in \(0, 1\]"):
         calibrate(1.0, 1e-6, 3, kappa)
 
 
 def test_monitor_outcomes_are_value_plus_w_plus_one_sided_capped_v_against_exact_t():
-    mech = ThresholdMonitor(1.0, 1e-6, threshold=5e4, k=1000, seed=8)
+    mech = ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=5e4, k=1000, seed=8)
     q = sparse.csr_matrix(np.ones((20, 1)))
-    res = mech.run_many(q, np.array([3e4]), 5000)
+    res = mech.run_many(q, np.array([3e4]), n_runs=5000)
     cap = mech.calibration.cap
     expect = res.values + res.noise["w"] + np.minimum(res.noise["v"], cap) >= 5e4
     np.testing.assert_array_equal(res.outcomes == 1, expect)
@@ -195,13 +202,13 @@ def test_monitor_false_positives_also_increment_counters():
 
 
 def test_monitor_calibration_is_recorded():
-    mech = ThresholdMonitor(1.0, 1e-6, threshold=1.0, k=2)
+    mech = ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=1.0, k=2)
     assert mech.calibration.option == "A"
-    assert mech.privacy == (1.0, 1e-6)
+    assert (mech.privacy.epsilon, mech.privacy.delta, mech.privacy.notion) == (1.0, 1e-6, "approximate")
 
 
 def test_evolving_calibrates_for_replace_one_by_group_privacy():
-    mech = ThresholdMonitorEvolving(1.0, 1e-6, threshold=1.0, k=2)
+    mech = ThresholdMonitorEvolving(epsilon=1.0, delta=1e-6, threshold=1.0, k=2)
     cal = calibrate(0.5, 1e-6 / (1 + math.exp(0.5)), 2)
     assert mech.calibration == cal
 
@@ -220,31 +227,35 @@ def test_evolving_excludes_users_but_keeps_them_in_the_population():
 
 @pytest.mark.parametrize("eps", [0.0, -1.0, float("inf")])
 def test_rejects_nonpositive_epsilon(eps):
-    for make in (lambda: AboveThreshold(eps, 1.0), lambda: Sparse(eps, 1.0, 2), lambda: NumericSparse(eps, 1.0, 2)):
+    for make in (
+        lambda: AboveThreshold(epsilon=eps, threshold=1.0),
+        lambda: Sparse(epsilon=eps, threshold=1.0, c=2),
+        lambda: NumericSparse(epsilon=eps, threshold=1.0, c=2),
+    ):
         with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
             make()
-    with pytest.raises(ValueError, match="epsilon_total must be a finite number > 0"):
-        ThresholdMonitor(eps, 1e-6, 1.0, 1)
+    with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
+        ThresholdMonitor(epsilon=eps, delta=1e-6, threshold=1.0, k=1)
 
 
 @pytest.mark.parametrize("delta", [1.0, -0.5, 1.5])
 def test_rejects_delta_outside_unit_interval(delta):
     with pytest.raises(ValueError, match=r"delta must be in the open interval \(0, 1\)"):
-        Sparse(1.0, 1.0, 2, delta=delta)
-    with pytest.raises(ValueError, match=r"delta_total must be in the open interval \(0, 1\)"):
-        ThresholdMonitor(1.0, delta, 1.0, 1)
+        Sparse(epsilon=1.0, threshold=1.0, c=2, delta=delta)
+    with pytest.raises(ValueError, match=r"delta must be in the open interval \(0, 1\)"):
+        ThresholdMonitor(epsilon=1.0, delta=delta, threshold=1.0, k=1)
 
 
 @pytest.mark.parametrize("k", [0, -1])
 def test_rejects_cap_or_cutoff_below_1(k):
     with pytest.raises(ValueError, match="k must be an integer >= 1"):
-        ThresholdMonitor(1.0, 1e-6, 1.0, k)
+        ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=1.0, k=k)
     with pytest.raises(ValueError, match="c must be an integer >= 1"):
-        Sparse(1.0, 1.0, k)
+        Sparse(epsilon=1.0, threshold=1.0, c=k)
 
 
 def test_monitor_rejects_non_linear_queries():
-    mech = ThresholdMonitor(1.0, 1e-6, 1.0, 1)
+    mech = ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=1.0, k=1)
     with pytest.raises(ValueError, match="requires linear queries"):
         mech.run(np.array([1.0, 2.0, 3.0]), np.ones(3))
     with pytest.raises(ValueError, match="requires linear queries"):
@@ -254,20 +265,20 @@ def test_monitor_rejects_non_linear_queries():
 @pytest.mark.parametrize("bad", [1.5, -0.1, float("nan")])
 def test_rejects_linear_query_values_outside_unit_interval(bad):
     with pytest.raises(ValueError, match=r"must lie in \[0, 1\]"):
-        ThresholdMonitor(1.0, 1e-6, 1.0, 1).run(np.array([[1.0, bad]]), np.ones(2))
+        ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=1.0, k=1).run(np.array([[1.0, bad]]), np.ones(2))
     with pytest.raises(ValueError, match=r"must lie in \[0, 1\]"):
-        Sparse(1.0, 1.0, 1).run(np.array([[bad, 0.0]]), counts=np.ones(2))
+        Sparse(epsilon=1.0, threshold=1.0, c=1).run(np.array([[bad, 0.0]]), counts=np.ones(2))
 
 
 def test_rejects_negative_counts():
     with pytest.raises(ValueError, match="non-negative"):
-        ThresholdMonitor(1.0, 1e-6, 1.0, 1).run(np.eye(2), np.array([1.0, -1.0]))
+        ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=1.0, k=1).run(np.eye(2), np.array([1.0, -1.0]))
 
 
 def test_sparse_rejects_epsilon_beyond_the_advanced_composition_range():
     with pytest.raises(ValueError, match=r"composes \(advanced composition\) to epsilon"):
-        Sparse(10.0, 1.0, 2, delta=0.5)
+        Sparse(epsilon=10.0, threshold=1.0, c=2, delta=0.5)
 
 
 def test_single_run_reports_queries_processed():
-    assert Sparse(1.0, -1e9, c=2, seed=1).run(np.zeros(10)).processed == 2
+    assert Sparse(epsilon=1.0, threshold=-1e9, c=2, seed=1).run(np.zeros(10)).processed == 2

@@ -1,5 +1,7 @@
 """Where every mechanism draws its randomness: seeds, and Laplace / Gaussian noise.
 
+Seeds: ``children(seed, n)`` / ``child_seed(seed, k)`` (non-mutating ``seed.spawn``), ``trial_seed`` for the runner.
+
 ``NoiseSource`` wraps one ``numpy.random.Generator``. Mechanisms call ``gaussian(sigma, n)`` and
 ``laplace(scale, n)`` for their privacy noise (already at the calibrated scale) and use ``rng``
 only for non-privacy randomness (hash seeds, sampling data). Drawing n values at once gives the
@@ -35,6 +37,23 @@ def as_seed_sequence(seed: SeedLike) -> np.random.SeedSequence:
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0):
         raise ValueError(f"seed must be a non-negative integer, a numpy SeedSequence or None, got {seed!r}")
     return np.random.SeedSequence(seed)
+
+
+def child_seed(seed: SeedLike, k: int) -> np.random.SeedSequence:
+    """The k-th child of ``seed``, without mutating it: equal to ``seed.spawn(k + 1)[k]`` on a fresh ``seed`` (same
+    entropy, spawn_key ``(*seed.spawn_key, k)`` and pool size), so a caller replays identically when called twice."""
+    root = as_seed_sequence(seed)
+    k = int(k)
+    if k < 0:
+        raise ValueError(f"child index k must be >= 0, got {k!r}")
+    return np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, k), pool_size=root.pool_size)
+
+
+def children(seed: SeedLike, n: int) -> list[np.random.SeedSequence]:
+    """The first ``n`` children of ``seed`` (``child_seed(seed, 0..n-1)``): ``seed.spawn(n)`` of a fresh seed,
+    without mutating it. The one seeding helper: every mechanism and trial spawns through it, in a fixed order."""
+    root = as_seed_sequence(seed)
+    return [child_seed(root, i) for i in range(int(n))]
 
 
 def trial_seed(seed: int, trial: int) -> np.random.SeedSequence:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 
+from dpstream.accounting import sparse_sigma
 from dpstream.noise import SeedLike
 from dpstream.svt._kernels import RELEASE_SAME
-from dpstream.svt.calibration import MonitorCalibration, sparse_sigma
+from dpstream.svt.calibration import MonitorCalibration
 from dpstream.svt.monitor import _MonitorCore
 from dpstream.svt.sparse import GeneralisedSparse
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
@@ -25,9 +26,10 @@ class BrokenSVTNoQueryNoise(GeneralisedSparse):
     Claimed eps-DP; actually infinity-DP: (BOTTOM, TOP) on answers (0, 1) is impossible on (1, 0).
     """
 
-    def __init__(self, epsilon: float, threshold: float, seed: SeedLike = None) -> None:
+    def __init__(self, *, epsilon: float, threshold: float, seed: SeedLike = None) -> None:
         self.claimed_epsilon = check_epsilon(epsilon)
-        super().__init__(threshold, None, 2.0 / epsilon, 0.0, redraw=False, seed=seed)
+        super().__init__(threshold=threshold, cutoff=None, threshold_scale=2.0 / epsilon, query_scale=0.0, redraw=False,
+                         seed=seed)
 
 
 class BrokenSVTUnscaledQueryNoise(GeneralisedSparse):
@@ -37,9 +39,10 @@ class BrokenSVTUnscaledQueryNoise(GeneralisedSparse):
     ((1 + 6c)/4) eps-DP (Lyu et al. Thm 4).
     """
 
-    def __init__(self, epsilon: float, threshold: float, c: int, seed: SeedLike = None) -> None:
+    def __init__(self, *, epsilon: float, threshold: float, c: int, seed: SeedLike = None) -> None:
         self.claimed_epsilon = check_epsilon(epsilon)
-        super().__init__(threshold, c, 4.0 / epsilon, 4.0 / (3.0 * epsilon), redraw=False, seed=seed)
+        super().__init__(threshold=threshold, cutoff=c, threshold_scale=4.0 / epsilon,
+                         query_scale=4.0 / (3.0 * epsilon), redraw=False, seed=seed)
 
 
 class BrokenSVTNoCutoff(GeneralisedSparse):
@@ -48,9 +51,10 @@ class BrokenSVTNoCutoff(GeneralisedSparse):
     Claimed eps-DP; actually infinity-DP: each extra TOP costs up to eps more.
     """
 
-    def __init__(self, epsilon: float, threshold: float, seed: SeedLike = None) -> None:
+    def __init__(self, *, epsilon: float, threshold: float, seed: SeedLike = None) -> None:
         self.claimed_epsilon = check_epsilon(epsilon)
-        super().__init__(threshold, None, 2.0 / epsilon, 2.0 / epsilon, redraw=False, seed=seed)
+        super().__init__(threshold=threshold, cutoff=None, threshold_scale=2.0 / epsilon, query_scale=2.0 / epsilon,
+                         redraw=False, seed=seed)
 
 
 class BrokenSparseHalfNoise(GeneralisedSparse):
@@ -60,10 +64,10 @@ class BrokenSparseHalfNoise(GeneralisedSparse):
     arbitrarily close to 2 eps.
     """
 
-    def __init__(self, epsilon: float, threshold: float, c: int, seed: SeedLike = None) -> None:
+    def __init__(self, *, epsilon: float, threshold: float, c: int, seed: SeedLike = None) -> None:
         self.claimed_epsilon = check_epsilon(epsilon)
         sigma = sparse_sigma(epsilon, c)
-        super().__init__(threshold, c, sigma / 2.0, sigma, seed=seed)
+        super().__init__(threshold=threshold, cutoff=c, threshold_scale=sigma / 2.0, query_scale=sigma, seed=seed)
 
 
 class BrokenSparseQueryNoiseSigma(GeneralisedSparse):
@@ -73,10 +77,10 @@ class BrokenSparseQueryNoiseSigma(GeneralisedSparse):
     TOP query (shifted by 2): actually (1.5 eps)-DP, approached by the pinning inputs.
     """
 
-    def __init__(self, epsilon: float, threshold: float, c: int, seed: SeedLike = None) -> None:
+    def __init__(self, *, epsilon: float, threshold: float, c: int, seed: SeedLike = None) -> None:
         self.claimed_epsilon = check_epsilon(epsilon)
         sigma = sparse_sigma(epsilon, c)
-        super().__init__(threshold, c, sigma, sigma, seed=seed)
+        super().__init__(threshold=threshold, cutoff=c, threshold_scale=sigma, query_scale=sigma, seed=seed)
 
 
 class LyuAlg3NumericSparseSameNoise(GeneralisedSparse):
@@ -88,10 +92,11 @@ class LyuAlg3NumericSparseSameNoise(GeneralisedSparse):
     before a TOP pays its own query noise (up to eps/(4c) each, without bound as BOTTOMs accumulate).
     """
 
-    def __init__(self, epsilon: float, threshold: float, c: int, seed: SeedLike = None) -> None:
+    def __init__(self, *, epsilon: float, threshold: float, c: int, seed: SeedLike = None) -> None:
         self.claimed_epsilon = check_epsilon(epsilon)
         c = check_positive_int(c, "c")
-        super().__init__(threshold, c, 2.0 / epsilon, 4.0 * c / epsilon, redraw=False, release=RELEASE_SAME, seed=seed)
+        super().__init__(threshold=threshold, cutoff=c, threshold_scale=2.0 / epsilon, query_scale=4.0 * c / epsilon,
+                         redraw=False, release=RELEASE_SAME, seed=seed)
 
 
 class BrokenThresholdMonitorUncalibrated(_MonitorCore):
@@ -103,12 +108,14 @@ class BrokenThresholdMonitorUncalibrated(_MonitorCore):
     leak like m Laplace releases at scale ~10 Delta (true eps grows like m / (10 Delta)).
     """
 
-    def __init__(self, epsilon_total: float, delta_total: float, threshold: float, k: int, seed: SeedLike = None):
-        eps, delta, k = check_epsilon(epsilon_total, "epsilon_total"), check_delta(delta_total, "delta_total"), k
+    def __init__(self, *, epsilon: float, delta: float, threshold: float, k: int, seed: SeedLike = None) -> None:
+        eps, delta = check_epsilon(epsilon), check_delta(delta)
         log_inv = math.log(1.0 / delta)
         if not (log_inv / eps >= 2.0 and eps <= log_inv):
             raise ValueError(f"Alg. 3 needs ln(1/delta)/eps >= 2 and eps <= ln(1/delta), got eps={eps}, delta={delta}")
         k = check_positive_int(k, "k")
         cal = MonitorCalibration(eps, delta, k, eps, delta, "uncalibrated", math.nan, math.nan)
         super().__init__(cal, threshold, seed)
-        self.claimed_epsilon, self.privacy = eps, (eps, delta)
+        self.claimed_epsilon, self.claimed_delta = eps, delta
+
+    privacy = None  # NOT private as claimed

@@ -28,7 +28,7 @@ import numpy as np
 from scipy.stats import beta as beta_dist
 
 from dpstream.audit.tester import AuditResult, directed_lower_bound
-from dpstream.noise import SeedLike, as_seed_sequence
+from dpstream.noise import SeedLike, children
 from dpstream.validation import check_epsilon, check_open_interval, check_positive_int
 
 MAX_COORDINATES = 128  # per-coordinate events only for outputs with at most this many numbers per run
@@ -275,12 +275,12 @@ def search_audit(
     alpha = check_open_interval(alpha, "alpha", 0.0, 1.0)
     if isinstance(delta, bool) or not 0.0 <= delta < 1.0:
         raise ValueError(f"delta must be in [0, 1), got {delta!r}")
-    search_seed, certify_seed = as_seed_sequence(seed).spawn(2)
+    search_seed, certify_seed = children(seed, 2)
     n_search = n_runs // 2
     n_cert = n_runs - n_search
 
     def outputs(s: np.random.SeedSequence, n: int) -> tuple[np.ndarray, np.ndarray]:
-        s1, s2 = s.spawn(2)
+        s1, s2 = children(s, 2)
         return _as_runs(sampler(data_1, n, s1), n), _as_runs(sampler(data_2, n, s2), n)
 
     event = _Search(*outputs(search_seed, n_search), delta, alpha).best()

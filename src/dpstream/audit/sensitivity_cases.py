@@ -9,7 +9,8 @@
   per-query / per-step L1 change of the user weights, replace one user.
 - Query release (Laplace baseline, PMW, MWEM, online PMW, the clean-up Sparse + Laplace of Hsu-Roth-Ullman
   Alg. 3): per-query change of the normalised answers (also the exponential mechanism's scores), replace one
-  record. Not covered: the HRU game itself (exponential weights, no additive noise) and Alg. 4's clean-up.
+  record; Alg. 4's clean-up Sparse over analysts and Alg. 5's Laplace answers likewise. Not covered: the HRU game
+  itself (exponential weights, no additive noise).
 
 The assumed sensitivity is read from each mechanism's calibrated noise (a GaussBM's sigma through
 ``calibration.gaussian_l2_sensitivity``; a Laplace scale times the epsilon it was calibrated for) or from
@@ -27,6 +28,7 @@ import numpy as np
 from scipy.signal import lfilter
 
 from dpstream import blt
+from dpstream.accounting import QUERY_SENSITIVITY, advanced_per_step_epsilon, per_step_epsilon
 from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
 from dpstream.binary_mechanism import GaussBM
 from dpstream.calibration import gaussian_l2_sensitivity
@@ -35,14 +37,22 @@ from dpstream.hashing import bucket_many
 from dpstream.heavy_hitters import LazyHH
 from dpstream.heavy_hitters.baselines import PunctualHH
 from dpstream.query_release import KWayMarginals, LaplaceRelease, PrivateEquilibriumRelease, mwem, pmw
-from dpstream.query_release.calibration import laplace_answer_scale, per_step_epsilon
+from dpstream.query_release.alg5 import AnalystPrivateMW
+from dpstream.query_release.calibration import alg5_data_epsilon, laplace_answer_scale
+from dpstream.query_release.game import AnalystEquilibriumRelease
 from dpstream.query_release.iterative import IterativeConstruction
 from dpstream.query_release.online import OnlineIC, online_pmw, online_sigma
 from dpstream.query_release.workloads import Workload
 from dpstream.sketches import LazyCMS, LazyCS, PunctualCMS, PunctualCS
 from dpstream.sketches.core import SketchCore
-from dpstream.svt import AboveThreshold, NumericSparse, Sparse, ThresholdMonitor, sparse_sigma
-from dpstream.svt.calibration import QUERY_SENSITIVITY
+from dpstream.svt import (
+    AboveThreshold,
+    NumericSparse,
+    Sparse,
+    ThresholdMonitor,
+    ThresholdMonitorEvolving,
+    sparse_sigma,
+)
 from dpstream.svt.heavy_hitters import (
     HistogramEveryStep,
     ShiftingHeavyHitters,
@@ -50,7 +60,6 @@ from dpstream.svt.heavy_hitters import (
     heavy_rows,
     step_maxima,
 )
-from dpstream.svt.heavy_hitters import per_step_epsilon as svt_step_epsilon
 from dpstream.svt.queries import LinearQueries
 
 RANDOM_PAIRS = 40
@@ -211,6 +220,7 @@ class SketchCase:
     sketch: SketchCore
     length: int
     universe: int = 200
+    mechanism: Any = None  # the tracker that owns ``sketch`` (None: the sketch is the mechanism)
 
     def assumed(self) -> Sensitivity:
         return gauss_bm_assumed(self.sketch._state.counters)
@@ -344,6 +354,7 @@ class AnswersCase:
     workload: Workload
     n: int
     per_query: float
+    mechanism: Any = None  # the release whose noise ``per_query`` is read from
 
     def assumed(self) -> Sensitivity:
         return Sensitivity("linf", self.per_query)
@@ -380,11 +391,17 @@ def online_per_query(mech: OnlineIC) -> float:
     return mech.sigma / online_sigma(mech.epsilon, mech.delta, mech.cutoff) * QUERY_SENSITIVITY
 
 
-def hru_cleanup_per_query(mech: PrivateEquilibriumRelease) -> float:
-    """Per-query sensitivity of Alg. 3's clean-up Sparse (eps/3, delta/3, cutoff s): sigma over the
+def hru_cleanup_per_query(mech: PrivateEquilibriumRelease | AnalystEquilibriumRelease) -> float:
+    """Per-query sensitivity of Alg. 3's (or 4's) clean-up Sparse (eps/3, delta/3, cutoff s): sigma over the
     sensitivity-1 sigma (1/n); the flagged Laplace answers are accounted at the same 1/n (``hru_data_epsilon``)."""
     unit = sparse_sigma(mech.epsilon / 3, max(1, math.floor(mech.s)), mech.delta / 3)
     return mech.sparse_sigma / unit * QUERY_SENSITIVITY
+
+
+def alg5_per_query(mech: AnalystPrivateMW) -> float:
+    """Per-query sensitivity Algorithm 5's Thm 5.6 accounting assumes: its eps_data over the eps_data of the same
+    sigma and R on sensitivity-1 answers (n = 1), i.e. 1/n."""
+    return mech.accounted().epsilon / alg5_data_epsilon(1, mech.delta, mech.sigma, mech.max_bad)
 
 
 # ---- Registry ----------------------------------------------------------------------------------------------------
@@ -435,13 +452,13 @@ def _gauss_bm_beyond() -> SensitivityCase:
 @register("LazyHH")
 def _lazy_hh() -> SensitivityCase:
     hh = LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0)
-    return SketchCase("LazyHH (its LazyCMS; the tracker adds no other noise)", hh.sketch, 256)
+    return SketchCase("LazyHH (its LazyCMS; the tracker adds no other noise)", hh.sketch, 256, mechanism=hh)
 
 
 @register("PunctualHH")
 def _punctual_hh() -> SensitivityCase:
     hh = PunctualHH(k=2, universe_size=200, epsilon=1.0, delta=1e-3, horizon=128, width=4, depth=2, seed=0)
-    return SketchCase("PunctualHH (its PunctualCMS)", hh.sketch, 128)
+    return SketchCase("PunctualHH (its PunctualCMS)", hh.sketch, 128, mechanism=hh)
 
 
 _SVT: dict[str, Callable[[], Any]] = {
@@ -449,7 +466,7 @@ _SVT: dict[str, Callable[[], Any]] = {
     "Sparse": lambda: Sparse(epsilon=1.0, threshold=5.0, c=3, seed=0),
     "Sparse_approx": lambda: Sparse(epsilon=1.0, threshold=5.0, c=3, delta=1e-6, seed=0),
     "NumericSparse": lambda: NumericSparse(epsilon=1.0, threshold=5.0, c=3, seed=0),
-    "ThresholdMonitor": lambda: ThresholdMonitor(epsilon_total=1.0, delta_total=1e-6, threshold=5.0, k=3, seed=0),
+    "ThresholdMonitor": lambda: ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=5.0, k=3, seed=0),
 }
 for _name, _make in _SVT.items():
     register(_name)(
@@ -459,20 +476,27 @@ for _name, _make in _SVT.items():
 
 @register("ShiftingHeavyHitters")
 def _shifting() -> SensitivityCase:
-    mech = ShiftingHeavyHitters(1.0, 1e-6, k_star=3, m=12, domain_size=6, beta=0.05, seed=0)
+    mech = ShiftingHeavyHitters(epsilon=1.0, delta=1e-6, k_star=3, m=12, domain_size=6, beta=0.05, seed=0)
     return WeightsCase("ShiftingHeavyHitters (TME queries)", mech, Sensitivity("linf", QUERY_SENSITIVITY), per_query)
+
+
+@register("ThresholdMonitorEvolving")
+def _tme() -> SensitivityCase:
+    mech = ThresholdMonitorEvolving(epsilon=1.0, delta=1e-6, threshold=5.0, k=3, seed=0)
+    return WeightsCase("ThresholdMonitorEvolving (f_x = 1{y = x})", mech, Sensitivity("linf", QUERY_SENSITIVITY),
+                       per_query)
 
 
 @register("HistogramEveryStep")
 def _histogram() -> SensitivityCase:
-    mech = HistogramEveryStep(1.0, 1e-6, m=12, domain_size=6, beta=0.05, seed=0)
-    l1 = mech.core.scale * svt_step_epsilon(1.0, 1e-6, 12)  # the L1 sensitivity its Laplace scale covers
+    mech = HistogramEveryStep(epsilon=1.0, delta=1e-6, m=12, domain_size=6, beta=0.05, seed=0)
+    l1 = mech.core.scale * advanced_per_step_epsilon(1.0, 1e-6, 12)  # the L1 sensitivity its Laplace scale covers
     return WeightsCase("HistogramEveryStep", mech, Sensitivity("l1", l1), per_step_histogram)
 
 
 @register("SparseThenHistogram_sparse")
 def _sparse_then_histogram_sparse() -> SensitivityCase:
-    mech = SparseThenHistogram(1.0, 1e-6, c=3, m=12, domain_size=6, beta=0.05, seed=0)
+    mech = SparseThenHistogram(epsilon=1.0, delta=1e-6, c=3, m=12, domain_size=6, beta=0.05, seed=0)
     return WeightsCase(
         "SparseThenHistogram (Sparse on step maxima)", mech, Sensitivity("linf", QUERY_SENSITIVITY), per_step_maximum
     )
@@ -480,8 +504,8 @@ def _sparse_then_histogram_sparse() -> SensitivityCase:
 
 @register("SparseThenHistogram_histogram")
 def _sparse_then_histogram_hist() -> SensitivityCase:
-    mech = SparseThenHistogram(1.0, 1e-6, c=3, m=12, domain_size=6, beta=0.05, seed=0)
-    l1 = mech.core.scale * svt_step_epsilon(0.5, 0.5e-6, 3)  # histograms at <= c steps, (eps/2, delta/2)
+    mech = SparseThenHistogram(epsilon=1.0, delta=1e-6, c=3, m=12, domain_size=6, beta=0.05, seed=0)
+    l1 = mech.core.scale * advanced_per_step_epsilon(0.5, 0.5e-6, 3)  # histograms at <= c steps, (eps/2, delta/2)
     return WeightsCase("SparseThenHistogram (histograms)", mech, Sensitivity("l1", l1), per_step_histogram)
 
 
@@ -489,35 +513,51 @@ def _sparse_then_histogram_hist() -> SensitivityCase:
 def _laplace_release() -> SensitivityCase:
     workload, n = KWayMarginals(d=4, k=2), 50
     mech = LaplaceRelease(epsilon=1.0, delta=1e-6, n=n, seed=0)
-    return AnswersCase("LaplaceRelease", workload, n, laplace_release_per_query(mech, workload.n_queries))
+    return AnswersCase("LaplaceRelease", workload, n, laplace_release_per_query(mech, workload.n_queries), mech)
 
 
 @register("PMW")
 def _pmw() -> SensitivityCase:
     workload, n = KWayMarginals(d=4, k=2), 50
-    mech = pmw(workload, epsilon=1.0, delta=1e-6, n=n, alpha=0.3, seed=0)
-    return AnswersCase("PMW (Laplace answers and EM scores)", workload, n, ic_per_query(mech))
+    mech = pmw(workload=workload, epsilon=1.0, delta=1e-6, n=n, alpha=0.3, seed=0)
+    return AnswersCase("PMW (Laplace answers and EM scores)", workload, n, ic_per_query(mech), mech)
 
 
 @register("MWEM")
 def _mwem() -> SensitivityCase:
     workload, n = KWayMarginals(d=4, k=2), 50
-    mech = mwem(workload, epsilon=1.0, delta=1e-6, n=n, rounds=5, seed=0)
-    return AnswersCase("MWEM (Laplace answers and EM scores)", workload, n, ic_per_query(mech))
+    mech = mwem(workload=workload, epsilon=1.0, delta=1e-6, n=n, rounds=5, seed=0)
+    return AnswersCase("MWEM (Laplace answers and EM scores)", workload, n, ic_per_query(mech), mech)
 
 
 @register("OnlinePMW")
 def _online_pmw() -> SensitivityCase:
     workload, n = KWayMarginals(d=4, k=2), 50
-    mech = online_pmw(workload, epsilon=1.0, delta=1e-6, n=n, alpha=0.3, seed=0)
-    return AnswersCase("OnlinePMW (NumericSparse)", workload, n, online_per_query(mech))
+    mech = online_pmw(workload=workload, epsilon=1.0, delta=1e-6, n=n, alpha=0.3, seed=0)
+    return AnswersCase("OnlinePMW (NumericSparse)", workload, n, online_per_query(mech), mech)
 
 
 @register("PrivateEquilibriumRelease_cleanup")
 def _hru_cleanup() -> SensitivityCase:
     workload, n = KWayMarginals(d=4, k=2), 50
-    mech = PrivateEquilibriumRelease(workload, np.zeros(workload.n_queries, dtype=np.int64), epsilon=1.0,
-                                     delta=1e-6, n=n, rounds=1, seed=0)
+    mech = PrivateEquilibriumRelease(workload=workload, analysts=np.zeros(workload.n_queries, dtype=np.int64),
+                                     epsilon=1.0, delta=1e-6, n=n, rounds=1, seed=0)
     return AnswersCase("PrivateEquilibriumRelease (clean-up Sparse + Laplace)", workload, n,
-                       hru_cleanup_per_query(mech))
+                       hru_cleanup_per_query(mech), mech)
 
+
+@register("AnalystEquilibriumRelease_cleanup")
+def _alg4_cleanup() -> SensitivityCase:
+    workload, n = KWayMarginals(d=4, k=2), 50
+    mech = AnalystEquilibriumRelease(workload=workload, analysts=np.arange(workload.n_queries) % 8, epsilon=1.0,
+                                     delta=1e-6, n=n, rounds=2, s=3.0, seed=0)
+    return AnswersCase("AnalystEquilibriumRelease (clean-up Sparse over analysts)", workload, n,
+                       hru_cleanup_per_query(mech), mech)
+
+
+@register("AnalystPrivateMW")
+def _alg5() -> SensitivityCase:
+    workload, n = KWayMarginals(d=4, k=2), 50
+    mech = AnalystPrivateMW(workload=workload, epsilon=1.0, delta=1e-6, n=n, seed=0)
+    return AnswersCase("AnalystPrivateMW (Lap(sigma) on bad rounds, Thm 5.6)", workload, n, alg5_per_query(mech),
+                       mech)

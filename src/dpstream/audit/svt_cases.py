@@ -92,7 +92,7 @@ def svt_outputs(res: SVTRun) -> np.ndarray:
 
 
 def _outcomes(factory: Callable[[np.random.SeedSequence], Any]) -> Sampler:
-    return lambda data, n, seed: factory(seed).run_many(data, n)
+    return lambda data, n, seed: factory(seed).run_many(data, n_runs=n)
 
 
 def _pinning(m: int, c: int, crossed: bool = False) -> tuple[np.ndarray, np.ndarray, Callable[[Any], np.ndarray]]:
@@ -118,8 +118,8 @@ def _monitor_sampler(build: Callable[..., Any], epsilon: float) -> Sampler:
     queries = sparse.csr_matrix(np.ones((TM_QUERIES, 1)))  # one atom; f_i(x) = 1 for every record
 
     def sampler(counts: np.ndarray, n: int, seed: np.random.SeedSequence) -> Any:
-        tm = build(epsilon, TM_DELTA, threshold=TM_RECORDS + 0.5, k=TM_QUERIES, seed=seed)
-        return tm.run_many(queries, counts, n)
+        tm = build(epsilon=epsilon, delta=TM_DELTA, threshold=TM_RECORDS + 0.5, k=TM_QUERIES, seed=seed)
+        return tm.run_many(queries, counts, n_runs=n)
 
     return sampler
 
@@ -148,30 +148,33 @@ def svt_cases(ratio: float = 1.0, epsilon: float = EPSILON) -> list[AuditCase]:
             name, mechanism, broken, epsilon, delta, sampler, data_1, data_2, event, neighbours, runs, pair
         )
 
+    def make(cls: type, **kw: Any) -> Callable[[np.random.SeedSequence], Any]:
+        return lambda s: cls(epsilon=eps, seed=s, **kw)
+
     return [
-        case("above_threshold_swap", "AboveThreshold", False, lambda s: AboveThreshold(eps, 0.5, seed=s),
+        case("above_threshold_swap", "AboveThreshold", False, make(AboveThreshold, threshold=0.5),
              (*swap, _swap_event), 40_000),
         case("broken_no_query_noise_swap", "BrokenSVTNoQueryNoise (Lyu Alg. 5)", True,
-             lambda s: BrokenSVTNoQueryNoise(eps, 0.5, seed=s), (*swap, _swap_event), 40_000,
+             make(BrokenSVTNoQueryNoise, threshold=0.5), (*swap, _swap_event), 40_000,
              "above_threshold_swap"),
-        case("above_threshold_pinning", "AboveThreshold", False, lambda s: AboveThreshold(eps, 0.0, seed=s),
+        case("above_threshold_pinning", "AboveThreshold", False, make(AboveThreshold, threshold=0.0),
              pin, 100_000),
-        case("sparse_c1_pinning", "Sparse (c = 1)", False, lambda s: Sparse(eps, 0.0, 1, seed=s), pin, 100_000),
+        case("sparse_c1_pinning", "Sparse (c = 1)", False, make(Sparse, threshold=0.0, c=1), pin, 100_000),
         case("broken_sparse_half_noise_pinning", "BrokenSparseHalfNoise (c = 1)", True,
-             lambda s: BrokenSparseHalfNoise(eps, 0.0, 1, seed=s), pin, 100_000, "sparse_c1_pinning"),
+             make(BrokenSparseHalfNoise, threshold=0.0, c=1), pin, 100_000, "sparse_c1_pinning"),
         case("broken_sparse_query_noise_sigma_pinning", "BrokenSparseQueryNoiseSigma (c = 1)", True,
-             lambda s: BrokenSparseQueryNoiseSigma(eps, 0.0, 1, seed=s), pin, 100_000, "above_threshold_pinning"),
-        case("sparse_pinning", "Sparse (c = 3)", False, lambda s: Sparse(eps, 0.0, C_CROSS, seed=s),
+             make(BrokenSparseQueryNoiseSigma, threshold=0.0, c=1), pin, 100_000, "above_threshold_pinning"),
+        case("sparse_pinning", "Sparse (c = 3)", False, make(Sparse, threshold=0.0, c=C_CROSS),
              cross, 40_000),
         case("broken_unscaled_query_noise_pinning", "BrokenSVTUnscaledQueryNoise (Lyu Alg. 4, c = 3)", True,
-             lambda s: BrokenSVTUnscaledQueryNoise(eps, 0.0, C_CROSS, seed=s), cross, 40_000, "sparse_pinning"),
+             make(BrokenSVTUnscaledQueryNoise, threshold=0.0, c=C_CROSS), cross, 40_000, "sparse_pinning"),
         case("broken_no_cutoff_pinning", "BrokenSVTNoCutoff (Lyu Alg. 6)", True,
-             lambda s: BrokenSVTNoCutoff(eps, 0.0, seed=s), cross, 40_000, "sparse_pinning"),
+             make(BrokenSVTNoCutoff, threshold=0.0), cross, 40_000, "sparse_pinning"),
         case("numeric_sparse_shifted", "NumericSparse (c = 1)", False,
-             lambda s: NumericSparse(eps, 0.0, 1, seed=s), shift, 2_400_000,
+             make(NumericSparse, threshold=0.0, c=1), shift, 2_400_000,
              neighbours="every answer + 1 (sensitivity 1)"),
         case("lyu_alg3_same_noise_shifted", "LyuAlg3NumericSparseSameNoise (Lyu Alg. 3, c = 1)", True,
-             lambda s: LyuAlg3NumericSparseSameNoise(eps, 0.0, 1, seed=s), shift, 2_400_000,
+             make(LyuAlg3NumericSparseSameNoise, threshold=0.0, c=1), shift, 2_400_000,
              "numeric_sparse_shifted", neighbours="every answer + 1 (sensitivity 1)"),
         case("threshold_monitor_add_remove", "ThresholdMonitor (calibrated)", False, None, records, 4000,
              neighbours=add_remove, delta=TM_DELTA, sampler=_monitor_sampler(ThresholdMonitor, eps)),

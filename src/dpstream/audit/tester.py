@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import binomtest
 
-from dpstream.noise import SeedLike, as_seed_sequence
+from dpstream.noise import SeedLike, children
 from dpstream.validation import check_open_interval, check_positive_int
 
 Sampler = Callable[[Any, int, np.random.SeedSequence], Any]
@@ -103,7 +103,7 @@ def audit(
     alpha = check_open_interval(alpha, "alpha", 0.0, 1.0)
     if not 0.0 <= delta < 1.0:
         raise ValueError(f"delta must be in [0, 1), got {delta!r}")
-    seed_1, seed_2 = as_seed_sequence(seed).spawn(2)
+    seed_1, seed_2 = children(seed, 2)
     counts = []
     for data, s in ((data_1, seed_1), (data_2, seed_2)):
         hits = np.asarray(event(sampler(data, n_runs, s)), dtype=bool)

@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from dpstream.heavy_hitters._tracker import BlockTracker, as_items
+from dpstream.heavy_hitters._tracker import REPLACE_ONE_ITEM, BlockTracker, as_items
 from dpstream.noise import SeedLike, as_seed_sequence
+from dpstream.privacy import Privacy
 from dpstream.sketches import CMS, PunctualCMS
-from dpstream.validation import check_positive_int
+from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 DEFAULT_MAX_UNIVERSE = 2**16
 
@@ -35,7 +36,10 @@ class CMSHeap(BlockTracker):
     no Python code runs per item. Deviation: it is not item-for-item the per-arrival heap.
     """
 
-    def __init__(self, k: int, horizon: int, width: int | None = None, depth: int = 3,
+    certified = False
+    privacy = None  # NOT private
+
+    def __init__(self, *, k: int, horizon: int, width: int | None = None, depth: int = 3,
                  memory_kb: float | None = None, period: int | None = None, seed: SeedLike = None) -> None:
         self.k = check_positive_int(k, "k")
         sketch = _sized(CMS, width, memory_kb, depth=depth, horizon=horizon, seed=as_seed_sequence(seed))
@@ -56,7 +60,9 @@ class PunctualHH(BlockTracker):
     ``universe_size`` above ``max_universe`` is refused. ``period`` = 1 outputs after every update.
     """
 
-    def __init__(self, k: int, universe_size: int, epsilon: float, delta: float, horizon: int,
+    certified = True
+
+    def __init__(self, *, k: int, universe_size: int, epsilon: float, delta: float, horizon: int,
                  width: int | None = None, depth: int = 3, memory_kb: float | None = None, period: int = 1,
                  max_universe: int = DEFAULT_MAX_UNIVERSE, seed: SeedLike = None) -> None:
         self.k = check_positive_int(k, "k")
@@ -68,10 +74,16 @@ class PunctualHH(BlockTracker):
                 f"output step (universe_size x depth x log T work per step), which is infeasible beyond "
                 f"max_universe={max_universe} (raise max_universe to force it, or use LazyHH, which only "
                 f"queries its k~ candidates)")
-        sketch = _sized(PunctualCMS, width, memory_kb, depth=depth, epsilon=epsilon, delta=delta,
+        self.epsilon, self.delta = check_epsilon(epsilon), check_delta(delta)
+        sketch = _sized(PunctualCMS, width, memory_kb, depth=depth, epsilon=self.epsilon, delta=self.delta,
                         horizon=horizon, seed=as_seed_sequence(seed))
         super().__init__(sketch, period=period, horizon=horizon, capacity=None,
                          universe=np.arange(self.universe_size, dtype=np.int64))
+
+    @property
+    def privacy(self) -> Privacy:
+        """(epsilon, delta) under continual observation for replace-one neighbouring streams (its PunctualCMS)."""
+        return Privacy(self.epsilon, self.delta, REPLACE_ONE_ITEM)
 
     def extend(self, items: Any) -> None:
         items = as_items(items)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpstream.heavy_hitters._tracker import BlockTracker
+from dpstream.heavy_hitters._tracker import REPLACE_ONE_ITEM, BlockTracker
 from dpstream.heavy_hitters.calibration import (
     Thresholds,
     final_delta,
@@ -13,6 +13,7 @@ from dpstream.heavy_hitters.calibration import (
     thresholds,
 )
 from dpstream.noise import SeedLike, as_seed_sequence
+from dpstream.privacy import Privacy
 from dpstream.sketches import LazyCMS
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 
@@ -35,7 +36,9 @@ class LazyHH(BlockTracker):
     its experiments use k~ = k at their smallest memory, so k~ >= k is accepted.
     """
 
-    def __init__(self, k: int, k_tilde: int, epsilon: float, delta: float, beta: float, horizon: int,
+    certified = True
+
+    def __init__(self, *, k: int, k_tilde: int, epsilon: float, delta: float, beta: float, horizon: int,
                  seed: SeedLike = None) -> None:
         self.k = check_positive_int(k, "k")
         self.k_tilde = check_positive_int(k_tilde, "k_tilde")
@@ -54,6 +57,11 @@ class LazyHH(BlockTracker):
         sketch = LazyCMS(width=self.k_tilde, depth=self.depth, epsilon=self.epsilon, delta=self.delta,
                          horizon=horizon, seed=as_seed_sequence(seed))
         super().__init__(sketch, period=self.k_tilde, horizon=horizon, capacity=self.k_tilde)
+
+    @property
+    def privacy(self) -> Privacy:
+        """(epsilon, delta~) under continual observation for replace-one neighbouring streams (``final_delta``)."""
+        return Privacy(self.epsilon, self.delta_tilde, REPLACE_ONE_ITEM)
 
     def thresholds(self, t: int) -> Thresholds:
         """lambda1, lambda2, tau1, tau2 and tau at output step t (Alg. 6, ``output``)."""

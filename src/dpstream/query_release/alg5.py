@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from dpstream.noise import NoiseSource, SeedLike
+from dpstream.privacy import Privacy
 from dpstream.query_release.calibration import (
     ALG5_PAPER_CONSTANTS,
     alg5_accuracy,
@@ -35,7 +36,7 @@ from dpstream.query_release.calibration import (
     alg5_parameters,
 )
 from dpstream.query_release.data import check_dense
-from dpstream.query_release.iterative import Release
+from dpstream.query_release.iterative import Release, data_privacy
 from dpstream.query_release.workloads import Workload
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 
@@ -50,7 +51,7 @@ class AnalystPrivateMW:
 
     certified = True
 
-    def __init__(self, workload: Workload, epsilon: float, delta: float, n: int, beta: float = 0.05,
+    def __init__(self, *, workload: Workload, epsilon: float, delta: float, n: int, beta: float = 0.05,
                  seed: SeedLike = None, constants: dict[str, float] | None = None) -> None:
         self.workload = workload
         self.epsilon = check_epsilon(epsilon)
@@ -59,11 +60,25 @@ class AnalystPrivateMW:
         self.beta = check_open_interval(beta, "beta", 0.0, 1.0)
         self.universe_size = 2 ** check_dense(workload.d)
         self.constants = {**ALG5_PAPER_CONSTANTS, **(constants or {})}
+        self.certified = type(self).certified and self.constants == ALG5_PAPER_CONSTANTS  # other constants: NOT
         p = alg5_parameters(self.n, self.epsilon, self.delta, workload.n_queries, self.universe_size, self.beta,
                             self.constants)
         self.eta, self.s, self.sigma, self.tau = p["eta"], p["s"], p["sigma"], p["tau"]
         self.n_hat, self.max_epochs, self.max_bad = int(p["n_hat"]), int(p["T"]), int(p["R"])
         self.noise = NoiseSource(seed)
+
+    def accounted(self) -> Privacy:
+        """(eps_data, delta) for replace-one-record databases (Thm 5.6) and eps_analyst (one query to many
+        analysts, Thm 5.8) by the paper's formulas at this run's constants (certified only at the paper's)."""
+        return data_privacy(alg5_data_epsilon(self.n, self.delta, self.sigma, self.max_bad), self.delta,
+                            alg5_analyst_epsilon(self.epsilon, self.eta, self.s, self.n_hat, self.max_epochs,
+                                                 self.delta),
+                            "one query to many analysts (Def 2.3)")
+
+    @property
+    def privacy(self) -> Privacy | None:
+        """``accounted()`` with the paper's constants; None with scaled ones (NOT privacy-certified)."""
+        return self.accounted() if self.certified else None
 
     def _epoch_length(self) -> int:
         """Bad rounds that end an epoch: the first count exceeding s_t = s + Lap(2/eps)."""
@@ -75,7 +90,7 @@ class AnalystPrivateMW:
         d_next = np.exp(log_d - log_d.max())
         return self.noise.rng.multinomial(self.n_hat, d_next / d_next.sum()) / self.n_hat
 
-    def run(self, true_answers: np.ndarray) -> Release:
+    def release(self, true_answers: np.ndarray) -> Release:
         """Answer the stream (the workload in a seeded random order); answers returned in workload order."""
         true_answers = np.asarray(true_answers, dtype=np.float64)
         k = true_answers.size
@@ -107,12 +122,10 @@ class AnalystPrivateMW:
             pos += stop
         answered = np.isfinite(answers)
         p_bad = alg5_any_bad_bound(self.tau, self.sigma, k)
+        accounted = self.accounted()
         return Release(
-            answers=answers,
-            eps_data=alg5_data_epsilon(self.n, self.delta, self.sigma, self.max_bad),
-            delta_data=self.delta, rounds=epochs,
-            eps_analyst=alg5_analyst_epsilon(self.epsilon, self.eta, self.s, self.n_hat, self.max_epochs,
-                                             self.delta),
+            answers=answers, eps_data=accounted.epsilon, delta_data=accounted.delta, rounds=epochs,
+            eps_analyst=accounted.eps_analyst,
             info={"eta": self.eta, "s": self.s, "n_hat": self.n_hat, "T": self.max_epochs, "R": self.max_bad,
                   "sigma": self.sigma, "tau": self.tau, "epochs": epochs, "bad_rounds": bad_rounds,
                   "answered_fraction": float(answered.mean()), "halted": bool(not answered.all()),
@@ -127,13 +140,13 @@ class AnalystPrivateMWScaledUNCERTIFIED(AnalystPrivateMW):
     """Algorithm 5 with SCALED constants: NOT privacy-certified (Thm 5.6 and 5.8 need the paper's constants).
 
     Same algorithm; ``c_s``, ``c_n_hat``, ``c_sigma``, ``c_tau`` replace 128, 32, 20000, 80000 so that something
-    moves at laptop n. eps_data and eps_analyst are still computed by the paper's formulas (so they show how far
-    from the nominal eps the run is), and every output says ``certified: False``.
+    moves at laptop n. eps_data and eps_analyst are still computed by the paper's formulas (``accounted``, so they
+    show how far from the nominal eps the run is), every output says ``certified: False`` and ``privacy`` is None.
     """
 
     certified = False
 
-    def __init__(self, workload: Workload, epsilon: float, delta: float, n: int, c_s: float, c_n_hat: float,
+    def __init__(self, *, workload: Workload, epsilon: float, delta: float, n: int, c_s: float, c_n_hat: float,
                  c_sigma: float, c_tau: float, beta: float = 0.05, seed: SeedLike = None) -> None:
-        super().__init__(workload, epsilon, delta, n, beta, seed,
+        super().__init__(workload=workload, epsilon=epsilon, delta=delta, n=n, beta=beta, seed=seed,
                          constants={"s": c_s, "n_hat": c_n_hat, "sigma": c_sigma, "tau": c_tau})

@@ -1,7 +1,8 @@
 """Privacy accounting and theory bounds of the query-release family (seed 002 notes, seed 003 Hsu-Roth-Ullman).
 
-One place for every noise scale and every accounted epsilon. Composition is the Dwork-Rothblum-Vadhan bound:
-k-fold composition of eps0-DP steps is (min{k eps0, eps0 sqrt(2 k ln(1/delta')) + k eps0 (e^eps0 - 1)}, delta')-DP.
+Every noise scale and every accounted epsilon of the family. Composition (``composed_epsilon``: basic or
+Dwork-Rothblum-Vadhan, whichever is smaller), its inversion (``per_step_epsilon``) and Sparse's scale come from
+``dpstream.accounting``.
 """
 
 from __future__ import annotations
@@ -11,32 +12,9 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
+from dpstream.accounting import composed_epsilon, per_step_epsilon, sparse_advanced_certified, sparse_sigma
 from dpstream.calibration import laplace_scale
-from dpstream.svt.calibration import sparse_advanced_certified
 from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
-
-
-def composed_epsilon(eps0: float, k: int, delta_prime: float) -> float:
-    """Total epsilon of k adaptively composed eps0-DP steps (basic or DRV advanced, whichever is smaller).
-
-    ``delta_prime`` = 0 means pure DP (basic composition only).
-    """
-    eps0 = check_epsilon(eps0, "eps0")
-    k = check_positive_int(k, "k")
-    if delta_prime == 0 or eps0 > 1.0:  # for eps0 > 1 the DRV term k eps0 (e^eps0 - 1) exceeds k eps0
-        return k * eps0
-    delta_prime = check_delta(delta_prime, "delta_prime")
-    advanced = eps0 * math.sqrt(2 * k * math.log(1 / delta_prime)) + k * eps0 * math.expm1(eps0)
-    return min(k * eps0, advanced)
-
-
-def per_step_epsilon(epsilon: float, delta: float, k: int) -> float:
-    """Largest eps0 whose k-fold composition (``composed_epsilon``) is <= epsilon (delta = 0: epsilon / k)."""
-    epsilon = check_epsilon(epsilon)
-    k = check_positive_int(k, "k")
-    if delta == 0 or k == 1 or composed_epsilon(epsilon / k, k, delta) >= epsilon:  # basic composition is tight
-        return epsilon / k
-    return brentq(lambda e: composed_epsilon(e, k, delta) - epsilon, epsilon / k, epsilon, xtol=1e-14, rtol=1e-12)
 
 
 def laplace_answer_scale(n: int, epsilon: float, delta: float, k: int) -> float:
@@ -118,9 +96,8 @@ def hru_sparse_sigma(n: int, epsilon: float, delta: float, s: float) -> float:
     Where advanced composition does not certify (eps/3, delta/3) (``sparse_advanced_certified``, e.g. eps/3 = 45 at
     delta/3 = 1e-6) it falls back to pure composition, Sparse at (eps/3, 0): sigma = 2 s / (eps/3) / n.
     """
-    if not sparse_advanced_certified(epsilon / 3, s, delta / 3):
-        return 2 * s / (epsilon / 3) / n
-    return math.sqrt(32 * s * math.log(3 / delta)) / (epsilon / 3) / n
+    approximate = sparse_advanced_certified(epsilon / 3, s, delta / 3)
+    return sparse_sigma(epsilon / 3, s, delta / 3 if approximate else 0.0) / n
 
 
 def hru_laplace_scale(n: int, epsilon: float, delta: float, s: float) -> float:

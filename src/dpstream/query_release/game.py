@@ -17,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from dpstream.noise import NoiseSource, SeedLike
+from dpstream.accounting import composed_epsilon
+from dpstream.noise import NoiseSource, SeedLike, as_seed_sequence, children
+from dpstream.privacy import Privacy
 from dpstream.query_release._kernels import sample_index, sparse_scan
 from dpstream.query_release.calibration import (
-    composed_epsilon,
     hru_analyst_epsilon,
     hru_data_epsilon,
     hru_game_epsilon,
@@ -30,7 +31,7 @@ from dpstream.query_release.calibration import (
 )
 from dpstream.query_release.data import check_dense
 from dpstream.query_release.gamma import gamma_projection
-from dpstream.query_release.iterative import Release, pmw
+from dpstream.query_release.iterative import Release, data_privacy, pmw
 from dpstream.query_release.players import AnalystPlayer, QueryPlayer
 from dpstream.query_release.workloads import Workload
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
@@ -88,7 +89,9 @@ class PrivateEquilibriumRelease:
     one-query-to-many-analyst privacy of D^, both accounted per run (see the module docstring).
     """
 
-    def __init__(self, workload: Workload, analysts: np.ndarray, epsilon: float, delta: float, n: int,
+    certified = True
+
+    def __init__(self, *, workload: Workload, analysts: np.ndarray, epsilon: float, delta: float, n: int,
                  rounds: int | None = None, rounds_rule: str = "paper", s_factor: float = 24.0,
                  s: float | None = None, eta: float | None = None, cap_eta: bool = True, beta: float = 0.05,
                  record_every: int = 0, seed: SeedLike = None) -> None:
@@ -111,12 +114,20 @@ class PrivateEquilibriumRelease:
         self.record_every = int(record_every)
         self.noise = NoiseSource(seed)
 
+    @property
+    def privacy(self) -> Privacy:
+        """(eps_data, delta) for replace-one-record databases and eps_analyst (one query to many analysts), both
+        accounted from the configuration (``hru_data_epsilon``, ``hru_analyst_epsilon``)."""
+        return data_privacy(hru_data_epsilon(self.n, self.epsilon, self.delta, self.eta, self.rounds, self.s),
+                            self.delta, hru_analyst_epsilon(self.eta, self.rounds, self.s, self.delta),
+                            "one query to many analysts (Def 2.3)")
+
     def play(self, true_answers: np.ndarray, record_every: int = 0) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The T rounds; returns the sampled records x_1..x_T and, if asked, max error of D^_{<=t} every few rounds."""
         player = QueryPlayer(self.workload, np.asarray(true_answers, dtype=np.float64))
         return play_game(player, self.universe_size, self.rounds, self.eta, self.s, self.noise, record_every)
 
-    def run(self, true_answers: np.ndarray) -> Release:
+    def release(self, true_answers: np.ndarray) -> Release:
         """Algorithm 3 end to end on the true answers q(D) of the base queries (curve: every ``record_every``)."""
         true_answers = np.asarray(true_answers, dtype=np.float64)
         records, curve = self.play(true_answers, self.record_every)
@@ -129,11 +140,10 @@ class PrivateEquilibriumRelease:
         laplace_noise = self.noise.laplace(self.laplace_scale, flagged.size)
         answers[flagged] = true_answers[flagged] + laplace_noise
         per_analyst = np.bincount(self.analysts[flagged], minlength=int(self.analysts.max()) + 1)
+        privacy = self.privacy
         return Release(
-            answers=answers,
-            eps_data=hru_data_epsilon(self.n, self.epsilon, self.delta, self.eta, self.rounds, self.s),
-            delta_data=self.delta, rounds=self.rounds,
-            eps_analyst=hru_analyst_epsilon(self.eta, self.rounds, self.s, self.delta),
+            answers=answers, eps_data=privacy.epsilon, delta_data=privacy.delta, rounds=self.rounds,
+            eps_analyst=privacy.eps_analyst,
             info={"eta": self.eta, "s": self.s, "alpha_hat": self.alpha_hat, "n_flagged": int(flagged.size),
                   "max_flagged_per_analyst": int(per_analyst.max()), "analyst_cleanup_certified": False,
                   "synopsis_max_error": float(gap.max())},
@@ -158,7 +168,9 @@ class AnalystEquilibriumRelease:
     certified).
     """
 
-    def __init__(self, workload: Workload, analysts: np.ndarray, epsilon: float, delta: float, n: int,
+    certified = True
+
+    def __init__(self, *, workload: Workload, analysts: np.ndarray, epsilon: float, delta: float, n: int,
                  rounds: int | None = None, s: float | None = None, eta: float | None = None,
                  mw_alpha: float = 0.2, mw_rounds: int = 30, beta: float = 0.05, seed: SeedLike = None) -> None:
         _check_release_inputs(self, workload, analysts, epsilon, delta, n, beta)
@@ -177,9 +189,20 @@ class AnalystEquilibriumRelease:
         self.mw_delta = self.delta / (3 * self.s)
         self.alpha_hat = 4 * (self.eta + self.big_l / (self.eta * self.rounds)
                               + 4 * math.log(6 / self.beta) / math.sqrt(self.rounds))
-        self.noise = NoiseSource(seed)
+        self.seed = as_seed_sequence(seed)  # the flagged analysts' PMW runs are its children
+        self.noise = NoiseSource(self.seed)
 
-    def run(self, true_answers: np.ndarray) -> Release:
+    @property
+    def privacy(self) -> Privacy:
+        """(eps_data, 4 delta / 3) for replace-one-record databases (game, Sparse eps/3, s PMW runs at delta/3) and
+        eps_analyst of D^ (one analyst to many, sigma = 1/s), accounted from the configuration."""
+        eps_mw = composed_epsilon(self.mw_epsilon, max(1, math.floor(self.s)), self.delta / 3)
+        return data_privacy(hru_game_epsilon(self.n, self.eta, self.rounds, self.delta) + self.epsilon / 3 + eps_mw,
+                            4 * self.delta / 3,
+                            hru_analyst_epsilon(self.eta, self.rounds, self.s, self.delta, negations=False),
+                            "one analyst to many analysts (Def 2.2)")
+
+    def release(self, true_answers: np.ndarray) -> Release:
         """Algorithm 4 end to end; answers are D^'s except for flagged analysts' queries (their PMW answers)."""
         true_answers = np.asarray(true_answers, dtype=np.float64)
         player = AnalystPlayer(self.workload, self.analysts, true_answers)
@@ -190,17 +213,15 @@ class AnalystEquilibriumRelease:
         flagged = sparse_scan(per_analyst, self.noise.laplace(2 * self.sparse_sigma, self.m),
                               self.noise.laplace(self.sparse_sigma, min(cutoff, self.m)), self.alpha_hat, cutoff)
         answers = synopsis.copy()
-        for analyst, child in zip(flagged, self.noise.rng.bit_generator.seed_seq.spawn(flagged.size), strict=True):
+        for analyst, child in zip(flagged, children(self.seed, flagged.size), strict=True):
             idx = player.members[int(analyst)]
-            release = pmw(self.workload.restrict(idx), self.mw_epsilon, self.mw_delta, self.n, self.mw_alpha,
-                          self.mw_rounds, seed=child).run(true_answers[idx])
-            answers[idx] = release.answers
-        eps_mw = composed_epsilon(self.mw_epsilon, cutoff, self.delta / 3)
+            mw = pmw(workload=self.workload.restrict(idx), epsilon=self.mw_epsilon, delta=self.mw_delta, n=self.n,
+                     alpha=self.mw_alpha, rounds=self.mw_rounds, seed=child)
+            answers[idx] = mw.release(true_answers[idx]).answers
+        privacy = self.privacy
         return Release(
-            answers=answers,
-            eps_data=hru_game_epsilon(self.n, self.eta, self.rounds, self.delta) + self.epsilon / 3 + eps_mw,
-            delta_data=4 * self.delta / 3, rounds=self.rounds,
-            eps_analyst=hru_analyst_epsilon(self.eta, self.rounds, self.s, self.delta, negations=False),
+            answers=answers, eps_data=privacy.epsilon, delta_data=privacy.delta, rounds=self.rounds,
+            eps_analyst=privacy.eps_analyst,
             info={"eta": self.eta, "s": self.s, "m": self.m, "alpha_hat": self.alpha_hat,
                   "n_flagged_analysts": int(flagged.size), "analyst_cleanup_certified": False,
                   "synopsis_max_error": float(np.abs(true_answers - synopsis).max())},

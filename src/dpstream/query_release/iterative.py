@@ -11,16 +11,28 @@ from typing import Protocol
 
 import numpy as np
 
+from dpstream.accounting import composed_epsilon
 from dpstream.noise import NoiseSource, SeedLike
-from dpstream.query_release.calibration import composed_epsilon, ic_step_epsilon, laplace_answer_scale
+from dpstream.privacy import Privacy
+from dpstream.query_release.calibration import ic_step_epsilon, laplace_answer_scale
 from dpstream.query_release.updates import MultiplicativeWeights, MWEMUpdate
 from dpstream.query_release.workloads import Workload
 from dpstream.validation import check_epsilon, check_positive_int
 
+REPLACE_ONE_RECORD = "replace one record (databases of public size n)"
+
+
+def data_privacy(epsilon: float, delta: float, eps_analyst: float | None = None, analysts: str = "") -> Privacy:
+    """The ``Privacy`` of a query release: (epsilon, delta) for replace-one-record databases (pure if delta = 0), plus
+    the analyst guarantee ``eps_analyst`` under the analyst relation ``analysts`` where it applies."""
+    neighbours = REPLACE_ONE_RECORD + (f"; analysts: {analysts}" if analysts else "")
+    return Privacy(epsilon, delta, neighbours, "pure" if delta == 0 else "approximate", eps_analyst)
+
 
 @dataclass
 class Release:
-    """What a query-release mechanism outputs: an answer per query plus its accounted privacy."""
+    """What a query-release mechanism outputs: an answer per query plus its accounted privacy (the per-release
+    record of the mechanism's ``privacy``: ``eps_data``, ``delta_data``, ``eps_analyst``)."""
 
     answers: np.ndarray
     eps_data: float
@@ -56,11 +68,14 @@ class IterativeConstruction:
 
     Per round: f = EM over Q with score |f(D) - f(S)| (sensitivity 1/n); v = f(D) + Lap(1/(n eps0)); stop when
     |v - f(S)| < 3 alpha / 4 (``alpha`` = 0: never stop), else update S. ``rounds`` defaults to T(alpha/2).
-    Privacy: (epsilon, delta)-DP, replace-one neighbours; 2 x rounds eps0-DP steps composed (``ic_step_epsilon``).
+    Privacy: (epsilon, delta)-DP, replace-one neighbours; 2 x rounds eps0-DP steps composed (``ic_step_epsilon``);
+    ``privacy.epsilon`` is that composition (<= epsilon).
     ``average``: output the mean of the states' answers over rounds (MWEM) instead of the last state.
     """
 
-    def __init__(self, update: DatabaseUpdate, epsilon: float, delta: float, n: int, alpha: float = 0.0,
+    certified = True
+
+    def __init__(self, *, update: DatabaseUpdate, epsilon: float, delta: float, n: int, alpha: float = 0.0,
                  rounds: int | None = None, average: bool = False, seed: SeedLike = None) -> None:
         self.update = update
         self.epsilon = check_epsilon(epsilon)
@@ -77,7 +92,12 @@ class IterativeConstruction:
         self.average = average
         self.noise = NoiseSource(seed)
 
-    def run(self, true_answers: np.ndarray) -> Release:
+    @property
+    def privacy(self) -> Privacy:
+        """(eps_data, delta) for replace-one-record neighbours: 2 x rounds eps0-DP steps composed."""
+        return data_privacy(composed_epsilon(self.eps0, 2 * self.rounds, self.delta), self.delta)
+
+    def release(self, true_answers: np.ndarray) -> Release:
         """Run IC against the true answers f(D) of every query; return the synthetic answers f(S)."""
         true_answers = np.asarray(true_answers, dtype=np.float64)
         current = self.update.current()
@@ -96,47 +116,56 @@ class IterativeConstruction:
             current = self.update.current()
             total += current
         answers = total / len(chosen) if self.average and not stopped else current
-        eps_data = composed_epsilon(self.eps0, 2 * self.rounds, self.delta)
         return Release(
-            answers=answers, eps_data=eps_data, delta_data=self.delta, rounds=len(chosen),
+            answers=answers, eps_data=self.privacy.epsilon, delta_data=self.delta, rounds=len(chosen),
             info={"stopped_early": stopped, "eps0": self.eps0},
             trace={"chosen": np.array(chosen), "noisy": np.array(noisy)},
         )
 
 
-def pmw(workload: Workload, epsilon: float, delta: float, n: int, alpha: float, rounds: int | None = None,
+def pmw(*, workload: Workload, epsilon: float, delta: float, n: int, alpha: float, rounds: int | None = None,
         seed: SeedLike = None) -> IterativeConstruction:
     """Private multiplicative weights = IC with the MW update at eta = alpha/4 (the DUA runs at alpha/2).
 
     Privacy: (epsilon, delta)-DP for replace-one neighbours of size n (IC accounting).
     """
-    return IterativeConstruction(MultiplicativeWeights(workload, eta=alpha / 4), epsilon, delta, n, alpha, rounds,
-                                 seed=seed)
+    return IterativeConstruction(update=MultiplicativeWeights(workload, eta=alpha / 4), epsilon=epsilon, delta=delta,
+                                 n=n, alpha=alpha, rounds=rounds, seed=seed)
 
 
-def mwem(workload: Workload, epsilon: float, delta: float, n: int, rounds: int, replays: int = 5,
+def mwem(*, workload: Workload, epsilon: float, delta: float, n: int, rounds: int, replays: int = 5,
          seed: SeedLike = None) -> IterativeConstruction:
     """MWEM (Hardt, Ligett, McSherry 2012): IC that never stops early, MWEM update, averaged output.
 
     Privacy: (epsilon, delta)-DP for replace-one neighbours of size n (2 x rounds composed steps).
     """
-    return IterativeConstruction(MWEMUpdate(workload, replays), epsilon, delta, n, alpha=0.0, rounds=rounds,
-                                 average=True, seed=seed)
+    return IterativeConstruction(update=MWEMUpdate(workload, replays), epsilon=epsilon, delta=delta, n=n, alpha=0.0,
+                                 rounds=rounds, average=True, seed=seed)
 
 
 class LaplaceRelease:
     """Independent Laplace answers to all k queries: q(D) + Lap(b), b from ``laplace_answer_scale``.
 
     Privacy: (epsilon, delta)-DP for replace-one neighbours of size n (k-fold composition, DRV if delta > 0).
+    ``privacy`` is that nominal (epsilon, delta): the scale is fitted to each release's k, and ``Release.eps_data``
+    records the composition actually accounted (equal up to the root finder's round-off).
     """
 
-    def __init__(self, epsilon: float, delta: float, n: int, seed: SeedLike = None) -> None:
+    certified = True
+
+    def __init__(self, *, epsilon: float, delta: float, n: int, seed: SeedLike = None) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta_or_zero(delta)
         self.n = check_positive_int(n, "n")
         self.noise = NoiseSource(seed)
 
-    def run(self, true_answers: np.ndarray) -> Release:
+    @property
+    def privacy(self) -> Privacy:
+        """(epsilon, delta) for replace-one-record neighbours (pure if delta = 0)."""
+        return data_privacy(self.epsilon, self.delta)
+
+    def release(self, true_answers: np.ndarray) -> Release:
+        """q(D) + Lap(b) for every query, b fitted to their number k."""
         true_answers = np.asarray(true_answers, dtype=np.float64)
         scale = laplace_answer_scale(self.n, self.epsilon, self.delta, true_answers.size)
         eps_data = composed_epsilon(1.0 / (self.n * scale), true_answers.size, self.delta)

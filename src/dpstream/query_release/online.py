@@ -10,24 +10,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpstream.accounting import best_sparse_sigma
 from dpstream.noise import NoiseSource, SeedLike
+from dpstream.privacy import Privacy
 from dpstream.query_release._kernels import first_above
-from dpstream.query_release.iterative import DatabaseUpdate, Release, check_delta_or_zero
+from dpstream.query_release.iterative import DatabaseUpdate, Release, check_delta_or_zero, data_privacy
 from dpstream.query_release.updates import MultiplicativeWeights
 from dpstream.query_release.workloads import Workload
-from dpstream.svt import sparse_sigma
-from dpstream.svt.calibration import sparse_advanced_certified
 from dpstream.validation import check_epsilon, check_open_interval, check_positive_int
 
 
 def online_sigma(epsilon: float, delta: float, cutoff: int) -> float:
     """NumericSparse noise for sensitivity-1 queries at total (epsilon, delta): the smaller of the pure and the
-    approximate Sparse scales at (eps/2, delta/2) (``dpstream.svt.sparse_sigma``; the approximate one only where its
-    composition certifies (eps/2, delta/2), ``sparse_advanced_certified``)."""
-    pure = sparse_sigma(epsilon / 2, cutoff)
-    if delta == 0 or not sparse_advanced_certified(epsilon / 2, cutoff, delta / 2):
-        return pure
-    return min(pure, sparse_sigma(epsilon / 2, cutoff, delta / 2))
+    approximate Sparse scales at (eps/2, delta/2) (``dpstream.accounting.best_sparse_sigma``: the approximate one only
+    where its composition certifies (eps/2, delta/2))."""
+    return best_sparse_sigma(epsilon / 2, cutoff, delta / 2)
 
 
 class OnlineIC:
@@ -40,7 +37,9 @@ class OnlineIC:
     the scan is local (same calibration).
     """
 
-    def __init__(self, update: DatabaseUpdate, epsilon: float, delta: float, n: int, alpha: float,
+    certified = True
+
+    def __init__(self, *, update: DatabaseUpdate, epsilon: float, delta: float, n: int, alpha: float,
                  cutoff: int | None = None, seed: SeedLike = None) -> None:
         self.update = update
         self.epsilon = check_epsilon(epsilon)
@@ -51,7 +50,12 @@ class OnlineIC:
         self.sigma = online_sigma(self.epsilon, self.delta, self.cutoff) / self.n
         self.noise = NoiseSource(seed)
 
-    def run(self, true_answers: np.ndarray) -> Release:
+    @property
+    def privacy(self) -> Privacy:
+        """(epsilon, delta) for replace-one-record neighbours (pure if delta = 0)."""
+        return data_privacy(self.epsilon, self.delta)
+
+    def release(self, true_answers: np.ndarray) -> Release:
         """Answer every query in a seeded random arrival order; answers returned in workload order."""
         true_answers = np.asarray(true_answers, dtype=np.float64)
         m = true_answers.size
@@ -82,15 +86,16 @@ class OnlineIC:
             pos = top + 1
         out = np.empty(m)
         out[order] = answers
-        return Release(answers=out, eps_data=self.epsilon, delta_data=self.delta, rounds=tops,
+        return Release(answers=out, eps_data=self.privacy.epsilon, delta_data=self.delta, rounds=tops,
                        info={"tops": tops, "cutoff": self.cutoff, "sparse_sigma": self.sigma},
                        trace={"top_queries": np.array(top_queries, dtype=np.int64), "order": order})
 
 
-def online_pmw(workload: Workload, epsilon: float, delta: float, n: int, alpha: float, cutoff: int | None = None,
+def online_pmw(*, workload: Workload, epsilon: float, delta: float, n: int, alpha: float, cutoff: int | None = None,
                seed: SeedLike = None) -> OnlineIC:
     """Online PMW: ``OnlineIC`` with the MW update (eta = alpha / 4).
 
     Privacy: (epsilon, delta)-DP for replace-one neighbouring databases of size n (NumericSparse accounting).
     """
-    return OnlineIC(MultiplicativeWeights(workload, eta=alpha / 4), epsilon, delta, n, alpha, cutoff, seed)
+    return OnlineIC(update=MultiplicativeWeights(workload, eta=alpha / 4), epsilon=epsilon, delta=delta, n=n,
+                    alpha=alpha, cutoff=cutoff, seed=seed)

@@ -2,7 +2,8 @@
 
 Sparse / AboveThreshold follow the notes (seed 001); ThresholdMonitor follows Kaplan, Mansour and
 Stemmer (seed 000), Algorithm 3, Theorem 3.2 (Option A) and Theorem 3.8 with the composition theorem
-B.1 (Option B). Every scale is built on ``dpstream.calibration.laplace_scale``.
+B.1 (Option B). Every scale is built on ``dpstream.calibration.laplace_scale``; composition, Sparse's scale and
+the noise multiplier kappa are in ``dpstream.accounting``.
 """
 
 from __future__ import annotations
@@ -12,66 +13,9 @@ from dataclasses import dataclass
 
 from scipy.optimize import brentq
 
+from dpstream.accounting import advanced_composition, check_kappa
 from dpstream.calibration import laplace_scale
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
-
-QUERY_SENSITIVITY = 1.0
-"""|f_i(S) - f_i(S')| <= 1 for every query and neighbouring S, S': the per-query sensitivity every noise scale
-of this family is calibrated for (linear queries with f_i(x) in [0, 1], add/remove one record; checked by
-``dpstream.audit.sensitivity``)."""
-
-
-def check_kappa(kappa: float) -> float:
-    """The noise multiplier kappa in (0, 1]: 1 is the calibrated (certified) noise; kappa < 1 multiplies every noise
-    scale by kappa and is NOT privacy-certified (spec E1, optional mode for curve shapes at small n)."""
-    try:
-        value = float(kappa)
-    except (TypeError, ValueError):
-        value = math.nan
-    if not 0.0 < value <= 1.0:
-        raise ValueError(f"kappa must be in (0, 1] (1 = calibrated noise; < 1 is NOT privacy-certified), got {kappa!r}")
-    return value
-
-
-def sparse_composed_epsilon(epsilon: float, c: float, delta: float) -> float:
-    """The exact guarantee of approximate Sparse at threshold scale sqrt(32 c ln(1/delta))/eps: its ceil(c)
-    AboveThreshold rounds are each eps' = eps / sqrt(8 c ln(1/delta))-DP (threshold noise 2/eps'), composed by
-    Thm B.1 at delta: sqrt(2 ceil(c) ln(1/delta)) eps' + ceil(c) eps' (e^eps' - 1), = eps/2 + ... for integer c."""
-    per_round = epsilon / math.sqrt(8.0 * c * math.log(1.0 / delta))
-    return advanced_composition(per_round, math.ceil(c), delta)
-
-
-def sparse_advanced_certified(epsilon: float, c: float, delta: float) -> bool:
-    """True when the approximate Sparse scale at (epsilon, delta), cutoff c, is (epsilon, delta)-DP, i.e.
-    ``sparse_composed_epsilon <= epsilon``. (The notes' eps <= 4 ln(1/delta) only bounds e^eps' - 1 by eps' and
-    is too loose: at delta = 1e-6, c = 1 the largest certified eps is 19.3, not 55.)"""
-    return sparse_composed_epsilon(epsilon, c, delta) <= epsilon * (1.0 + 1e-12)
-
-
-def check_sparse_advanced(epsilon: float, c: float, delta: float) -> None:
-    """Reject an approximate Sparse calibration whose composition does not reach (epsilon, delta)."""
-    if not sparse_advanced_certified(epsilon, c, delta):
-        raise ValueError(
-            f"Sparse with delta > 0 at epsilon={epsilon}, c={c}, delta={delta} composes (advanced composition) to "
-            f"epsilon {sparse_composed_epsilon(epsilon, c, delta):.4g} > {epsilon}: not certified; use delta = 0 "
-            f"(pure composition, sigma = 2c/eps) or a smaller epsilon"
-        )
-
-
-def sparse_sigma(epsilon: float, c: int, delta: float = 0.0, kappa: float = 1.0) -> float:
-    """Threshold noise scale of Sparse (seed 001): sigma = 2c/eps if delta = 0, else sqrt(32 c ln(1/delta))/eps,
-    times ``kappa`` (``check_kappa``; kappa < 1 is NOT privacy-certified).
-
-    Query noise is Lap(2 sigma). AboveThreshold is the case c = 1, delta = 0 (Lap(2/eps), Lap(4/eps)).
-    With delta > 0 the advanced composition is checked exactly (``check_sparse_advanced``); failing points are rejected.
-    """
-    c = check_positive_int(c, "c")
-    kappa = check_kappa(kappa)
-    if delta == 0:
-        return kappa * laplace_scale(2.0 * c * QUERY_SENSITIVITY, epsilon)
-    delta = check_delta(delta)
-    check_sparse_advanced(epsilon, c, delta)
-    return kappa * laplace_scale(math.sqrt(32.0 * c * math.log(1.0 / delta)) * QUERY_SENSITIVITY, epsilon)
 
 
 def monitor_delta_cap(epsilon: float, delta: float) -> float:
@@ -128,12 +72,6 @@ class MonitorCalibration:
 def thm32_xi(epsilon: float, delta: float, k: float) -> float:
     """Thm 3.2: ThresholdMonitor(eps, delta, k) is (xi, 3 delta)-DP with xi = 75 (k+1) eps / ln(1/delta) + 25 eps."""
     return 75.0 * (k + 1.0) * epsilon / math.log(1.0 / delta) + 25.0 * epsilon
-
-
-def advanced_composition(epsilon: float, rounds: int, delta_hat: float) -> float:
-    """Thm B.1 (Dwork, Rothblum, Vadhan): eps^ = sqrt(2 l ln(1/delta^)) eps + l eps (e^eps - 1)."""
-    growth = math.expm1(epsilon) if epsilon < 700.0 else math.inf  # e^eps overflows beyond ~709
-    return math.sqrt(2.0 * rounds * math.log(1.0 / delta_hat)) * epsilon + rounds * epsilon * growth
 
 
 def option_b_epochs(delta_total: float, k: int) -> int:

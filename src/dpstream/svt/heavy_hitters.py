@@ -17,14 +17,15 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
-from scipy.optimize import brentq
 
+from dpstream.accounting import advanced_per_step_epsilon, sparse_prefers_pure
 from dpstream.calibration import laplace_scale
-from dpstream.noise import NoiseSource, SeedLike, as_seed_sequence
-from dpstream.svt.calibration import MonitorCalibration, advanced_composition
-from dpstream.svt.monitor import ThresholdMonitorEvolving
+from dpstream.noise import NoiseSource, SeedLike, children
+from dpstream.privacy import Privacy
+from dpstream.svt.calibration import MonitorCalibration
+from dpstream.svt.monitor import REPLACE_ONE_USER, ThresholdMonitorEvolving
 from dpstream.svt.sparse import Sparse
-from dpstream.svt.theory import alpha_sparse, alpha_sparse_approx, alpha_sparse_pure, heavy_hitter_tau
+from dpstream.svt.theory import alpha_sparse_approx, alpha_sparse_pure, heavy_hitter_tau
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 
 PRIVATE = -1
@@ -127,18 +128,36 @@ class ShiftingHeavyHitters:
     ``ThresholdMonitorEvolving``'s group-privacy calibration).
     """
 
+    certified = True
+
     def __init__(
-        self, epsilon: float, delta: float, k_star: int, m: int, domain_size: int, beta: float, seed: SeedLike = None
+        self,
+        *,
+        epsilon: float,
+        delta: float,
+        k_star: int,
+        m: int,
+        domain_size: int,
+        beta: float,
+        seed: SeedLike = None,
     ) -> None:
+        epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         self.bounds = heavy_hitter_tau(epsilon, delta, k_star, m, domain_size, beta)
-        self.tme = ThresholdMonitorEvolving(epsilon, delta, self.bounds.threshold, k_star, seed=seed)
-        self.domain_size, self.privacy = domain_size, (epsilon, delta)
+        self.tme = ThresholdMonitorEvolving(
+            epsilon=epsilon, delta=delta, threshold=self.bounds.threshold, k=k_star, seed=seed
+        )
+        self.domain_size = domain_size
         self.tau = self.bounds.tau
 
-    def run_many(self, holdings: np.ndarray, sizes: np.ndarray, n_runs: int) -> HHResult:
+    @property
+    def privacy(self) -> Privacy:
+        """(epsilon, delta) for replace-one-user neighbours over the whole stream: its TME's."""
+        return self.tme.privacy
+
+    def run_many(self, holdings: np.ndarray, sizes: np.ndarray, *, n_runs: int = 1) -> HHResult:
         """R runs; TME rounds for weight-0 and PRIVATE elements are drawn as binomials (module docstring)."""
         rows = heavy_rows(holdings, sizes, self.domain_size)
-        res = self.tme.run_many(rows.holders, np.asarray(sizes, float), n_runs)
+        res = self.tme.run_many(rows.holders, np.asarray(sizes, float), n_runs=n_runs)
         t = self.bounds.threshold
         p0 = monitor_report_probability(self.tme.calibration, t)
         p1 = monitor_report_probability(self.tme.calibration, t - 1.0)
@@ -153,16 +172,9 @@ def _laplace_tail(scale: float, gap: float) -> float:
     return 0.5 * math.exp(-gap / scale) if gap >= 0 else 1.0 - 0.5 * math.exp(gap / scale)
 
 
-def per_step_epsilon(epsilon: float, delta: float, steps: int) -> float:
-    """Per-step budget for ``steps`` compositions: the larger of eps/steps (basic) and the advanced one."""
-    if advanced_composition(epsilon / steps, steps, delta) >= epsilon:
-        return epsilon / steps
-    return max(epsilon / steps, brentq(lambda e: advanced_composition(e, steps, delta) - epsilon, 1e-300, epsilon))
-
-
 def histogram_tau(epsilon: float, delta: float, m: int, domain_size: int, beta: float) -> float:
     """Baseline (a): weight reported w.p. >= 1 - beta/2 at each of <= m heavy rows: threshold + scale ln(2m/beta)."""
-    scale = laplace_scale(HISTOGRAM_L1_SENSITIVITY, per_step_epsilon(epsilon, delta, m))
+    scale = laplace_scale(HISTOGRAM_L1_SENSITIVITY, advanced_per_step_epsilon(epsilon, delta, m))
     return scale * math.log(m * domain_size / beta) + scale * math.log(2 * m / beta)
 
 
@@ -172,7 +184,7 @@ class _HistogramCore:
     def __init__(
         self, epsilon: float, delta: float, steps: int, domain_size: int, beta: float, noise: NoiseSource
     ) -> None:
-        self.scale = laplace_scale(HISTOGRAM_L1_SENSITIVITY, per_step_epsilon(epsilon, delta, steps))
+        self.scale = laplace_scale(HISTOGRAM_L1_SENSITIVITY, advanced_per_step_epsilon(epsilon, delta, steps))
         self.threshold = self.scale * math.log(steps * domain_size / beta)  # no weight-0 report w.p. >= 1 - beta/2
         self.noise = noise
 
@@ -194,16 +206,23 @@ class HistogramEveryStep:
     sensitivity 2, Lap(2/eps_s) with eps_s from basic or advanced composition over m steps.
     """
 
+    certified = True
+
     def __init__(
-        self, epsilon: float, delta: float, m: int, domain_size: int, beta: float, seed: SeedLike = None
+        self, *, epsilon: float, delta: float, m: int, domain_size: int, beta: float, seed: SeedLike = None
     ) -> None:
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         check_open_interval(beta, "beta", 0.0, 1.0)
         self.core = _HistogramCore(epsilon, delta, check_positive_int(m, "m"), domain_size, beta, NoiseSource(seed))
-        self.domain_size, self.privacy = domain_size, (epsilon, delta)
+        self.domain_size, self.epsilon, self.delta = domain_size, epsilon, delta
         self.tau = histogram_tau(epsilon, delta, m, domain_size, beta)
 
-    def run_many(self, holdings: np.ndarray, sizes: np.ndarray, n_runs: int) -> HHResult:
+    @property
+    def privacy(self) -> Privacy:
+        """(epsilon, delta) for replace-one-user neighbours over the whole stream."""
+        return Privacy(self.epsilon, self.delta, REPLACE_ONE_USER)
+
+    def run_many(self, holdings: np.ndarray, sizes: np.ndarray, *, n_runs: int = 1) -> HHResult:
         """R runs over every step."""
         rows = heavy_rows(holdings, sizes, self.domain_size)
         return self.core.release(rows, np.ones((n_runs, holdings.shape[0]), dtype=bool), n_runs)
@@ -218,24 +237,42 @@ class SparseThenHistogram:
     holds a private element) are skipped and steps with an element of weight >= 2 alpha_Sparse + 1 are found.
     """
 
+    certified = True
+
     def __init__(
-        self, epsilon: float, delta: float, c: int, m: int, domain_size: int, beta: float, seed: SeedLike = None
+        self,
+        *,
+        epsilon: float,
+        delta: float,
+        c: int,
+        m: int,
+        domain_size: int,
+        beta: float,
+        seed: SeedLike = None,
     ) -> None:
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         c = check_positive_int(c, "c")
-        hist_seed, sparse_seed = as_seed_sequence(seed).spawn(2)
+        hist_seed, sparse_seed = children(seed, 2)
         self.core = _HistogramCore(epsilon / 2, delta / 2, c, domain_size, beta / 2, NoiseSource(hist_seed))
-        pure = alpha_sparse_pure(epsilon / 2, c, m, beta / 2) <= alpha_sparse_approx(
+        pure = sparse_prefers_pure(epsilon / 2, c, delta / 2)
+        alpha = alpha_sparse_pure(epsilon / 2, c, m, beta / 2) if pure else alpha_sparse_approx(
             epsilon / 2, delta / 2, c, m, beta / 2
         )
-        alpha = alpha_sparse(epsilon / 2, delta / 2, c, m, beta / 2)
         self.sparse_threshold = alpha + 1.0  # steps whose heaviest element has weight 1 stay BOTTOM w.p. 1 - beta/2
-        self.sparse = Sparse(epsilon / 2, self.sparse_threshold, c, delta=0.0 if pure else delta / 2, seed=sparse_seed)
+        self.sparse = Sparse(
+            epsilon=epsilon / 2, threshold=self.sparse_threshold, c=c, delta=0.0 if pure else delta / 2,
+            seed=sparse_seed,
+        )  # fmt: skip
         self.tau = max(self.sparse_threshold + alpha, self.core.threshold + self.core.scale * math.log(2 * c / beta))
-        self.domain_size, self.privacy = domain_size, (epsilon, delta)
+        self.domain_size, self.epsilon, self.delta = domain_size, epsilon, delta
 
-    def run_many(self, holdings: np.ndarray, sizes: np.ndarray, n_runs: int) -> HHResult:
+    @property
+    def privacy(self) -> Privacy:
+        """(epsilon, delta) for replace-one-user neighbours over the whole stream (two halves composed)."""
+        return Privacy(self.epsilon, self.delta, REPLACE_ONE_USER)
+
+    def run_many(self, holdings: np.ndarray, sizes: np.ndarray, *, n_runs: int = 1) -> HHResult:
         """R runs: Sparse over the per-step maxima, then histograms at the TOP steps."""
         rows = heavy_rows(holdings, sizes, self.domain_size)
-        active = self.sparse.run_many(step_maxima(rows, holdings.shape[0]), n_runs).outcomes == 1
+        active = self.sparse.run_many(step_maxima(rows, holdings.shape[0]), n_runs=n_runs).outcomes == 1
         return self.core.release(rows, active, n_runs)

@@ -7,11 +7,14 @@ import math
 import numpy as np
 
 from dpstream.noise import NoiseSource, SeedLike
+from dpstream.privacy import Privacy
 from dpstream.svt import _kernels
 from dpstream.svt.calibration import MonitorCalibration, calibrate
 from dpstream.svt.queries import as_linear_queries, check_counts
-from dpstream.svt.sparse import SVTRun
-from dpstream.validation import check_epsilon, check_positive_int
+from dpstream.svt.sparse import NEIGHBOURS, SVTRun
+from dpstream.validation import check_delta, check_epsilon, check_positive_int
+
+REPLACE_ONE_USER = "replace one user (whole stream)"
 
 
 class _MonitorCore:
@@ -37,8 +40,12 @@ class _MonitorCore:
             "v": self.noise.laplace(self.calibration.v_scale, (n_runs, m)),
         }
 
-    def run_many(self, queries: object, counts: np.ndarray, n_runs: int = 1, noise: dict | None = None) -> SVTRun:
-        """R independent runs over linear queries on the database ``counts`` (records per atom)."""
+    def run_many(
+        self, queries: object, counts: np.ndarray | None = None, *, n_runs: int = 1, noise: dict | None = None
+    ) -> SVTRun:
+        """R independent runs over linear queries on the database ``counts`` (records per atom; required)."""
+        if counts is None:
+            raise ValueError(f"{type(self).__name__} runs linear queries on a database: counts is required, got None")
         linear = as_linear_queries(queries, type(self).__name__)
         counts = check_counts(counts, linear.n_atoms)
         n_runs = check_positive_int(n_runs, "n_runs")
@@ -52,33 +59,41 @@ class _MonitorCore:
         )  # fmt: skip
         return SVTRun(out, noise, values=values)
 
-    def run(self, queries: object, counts: np.ndarray) -> SVTRun:
+    def run(self, queries: object, counts: np.ndarray | None = None) -> SVTRun:
         """One run; outcomes and f_i(S_i) of shape (m,)."""
-        res = self.run_many(queries, counts, 1)
+        res = self.run_many(queries, counts)
         return SVTRun(res.outcomes[0], {k: v[0] for k, v in res.noise.items()}, values=res.values[0])
 
 
 class ThresholdMonitor(_MonitorCore):
     """ThresholdMonitor (Kaplan, Mansour, Stemmer, Alg. 3): SVT that never halts, each record answers <= k TOPs.
 
-    Privacy: (epsilon_total, delta_total)-DP for add/remove-one-record neighbours, via ``calibrate``
-    (Thm 3.2 = Option A or Thm 3.8 = Option B, whichever adds less noise; recorded in
+    Privacy: (epsilon, delta)-DP (the total guarantee, ``calibration.epsilon_total`` / ``delta_total``; the
+    calibration's own epsilon, delta are Alg. 3's noise parameters) for add/remove-one-record neighbours, via
+    ``calibrate`` (Thm 3.2 = Option A or Thm 3.8 = Option B, whichever adds less noise; recorded in
     ``calibration.option``). Queries must be linear with f_i(x) in [0, 1]. Accuracy (Thm 3.1) is
     relative to the pruned database S_i. ``kappa`` < 1 scales all noise by kappa: NOT privacy-certified.
     """
 
     def __init__(
         self,
-        epsilon_total: float,
-        delta_total: float,
+        *,
+        epsilon: float,
+        delta: float,
         threshold: float,
         k: int,
         seed: SeedLike = None,
         kappa: float = 1.0,
     ) -> None:
-        super().__init__(calibrate(epsilon_total, delta_total, k, kappa), threshold, seed)
+        epsilon, delta = check_epsilon(epsilon), check_delta(delta)
+        super().__init__(calibrate(epsilon, delta, k, kappa), threshold, seed)
         self.certified = self.calibration.certified
-        self.privacy = (self.calibration.epsilon_total, self.calibration.delta_total)
+
+    @property
+    def privacy(self) -> Privacy | None:
+        """(epsilon_total, delta_total) for add/remove-one-record neighbours; None when kappa < 1 (NOT certified)."""
+        cal = self.calibration
+        return Privacy(cal.epsilon_total, cal.delta_total, NEIGHBOURS) if self.certified else None
 
 
 class ThresholdMonitorEvolving(_MonitorCore):
@@ -86,15 +101,22 @@ class ThresholdMonitorEvolving(_MonitorCore):
 
     Atom a = a group of users that hold equal inputs throughout; row i of the query matrix holds
     f_i(x_{i,j}) per user group, so excluded users (counter >= k) drop out of later sums but are
-    never deleted from the population. Privacy: (epsilon_total, delta_total)-DP for replace-one-user
+    never deleted from the population. Privacy: (epsilon, delta)-DP for replace-one-user
     neighbours over the whole stream (Thm 4.4), calibrated through group privacy to be safe:
     calibrate(eps/2, delta/(1 + e^{eps/2}), k), since replace = remove + add costs (2 eps, (1 + e^eps) delta).
     """
 
+    certified = True
+
     def __init__(
-        self, epsilon_total: float, delta_total: float, threshold: float, k: int, seed: SeedLike = None
+        self, *, epsilon: float, delta: float, threshold: float, k: int, seed: SeedLike = None
     ) -> None:
-        epsilon_total = check_epsilon(epsilon_total, "epsilon_total")
-        cal = calibrate(epsilon_total / 2.0, delta_total / (1.0 + math.exp(epsilon_total / 2.0)), k)
+        epsilon, delta = check_epsilon(epsilon), check_delta(delta)
+        cal = calibrate(epsilon / 2.0, delta / (1.0 + math.exp(epsilon / 2.0)), k)
         super().__init__(cal, threshold, seed)
-        self.privacy = (epsilon_total, float(delta_total))
+        self.epsilon_total, self.delta_total = epsilon, delta
+
+    @property
+    def privacy(self) -> Privacy:
+        """(epsilon_total, delta_total) for replace-one-user neighbours over the whole stream (Thm 4.4)."""
+        return Privacy(self.epsilon_total, self.delta_total, REPLACE_ONE_USER)

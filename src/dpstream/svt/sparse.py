@@ -6,13 +6,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpstream.accounting import sparse_sigma
 from dpstream.noise import NoiseSource, SeedLike
+from dpstream.privacy import Privacy
 from dpstream.svt import _kernels
-from dpstream.svt.calibration import sparse_sigma
 from dpstream.svt.queries import query_answers
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 CHUNK = 1 << 16  # queries per noise draw when a run may halt early
+NEIGHBOURS = "add/remove one record (sensitivity-1 queries: linear with f_i(x) in [0, 1])"
+
+
+def sparse_privacy(epsilon: float, delta: float) -> Privacy:
+    """The ``Privacy`` of AboveThreshold / Sparse / NumericSparse at (epsilon, delta): pure when delta = 0."""
+    return Privacy(epsilon, delta, NEIGHBOURS, "pure" if delta == 0 else "approximate")
 
 
 @dataclass
@@ -41,13 +48,16 @@ def _laplace(noise: NoiseSource, scale: float, shape: tuple[int, int]) -> np.nda
 class GeneralisedSparse:
     """The shared core: noisy threshold, per-query noise, optional cutoff, redraw and release.
 
-    Not a mechanism by itself: its privacy depends on the parameters. The certified settings are
-    ``AboveThreshold``, ``Sparse`` and ``NumericSparse``; ``dpstream.audit.negative_controls`` builds
-    known-broken ones on it.
+    Not a mechanism by itself, NOT private as such (``privacy`` is None): its privacy depends on the parameters.
+    The certified settings are ``AboveThreshold``, ``Sparse`` and ``NumericSparse``;
+    ``dpstream.audit.negative_controls`` builds known-broken ones on it.
     """
+
+    certified = False
 
     def __init__(
         self,
+        *,
         threshold: float,
         cutoff: int | None,
         threshold_scale: float,
@@ -80,8 +90,13 @@ class GeneralisedSparse:
             "query": _laplace(self.noise, self.query_scale, (n_runs, m)),
         }
 
+    @property
+    def privacy(self) -> Privacy | None:
+        """The guarantee: None here (not a certified setting); the subclasses state theirs (None if kappa < 1)."""
+        return None
+
     def run_many(
-        self, queries: object, n_runs: int = 1, counts: np.ndarray | None = None, noise: dict | None = None
+        self, queries: object, counts: np.ndarray | None = None, *, n_runs: int = 1, noise: dict | None = None
     ) -> SVTRun:
         """R independent runs over the same queries (answers, or linear queries on ``counts``).
 
@@ -125,7 +140,7 @@ class GeneralisedSparse:
 
     def run(self, queries: object, counts: np.ndarray | None = None) -> SVTRun:
         """One run; outcomes of shape (m,)."""
-        res = self.run_many(queries, 1, counts)
+        res = self.run_many(queries, counts)
         return SVTRun(
             res.outcomes[0],
             {k: v[0] for k, v in res.noise.items()},
@@ -141,11 +156,16 @@ class AboveThreshold(GeneralisedSparse):
     ``kappa`` < 1 scales both noises by kappa: NOT privacy-certified.
     """
 
-    def __init__(self, epsilon: float, threshold: float, seed: SeedLike = None, kappa: float = 1.0) -> None:
+    def __init__(self, *, epsilon: float, threshold: float, seed: SeedLike = None, kappa: float = 1.0) -> None:
         sigma = sparse_sigma(check_epsilon(epsilon), 1, kappa=kappa)
-        super().__init__(threshold, 1, sigma, 2.0 * sigma, seed=seed)
-        self.epsilon, self.delta = self.privacy = (float(epsilon), 0.0)
+        super().__init__(threshold=threshold, cutoff=1, threshold_scale=sigma, query_scale=2.0 * sigma, seed=seed)
+        self.epsilon, self.delta = float(epsilon), 0.0
         self.certified = kappa == 1.0
+
+    @property
+    def privacy(self) -> Privacy | None:
+        """(epsilon, delta) for ``NEIGHBOURS``; None when kappa < 1 (NOT privacy-certified)."""
+        return sparse_privacy(self.epsilon, self.delta) if self.certified else None
 
 
 class Sparse(GeneralisedSparse):
@@ -158,15 +178,27 @@ class Sparse(GeneralisedSparse):
     """
 
     def __init__(
-        self, epsilon: float, threshold: float, c: int, delta: float = 0.0, seed: SeedLike = None, kappa: float = 1.0
+        self,
+        *,
+        epsilon: float,
+        threshold: float,
+        c: int,
+        delta: float = 0.0,
+        seed: SeedLike = None,
+        kappa: float = 1.0,
     ) -> None:
         epsilon = check_epsilon(epsilon)
         delta = 0.0 if delta == 0 else check_delta(delta)
         sigma = sparse_sigma(epsilon, c, delta, kappa)
-        super().__init__(threshold, c, sigma, 2.0 * sigma, seed=seed)
-        self.epsilon, self.delta = self.privacy = (epsilon, delta)
+        super().__init__(threshold=threshold, cutoff=c, threshold_scale=sigma, query_scale=2.0 * sigma, seed=seed)
+        self.epsilon, self.delta = epsilon, delta
         self.sigma = sigma
         self.certified = kappa == 1.0
+
+    @property
+    def privacy(self) -> Privacy | None:
+        """(epsilon, delta) for ``NEIGHBOURS`` (pure if delta = 0); None when kappa < 1 (NOT privacy-certified)."""
+        return sparse_privacy(self.epsilon, self.delta) if self.certified else None
 
 
 class NumericSparse(GeneralisedSparse):
@@ -179,10 +211,22 @@ class NumericSparse(GeneralisedSparse):
     rather than Dwork and Roth's 8/9 : 1/9 split.
     """
 
-    def __init__(self, epsilon: float, threshold: float, c: int, delta: float = 0.0, seed: SeedLike = None) -> None:
+    certified = True
+
+    def __init__(
+        self, *, epsilon: float, threshold: float, c: int, delta: float = 0.0, seed: SeedLike = None
+    ) -> None:
         epsilon = check_epsilon(epsilon)
         delta = 0.0 if delta == 0 else check_delta(delta)
         sigma = sparse_sigma(epsilon / 2.0, c, delta / 2.0)
-        super().__init__(threshold, c, sigma, 2.0 * sigma, sigma, release=_kernels.RELEASE_FRESH, seed=seed)
-        self.epsilon, self.delta = self.privacy = (epsilon, delta)
+        super().__init__(
+            threshold=threshold, cutoff=c, threshold_scale=sigma, query_scale=2.0 * sigma, answer_scale=sigma,
+            release=_kernels.RELEASE_FRESH, seed=seed,
+        )  # fmt: skip
+        self.epsilon, self.delta = epsilon, delta
         self.sigma = sigma
+
+    @property
+    def privacy(self) -> Privacy:
+        """(epsilon, delta) for ``NEIGHBOURS`` (pure if delta = 0)."""
+        return sparse_privacy(self.epsilon, self.delta)

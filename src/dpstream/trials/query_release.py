@@ -16,6 +16,7 @@ import numpy as np
 from hydra.utils import get_object
 
 from dpstream.audit import audit
+from dpstream.noise import children
 from dpstream.query_release import (
     Conjunctions,
     IterativeConstruction,
@@ -47,12 +48,6 @@ from dpstream.trials import within_budget
 
 Row = dict[str, float | int | str | bool]
 _NOT_ARGS = ("name", "_target_", "trial", "private", "synthetic")
-
-
-def children(seed: np.random.SeedSequence, k: int) -> list[np.random.SeedSequence]:
-    """``seed.spawn(k)`` of a fresh ``seed``, without mutating it (a trial replays identically when called twice)."""
-    return [np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, i), pool_size=seed.pool_size)
-            for i in range(k)]
 
 
 def _call(target: str, pool: dict[str, Any]) -> Any:
@@ -91,7 +86,7 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     pool = {**mech, "workload": workload, "analysts": analysts, "epsilon": params["epsilon"],
             "delta": params["delta"], "n": params["data"]["n"], "seed": mech_seed}
     started = time.perf_counter()
-    release = _call(mech["_target_"], pool).run(true)
+    release = _call(mech["_target_"], pool).release(true)
     seconds = time.perf_counter() - started
     uniform = workload.answers(np.full(hist.size, 1.0 / hist.size))
     row: Row = {**error_metrics(release.answers, true), **error_metrics(uniform, true, "uniform_"),
@@ -127,13 +122,15 @@ def _toy_release(kind: str, params: dict[str, Any], net: np.ndarray, queries: To
     mech, n = params["mechanism"], params["data"]["n"]
     delta = 0.0 if mech.get("pure", False) else params["delta"]
     if kind == "laplace":
-        return LaplaceRelease(params["epsilon"], delta, n, seed).run(true)
+        return LaplaceRelease(epsilon=params["epsilon"], delta=delta, n=n, seed=seed).release(true)
     if kind == "median":
         dua = MedianMechanism(queries.evaluate(net))
-        return IterativeConstruction(dua, params["epsilon"], delta, n, mech["alpha"], seed=seed).run(true)
+        return IterativeConstruction(update=dua, epsilon=params["epsilon"], delta=delta, n=n, alpha=mech["alpha"],
+                                     seed=seed).release(true)
     work = MatrixWorkload(queries.subsets)  # |X| must be a power of two (4 or 8 here)
-    ic = pmw(work, params["epsilon"], delta, n, mech["alpha"], rounds=mech.get("rounds"), seed=seed)
-    release = ic.run(true[: queries.n_linear])
+    ic = pmw(workload=work, epsilon=params["epsilon"], delta=delta, n=n, alpha=mech["alpha"],
+             rounds=mech.get("rounds"), seed=seed)
+    release = ic.release(true[: queries.n_linear])
     release.answers = queries.evaluate(ic.update.hist)
     return release
 
@@ -190,7 +187,8 @@ def analyst_audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) ->
         true = work.answers(hist)
         out = np.empty(n_runs)
         for r, child in enumerate(children(s, n_runs)):
-            game = PrivateEquilibriumRelease(work, owners, params["epsilon"], params["delta"], n,
+            game = PrivateEquilibriumRelease(workload=work, analysts=owners, epsilon=params["epsilon"],
+                                             delta=params["delta"], n=n,
                                              rounds=mech["rounds"], s=mech["s"], eta=mech["eta"], seed=child)
             records, _ = game.play(true)
             out[r] = canary_values[records].mean()
@@ -208,8 +206,9 @@ def analyst_audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) ->
                    params["delta"], seed=audit_seed)
     work = worlds[0]  # utility of this density s: one game on world 1, max error of D^ over its workload
     true = work.answers(hist)
-    game = PrivateEquilibriumRelease(work, np.zeros(work.n_queries, dtype=np.int64), params["epsilon"],
-                                     params["delta"], n, rounds=mech["rounds"], s=mech["s"], eta=mech["eta"],
+    game = PrivateEquilibriumRelease(workload=work, analysts=np.zeros(work.n_queries, dtype=np.int64),
+                                     epsilon=params["epsilon"],
+                                     delta=params["delta"], n=n, rounds=mech["rounds"], s=mech["s"], eta=mech["eta"],
                                      seed=children(audit_seed, 1)[0])
     records, _ = game.play(true)
     synopsis = work.answers(np.bincount(records, minlength=hist.size) / records.size)
@@ -235,7 +234,8 @@ def crossover_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row
     timed = int(params["mechanism"].get("timed_rounds", 20))
 
     def game(rounds: int) -> PrivateEquilibriumRelease:
-        return PrivateEquilibriumRelease(workload, analysts, params["epsilon"], params["delta"], params["data"]["n"],
+        return PrivateEquilibriumRelease(workload=workload, analysts=analysts, epsilon=params["epsilon"],
+                                         delta=params["delta"], n=params["data"]["n"],
                                          rounds=rounds, s=min(24 * rounds, workload.n_queries), seed=mech_seed)
 
     game(1).play(true)  # warm-up: compiles (or loads) the numba kernels outside the timed rounds

@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from dpstream.accounting import check_kappa, sparse_prefers_pure
 from dpstream.audit.svt_cases import svt_case
+from dpstream.noise import children
 from dpstream.svt import AboveThreshold, Sparse, ThresholdMonitor
 from dpstream.svt import theory as T
 from dpstream.svt.atoms import (
@@ -26,7 +28,7 @@ from dpstream.svt.atoms import (
     quantile_margin,
     sparse_critical_margin,
 )
-from dpstream.svt.calibration import calibrate, check_kappa, option_parameters
+from dpstream.svt.calibration import calibrate, option_parameters
 from dpstream.svt.heavy_hitters import (
     PRIVATE,
     HistogramEveryStep,
@@ -66,7 +68,7 @@ def theory_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
 def _batches(n_runs: int, m: int, seed: np.random.SeedSequence) -> list[tuple[int, np.random.SeedSequence]]:
     size = max(1, min(n_runs, BATCH_CELLS // max(m, 1)))
     sizes = [size] * (n_runs // size) + ([n_runs % size] if n_runs % size else [])
-    return list(zip(sizes, seed.spawn(len(sizes)), strict=True))
+    return list(zip(sizes, children(seed, len(sizes)), strict=True))
 
 
 def _kappa(mech: dict[str, Any]) -> float:
@@ -77,9 +79,11 @@ def _kappa(mech: dict[str, Any]) -> float:
 def _monitor(params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random.SeedSequence):
     mech = params["mechanism"]
     k = max(1, round(mech["cap_ratio"] * design.k_star))
-    tm = ThresholdMonitor(params["epsilon"], params["delta"], design.threshold, k, seed=seed, kappa=_kappa(mech))
+    tm = ThresholdMonitor(
+        epsilon=params["epsilon"], delta=params["delta"], threshold=design.threshold, k=k, seed=seed, kappa=_kappa(mech)
+    )
     noise = tm.draw_noise(design.m, n)
-    res = tm.run_many(design.queries, design.counts, n, noise=noise)
+    res = tm.run_many(design.queries, design.counts, n_runs=n, noise=noise)
     crit = monitor_critical_margin(design, noise["w"], noise["v"], tm.calibration.cap, k)
     info = {"k": k, "tm_option": tm.calibration.option, "noise_w_scale": tm.calibration.w_scale}
     return res, res.values, crit, info
@@ -87,22 +91,23 @@ def _monitor(params: dict[str, Any], design: AtomsDesign, n: int, seed: np.rando
 
 def _sparse(params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random.SeedSequence):
     mech = params["mechanism"]
-    eps, delta, beta = params["epsilon"], params["delta"], mech["beta"]
+    eps, delta = params["epsilon"], params["delta"]
     cutoff = max(1, math.ceil(mech["cutoff_ratio"] * design.c)) if mech["cutoff_ratio"] else 1
     if cutoff == 1 and not mech["cutoff_ratio"]:
-        sv, comp = AboveThreshold(eps, design.threshold, seed=seed, kappa=_kappa(mech)), "pure"
+        sv, comp = AboveThreshold(epsilon=eps, threshold=design.threshold, seed=seed, kappa=_kappa(mech)), "pure"
     else:
-        pure = T.alpha_sparse_pure(eps, cutoff, design.m, beta) <= T.alpha_sparse_approx(
-            eps, delta, cutoff, design.m, beta
+        best = "pure" if sparse_prefers_pure(eps, cutoff, delta) else "approx"
+        comp = mech["composition"] if mech["composition"] != "best" else best
+        sv = Sparse(
+            epsilon=eps, threshold=design.threshold, c=cutoff, delta=0.0 if comp == "pure" else delta, seed=seed,
+            kappa=_kappa(mech),
         )
-        comp = mech["composition"] if mech["composition"] != "best" else ("pure" if pure else "approx")
-        sv = Sparse(eps, design.threshold, cutoff, 0.0 if comp == "pure" else delta, seed=seed, kappa=_kappa(mech))
     if cutoff >= design.c:
         noise = sv.draw_noise(design.m, n)
-        res = sv.run_many(design.queries, n, counts=design.counts, noise=noise)
+        res = sv.run_many(design.queries, design.counts, n_runs=n, noise=noise)
         crit = sparse_critical_margin(design, noise["threshold"], noise["query"], cutoff)
     else:  # cannot report every heavy query: draw noise lazily, stop at the halt
-        res = sv.run_many(design.queries, n, counts=design.counts)
+        res = sv.run_many(design.queries, design.counts, n_runs=n)
         crit = np.full(n, np.inf)
     values = np.broadcast_to(design.queries.answers(design.counts), res.outcomes.shape)
     return res, values, crit, {"cutoff": cutoff, "composition": comp, "noise_threshold_scale": sv.threshold_scale}
@@ -128,7 +133,7 @@ def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     ``mechanism.kappa`` < 1 scales every noise scale, the evaluation margin and theory_alpha by kappa (so the
     database shrinks by kappa): the row says ``kappa`` and ``certified: False`` (NOT privacy-certified)."""
     started = time.perf_counter()
-    data_seed, mech_seed = seed.spawn(2)
+    data_seed, mech_seed = children(seed, 2)
     mech = params["mechanism"]
     eps, delta, beta = params["epsilon"], params["delta"], mech["beta"]
     c, k_star = int(float(mech["c"])), int(mech["k_star"])
@@ -195,7 +200,7 @@ def audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     mech = params["mechanism"]
     case = svt_case(mech["case"], epsilon=params["epsilon"])
     n_runs = max(20, round(case.runs * float(mech["runs_factor"])))
-    search_seed, given_seed = seed.spawn(2)
+    search_seed, given_seed = children(seed, 2)
     res = case.search(n_runs, seed=search_seed, alpha=mech["alpha"])
     row: Row = {
         "case": case.name,
@@ -243,12 +248,11 @@ def _hh_design(mech: dict[str, Any], rng: np.random.Generator) -> tuple[np.ndarr
 def _hh_method(mech: dict[str, Any], params: dict[str, Any], seed: np.random.SeedSequence):
     eps, delta, beta = params["epsilon"], params["delta"], mech["beta"]
     m, domain, k_star = int(mech["m"]), int(float(mech["domain_size"])), int(mech["k_star"])
+    common = {"epsilon": eps, "delta": delta, "m": m, "domain_size": domain, "beta": beta, "seed": seed}
     methods = {
-        "tme": lambda: ShiftingHeavyHitters(eps, delta, k_star, m, domain, beta, seed=seed),
-        "histogram": lambda: HistogramEveryStep(eps, delta, m, domain, beta, seed=seed),
-        "sparse_histogram": lambda: SparseThenHistogram(
-            eps, delta, int(mech["groups"]) * k_star, m, domain, beta, seed=seed
-        ),
+        "tme": lambda: ShiftingHeavyHitters(k_star=k_star, **common),
+        "histogram": lambda: HistogramEveryStep(**common),
+        "sparse_histogram": lambda: SparseThenHistogram(c=int(mech["groups"]) * k_star, **common),
     }
     return methods[mech["method"]]()
 
@@ -256,12 +260,12 @@ def _hh_method(mech: dict[str, Any], params: dict[str, Any], seed: np.random.See
 def hh_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """E2: shifting heavy hitters (TME, Thm 4.7) or a baseline: recall per group size, zero-weight reports, tau."""
     started = time.perf_counter()
-    data_seed, mech_seed = seed.spawn(2)
+    data_seed, mech_seed = children(seed, 2)
     mech = params["mechanism"]
     beta = mech["beta"]
     holdings, sizes = _hh_design(mech, np.random.default_rng(data_seed))
     method = _hh_method(mech, params, mech_seed)
-    res = method.run_many(holdings, sizes, int(mech["runs"]))
+    res = method.run_many(holdings, sizes, n_runs=int(mech["runs"]))
     rows = heavy_rows(holdings, sizes, method.domain_size)
     group = rows.element // int(mech["k_star"])
     recall = np.bincount(group, weights=res.reported.mean(axis=0), minlength=sizes.size) / np.bincount(group)
