@@ -16,7 +16,7 @@ import math
 import pkgutil
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -97,11 +97,6 @@ def _gauss_bm(mech: GaussBM) -> np.ndarray:
 
 # ---- the registry --------------------------------------------------------------------------------------------------
 
-LEAD_OWNED = pytest.mark.xfail(strict=True, reason="sketches / GaussBM (the lead's): .privacy and GaussBM's "
-                                                    "keyword-only arguments still to come (issue 12); strict, so "
-                                                    "the entry's ``lead_todo`` must shrink when they land")
-
-
 @dataclass(frozen=True)
 class Entry:
     """One public mechanism: ``build`` (class or factory) called with ``config()`` (fresh each time) and a seed.
@@ -114,7 +109,6 @@ class Entry:
     config: Callable[[], dict[str, Any]]
     output: Callable[[Any], np.ndarray]
     privacy: str | None = "configured"
-    lead_todo: frozenset[str] = field(default=frozenset())  # checks expected to fail until the lead's change
 
     @property
     def name(self) -> str:
@@ -162,18 +156,16 @@ ENTRIES = [
     Entry(PunctualHH, lambda: {"k": 2, "universe_size": 64, "epsilon": 1.0, "delta": 1e-3, "horizon": 512,
                                "width": 8, "depth": 2}, _tracker),
     Entry(CMSHeap, lambda: {"k": 2, "horizon": 512, "width": 8, "depth": 2}, _tracker, None),
-    *(Entry(cls, lambda: {"width": 8, "depth": 2, "epsilon": 1.0, "delta": 1e-3, "horizon": 512}, _sketch,
-            lead_todo=frozenset({"privacy"})) for cls in (LazyCMS, LazyCS, PunctualCMS, PunctualCS)),
-    *(Entry(cls, lambda: {"width": 8, "depth": 2, "horizon": 512}, _sketch, None, lead_todo=frozenset({"privacy"}))
-      for cls in (CMS, CS)),
-    Entry(GaussBM, lambda: {"n": 4, "horizon": 16, "epsilon": 1.0, "delta": 1e-3, "m": 1}, _gauss_bm,
-          lead_todo=frozenset({"privacy", "keyword-only"})),
+    *(Entry(cls, lambda: {"width": 8, "depth": 2, "epsilon": 1.0, "delta": 1e-3, "horizon": 512}, _sketch)
+      for cls in (LazyCMS, LazyCS, PunctualCMS, PunctualCS)),
+    *(Entry(cls, lambda: {"width": 8, "depth": 2, "horizon": 512}, _sketch, None) for cls in (CMS, CS)),
+    Entry(GaussBM, lambda: {"n": 4, "horizon": 16, "epsilon": 1.0, "delta": 1e-3, "m": 1}, _gauss_bm),
 ]
 BY_NAME = {e.name: e for e in ENTRIES}
 
 
-def _params(check: str) -> list:
-    return [pytest.param(e, id=e.name, marks=(LEAD_OWNED,) if check in e.lead_todo else ()) for e in ENTRIES]
+def _params() -> list:
+    return [pytest.param(e, id=e.name) for e in ENTRIES]
 
 
 def _with(entries: list[Entry], key: str) -> list[Entry]:
@@ -182,7 +174,7 @@ def _with(entries: list[Entry], key: str) -> list[Entry]:
 
 # ---- (1) - (4) ----------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("entry", _params("keyword-only"))
+@pytest.mark.parametrize("entry", _params())
 def test_constructor_is_keyword_only(entry: Entry) -> None:
     params = inspect.signature(entry.build).parameters.values()
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params), entry.name
@@ -204,12 +196,11 @@ def test_bad_delta_is_rejected_naming_the_value(entry: Entry, bad: float) -> Non
         entry.build(**{**entry.config(), "delta": bad})
 
 
-@pytest.mark.parametrize("entry", _params("privacy"))
+@pytest.mark.parametrize("entry", _params())
 def test_privacy_states_the_guarantee(entry: Entry) -> None:
     config = entry.config()
     mech = entry.build(**config, seed=0)
-    if not entry.lead_todo:  # (the sketches' ``certified`` only says the noise is not switched off)
-        assert getattr(mech, "certified", True) == (entry.privacy is not None)
+    assert getattr(mech, "certified", True) == (entry.privacy is not None)
     if entry.privacy is None:
         assert mech.privacy is None  # NOT private: says so
         return

@@ -235,7 +235,7 @@ class SketchCore:
         self.epsilon, self.delta = epsilon, delta
         self.variant = variant
         self.counter, self.node_noise, self.calibration = variant.counter, variant.node_noise, variant.calibration
-        self.certified = noise_multiplier == 1.0
+        self.certified = noise_multiplier == 1.0 and self._schedule.private  # never for the CMS / CS baselines
         root = as_seed_sequence(seed)
         self._params = draw_hash_params(self.depth, child_seed(root, 0), variant.hash_family)
         self._state = self._schedule(
