@@ -101,10 +101,12 @@ def honaker_push(
     j: np.int64,
     level: np.int64,
     c: np.int64,
-    z_nodes: np.ndarray,
+    noise: np.ndarray,
+    z: np.int64,
 ) -> None:
-    """Counter ``j`` gets ``c`` at a step s with ctz(s) = ``level``; ``z_nodes[l]`` is the noise of its closing level-l
-    node, l = 0..level (all at the binary mechanism's sigma).
+    """Counter ``j`` gets ``c`` at a step s with ctz(s) = ``level``; ``noise[z + l]`` is the noise of its closing
+    level-l node, l = 0..level (all at the binary mechanism's sigma). (An offset, not a slice: a slice in the
+    per-push loop allocates an array view and slowed every compiled sketch loop that inlines this 10x.)
 
     As ``_bm_kernels.push`` for ``exact`` and ``noisy_sums`` (levels, n): the level-l node's exact sum is
     c + sum_{l' < l} exact[l'] (the left siblings, cleared). ``est[l, j]`` is the estimate of counter j's last closed
@@ -121,7 +123,7 @@ def honaker_push(
             acc += exact[l - 1, j]
             exact[l - 1, j] = 0
             v = 2.0 * v / (2.0 * v + 1.0)
-        noisy = acc + z_nodes[l]
+        noisy = acc + noise[z + l]
         e = noisy if l == 0 else v * noisy + (1.0 - v) * (left + right)
         left = est[l, j]
         est[l, j] = e
@@ -150,6 +152,6 @@ def honaker_update_counters(
         s = steps[j] + 1
         steps[j] = s
         level = tree_level(s)
-        honaker_push(exact, noisy_sums, est, j, level, cs[k], noise[pos : pos + level + 1])
+        honaker_push(exact, noisy_sums, est, j, level, cs[k], noise, pos)
         pos += level + 1
     return pos

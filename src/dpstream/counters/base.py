@@ -11,7 +11,7 @@ at most 1; the factorisation's column norm times sqrt(m) for BLT).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -30,13 +30,15 @@ class Counter(ABC):
     """``n`` continual counters over ``horizon`` steps each, (epsilon, delta)-DP for m-neighbouring inputs (one
     neighbour changes at most m counters, each by at most 1 at one step) under continual observation.
 
-    ``mode`` selects the compiled push (``counters._kernels``); ``tracks_steps``: the counter keeps each
+    ``push_kernel``: its compiled push (``counters._kernels``); ``sparse_pushes``: a push of 0 changes nothing, so
+    a schedule may skip it (derived noise); ``tracks_steps``: the counter keeps each
     counter's step (Alg. 1) and ``release`` may ignore the steps it is given; otherwise the owner supplies them.
     """
 
     name: ClassVar[str]
     node_noise: ClassVar[str]
-    mode: ClassVar[int]
+    push_kernel: ClassVar[Any]
+    sparse_pushes: ClassVar[bool] = False
     tracks_steps: ClassVar[bool]
     draws_per_push: ClassVar[int]
     """Noise draws per push (on average, for buffer sizing): 0 when the noise is derived at release time."""
@@ -88,7 +90,7 @@ class Counter(ABC):
 
     @abstractmethod
     def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(exact, fa, fb, coef): the arrays ``counters._kernels.cell_push`` reads and writes."""
+        """(exact, fa, fb, coef): the arrays ``push_kernel`` reads and writes."""
 
     @abstractmethod
     def noise_count(self, steps: np.ndarray) -> int:
@@ -123,7 +125,8 @@ class Counter(ABC):
 
     def push(self, cells: np.ndarray, steps: np.ndarray, values: np.ndarray) -> None:
         """Cells ``cells[k]``, in order, take steps ``steps[k]`` with increments ``values[k]`` (int64 arrays)."""
-        kernels.push_many(self.mode, *self.kernel_state(), cells, steps, values, self.draw(self.noise_count(steps)))
+        kernels.push_many(self.push_kernel, *self.kernel_state(), cells, steps, values,
+                          self.draw(self.noise_count(steps)))
         self.record_steps(steps, cells)
 
     def record_steps(self, steps: np.ndarray, cells: np.ndarray | None = None) -> None:

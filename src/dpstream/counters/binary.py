@@ -41,7 +41,7 @@ class StoredBinary(BinaryTree):
     float64 noisy running sums, both (levels, n), and an int64 step per counter; one noise per push."""
 
     node_noise = "stored"
-    mode = kernels.STORED
+    push_kernel = kernels.stored_push
     tracks_steps = True
     draws_per_push = 1
 
@@ -86,7 +86,8 @@ class DerivedBinary(BinaryTree):
     """
 
     node_noise = "derived"
-    mode = kernels.DERIVED
+    push_kernel = kernels.derived_push
+    sparse_pushes = True
     tracks_steps = False
     draws_per_push = 0
     fixed_bytes = 16  # the 128-bit Philox key

@@ -23,7 +23,7 @@ class BLTCounter(Counter):
 
     name = "blt"
     node_noise = "stored"
-    mode = kernels.BLT
+    push_kernel = kernels.blt_push
     tracks_steps = False
     draws_per_push = 1
 

@@ -21,7 +21,7 @@ class HonakerTree(BinaryTree):
 
     name = "honaker"
     node_noise = "stored"
-    mode = kernels.HONAKER
+    push_kernel = kernels.honaker_cell_push
     tracks_steps = True
     draws_per_push = 2
 

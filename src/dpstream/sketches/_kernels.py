@@ -4,8 +4,9 @@ the compiled query (Alg. 4) over the released cells.
 ``params`` is the (depth, 4) uint64 hash array of ``dpstream.hashing.draw_hash_params``; ``signed``
 selects the CS increment g_i(x) instead of the CMS increment 1. Keys are hashed ``BLOCK`` at a time
 (``hash_rows``: vectorised), then processed one by one in stream order. A private schedule's cells are a
-``dpstream.counters.Counter``: its ``mode`` and its five state arrays (``Counter.kernel_state``) go in as
-``mode, exact, fa, fb, coef`` and every cell step is one ``counters._kernels.cell_push``. Noise
+``dpstream.counters.Counter``: its compiled push (``Counter.push_kernel``) and its four state arrays
+(``Counter.kernel_state``) go in as ``push, exact, fa, fb, coef``, and every cell step is one ``push`` (numba
+compiles each loop once per counter kind). Noise
 arrives pre-drawn (already N(0, sigma^2)) in the order the pushes consume it, so a block and item-by-item
 calls agree.
 """
@@ -15,7 +16,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpstream.counters._kernels import cell_push, zero_push_free
 from dpstream.hashing import hash_rows
 
 BLOCK = 256
@@ -40,7 +40,8 @@ def punctual_extend(
     keys: np.ndarray,
     params: np.ndarray,
     signed: bool,
-    mode: int,
+    push,  # a compiled counter push (``counters._kernels``)
+    sparse: bool,
     exact: np.ndarray,
     fa: np.ndarray,
     fb: np.ndarray,
@@ -50,14 +51,13 @@ def punctual_extend(
 ) -> None:
     """PunctualSketch (Alg. 3): at step t every cell (i, j) of the d x w grid takes a counter step.
 
-    c = g_i(x) or 1 at j = h_i(x), else 0; all cells share the step t0 + k + 1. A counter whose zero pushes
-    change nothing (derived noise) is only pushed at its d non-zero cells.
+    c = g_i(x) or 1 at j = h_i(x), else 0; all cells share the step t0 + k + 1. With ``sparse`` (a counter whose
+    zero pushes change nothing: derived noise) only the d non-zero cells are pushed.
     """
     depth = params.shape[0]
     width = exact.shape[1] // depth
     cols = np.empty((depth, BLOCK), dtype=np.int64)
     incs = np.empty((depth, BLOCK), dtype=np.int64)
-    sparse = zero_push_free(mode)
     z = 0
     for start in range(0, keys.shape[0], BLOCK):
         m = min(BLOCK, keys.shape[0] - start)
@@ -66,11 +66,11 @@ def punctual_extend(
             step = t0 + start + k + 1
             for i in range(depth):
                 if sparse:
-                    z = cell_push(mode, exact, fa, fb, coef, i * width + cols[i, k], step, incs[i, k], noise, z)
+                    z = push(exact, fa, fb, coef, i * width + cols[i, k], step, incs[i, k], noise, z)
                     continue
                 for j in range(width):
                     c = incs[i, k] if j == cols[i, k] else 0
-                    z = cell_push(mode, exact, fa, fb, coef, i * width + j, step, c, noise, z)
+                    z = push(exact, fa, fb, coef, i * width + j, step, c, noise, z)
 
 
 @njit(cache=True)
@@ -79,7 +79,7 @@ def lazy_extend(
     params: np.ndarray,
     signed: bool,
     pending: np.ndarray,
-    mode: int,
+    push,  # a compiled counter push (``counters._kernels``)
     exact: np.ndarray,
     fa: np.ndarray,
     fb: np.ndarray,
@@ -103,7 +103,7 @@ def lazy_extend(
             for i in range(depth):
                 pending[i, cols[i, k]] += incs[i, k]
             for i in range(depth):
-                z = cell_push(mode, exact, fa, fb, coef, i * width + pos, step, pending[i, pos], noise, z)
+                z = push(exact, fa, fb, coef, i * width + pos, step, pending[i, pos], noise, z)
                 pending[i, pos] = 0
             pos += 1
             if pos == width:

@@ -47,7 +47,7 @@ class LazySchedule(PrivateSchedule):
             steps = (t0 + start + np.arange(block.shape[0])) // self.width + 1
             noise = cells.draw(cells.noise_count(steps) * self.depth)
             kernels.lazy_extend(
-                block, params, self.signed, self.pending, cells.mode, *cells.kernel_state(), t0 + start, noise
+                block, params, self.signed, self.pending, cells.push_kernel, *cells.kernel_state(), t0 + start, noise
             )
         self.t = t0 + keys.shape[0]
         cells.record_steps(self.cell_steps())
