@@ -65,3 +65,22 @@ def test_eps_claims_flip():
     assert set(verdicts(beyond.eps_claims(table("epsilon", EPS, are, {}), {})).values()) == {"confirmed"}
     worse = are | {"lazycms_analytic": 1.3, "punctualcms_derived": 3.0}
     assert set(verdicts(beyond.eps_claims(table("epsilon", EPS, worse, {}), {})).values()) == {"not confirmed"}
+
+
+def hh_table(derived_recall: float, spread: float = 0.005) -> pd.DataFrame:
+    rng = np.random.default_rng(np.random.SeedSequence(3))
+    rows = []
+    for m, recall, size in (("lazyhh", 0.8, 1e6), ("lazyhh_derived", derived_recall, 5e4)):
+        for kt in (128, 512):
+            for t in range(4):
+                rows.append({"mechanism.name": m, "mechanism.k_tilde": kt, "trial": t, "memory_bytes": size * kt,
+                             "recall": recall + spread * rng.standard_normal(),
+                             "precision": 1.0 - abs(spread * rng.standard_normal())})
+    return pd.DataFrame(rows)
+
+
+def test_hh_claim_is_an_equivalence_test():
+    assert only(beyond.hh_claims(hh_table(0.8), {}), "LazyHH with derived") == "confirmed"
+    assert only(beyond.hh_claims(hh_table(0.6), {}), "LazyHH with derived") == "not confirmed"
+    # noisy trials: the interval is wider than the margin, so equality cannot be shown
+    assert only(beyond.hh_claims(hh_table(0.8, spread=0.2), {}), "LazyHH with derived") == "inconclusive"

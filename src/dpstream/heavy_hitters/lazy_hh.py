@@ -34,12 +34,16 @@ class LazyHH(BlockTracker):
     1) the output becomes {(y, v): y in C, v = sk.query(y) > max(tau1, tau2) + 1} (``thresholds``) and C
     keeps its top-k~ items by estimate; in between the output is held (lazy). The paper asks k~ > k;
     its experiments use k~ = k at their smallest memory, so k~ >= k is accepted.
+
+    Beyond the paper: ``node_noise="derived"`` (its LazyCMS's node noise from a keyed Philox function,
+    ``counters.DerivedBinary``: the same output distribution, a computational guarantee, memory d k~ (4 + 4) bytes)
+    and ``hash_family="multiply_shift"``. The thresholds are unchanged: they bound the same binary-tree noise.
     """
 
     certified = True
 
     def __init__(self, *, k: int, k_tilde: int, epsilon: float, delta: float, beta: float, horizon: int,
-                 seed: SeedLike = None) -> None:
+                 seed: SeedLike = None, node_noise: str = "stored", hash_family: str = "modp") -> None:
         self.k = check_positive_int(k, "k")
         self.k_tilde = check_positive_int(k_tilde, "k_tilde")
         if self.k_tilde < self.k:
@@ -55,13 +59,13 @@ class LazyHH(BlockTracker):
         self.gamma = noise_term(horizon, self.k_tilde, self.epsilon, self.delta, self.depth, self.beta)
         self.delta_tilde = final_delta(self.epsilon, self.delta)
         sketch = LazyCMS(width=self.k_tilde, depth=self.depth, epsilon=self.epsilon, delta=self.delta,
-                         horizon=horizon, seed=as_seed_sequence(seed))
+                         horizon=horizon, seed=as_seed_sequence(seed), node_noise=node_noise, hash_family=hash_family)
         super().__init__(sketch, period=self.k_tilde, horizon=horizon, capacity=self.k_tilde)
 
     @property
     def privacy(self) -> Privacy:
         """(epsilon, delta~) under continual observation for replace-one neighbouring streams (``final_delta``)."""
-        return Privacy(self.epsilon, self.delta_tilde, REPLACE_ONE_ITEM)
+        return Privacy(self.epsilon, self.delta_tilde, REPLACE_ONE_ITEM, self.sketch.privacy.notion)
 
     def thresholds(self, t: int) -> Thresholds:
         """lambda1, lambda2, tau1, tau2 and tau at output step t (Alg. 6, ``output``)."""

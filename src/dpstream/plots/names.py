@@ -40,6 +40,7 @@ MECHANISMS: dict[str, tuple[str, Style]] = {
     "lazycms_blt_analytic": ("LazyCMS, BLT, analytic", Style("tab:red", "8", "-.")),
     # seed 004, Figure 4
     "lazyhh": ("LazyHH", Style("tab:purple", "X", "-")),
+    "lazyhh_derived": ("LazyHH, derived noise", Style("tab:pink", "X", ":")),
     "cms_heap": ("CMS + heap (non-private)", Style("tab:blue", "s", "-.")),
     "punctual_hh": ("PunctualHH", Style("tab:green", "v", ":")),
     # seeds 000 / 001: sparse vector family
