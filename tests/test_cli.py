@@ -234,6 +234,7 @@ def test_dask_and_jupytext_are_imported_only_when_used():
 
 def test_missing_dask_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "dask.distributed", None)
-    with pytest.raises(ImportError, match=r"backend=dask needs dask.distributed: pip install 'dpstream\[dask\]'"):
+    with pytest.raises(ConfigError, match=r"backend=dask: needs dask.distributed, not installed: pip install "
+                                          r"'dpstream\[dask\]'"):
         with parallel_backend("dask", 2, None):
             pass

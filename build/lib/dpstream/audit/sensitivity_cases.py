@@ -1,0 +1,463 @@
+"""Sensitivity cases of every private mechanism family (``dpstream.audit.sensitivity``), and their registry.
+
+- GaussBM and the private sketches (PunctualCMS/CS, LazyCMS/CS, LazyHH's LazyCMS, PunctualHH's PunctualCMS):
+  L2 change of every released dyadic tree node of every cell (the node closing at a cell's step s covers
+  steps (s - lowbit(s), s]), computed with numpy from the per-cell pushed increment streams.
+- Sparse vector family (AboveThreshold, Sparse, NumericSparse, ThresholdMonitor): per-query change of
+  linear query answers, add/remove one record.
+- Shifting heavy hitters (TME queries f_x = 1{y = x}, Sparse over the step maxima, Laplace histograms):
+  per-query / per-step L1 change of the user weights, replace one user.
+- Query release (Laplace baseline, PMW, MWEM, online PMW, the clean-up Sparse + Laplace of Hsu-Roth-Ullman
+  Alg. 3): per-query change of the normalised answers (also the exponential mechanism's scores), replace one
+  record. Not covered: the HRU game itself (exponential weights, no additive noise) and Alg. 4's clean-up.
+
+The assumed sensitivity is read from each mechanism's calibrated noise (a GaussBM's sigma through
+``calibration.gaussian_l2_sensitivity``; a Laplace scale times the epsilon it was calibrated for) or from
+the calibration module's named constant the scales are built on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
+from dpstream.binary_mechanism import GaussBM
+from dpstream.calibration import gaussian_l2_sensitivity
+from dpstream.hashing import bucket_many
+from dpstream.heavy_hitters import LazyHH
+from dpstream.heavy_hitters.baselines import PunctualHH
+from dpstream.query_release import KWayMarginals, LaplaceRelease, PrivateEquilibriumRelease, mwem, pmw
+from dpstream.query_release.calibration import laplace_answer_scale, per_step_epsilon
+from dpstream.query_release.iterative import IterativeConstruction
+from dpstream.query_release.online import OnlineIC, online_pmw, online_sigma
+from dpstream.query_release.workloads import Workload
+from dpstream.sketches import LazyCMS, LazyCS, PunctualCMS, PunctualCS
+from dpstream.sketches.core import SketchCore
+from dpstream.svt import AboveThreshold, NumericSparse, Sparse, ThresholdMonitor, sparse_sigma
+from dpstream.svt.calibration import QUERY_SENSITIVITY
+from dpstream.svt.heavy_hitters import (
+    HistogramEveryStep,
+    ShiftingHeavyHitters,
+    SparseThenHistogram,
+    heavy_rows,
+    step_maxima,
+)
+from dpstream.svt.heavy_hitters import per_step_epsilon as svt_step_epsilon
+from dpstream.svt.queries import LinearQueries
+
+RANDOM_PAIRS = 40
+KEY_SEARCH = 1 << 15
+"""Keys searched for hash collisions (vectorised over the sketch's own hash parameters)."""
+
+
+# ---- Binary mechanism trees --------------------------------------------------------------------------------------
+
+def released_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """Exact value of every node a GaussBM releases, shape (1, n S): counter j's node closing at step s <= steps[j]
+    is the sum of its increments over (s - lowbit(s), s] (``_bm_kernels.push``); nodes never closed are 0."""
+    n, horizon = increments.shape
+    prefix = np.zeros((n, horizon + 1), dtype=np.int64)
+    np.cumsum(increments, axis=1, out=prefix[:, 1:])
+    s = np.arange(1, horizon + 1)
+    nodes = prefix[:, s] - prefix[:, s - (s & -s)]
+    nodes[s[None, :] > np.asarray(steps)[:, None]] = 0
+    return nodes.reshape(1, -1)
+
+
+def tree_positions(horizon: int) -> np.ndarray:
+    """0-based steps where a tree is most fragile: first, last, 2^k and 2^k - 1 (1-based: 2^k + 1 and 2^k)."""
+    powers = 1 << np.arange(max(1, horizon.bit_length()))
+    return np.unique(np.concatenate(([0, horizon - 1], powers, powers - 1)).clip(0, horizon - 1))
+
+
+def gauss_bm_assumed(bm: GaussBM) -> Sensitivity:
+    """The L2 sensitivity the GaussBM's sigma is calibrated for (sqrt(h m) when the calibration is right)."""
+    return Sensitivity("l2", gaussian_l2_sensitivity(bm.sigma, bm.epsilon, bm.delta))
+
+
+@dataclass
+class GaussBMCase:
+    """GaussBM over n counters updated together (``update_all``): m-neighbouring inputs change m counters by 1
+    at one step each (Thm 1's relation)."""
+
+    name: str
+    bm: GaussBM
+
+    def assumed(self) -> Sensitivity:
+        return gauss_bm_assumed(self.bm)
+
+    def protected(self, data: np.ndarray) -> np.ndarray:
+        return released_nodes(data, np.full(data.shape[0], data.shape[1]))
+
+    def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
+        n, horizon, m = self.bm.n, self.bm.horizon, min(self.bm.m, self.bm.n)
+        base = rng.integers(0, 3, size=(n, horizon))
+        for _ in range(RANDOM_PAIRS):
+            other = base.copy()
+            other[rng.choice(n, m, replace=False), rng.integers(0, horizon, m)] += rng.choice([-1, 1], m)
+            yield Neighbours("random m counters at random steps", base, other)
+        for step in tree_positions(horizon):
+            other = base.copy()
+            other[:m, step] += 1
+            yield Neighbours(f"m counters at step {step + 1}", base, other)
+
+
+# ---- Sketches ----------------------------------------------------------------------------------------------------
+
+def cell_increments(sketch: SketchCore, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-cell pushed increment streams (d w, S) and step counts (d w,) of a private sketch after ``keys``.
+
+    Punctual (Alg. 3): every cell steps at every item, cell (i, h_i(x_t)) gets c_i(x_t) at step t + 1.
+    Lazy (Alg. 5): item t waits in P[i, h_i(x_t)] until the first t' >= t with t' mod w = h_i(x_t), and is
+    pushed as that cell's step floor(t'/w) + 1; items not yet pushed when the stream ends are not released.
+    c_i = g_i(x) (Count Sketch) or 1 (Count-Min).
+    """
+    d, w, length = sketch.depth, sketch.width, keys.shape[0]
+    cols, signs = bucket_many(sketch._params, keys, w)
+    incs = signs if sketch._estimator.signed else np.ones_like(signs)
+    t = np.broadcast_to(np.arange(length), (d, length))
+    cells = np.arange(d)[:, None] * w + cols
+    kind = type(sketch._state).kind
+    if kind == "punctual":
+        horizon, step, keep = length, t, np.ones((d, length), dtype=bool)
+        steps = np.full(d * w, length)
+    elif kind == "lazy":
+        push_t = t + (cols - t) % w
+        horizon, step, keep = -(-length // w), push_t // w, push_t < length
+        steps = np.tile((length - np.arange(w) + w - 1) // w, d)
+    else:
+        raise ValueError(f"cell_increments needs a private sketch (punctual or lazy), got schedule {kind!r}")
+    out = np.zeros((d * w, horizon), dtype=np.int64)
+    np.add.at(out, (cells[keep], step[keep]), incs[keep])
+    return out, steps
+
+
+def adversarial_key_pairs(sketch: SketchCore, candidates: int = 64) -> list[tuple[str, int, int]]:
+    """Key pairs (x, x') found by search over the sketch's hash parameters: colliding in as many rows as
+    possible with opposite signs, with equal signs, and colliding in no row."""
+    keys = np.arange(KEY_SEARCH, dtype=np.uint64)
+    cols, signs = bucket_many(sketch._params, keys, sketch.width)
+    best = {"opposite": (-1, 0, 0), "equal": (-1, 0, 0), "apart": (-1, 0, 0)}
+    for x in range(candidates):
+        same = cols == cols[:, x : x + 1]
+        flip = signs != signs[:, x : x + 1]
+        scores = {
+            "opposite": (same & flip).sum(axis=0),
+            "equal": (same & ~flip).sum(axis=0),
+            "apart": (~same).sum(axis=0),
+        }
+        for label, score in scores.items():
+            score[x] = -1
+            y = int(np.argmax(score))
+            if score[y] > best[label][0]:
+                best[label] = (int(score[y]), x, y)
+    return [(f"{label} in {hits}/{sketch.depth} rows", x, y) for label, (hits, x, y) in best.items()]
+
+
+def stream_positions(length: int, width: int) -> np.ndarray:
+    """Tree positions plus the Lazy push boundaries: t = q w - 1, q w and q w + 1 for every q."""
+    q = np.arange(0, length, width)
+    lazy = np.concatenate((q - 1, q, q + 1))
+    return np.unique(np.concatenate((tree_positions(length), lazy)).clip(0, length - 1))
+
+
+@dataclass
+class SketchCase:
+    """A private sketch (or a tracker's sketch) under replace-one neighbouring streams of ``length`` items."""
+
+    name: str
+    sketch: SketchCore
+    length: int
+    universe: int = 200
+
+    def assumed(self) -> Sensitivity:
+        return gauss_bm_assumed(self.sketch._state.counters)
+
+    def protected(self, data: np.ndarray) -> np.ndarray:
+        return released_nodes(*cell_increments(self.sketch, data.astype(np.uint64)))
+
+    def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
+        base = rng.integers(0, self.universe, self.length)
+        for _ in range(RANDOM_PAIRS):
+            p = int(rng.integers(self.length))
+            other = base.copy()
+            other[p] = (base[p] + rng.integers(1, self.universe)) % self.universe
+            yield Neighbours(f"random replacement at t={p}", base, other)
+        for label, x, y in adversarial_key_pairs(self.sketch):
+            for p in stream_positions(self.length, self.sketch.width):
+                first, second = base.copy(), base.copy()
+                first[p], second[p] = x, y
+                yield Neighbours(f"keys {x}, {y} ({label}) at t={p}", first, second)
+
+
+# ---- Sparse vector family: linear queries, add/remove one record -------------------------------------------------
+
+@dataclass
+class LinearQueryCase:
+    """Per-query answers f_i(S) = Q[i] @ counts of a sparse-vector mechanism; neighbours add or remove one record."""
+
+    name: str
+    mechanism: Any
+    queries: LinearQueries
+
+    def assumed(self) -> Sensitivity:
+        return Sensitivity("linf", QUERY_SENSITIVITY)
+
+    def protected(self, data: np.ndarray) -> np.ndarray:
+        return self.queries.answers(data).reshape(-1, 1)
+
+    def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
+        base = rng.integers(1, 20, self.queries.n_atoms).astype(float)
+        for atom in range(self.queries.n_atoms):
+            for sign, verb in ((1.0, "add"), (-1.0, "remove")):
+                other = base.copy()
+                other[atom] += sign
+                yield Neighbours(f"{verb} one record of atom {atom}", base, other)
+
+
+def svt_queries(rng: np.random.Generator, m: int = 30, atoms: int = 12) -> LinearQueries:
+    """Random linear queries with values in [0, 1], plus the extreme rows: all ones, a single 1, all zeros."""
+    matrix = rng.uniform(0.0, 1.0, size=(m, atoms)) * (rng.uniform(size=(m, atoms)) < 0.5)
+    matrix[0], matrix[1], matrix[2] = 1.0, np.eye(atoms)[0], 0.0
+    return LinearQueries.from_matrix(matrix)
+
+
+# ---- Shifting heavy hitters: replace one user --------------------------------------------------------------------
+
+def weight_matrix(holdings: np.ndarray, sizes: np.ndarray, domain_size: int) -> np.ndarray:
+    """Dense w_i(x) (m steps, domain) from ``heavy_rows`` (the code path the mechanisms use)."""
+    rows = heavy_rows(holdings, sizes, domain_size)
+    out = np.zeros((holdings.shape[0], domain_size))
+    out[rows.step, rows.element] = rows.weight
+    return out
+
+
+def replace_one_user(rng: np.random.Generator, steps: int, atoms: int, domain: int) -> Iterator[Neighbours]:
+    """(holdings, sizes) pairs: one user of an atom moves to a new atom of size 1 holding another element sequence.
+
+    Both inputs have the extra atom (in the first it repeats the user's old holdings), so the arrays align.
+    """
+    holdings = rng.integers(0, domain, size=(steps, atoms))
+    sizes = rng.integers(1, 6, atoms).astype(float)
+    for atom in range(atoms):
+        for label, new in (
+            ("random elements", rng.integers(0, domain, steps)),
+            ("a different element every step", (holdings[:, atom] + 1) % domain),
+            ("the heaviest element every step", np.full(steps, int(np.bincount(holdings.ravel()).argmax()))),
+        ):
+            moved = sizes.copy()
+            moved[atom] -= 1
+            sizes_both = np.append(moved, 1.0)
+            first = (np.column_stack([holdings, holdings[:, atom]]), sizes_both)
+            second = (np.column_stack([holdings, new]), sizes_both)
+            yield Neighbours(f"one user of atom {atom} switches to {label}", first, second)
+
+
+@dataclass
+class WeightsCase:
+    """A shifting-heavy-hitters release over user weights; ``view`` maps the (m, domain) weights to (B, K)."""
+
+    name: str
+    mechanism: Any
+    sensitivity: Sensitivity
+    view: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+    steps: int = 12
+    atoms: int = 8
+    domain: int = 6
+
+    def assumed(self) -> Sensitivity:
+        return self.sensitivity
+
+    def protected(self, data: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        holdings, sizes = data
+        return self.view(holdings, sizes, weight_matrix(holdings, sizes, self.domain))
+
+    def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
+        return replace_one_user(rng, self.steps, self.atoms, self.domain)
+
+
+def per_query(holdings: np.ndarray, sizes: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """TME with f_x = 1{y = x}: one query per (step, element), answered by the weight."""
+    return weights.reshape(-1, 1)
+
+
+def per_step_histogram(holdings: np.ndarray, sizes: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """One Laplace histogram per step: the weight vector of that step."""
+    return weights
+
+
+def per_step_maximum(holdings: np.ndarray, sizes: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Sparse over q_i = max_x w_i(x) (``step_maxima``, the code path of ``SparseThenHistogram``)."""
+    domain = weights.shape[1]
+    return step_maxima(heavy_rows(holdings, sizes, domain), holdings.shape[0]).reshape(-1, 1)
+
+
+# ---- Query release: replace one record of a size-n database ------------------------------------------------------
+
+@dataclass
+class AnswersCase:
+    """Normalised answers q(D) of a workload on a database of n records (codes in [0, 2^d)); replace-one."""
+
+    name: str
+    workload: Workload
+    n: int
+    per_query: float
+
+    def assumed(self) -> Sensitivity:
+        return Sensitivity("linf", self.per_query)
+
+    def protected(self, data: np.ndarray) -> np.ndarray:
+        hist = np.bincount(data, minlength=2**self.workload.d) / self.n
+        return self.workload.answers(hist).reshape(-1, 1)
+
+    def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
+        universe = 2**self.workload.d
+        base = rng.integers(0, universe, self.n)
+        for _ in range(RANDOM_PAIRS):
+            other = base.copy()
+            other[rng.integers(self.n)] = rng.integers(universe)
+            yield Neighbours("random record replaced", base, other)
+        for code in (0, universe - 1):
+            first, second = base.copy(), base.copy()
+            first[0], second[0] = code, universe - 1 - code  # complement: differs in every attribute
+            yield Neighbours(f"record {code} replaced by its complement", first, second)
+
+
+def laplace_release_per_query(mech: LaplaceRelease, k: int) -> float:
+    """Per-query sensitivity LaplaceRelease's scale is calibrated for: scale x per-query epsilon (1/n)."""
+    return laplace_answer_scale(mech.n, mech.epsilon, mech.delta, k) * per_step_epsilon(mech.epsilon, mech.delta, k)
+
+
+def ic_per_query(mech: IterativeConstruction) -> float:
+    """Per-query sensitivity of IC's Laplace answer: noise scale x eps0 (1/n)."""
+    return mech.noise_scale * mech.eps0
+
+
+def online_per_query(mech: OnlineIC) -> float:
+    """Per-query sensitivity of online IC's NumericSparse: its sigma over the sensitivity-1 sigma (1/n)."""
+    return mech.sigma / online_sigma(mech.epsilon, mech.delta, mech.cutoff) * QUERY_SENSITIVITY
+
+
+def hru_cleanup_per_query(mech: PrivateEquilibriumRelease) -> float:
+    """Per-query sensitivity of Alg. 3's clean-up Sparse (eps/3, delta/3, cutoff s): sigma over the
+    sensitivity-1 sigma (1/n); the flagged Laplace answers are accounted at the same 1/n (``hru_data_epsilon``)."""
+    unit = sparse_sigma(mech.epsilon / 3, max(1, math.floor(mech.s)), mech.delta / 3)
+    return mech.sparse_sigma / unit * QUERY_SENSITIVITY
+
+
+# ---- Registry ----------------------------------------------------------------------------------------------------
+
+SKETCH_KW: dict[str, Any] = {"width": 4, "depth": 2, "epsilon": 1.0, "delta": 1e-3, "horizon": 256, "seed": 3}
+
+
+def sketch_case(cls: type[SketchCore], **overrides: Any) -> SketchCase:
+    """A small ``cls`` (d = 2, w = 4, T = 256 unless overridden) probed over full-length streams."""
+    kw = SKETCH_KW | overrides
+    return SketchCase(cls.__name__, cls(**kw), kw["horizon"])
+
+
+for _cls in (PunctualCMS, PunctualCS, LazyCMS, LazyCS):
+    register(_cls.__name__)(lambda cls=_cls: sketch_case(cls))
+register("LazyCS_d3_w8")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024))
+register("PunctualCS_d3_w3")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64))
+
+
+@register("GaussBM")
+def _gauss_bm() -> SensitivityCase:
+    return GaussBMCase("GaussBM", GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0))
+
+
+@register("LazyHH")
+def _lazy_hh() -> SensitivityCase:
+    hh = LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0)
+    return SketchCase("LazyHH (its LazyCMS; the tracker adds no other noise)", hh.sketch, 256)
+
+
+@register("PunctualHH")
+def _punctual_hh() -> SensitivityCase:
+    hh = PunctualHH(k=2, universe_size=200, epsilon=1.0, delta=1e-3, horizon=128, width=4, depth=2, seed=0)
+    return SketchCase("PunctualHH (its PunctualCMS)", hh.sketch, 128)
+
+
+_SVT: dict[str, Callable[[], Any]] = {
+    "AboveThreshold": lambda: AboveThreshold(epsilon=1.0, threshold=5.0, seed=0),
+    "Sparse": lambda: Sparse(epsilon=1.0, threshold=5.0, c=3, seed=0),
+    "Sparse_approx": lambda: Sparse(epsilon=1.0, threshold=5.0, c=3, delta=1e-6, seed=0),
+    "NumericSparse": lambda: NumericSparse(epsilon=1.0, threshold=5.0, c=3, seed=0),
+    "ThresholdMonitor": lambda: ThresholdMonitor(epsilon_total=1.0, delta_total=1e-6, threshold=5.0, k=3, seed=0),
+}
+for _name, _make in _SVT.items():
+    register(_name)(
+        lambda name=_name, make=_make: LinearQueryCase(name, make(), svt_queries(np.random.default_rng(1)))
+    )
+
+
+@register("ShiftingHeavyHitters")
+def _shifting() -> SensitivityCase:
+    mech = ShiftingHeavyHitters(1.0, 1e-6, k_star=3, m=12, domain_size=6, beta=0.05, seed=0)
+    return WeightsCase("ShiftingHeavyHitters (TME queries)", mech, Sensitivity("linf", QUERY_SENSITIVITY), per_query)
+
+
+@register("HistogramEveryStep")
+def _histogram() -> SensitivityCase:
+    mech = HistogramEveryStep(1.0, 1e-6, m=12, domain_size=6, beta=0.05, seed=0)
+    l1 = mech.core.scale * svt_step_epsilon(1.0, 1e-6, 12)  # the L1 sensitivity its Laplace scale covers
+    return WeightsCase("HistogramEveryStep", mech, Sensitivity("l1", l1), per_step_histogram)
+
+
+@register("SparseThenHistogram_sparse")
+def _sparse_then_histogram_sparse() -> SensitivityCase:
+    mech = SparseThenHistogram(1.0, 1e-6, c=3, m=12, domain_size=6, beta=0.05, seed=0)
+    return WeightsCase(
+        "SparseThenHistogram (Sparse on step maxima)", mech, Sensitivity("linf", QUERY_SENSITIVITY), per_step_maximum
+    )
+
+
+@register("SparseThenHistogram_histogram")
+def _sparse_then_histogram_hist() -> SensitivityCase:
+    mech = SparseThenHistogram(1.0, 1e-6, c=3, m=12, domain_size=6, beta=0.05, seed=0)
+    l1 = mech.core.scale * svt_step_epsilon(0.5, 0.5e-6, 3)  # histograms at <= c steps, (eps/2, delta/2)
+    return WeightsCase("SparseThenHistogram (histograms)", mech, Sensitivity("l1", l1), per_step_histogram)
+
+
+@register("LaplaceRelease")
+def _laplace_release() -> SensitivityCase:
+    workload, n = KWayMarginals(d=4, k=2), 50
+    mech = LaplaceRelease(epsilon=1.0, delta=1e-6, n=n, seed=0)
+    return AnswersCase("LaplaceRelease", workload, n, laplace_release_per_query(mech, workload.n_queries))
+
+
+@register("PMW")
+def _pmw() -> SensitivityCase:
+    workload, n = KWayMarginals(d=4, k=2), 50
+    mech = pmw(workload, epsilon=1.0, delta=1e-6, n=n, alpha=0.3, seed=0)
+    return AnswersCase("PMW (Laplace answers and EM scores)", workload, n, ic_per_query(mech))
+
+
+@register("MWEM")
+def _mwem() -> SensitivityCase:
+    workload, n = KWayMarginals(d=4, k=2), 50
+    mech = mwem(workload, epsilon=1.0, delta=1e-6, n=n, rounds=5, seed=0)
+    return AnswersCase("MWEM (Laplace answers and EM scores)", workload, n, ic_per_query(mech))
+
+
+@register("OnlinePMW")
+def _online_pmw() -> SensitivityCase:
+    workload, n = KWayMarginals(d=4, k=2), 50
+    mech = online_pmw(workload, epsilon=1.0, delta=1e-6, n=n, alpha=0.3, seed=0)
+    return AnswersCase("OnlinePMW (NumericSparse)", workload, n, online_per_query(mech))
+
+
+@register("PrivateEquilibriumRelease_cleanup")
+def _hru_cleanup() -> SensitivityCase:
+    workload, n = KWayMarginals(d=4, k=2), 50
+    mech = PrivateEquilibriumRelease(workload, np.zeros(workload.n_queries, dtype=np.int64), epsilon=1.0,
+                                     delta=1e-6, n=n, rounds=1, seed=0)
+    return AnswersCase("PrivateEquilibriumRelease (clean-up Sparse + Laplace)", workload, n,
+                       hru_cleanup_per_query(mech))
+

@@ -1,0 +1,317 @@
+"""One vocabulary and one set of statistics for every claim dpstream checks.
+
+A claim is the paper's sentence, a *rule* written before the run (the metric, the test over ALL grid points
+with the trial-to-trial uncertainty, and the domain), what was measured, and one of four verdicts:
+
+- ``confirmed``: the rule holds at every grid point it covers, with the stated uncertainty;
+- ``not confirmed``: the data contradict the rule at some point: the opposite effect is shown at 95%, a
+  value is shown outside its stated range, or a deterministic quantity (zero trial spread) misses it;
+- ``inconclusive``: the data or the check cannot decide: an interval straddles the rule's boundary, fewer
+  than ``MIN_TRIALS`` trials per point, a bound that is trivially true, an audit without power. The same
+  situation gets the same word in every family;
+- ``n/a``: outside the algorithm's domain (e.g. an infeasible parameter point).
+
+Statistics (fixed before the run, no tuning): a grid point's uncertainty is the 95% Student-t interval of the
+trial mean (``mean_ci``; at 3-5 trials a percentile bootstrap covers only 75-85%); a comparison of two
+mechanisms at one point is the t interval of the mean paired difference over trials that share their data
+(``paired_difference_ci``: trial i of every mechanism sees the same stream); flatness is judged within each
+trial (``flat_within``); a monotone trend is Page's trend test with trials as blocks (``monotone_trend``),
+or a Spearman test over points where each point is one many-run summary. Each rule covers every grid point
+of its panel; a panel's points are not corrected for multiplicity (a rule over k points that must hold at
+ALL of them is conservative for ``confirmed``, and ``not confirmed`` at one point of k is reported with the
+point named).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from scipy.stats import page_trend_test, spearmanr
+from scipy.stats import t as t_dist
+
+VERDICTS = ("confirmed", "not confirmed", "inconclusive", "n/a")
+MIN_TRIALS = 3
+"""Fewest trials per grid point from which a rule over trial means decides anything (fewer: inconclusive)."""
+LEVEL = 0.95
+TREND_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checked claim: the paper's sentence, the rule fixed before the run, what was measured, the verdict."""
+
+    claim: str
+    rule: str
+    measured: str
+    verdict: str
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+    def row(self) -> dict[str, str]:
+        """A row of ``<experiment>.claims.csv``."""
+        return asdict(self)
+
+
+def verdict_of(holds: bool | None) -> str:
+    """True -> confirmed, False -> not confirmed, None -> inconclusive."""
+    if holds is None:
+        return "inconclusive"
+    return "confirmed" if holds else "not confirmed"
+
+
+def all_points(results: Iterable[bool | None]) -> bool | None:
+    """A rule over every grid point: False if any point fails, else None if any cannot decide, else True.
+
+    No points at all cannot decide (None): a rule is never confirmed over an empty grid.
+    """
+    results = list(results)
+    if not results:
+        return None
+    if any(r is False for r in results):
+        return False
+    if any(r is None for r in results):
+        return None
+    return True
+
+
+def mean_ci(values: Iterable[float]) -> tuple[float, float]:
+    """95% Student-t interval of the mean of ``values`` (the trials of one grid point; NaNs dropped).
+
+    The t interval keeps its nominal coverage at 3-5 trials for roughly normal trial values, where a
+    percentile bootstrap covers only ~75-85% (at 3 trials the bootstrap interval is [min, max]). Identical
+    values give a zero-width interval (a deterministic outcome, e.g. one fixed trace). Returns (nan, nan)
+    with fewer than ``MIN_TRIALS`` finite values: such a point cannot decide a rule.
+    """
+    x = np.asarray([v for v in values if np.isfinite(v)], dtype=np.float64)
+    if x.size < MIN_TRIALS:
+        return (np.nan, np.nan)
+    half = float(t_dist.ppf(0.5 + LEVEL / 2.0, x.size - 1)) * float(x.std(ddof=1)) / np.sqrt(x.size)
+    return float(x.mean()) - half, float(x.mean()) + half
+
+
+def point_means(df: pd.DataFrame, by: str | list[str], y: str) -> pd.DataFrame:
+    """Per grid point: ``mean``, Student-t ``lo`` / ``hi`` of the trial mean, and ``n`` trials (finite values)."""
+    rows = []
+    for key, g in df.groupby(by, sort=True):
+        vals = g[y].to_numpy(dtype=np.float64)
+        finite = vals[np.isfinite(vals)]
+        lo, hi = mean_ci(finite)
+        rows.append({"key": key, "mean": float(finite.mean()) if finite.size else np.nan, "lo": lo, "hi": hi,
+                     "n": int(finite.size)})
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return pd.DataFrame(columns=["mean", "lo", "hi", "n"])
+    return out.set_index("key").rename_axis(by if isinstance(by, str) else None)
+
+
+def paired_difference_ci(a: pd.Series, b: pd.Series) -> tuple[float, float, float]:
+    """Mean of a_i - b_i over the trials both have (aligned on the index, e.g. ``trial``) and its t interval.
+
+    Returns (mean, lo, hi); lo and hi are NaN with fewer than ``MIN_TRIALS`` paired trials.
+    """
+    for s in (a, b):
+        if not s.index.is_unique:
+            raise ValueError(f"paired values need one value per trial, got duplicate trials {list(s.index)}")
+    diff = (a - b).dropna().to_numpy(dtype=np.float64)
+    diff = diff[np.isfinite(diff)]
+    lo, hi = mean_ci(diff)
+    return (float(diff.mean()) if diff.size else np.nan, lo, hi)
+
+
+def mean_below(a: pd.Series, b: pd.Series) -> bool | None:
+    """Is the mean of ``a`` below the mean of ``b`` at one grid point (paired over trials)?
+
+    True when the whole 95% interval of mean(a - b) is below 0; False when it is above 0 (a is shown to be
+    above b); None when it contains 0 (the data cannot decide) or with fewer than ``MIN_TRIALS`` trials.
+    """
+    _, lo, hi = paired_difference_ci(a, b)
+    if not np.isfinite(hi):
+        return None
+    if hi < 0:
+        return True
+    return False if lo > 0 else None
+
+
+def mean_within(values: Iterable[float], low: float, high: float) -> bool | None:
+    """Does the trial mean of ``values`` lie in [low, high]?
+
+    True when its 95% t interval lies inside, False when the interval lies entirely outside (the mean is
+    shown to be elsewhere), None when it straddles a bound or with fewer than ``MIN_TRIALS`` values.
+    """
+    lo, hi = mean_ci(values)
+    if not np.isfinite(lo):
+        return None
+    if low <= lo and hi <= high:
+        return True
+    return False if (hi < low or lo > high) else None
+
+
+def flat_within(rows: pd.DataFrame, x: str, y: str, factor: float, paired: bool = True) -> tuple[bool | None, float]:
+    """Is y flat within ``factor`` over the grid x?
+
+    ``paired`` (quantities of one stream, e.g. ARE: trial i sees the same stream at every x): per trial,
+    spread_i = max_x y / min_x y over the x values that trial has at every point (positive y); True when the
+    95% t interval of mean spread lies at or below ``factor``, False when it lies above, None when it straddles.
+    Not ``paired`` (independent noise per run, e.g. wall-clock time): from the per-point t intervals of the
+    mean, True when max(hi) / min(lo) <= factor, False when even max(lo) / min(hi) > factor, else None.
+    None also with fewer than 2 grid points or fewer than ``MIN_TRIALS`` trials. Returns (verdict, spread):
+    the mean per-trial spread, or the spread of the point means.
+    """
+    if not paired:
+        points = point_means(rows, x, y)
+        if len(points) < 2 or (points["n"] < MIN_TRIALS).any():
+            return None, np.nan
+        spread = float(points["mean"].max() / points["mean"].min())
+        if float(points["hi"].max()) / float(points["lo"].min()) <= factor and points["lo"].min() > 0:
+            return True, spread
+        return (False if float(points["lo"].max()) / float(points["hi"].min()) > factor else None), spread
+    table = rows.pivot_table(index="trial", columns=x, values=y, aggfunc="first").dropna()
+    if table.shape[1] < 2 or table.shape[0] < MIN_TRIALS:
+        return None, np.nan
+    values = table.to_numpy(dtype=np.float64)
+    spread = values.max(axis=1) / np.where(values.min(axis=1) > 0, values.min(axis=1), np.nan)
+    lo, hi = mean_ci(spread)
+    mean = float(np.nanmean(spread))
+    if not np.isfinite(hi):
+        return None, mean
+    if hi <= factor:
+        return True, mean
+    return (False if lo > factor else None), mean
+
+
+def trial_values(df: pd.DataFrame, y: str, where: dict[str, Any]) -> pd.Series:
+    """``y`` of the rows matching every ``column: value`` of ``where`` (numbers compared with isclose),
+    indexed by ``trial`` so that two mechanisms' values pair up over trials. Duplicate trials are an error."""
+    keep = np.ones(len(df), dtype=bool)
+    for col, value in where.items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            keep &= np.isclose(df[col].to_numpy(dtype=np.float64), value)
+        else:
+            keep &= (df[col] == value).to_numpy()
+    rows = df[keep]
+    if not rows["trial"].is_unique:
+        raise ValueError(f"{y} at {where}: more than one row per trial ({list(rows['trial'])}); "
+                         "the selection must pick one grid point")
+    return pd.Series(rows[y].to_numpy(dtype=np.float64), index=pd.Index(rows["trial"], name="trial"))
+
+
+def monotone_trend(x: Iterable[float], y: Iterable[float], direction: Literal["increasing", "decreasing"],
+                   blocks: Iterable[Any] | None = None) -> tuple[bool | None, float, float]:
+    """One-sided test that y moves with x in ``direction``; returns (holds, statistic, p).
+
+    With ``blocks`` (the trial of each value: one stream per trial), Page's trend test over the trials that
+    have every x value, so trial-to-trial differences do not count as evidence (statistic: Page's L); it
+    needs ``MIN_TRIALS`` complete trials. Without blocks (one value per x, e.g. a quantile over many runs),
+    a Spearman rank test over the points (statistic: rho), needing at least 4 distinct x values.
+    holds is True when p < 0.05 in the claimed direction; False when p < 0.05 in the OPPOSITE direction or
+    y is exactly constant (decisively no trend); None otherwise (the data cannot decide).
+    """
+    frame = pd.DataFrame({"x": np.asarray(list(x), dtype=np.float64), "y": np.asarray(list(y), dtype=np.float64)})
+    if blocks is not None:
+        frame["block"] = list(blocks)
+    frame = frame[np.isfinite(frame["x"]) & np.isfinite(frame["y"])]
+    if frame["x"].nunique() < 2:
+        return None, np.nan, np.nan
+    if frame["y"].nunique() == 1 and len(frame) >= MIN_TRIALS:
+        return False, 0.0, 1.0
+    if blocks is not None:
+        table = frame.pivot_table(index="block", columns="x", values="y", aggfunc="mean").dropna()
+        if table.shape[0] < MIN_TRIALS:
+            return None, np.nan, np.nan
+        data = table.to_numpy(dtype=np.float64)  # columns in increasing x: Page's predicted order
+
+        def p_of(d: np.ndarray) -> tuple[float, float]:
+            res = page_trend_test(d)
+            return float(res.statistic), float(res.pvalue)
+
+        stat, p_up = p_of(data)
+        _, p_down = p_of(data[:, ::-1])
+    else:
+        if frame["x"].nunique() < 4:
+            return None, np.nan, np.nan
+        stat = float(spearmanr(frame["x"], frame["y"]).statistic)
+        p_up = float(spearmanr(frame["x"], frame["y"], alternative="greater").pvalue)
+        p_down = float(spearmanr(frame["x"], frame["y"], alternative="less").pvalue)
+    p_claim, p_other = (p_up, p_down) if direction == "increasing" else (p_down, p_up)
+    if p_claim < TREND_ALPHA:
+        return True, stat, p_claim
+    return (False if p_other < TREND_ALPHA else None), stat, p_claim
+
+
+def trend_two_sided(x: Iterable[float], y: Iterable[float],
+                    blocks: Iterable[Any] | None = None) -> tuple[bool | None, float, float]:
+    """Two-sided ``monotone_trend``: does y move with x in EITHER direction? Returns (holds, p_up, p_down).
+
+    holds is True when one one-sided p is below 0.025 (two-sided level 0.05), False when y is exactly
+    constant, None otherwise (the data cannot decide; no trend cannot be shown without a margin).
+    """
+    x, y = list(x), list(y)
+    blocks = None if blocks is None else list(blocks)
+    up, _, p_up = monotone_trend(x, y, "increasing", blocks)
+    down, _, p_down = monotone_trend(x, y, "decreasing", blocks)
+    if up is False and down is False:  # both opposite trends at once: only a constant y
+        return False, p_up, p_down
+    if min(p_up, p_down) < TREND_ALPHA / 2:
+        return True, p_up, p_down
+    return None, p_up, p_down
+
+
+TREND_RULE = ("for each of {mechs}: Page's trend test (trials as blocks) that {y} is {direction} in {x}, "
+              "p < 0.05: confirmed; the opposite trend at p < 0.05 or a constant {y}: not confirmed; else "
+              "inconclusive (a mechanism missing from the rows: inconclusive)")
+FLAT_UNPAIRED_RULE = ("for each of {mechs} (independent timing noise per run, so trials are not paired): with the "
+                      "95% t interval of mean {y} at every {x}, max(upper) / min(lower) <= {factor:g}: confirmed; "
+                      "max(lower) / min(upper) > {factor:g}: not confirmed; otherwise inconclusive")
+FLAT_RULE = ("for each of {mechs}: per trial, spread = max over {x} of {y} / min over {x}; 95% t interval of the "
+             "mean spread <= {factor:g}: confirmed, > {factor:g}: not confirmed, straddling: inconclusive")
+
+
+def trend_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y: str,
+                direction: Literal["increasing", "decreasing"], names: dict[str, str] | None = None) -> Claim:
+    """``monotone_trend`` of ``y`` in ``x`` for every mechanism in ``mechs`` (``mechanism.name``); all must hold."""
+    names = names or {}
+    results, parts = [], []
+    for m in mechs:
+        rows = df[df["mechanism.name"] == m]
+        holds, stat, p = (monotone_trend(rows[x], rows[y], direction, rows["trial"]) if len(rows)
+                          else (None, np.nan, np.nan))
+        results.append(holds)
+        parts.append(f"{names.get(m, m)} " + ("absent" if not len(rows) else f"p {p:.2g}" if np.isfinite(p)
+                                                 else f"{len(rows)} values: too few"))
+    rule = TREND_RULE.format(mechs=", ".join(names.get(m, m) for m in mechs), y=y, direction=direction, x=x)
+    return Claim(claim, rule, "; ".join(parts), verdict_of(all_points(results)))
+
+
+def flat_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y: str, factor: float,
+               names: dict[str, str] | None = None, paired: bool = True) -> Claim:
+    """``flat_within`` ``factor`` of ``y`` over ``x`` for every mechanism in ``mechs``; all must hold."""
+    names = names or {}
+    results, parts = [], []
+    for m in mechs:
+        flat, spread = flat_within(df[df["mechanism.name"] == m], x, y, factor, paired)
+        results.append(flat)
+        parts.append(f"{names.get(m, m)} " + (f"{spread:.2f}x" if np.isfinite(spread) else "too few trials or points"))
+    rule = (FLAT_RULE if paired else FLAT_UNPAIRED_RULE).format(mechs=", ".join(names.get(m, m) for m in mechs), x=x,
+                                                                 y=y, factor=factor)
+    return Claim(claim, rule, "spread " + ", ".join(parts), verdict_of(all_points(results)))
+
+
+def fmt_ci(mean: float, lo: float, hi: float) -> str:
+    """``mean [lo, hi]`` for the ``measured`` column."""
+    return f"{mean:.3g} [{lo:.3g}, {hi:.3g}]"
+
+
+def fmt_series(series: pd.Series, digits: int = 3) -> str:
+    """``k: v`` pairs of a small series for the ``measured`` column."""
+    return ", ".join(f"{k:g}: {v:.{digits}g}" if isinstance(k, int | float) else f"{k}: {v:.{digits}g}"
+                     for k, v in series.items())
+
+
+ClaimFunction = Callable[[pd.DataFrame, dict[str, Any]], list[Claim]]
+"""An experiment's ``claims:`` entry: ``(rows, experiment) -> list[Claim]``."""

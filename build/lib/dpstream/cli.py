@@ -1,0 +1,243 @@
+"""The ``dpstream`` command (also ``python -m dpstream`` and ``python run.py``): the Hydra app over the package's
+``conf/`` (experiments included), so it runs from any directory and from a wheel.
+
+    dpstream --help                                 # usage, then every experiment, mechanism and data source
+    dpstream mechanism=lazycms                      # one mechanism, `trials` seeded trials
+    dpstream experiment=fig3a profile=smoke         # a paper panel, shrunk
+    dpstream -m epsilon=0.1,0.3,1                   # Hydra multirun: one combined table at the end
+
+Results go to ``./results`` of the working directory (``./results/smoke`` for profile=smoke) unless
+``results_dir=...`` says otherwise. A bad config prints one line, ``error: <key>=<value>: <what is allowed>``, and
+exits with status 2; ``HYDRA_FULL_ERROR=1`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+import hydra
+import pandas as pd
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from dpstream.errors import ConfigError
+from dpstream.harness.config import CONF_DIR, check_override, data_kind, data_kinds, options
+
+CHOICE_GROUPS = ("mechanism", "data", "profile", "experiment")
+ROWS_FILE = "rows.csv"  # a multirun job's rows, beside Hydra's job files; combined at the end of the sweep
+USAGE = """\
+usage: dpstream [key=value ...]                 one run: mechanism x data, `trials` seeded trials
+       dpstream experiment=<id> [key=value ...] a sweep; profile=smoke shrinks it to seconds
+       dpstream -m key=a,b [key=c,d ...]         Hydra multirun: every combination, one combined table
+       dpstream --cfg job [key=value ...]        print the config that would run (add --resolve)
+       dpstream --hydra-help                     Hydra's own flags
+Results go to ./results of the working directory (./results/smoke with profile=smoke); results_dir=DIR moves them.
+Top-level keys: {keys}
+A bad value prints `error: <key>=<value>: <what is allowed>` and exits 2 (HYDRA_FULL_ERROR=1: full traceback).
+"""
+
+
+def full_error() -> bool:
+    return os.environ.get("HYDRA_FULL_ERROR") == "1"
+
+
+def one_line(path: Path) -> str:
+    """What a config file is, in one line: its ``title``, else its ``description``, else its first comment."""
+    text = path.read_text()
+    spec = OmegaConf.load(path)
+    for key in ("title", "description"):
+        if isinstance(spec.get(key), str):
+            return spec[key]
+    comment = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        comment.append(line.lstrip("# ").strip())
+    sentence = re.split(r"(?<=[.;])\s", " ".join(comment), maxsplit=1)[0]
+    return sentence if len(sentence) <= 130 else sentence[:127] + "..."
+
+
+def catalog(conf_dir: Path = CONF_DIR) -> str:
+    """Every experiment, mechanism and data source with one line each (what ``dpstream --help`` prints)."""
+    base = OmegaConf.to_container(OmegaConf.load(conf_dir / "config.yaml"), resolve=False)
+    keys = " ".join(f"{k}={v}" for k, v in base.items() if k not in ("defaults", "hydra"))
+    out = [USAGE.format(keys=keys)]
+    for group, label in (("experiment", "experiments"), ("mechanism", "mechanisms"), ("data", "data")):
+        names = options(conf_dir, group)
+        width = max(map(len, names))
+        out.append(f"{label} ({group}=<name>):")
+        for name in names:
+            path = conf_dir / group / f"{name}.yaml"
+            spec = OmegaConf.to_container(OmegaConf.load(path))
+            tag = ""
+            if group == "mechanism":
+                tag = f"[{','.join(data_kinds(spec))}] "
+            elif group == "data":
+                tag = f"[{data_kind(spec)}] "
+            out.append(f"  {name:<{width}}  {tag}{one_line(path)}")
+        out.append("")
+    out.append("[kind] after a mechanism: the data kinds it reads; after a data source: its kind.")
+    return "\n".join(out)
+
+
+def typed_overrides(args: list[str]) -> list[tuple[str, str]]:
+    """The plain ``key=value`` overrides among command-line ``args`` (flags, ``+``/``~`` edits and ``hydra.*`` left
+    out; Hydra handles those)."""
+    out = []
+    for arg in args:
+        if arg.startswith(("-", "+", "~")) or "=" not in arg:
+            continue
+        key, value = arg.split("=", 1)
+        if key.split(".", 1)[0] != "hydra":
+            out.append((key, value))
+    return out
+
+
+def search_dirs(args: list[str]) -> list[Path]:
+    """The package's conf dir and any ``file://`` dirs of ``hydra.searchpath=[...]`` (e.g. your own experiments)."""
+    dirs = [CONF_DIR]
+    for arg in args:
+        if arg.startswith("hydra.searchpath="):
+            dirs += [Path(p) for p in re.findall(r"file://([^,\]\s'\"]+)", arg)]
+    return dirs
+
+
+def precheck(args: list[str]) -> None:
+    """Check the typed overrides against the default config before Hydra composes it, so that an unknown option,
+    an unknown key or a non-number where a number belongs is one ``ConfigError`` naming the typed key."""
+    typed = typed_overrides(args)
+    dirs = search_dirs(args)
+    choices = {g: sorted({n for d in dirs for n in options(d, g)}) for g in CHOICE_GROUPS}
+    chosen = {g: None for g in CHOICE_GROUPS}
+    for entry in OmegaConf.load(CONF_DIR / "config.yaml").defaults:
+        if isinstance(entry, dict | DictConfig):
+            for group, name in entry.items():
+                if group in chosen:
+                    chosen[group] = name
+    for key, value in typed:
+        if key in CHOICE_GROUPS:
+            check_override(key, value, {}, choices)
+            chosen[key] = value.split(",")[0].strip()
+    defaults: dict[str, Any] = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))
+    defaults.pop("defaults", None)
+    defaults.pop("hydra", None)
+    for group, name in chosen.items():
+        found = [d / group / f"{name}.yaml" for d in dirs if (d / group / f"{name}.yaml").exists()]
+        defaults[group] = OmegaConf.to_container(OmegaConf.load(found[0])) if name not in (None, "null") else None
+    for key, value in typed:
+        if key not in CHOICE_GROUPS:
+            check_override(key, value, defaults, choices)
+
+
+def explain(exc: ValueError, typed: list[tuple[str, str]]) -> str:
+    """The one-line form of a config error, with the key as the user typed it (``data.skew``, not ``skew``).
+
+    ``ConfigError`` carries its key; a plain ``ValueError`` from a validator (``"<name> must ..., got <value>"``) is
+    mapped to the typed key whose last part is ``<name>``.
+    """
+    if isinstance(exc, ConfigError):
+        return f"error: {exc.key}={exc.value}: {exc.allowed}"
+    message = " ".join(str(exc).split())
+    found = re.match(r"(?P<name>[A-Za-z_][\w.]*) must (?P<rule>.*?)(?:, got (?P<got>.*))?$", message)
+    if not found:
+        return f"error: {message}"
+    name = found["name"]
+    key, value = next(((k, v) for k, v in typed if k == name or k.endswith("." + name)), (name, found["got"]))
+    return f"error: {key}={value}: must {found['rule']}"
+
+
+def fail(exc: ValueError, typed: list[tuple[str, str]]) -> NoReturn:
+    print(explain(exc, typed), file=sys.stderr, flush=True)
+    raise SystemExit(2)
+
+
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
+def app(cfg: DictConfig) -> None:
+    """The Hydra task: run the composed config (``dpstream.harness.runner.run``)."""
+    from dpstream.harness.runner import Terminated, run  # imported here so that --help and errors stay fast
+
+    hydra_cfg = HydraConfig.get()
+    overrides = list(hydra_cfg.overrides.task)
+    try:
+        frames = run(cfg, conf_dir=CONF_DIR, overrides=overrides)
+    except ValueError as exc:
+        if full_error():
+            raise
+        fail(exc, typed_overrides(overrides))
+    except (KeyboardInterrupt, Terminated) as stop:
+        print("\nstopped: finished trials are in the results store; the same command resumes the run",
+              file=sys.stderr, flush=True)
+        raise SystemExit(143 if isinstance(stop, Terminated) else 130) from None
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        job = ",".join(overrides)
+        rows = pd.concat([df.assign(multirun_job=job) for df in frames], ignore_index=True)
+        rows.to_csv(Path(hydra_cfg.runtime.output_dir) / ROWS_FILE, index=False)
+
+
+class CombineMultirun(Callback):
+    """At the end of a multirun: every job's rows in one table, ``<results_dir>/tables/multirun_<time>.csv``."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        parts = sorted(Path(config.hydra.sweep.dir).glob(f"*/{ROWS_FILE}"))
+        if not parts:
+            return
+        table = Path(config.results_dir) / "tables" / f"multirun_{time.strftime('%Y-%m-%d_%H-%M-%S')}.csv"
+        table.parent.mkdir(parents=True, exist_ok=True)
+        pd.concat([pd.read_csv(p) for p in parts], ignore_index=True).to_csv(table, index=False)
+        print(f"multirun table ({len(parts)} jobs): {table.resolve()}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: ``--help`` / ``list`` print the catalog; overrides are checked, then Hydra runs."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["list"] or "-h" in args or "--help" in args:
+        print(catalog())
+        return
+    try:
+        precheck(args)
+    except ValueError as exc:
+        if full_error():
+            raise
+        fail(exc, typed_overrides(args))
+    if wants_job_config(args):
+        print(show_job(args))
+        return
+    sys.argv = [sys.argv[0], *args]
+    app()
+
+
+def wants_job_config(args: list[str]) -> bool:
+    """``--cfg job`` (or ``-c job``) outside a multirun: answered by ``show_job``, not by Hydra."""
+    flags = {"-m", "--multirun", "-p", "--package"}
+    return any(a in ("--cfg", "-c") and args[i + 1:i + 2] == ["job"] for i, a in enumerate(args)) and \
+        not flags & set(args)
+
+
+def show_job(args: list[str]) -> str:
+    """The configs that will run, as the harness expands them (profile overrides and experiment sweeps applied):
+    what Hydra's own ``--cfg job`` cannot show, since the profile and the sweep are applied by the harness."""
+    from hydra import compose, initialize_config_dir
+
+    from dpstream.harness.runner import describe, plan
+
+    overrides = [a for i, a in enumerate(args) if a not in ("--cfg", "-c", "--resolve")
+                 and not (a == "job" and i > 0 and args[i - 1] in ("--cfg", "-c"))]
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides)
+    try:
+        return describe(plan(cfg, CONF_DIR, overrides))
+    except ValueError as exc:
+        if full_error():
+            raise
+        fail(exc, typed_overrides(overrides))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""On-disk cache of generated or converted arrays under ``data/``, keyed by their parameters."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xxhash
+
+FINGERPRINT_CHUNK = 1 << 23  # 8 MiB reads
+FINGERPRINT_SUFFIX = "_xxh3"  # config key of a file input's content hash: ``data.path`` -> ``data.path_xxh3``
+_fingerprints: dict[tuple[str, int, int, int, int, int], str] = {}
+
+
+def seed_token(seed: np.random.SeedSequence) -> str:
+    """A stable text form of a SeedSequence (entropy and spawn key), for cache keys."""
+    return f"{seed.entropy}-{'.'.join(map(str, seed.spawn_key))}"
+
+
+def file_fingerprint(path: str | Path) -> str:
+    """xxh3-128 of a file's content (hex), read in chunks: what a stored result or cached conversion is keyed by.
+
+    Memoised within the process per (path, device, inode, size, mtime_ns, ctime_ns), so a sweep hashes a large
+    trace once; ``ctime`` is in the memo key because ``os.utime`` can restore mtime but not ctime, so a file
+    rewritten in place is hashed again. A missing or unreadable file raises an error naming it.
+    """
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise FileNotFoundError(f"input file {str(p)!r} does not exist or is not a file")
+    st = p.stat()
+    memo = (str(p.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if memo not in _fingerprints:
+        digest = xxhash.xxh3_128()
+        try:
+            with open(p, "rb") as fh:
+                while chunk := fh.read(FINGERPRINT_CHUNK):
+                    digest.update(chunk)
+        except OSError as exc:
+            raise PermissionError(f"input file {str(p)!r} cannot be read ({exc})") from exc
+        _fingerprints[memo] = digest.hexdigest()
+    return _fingerprints[memo]
+
+
+def cached_array(cache_dir: str | Path | None, kind: str, params: dict[str, Any],
+                 build: Callable[[], np.ndarray]) -> np.ndarray:
+    """Return ``build()``, cached as ``<cache_dir>/<kind>/<kind>-<hash of params>.npy``.
+
+    Writes go to a temporary file first and are renamed into place, so parallel workers
+    never read a half-written array. ``cache_dir=None`` disables caching.
+    """
+    if cache_dir is None:
+        return build()
+    digest = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    folder = Path(cache_dir) / kind
+    path = folder / f"{kind}-{digest}.npy"
+    if path.exists():
+        return np.load(path)
+    array = build()
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npy.tmp")
+    with os.fdopen(fd, "wb") as fh:
+        np.save(fh, array)
+    os.replace(tmp, path)
+    return array

@@ -1,0 +1,86 @@
+"""caida_like: a SYNTHETIC stand-in for the paper's CAIDA 2019 trace (seed 004, Sec. 6.5).
+
+The paper describes its trace only as about 26.6 M packets with about 312 k distinct source IPv4
+addresses. This generator draws i.i.d. packets whose sources follow a Zipf law over ``n_sources``
+random IPv4 addresses, Pr[rank r] proportional to r^-zipf_exponent (heavy-tailed, as source-IP
+popularity is). ``zipf_exponent`` (default 1.0) is an ASSUMPTION, not from the paper; ``n_sources``
+is calibrated so that the expected number of distinct sources in ``full_length`` packets is
+``distinct_sources`` (the paper's two numbers). ``length`` < ``full_length`` gives a shorter trace
+from the same source distribution. It is synthetic data and says so (``data.synthetic``); it has no
+flow structure or burstiness, unlike a real trace.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from dpstream.data.cache import cached_array
+from dpstream.validation import check_positive_int
+
+PAPER_PACKETS = 26_600_000
+PAPER_DISTINCT_SOURCES = 312_000
+_SAMPLE_CHUNK = 1 << 22
+
+
+def _zipf_probabilities(n: int, exponent: float) -> np.ndarray:
+    weights = np.arange(1, n + 1, dtype=np.float64) ** -exponent
+    return weights / weights.sum()
+
+
+def expected_distinct(n_sources: int, exponent: float, length: int) -> float:
+    """E[# distinct sources in ``length`` packets] = sum_r 1 - (1 - p_r)^length."""
+    p = _zipf_probabilities(n_sources, exponent)
+    return float(np.sum(-np.expm1(length * np.log1p(-p))))
+
+
+def calibrate_sources(exponent: float, full_length: int, distinct_sources: int) -> int:
+    """The smallest universe size whose expected distinct count in ``full_length`` packets reaches
+    ``distinct_sources`` (bisection; the expectation grows with the universe size)."""
+    if expected_distinct(16 * distinct_sources, exponent, full_length) < distinct_sources:
+        raise ValueError(f"zipf_exponent={exponent} cannot produce {distinct_sources} distinct sources in "
+                         f"{full_length} packets (too steep); lower it")
+    lo, hi = distinct_sources, 16 * distinct_sources
+    while hi - lo > max(1, distinct_sources // 10_000):
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if expected_distinct(mid, exponent, full_length) < distinct_sources else (lo, mid)
+    return hi
+
+
+def synthetic_caida_like(length: int = PAPER_PACKETS, zipf_exponent: float = 1.0,
+                      full_length: int = PAPER_PACKETS, distinct_sources: int = PAPER_DISTINCT_SOURCES,
+                      trace_seed: int = 2019, cache_dir: str | Path | None = None) -> np.ndarray:
+    """``length`` packets' IPv4 source addresses (uint32) of the synthetic caida_like trace.
+
+    A fixed trace (seeded by ``trace_seed``), like the paper's single real trace: trials differ only
+    in the mechanisms' randomness. Cached under ``cache_dir/caida_like/`` keyed by every parameter.
+    """
+    length = check_positive_int(length, "length")
+    full_length = check_positive_int(full_length, "full_length")
+    distinct_sources = check_positive_int(distinct_sources, "distinct_sources")
+    trace_seed = check_positive_int(trace_seed, "trace_seed", minimum=0)
+    if not (isinstance(zipf_exponent, int | float) and math.isfinite(zipf_exponent) and zipf_exponent > 0):
+        raise ValueError(f"zipf_exponent must be a finite number > 0, got {zipf_exponent!r}")
+
+    def build() -> np.ndarray:
+        n = calibrate_sources(float(zipf_exponent), full_length, distinct_sources)
+        rng = np.random.default_rng(np.random.SeedSequence(trace_seed))
+        addresses = np.empty(0, dtype=np.uint32)
+        while addresses.size < n:  # n distinct random addresses (avoid 0.0.0.0), in random order
+            draw = rng.integers(1, 2**32, size=n + n // 8, dtype=np.uint64).astype(np.uint32)
+            _, first = np.unique(np.concatenate([addresses, draw]), return_index=True)
+            addresses = np.concatenate([addresses, draw])[np.sort(first)]
+        addresses = addresses[:n]
+        cdf = np.cumsum(_zipf_probabilities(n, float(zipf_exponent)))
+        out = np.empty(length, dtype=np.uint32)
+        for start in range(0, length, _SAMPLE_CHUNK):
+            u = rng.random(min(_SAMPLE_CHUNK, length - start))
+            ranks = np.minimum(np.searchsorted(cdf, u, side="right"), n - 1)
+            out[start:start + u.size] = addresses[ranks]
+        return out
+
+    params = {"length": length, "zipf_exponent": float(zipf_exponent), "full_length": full_length,
+              "distinct_sources": distinct_sources, "trace_seed": trace_seed}
+    return cached_array(cache_dir, "caida_like", params, build)

@@ -1,0 +1,368 @@
+"""Turn a Hydra config plus an experiment file into the list of trial configs it stands for.
+
+Experiments name config-group options (``mechanism: lazycms``, ``data: zipf``) and dotted keys
+(``data.skew``, ``epsilon``); the group options are read from ``conf/<group>/<name>.yaml`` (shipped inside the
+package, ``CONF_DIR``), which are the single registry of mechanisms, data sources and experiments. Everything a user
+can get wrong is checked here, before any trial runs, and raised as ``ConfigError(key, value, allowed)``.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from dpstream.data.cache import FINGERPRINT_SUFFIX, file_fingerprint
+from dpstream.errors import ConfigError
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the package's own config tree (conf/, experiments/)
+GROUPS = ("mechanism", "data")
+# Top-level keys a mechanism may read; each conf/mechanism/<name>.yaml declares the ones its trial uses
+# (``uses: [epsilon, delta]``), and setting one that no mechanism of the run uses is an error (``check_uses``).
+SHARED_KEYS = ("epsilon", "delta", "width", "depth", "memory_kb", "release_times")
+# What data a mechanism reads (``data_kinds`` in conf/mechanism/*.yaml) and is (``kind`` in conf/data/*.yaml).
+DATA_KINDS = ("stream", "qr_database", "qr_categorical", "none")
+# Declarations checked before the run (``check_fits``) and then dropped: no trial reads them, no key hashes them.
+DECLARATIONS = {"mechanism": ("data_kinds", "data_max"), "data": ("kind",)}
+# A config value is a file input when its key ends in one of these and it is not null (``fingerprint_inputs``).
+FILE_KEY_SUFFIXES = ("path", "file")
+# Keys that choose how a run executes, not what it computes: excluded from trial configs and keys.
+# (``data_dir`` stays in trial configs, since trials need it, but is left out of keys and rows: see the store.)
+RUN_KEYS = ("experiment", "trials", "n_jobs", "backend", "scheduler_address", "rerun", "results_dir")
+
+
+@dataclass(frozen=True)
+class ExperimentSchema:
+    """The keys an ``experiments/<id>.yaml`` may have (docs/harness.md); any other key is an error."""
+
+    id: str
+    title: str = ""
+    paper_claim: str = ""
+    trials: int | None = None       # trials per grid point (default: the top-level ``trials``)
+    fixed: dict = field(default_factory=dict)    # dotted key -> value, for every trial
+    grid: dict = field(default_factory=dict)     # dotted key -> list (cartesian product)
+    zip: dict = field(default_factory=dict)      # dotted key -> list (varied together)
+    plot: str | None = None         # module:function(df, experiment, path)
+    plot_args: dict = field(default_factory=dict)
+    claims: str | None = None       # module:function(df, experiment) -> list[Claim]
+    trial: str | None = None        # module:function overriding the mechanism's trial function
+    parts: list | None = None       # an aggregate: the experiments it runs
+    report: bool = False            # write report.md / report.html after the parts
+    profiles: dict = field(default_factory=dict)  # profile name -> a block of the keys above, deep-merged
+
+
+EXPERIMENT_KEYS = tuple(f.name for f in fields(ExperimentSchema))
+PROFILE_BLOCK_KEYS = tuple(k for k in EXPERIMENT_KEYS if k not in ("id", "parts", "profiles"))
+MAPPING_KEYS = ("fixed", "grid", "zip", "plot_args", "profiles")
+
+
+def check_experiment(spec: dict[str, Any], name: str) -> None:
+    """Reject an experiment whose keys are not in ``ExperimentSchema`` (a typo such as ``grdi:`` would otherwise
+    silently shrink a sweep to one point), whose sections are not mappings, or whose sweeps are not lists."""
+    where = f"experiment {name!r}"
+
+    def unknown(keys: Iterable[str], allowed: tuple[str, ...], block: str) -> None:
+        for key in keys:
+            if key not in allowed:
+                raise ConfigError("experiment", name, f"unknown key '{block}{key}' in {where}; allowed keys: "
+                                                      f"{', '.join(allowed)}")
+
+    unknown([k for k in spec if k != "profile_name"], EXPERIMENT_KEYS, "")
+    for key in MAPPING_KEYS:
+        if not isinstance(spec.get(key) or {}, dict):
+            raise ConfigError("experiment", name, f"{key} must be a mapping in {where}, got {spec[key]!r}")
+    for profile, block in (spec.get("profiles") or {}).items():
+        if not isinstance(block, dict):
+            raise ConfigError("experiment", name, f"profiles.{profile} must be a mapping in {where}")
+        unknown(block, PROFILE_BLOCK_KEYS, f"profiles.{profile}.")
+    for section in ("grid", "zip"):
+        for key, values in (spec.get(section) or {}).items():
+            if not isinstance(values, list) or not values:
+                raise ConfigError("experiment", name, f"{section}.{key} must be a non-empty list in {where}, "
+                                                      f"got {values!r}")
+
+
+def import_object(path: str) -> Callable[..., Any]:
+    """``"package.module:function"`` -> the function (a clear error for a bad path)."""
+    module_name, _, attr = path.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot import {path!r} (expected 'package.module:function'): {exc}") from exc
+
+
+def options(conf_dir: Path, group: str) -> list[str]:
+    """The option names of config group ``group``."""
+    return sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
+
+
+def load_option(conf_dir: Path, group: str, name: str) -> dict[str, Any]:
+    """The config of option ``name`` of ``group`` as a plain dict."""
+    path = conf_dir / group / f"{name}.yaml"
+    if not path.exists():
+        raise ConfigError(group, name, f"unknown {group} {name!r}; allowed: {', '.join(options(conf_dir, group))}")
+    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)  # type: ignore[return-value]
+
+
+def load_experiment(conf_dir: Path, name: str, profile: str) -> dict[str, Any]:
+    """Experiment ``name`` with its ``profiles.<profile>`` block deep-merged in."""
+    return resolve_profile(load_option(conf_dir, "experiment", name), profile)
+
+
+def resolve_profile(spec: Any, profile: str) -> dict[str, Any]:
+    """Check ``spec`` against ``ExperimentSchema``, then deep-merge its ``profiles.<profile>`` block."""
+    plain = OmegaConf.to_container(OmegaConf.create(spec), resolve=False) if not isinstance(spec, dict) else spec
+    check_experiment(plain, str(plain.get("id", "?")))
+    spec = OmegaConf.create(spec)
+    block = spec.get("profiles", {}).get(profile, {}) if "profiles" in spec else {}
+    merged = OmegaConf.merge(spec, block) if block else spec
+    out = OmegaConf.to_container(merged, resolve=True)
+    out.pop("profiles", None)
+    out["profile_name"] = profile
+    return out  # type: ignore[return-value]
+
+
+def _set(params: dict[str, Any], dotted: str, value: Any, only_existing: bool = False) -> None:
+    head, *rest = dotted.split(".")
+    node = params
+    keys = [head, *rest]
+    for k in keys[:-1]:
+        if not isinstance(node.get(k), dict):
+            if only_existing:
+                return
+            raise ConfigError(dotted, value, f"config key {dotted!r} does not exist: {k!r} is not a config section")
+        node = node[k]
+    if only_existing and keys[-1] not in node:
+        return
+    if len(keys) == 1 and keys[0] not in node:
+        raise ConfigError(dotted, value, f"unknown config key {dotted!r}; top-level keys are: "
+                                         f"{', '.join(sorted(node))}")
+    node[keys[-1]] = copy.deepcopy(value)
+
+
+def apply_overrides(base: dict[str, Any], overrides: list[tuple[str, Any]], conf_dir: Path,
+                    profile_overrides: dict[str, Any]) -> dict[str, Any]:
+    """Apply group choices first, then the profile's shrinking overrides, then dotted keys, in order."""
+    params = copy.deepcopy(base)
+    for key, value in overrides:
+        if key in GROUPS:  # an option name, or (from the command line) the option's composed config
+            params[key] = copy.deepcopy(value) if isinstance(value, dict) else load_option(conf_dir, key, str(value))
+    for key, value in profile_overrides.items():
+        _set(params, key, value, only_existing=True)
+    for key, value in overrides:
+        if key not in GROUPS:
+            _set(params, key, value)
+    return params
+
+
+def grid_points(spec: dict[str, Any]) -> list[list[tuple[str, Any]]]:
+    """Every point of ``grid`` (cartesian, in order) crossed with ``zip`` (keys varied together)."""
+    grid = spec.get("grid") or {}
+    zipped = spec.get("zip") or {}
+    lengths = {len(v) for v in zipped.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"experiment {spec.get('id')!r}: zip lists must have equal lengths, got {sorted(lengths)}")
+    zip_rows = [list(zip(zipped, vals, strict=True)) for vals in zip(*zipped.values(), strict=True)] or [[]]
+    points = []
+    for combo in itertools.product(*grid.values()):
+        for zrow in zip_rows:
+            points.append(list(zip(grid, combo, strict=True)) + zrow)
+    return points
+
+
+def command_line_overrides(task: list[str], cfg: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The ``key=value`` overrides a user typed (Hydra's ``overrides.task``), with their composed values.
+
+    Group choices carry the composed option config (which may come from a ``hydra.searchpath`` dir, and whose
+    ``name`` need not be its file name); run settings, ``experiment`` and ``profile`` are not trial keys.
+    """
+    out = []
+    for item in task:
+        key = item.split("=", 1)[0].lstrip("+")
+        head = key.split(".", 1)[0]
+        if key.startswith("~") or head in ("hydra", "experiment", "profile") or head in RUN_KEYS:
+            continue
+        value = cfg[key] if key in GROUPS else OmegaConf.select(OmegaConf.create(cfg), key)
+        out.append((key, value))
+    return out
+
+
+def declared_uses(mechanism: dict[str, Any]) -> list[str]:
+    """The top-level keys mechanism config ``mechanism`` declares its trial reads (its ``uses`` list)."""
+    uses = mechanism.get("uses")
+    if not isinstance(uses, list) or any(k not in SHARED_KEYS for k in uses):
+        raise ValueError(f"mechanism {mechanism.get('name')!r} must declare `uses: [...]`, the top-level keys its "
+                         f"trial reads, a subset of {list(SHARED_KEYS)}; got {uses!r}")
+    return uses
+
+
+def check_uses(settings: list[tuple[str, Any]], trials: list[dict[str, Any]], where: str) -> None:
+    """Reject a top-level key set by the user or the experiment (``settings``) that no mechanism of ``trials``
+    reads: it would be printed and stored while the mechanism runs at something else."""
+    declared = {p["mechanism"]["name"]: declared_uses(p["mechanism"]) for p in trials}
+    used = {key for uses in declared.values() for key in uses}
+    for key, value in settings:
+        if key in SHARED_KEYS and key not in used:
+            mechanisms = "; ".join(f"{name} uses {uses}" for name, uses in sorted(declared.items()))
+            raise ConfigError(key, value, f"set ({where}) but no mechanism of this run reads {key} (mechanism "
+                                          f"{mechanisms}); drop {key}=... or choose a mechanism that reads it")
+
+
+def fingerprint_inputs(params: dict[str, Any], prefix: str = "") -> None:
+    """Add ``<key>_xxh3`` (content hash, ``file_fingerprint``) beside every file input of ``params``, in place.
+
+    A file input is any non-null value whose key ends in ``path`` or ``file`` (e.g. ``data.path``); it must name an
+    existing readable file. The hash enters the trial's store key, so a replaced file is recomputed.
+    """
+    for key, value in list(params.items()):
+        if isinstance(value, dict):
+            fingerprint_inputs(value, f"{prefix}{key}.")
+        elif key.endswith(FILE_KEY_SUFFIXES) and value is not None:
+            if not isinstance(value, str):
+                raise ValueError(f"{prefix}{key} must be a file path, got {value!r}")
+            try:
+                params[f"{key}{FINGERPRINT_SUFFIX}"] = file_fingerprint(value)
+            except OSError as exc:
+                raise ValueError(f"{prefix}{key}={value!r}: {exc}") from exc
+
+
+def expand(spec: dict[str, Any], base: dict[str, Any], conf_dir: Path, trials: int,
+           profile_overrides: dict[str, Any], cli: list[tuple[str, Any]] = ()) -> list[dict[str, Any]]:
+    """All trial configs of ``spec``: one per grid point and trial index, in a fixed order.
+
+    Precedence: base config < the experiment's ``fixed`` < command-line overrides < the swept point.
+    A command-line override of a swept key is an error (it would silently collapse the sweep), and so is a
+    top-level key that no mechanism of the experiment uses (``check_uses``). File inputs get content hashes.
+    """
+    fixed = list((spec.get("fixed") or {}).items())
+    sweeps = {**(spec.get("grid") or {}), **(spec.get("zip") or {})}
+    for key, value in cli:
+        if key in sweeps:
+            shown = value.get("name") if isinstance(value, dict) else value
+            raise ConfigError(key, shown, f"{key} is swept by experiment {spec.get('id')!r}; change the sweep with "
+                                          f"experiment.grid.{key}=[...] (or experiment.zip.{key}) instead of "
+                                          f"{key}=...")
+    out = []
+    for point in grid_points(spec):
+        params = apply_overrides(base, fixed + list(cli) + point, conf_dir, profile_overrides)
+        check_fits(params["mechanism"], params["data"], conf_dir)
+        params = without_declarations(params)
+        fingerprint_inputs(params)
+        for trial in range(trials):
+            out.append({**copy.deepcopy(params), "trial": trial})
+    check_uses(list(cli), out, "on the command line")
+    check_uses(fixed + list(sweeps.items()), out, f"by experiment {spec.get('id')!r}")
+    return out
+
+
+def data_kinds(mechanism: dict[str, Any]) -> list[str]:
+    """The data kinds mechanism config ``mechanism`` declares it accepts (its ``data_kinds`` list)."""
+    kinds = mechanism.get("data_kinds")
+    if not isinstance(kinds, list) or not kinds or any(k not in DATA_KINDS for k in kinds):
+        raise ValueError(f"mechanism {mechanism.get('name')!r} must declare `data_kinds: [...]`, the data it reads, "
+                         f"a non-empty subset of {list(DATA_KINDS)}; got {kinds!r}")
+    return kinds
+
+
+def data_kind(data: dict[str, Any]) -> str:
+    """The kind data config ``data`` declares (its ``kind``)."""
+    if data.get("kind") not in DATA_KINDS:
+        raise ValueError(f"data {data.get('name')!r} must declare `kind:`, one of {list(DATA_KINDS)}; "
+                         f"got {data.get('kind')!r}")
+    return data["kind"]
+
+
+def data_options(conf_dir: Path) -> dict[str, dict[str, Any]]:
+    """Every data option (file stem) with its config."""
+    return {name: load_option(conf_dir, "data", name) for name in options(conf_dir, "data")}
+
+
+def check_fits(mechanism: dict[str, Any], data: dict[str, Any], conf_dir: Path) -> None:
+    """Reject a mechanism run on data it cannot read, naming both and the data that fit.
+
+    Declarative: each mechanism config lists ``data_kinds`` and each data config has a ``kind`` (``DATA_KINDS``); a
+    mechanism may also bound data keys by its own (``data_max: {universe: universe_size}``: data.universe <=
+    mechanism.universe_size).
+    """
+    kinds, kind = data_kinds(mechanism), data_kind(data)
+    mech = mechanism.get("name")
+
+    def option() -> str:  # the data option's file name (its ``name`` may differ), read only for an error
+        stems = [stem for stem, d in data_options(conf_dir).items() if d.get("name") == data.get("name")]
+        return stems[0] if stems else str(data.get("name"))
+
+    if kind not in kinds:
+        fit = [stem for stem, d in data_options(conf_dir).items() if d.get("kind") in kinds]
+        raise ConfigError("data", option(), f"mechanism {mech} reads data of kind {' or '.join(kinds)}, but data="
+                                            f"{option()} is of kind {kind}; data that fit mechanism={mech}: "
+                                            f"{', '.join(fit) or '(none)'}")
+    for data_key, mech_key in (mechanism.get("data_max") or {}).items():
+        bound, value = mechanism.get(mech_key), data.get(data_key)
+        if value is None or bound is None or not value <= bound:
+            raise ConfigError(f"data.{data_key}", value, f"mechanism {mech} needs data.{data_key} <= "
+                                                         f"mechanism.{mech_key}={bound} (data={option()}); set "
+                                                         f"data.{data_key}=... or mechanism.{mech_key}=...")
+
+
+def without_declarations(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` less the declarations checked before the run (``DECLARATIONS``): trials and keys never see them."""
+    out = dict(params)
+    for group, keys in DECLARATIONS.items():
+        if isinstance(out.get(group), dict):
+            out[group] = {k: v for k, v in out[group].items() if k not in keys}
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def check_override(key: str, raw: str, defaults: dict[str, Any], choices: dict[str, list[str]]) -> None:
+    """Check one command-line ``key=raw`` against the composed-by-default config ``defaults`` before Hydra sees it.
+
+    A group choice must name an option (``choices[group]``); a dotted key must exist; a key whose default is a
+    number must be given numbers (``data.skew=abc`` is rejected here, not deep in a worker). ``raw`` may be a
+    comma-separated sweep (multirun).
+    """
+    head = key.split(".", 1)[0]
+    values = [v.strip() for v in raw.split(",")] if "," in raw and not raw.startswith(("[", "{")) else [raw]
+    if head in choices and key == head:
+        for value in values:
+            if value not in choices[head] and value != "null":
+                raise ConfigError(key, value, f"unknown {head}; allowed: {', '.join(choices[head])}")
+        return
+    node: Any = defaults
+    parts = key.split(".")
+    for depth, part in enumerate(parts):
+        if not isinstance(node, dict) or part not in node:
+            section = ".".join(parts[:depth])
+            allowed = sorted(node) if isinstance(node, dict) else []
+            where = f"keys of {section}" if section else "top-level keys"
+            raise ConfigError(key, raw, f"unknown config key; {where}: {', '.join(map(str, allowed))}")
+        node = node[part]
+    if isinstance(node, int | float) and not isinstance(node, bool):
+        for value in values:
+            if not _is_number(value) and value != "null":
+                raise ConfigError(key, value, f"must be a number (default {node})")
+
+
+def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested config -> one level with dotted keys (lists kept as values)."""
+    flat: dict[str, Any] = {}
+    for key, value in params.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat

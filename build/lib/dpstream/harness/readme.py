@@ -1,0 +1,68 @@
+"""Keep the README's verdict tables equal to the committed claims tables.
+
+A README block between ``<!-- verdicts: fig3a fig3b -->`` and ``<!-- /verdicts -->`` is rendered from
+``results/tables/<id>.claims.csv`` of the listed experiments: one row per claim with its rule, what was
+measured and the verdict. ``python -m dpstream.harness.readme`` rewrites the blocks; ``--check`` exits 1
+when a block differs from the tables (the test suite runs the check, so a README verdict cannot go stale).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from dpstream.harness.report import claim_cells
+
+BLOCK = re.compile(r"(<!-- verdicts: (?P<ids>[^>]*?) -->\n)(?P<body>.*?)(<!-- /verdicts -->)", re.S)
+
+
+def render(ids: list[str], tables: Path) -> str:
+    """The Markdown table of every claim of the experiments ``ids``, in that order."""
+    lines = ["| panel | claim | rule (fixed before the run) | measured | verdict |", "|---|---|---|---|---|"]
+    for exp_id in ids:
+        path = tables / f"{exp_id}.claims.csv"
+        if not path.exists():
+            raise FileNotFoundError(f"README names experiment {exp_id!r} but {path} does not exist")
+        for r in pd.read_csv(path, keep_default_na=False).itertuples():
+            lines.append(f"| {exp_id} | {claim_cells(r)}")
+    return "\n".join(lines) + "\n"
+
+
+def sync(readme: Path, tables: Path) -> tuple[str, list[str]]:
+    """The README text with every verdict block re-rendered, and the ids of the blocks that changed."""
+    text = readme.read_text()
+    changed: list[str] = []
+
+    def replace(m: re.Match[str]) -> str:
+        ids = m.group("ids").split()
+        body = render(ids, tables)
+        if body != m.group("body"):
+            changed.append(" ".join(ids))
+        return m.group(1) + body + m.group(4)
+
+    return BLOCK.sub(replace, text), changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Rewrite (or with --check, verify) the verdict blocks of README.md."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--readme", type=Path, default=Path("README.md"))
+    parser.add_argument("--tables", type=Path, default=Path("results/tables"))
+    parser.add_argument("--check", action="store_true", help="exit 1 if a block differs from the tables")
+    args = parser.parse_args(argv)
+    text, changed = sync(args.readme, args.tables)
+    if args.check:
+        for ids in changed:
+            print(f"README verdict block [{ids}] differs from results/tables: run python -m dpstream.harness.readme")
+        return 1 if changed else 0
+    args.readme.write_text(text)
+    print(f"rewrote {len(changed)} verdict block(s)" if changed else "README verdict blocks up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,388 @@
+"""Run the trials an experiment stands for, store each as it finishes, then write its table and figure.
+
+Every trial's randomness is ``SeedSequence(seed, spawn_key=(trial,))`` (``dpstream.noise.trial_seed``),
+so results do not depend on ``n_jobs`` or the backend. Finished trials are skipped on a rerun.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import joblib
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+import dpstream
+from dpstream.claims import Claim
+from dpstream.errors import ConfigError
+from dpstream.harness.config import (
+    RUN_KEYS,
+    SHARED_KEYS,
+    command_line_overrides,
+    declared_uses,
+    expand,
+    flatten,
+    import_object,
+    load_experiment,
+    resolve_profile,
+    without_declarations,
+)
+from dpstream.harness.report import verdict_summary, write_report
+from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
+from dpstream.noise import NOISE_MODES, noise_mode, trial_seed
+from dpstream.trials import within_budget
+from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
+
+BACKENDS = ("loky", "threading", "sequential", "dask")
+TIMING_SUFFIXES = ("_s", "_per_s", "seconds", "us_per_update")
+STORE_NAME = "trials.jsonl"
+
+
+def is_timing(column: str) -> bool:
+    """Timing columns differ between identical runs; they are left out of reproducibility checks."""
+    return column.endswith(TIMING_SUFFIXES)
+
+
+def execute_trial(trial_fn: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Run one trial (in a worker): seed from (params.seed, params.trial), return its metrics."""
+    fn = import_object(trial_fn)
+    with noise_mode(params.get("noise", "numpy")):
+        metrics = fn(params, trial_seed(params["seed"], params["trial"]))
+    if not isinstance(metrics, dict):
+        raise TypeError(f"trial function {trial_fn} returned {type(metrics).__name__}, expected a dict")
+    return metrics
+
+
+def _preflight(cfg: dict[str, Any]) -> None:
+    check_epsilon(cfg["epsilon"])
+    check_delta(cfg["delta"])
+    for key in ("width", "depth"):
+        if cfg.get(key) is not None:
+            check_positive_int(cfg[key], key)
+    if cfg.get("memory_kb") is not None and not cfg["memory_kb"] > 0:
+        raise ValueError(f"memory_kb must be > 0, got {cfg['memory_kb']!r}")
+    check_positive_int(cfg["trials"], "trials")
+    check_positive_int(cfg["seed"], "seed", minimum=0)
+    if cfg["n_jobs"] == 0 or not isinstance(cfg["n_jobs"], int):
+        raise ValueError(f"n_jobs must be a non-zero integer (-1 = all cores), got {cfg['n_jobs']!r}")
+    check_choice(cfg["backend"], "backend", BACKENDS)
+    check_choice(cfg["noise"], "noise", NOISE_MODES)
+
+
+@contextlib.contextmanager
+def parallel_backend(backend: str, n_jobs: int, scheduler_address: str | None) -> Iterator[tuple[str, int]]:
+    """Yield (joblib backend name, n_jobs); for ``dask`` connect to (or start) a dask.distributed cluster."""
+    if backend != "dask":
+        yield backend, n_jobs
+        return
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError as exc:
+        raise ConfigError("backend", "dask", "needs dask.distributed, not installed: pip install 'dpstream[dask]'") \
+            from exc
+
+    if scheduler_address:
+        with Client(scheduler_address) as client:
+            yield "dask", len(client.scheduler_info()["workers"]) or 1
+        return
+    workers = n_jobs if n_jobs > 0 else (os.cpu_count() or 1)
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster):
+        yield "dask", workers
+
+
+def run_trials(trials: list[tuple[str, str, dict[str, Any]]], store: ResultsStore, cfg: dict[str, Any],
+               label: str) -> int:
+    """Compute the (key, trial function, params) whose keys are not in ``store``; append each row the
+    moment it finishes."""
+    done = store.written_now if cfg["rerun"] else store
+    todo = [job for job in trials if job[0] not in done]
+    if not todo:
+        return 0
+    bar = tqdm(total=len(todo), desc=label, unit="trial", mininterval=1.0, file=sys.stderr)
+    with parallel_backend(cfg["backend"], cfg["n_jobs"], cfg.get("scheduler_address")) as (backend, n_jobs), \
+            workers_die_with_the_run(backend):
+        with joblib.parallel_config(backend=backend, n_jobs=n_jobs):  # registers joblib's dask backend too
+            parallel = joblib.Parallel(return_as="generator_unordered")
+            jobs = (joblib.delayed(_keyed)(key, fn, p) for key, fn, p in todo)
+            for key, params, metrics in parallel(jobs):
+                store.append(make_row(key, params, metrics), replace=cfg["rerun"])
+                bar.update()
+    bar.close()
+    return len(todo)
+
+
+class Terminated(SystemExit):
+    """SIGTERM of the main process, raised where it is waiting for trials (exit status 128 + 15)."""
+
+
+@contextlib.contextmanager
+def workers_die_with_the_run(backend: str) -> Iterator[None]:
+    """Turn SIGTERM into an exception in the main thread, as SIGINT already is (``KeyboardInterrupt``): it unwinds
+    through joblib, which aborts the run and kills the loky workers, so stopping a parallel run leaves no orphan
+    worker computing trials nobody will store (finished trials are already in the store)."""
+    if backend != "loky":
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated(128 + signum)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread (e.g. a Hydra launcher thread): leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _keyed(key: str, trial_fn: str, params: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    return key, params, execute_trial(trial_fn, params)
+
+
+def config_columns(params: dict[str, Any]) -> dict[str, Any]:
+    """The flattened config a row records (its key hashes the same config, less record-only fields)."""
+    return flatten({k: v for k, v in params.items() if k not in NOT_IN_KEY})
+
+
+def make_row(key: str, params: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
+    row = {"key": key, **config_columns(params), **metrics}
+    row["certified"] = bool(row.get("certified", True)) and within_budget(params, metrics)
+    row["dpstream_version"] = dpstream.__version__
+    return row
+
+
+def trial_function(params: dict[str, Any], spec: dict[str, Any]) -> str:
+    fn = spec.get("trial") or params["mechanism"].get("trial")
+    if not fn:
+        raise ValueError(f"mechanism {params['mechanism'].get('name')!r} names no trial function ('trial: ...')")
+    return fn
+
+
+def table(rows: list[dict[str, Any]], experiment_id: str) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    df.insert(0, "experiment", experiment_id)
+    return df
+
+
+def write_csv(df: pd.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".csv.tmp")
+    df.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def summary(df: pd.DataFrame, params_cols: list[str], varying: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-trial and mean tables restricted to what varies and what was measured."""
+    metric_cols = [c for c in df.columns if c not in params_cols and c not in ("key", "experiment",
+                                                                               "dpstream_version")]
+    shown = [c for c in varying if c in df.columns] + ["trial"] + metric_cols
+    per_trial = df[shown]
+    numeric = [c for c in metric_cols if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+    keys = [c for c in varying if c in df.columns]
+    means = df.groupby(keys, sort=False)[numeric].mean().reset_index() if keys else df[numeric].mean().to_frame().T
+    return per_trial, means
+
+
+def _fixed_by_name(df: pd.DataFrame, column: str) -> bool:
+    """True for a ``mechanism.*`` / ``data.*`` column that only changes with the option's name (its class,
+    its flags): such columns are not swept values, so summaries do not group by them."""
+    group, _, rest = column.partition(".")
+    name = f"{group}.name"
+    if group not in ("mechanism", "data") or rest == "name" or name not in df.columns:
+        return False
+    return bool((df.groupby(name)[column].agg(lambda s: s.astype(str).nunique()) <= 1).all())
+
+
+@dataclass
+class Outcome:
+    """What running one experiment produced."""
+
+    df: pd.DataFrame
+    claims: pd.DataFrame | None
+    computed: int
+    elapsed: float
+    table: Path
+
+
+def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: dict[str, Any],
+                   store: ResultsStore, verbose: bool = True) -> Outcome:
+    """Run one experiment's trials (``all_params``, from ``plan``), write its table and figure; print its tables
+    if ``verbose``."""
+    exp_id = spec["id"]
+    keys = [trial_key(p) for p in all_params]
+    jobs = [(key, trial_function(p, spec), p) for key, p in zip(keys, all_params, strict=True)]
+    results_dir = Path(cfg["results_dir"])
+    started = time.perf_counter()
+    computed = run_trials(jobs, store, cfg, exp_id)
+    elapsed = time.perf_counter() - started
+    # a stored row gets the config columns of this run: same key, so same config, and record-only fields
+    # added to configs since the row was written (e.g. ``mechanism.uses``) are filled in
+    rows = [{**store.get(key), **config_columns(p)} for key, p in zip(keys, all_params, strict=True)]
+    df = table(rows, exp_id)
+    write_csv(df, results_dir / "tables" / f"{exp_id}.csv")
+    params_cols = [c for c in flatten(all_params[0]) if c not in NOT_IN_KEY]
+    varying = [c for c in params_cols if c != "trial" and df[c].astype(str).nunique() > 1
+               and not _fixed_by_name(df, c)]
+    if "mechanism.name" in df.columns and "mechanism.name" not in varying:
+        varying.insert(0, "mechanism.name")
+    per_trial, means = summary(df, params_cols, varying)
+    say = print if verbose else _quiet
+    with pd.option_context("display.max_columns", 30, "display.width", 200, "display.max_rows", 60):
+        say(f"\n== {exp_id}: {spec.get('title', '')} ==")
+        say(f"{len(df)} trials ({computed} computed in {elapsed:.1f} s, {len(df) - computed} from the store)")
+        used = {k for p in all_params for k in declared_uses(p["mechanism"])}  # unused shared keys are not shown
+        constant = {c: df[c].iloc[0] for c in params_cols if c not in varying and c != "trial"
+                    and not (c in SHARED_KEYS and c not in used)
+                    and not c.startswith(("profile.", "mechanism.trial", "mechanism._target_", "mechanism.uses",
+                                          "data._target_"))}
+        say("config: " + ", ".join(f"{k}={v}" for k, v in constant.items()))
+        say(per_trial.to_string(index=False, max_rows=60))
+        say("\nmean over trials:")
+        say(means.to_string(index=False))
+    uncertified = not df["certified"].astype(bool).all()
+    if uncertified:
+        say("WARNING: some rows are NOT privacy-certified (scaled constants or debug mode)")
+    if spec.get("plot"):
+        figure = results_dir / "figures" / f"{exp_id}.png"
+        import_object(spec["plot"])(df, spec, figure)
+        say(f"figure: {figure}")
+    claims = None
+    if spec.get("claims"):
+        claims = claims_table(import_object(spec["claims"])(df, spec))
+        write_csv(claims, results_dir / "tables" / f"{exp_id}.claims.csv")
+        with pd.option_context("display.max_colwidth", 90, "display.width", 250):
+            say("\npaper claims vs this run:")
+            say(claims.to_string(index=False))
+    table_path = results_dir / "tables" / f"{exp_id}.csv"
+    say(f"table: {table_path}")
+    outcome = Outcome(df, claims, computed, elapsed, table_path)
+    if not verbose:
+        verdicts = f"; claims: {verdict_summary(claims)}" if claims is not None else ""
+        flag = "; NOT privacy-certified rows" if uncertified else ""
+        print(f"{exp_id}: {len(df)} trials ({computed} computed in {elapsed:.1f} s){verdicts}{flag}", flush=True)
+    return outcome
+
+
+def _quiet(*args: Any, **kwargs: Any) -> None:
+    """Stands in for ``print`` when an aggregate run prints one line per experiment."""
+
+
+def claims_table(claims: list[Claim]) -> pd.DataFrame:
+    """The claims CSV: one row per claim with its rule; only the four verdict words are accepted."""
+    rows = [c.row() if isinstance(c, Claim) else Claim(**c).row() for c in claims]
+    return pd.DataFrame(rows, columns=["claim", "rule", "measured", "verdict"])
+
+
+def experiments_to_run(cfg: dict[str, Any], conf_dir: Path) -> list[dict[str, Any]]:
+    """The experiment specs a config asks for: parts of an aggregate expanded, or one single-run spec."""
+    profile = cfg["profile"]["name"]
+    spec = cfg.get("experiment")
+    if not spec:  # a single configuration: its table is named by the mechanism and a hash of the config
+        base = without_declarations({k: v for k, v in cfg.items() if k not in RUN_KEYS})
+        run_id = f"run-{cfg['mechanism']['name']}-{trial_key(base)[:8]}"
+        return [{"id": run_id, "title": f"single run: {cfg['mechanism']['name']}", "profile_name": profile}]
+    spec = resolve_profile(spec, profile)
+    if spec.get("parts"):
+        out = []
+        for part in spec["parts"]:
+            sub = load_experiment(conf_dir, part, profile)
+            out.extend(experiments_to_run({**cfg, "experiment": sub}, conf_dir) if sub.get("parts") else [sub])
+        return out
+    return [spec]
+
+
+@dataclass
+class Plan:
+    """What a config asks for, checked and expanded before any trial runs."""
+
+    cfg: dict[str, Any]                                          # the plain config, paths made absolute
+    experiments: list[tuple[dict[str, Any], list[dict[str, Any]]]]  # (spec, the params of each of its trials)
+
+
+def plan(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] | None = None) -> Plan:
+    """Check the config and expand every experiment it asks for into trial params (each one's grid x trials), so
+    that a bad key, value or mechanism/data pair anywhere in an aggregate fails before the first trial."""
+    plain = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+    _preflight(plain)
+    plain["results_dir"] = str(Path(plain["results_dir"]).resolve())
+    plain["data_dir"] = str(Path(plain["data_dir"]).resolve())
+    base = {k: v for k, v in plain.items() if k not in RUN_KEYS}
+    profile_overrides = plain["profile"].get("overrides") or {}
+    cli = command_line_overrides(overrides or [], plain)
+    experiments = []
+    for spec in experiments_to_run(plain, conf_dir):
+        trials = int(spec.get("trials") or plain["trials"])
+        experiments.append((spec, expand(spec, base, conf_dir, trials, profile_overrides, cli)))
+    return Plan(plain, experiments)
+
+
+def describe(planned: Plan) -> str:
+    """The configs that will run (``dpstream --cfg job``): per experiment, its size, its sweep and the full config
+    of its first trial, with the profile's overrides applied."""
+    out = []
+    for spec, all_params in planned.experiments:
+        points = {config_key(p) for p in all_params}
+        out.append(f"# {spec['id']}: {len(points)} configurations x {len(all_params) // max(len(points), 1)} "
+                   f"trials (profile {planned.cfg['profile']['name']}, results in {planned.cfg['results_dir']})")
+        sweeps = {**(spec.get("grid") or {}), **(spec.get("zip") or {})}
+        if sweeps:
+            out.append("# swept: " + "; ".join(f"{k}: {v}" for k, v in sweeps.items()))
+        first = {k: v for k, v in all_params[0].items() if k != "trial"}
+        out.append(OmegaConf.to_yaml(OmegaConf.create(first)))
+    return "\n".join(out)
+
+
+def config_key(params: dict[str, Any]) -> str:
+    return trial_key({k: v for k, v in params.items() if k != "trial"})
+
+
+def run(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] | None = None) -> list[pd.DataFrame]:
+    """Entry point behind the ``dpstream`` command: run the configured experiment (or a single run) end to end.
+
+    ``overrides`` are the command-line ``key=value`` strings; inside an experiment they beat its ``fixed`` values.
+    """
+    planned = plan(cfg, conf_dir, overrides)
+    plain = planned.cfg
+    store = ResultsStore(Path(plain["results_dir"]) / "store" / STORE_NAME)
+    verbose = len(planned.experiments) == 1  # an aggregate prints one line per experiment and a summary
+    started = time.perf_counter()
+    outcomes = []
+    for number, (spec, all_params) in enumerate(planned.experiments, start=1):
+        if not verbose:
+            print(f"[{number}/{len(planned.experiments)}] ", end="", flush=True)
+        outcomes.append(run_experiment(spec, all_params, plain, store, verbose))
+    specs = [spec for spec, _ in planned.experiments]
+    frames = [o.df for o in outcomes]
+    report = write_report(specs, frames, plain) if (plain.get("experiment") or {}).get("report") else None
+    if not verbose:
+        print(aggregate_summary(outcomes, time.perf_counter() - started, Path(plain["results_dir"]), report))
+    elif report:
+        print(f"report: {report}")
+    return frames
+
+
+def aggregate_summary(outcomes: list[Outcome], elapsed: float, results_dir: Path, report: Path | None) -> str:
+    """The closing lines of a multi-experiment run: trials, verdict counts over every claim, where things are."""
+    trials = sum(len(o.df) for o in outcomes)
+    computed = sum(o.computed for o in outcomes)
+    claims = [o.claims for o in outcomes if o.claims is not None]
+    lines = [f"\n{len(outcomes)} experiments, {trials} trials ({computed} computed) in {elapsed:.1f} s"]
+    if claims:
+        lines.append(f"verdicts: {verdict_summary(pd.concat(claims, ignore_index=True))}")
+    lines.append(f"tables: {results_dir / 'tables'}")
+    if report:
+        lines.append(f"report: {report}")
+    return "\n".join(lines)

@@ -1,0 +1,98 @@
+"""Append-only results store: one JSON line per finished trial, keyed by a hash of its config and seed.
+
+A trial is written the moment it finishes (one ``os.write`` of one line on an ``O_APPEND`` descriptor,
+then ``fsync``), so killing a sweep at any moment loses no finished trial. A kill can at worst leave a
+partial LAST line with no newline: it is recognised and cut off on the next open. Any other bad line
+is corruption and raises ``StoreError`` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+class StoreError(RuntimeError):
+    """A results file that cannot be read as the store wrote it."""
+
+
+NOT_IN_KEY = ("data_dir",)  # where caches live does not change a result
+NOT_IN_MECHANISM_KEY = ("uses",)  # a declaration checked before the run (config.check_uses), not an input
+
+
+def trial_key(params: dict[str, Any]) -> str:
+    """Stable hash of a trial's full config (including seed and trial index, and the content hash of every
+    file input, ``<key>_xxh3``: see ``config.fingerprint_inputs``)."""
+    keyed = {k: v for k, v in params.items() if k not in NOT_IN_KEY}
+    if isinstance(keyed.get("mechanism"), dict):
+        keyed["mechanism"] = {k: v for k, v in keyed["mechanism"].items() if k not in NOT_IN_MECHANISM_KEY}
+    text = json.dumps(keyed, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _json_safe(value: Any) -> Any:
+    """numpy scalars -> Python scalars (NaN and +-inf are kept: Python's json round-trips them)."""
+    if hasattr(value, "item") and callable(value.item):
+        return value.item()
+    return value
+
+
+class ResultsStore:
+    """Rows of finished trials in ``path`` (JSON lines), readable while being appended to."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._rows: dict[str, dict[str, Any]] = {}
+        self.written_now: set[str] = set()  # keys appended through this object (a forced rerun does each once)
+        self._load()
+
+    def _load(self) -> None:
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):  # a partial last line left by a kill: cut it off
+            with open(self.path, "r+b") as fh:
+                fh.truncate(end)
+            data = data[:end]
+        for number, line in enumerate(data.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                key = row["key"]
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise StoreError(
+                    f"results file {self.path} is corrupt at line {number}: {line[:120]!r} ({exc}); "
+                    "move the file away or delete that line to continue"
+                ) from exc
+            self._rows[key] = row
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self._rows.get(key)
+
+    def append(self, row: dict[str, Any], replace: bool = False) -> None:
+        """Write one finished row durably. A row whose key is already stored is ignored, unless
+        ``replace`` (a forced rerun): then the new line is appended and wins on every later load."""
+        key = row["key"]
+        if key in self._rows and not replace:
+            return
+        line = json.dumps({k: _json_safe(v) for k, v in row.items()}, default=str) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._rows[key] = row
+        self.written_now.add(key)

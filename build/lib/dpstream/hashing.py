@@ -1,0 +1,226 @@
+"""Seeded pairwise-independent hashing for sketches: h(x) = ((a x + b) mod p) mod w, p = 2^61 - 1.
+
+Keys are first made *canonical*: an integer in [0, p).
+
+- Integers in [0, p) are their own canonical key, so they hash exactly as the formula says.
+- Integers in [-2^63, 2^64) outside [0, p) are written as 8 little-endian bytes (two's complement;
+  so -1 and 2^64 - 1 share a key), other integers as their shortest signed little-endian bytes
+  (9 bytes or more), str as UTF-8, bytes as they are; the canonical key is
+  ``xxhash.xxh64_intdigest(bytes) mod p`` (stable 64-bit xxHash, seed 0).
+
+``a x + b mod p`` is computed in uint64 with the Mersenne reduction (32-bit limbs), so the same
+functions run inside numba kernels (``affine_mod_p``, ``bucket``, ``sign``, ``hash_rows``) and over arrays
+(``bucket_many``, ``canonical_keys``). The parameters (a, b) of each row are drawn from the
+sketch's seed (``draw_hash_params``); they are public configuration, not privacy noise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xxhash
+from numba import njit
+
+from dpstream.noise import SeedLike, as_seed_sequence
+
+MERSENNE_P = (1 << 61) - 1
+"""The prime p = 2^61 - 1 of the hash family."""
+
+_P = np.uint64(MERSENNE_P)
+_LOW32 = np.uint64(0xFFFFFFFF)
+_LOW29 = np.uint64((1 << 29) - 1)
+_ONE = np.uint64(1)
+_S3 = np.uint64(3)
+_S29 = np.uint64(29)
+_S32 = np.uint64(32)
+_S61 = np.uint64(61)
+
+# xxHash64 primes (https://github.com/Cyan4973/xxHash, XXH64 specification).
+_XXP1 = np.uint64(0x9E3779B185EBCA87)
+_XXP2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_XXP3 = np.uint64(0x165667B19E3779F9)
+_XXP4 = np.uint64(0x85EBCA77C2B2AE63)
+_XXP5 = np.uint64(0x27D4EB2F165667C5)
+_EIGHT = np.uint64(8)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+_S33 = np.uint64(33)
+_S37 = np.uint64(37)
+
+_INT64_MIN = -(1 << 63)
+_UINT64_END = 1 << 64
+
+
+@njit(cache=True, inline="always")
+def _fold(s: np.uint64) -> np.uint64:
+    """s mod p up to one extra p: (s & p) + (s >> 61) (2^61 = 1 mod p)."""
+    return (s & _P) + (s >> _S61)
+
+
+@njit(cache=True, inline="always")
+def affine_mod_p(a: np.uint64, b: np.uint64, x: np.uint64) -> np.uint64:
+    """(a x + b) mod p for a, b, x in [0, p), exactly, in uint64 arithmetic.
+
+    With a = a1 2^32 + a0 and x = x1 2^32 + x0 (a1, x1 < 2^29): a x = a1 x1 2^64 + m 2^32 + a0 x0 with
+    m = a1 x0 + a0 x1 < 2^62; mod p, 2^64 = 8 and m 2^32 = (m >> 29) + (m & (2^29 - 1)) 2^32.
+    Every partial sum stays below 2^63.
+    """
+    a1 = a >> _S32
+    a0 = a & _LOW32
+    x1 = x >> _S32
+    x0 = x & _LOW32
+    mid = a1 * x0 + a0 * x1
+    low = a0 * x0
+    s = ((a1 * x1) << _S3) + (mid >> _S29) + ((mid & _LOW29) << _S32) + (low & _P) + (low >> _S61)
+    s = _fold(_fold(s) + b)
+    if s >= _P:
+        s -= _P
+    return s
+
+
+@njit(cache=True, inline="always")
+def mod_width(v: np.uint64, width: np.int64, inv: float) -> np.int64:
+    """v mod width, exactly, for v < 2^61 and width < 2^52 (``inv`` = 1.0 / width), without an integer division.
+
+    q = trunc(fl(v) * inv) is within 768 / width + 1 of v / width (three roundings of 2^-53), so
+    r = v - q width has |r| <= width + 768; one more float quotient of the small r and a final +-width
+    correction land exactly in [0, width). Division-free loops vectorise; tests compare with ``%``.
+    """
+    q = np.uint64(np.float64(v) * inv)
+    r = np.int64(v - q * np.uint64(width))
+    r -= np.int64(np.floor(np.float64(r) * inv)) * width
+    if r < 0:
+        r += width
+    elif r >= width:
+        r -= width
+    return r
+
+
+@njit(cache=True, inline="always")
+def bucket(a: np.uint64, b: np.uint64, x: np.uint64, width: np.int64) -> np.int64:
+    """h(x) = ((a x + b) mod p) mod width, a column index in [0, width)."""
+    return mod_width(affine_mod_p(a, b, x), width, 1.0 / width)
+
+
+@njit(cache=True, inline="always")
+def sign(a: np.uint64, b: np.uint64, x: np.uint64) -> np.int64:
+    """g(x) = +1 or -1 from the lowest bit of (a x + b) mod p (bias 1/p towards +1)."""
+    return np.int64(1) - np.int64(2) * np.int64(affine_mod_p(a, b, x) & _ONE)
+
+
+@njit(cache=True, inline="always")
+def hash_rows(
+    params: np.ndarray,
+    keys: np.ndarray,
+    start: int,
+    m: int,
+    width: int,
+    signed: bool,
+    cols: np.ndarray,
+    incs: np.ndarray,
+) -> None:
+    """For k < m: ``cols[i, k] = h_i(keys[start + k])`` and ``incs[i, k] = g_i(...)`` (``signed``) or 1.
+
+    One loop per row and per hash over a block of keys, so the compiler vectorises the arithmetic.
+    """
+    inv = 1.0 / width
+    for i in range(params.shape[0]):
+        a, b = params[i, 0], params[i, 1]
+        for k in range(m):
+            cols[i, k] = mod_width(affine_mod_p(a, b, keys[start + k]), width, inv)
+        if signed:
+            ga, gb = params[i, 2], params[i, 3]
+            for k in range(m):
+                incs[i, k] = np.int64(1) - np.int64(2) * np.int64(affine_mod_p(ga, gb, keys[start + k]) & _ONE)
+        else:
+            for k in range(m):
+                incs[i, k] = 1
+
+
+@njit(cache=True)
+def bucket_many(params: np.ndarray, keys: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Columns h_i(x) and signs g_i(x) of every row i for canonical ``keys``: two (depth, n) int64 arrays.
+
+    ``params`` is the (depth, 4) uint64 array of ``draw_hash_params``: (a, b) of h_i, then (a, b) of g_i.
+    """
+    cols = np.empty((params.shape[0], keys.shape[0]), dtype=np.int64)
+    signs = np.empty((params.shape[0], keys.shape[0]), dtype=np.int64)
+    hash_rows(params, keys, 0, keys.shape[0], width, True, cols, signs)
+    return cols, signs
+
+
+def draw_hash_params(depth: int, seed: SeedLike) -> np.ndarray:
+    """(depth, 4) uint64 array: per row (a, b) of the bucket hash and (a, b) of the sign hash.
+
+    a is uniform on [1, p), b on [0, p): the classical Carter-Wegman family, pairwise independent
+    into [0, p) (and so close to pairwise independent after ``mod width``).
+    """
+    rng = np.random.default_rng(as_seed_sequence(seed))
+    params = np.empty((depth, 4), dtype=np.uint64)
+    params[:, 0::2] = rng.integers(1, MERSENNE_P, size=(depth, 2), dtype=np.uint64)
+    params[:, 1::2] = rng.integers(0, MERSENNE_P, size=(depth, 2), dtype=np.uint64)
+    return params
+
+
+@njit(cache=True)
+def _xxh64_word(v: np.uint64) -> np.uint64:
+    """XXH64 (seed 0) of the 8 little-endian bytes of ``v``: the spec's 8-byte path, then the avalanche."""
+    k1 = v * _XXP2
+    k1 = ((k1 << _S31) | (k1 >> _S33)) * _XXP1
+    h = (_XXP5 + _EIGHT) ^ k1
+    h = ((h << _S27) | (h >> _S37)) * _XXP1 + _XXP4
+    h ^= h >> _S33
+    h *= _XXP2
+    h ^= h >> _S29
+    h *= _XXP3
+    h ^= h >> _S32
+    return h
+
+
+@njit(cache=True)
+def _canonical_words(words: np.ndarray, in_range: np.ndarray) -> np.ndarray:
+    out = np.empty(words.shape[0], dtype=np.uint64)
+    for k in range(words.shape[0]):
+        out[k] = words[k] if in_range[k] else _xxh64_word(words[k]) % _P
+    return out
+
+
+def _key_bytes(key: int | str | bytes) -> bytes:
+    if isinstance(key, str):
+        return key.encode("utf-8")
+    if isinstance(key, bytes | bytearray):
+        return bytes(key)
+    key = int(key)
+    if _INT64_MIN <= key < _UINT64_END:
+        return (key % _UINT64_END).to_bytes(8, "little")
+    return key.to_bytes(key.bit_length() // 8 + 1, "little", signed=True)
+
+
+def canonical_key(key: int | str | bytes) -> int:
+    """The canonical key of one item: itself if an integer in [0, p), else xxh64(bytes) mod p."""
+    if isinstance(key, bool | np.bool_) or not isinstance(key, int | np.integer | str | bytes | bytearray):
+        raise TypeError(f"keys must be integers, str or bytes, got {type(key).__name__}: {key!r}")
+    if isinstance(key, int | np.integer) and 0 <= key < MERSENNE_P:
+        return int(key)
+    return xxhash.xxh64_intdigest(_key_bytes(key)) % MERSENNE_P
+
+
+def canonical_keys(items: np.ndarray | list) -> np.ndarray:
+    """Canonical keys (uint64, in [0, p)) of a 1-D array of items, equal to ``canonical_key`` per item.
+
+    Integer arrays are converted in one compiled pass; str / bytes / object arrays need one xxhash call
+    per item (Python level: the only per-item Python work, so prefer integer keys for long streams).
+    """
+    arr = np.asarray(items)
+    if arr.ndim != 1:
+        arr = arr.reshape(-1)
+    if arr.size == 0:
+        return np.empty(0, dtype=np.uint64)
+    if arr.dtype.kind == "u":
+        words = arr.astype(np.uint64, copy=False)
+        return _canonical_words(words, words < _P)
+    if arr.dtype.kind == "i":
+        signed = arr.astype(np.int64, copy=False)
+        return _canonical_words(signed.view(np.uint64), (signed >= 0) & (signed < MERSENNE_P))
+    if arr.dtype.kind in "USO":
+        return np.fromiter((canonical_key(k) for k in arr.tolist()), dtype=np.uint64, count=arr.shape[0])
+    raise TypeError(f"keys must be integers, str or bytes, got an array of dtype {arr.dtype}")

@@ -1,0 +1,89 @@
+"""LazyHH calibration (seed 004, Alg. 6 and Lemma 6): depth, noise term gamma, thresholds, final delta.
+
+This module is the ONE place where LazyHH's constants are computed. Log base: the spec leaves the
+unannotated ``log`` of Alg. 6 open; we take **log2** for every unannotated log and keep the explicit
+``ln`` as ln, because that is the choice under which the proof's inequalities hold:
+
+* depth d = ceil(log2(4T/beta)): the candidate collision bound (Lemma 6, eq. (2)) uses the CMS error
+  2t/k~, which a row exceeds with probability <= 1/2 (Markov), so d rows fail together with
+  probability <= 2^-d <= beta/(4T) only for a base-2 log. It also meets the privacy requirement
+  d >= ln(2T/delta), since log2(4T/beta) > ln(4T/delta) for beta < delta.
+* gamma: Lemma 6 bounds Lemma 4's noise tail (at failure probability beta/2)
+  sigma * sqrt(2 h ln(4 |I| n / beta)) of the LazyCMS counters (h = ceil(log2(|I| + 1)) tree levels,
+  sigma = ``calibration.gauss_bm_sigma``, |I| = ceil(T/k~) steps per counter, n = d k~ counters) by
+  the closed form (1). With ln for log(T/k~) (and log(1.25/delta)) the closed form falls 15-30% BELOW
+  that tail bound at the paper's scale (inequality (3) fails); with log2 it is above it except for
+  short streams (small T/k~). ``noise_term`` therefore returns the closed form with log2, raised to
+  the Lemma 4 tail bound when it would fall below it, so inequality (3) -- on which the privacy
+  proof's thresholds rest -- always holds. Both values are exposed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dpstream.calibration import cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
+from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
+
+
+def lazy_hh_depth(horizon: int, beta: float) -> int:
+    """Sketch depth d = ceil(log2(4T/beta)) (Alg. 6 line 3, log base 2; see the module docstring)."""
+    horizon = check_positive_int(horizon, "horizon")
+    beta = check_open_interval(beta, "beta", 0.0, 1.0)
+    return math.ceil(math.log2(4.0 * horizon / beta))
+
+
+def lazy_cms_noise_tail(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: int,
+                        beta: float) -> float:
+    """Lemma 4 at failure probability beta/2 for the d x k~ LazyCMS of Alg. 6 (the bound eq. (3) uses).
+
+    Each of the n = d k~ GaussBM counters sees |I| = ceil(T/k~) steps, so with probability >= 1 - beta/2
+    every counter at every step has |noise| <= sigma sqrt(2 h ln(4 |I| n / beta)), with
+    h = ceil(log2(|I| + 1)) and sigma = sqrt(2 h (2d) ln(1.25/delta)) / eps (Count-Min cells are
+    2d-neighbouring: ``calibration.cell_neighbour_m``, the m the LazyCMS itself uses).
+    """
+    steps = math.ceil(horizon / k_tilde)
+    levels = gauss_bm_levels(steps)
+    sigma = gauss_bm_sigma(steps, epsilon, delta, m=cell_neighbour_m(False, depth))
+    return sigma * math.sqrt(2.0 * levels * math.log(4.0 * steps * k_tilde * depth / beta))
+
+
+def noise_term_closed_form(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: int,
+                           beta: float) -> float:
+    """Alg. 6 line 4: gamma = 3 log2(T/k~) / eps * sqrt(d ln(4 T d / beta) log2(1.25/delta))."""
+    return (3.0 * math.log2(horizon / k_tilde) / epsilon
+            * math.sqrt(depth * math.log(4.0 * horizon * depth / beta) * math.log2(1.25 / delta)))
+
+
+def noise_term(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: int, beta: float) -> float:
+    """The gamma LazyHH uses: max(closed form of Alg. 6 line 4, Lemma 4 tail bound of its LazyCMS)."""
+    return max(noise_term_closed_form(horizon, k_tilde, epsilon, delta, depth, beta),
+               lazy_cms_noise_tail(horizon, k_tilde, epsilon, delta, depth, beta))
+
+
+def final_delta(epsilon: float, delta: float) -> float:
+    """delta~ = 2 delta (3/2 + e^eps + delta): LazyHH's overall delta (seed 004, Sec. 6.5 / Thm 3 text)."""
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
+    return 2.0 * delta * (1.5 + math.exp(epsilon) + delta)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The thresholds of Alg. 6's ``output`` at output step t (all in counts)."""
+
+    lambda1: float  # gamma + k~: largest underestimate of a candidate (noise + lazy delay)
+    lambda2: float  # 2t/k~ + gamma: largest overestimate of a candidate (collisions + noise)
+    tau1: float  # t/k: the heavy-hitter threshold
+    tau2: float  # t/k~ + lambda1 + 2 lambda2: the suppression threshold
+    tau: float  # max(tau1, tau2) + 1: an item is reported iff its estimate is STRICTLY above tau
+
+
+def thresholds(t: int, k: int, k_tilde: int, gamma: float) -> Thresholds:
+    """Alg. 6, ``output`` lines 3-6 and 9, exactly: lambda1, lambda2, tau1, tau2 and tau."""
+    lambda1 = gamma + k_tilde
+    lambda2 = 2.0 * t / k_tilde + gamma
+    tau1 = t / k
+    tau2 = t / k_tilde + lambda1 + 2.0 * lambda2
+    return Thresholds(lambda1, lambda2, tau1, tau2, max(tau1, tau2) + 1.0)

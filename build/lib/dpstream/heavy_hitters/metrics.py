@@ -1,0 +1,104 @@
+"""Heavy-hitter accuracy (seed 004, Sec. 6.2): precision, recall and ARE of the reported items at an
+output step t, where the true heavy hitters are the items with frequency >= t/k at that time."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpstream.heavy_hitters._tracker import HeavyHitters
+from dpstream.metrics import average_relative_error, exact_counts, precision_recall
+
+
+def evaluate(reported: HeavyHitters, items: np.ndarray, counts: np.ndarray, k: int) -> dict[str, float | int]:
+    """Metrics of ``reported`` against exact ``counts`` of the sorted distinct ``items`` of the prefix
+    x_1..x_t, t = ``reported.time``.
+
+    precision = |R n T| / |R| and recall = |R n T| / |T| (``dpstream.metrics.precision_recall``: 1 for an
+    empty R or T; ``n_reported`` / ``n_true`` say when that happens); ARE = mean |f - f^| / f over the
+    reported items with f > 0 (NaN when there are none); ``n_reported_unseen`` counts reported items
+    that never occurred (f = 0).
+    """
+    t = reported.time
+    truth = items[counts >= t / k] if t > 0 else items[:0]
+    pos = np.clip(np.searchsorted(items, reported.items), 0, max(items.size - 1, 0))
+    seen = (items[pos] == reported.items) if items.size else np.zeros(reported.items.size, bool)
+    freqs = np.where(seen, counts[pos] if items.size else 0, 0)
+    precision, recall = precision_recall(reported.items, truth)
+    are = average_relative_error(freqs[seen], reported.estimates[seen]) if seen.any() else float("nan")
+    return {"precision": precision, "recall": recall, "are": are, "n_reported": int(reported.items.size),
+            "n_true": int(truth.size), "n_reported_unseen": int((~seen).sum()), "output_time": int(t)}
+
+
+def evaluate_prefix(reported: HeavyHitters, stream: np.ndarray, k: int) -> dict[str, float | int]:
+    """``evaluate`` against the exact counts of ``stream[:reported.time]``."""
+    items, counts = exact_counts(stream[:reported.time])
+    return evaluate(reported, items, counts, k)
+
+
+class PrefixCounts:
+    """Exact counts of a growing prefix of ``stream``, advanced block by block, for metrics at every
+    output step. The true heavy set is kept incrementally: the threshold t/k only grows, so an item can
+    join it only in a block where it occurs (O(block + |heavy|) work per step, not O(universe))."""
+
+    def __init__(self, stream: np.ndarray, k: int) -> None:
+        self.k = k
+        self._items, self._ids = np.unique(stream, return_inverse=True)
+        self._counts = np.zeros(self._items.size, dtype=np.int64)
+        self._heavy = np.empty(0, dtype=np.int64)
+        self.t = 0
+
+    def advance(self, n: int) -> None:
+        """Count the next ``n`` stream items."""
+        ids, c = np.unique(self._ids[self.t:self.t + n], return_counts=True)
+        self._counts[ids] += c
+        self.t += n
+        cand = np.union1d(self._heavy, ids)
+        self._heavy = cand[self._counts[cand] >= self.t / self.k]
+
+    def evaluate(self, reported: HeavyHitters) -> dict[str, float | int]:
+        """``evaluate`` at the current prefix (which must end at ``reported.time``)."""
+        if reported.time != self.t:
+            raise ValueError(f"reported set is from t={reported.time}, prefix counts are at t={self.t}")
+        # only the true heavy items and the reported ones matter: restrict the counts to them
+        pos = np.searchsorted(self._items, reported.items)
+        pos = np.clip(pos, 0, self._items.size - 1)
+        ids = np.union1d(self._heavy, pos[self._items[pos] == reported.items])
+        return evaluate(reported, self._items[ids], self._counts[ids], self.k)
+
+
+def _defined(rows: list[dict[str, float | int]], name: str, count: str) -> np.ndarray:
+    """``name`` over the rows where it is defined: precision needs reports (``count`` = n_reported > 0),
+    recall needs true heavy hitters (n_true > 0); ``evaluate``'s 1 for those cases is a convention."""
+    return np.array([r[name] for r in rows if r[count] > 0], dtype=np.float64)
+
+
+def _mean(values: np.ndarray) -> float:
+    """Mean of the finite ``values``; NaN when there are none."""
+    values = values[np.isfinite(values)]
+    return float(values.mean()) if values.size else float("nan")
+
+
+def summarise_steps(rows: list[dict[str, float | int]]) -> dict[str, float | int]:
+    """Per-output-step metrics reduced to flat columns: mean and min of precision and recall over the
+    steps with reports / true heavy hitters, mean ARE, and the number of steps."""
+    out: dict[str, float | int] = {"steps": len(rows)}
+    for name, count in (("precision", "n_reported"), ("recall", "n_true")):
+        vals = _defined(rows, name, count)
+        out[f"{name}_steps_mean"] = _mean(vals)
+        out[f"{name}_steps_min"] = float(vals.min()) if vals.size else float("nan")
+    out["are_steps_mean"] = _mean(np.array([r["are"] for r in rows], dtype=np.float64))
+    return out
+
+
+def summarise_release_times(rows: list[dict[str, float | int]]) -> dict[str, float | int]:
+    """Metrics at the output steps of the release times reduced to ``precision_mean_t``,
+    ``recall_mean_t`` and ``are_mean_t``, and their number ``n_release_times``.
+
+    Precision with nothing reported and recall with no true heavy hitter are undefined: such times
+    count as NaN and are left out of the mean (as are times with no ARE); a mean over no defined time
+    is NaN.
+    """
+    return {"n_release_times": len(rows),
+            "precision_mean_t": _mean(_defined(rows, "precision", "n_reported")),
+            "recall_mean_t": _mean(_defined(rows, "recall", "n_true")),
+            "are_mean_t": _mean(np.array([r["are"] for r in rows], dtype=np.float64))}

@@ -1,0 +1,195 @@
+"""Figures of the sparse vector experiments (svt_theory, svt_c, svt_kstar, svt_kcap, svt_order, shifting_hh,
+audit_svt, audit_power). Claims live in ``dpstream.claims.svt`` and ``dpstream.claims.audit``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from dpstream.plots.common import save_figure
+
+
+def theory_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
+    """E0: alpha vs c (Sparse pure / approximate / min, alpha_TM lines per k*, crossovers) and alpha_TM vs k."""
+    df = df.sort_values("c")
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
+    ax1.plot(df["c"], df["alpha_sparse_pure"], ":", label="Sparse, pure (basic composition)")
+    ax1.plot(df["c"], df["alpha_sparse_approx"], "--", label="Sparse, approx. (advanced composition)")
+    ax1.plot(df["c"], df["alpha_sparse"], "k-", lw=2, label="Sparse, min")
+    lines = sorted((c for c in df.columns if c.startswith("alpha_tm_kstar_")), key=lambda c: int(c.rsplit("_", 1)[1]))
+    for i, col in enumerate(lines):
+        k_star = col.rsplit("_", 1)[1]
+        alpha = df[col].iloc[0]
+        ax1.axhline(alpha, lw=1, color=f"C{i + 2}", label=f"ThresholdMonitor, k*={k_star}")
+        cross = df[f"crossover_c_kstar_{k_star}"].iloc[0]
+        ax1.plot([cross], [alpha], "o", color=f"C{i + 2}")
+        ax1.annotate(f"c={cross:.2g}", (cross, alpha), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax1.set(
+        xscale="log",
+        yscale="log",
+        xlabel="c (number of above-threshold queries)",
+        ylabel="alpha (theory)",
+        title=f"alpha vs c, m = {df['m'].iloc[0]:.0e}; dots: crossovers",
+    )
+    ax1.legend(fontsize=7)
+    ax2.plot(df["c"], df["alpha_tm_A"], "--", label="ThresholdMonitor, Option A (Thm 3.2)")
+    ax2.plot(df["c"], df["alpha_tm_B"], ":", label="ThresholdMonitor, Option B (Thm 3.8)")
+    ax2.plot(df["c"], df["alpha_tm"], "k-", lw=2, label="ThresholdMonitor, min (calibrate)")
+    ax2.plot(df["c"], df["alpha_sparse"], "r-", label="Sparse at c = k (min)")
+    ax2.set(xscale="log", yscale="log", xlabel="k (cap) = c", ylabel="alpha (theory)", title="alpha_TM vs k")
+    ax2.legend(fontsize=7)
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
+    save_figure(fig, df.drop(columns=[c for c in df.columns if c.startswith("data.")]), experiment, path)
+
+
+def _series(df: pd.DataFrame, hue: list[str]) -> list[tuple[str, pd.DataFrame]]:
+    return [
+        (
+            ", ".join(
+                f"{h.split('.')[-1]}={v}" for h, v in zip(hue, key if isinstance(key, tuple) else (key,), strict=True)
+            ),
+            g,
+        )
+        for key, g in df.groupby(hue, sort=True)
+    ]
+
+
+NOISE_SCALE = "noise_w_scale"  # TM's main noise Lap(10 Delta); Sparse's threshold noise Lap(sigma) fills its rows
+PANELS: dict[str, tuple[str, str, str]] = {  # name -> (column, y label, title); "recall" adds recall to "success"
+    "success": ("success_rate_eval", "fraction", "at margin gamma = alpha_TM(k*) (theory):\nsuccess rate (o-), "
+                "recall on heavy (x:)"),
+    "processed": ("processed_fraction", "fraction of queries processed", "queries processed before halting"),
+    "success_fixed": ("success_rate_fixed", "fraction", "success rate at a FIXED margin\ngamma = alpha_TM(k* = 1) "
+                      "(theory), the same for every point"),
+    "noise_scale": (NOISE_SCALE, "Laplace scale", "noise scale: TM main noise w = Lap(10 Delta),\nSparse threshold "
+                    "noise Lap(sigma)"),
+}
+
+
+def atoms_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
+    """E1: empirical alpha (theory dashed) and two panels from ``PANELS`` (plot_args.panels; default: success rate
+    and recall at the evaluation margin, queries processed) against plot_args.x."""
+    args = experiment.get("plot_args", {})
+    x, hue = args.get("x", "c"), args.get("hue", ["mechanism.name", "k_star"])
+    panels = [PANELS[p] for p in args.get("panels", ["success", "processed"])]
+    noise = [df[c] for c in (NOISE_SCALE, "noise_threshold_scale") if c in df]
+    df = df.assign(processed_fraction=df["processed"] / df["m"],
+                   **{NOISE_SCALE: noise[0].fillna(noise[-1]) if noise else np.nan})
+    cols = ["emp_alpha", "theory_alpha", "recall", *(col for col, _, _ in panels)]
+    means = df.groupby([*hue, x], sort=True)[cols].mean().reset_index()
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
+    for label, g in _series(means, hue):
+        finite = g[np.isfinite(g["emp_alpha"])]
+        (line,) = axes[0].plot(finite[x], finite["emp_alpha"], "o-", label=label)
+        if not finite.empty:  # no theory line for mechanisms that cannot succeed (halt before all heavy queries)
+            axes[0].plot(g[x], g["theory_alpha"], "--", color=line.get_color(), lw=1)
+        for ax, (col, _, _) in zip(axes[1:], panels, strict=True):
+            ax.plot(g[x], g[col], "o-", color=line.get_color(), label=label)
+            if col == "success_rate_eval":
+                ax.plot(g[x], g["recall"], "x:", color=line.get_color())
+    n_runs = int(df["n_runs"].min())
+    axes[0].set(xscale="log", yscale="log", xlabel=x, ylabel="alpha")
+    axes[0].set_title(f"empirical alpha (1-beta quantile, {n_runs} runs/point)\ndashed: theory", fontsize=9)
+    for ax, (col, ylabel, title) in zip(axes[1:], panels, strict=True):
+        ax.set(xscale="log", xlabel=x, ylabel=ylabel)
+        ax.set(**({"yscale": "log"} if col == NOISE_SCALE else {"ylim": (-0.02, 1.02)}))
+        ax.set_title(title, fontsize=9)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
+    save_figure(fig, df.assign(**{"data.name": "svt atoms design", "data.synthetic": True}), experiment, path)
+
+
+def audit_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
+    """Audit: searched epsilon lower bound per case (hand-picked event: black tick) vs the claim; controls red."""
+    df = df.reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    colors = ["tab:red" if b else "tab:green" for b in df["negative_control"]]
+    ax.barh(df["case"], df["epsilon_lower"].clip(upper=8.0), color=colors)
+    if "epsilon_lower_given" in df.columns:
+        ax.plot(df["epsilon_lower_given"].clip(upper=8.0), df["case"], "k|", ms=14, mew=2)
+    ax.axvline(df["claimed_epsilon"].max(), color="k", ls="--")
+    ax.set(
+        xlabel=f"epsilon lower bound (searched event, Clopper-Pearson on the certify half, alpha={df['alpha'].iloc[0]};"
+        " clipped at 8)",
+    )
+    ax.legend(
+        handles=[
+            plt.Rectangle((0, 0), 1, 1, color="tab:green", label="correct mechanism (must pass)"),
+            plt.Rectangle((0, 0), 1, 1, color="tab:red", label="negative control (must be flagged)"),
+            plt.Line2D([], [], color="k", marker="|", ls="", label="hand-picked event (where one exists)"),
+            plt.Line2D([], [], color="k", ls="--", label="claimed epsilon"),
+        ],
+        fontsize=8,
+    )
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
+    save_figure(fig, df.assign(**{"data.name": "neighbouring query answers", "data.synthetic": True}), experiment, path)
+
+
+def power_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
+    """Fraction of seeds flagged vs r = eps used / eps claimed, one line per case; 0.9 and alpha marked."""
+    rates = df.groupby(["case", "ratio"])["fails"].mean().reset_index()
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    for case, g in rates.groupby("case"):
+        ax.plot(g["ratio"], g["fails"], "o-", label=case)
+    ax.axhline(0.9, color="k", ls="--", lw=1, label="90% of seeds")
+    ax.axhline(df["alpha"].iloc[0], color="grey", ls=":", lw=1, label="alpha")
+    ax.set(xscale="log", xlabel="r = epsilon used to build / epsilon claimed", ylabel="fraction of seeds flagged")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(f"searching auditor, {df['trial'].nunique() if 'trial' in df else '?'} seeds per point", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
+    save_figure(fig, df.assign(**{"data.name": "neighbouring query answers", "data.synthetic": True}), experiment, path)
+
+
+def hh_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
+    """E2: recall per group size (one panel per m; dotted: theoretical tau) and empirical tau vs m."""
+    ms = sorted(df["mechanism.m"].unique())
+    fig, axes = plt.subplots(1, len(ms) + 1, figsize=(4.6 * (len(ms) + 1), 4.4), squeeze=False)
+    axes = axes[0]
+    size_cols = sorted(c for c in df.columns if c.startswith("size_g"))
+    methods = sorted(df["mechanism.method"].unique())
+    styles = {k: s for k, s in zip(sorted(df["k_star"].unique()), ["-", "--", ":"], strict=False)}
+    for ax, m in zip(axes, ms, strict=False):
+        for i, method in enumerate(methods):
+            for k_star, g in df[(df["mechanism.m"] == m) & (df["mechanism.method"] == method)].groupby("k_star"):
+                sizes = g[size_cols].mean().to_numpy()
+                recall = g[[c.replace("size", "recall") for c in size_cols]].mean().to_numpy()
+                ax.plot(sizes, recall, styles[k_star], color=f"C{i}", marker=".", label=f"{method}, k*={k_star}")
+                ax.axvline(g["theory_tau"].mean(), color=f"C{i}", ls=":", lw=0.8)
+        ax.set(xscale="log", xlabel="group size = weight of its element", ylabel="recall", ylim=(-0.02, 1.02))
+        ax.set_title(f"m = {m:.0e} steps (dotted: theoretical tau)", fontsize=9)
+    axes[0].legend(fontsize=7)
+    ax = axes[-1]
+    for i, method in enumerate(methods):
+        for k_star, g in df[df["mechanism.method"] == method].groupby("k_star"):
+            g = g.groupby("mechanism.m")[["emp_tau", "theory_tau"]].mean()
+            ax.plot(g.index, g["emp_tau"], styles[k_star], color=f"C{i}", marker="o", label=f"{method}, k*={k_star}")
+            ax.plot(g.index, g["theory_tau"], styles[k_star], color=f"C{i}", lw=0.6)
+    ax.set(xscale="log", yscale="log", xlabel="m (time steps)", ylabel="tau")
+    ax.set_title("empirical tau (o) and theory (thin)", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
+    save_figure(fig, df.assign(**{"data.name": "E2 shifting groups", "data.synthetic": True}), experiment, path)
+
+
+def order_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
+    """E1: empirical alpha (bars) and theory (ticks) per query order and mechanism."""
+    table = df.groupby(["mechanism.order", "mechanism.name"])[["emp_alpha", "theory_alpha"]].mean().unstack()
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    orders, names = list(table.index), list(table["emp_alpha"].columns)
+    width = 0.8 / len(names)
+    for j, name in enumerate(names):
+        xs = np.arange(len(orders)) + j * width
+        ax.bar(xs, table["emp_alpha"][name], width, color=f"C{j}", label=f"{name} (empirical)")
+        ax.plot(xs, table["theory_alpha"][name], "k_", ms=20, mew=2)
+    ax.set_xticks(np.arange(len(orders)) + width * (len(names) - 1) / 2, orders)
+    ax.set(yscale="log", ylabel="alpha", xlabel="query order")
+    ax.set_ylim(np.nanmin(table.to_numpy()) / 3, np.nanmax(table.to_numpy()) * 2)
+    ax.set_title(f"empirical alpha ({int(df['n_runs'].min())} runs/point); black ticks: theory", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
+    save_figure(fig, df.assign(**{"data.name": "svt atoms design", "data.synthetic": True}), experiment, path)

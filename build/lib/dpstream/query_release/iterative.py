@@ -1,0 +1,144 @@
+"""Iterative construction IC (seed 002 notes) with pluggable database updates; PMW, MWEM, Laplace baseline.
+
+Neighbouring relation of every mechanism here: replace-one-record databases of public size n; all queries
+1/n-sensitive. Privacy: (epsilon, delta)-DP (delta = 0: pure epsilon-DP), accounted by ``calibration``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from dpstream.noise import NoiseSource, SeedLike
+from dpstream.query_release.calibration import composed_epsilon, ic_step_epsilon, laplace_answer_scale
+from dpstream.query_release.updates import MultiplicativeWeights, MWEMUpdate
+from dpstream.query_release.workloads import Workload
+from dpstream.validation import check_epsilon, check_positive_int
+
+
+@dataclass
+class Release:
+    """What a query-release mechanism outputs: an answer per query plus its accounted privacy."""
+
+    answers: np.ndarray
+    eps_data: float
+    delta_data: float
+    rounds: int = 0
+    eps_analyst: float | None = None
+    info: dict[str, float | int | bool | str] = field(default_factory=dict)
+    trace: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+class DatabaseUpdate(Protocol):
+    """The DUA interface IC runs against (see ``dpstream.query_release.updates``)."""
+
+    def rounds(self, alpha: float) -> int: ...
+    def current(self) -> np.ndarray: ...
+    def update(self, j: int, v: float, current_j: float) -> None: ...
+
+
+def check_delta_or_zero(delta: float) -> float:
+    """delta in [0, 1): 0 selects pure DP."""
+    if isinstance(delta, bool) or not isinstance(delta, int | float) or not (0.0 <= delta < 1.0):
+        raise ValueError(f"delta must be in [0, 1) (0 = pure DP), got {delta!r}")
+    return float(delta)
+
+
+def exponential_mechanism(scores: np.ndarray, eps0: float, sensitivity: float, noise: NoiseSource) -> int:
+    """Index j with probability proportional to exp(eps0 scores_j / (2 sensitivity)) (Gumbel-max, exact)."""
+    return int(np.argmax(eps0 * scores / (2 * sensitivity) + noise.rng.gumbel(size=scores.size)))
+
+
+class IterativeConstruction:
+    """IC(D, alpha, eps0) with the exponential-mechanism distinguisher (seed 002).
+
+    Per round: f = EM over Q with score |f(D) - f(S)| (sensitivity 1/n); v = f(D) + Lap(1/(n eps0)); stop when
+    |v - f(S)| < 3 alpha / 4 (``alpha`` = 0: never stop), else update S. ``rounds`` defaults to T(alpha/2).
+    Privacy: (epsilon, delta)-DP, replace-one neighbours; 2 x rounds eps0-DP steps composed (``ic_step_epsilon``).
+    ``average``: output the mean of the states' answers over rounds (MWEM) instead of the last state.
+    """
+
+    def __init__(self, update: DatabaseUpdate, epsilon: float, delta: float, n: int, alpha: float = 0.0,
+                 rounds: int | None = None, average: bool = False, seed: SeedLike = None) -> None:
+        self.update = update
+        self.epsilon = check_epsilon(epsilon)
+        self.delta = check_delta_or_zero(delta)
+        self.n = check_positive_int(n, "n")
+        if not (alpha == 0 or 0 < alpha <= 1):
+            raise ValueError(f"alpha must be in (0, 1] (or 0 to never stop early), got {alpha!r}")
+        self.alpha = float(alpha)
+        if rounds is None and alpha == 0:
+            raise ValueError("rounds is required when alpha = 0")
+        self.rounds = update.rounds(alpha / 2) if rounds is None else check_positive_int(rounds, "rounds")
+        self.eps0 = ic_step_epsilon(self.epsilon, self.delta, self.rounds)
+        self.noise_scale = 1.0 / (self.n * self.eps0)
+        self.average = average
+        self.noise = NoiseSource(seed)
+
+    def run(self, true_answers: np.ndarray) -> Release:
+        """Run IC against the true answers f(D) of every query; return the synthetic answers f(S)."""
+        true_answers = np.asarray(true_answers, dtype=np.float64)
+        current = self.update.current()
+        total = np.zeros_like(current)
+        chosen, noisy = [], []
+        stopped = False
+        for _ in range(self.rounds):
+            j = exponential_mechanism(np.abs(true_answers - current), self.eps0, 1.0 / self.n, self.noise)
+            v = true_answers[j] + self.noise.laplace(self.noise_scale, 1)[0]
+            chosen.append(j)
+            noisy.append(v)
+            if self.alpha > 0 and abs(v - current[j]) < 0.75 * self.alpha:
+                stopped = True
+                break
+            self.update.update(j, v, current[j])
+            current = self.update.current()
+            total += current
+        answers = total / len(chosen) if self.average and not stopped else current
+        eps_data = composed_epsilon(self.eps0, 2 * self.rounds, self.delta)
+        return Release(
+            answers=answers, eps_data=eps_data, delta_data=self.delta, rounds=len(chosen),
+            info={"stopped_early": stopped, "eps0": self.eps0},
+            trace={"chosen": np.array(chosen), "noisy": np.array(noisy)},
+        )
+
+
+def pmw(workload: Workload, epsilon: float, delta: float, n: int, alpha: float, rounds: int | None = None,
+        seed: SeedLike = None) -> IterativeConstruction:
+    """Private multiplicative weights = IC with the MW update at eta = alpha/4 (the DUA runs at alpha/2).
+
+    Privacy: (epsilon, delta)-DP for replace-one neighbours of size n (IC accounting).
+    """
+    return IterativeConstruction(MultiplicativeWeights(workload, eta=alpha / 4), epsilon, delta, n, alpha, rounds,
+                                 seed=seed)
+
+
+def mwem(workload: Workload, epsilon: float, delta: float, n: int, rounds: int, replays: int = 5,
+         seed: SeedLike = None) -> IterativeConstruction:
+    """MWEM (Hardt, Ligett, McSherry 2012): IC that never stops early, MWEM update, averaged output.
+
+    Privacy: (epsilon, delta)-DP for replace-one neighbours of size n (2 x rounds composed steps).
+    """
+    return IterativeConstruction(MWEMUpdate(workload, replays), epsilon, delta, n, alpha=0.0, rounds=rounds,
+                                 average=True, seed=seed)
+
+
+class LaplaceRelease:
+    """Independent Laplace answers to all k queries: q(D) + Lap(b), b from ``laplace_answer_scale``.
+
+    Privacy: (epsilon, delta)-DP for replace-one neighbours of size n (k-fold composition, DRV if delta > 0).
+    """
+
+    def __init__(self, epsilon: float, delta: float, n: int, seed: SeedLike = None) -> None:
+        self.epsilon = check_epsilon(epsilon)
+        self.delta = check_delta_or_zero(delta)
+        self.n = check_positive_int(n, "n")
+        self.noise = NoiseSource(seed)
+
+    def run(self, true_answers: np.ndarray) -> Release:
+        true_answers = np.asarray(true_answers, dtype=np.float64)
+        scale = laplace_answer_scale(self.n, self.epsilon, self.delta, true_answers.size)
+        eps_data = composed_epsilon(1.0 / (self.n * scale), true_answers.size, self.delta)
+        return Release(answers=true_answers + self.noise.laplace(scale, true_answers.size), eps_data=eps_data,
+                       delta_data=self.delta, info={"laplace_scale": scale})

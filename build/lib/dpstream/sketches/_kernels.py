@@ -1,0 +1,129 @@
+"""Compiled per-update loops of the sketches (one call processes a whole block of canonical keys) and
+the compiled query (Alg. 4) over the released cells.
+
+``params`` is the (depth, 4) uint64 hash array of ``dpstream.hashing.draw_hash_params``; ``signed``
+selects the CS increment g_i(x) instead of the CMS increment 1. Keys are hashed ``BLOCK`` at a time
+(``hash_rows``: vectorised), then processed one by one in stream order. Noise arrives pre-drawn
+(already N(0, sigma^2)) in the order the updates consume it, so a block and item-by-item calls agree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from dpstream._bm_kernels import push, tree_level
+from dpstream.hashing import hash_rows
+
+BLOCK = 256
+
+
+@njit(cache=True)
+def exact_extend(keys: np.ndarray, params: np.ndarray, signed: bool, counts: np.ndarray) -> None:
+    """Non-private CMS / CS: C[i, h_i(x)] += c for every row (seed 004, Sec. 2.2)."""
+    depth, width = counts.shape
+    cols = np.empty((depth, BLOCK), dtype=np.int64)
+    incs = np.empty((depth, BLOCK), dtype=np.int64)
+    for start in range(0, keys.shape[0], BLOCK):
+        m = min(BLOCK, keys.shape[0] - start)
+        hash_rows(params, keys, start, m, width, signed, cols, incs)
+        for i in range(depth):
+            for k in range(m):
+                counts[i, cols[i, k]] += incs[i, k]
+
+
+@njit(cache=True)
+def punctual_extend(
+    keys: np.ndarray,
+    params: np.ndarray,
+    signed: bool,
+    exact: np.ndarray,
+    noisy_sums: np.ndarray,
+    t0: int,
+    noise: np.ndarray,
+) -> None:
+    """PunctualSketch (Alg. 3): at step t every cell (i, j) of the d x w grid takes a GaussBM step.
+
+    c = g_i(x) or 1 at j = h_i(x), else 0; all cells share the step t0 + k + 1, hence its tree level.
+    Uses d * w noises per item.
+    """
+    depth = params.shape[0]
+    width = exact.shape[1] // depth
+    cols = np.empty((depth, BLOCK), dtype=np.int64)
+    incs = np.empty((depth, BLOCK), dtype=np.int64)
+    z = 0
+    for start in range(0, keys.shape[0], BLOCK):
+        m = min(BLOCK, keys.shape[0] - start)
+        hash_rows(params, keys, start, m, width, signed, cols, incs)
+        for k in range(m):
+            level = tree_level(t0 + start + k + 1)
+            for i in range(depth):
+                for j in range(width):
+                    push(exact, noisy_sums, i * width + j, level, incs[i, k] if j == cols[i, k] else 0, noise[z])
+                    z += 1
+
+
+@njit(cache=True)
+def lazy_extend(
+    keys: np.ndarray,
+    params: np.ndarray,
+    signed: bool,
+    pending: np.ndarray,
+    exact: np.ndarray,
+    noisy_sums: np.ndarray,
+    steps: np.ndarray,
+    t0: int,
+    noise: np.ndarray,
+) -> None:
+    """LazySketch (Alg. 5), t counted from 0: P[i, h_i(x_t)] += c, then column pos = t mod w of every row
+    pushes P[i, pos] into its GaussBM cell (step floor(t/w) + 1) and P[i, pos] = 0. Uses d noises per item.
+    """
+    depth, width = pending.shape
+    cols = np.empty((depth, BLOCK), dtype=np.int64)
+    incs = np.empty((depth, BLOCK), dtype=np.int64)
+    pos = t0 % width
+    z = 0
+    for start in range(0, keys.shape[0], BLOCK):
+        m = min(BLOCK, keys.shape[0] - start)
+        hash_rows(params, keys, start, m, width, signed, cols, incs)
+        for k in range(m):
+            for i in range(depth):
+                pending[i, cols[i, k]] += incs[i, k]
+            for i in range(depth):
+                cell = i * width + pos
+                s = steps[cell] + 1
+                steps[cell] = s
+                push(exact, noisy_sums, cell, tree_level(s), pending[i, pos], noise[z])
+                pending[i, pos] = 0
+                z += 1
+            pos += 1
+            if pos == width:
+                pos = 0
+
+
+@njit(cache=True)
+def query_keys(keys: np.ndarray, params: np.ndarray, signed: bool, cells: np.ndarray) -> np.ndarray:
+    """Alg. 4 for every canonical key x: min_i C[i, h_i(x)] (CMS), or median_i g_i(x) C[i, h_i(x)] (``signed``,
+    CS; the mean of the two middle rows when the depth is even, as ``np.median``). Reads d cells per key.
+    """
+    depth, width = cells.shape
+    cols = np.empty((depth, BLOCK), dtype=np.int64)
+    incs = np.empty((depth, BLOCK), dtype=np.int64)
+    rows = np.empty(depth, dtype=np.float64)
+    out = np.empty(keys.shape[0], dtype=np.float64)
+    half = depth // 2
+    for start in range(0, keys.shape[0], BLOCK):
+        m = min(BLOCK, keys.shape[0] - start)
+        hash_rows(params, keys, start, m, width, signed, cols, incs)
+        for k in range(m):
+            if signed:
+                for i in range(depth):
+                    rows[i] = incs[i, k] * np.float64(cells[i, cols[i, k]])
+                rows.sort()
+                out[start + k] = rows[half] if depth % 2 else (rows[half - 1] + rows[half]) / 2
+            else:
+                v = np.float64(cells[0, cols[0, k]])
+                for i in range(1, depth):
+                    v = min(v, np.float64(cells[i, cols[i, k]]))
+                out[start + k] = v
+    return out

@@ -1,0 +1,295 @@
+"""The one sketch core shared by CMS / CS and their Punctual / Lazy private versions.
+
+Two independent choices make a sketch (seed 004, Sec. 2.2 and 4):
+
+- the *estimator*: CMS adds 1 and answers with the min over rows; CS adds the sign g_i(x) and
+  answers with the median over rows of g_i(x) times the cell (Alg. 4);
+- the *push schedule*: how the d x w cells released to the public are maintained: exact counters
+  (non-private), every cell a GaussBM updated at every step (Punctual, Alg. 3), or an exact pending
+  array pushed one column per step into GaussBM cells (Lazy, Alg. 5).
+
+The core hashes keys, enforces the horizon, and implements ``query`` from the schedule's released
+cells (compiled: ``_kernels.query_keys`` reads the d cells of each key); a schedule only keeps its
+arrays and runs its compiled kernel.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar, Self
+
+import numpy as np
+
+from dpstream.binary_mechanism import GaussBM
+from dpstream.calibration import cell_neighbour_m
+from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
+from dpstream.noise import SeedLike, as_seed_sequence
+from dpstream.sketches import _kernels as kernels
+from dpstream.sketches import memory
+from dpstream.validation import check_choice, check_epsilon, check_positive_int
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """``signed``: Count Sketch (row increment g_i(x), median over rows); else Count-Min (1, min over rows)."""
+
+    signed: bool
+
+
+COUNT_MIN = Estimator(signed=False)
+COUNT_SKETCH = Estimator(signed=True)
+
+
+def child_seed(seed: np.random.SeedSequence, k: int) -> np.random.SeedSequence:
+    """The k-th child of ``seed`` (equal to ``seed.spawn(k + 1)[k]`` on a fresh seed), without mutating it."""
+    return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, k), pool_size=seed.pool_size)
+
+
+class Schedule(ABC):
+    """State of the released d x w cells and the kernel that pushes a block of keys into them.
+
+    ``signed``: the estimator's row increments are g_i(x) (Count Sketch) rather than 1 (Count-Min); it selects
+    the kernels' increments and, for private schedules, the cells' neighbour count m.
+    """
+
+    kind: ClassVar[memory.Schedule]
+    private: ClassVar[bool]
+
+    def __init__(
+        self,
+        width: int,
+        depth: int,
+        horizon: int,
+        signed: bool,
+        epsilon: float | None,
+        delta: float | None,
+        noise_seed: np.random.SeedSequence,
+        noise_multiplier: float,
+    ) -> None:
+        self.width, self.depth, self.horizon, self.signed = width, depth, horizon, signed
+        self.count_dtype = np.int32 if memory.count_bytes(horizon) == 4 else np.int64
+        self._allocate(epsilon, delta, noise_seed, noise_multiplier)
+
+    @abstractmethod
+    def _allocate(
+        self,
+        epsilon: float | None,
+        delta: float | None,
+        noise_seed: np.random.SeedSequence,
+        noise_multiplier: float,
+    ) -> None:
+        """Create the state arrays."""
+
+    @abstractmethod
+    def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
+        """Process canonical ``keys`` as stream items t0, t0 + 1, ... (t counted from 0)."""
+
+    @abstractmethod
+    def cells(self) -> np.ndarray:
+        """The released (d, w) cell values (a view of the state: read it before the next update)."""
+
+    @abstractmethod
+    def cell_variances(self) -> np.ndarray:
+        """Analytic noise variance of every released cell, shape (d, w)."""
+
+    @property
+    @abstractmethod
+    def memory_bytes(self) -> int:
+        """Bytes of the state arrays."""
+
+
+class PrivateSchedule(Schedule):
+    """The released cells are d*w GaussBM(cell_horizon, epsilon, delta, m) counters (Thm 1, Sec. 4), with
+    m = ``calibration.cell_neighbour_m(signed, d)``: 2d for Count-Min, 4d for Count Sketch.
+
+    A replace-one neighbour changes, in each row i, the pushed increment of cell h_i(x) (loses x) and of
+    cell h_i(x') (gains x') at one step each: two cells by 1 (squared L2 change 2 per row), or for Count
+    Sketch with h_i(x) = h_i(x') and g_i(x) = -g_i(x') one cell by 2 (squared change 4 per row). The
+    paper's Thm 2 uses m = 2d for both; 4d for CS is our erratum (see ``cell_neighbour_m``).
+    """
+
+    private = True
+
+    @abstractmethod
+    def cell_horizon(self) -> int:
+        """How many steps each cell's GaussBM sees."""
+
+    def _allocate(
+        self,
+        epsilon: float | None,
+        delta: float | None,
+        noise_seed: np.random.SeedSequence,
+        noise_multiplier: float,
+    ) -> None:
+        self.counters = GaussBM._build(
+            self.depth * self.width,
+            self.cell_horizon(),
+            epsilon,
+            delta,
+            cell_neighbour_m(self.signed, self.depth),
+            noise_seed,
+            self.count_dtype,
+            noise_multiplier,
+        )
+
+    def cells(self) -> np.ndarray:
+        return self.counters.released_view().reshape(self.depth, self.width)
+
+    def cell_variances(self) -> np.ndarray:
+        return self.counters.variance().reshape(self.depth, self.width)
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.counters.memory_bytes
+
+
+class SketchCore:
+    """A d x w frequency sketch: ``_estimator`` and ``_schedule`` are set by each public class."""
+
+    _estimator: ClassVar[Estimator]
+    _schedule: ClassVar[type[Schedule]]
+
+    def __init__(
+        self,
+        *,
+        width: int,
+        depth: int,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        horizon: int,
+        seed: SeedLike = None,
+    ) -> None:
+        self._setup(width, depth, epsilon, delta, horizon, seed, noise_multiplier=1.0)
+
+    @classmethod
+    def _uncertified_noiseless(
+        cls,
+        *,
+        width: int,
+        depth: int,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        horizon: int,
+        seed: SeedLike = None,
+    ) -> Self:
+        """TEST ONLY, NOT privacy-certified: the same sketch (same hashes) with the privacy noise switched off.
+
+        The result has ``certified == False``; public constructors always add the full noise.
+        """
+        self = cls.__new__(cls)
+        self._setup(width, depth, epsilon, delta, horizon, seed, noise_multiplier=0.0)
+        return self
+
+    def _setup(
+        self,
+        width: int,
+        depth: int,
+        epsilon: float | None,
+        delta: float | None,
+        horizon: int,
+        seed: SeedLike,
+        noise_multiplier: float,
+    ) -> None:
+        self.width = check_positive_int(width, "width")
+        self.depth = check_positive_int(depth, "depth")
+        self.horizon = check_positive_int(horizon, "horizon")
+        self.epsilon, self.delta = epsilon, delta
+        self.certified = noise_multiplier == 1.0
+        root = as_seed_sequence(seed)
+        self._params = draw_hash_params(self.depth, child_seed(root, 0))
+        self._state = self._schedule(
+            self.width,
+            self.depth,
+            self.horizon,
+            self._estimator.signed,
+            epsilon,
+            delta,
+            child_seed(root, 1),
+            noise_multiplier,
+        )
+        self.t = 0
+
+    @classmethod
+    def from_memory(
+        cls,
+        *,
+        kilobytes: float,
+        depth: int,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        horizon: int,
+        seed: SeedLike = None,
+        model: memory.Model = "paper",
+    ) -> Self:
+        """The widest sketch that fits ``kilobytes`` (KB = 1000 bytes) under the memory model ``model``.
+
+        "paper" (seed 004, Sec. 6.4, inferred; gives widths 2000 / 55 / 33 for CMS / Lazy / Punctual at
+        24 KB, d = 3, T = 2^20): CMS / CS 4 bytes per cell; a private cell 12 bytes per tree level, with
+        floor(log2 T) levels (Punctual) or floor(log2(T / (d w))) levels (Lazy, solved as the largest
+        fixed point in w). "actual": the bytes ``memory_bytes`` reports, i.e. the levels really allocated
+        (ceil(log2(T + 1)) for Punctual, ceil(log2(ceil(T / w) + 1)) for Lazy: 21 and 15 at T = 2^20,
+        w = 55), step counts, Lazy's pending array and the hash parameters; see ``sketches.memory``.
+        Raises ``ValueError`` naming the memory and the minimum when not one column fits.
+        """
+        check_epsilon(kilobytes, "kilobytes")
+        depth = check_positive_int(depth, "depth")
+        horizon = check_positive_int(horizon, "horizon")
+        check_choice(model, "model", memory.MODELS)
+        width = memory.width_for_memory(cls._schedule.kind, kilobytes, depth, horizon, model, cls.__name__)
+        return cls(width=width, depth=depth, epsilon=epsilon, delta=delta, horizon=horizon, seed=seed)
+
+    @property
+    def private(self) -> bool:
+        """Whether the released cells are differentially private."""
+        return self._schedule.private
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of all arrays held: cells / tree nodes, step counts, pending P, hash parameters."""
+        return self._state.memory_bytes + self._params.nbytes
+
+    def update(self, x: int | str | bytes) -> None:
+        """Process one stream item."""
+        self._push(np.array([canonical_key(x)], dtype=np.uint64))
+
+    def extend(self, items: np.ndarray) -> None:
+        """Process ``items`` in order: exactly the state that ``update`` on each item would give."""
+        self._push(canonical_keys(items))
+
+    def _push(self, keys: np.ndarray) -> None:
+        t = self.t + keys.shape[0]
+        if t > self.horizon:
+            raise ValueError(f"stream length t={t} would exceed horizon={self.horizon} of this {type(self).__name__}")
+        self._state.extend(keys, self._params, self.t)
+        self.t = t
+
+    def _rows(self, keys: np.ndarray, table: np.ndarray) -> np.ndarray:
+        """``table[i, h_i(x)]`` (times g_i(x) for CS) for every row i and key x: shape (d, n), float64."""
+        cols, signs = bucket_many(self._params, keys, self.width)
+        rows = table[np.arange(self.depth)[:, None], cols].astype(np.float64)
+        return rows * signs if self._estimator.signed else rows
+
+    def row_estimates_many(self, xs: np.ndarray) -> np.ndarray:
+        """Per-row estimates v_i of Alg. 4 for every key, shape (depth, len(xs))."""
+        return self._rows(canonical_keys(xs), self._state.cells())
+
+    def query_many(self, xs: np.ndarray) -> np.ndarray:
+        """Frequency estimates of ``xs`` (Alg. 4: min over rows for CMS, median for CS), float64."""
+        return self._query_keys(canonical_keys(xs))
+
+    def query(self, x: int | str | bytes) -> float:
+        """Frequency estimate of one key (Alg. 4)."""
+        return float(self._query_keys(np.array([canonical_key(x)], dtype=np.uint64))[0])
+
+    def _query_keys(self, keys: np.ndarray) -> np.ndarray:
+        return kernels.query_keys(keys, self._params, self._estimator.signed, self._state.cells())
+
+    def variance_many(self, xs: np.ndarray) -> np.ndarray:
+        """Analytic noise variance of each row estimate v_i, shape (depth, len(xs)); 0 when non-private."""
+        return np.abs(self._rows(canonical_keys(xs), self._state.cell_variances()))
+
+    def variance(self, x: int | str | bytes) -> np.ndarray:
+        """Analytic noise variance of each row estimate v_i of ``x``, shape (depth,)."""
+        keys = np.array([canonical_key(x)], dtype=np.uint64)
+        return np.abs(self._rows(keys, self._state.cell_variances()))[:, 0]

@@ -1,0 +1,74 @@
+"""LazySketch (seed 004, Alg. 5): exact pending counts P pushed one column per step into GaussBM cells."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpstream.sketches import _kernels as kernels
+from dpstream.sketches.core import COUNT_MIN, COUNT_SKETCH, PrivateSchedule, SketchCore
+
+ITEMS_PER_BLOCK = 1 << 16
+"""Items per kernel call (d noises each): bounds the noise buffer whatever the stream length."""
+
+
+class LazySchedule(PrivateSchedule):
+    """Exact pending P (never released) plus O[i][j] = GaussBM(ceil(horizon / w), epsilon, delta, m), m = 2d (CMS)
+    or 4d (CS).
+
+    O(d log(T/w)) work per item. After t items, cell column j has received
+    floor(t / w) + (1 if j < t mod w else 0) pushes; a released cell lags its exact count by P[i][j].
+    """
+
+    kind = "lazy"
+
+    def cell_horizon(self) -> int:
+        return -(-self.horizon // self.width)
+
+    def _allocate(
+        self,
+        epsilon: float | None,
+        delta: float | None,
+        noise_seed: np.random.SeedSequence,
+        noise_multiplier: float,
+    ) -> None:
+        super()._allocate(epsilon, delta, noise_seed, noise_multiplier)
+        self.pending = np.zeros((self.depth, self.width), dtype=self.count_dtype)
+
+    def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
+        bm = self.counters
+        for start in range(0, keys.shape[0], ITEMS_PER_BLOCK):
+            block = keys[start : start + ITEMS_PER_BLOCK]
+            noise = bm._draw(block.shape[0] * self.depth)
+            kernels.lazy_extend(
+                block, params, self.signed, self.pending, bm._exact, bm._noisy_sums, bm._steps, t0 + start, noise
+            )
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.counters.memory_bytes + self.pending.nbytes
+
+
+class LazyCMS(SketchCore):
+    """LazySketch with Count-Min rows (seed 004, Alg. 5, queried with Alg. 4).
+
+    Privacy: (epsilon, delta)-DP under continual observation for replace-one neighbouring streams
+    (Thm 2): each cell O[i][j] sees a stream of ceil(horizon / w) pushes, a replaced item changes one
+    push of at most 2d cells by 1 (2d-neighbouring), and every cell is
+    GaussBM(ceil(horizon / w), epsilon, delta, m=2d). Only O is released; P is never read by a query.
+    """
+
+    _estimator = COUNT_MIN
+    _schedule = LazySchedule
+
+
+class LazyCS(SketchCore):
+    """LazySketch with Count-Sketch rows (seed 004, Alg. 5, queried with Alg. 4).
+
+    Privacy: (epsilon, delta)-DP under continual observation for replace-one neighbouring streams
+    (Thm 2, corrected): each cell is GaussBM(ceil(horizon / w), epsilon, delta, m=4d), NOT the paper's m = 2d:
+    when x and its replacement x' share a cell of a row with opposite signs, that cell's push moves by 2,
+    a squared L2 change of 4 per row (erratum, ``calibration.cell_neighbour_m``).
+    """
+
+    _estimator = COUNT_SKETCH
+    _schedule = LazySchedule

@@ -1,0 +1,20 @@
+"""The sparse vector family (seed 000 Kaplan, Mansour, Stemmer; seed 001 notes): mechanisms, calibration, theory."""
+
+from dpstream.svt.calibration import MonitorCalibration, calibrate, sparse_sigma
+from dpstream.svt.monitor import ThresholdMonitor, ThresholdMonitorEvolving
+from dpstream.svt.queries import LinearQueries
+from dpstream.svt.sparse import AboveThreshold, GeneralisedSparse, NumericSparse, Sparse, SVTRun
+
+__all__ = [
+    "AboveThreshold",
+    "GeneralisedSparse",
+    "LinearQueries",
+    "MonitorCalibration",
+    "NumericSparse",
+    "SVTRun",
+    "Sparse",
+    "ThresholdMonitor",
+    "ThresholdMonitorEvolving",
+    "calibrate",
+    "sparse_sigma",
+]

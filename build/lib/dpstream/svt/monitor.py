@@ -1,0 +1,100 @@
+"""ThresholdMonitor (seed 000, Alg. 3) and ThresholdMonitorEvolving (Alg. 5) on one compiled core."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpstream.noise import NoiseSource, SeedLike
+from dpstream.svt import _kernels
+from dpstream.svt.calibration import MonitorCalibration, calibrate
+from dpstream.svt.queries import as_linear_queries, check_counts
+from dpstream.svt.sparse import SVTRun
+from dpstream.validation import check_epsilon, check_positive_int
+
+
+class _MonitorCore:
+    """Alg. 3's loop with noise from ``calibration``: w = Lap(10 Delta), v = Lap(b), v_bar = min(v, Delta).
+
+    No noisy threshold (t is used exactly), fresh w and v per query, v capped from above only, w never
+    capped; counters per atom grow by f_i(x) on TOP only; atoms with counter >= k leave the sum.
+    Never halts.
+    """
+
+    def __init__(self, calibration: MonitorCalibration, threshold: float, seed: SeedLike) -> None:
+        if not math.isfinite(threshold):
+            raise ValueError(f"threshold must be a finite number, got {threshold!r}")
+        self.calibration = calibration
+        self.threshold = float(threshold)
+        self.k = calibration.k
+        self.noise = NoiseSource(seed)
+
+    def draw_noise(self, m: int, n_runs: int = 1) -> dict[str, np.ndarray]:
+        """w (R, m) at scale 10 Delta, then v (R, m) at scale b = ln(1/delta)/eps (uncapped; the kernel caps)."""
+        return {
+            "w": self.noise.laplace(self.calibration.w_scale, (n_runs, m)),
+            "v": self.noise.laplace(self.calibration.v_scale, (n_runs, m)),
+        }
+
+    def run_many(self, queries: object, counts: np.ndarray, n_runs: int = 1, noise: dict | None = None) -> SVTRun:
+        """R independent runs over linear queries on the database ``counts`` (records per atom)."""
+        linear = as_linear_queries(queries, type(self).__name__)
+        counts = check_counts(counts, linear.n_atoms)
+        n_runs = check_positive_int(n_runs, "n_runs")
+        noise = self.draw_noise(linear.m, n_runs) if noise is None else noise
+        out = np.empty((n_runs, linear.m), dtype=np.int8)
+        values = np.empty((n_runs, linear.m))
+        q = linear.matrix
+        _kernels.monitor_pass(
+            counts, q.indptr, q.indices, q.data, noise["w"], noise["v"], self.calibration.cap,
+            self.threshold, float(self.k), out, values,
+        )  # fmt: skip
+        return SVTRun(out, noise, values=values)
+
+    def run(self, queries: object, counts: np.ndarray) -> SVTRun:
+        """One run; outcomes and f_i(S_i) of shape (m,)."""
+        res = self.run_many(queries, counts, 1)
+        return SVTRun(res.outcomes[0], {k: v[0] for k, v in res.noise.items()}, values=res.values[0])
+
+
+class ThresholdMonitor(_MonitorCore):
+    """ThresholdMonitor (Kaplan, Mansour, Stemmer, Alg. 3): SVT that never halts, each record answers <= k TOPs.
+
+    Privacy: (epsilon_total, delta_total)-DP for add/remove-one-record neighbours, via ``calibrate``
+    (Thm 3.2 = Option A or Thm 3.8 = Option B, whichever adds less noise; recorded in
+    ``calibration.option``). Queries must be linear with f_i(x) in [0, 1]. Accuracy (Thm 3.1) is
+    relative to the pruned database S_i. ``kappa`` < 1 scales all noise by kappa: NOT privacy-certified.
+    """
+
+    def __init__(
+        self,
+        epsilon_total: float,
+        delta_total: float,
+        threshold: float,
+        k: int,
+        seed: SeedLike = None,
+        kappa: float = 1.0,
+    ) -> None:
+        super().__init__(calibrate(epsilon_total, delta_total, k, kappa), threshold, seed)
+        self.certified = self.calibration.certified
+        self.privacy = (self.calibration.epsilon_total, self.calibration.delta_total)
+
+
+class ThresholdMonitorEvolving(_MonitorCore):
+    """ThresholdMonitorEvolving (Alg. 5, "TME"): fresh user inputs each step, counters per user, users excluded.
+
+    Atom a = a group of users that hold equal inputs throughout; row i of the query matrix holds
+    f_i(x_{i,j}) per user group, so excluded users (counter >= k) drop out of later sums but are
+    never deleted from the population. Privacy: (epsilon_total, delta_total)-DP for replace-one-user
+    neighbours over the whole stream (Thm 4.4), calibrated through group privacy to be safe:
+    calibrate(eps/2, delta/(1 + e^{eps/2}), k), since replace = remove + add costs (2 eps, (1 + e^eps) delta).
+    """
+
+    def __init__(
+        self, epsilon_total: float, delta_total: float, threshold: float, k: int, seed: SeedLike = None
+    ) -> None:
+        epsilon_total = check_epsilon(epsilon_total, "epsilon_total")
+        cal = calibrate(epsilon_total / 2.0, delta_total / (1.0 + math.exp(epsilon_total / 2.0)), k)
+        super().__init__(cal, threshold, seed)
+        self.privacy = (epsilon_total, float(delta_total))

@@ -1,0 +1,109 @@
+"""One heavy-hitter trial (seed 004, Sec. 6.5, Figure 4): a tracker (LazyHH or a baseline) on a trace.
+
+Builds the trace (``data`` config) and the tracker (``mechanism`` config, mechanism seed), feeds the
+trace in blocks (only the tracker's ``extend`` calls are timed) and measures precision, recall and ARE
+of the reported set (``heavy_hitters.metrics``, true heavy hitters = items with f >= t/k in the prefix
+x_1..x_t):
+
+- at the last output step (``precision``, ``recall``, ``are``: the paper's metrics);
+- under continual observation, at the output step at or before each release time
+  (``dpstream.metrics.release_times``; the output there is the set the tracker holds at that time):
+  ``precision_mean_t``, ``recall_mean_t``, ``are_mean_t`` over those steps, ``n_release_times`` of them;
+- with ``mechanism.metrics_every_output: true``, at every output step too (``*_steps_mean`` /
+  ``*_steps_min``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Any
+
+import numpy as np
+from hydra.utils import get_class, get_method
+
+from dpstream.data.cache import FINGERPRINT_SUFFIX
+from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
+from dpstream.heavy_hitters.metrics import PrefixCounts, evaluate_prefix, summarise_release_times, summarise_steps
+from dpstream.metrics import DEFAULT_RELEASE_TIMES, release_times
+
+CONFIG_ONLY = ("name", "_target_", "trial", "private", "uses", "metrics_every_output")
+SHARED_KEYS = ("epsilon", "delta", "width", "depth", "memory_kb")
+KNOWN_KEYS = {name for cls in (LazyHH, CMSHeap, PunctualHH) for name in inspect.signature(cls).parameters}
+
+
+def load_trace(data: dict[str, Any], data_dir: str | None) -> np.ndarray:
+    """Call the data config's ``_target_`` with its parameters and the cache dir. The trace is fixed
+    (like the paper's single real trace): trials differ in the tracker's randomness only."""
+    kwargs = {k: v for k, v in data.items() if k not in ("_target_", "name", "synthetic", "description")
+              and not k.endswith(FINGERPRINT_SUFFIX)}
+    return get_method(data["_target_"])(**kwargs, cache_dir=data_dir)
+
+
+def build_tracker(params: dict[str, Any], horizon: int, seed: np.random.SeedSequence) -> Any:
+    """The configured tracker: its own keys from ``mechanism``, the shared keys (epsilon, delta, width,
+    depth, memory_kb) from the top level, each only when its constructor takes it (so a key swept for
+    one tracker, e.g. ``mechanism.k_tilde`` zipped with ``memory_kb``, is ignored by the CMS baseline).
+    A mechanism key that no tracker here takes is an error."""
+    mech = params["mechanism"]
+    cls = get_class(mech["_target_"])
+    accepted = inspect.signature(cls).parameters
+    unknown = [k for k in mech if k not in CONFIG_ONLY and k not in KNOWN_KEYS]
+    if unknown:
+        raise ValueError(f"mechanism {mech.get('name')!r}: unknown keys {unknown}; allowed: {sorted(KNOWN_KEYS)}")
+    kwargs = {k: v for k, v in mech.items() if k not in CONFIG_ONLY and k in accepted}
+    kwargs.update({k: params[k] for k in SHARED_KEYS if k in accepted and k not in kwargs
+                   and params.get(k) is not None})
+    return cls(**kwargs, horizon=horizon, seed=seed)
+
+
+def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray, prefix: PrefixCounts) -> tuple[float, dict[int, dict]]:
+    """Feed ``stream`` in blocks ending at the increasing ``stops`` (the last = its length); at each stop
+    that is an output step, take the metrics of the output there, keyed by t. Only ``extend`` is timed."""
+    seconds, done, rows = 0.0, 0, {}
+    for stop in stops:
+        block = stream[done:stop]
+        start = time.perf_counter()
+        tracker.extend(block)
+        seconds += time.perf_counter() - start
+        prefix.advance(block.size)
+        done = int(stop)
+        if tracker.heavy_hitters().time == tracker.t > 0:
+            rows[tracker.t] = prefix.evaluate(tracker.heavy_hitters())
+    return seconds, rows
+
+
+def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
+    _data_seed, mech_seed = seed.spawn(2)  # fixed order (docs/harness.md); the trace is fixed
+    stream = load_trace(params["data"], params.get("data_dir")).astype(np.int64)
+    warm = build_tracker(params, stream.size, mech_seed)  # compile / load kernels outside the timing
+    warm.extend(stream[:min(stream.size, 2 * warm.period)])
+    tracker = build_tracker(params, stream.size, mech_seed)
+    k, period = tracker.k, tracker.period
+    times = release_times(stream.size, params.get("release_times", DEFAULT_RELEASE_TIMES))
+    at_release = np.unique(times // period * period)
+    at_release = at_release[at_release > 0]  # the output step at or before each release time
+    stops = np.union1d(at_release, [stream.size])
+    per_step = bool(params["mechanism"].get("metrics_every_output", False))
+    if per_step:
+        stops = np.union1d(stops, np.arange(period, stream.size + 1, period))
+    seconds, rows = _feed(tracker, stream, stops, PrefixCounts(stream, k))
+    reported = tracker.heavy_hitters()
+    row: dict[str, Any] = dict(rows[reported.time]) if reported.time else evaluate_prefix(reported, stream, k)
+    row.update(summarise_release_times([rows[int(t)] for t in at_release]))
+    row.update(summarise_steps(list(rows.values())) if per_step else {})
+    row.update({
+        "length": int(stream.size),
+        "sketch_width": int(tracker.sketch.width),
+        "sketch_depth": int(tracker.sketch.depth),
+        "output_period": int(tracker.period),
+        "memory_bytes": int(tracker.memory_bytes),
+        "seconds": seconds,
+        "us_per_update": seconds / stream.size * 1e6,
+    })
+    for name in ("gamma", "delta_tilde"):  # LazyHH's calibration, recorded with its results
+        if hasattr(tracker, name):
+            row[name] = float(getattr(tracker, name))
+    if hasattr(tracker, "thresholds") and reported.time > 0:
+        row["tau_final"] = float(tracker.thresholds(reported.time).tau)
+    return row

@@ -1,0 +1,286 @@
+"""Trials of the sparse vector family: theory curves (E0), the atoms design (E1) and the privacy audit.
+
+Top-level ``epsilon`` / ``delta`` are the total guarantee (eps_tot, delta_tot). One atoms trial is
+one database + query stream (from ``data_seed``) and ``mechanism.runs`` seeded runs of the mechanism
+on it (from ``mech_seed``), so every mechanism at a grid point sees the same data; ``n_runs`` is in
+the row.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dpstream.audit.svt_cases import svt_case
+from dpstream.svt import AboveThreshold, Sparse, ThresholdMonitor
+from dpstream.svt import theory as T
+from dpstream.svt.atoms import (
+    HEAVY,
+    AtomsDesign,
+    atoms_design,
+    monitor_critical_margin,
+    quantile_margin,
+    sparse_critical_margin,
+)
+from dpstream.svt.calibration import calibrate, check_kappa, option_parameters
+from dpstream.svt.heavy_hitters import (
+    PRIVATE,
+    HistogramEveryStep,
+    ShiftingHeavyHitters,
+    SparseThenHistogram,
+    heavy_rows,
+)
+
+BATCH_CELLS = 1 << 22  # runs per batch x queries: bounds the noise arrays to 32 MB each
+
+Row = dict[str, float | int | str | bool]
+
+
+def theory_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
+    """E0 at one c: Sparse alpha (pure, approximate, min) at c, alpha_TM (A, B, min) at k = c, alpha_TM at each k*."""
+    mech = params["mechanism"]
+    eps, delta, m, beta = params["epsilon"], params["delta"], int(float(mech["m"])), mech["beta"]
+    c = int(float(mech["c"]))
+    row: Row = {
+        "c": c,
+        "m": m,
+        "alpha_sparse_pure": T.alpha_sparse_pure(eps, c, m, beta),
+        "alpha_sparse_approx": T.alpha_sparse_approx(eps, delta, c, m, beta),
+        "alpha_sparse": T.alpha_sparse(eps, delta, c, m, beta),
+    }
+    for option, (eps_o, delta_o) in option_parameters(eps, delta, c).items():
+        row[f"alpha_tm_{option}"] = T.alpha_monitor(eps_o, delta_o, m, beta)
+    cal = calibrate(eps, delta, c)
+    row["alpha_tm"] = T.alpha_monitor(cal.epsilon, cal.delta, m, beta)
+    row["tm_option"] = cal.option
+    for k_star in mech["k_star_lines"]:
+        row[f"alpha_tm_kstar_{k_star}"] = T.alpha_monitor_total(eps, delta, k_star, m, beta)
+        row[f"crossover_c_kstar_{k_star}"] = T.sparse_crossover_c(eps, delta, k_star, m, beta)
+    return row
+
+
+def _batches(n_runs: int, m: int, seed: np.random.SeedSequence) -> list[tuple[int, np.random.SeedSequence]]:
+    size = max(1, min(n_runs, BATCH_CELLS // max(m, 1)))
+    sizes = [size] * (n_runs // size) + ([n_runs % size] if n_runs % size else [])
+    return list(zip(sizes, seed.spawn(len(sizes)), strict=True))
+
+
+def _kappa(mech: dict[str, Any]) -> float:
+    """The noise multiplier of the atoms design (``check_kappa``): 1 = calibrated; < 1 is NOT privacy-certified."""
+    return check_kappa(mech.get("kappa", 1.0))
+
+
+def _monitor(params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random.SeedSequence):
+    mech = params["mechanism"]
+    k = max(1, round(mech["cap_ratio"] * design.k_star))
+    tm = ThresholdMonitor(params["epsilon"], params["delta"], design.threshold, k, seed=seed, kappa=_kappa(mech))
+    noise = tm.draw_noise(design.m, n)
+    res = tm.run_many(design.queries, design.counts, n, noise=noise)
+    crit = monitor_critical_margin(design, noise["w"], noise["v"], tm.calibration.cap, k)
+    info = {"k": k, "tm_option": tm.calibration.option, "noise_w_scale": tm.calibration.w_scale}
+    return res, res.values, crit, info
+
+
+def _sparse(params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random.SeedSequence):
+    mech = params["mechanism"]
+    eps, delta, beta = params["epsilon"], params["delta"], mech["beta"]
+    cutoff = max(1, math.ceil(mech["cutoff_ratio"] * design.c)) if mech["cutoff_ratio"] else 1
+    if cutoff == 1 and not mech["cutoff_ratio"]:
+        sv, comp = AboveThreshold(eps, design.threshold, seed=seed, kappa=_kappa(mech)), "pure"
+    else:
+        pure = T.alpha_sparse_pure(eps, cutoff, design.m, beta) <= T.alpha_sparse_approx(
+            eps, delta, cutoff, design.m, beta
+        )
+        comp = mech["composition"] if mech["composition"] != "best" else ("pure" if pure else "approx")
+        sv = Sparse(eps, design.threshold, cutoff, 0.0 if comp == "pure" else delta, seed=seed, kappa=_kappa(mech))
+    if cutoff >= design.c:
+        noise = sv.draw_noise(design.m, n)
+        res = sv.run_many(design.queries, n, counts=design.counts, noise=noise)
+        crit = sparse_critical_margin(design, noise["threshold"], noise["query"], cutoff)
+    else:  # cannot report every heavy query: draw noise lazily, stop at the halt
+        res = sv.run_many(design.queries, n, counts=design.counts)
+        crit = np.full(n, np.inf)
+    values = np.broadcast_to(design.queries.answers(design.counts), res.outcomes.shape)
+    return res, values, crit, {"cutoff": cutoff, "composition": comp, "noise_threshold_scale": sv.threshold_scale}
+
+
+RUNNERS: dict[str, Callable] = {"monitor": _monitor, "sparse": _sparse}
+
+
+def _theory_alpha(params: dict[str, Any], design: AtomsDesign, info: dict[str, Any]) -> float:
+    """The accuracy bound at the run's noise: alpha is linear in the noise scales, so kappa x the calibrated bound."""
+    eps, delta, beta = params["epsilon"], params["delta"], params["mechanism"]["beta"]
+    kappa = _kappa(params["mechanism"])
+    if "k" in info:
+        return kappa * T.alpha_monitor_total(eps, delta, info["k"], design.m, beta)
+    if info["composition"] == "pure":
+        return kappa * T.alpha_sparse_pure(eps, info["cutoff"], design.m, beta)
+    return kappa * T.alpha_sparse_approx(eps, delta, info["cutoff"], design.m, beta)
+
+
+def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
+    """E1: R runs of one mechanism on one atoms design: empirical vs theoretical alpha, recall, FPs, halting.
+
+    ``mechanism.kappa`` < 1 scales every noise scale, the evaluation margin and theory_alpha by kappa (so the
+    database shrinks by kappa): the row says ``kappa`` and ``certified: False`` (NOT privacy-certified)."""
+    started = time.perf_counter()
+    data_seed, mech_seed = seed.spawn(2)
+    mech = params["mechanism"]
+    eps, delta, beta = params["epsilon"], params["delta"], mech["beta"]
+    c, k_star = int(float(mech["c"])), int(mech["k_star"])
+    m_guess = c + mech["n_near"] + mech["n_far"]
+    kappa = _kappa(mech)
+    margin = kappa * mech["margin_factor"] * T.alpha_monitor_total(eps, delta, k_star, m_guess, beta)
+    margin_fixed = kappa * T.alpha_monitor_total(eps, delta, 1, m_guess, beta)  # the same for every k*
+    design = atoms_design(
+        c, k_star, 2.0 * margin, margin, mech["n_near"], mech["n_far"], mech["order"], np.random.default_rng(data_seed)
+    )
+    heavy = design.kind == HEAVY
+    crit, recall, fp, processed, viol_s, viol_si = [], [], [], [], [], []
+    info: dict[str, Any] = {}
+    for n, s in _batches(int(mech["runs"]), design.m, mech_seed):
+        res, values, c_run, info = RUNNERS[mech["runner"]](params, design, n, s)
+        top = res.outcomes == 1
+        crit.append(c_run)
+        recall.append(top[:, heavy].mean(axis=1))
+        fp.append(top[:, ~heavy].mean(axis=1))
+        processed.append(res.processed)
+        viol_s.append((top != heavy).sum(axis=1))
+        viol_si.append((top != (values >= design.threshold)).sum(axis=1))
+    crit_all = np.concatenate(crit)
+    emp = quantile_margin(crit_all, beta)
+    emp = emp if np.isfinite(emp) else math.nan  # no margin succeeds; NaN, not inf (the JSON store has no inf)
+    theory = _theory_alpha(params, design, info)
+    viol = np.concatenate(viol_s)
+    return {
+        "c": design.c,
+        "k_star": k_star,
+        "m": design.m,
+        "n_runs": crit_all.size,
+        "threshold": design.threshold,
+        "margin_eval": margin,
+        "emp_alpha": emp,
+        "theory_alpha": theory,
+        "emp_over_theory": emp / theory,
+        "success_rate_eval": float((viol == 0).mean()),
+        "margin_fixed": margin_fixed,
+        "success_rate_fixed": float((crit_all <= margin_fixed).mean()),  # success at gamma = alpha_TM(k* = 1)
+        "recall": float(np.concatenate(recall).mean()),
+        "fp_rate": float(np.concatenate(fp).mean()),
+        "processed": float(np.concatenate(processed).mean()),
+        "violations_S": float(viol.mean()),
+        "violations_Si": float(np.concatenate(viol_si).mean()),
+        **info,
+        "kappa": kappa,
+        "certified": kappa == 1.0,  # kappa < 1: noise below the calibration, NOT privacy-certified
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def _search_row(res: Any) -> Row:
+    return {("audit_delta" if k == "delta" else k): v for k, v in res.row().items()}
+
+
+def audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
+    """One audit case (``mechanism.case``) run at and claiming top-level ``epsilon``: ``search_audit`` with the
+    case's runs x ``mechanism.runs_factor``.
+
+    Cases with a hand-picked event also report its bound on fresh runs (``epsilon_lower_given``).
+    """
+    started = time.perf_counter()
+    mech = params["mechanism"]
+    case = svt_case(mech["case"], epsilon=params["epsilon"])
+    n_runs = max(20, round(case.runs * float(mech["runs_factor"])))
+    search_seed, given_seed = seed.spawn(2)
+    res = case.search(n_runs, seed=search_seed, alpha=mech["alpha"])
+    row: Row = {
+        "case": case.name,
+        "audited": case.mechanism,
+        "negative_control": case.broken,
+        "pair": case.pair,
+        "neighbours": case.neighbours,
+        **_search_row(res),
+        "verdict": "flagged" if res.fails else "passed",
+        "as_expected": res.fails == case.broken,
+        "certified": not case.broken,  # negative controls are NOT private by design
+    }
+    if case.event is not None:
+        row["epsilon_lower_given"] = case.run(n_runs // 2, seed=given_seed, alpha=mech["alpha"]).epsilon_lower
+    return {**row, "seconds": time.perf_counter() - started}
+
+
+def audit_power_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
+    """Power of ``search_audit``: case ``mechanism.case`` built at eps = ``mechanism.ratio`` x its claim; flagged?"""
+    started = time.perf_counter()
+    mech = params["mechanism"]
+    ratio = float(mech["ratio"])
+    case = svt_case(mech["case"], ratio)
+    res = case.search(max(20, round(case.runs * float(mech["runs_factor"]))), seed=seed, alpha=mech["alpha"])
+    return {
+        "case": case.name,
+        "audited": case.mechanism,
+        "ratio": ratio,
+        **_search_row(res),
+        "certified": ratio <= 1.0,  # built with less noise than its claim needs: NOT private as claimed
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def _hh_design(mech: dict[str, Any], rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """E2: G groups (log-spaced sizes), each holding a fresh element at k* distinct steps, private elements else."""
+    groups, k_star, m = int(mech["groups"]), int(mech["k_star"]), int(mech["m"])
+    sizes = np.round(np.logspace(np.log10(mech["size_min"]), np.log10(mech["size_max"]), groups))
+    steps = rng.choice(m, size=groups * k_star, replace=False).reshape(groups, k_star)
+    holdings = np.full((m, groups), PRIVATE, dtype=np.int64)
+    holdings[steps, np.arange(groups)[:, None]] = np.arange(groups * k_star).reshape(groups, k_star)
+    return holdings, sizes
+
+
+def _hh_method(mech: dict[str, Any], params: dict[str, Any], seed: np.random.SeedSequence):
+    eps, delta, beta = params["epsilon"], params["delta"], mech["beta"]
+    m, domain, k_star = int(mech["m"]), int(float(mech["domain_size"])), int(mech["k_star"])
+    methods = {
+        "tme": lambda: ShiftingHeavyHitters(eps, delta, k_star, m, domain, beta, seed=seed),
+        "histogram": lambda: HistogramEveryStep(eps, delta, m, domain, beta, seed=seed),
+        "sparse_histogram": lambda: SparseThenHistogram(
+            eps, delta, int(mech["groups"]) * k_star, m, domain, beta, seed=seed
+        ),
+    }
+    return methods[mech["method"]]()
+
+
+def hh_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
+    """E2: shifting heavy hitters (TME, Thm 4.7) or a baseline: recall per group size, zero-weight reports, tau."""
+    started = time.perf_counter()
+    data_seed, mech_seed = seed.spawn(2)
+    mech = params["mechanism"]
+    beta = mech["beta"]
+    holdings, sizes = _hh_design(mech, np.random.default_rng(data_seed))
+    method = _hh_method(mech, params, mech_seed)
+    res = method.run_many(holdings, sizes, int(mech["runs"]))
+    rows = heavy_rows(holdings, sizes, method.domain_size)
+    group = rows.element // int(mech["k_star"])
+    recall = np.bincount(group, weights=res.reported.mean(axis=0), minlength=sizes.size) / np.bincount(group)
+    bad = np.flatnonzero(recall < 1 - beta)  # emp tau: smallest size from which every larger group is found
+    emp_tau = float(sizes[0] if not bad.size else sizes[bad.max() + 1] if bad.max() + 1 < sizes.size else math.nan)
+    must = rows.weight >= method.tau
+    success = (res.zero_reports == 0) & res.reported[:, must].all(axis=1)
+    row: Row = {
+        "k_star": int(mech["k_star"]),
+        "n_runs": int(mech["runs"]),
+        "threshold": res.threshold,
+        "theory_tau": method.tau,
+        "emp_tau": emp_tau,
+        "emp_over_theory": emp_tau / method.tau,
+        "success_rate": float(success.mean()),
+        "zero_weight_reports": float(res.zero_reports.mean()),
+        "private_reports": float(res.private_reports.mean()),
+        "runs_with_private_reports": int((res.private_reports > 0).sum()),
+    }
+    for g, (size, rec) in enumerate(zip(sizes, recall, strict=True)):
+        row[f"size_g{g:02d}"], row[f"recall_g{g:02d}"] = float(size), float(rec)
+    return {**row, "seconds": time.perf_counter() - started}

@@ -1,0 +1,41 @@
+"""Parameter checks shared by every mechanism: each names the bad value and what is allowed."""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+
+def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    """Return ``epsilon`` as a float if it is finite and > 0, else raise ``ValueError``."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, Real) or not math.isfinite(epsilon) or epsilon <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {epsilon!r}")
+    return float(epsilon)
+
+
+def check_delta(delta: float, name: str = "delta") -> float:
+    """Return ``delta`` as a float if it lies in the open interval (0, 1), else raise ``ValueError``."""
+    if isinstance(delta, bool) or not isinstance(delta, Real) or not (0.0 < delta < 1.0):
+        raise ValueError(f"{name} must be in the open interval (0, 1), got {delta!r}")
+    return float(delta)
+
+
+def check_positive_int(value: int, name: str, minimum: int = 1) -> int:
+    """Return ``value`` as an int if it is an integer >= ``minimum``, else raise ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_open_interval(value: float, name: str, low: float, high: float) -> float:
+    """Return ``value`` as a float if ``low < value < high``, else raise ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not (low < value < high):
+        raise ValueError(f"{name} must be in the open interval ({low}, {high}), got {value!r}")
+    return float(value)
+
+
+def check_choice(value: str, name: str, allowed: list[str] | tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``allowed``, else raise ``ValueError`` listing them."""
+    if value not in allowed:
+        raise ValueError(f"unknown {name} {value!r}; allowed: {', '.join(sorted(allowed))}")
+    return value
