@@ -18,7 +18,7 @@ import pytest
 from conftest import CONF_DIR, child_env
 from test_harness import fake_cfg, fake_conf
 
-from dpstream.cli import main
+from dpstream.cli import main, precheck
 from dpstream.errors import ConfigError
 from dpstream.harness.config import (
     DATA_KINDS,
@@ -238,3 +238,10 @@ def test_missing_dask_is_a_clear_error(monkeypatch):
                                           r"'dpstream\[dask\]'"):
         with parallel_backend("dask", 2, None):
             pass
+
+
+def test_hydra_sweep_syntax_passes_the_pre_check():
+    precheck(["-m", "experiment=glob(fig3*)", "epsilon=range(1,3)", "experiment.trials=1", "width=40,60",
+              "seed=${trials}", "+extra=1", "hydra.job.chdir=false"])
+    with pytest.raises(ConfigError, match="width=abc: must be a number"):
+        precheck(["-m", "width=40,abc"])

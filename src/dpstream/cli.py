@@ -128,11 +128,14 @@ def precheck(args: list[str]) -> None:
     defaults: dict[str, Any] = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))
     defaults.pop("defaults", None)
     defaults.pop("hydra", None)
+    unchecked = set()  # groups chosen by a sweep function (glob(*)): their keys are left to Hydra
     for group, name in chosen.items():
         found = [d / group / f"{name}.yaml" for d in dirs if (d / group / f"{name}.yaml").exists()]
-        defaults[group] = OmegaConf.to_container(OmegaConf.load(found[0])) if name not in (None, "null") else None
+        defaults[group] = OmegaConf.to_container(OmegaConf.load(found[0])) if found else None
+        if name not in (None, "null") and not found:
+            unchecked.add(group)
     for key, value in typed:
-        if key not in CHOICE_GROUPS:
+        if key not in CHOICE_GROUPS and key.split(".", 1)[0] not in unchecked:
             check_override(key, value, defaults, choices)
 
 
