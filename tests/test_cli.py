@@ -83,6 +83,7 @@ def test_help_lists_every_experiment_mechanism_and_data_with_one_line(capsys):
     (["delta=1.5"], "error: delta=1.5: must be in the open interval (0, 1)"),
     (["width=0"], "error: width=0: must be an integer >= 1"),
     (["data.skew=abc"], "error: data.skew=abc: must be a number (default 1.3)"),
+    (["data.skew=-1"], "error: data.skew=-1: must be a number > 0"),  # raised by zipf_stream inside the trial
     (["data.skeww=2"], "error: data.skeww=2: unknown config key; keys of data: _target_, kind, length, name, skew"),
     (["epsilonn=1"], "error: epsilonn=1: unknown config key; top-level keys: backend, data, data_dir, delta"),
     (["experiment=fig9z"], "error: experiment=fig9z: unknown experiment; allowed: all, audit_power,"),

@@ -110,14 +110,14 @@ def run_trials(trials: list[tuple[str, str, dict[str, Any]]], store: ResultsStor
         return 0
     with parallel_backend(cfg["backend"], cfg["n_jobs"], cfg.get("scheduler_address")) as (backend, n_jobs), \
             workers_die_with_the_run(backend):
-        bar = tqdm(total=len(todo), desc=label, unit="trial", mininterval=1.0, file=sys.stderr)
-        with joblib.parallel_config(backend=backend, n_jobs=n_jobs):  # registers joblib's dask backend too
-            parallel = joblib.Parallel(return_as="generator_unordered")
+        # a progress bar on a terminal only (disable=None), erased when done or stopped (leave=False)
+        with tqdm(total=len(todo), desc=label, unit="trial", mininterval=1.0, file=sys.stderr, disable=None,
+                  leave=False) as bar, joblib.parallel_config(backend=backend, n_jobs=n_jobs):
+            parallel = joblib.Parallel(return_as="generator_unordered")  # (parallel_config registers dask too)
             jobs = (joblib.delayed(_keyed)(key, fn, p) for key, fn, p in todo)
             for key, params, metrics in parallel(jobs):
                 store.append(make_row(key, params, metrics), replace=cfg["rerun"])
                 bar.update()
-    bar.close()
     return len(todo)
 
 
