@@ -118,19 +118,16 @@ def precheck(args: list[str]) -> None:
     typed = typed_overrides(args)
     dirs = search_dirs(args)
     choices = {g: sorted({n for d in dirs for n in options(d, g)}) for g in CHOICE_GROUPS}
-    chosen = {g: None for g in CHOICE_GROUPS}
-    for entry in OmegaConf.load(CONF_DIR / "config.yaml").defaults:
-        if isinstance(entry, dict | DictConfig):
-            for group, name in entry.items():
-                if group in chosen:
-                    chosen[group] = name
+    defaults: dict[str, Any] = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))
+    defaults.pop("hydra", None)
+    chosen: dict[str, Any] = {g: None for g in CHOICE_GROUPS}
+    for entry in defaults.pop("defaults"):
+        if isinstance(entry, dict):
+            chosen.update({group: name for group, name in entry.items() if group in chosen})
     for key, value in typed:
         if key in CHOICE_GROUPS:
             check_override(key, value, {}, choices)
             chosen[key] = value.split(",")[0].strip()
-    defaults: dict[str, Any] = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))
-    defaults.pop("defaults", None)
-    defaults.pop("hydra", None)
     unchecked = set()  # groups chosen by a sweep function (glob(*)): their keys are left to Hydra
     for group, name in chosen.items():
         found = [d / group / f"{name}.yaml" for d in dirs if (d / group / f"{name}.yaml").exists()]
