@@ -1,1 +1,0 @@
-"""The experiment harness: config -> grid of trials -> joblib -> results store -> tables and figures."""
