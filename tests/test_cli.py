@@ -18,7 +18,7 @@ import pytest
 from conftest import CONF_DIR, child_env
 from test_harness import fake_cfg, fake_conf
 
-from dpstream.cli import main
+from dpstream.cli import main, precheck
 from dpstream.errors import ConfigError
 from dpstream.harness.config import (
     DATA_KINDS,
@@ -83,6 +83,7 @@ def test_help_lists_every_experiment_mechanism_and_data_with_one_line(capsys):
     (["delta=1.5"], "error: delta=1.5: must be in the open interval (0, 1)"),
     (["width=0"], "error: width=0: must be an integer >= 1"),
     (["data.skew=abc"], "error: data.skew=abc: must be a number (default 1.3)"),
+    (["data.skew=-1"], "error: data.skew=-1: must be a number > 0"),  # raised by zipf_stream inside the trial
     (["data.skeww=2"], "error: data.skeww=2: unknown config key; keys of data: _target_, kind, length, name, skew"),
     (["epsilonn=1"], "error: epsilonn=1: unknown config key; top-level keys: backend, data, data_dir, delta"),
     (["experiment=fig9z"], "error: experiment=fig9z: unknown experiment; allowed: all, audit_power,"),
@@ -234,6 +235,14 @@ def test_dask_and_jupytext_are_imported_only_when_used():
 
 def test_missing_dask_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "dask.distributed", None)
-    with pytest.raises(ImportError, match=r"backend=dask needs dask.distributed: pip install 'dpstream\[dask\]'"):
+    with pytest.raises(ConfigError, match=r"backend=dask: needs dask.distributed, not installed: pip install "
+                                          r"'dpstream\[dask\]'"):
         with parallel_backend("dask", 2, None):
             pass
+
+
+def test_hydra_sweep_syntax_passes_the_pre_check():
+    precheck(["-m", "experiment=glob(fig3*)", "epsilon=range(1,3)", "experiment.trials=1", "width=40,60",
+              "seed=${trials}", "+extra=1", "hydra.job.chdir=false"])
+    with pytest.raises(ConfigError, match="width=abc: must be a number"):
+        precheck(["-m", "width=40,abc"])

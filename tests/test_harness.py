@@ -185,20 +185,13 @@ def test_unknown_backend_is_rejected(tmp_path):
 def test_aggregate_with_report_writes_markdown_and_html(tmp_path):
     conf = fake_conf(tmp_path)
     (conf / "experiment" / "everything.yaml").write_text("id: everything\nparts: [e1]\nreport: true\n")
-    (tmp_path / "claims.py").write_text(
-        "def claims(df, spec):\n"
-        "    return [{'claim': 'value grows with epsilon', 'rule': 'slope > 0', 'measured': 'x',\n"
-        "             'verdict': 'confirmed'}]\n")
-    sys.path.insert(0, str(tmp_path))
-    try:
-        (conf / "experiment" / "e1.yaml").write_text(
-            (conf / "experiment" / "e1.yaml").read_text() + "claims: claims:claims\npaper_claim: grows\n")
-        cfg = fake_cfg(conf, tmp_path, experiment=load_option(conf, "experiment", "everything"))
-        run(cfg, conf)
-    finally:
-        sys.path.remove(str(tmp_path))
+    (conf / "experiment" / "e1.yaml").write_text(
+        (conf / "experiment" / "e1.yaml").read_text() + "claims: _harness_fake:claims\npaper_claim: finite\n")
+    cfg = fake_cfg(conf, tmp_path, experiment=load_option(conf, "experiment", "everything"))
+    run(cfg, conf)
     report = (tmp_path / "results" / "report.md").read_text()
-    assert "## e1: fake sweep" in report and "| value grows with epsilon | slope > 0 | x | **confirmed** |" in report
+    assert "## e1: fake sweep" in report
+    assert "| values are finite | all rows have a value | 24 | **confirmed** |" in report
     assert "Verdicts: 1 confirmed, 0 not confirmed, 0 inconclusive, 0 n/a (1 claims)" in report
     assert "git commit" in report
     assert "<h2>e1: fake sweep</h2>" in (tmp_path / "results" / "report.html").read_text()

@@ -25,10 +25,10 @@ import pandas as pd
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from dpstream.errors import ConfigError
-from dpstream.harness.config import CONF_DIR, check_override, data_kind, data_kinds, options
+from dpstream.harness.config import CONF_DIR, check_override, options
 
 CHOICE_GROUPS = ("mechanism", "data", "profile", "experiment")
 ROWS_FILE = "rows.csv"  # a multirun job's rows, beside Hydra's job files; combined at the end of the sweep
@@ -49,19 +49,28 @@ def full_error() -> bool:
 
 
 def one_line(path: Path) -> str:
-    """What a config file is, in one line: its ``title``, else its ``description``, else its first comment."""
-    text = path.read_text()
+    """What a config file is, in one line: its ``title``, else its ``description``, else its first comment sentence."""
     spec = OmegaConf.load(path)
     for key in ("title", "description"):
         if isinstance(spec.get(key), str):
             return spec[key]
     comment = []
-    for line in text.splitlines():
+    for line in path.read_text().splitlines():
         if not line.startswith("#"):
             break
         comment.append(line.lstrip("# ").strip())
-    sentence = re.split(r"(?<=[.;])\s", " ".join(comment), maxsplit=1)[0]
+    # the first sentence: up to ". " or "; ", not after an abbreviation (Sec. 6, Alg. 5, et al. 2023)
+    sentence = re.split(r"(?<!Sec\.)(?<!Alg\.)(?<!Fig\.)(?<!Thm\.)(?<!Eq\.)(?<!al\.)(?<=[.;])\s",
+                        " ".join(comment), maxsplit=1)[0].rstrip(";")
     return sentence if len(sentence) <= 130 else sentence[:127] + "..."
+
+
+def kind_tag(group: str, spec: Any) -> str:
+    """``[stream]`` after a data source, ``[stream,none]`` after a mechanism (what it reads); nothing elsewhere."""
+    kinds = spec.get("kind") if group == "data" else spec.get("data_kinds") if group == "mechanism" else None
+    if kinds is None:
+        return "" if group == "experiment" else "[undeclared] "
+    return f"[{','.join(kinds) if isinstance(kinds, list | ListConfig) else kinds}] "
 
 
 def catalog(conf_dir: Path = CONF_DIR) -> str:
@@ -75,13 +84,7 @@ def catalog(conf_dir: Path = CONF_DIR) -> str:
         out.append(f"{label} ({group}=<name>):")
         for name in names:
             path = conf_dir / group / f"{name}.yaml"
-            spec = OmegaConf.to_container(OmegaConf.load(path))
-            tag = ""
-            if group == "mechanism":
-                tag = f"[{','.join(data_kinds(spec))}] "
-            elif group == "data":
-                tag = f"[{data_kind(spec)}] "
-            out.append(f"  {name:<{width}}  {tag}{one_line(path)}")
+            out.append(f"  {name:<{width}}  {kind_tag(group, OmegaConf.load(path))}{one_line(path)}")
         out.append("")
     out.append("[kind] after a mechanism: the data kinds it reads; after a data source: its kind.")
     return "\n".join(out)
@@ -115,24 +118,24 @@ def precheck(args: list[str]) -> None:
     typed = typed_overrides(args)
     dirs = search_dirs(args)
     choices = {g: sorted({n for d in dirs for n in options(d, g)}) for g in CHOICE_GROUPS}
-    chosen = {g: None for g in CHOICE_GROUPS}
-    for entry in OmegaConf.load(CONF_DIR / "config.yaml").defaults:
-        if isinstance(entry, dict | DictConfig):
-            for group, name in entry.items():
-                if group in chosen:
-                    chosen[group] = name
+    defaults: dict[str, Any] = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))
+    defaults.pop("hydra", None)
+    chosen: dict[str, Any] = {g: None for g in CHOICE_GROUPS}
+    for entry in defaults.pop("defaults"):
+        if isinstance(entry, dict):
+            chosen.update({group: name for group, name in entry.items() if group in chosen})
     for key, value in typed:
         if key in CHOICE_GROUPS:
             check_override(key, value, {}, choices)
             chosen[key] = value.split(",")[0].strip()
-    defaults: dict[str, Any] = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))
-    defaults.pop("defaults", None)
-    defaults.pop("hydra", None)
+    unchecked = set()  # groups chosen by a sweep function (glob(*)): their keys are left to Hydra
     for group, name in chosen.items():
         found = [d / group / f"{name}.yaml" for d in dirs if (d / group / f"{name}.yaml").exists()]
-        defaults[group] = OmegaConf.to_container(OmegaConf.load(found[0])) if name not in (None, "null") else None
+        defaults[group] = OmegaConf.to_container(OmegaConf.load(found[0])) if found else None
+        if name not in (None, "null") and not found:
+            unchecked.add(group)
     for key, value in typed:
-        if key not in CHOICE_GROUPS:
+        if key not in CHOICE_GROUPS and key.split(".", 1)[0] not in unchecked:
             check_override(key, value, defaults, choices)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import importlib
 import itertools
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -336,6 +337,8 @@ def check_override(key: str, raw: str, defaults: dict[str, Any], choices: dict[s
     """
     head = key.split(".", 1)[0]
     values = [v.strip() for v in raw.split(",")] if "," in raw and not raw.startswith(("[", "{")) else [raw]
+    if re.match(r"^\w+\(.*\)$", raw) or "${" in raw:  # a Hydra sweep function (glob(*), range(1,4)) or interpolation
+        values = []
     if head in choices and key == head:
         for value in values:
             if value not in choices[head] and value != "null":

@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 import dpstream
 from dpstream.claims import Claim
+from dpstream.errors import ConfigError
 from dpstream.harness.config import (
     RUN_KEYS,
     SHARED_KEYS,
@@ -86,7 +87,8 @@ def parallel_backend(backend: str, n_jobs: int, scheduler_address: str | None) -
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError as exc:
-        raise ImportError("backend=dask needs dask.distributed: pip install 'dpstream[dask]'") from exc
+        raise ConfigError("backend", "dask", "needs dask.distributed, not installed: pip install 'dpstream[dask]'") \
+            from exc
 
     if scheduler_address:
         with Client(scheduler_address) as client:
@@ -106,16 +108,16 @@ def run_trials(trials: list[tuple[str, str, dict[str, Any]]], store: ResultsStor
     todo = [job for job in trials if job[0] not in done]
     if not todo:
         return 0
-    bar = tqdm(total=len(todo), desc=label, unit="trial", mininterval=1.0, file=sys.stderr)
     with parallel_backend(cfg["backend"], cfg["n_jobs"], cfg.get("scheduler_address")) as (backend, n_jobs), \
             workers_die_with_the_run(backend):
-        with joblib.parallel_config(backend=backend, n_jobs=n_jobs):  # registers joblib's dask backend too
-            parallel = joblib.Parallel(return_as="generator_unordered")
+        # a progress bar on a terminal only (disable=None), erased when done or stopped (leave=False)
+        with tqdm(total=len(todo), desc=label, unit="trial", mininterval=1.0, file=sys.stderr, disable=None,
+                  leave=False) as bar, joblib.parallel_config(backend=backend, n_jobs=n_jobs):
+            parallel = joblib.Parallel(return_as="generator_unordered")  # (parallel_config registers dask too)
             jobs = (joblib.delayed(_keyed)(key, fn, p) for key, fn, p in todo)
             for key, params, metrics in parallel(jobs):
                 store.append(make_row(key, params, metrics), replace=cfg["rerun"])
                 bar.update()
-    bar.close()
     return len(todo)
 
 
