@@ -26,7 +26,7 @@ import numpy as np
 from dpstream.calibration import cell_neighbour_m
 from dpstream.counters import Counter, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
-from dpstream.noise import SeedLike, as_seed_sequence
+from dpstream.noise import SeedLike, as_seed_sequence, child_seed
 from dpstream.privacy import Privacy
 from dpstream.sketches import _kernels as kernels
 from dpstream.sketches import memory
@@ -54,11 +54,6 @@ class Variant:
 
 COUNT_MIN = Estimator(signed=False)
 COUNT_SKETCH = Estimator(signed=True)
-
-
-def child_seed(seed: np.random.SeedSequence, k: int) -> np.random.SeedSequence:
-    """The k-th child of ``seed`` (equal to ``seed.spawn(k + 1)[k]`` on a fresh seed), without mutating it."""
-    return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, k), pool_size=seed.pool_size)
 
 
 class Schedule(ABC):

@@ -29,6 +29,7 @@ from dpstream.data.stream import load_stream
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.heavy_hitters.metrics import PrefixCounts, evaluate_prefix, summarise_release_times, summarise_steps
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, release_times
+from dpstream.noise import children
 
 CONFIG_ONLY = ("name", "_target_", "trial", "private", "uses", "metrics_every_output")
 SHARED_KEYS = ("epsilon", "delta", "width", "depth", "memory_kb")
@@ -81,7 +82,7 @@ def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray, prefix: PrefixCou
 
 
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
-    _data_seed, mech_seed = seed.spawn(2)  # fixed order (docs/harness.md); the trace is fixed
+    _data_seed, mech_seed = children(seed, 2)  # fixed order (docs/harness.md); the trace is fixed
     stream, read = load_trace(params["data"], params.get("data_dir"))
     stream = stream.astype(np.int64)
     warm = build_tracker(params, stream.size, mech_seed)  # compile / load kernels outside the timing

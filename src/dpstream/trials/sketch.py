@@ -18,6 +18,7 @@ from hydra.utils import get_class
 
 from dpstream.data.stream import load_stream
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, average_relative_error, prefix_top_k, release_times
+from dpstream.noise import children
 
 TOP_K = 15
 
@@ -44,7 +45,7 @@ def _warm_up(cls: type) -> None:
 
 
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
-    data_seed, mech_seed = seed.spawn(2)
+    data_seed, mech_seed = children(seed, 2)
     stream, read = load_stream(params["data"], data_seed, params.get("data_dir"))  # read: rows of a file source
     sketch = build_sketch(params, len(stream), mech_seed)
     _warm_up(type(sketch))
