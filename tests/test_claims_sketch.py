@@ -355,3 +355,13 @@ def test_removed_fraction_keeps_trials_exact_at_both_ends_and_reports_the_log_ra
     assert np.isfinite(sketch._log_ratio(exact, "cms", "depth")).all()
     claim = sketch.fig3c_claims(exact, {})[1]
     assert "sensitivity, same test on ln(ARE_first / ARE_last)" in claim.measured
+
+
+def test_precision_claim_cannot_be_confirmed_by_a_mechanism_that_never_reports():
+    # LazyHH reports nothing anywhere (precision undefined), the baseline is 1 everywhere: no support for the claim
+    rows = [{"mechanism.name": m, "mechanism.k_tilde": kt, "trial": t, "n_reported": 0 if m == "lazyhh" else 5,
+             "precision": np.nan if m == "lazyhh" else 1.0}
+            for m in ("lazyhh", "cms_heap") for kt in (128, 512) for t in range(3)]
+    claim = heavy_hitters.precision_claim(pd.DataFrame(rows), "precision 1", "mechanism.k_tilde",
+                                          mechs=("lazyhh", "cms_heap"))
+    assert claim.verdict == "inconclusive"

@@ -157,6 +157,8 @@ def precision_claim(df: pd.DataFrame, claim: str, x: str, y: str = "precision",
                 continue
             results.append(all_one(vals))
             points.append(f"{v:g}: min {vals.min():.3g} ({vals.size} trials)")
+        if not points:
+            results.append(None)  # a mechanism that never reports cannot support "precision 1"
         parts.append(f"{NAMES[m]} " + ("; ".join(points) or "no point")
                      + (f"; nothing reported (n/a) at {x} {', '.join(undefined)}" if undefined else ""))
     rule = PRECISION_ONE.format(mechs=" and ".join(NAMES[m] for m in mechs), x=x, y=y, n=MIN_TRIALS)
