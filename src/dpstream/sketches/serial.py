@@ -119,6 +119,17 @@ def copy_into(live: Mapping[str, np.ndarray], stored: Mapping[str, np.ndarray], 
         np.copyto(arr, value)
 
 
+def check_vectors(stored: Mapping[str, np.ndarray], dtypes: Mapping[str, type], owner: str) -> None:
+    """Variable-length state: ``stored`` must be exactly the 1-D arrays named in ``dtypes``, of those dtypes."""
+    if set(stored) != set(dtypes):
+        missing, extra = sorted(set(dtypes) - set(stored)), sorted(set(stored) - set(dtypes))
+        raise ValueError(f"{owner} state arrays do not match: missing {missing}, unexpected {extra}")
+    for name, dtype in dtypes.items():
+        if stored[name].ndim != 1 or stored[name].dtype != dtype:
+            raise ValueError(f"{owner} array {name!r}: stored {stored[name].dtype}{list(stored[name].shape)}, "
+                             f"expected a 1-D {np.dtype(dtype)} array")
+
+
 def check_same(what: str, stored: Any, rebuilt: Any) -> None:
     """Constants recomputed by the rebuild (sigma, BLT coefficients) must equal the stored ones."""
     if stored != rebuilt:
