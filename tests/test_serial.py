@@ -2,8 +2,12 @@
 state (a restored object fed the rest of the stream releases what the original releases, bit for bit), bad bytes
 are refused with an error naming the defect, and non-private CMS / CS merge into the sketch of the concatenation."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
+from conftest import child_env
 from test_heavy_hitters import planted_stream
 
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
@@ -51,6 +55,33 @@ def test_restored_then_continued_equals_original_continued(cls, counter, node_no
         other._params = original._params  # same hashes, other noise
         other.extend(stream)
         assert not np.array_equal(other.query_many(KEYS), original.query_many(KEYS))
+
+
+_CHILD = """
+import sys
+import numpy as np
+from dpstream import sketches
+rest = (np.random.default_rng(0).zipf(1.4, 600) % 50).astype(np.int64)[233:]
+for path in sys.argv[1:]:
+    name = path.rsplit("/", 1)[1].split(".")[0]
+    sketch = getattr(sketches, name).from_bytes(open(path, "rb").read())
+    sketch.extend(rest)
+    np.save(path + ".npy", sketch.query_many(np.arange(-5, 60)), allow_pickle=False)
+"""
+
+
+def test_restored_in_a_fresh_process(tmp_path):
+    """No in-process cache (the BLT optimisation, numba, the generator) is needed for an exact restore."""
+    stream = _stream(600)
+    originals = {tmp_path / "LazyCMS.bin": LazyCMS(**KW, counter="blt"),
+                 tmp_path / "PunctualCS.bin": PunctualCS(**KW, node_noise="derived")}
+    for path, sketch in originals.items():
+        sketch.extend(stream[:233])
+        path.write_bytes(sketch.to_bytes())
+    subprocess.run([sys.executable, "-c", _CHILD, *map(str, originals)], check=True, env=child_env())
+    for path, sketch in originals.items():
+        sketch.extend(stream[233:])
+        np.testing.assert_array_equal(np.load(f"{path}.npy"), sketch.query_many(KEYS))
 
 
 @pytest.mark.parametrize("cls", ALL)
