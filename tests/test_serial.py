@@ -2,8 +2,10 @@
 state (a restored object fed the rest of the stream releases what the original releases, bit for bit), bad bytes
 are refused with an error naming the defect, and non-private CMS / CS merge into the sketch of the concatenation."""
 
+import json
 import subprocess
 import sys
+import zlib
 
 import numpy as np
 import pytest
@@ -190,6 +192,21 @@ def test_rejects_trailing_and_corrupted_bytes(lazy_bytes):
         LazyCMS.from_bytes(bytes(flipped))
     with pytest.raises(TypeError, match="needs bytes"):
         LazyCMS.from_bytes("not bytes")
+
+
+def _framed(header: bytes) -> bytes:
+    body = serial.MAGIC + (1).to_bytes(2, "little") + len(header).to_bytes(4, "little") + header
+    return body + zlib.crc32(body).to_bytes(4, "little")
+
+
+def test_rejects_corrupt_header():
+    negative = {"class": "LazyCMS", "args": {}, "state": {}, "arrays": [["x", "<i8", [-1]]]}
+    for header in (b"{not json", json.dumps(negative).encode(), b'{"class": "LazyCMS"}'):
+        with pytest.raises(ValueError, match="corrupt header"):
+            LazyCMS.from_bytes(_framed(header))
+    missing_args = {"class": "LazyCMS", "args": {"width": 3}, "state": {}, "arrays": []}
+    with pytest.raises(ValueError, match="corrupt header for LazyCMS: KeyError\\('counter'\\)"):
+        LazyCMS.from_bytes(_framed(json.dumps(missing_args).encode()))
 
 
 def _repacked(data: bytes, cls_name: str, edit) -> bytes:

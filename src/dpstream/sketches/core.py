@@ -402,6 +402,8 @@ class SketchCore(serial.Serialisable):
         (both sketches unchanged). Needs the same class, width, depth, horizon and hash parameters (the same seed
         and ``hash_family``) and t + other.t <= horizon; ``ValueError`` naming the mismatch otherwise.
         Private sketches raise ``ValueError`` (``PRIVATE_MERGE`` says why)."""
+        if not isinstance(other, SketchCore):
+            raise TypeError(f"can only merge a sketch, got {type(other).__name__}")
         if self.private or other.private:
             raise ValueError(PRIVATE_MERGE)
         if type(other) is not type(self):

@@ -19,6 +19,7 @@ and dtypes); owners nest the state of their parts under a prefix (``nest`` / ``p
 from __future__ import annotations
 
 import json
+import math
 import struct
 import zlib
 from collections.abc import Mapping
@@ -72,13 +73,13 @@ def unpack(data: bytes, cls_name: str) -> tuple[dict[str, Any], dict[str, np.nda
         listing = [(str(name), np.dtype(dtype), tuple(int(n) for n in shape))
                    for name, dtype, shape in header["arrays"]]
         found = header["class"]
-    except (ValueError, KeyError, TypeError) as err:
+    except (ValueError, KeyError, TypeError, RecursionError) as err:
         raise ValueError(f"corrupt header: {err}") from err
     if found != cls_name:
         raise ValueError(f"the bytes hold a {found}, not a {cls_name}: restore them with {found}.from_bytes")
-    if any(dtype.kind not in _NUMERIC_KINDS for _, dtype, _ in listing):
-        raise ValueError("corrupt header: non-numeric array dtype")
-    sizes = [dtype.itemsize * int(np.prod(shape)) for _, dtype, shape in listing]
+    if any(dtype.kind not in _NUMERIC_KINDS or min(shape, default=0) < 0 for _, dtype, shape in listing):
+        raise ValueError("corrupt header: an array with a non-numeric dtype or a negative dimension")
+    sizes = [dtype.itemsize * math.prod(shape) for _, dtype, shape in listing]
     expected = end + sum(sizes) + _CRC.size
     if len(data) < expected:
         raise ValueError(f"truncated data: {len(data)} bytes, the header announces {expected}")
