@@ -426,7 +426,8 @@ class SketchCore(serial.Serialisable):
 
     # -- serialisation hooks (``serial``) --------------------------------------------------------------------
     def _serial_args(self) -> dict[str, Any]:
-        return {"width": self.width, "depth": self.depth, "epsilon": self.epsilon, "delta": self.delta,
+        eps, delta = (None if v is None else float(v) for v in (self.epsilon, self.delta))  # numpy floats too
+        return {"width": self.width, "depth": self.depth, "epsilon": eps, "delta": delta,
                 "horizon": self.horizon, **asdict(self.variant), "noise_multiplier": self.noise_multiplier}
 
     @classmethod
