@@ -119,6 +119,24 @@ class Counter(ABC):
         exact, fa, fb, _ = self.kernel_state()
         return exact.nbytes + fa.nbytes + fb.nbytes + self._steps.nbytes
 
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        """The live mutable state arrays (``sketches.serial``): the kernel's arrays and the step counts."""
+        exact, fa, fb, _ = self.kernel_state()
+        return {"exact": exact, "fa": fa, "fb": fb, "steps": self._steps}
+
+    def _constants(self) -> dict[str, Any]:
+        """Values recomputed from the arguments that a restored counter must reproduce exactly (JSON)."""
+        return {"sigma": self.sigma}
+
+    def _state_scalars(self) -> dict[str, Any]:
+        """The noise generator: mode and ``bit_generator.state`` (a dict of ints), and ``_constants``."""
+        return {"noise_mode": self._noise.mode, "rng": self._noise.rng.bit_generator.state, **self._constants()}
+
+    def _restore_noise(self, scalars: dict[str, Any]) -> None:
+        """Put the noise generator back in the state ``_state_scalars`` recorded."""
+        self._noise.mode = scalars["noise_mode"]
+        self._noise.rng.bit_generator.state = scalars["rng"]
+
     def draw(self, size: int) -> np.ndarray:
         """``size`` noises N(0, (sigma * noise_multiplier)^2), in the order the pushes consume them."""
         return self._noise.gaussian(self._noise_scale, size)

@@ -111,6 +111,9 @@ class DerivedBinary(BinaryTree):
     def noise_count(self, steps: np.ndarray) -> int:
         return 0
 
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        return {**super()._state_arrays(), "key": self._key}
+
     def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         cells = np.asarray(cells, dtype=np.int64)
         steps = np.broadcast_to(np.asarray(steps, dtype=np.int64), cells.shape)

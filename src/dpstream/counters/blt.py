@@ -7,6 +7,7 @@ largest column norm of C over the horizon), the parameters optimised for the hor
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -47,6 +48,9 @@ class BLTCounter(Counter):
 
     def noise_count(self, steps: np.ndarray) -> int:
         return int(np.size(steps))
+
+    def _constants(self) -> dict[str, Any]:
+        return {**super()._constants(), "coef": self._coef.tolist()}
 
     def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         return self._exact[0, cells] + self._state[BUFFERS, cells]

@@ -11,10 +11,12 @@ sketch, the period, the capacity and the threshold.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Self
 
 import numpy as np
 
+from dpstream.noise import noise_mode
+from dpstream.sketches import serial
 from dpstream.validation import check_positive_int
 
 REPLACE_ONE_ITEM = "replace one stream item (same length T; continual observation)"
@@ -47,8 +49,15 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
     return values[np.concatenate(([True], values[1:] != values[:-1]))] if values.size else values
 
 
-class BlockTracker:
-    """Base class: feeds ``sketch`` and refreshes the output every ``period`` updates (see module doc)."""
+class BlockTracker(serial.Serialisable):
+    """Base class: feeds ``sketch`` and refreshes the output every ``period`` updates (see module doc).
+
+    ``to_bytes`` / ``from_bytes`` save and restore the exact state, the sketch's included (SECRET, see
+    ``serial.Serialisable.to_bytes``); a variant supplies its constructor arguments (``_serial_args``).
+    """
+
+    _OWN_ARRAYS = {"candidates": np.int64, "pending": np.int64, "output_items": np.int64,
+                   "output_estimates": np.float64}
 
     def __init__(self, sketch: Any, period: int, horizon: int, capacity: int | None,
                  universe: np.ndarray | None = None) -> None:
@@ -133,3 +142,36 @@ class BlockTracker:
             self._candidates = cand
             self._pending = []
         self._since_refresh = 0
+
+    # -- serialisation hooks (``sketches.serial``) -----------------------------------------------------------
+    @classmethod
+    def _rebuild(cls, args: dict[str, Any]) -> Self:
+        with noise_mode("numpy"):  # the sketch's stored noise mode is restored with its generator state
+            return cls(**args)
+
+    def _state_scalars(self) -> dict[str, Any]:
+        return {"t": self._t, "since_refresh": self._since_refresh, "output_time": self._output.time,
+                "sketch_args": self._sketch._serial_args(), "sketch": self._sketch._state_scalars()}
+
+    def _restore_scalars(self, scalars: dict[str, Any]) -> None:
+        serial.check_same("the sketch's arguments", scalars["sketch_args"], self._sketch._serial_args())
+        self._sketch._restore_scalars(scalars["sketch"])
+        t, since = scalars["t"], scalars["since_refresh"]
+        if t != self._sketch.t or since != t % self.period:
+            raise ValueError(f"corrupt state: t={t!r}, since_refresh={since!r} with the sketch at t={self._sketch.t} "
+                             f"and period={self.period}")
+        self._t, self._since_refresh = t, since
+        self._output = HeavyHitters(self._output.items, self._output.estimates, int(scalars["output_time"]))
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        pending = np.concatenate(self._pending) if self._pending else np.empty(0, np.int64)
+        return {"candidates": self._candidates, "pending": pending, "output_items": self._output.items,
+                "output_estimates": self._output.estimates, **serial.nest("sketch", self._sketch._state_arrays())}
+
+    def _restore_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        self._sketch._restore_arrays(serial.part("sketch", arrays))
+        own = {k: v for k, v in arrays.items() if not k.startswith("sketch.")}
+        serial.check_vectors(own, self._OWN_ARRAYS, type(self).__name__)
+        self._candidates = own["candidates"]
+        self._pending = [own["pending"]] if own["pending"].size else []
+        self._output = HeavyHitters(own["output_items"], own["output_estimates"], self._output.time)

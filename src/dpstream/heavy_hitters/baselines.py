@@ -48,6 +48,10 @@ class CMSHeap(BlockTracker):
     def _reported_mask(self, estimates: np.ndarray, t: int) -> np.ndarray:
         return estimates >= t / self.k
 
+    def _serial_args(self) -> dict[str, Any]:
+        return {"k": self.k, "horizon": self.horizon, "width": self.sketch.width, "depth": self.sketch.depth,
+                "period": self.period}
+
 
 class PunctualHH(BlockTracker):
     """Prior-art private heavy hitters: a PunctualCMS, and at every output step EVERY universe item is
@@ -94,3 +98,8 @@ class PunctualHH(BlockTracker):
 
     def _reported_mask(self, estimates: np.ndarray, t: int) -> np.ndarray:
         return estimates >= t / self.k
+
+    def _serial_args(self) -> dict[str, Any]:
+        return {"k": self.k, "universe_size": self.universe_size, "epsilon": self.epsilon, "delta": self.delta,
+                "horizon": self.horizon, "width": self.sketch.width, "depth": self.sketch.depth,
+                "period": self.period, "max_universe": self.universe_size}

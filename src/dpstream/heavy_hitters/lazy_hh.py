@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from dpstream.heavy_hitters._tracker import REPLACE_ONE_ITEM, BlockTracker
@@ -66,6 +68,11 @@ class LazyHH(BlockTracker):
     def privacy(self) -> Privacy:
         """(epsilon, delta~) under continual observation for replace-one neighbouring streams (``final_delta``)."""
         return Privacy(self.epsilon, self.delta_tilde, REPLACE_ONE_ITEM, self.sketch.privacy.notion)
+
+    def _serial_args(self) -> dict[str, Any]:
+        return {"k": self.k, "k_tilde": self.k_tilde, "epsilon": self.epsilon, "delta": self.delta, "beta": self.beta,
+                "horizon": self.horizon, "node_noise": self.sketch.node_noise,
+                "hash_family": self.sketch.variant.hash_family}
 
     def thresholds(self, t: int) -> Thresholds:
         """lambda1, lambda2, tau1, tau2 and tau at output step t (Alg. 6, ``output``)."""

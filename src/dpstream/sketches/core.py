@@ -17,19 +17,20 @@ its cells, and runs its compiled kernel.
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import ClassVar, Self
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
 from dpstream.calibration import cell_neighbour_m
 from dpstream.counters import Counter, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
-from dpstream.noise import SeedLike, as_seed_sequence, child_seed
+from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
 from dpstream.privacy import Privacy
 from dpstream.sketches import _kernels as kernels
-from dpstream.sketches import memory
+from dpstream.sketches import memory, serial
 from dpstream.validation import check_choice, check_epsilon, check_positive_int
 
 
@@ -113,6 +114,22 @@ class Schedule(ABC):
     def memory_bytes(self) -> int:
         """Bytes of the state arrays."""
 
+    @abstractmethod
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        """The live state arrays, by name (``serial``)."""
+
+    def _state_scalars(self) -> dict[str, Any]:
+        """JSON state besides the arrays (``serial``)."""
+        return {"t": self.t}
+
+    def _restore_scalars(self, scalars: dict[str, Any]) -> None:
+        """Set what ``_state_scalars`` returned."""
+        self.t = scalars["t"]
+
+    def add(self, other: Schedule) -> None:
+        """Add ``other``'s cells to these (``SketchCore.merge``); only exact cells can be added."""
+        raise TypeError(f"{type(self).__name__} cells cannot be added")
+
 
 class PrivateSchedule(Schedule):
     """The released cells are d*w counters (``counter``: GaussBM's binary tree by default) over cell_horizon
@@ -165,9 +182,35 @@ class PrivateSchedule(Schedule):
     def memory_bytes(self) -> int:
         return self.counters.memory_bytes
 
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        return serial.nest("cells", self.counters._state_arrays())
 
-class SketchCore:
-    """A d x w frequency sketch: ``_estimator`` and ``_schedule`` are set by each public class."""
+    def _state_scalars(self) -> dict[str, Any]:
+        return {**super()._state_scalars(), **self.counters._state_scalars()}
+
+    def _restore_scalars(self, scalars: dict[str, Any]) -> None:
+        super()._restore_scalars(scalars)
+        for name, value in self.counters._constants().items():
+            serial.check_same(name, scalars[name], value)
+        self.counters._restore_noise(scalars)
+
+
+PRIVATE_MERGE = (
+    "merge is refused for private sketches: each sketch's continual-observation noise (its counters' tree or BLT "
+    "state and its noise generator) belongs to its own stream and time line. Adding two released states is "
+    "post-processing of two private releases, but the sum cannot keep updating as ONE mechanism with the stated "
+    "(epsilon, delta): the counters' node boundaries (and Lazy's push schedule) of the two streams do not line up "
+    "and the summed noise is not the noise of any calibrated counter. Query each sketch and add the estimates "
+    "instead (post-processing; each keeps its own guarantee)."
+)
+
+
+class SketchCore(serial.Serialisable):
+    """A d x w frequency sketch: ``_estimator`` and ``_schedule`` are set by each public class.
+
+    ``to_bytes`` / ``from_bytes`` (``serial``) save and restore the exact state (the bytes are SECRET: noise
+    generator state, Philox key, exact counts); ``merge`` adds two non-private sketches.
+    """
 
     _estimator: ClassVar[Estimator]
     _schedule: ClassVar[type[Schedule]]
@@ -229,6 +272,7 @@ class SketchCore:
         self.horizon = check_positive_int(horizon, "horizon")
         self.epsilon, self.delta = epsilon, delta
         self.variant = variant
+        self.noise_multiplier = noise_multiplier
         self.counter, self.node_noise, self.calibration = variant.counter, variant.node_noise, variant.calibration
         self.certified = noise_multiplier == 1.0 and self._schedule.private  # never for the CMS / CS baselines
         root = as_seed_sequence(seed)
@@ -347,3 +391,58 @@ class SketchCore:
         """Analytic noise variance of each row estimate v_i of ``x``, shape (depth,)."""
         keys = np.array([canonical_key(x)], dtype=np.uint64)
         return np.abs(self._rows(keys, self._state.cell_variances()))[:, 0]
+
+    def merge(self, other: SketchCore) -> Self:
+        """The sketch of this stream followed by ``other``'s stream, for the NON-private CMS / CS: cells add, t adds
+        (both sketches unchanged). Needs the same class, width, depth, horizon and hash parameters (the same seed
+        and ``hash_family``) and t + other.t <= horizon; ``ValueError`` naming the mismatch otherwise.
+        Private sketches raise ``ValueError`` (``PRIVATE_MERGE`` says why)."""
+        if not isinstance(other, SketchCore):
+            raise TypeError(f"can only merge a sketch, got {type(other).__name__}")
+        if self.private or other.private:
+            raise ValueError(PRIVATE_MERGE)
+        if type(other) is not type(self):
+            raise ValueError(f"cannot merge a {type(other).__name__} into a {type(self).__name__}")
+        for name in ("width", "depth", "horizon"):
+            if getattr(self, name) != getattr(other, name):
+                raise ValueError(f"cannot merge: {name}={getattr(self, name)} here, {getattr(other, name)} in other")
+        if self.variant.hash_family != other.variant.hash_family:
+            raise ValueError(f"cannot merge: hash_family={self.variant.hash_family!r} here, "
+                             f"{other.variant.hash_family!r} in other")
+        if not np.array_equal(self._params, other._params):
+            raise ValueError("cannot merge: the hash parameters differ (build both sketches with the same seed)")
+        t = self.t + other.t
+        if t > self.horizon:
+            raise ValueError(f"cannot merge: t = {self.t} + {other.t} = {t} would exceed horizon={self.horizon}")
+        merged = copy.deepcopy(self)
+        merged._state.add(other._state)
+        merged.t = merged._state.t = t
+        return merged
+
+    # -- serialisation hooks (``serial``) --------------------------------------------------------------------
+    def _serial_args(self) -> dict[str, Any]:
+        eps, delta = (None if v is None else float(v) for v in (self.epsilon, self.delta))  # numpy floats too
+        return {"width": self.width, "depth": self.depth, "epsilon": eps, "delta": delta,
+                "horizon": self.horizon, **asdict(self.variant), "noise_multiplier": self.noise_multiplier}
+
+    @classmethod
+    def _rebuild(cls, args: dict[str, Any]) -> Self:
+        self = cls.__new__(cls)
+        variant = Variant(args["counter"], args["node_noise"], args["calibration"], args["hash_family"])
+        with noise_mode("numpy"):  # the stored mode is restored with the generator state
+            self._setup(args["width"], args["depth"], args["epsilon"], args["delta"], args["horizon"], None, variant,
+                        noise_multiplier=args["noise_multiplier"])
+        return self
+
+    def _state_scalars(self) -> dict[str, Any]:
+        return self._state._state_scalars()
+
+    def _restore_scalars(self, scalars: dict[str, Any]) -> None:
+        t = scalars["t"]
+        if not isinstance(t, int) or not 0 <= t <= self.horizon:
+            raise ValueError(f"corrupt state: t={t!r} outside [0, horizon={self.horizon}]")
+        self.t = t
+        self._state._restore_scalars(scalars)
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        return {"hash_params": self._params, **self._state._state_arrays()}

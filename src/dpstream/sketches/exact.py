@@ -31,6 +31,12 @@ class ExactSchedule(Schedule):
     def cells(self) -> np.ndarray:
         return self.counts
 
+    def add(self, other: Schedule) -> None:
+        self.counts += other.cells()
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        return {"counts": self.counts}
+
     def cell_variances(self) -> np.ndarray:
         return np.zeros(self.counts.shape)
 

@@ -56,6 +56,9 @@ class LazySchedule(PrivateSchedule):
     def memory_bytes(self) -> int:
         return self.counters.memory_bytes + self.pending.nbytes
 
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        return {**super()._state_arrays(), "pending": self.pending}
+
 
 class LazyCMS(SketchCore):
     """LazySketch with Count-Min rows (seed 004, Alg. 5, queried with Alg. 4).
