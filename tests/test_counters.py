@@ -219,3 +219,18 @@ def test_better_counters_lower_the_mean_variance_at_the_same_calibration():
     blt_ = GaussBM(n=1, horizon=horizon, epsilon=0.3, delta=1e-3, m=6, counter="blt").variance(steps).mean()
     assert honaker / base < 0.6  # v_l -> 1/2: at most ~0.55 of the binary tree's once most set bits are high levels
     assert blt_ / base <= 0.25  # the target for BLT
+
+
+def test_lazy_hh_thresholds_cover_the_calibration_it_uses():
+    from dpstream.heavy_hitters import LazyHH
+    from dpstream.heavy_hitters.calibration import lazy_cms_noise_tail
+
+    kw = {"k": 4, "k_tilde": 16, "delta": 1e-3, "beta": 1e-4, "horizon": 4096, "seed": 0}
+    for eps in (0.5, 8.0):  # analytic below classic at 0.5, above it at 8 (calibration erratum)
+        classic = LazyHH(**kw, epsilon=eps)
+        analytic = LazyHH(**kw, epsilon=eps, calibration="analytic", node_noise="derived")
+        assert analytic.sketch._state.counters.calibration == "analytic"
+        ratio = analytic.sketch._state.counters.sigma / classic.sketch._state.counters.sigma
+        tail = lazy_cms_noise_tail(4096, 16, eps, 1e-3, classic.depth, 1e-4)
+        assert analytic.gamma >= tail * max(1.0, ratio) * (1 - 1e-12)
+        assert (analytic.gamma > classic.gamma) == (ratio > 1.0 and tail * ratio > classic.gamma)

@@ -35,17 +35,20 @@ def lazy_hh_depth(horizon: int, beta: float) -> int:
 
 
 def lazy_cms_noise_tail(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: int,
-                        beta: float) -> float:
+                        beta: float, calibration: str = "classic") -> float:
     """Lemma 4 at failure probability beta/2 for the d x k~ LazyCMS of Alg. 6 (the bound eq. (3) uses).
 
     Each of the n = d k~ GaussBM counters sees |I| = ceil(T/k~) steps, so with probability >= 1 - beta/2
     every counter at every step has |noise| <= sigma sqrt(2 h ln(4 |I| n / beta)), with
     h = ceil(log2(|I| + 1)) and sigma = sqrt(2 h (2d) ln(1.25/delta)) / eps (Count-Min cells are
-    2d-neighbouring: ``calibration.cell_neighbour_m``, the m the LazyCMS itself uses).
+    2d-neighbouring: ``calibration.cell_neighbour_m``, the m the LazyCMS itself uses). With
+    ``calibration="analytic"`` sigma is the larger of the two calibrations' (the analytic one exceeds the classic
+    one only at eps above ~7), so the bound covers the noise the sketch adds.
     """
     steps = math.ceil(horizon / k_tilde)
     levels = gauss_bm_levels(steps)
-    sigma = gauss_bm_sigma(steps, epsilon, delta, m=cell_neighbour_m(False, depth))
+    m = cell_neighbour_m(False, depth)
+    sigma = max(gauss_bm_sigma(steps, epsilon, delta, m), gauss_bm_sigma(steps, epsilon, delta, m, calibration))
     return sigma * math.sqrt(2.0 * levels * math.log(4.0 * steps * k_tilde * depth / beta))
 
 
@@ -56,10 +59,11 @@ def noise_term_closed_form(horizon: int, k_tilde: int, epsilon: float, delta: fl
             * math.sqrt(depth * math.log(4.0 * horizon * depth / beta) * math.log2(1.25 / delta)))
 
 
-def noise_term(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: int, beta: float) -> float:
+def noise_term(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: int, beta: float,
+               calibration: str = "classic") -> float:
     """The gamma LazyHH uses: max(closed form of Alg. 6 line 4, Lemma 4 tail bound of its LazyCMS)."""
     return max(noise_term_closed_form(horizon, k_tilde, epsilon, delta, depth, beta),
-               lazy_cms_noise_tail(horizon, k_tilde, epsilon, delta, depth, beta))
+               lazy_cms_noise_tail(horizon, k_tilde, epsilon, delta, depth, beta, calibration))
 
 
 def final_delta(epsilon: float, delta: float) -> float:

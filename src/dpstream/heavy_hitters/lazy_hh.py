@@ -39,13 +39,15 @@ class LazyHH(BlockTracker):
 
     Beyond the paper: ``node_noise="derived"`` (its LazyCMS's node noise from a keyed Philox function,
     ``counters.DerivedBinary``: the same output distribution, a computational guarantee, memory d k~ (4 + 4) bytes)
-    and ``hash_family="multiply_shift"``. The thresholds are unchanged: they bound the same binary-tree noise.
+    , ``hash_family="multiply_shift"`` and ``calibration="analytic"``. The thresholds bound the larger of the two
+    calibrations' noise (``noise_term``): unchanged wherever the analytic sigma is the smaller (eps below ~7).
     """
 
     certified = True
 
     def __init__(self, *, k: int, k_tilde: int, epsilon: float, delta: float, beta: float, horizon: int,
-                 seed: SeedLike = None, node_noise: str = "stored", hash_family: str = "modp") -> None:
+                 seed: SeedLike = None, node_noise: str = "stored", hash_family: str = "modp",
+                 calibration: str = "classic") -> None:
         self.k = check_positive_int(k, "k")
         self.k_tilde = check_positive_int(k_tilde, "k_tilde")
         if self.k_tilde < self.k:
@@ -58,10 +60,11 @@ class LazyHH(BlockTracker):
             raise ValueError(f"horizon must be >= k_tilde = {self.k_tilde} (the first output is at t = k_tilde), "
                              f"got {horizon!r}")
         self.depth = lazy_hh_depth(horizon, self.beta)
-        self.gamma = noise_term(horizon, self.k_tilde, self.epsilon, self.delta, self.depth, self.beta)
+        self.gamma = noise_term(horizon, self.k_tilde, self.epsilon, self.delta, self.depth, self.beta, calibration)
         self.delta_tilde = final_delta(self.epsilon, self.delta)
         sketch = LazyCMS(width=self.k_tilde, depth=self.depth, epsilon=self.epsilon, delta=self.delta,
-                         horizon=horizon, seed=as_seed_sequence(seed), node_noise=node_noise, hash_family=hash_family)
+                         horizon=horizon, seed=as_seed_sequence(seed), node_noise=node_noise, hash_family=hash_family,
+                         calibration=calibration)
         super().__init__(sketch, period=self.k_tilde, horizon=horizon, capacity=self.k_tilde)
 
     @property
