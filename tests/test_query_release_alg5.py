@@ -181,4 +181,3 @@ def test_other_constants_are_not_certified_even_through_the_base_class() -> None
     assert not other.certified and other.privacy is None
     info = other.release(true).info
     assert info["certified"] is False and info["constants"] == "scaled_UNCERTIFIED"
-
