@@ -47,7 +47,7 @@ def reference_loop(keys: np.ndarray, a: np.ndarray, b: np.ndarray, counts: np.nd
 
 @njit(cache=True)
 def hash_sum_loop(keys: np.ndarray, a: np.uint64, b: np.uint64) -> np.uint64:
-    """sum over keys of (a x + b) >> 32 (mod 2^64): one multiply-add-shift per key."""
+    """Sum over keys of (a x + b) >> 32 (mod 2^64): one multiply-add-shift per key."""
     s = np.uint64(0)
     for k in range(keys.shape[0]):
         s += (a * keys[k] + b) >> np.uint64(32)

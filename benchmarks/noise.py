@@ -1,5 +1,6 @@
 """Cost of the float-safe noise mode: numpy vs OpenDP samplers, alone and inside a LazyCMS.
 
+Usage:
     python benchmarks/noise.py [--json]
 """
 

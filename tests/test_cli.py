@@ -132,7 +132,8 @@ def test_every_mechanism_and_data_declares_what_it_reads_and_is():
 
 def test_every_experiment_passes_the_checks_at_paper_scale(compose_cfg):
     """``experiment=all`` expands every part (schema, keys, mechanism/data pairs) without running a trial (the smoke
-    profile runs every experiment in test_harness.py)."""
+    profile runs every experiment in test_harness.py).
+    """
     planned = plan(compose_cfg(["experiment=all", "profile=paper"]), CONF_DIR)
     aggregates = {n for n in options(CONF_DIR, "experiment") if load_option(CONF_DIR, "experiment", n).get("parts")}
     assert {spec["id"] for spec, _ in planned.experiments} == set(options(CONF_DIR, "experiment")) - aggregates

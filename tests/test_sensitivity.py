@@ -1,5 +1,6 @@
 """The sensitivity probe: every private mechanism's protected values move by at most the sensitivity its
-calibration assumes, and the probe finds the Count Sketch erratum (m = 2d) when it is put back."""
+calibration assumes, and the probe finds the Count Sketch erratum (m = 2d) when it is put back.
+"""
 
 import math
 

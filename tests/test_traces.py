@@ -194,7 +194,8 @@ def _write_pcap(path, frames):
 
 def _skewed_pcap(path, n_ipv4, n_other):
     """``n_ipv4`` Ethernet/IPv4 packets whose sources follow a Zipf(1.5) law over 40 addresses (seeded), then
-    ``n_other`` non-IPv4 frames (IPv6 and ARP, as in ``_frames``): (path, the expected source stream)."""
+    ``n_other`` non-IPv4 frames (IPv6 and ARP, as in ``_frames``): (path, the expected source stream).
+    """
     sources = [f"10.0.{i // 250}.{i % 250 + 1}" for i in range(40)]
     frames = [bytes(dpkt.ethernet.Ethernet(src=MAC_B, dst=MAC_A, type=dpkt.ethernet.ETH_TYPE_IP, data=_ipv4(s)))
               for s in sources]
@@ -241,7 +242,8 @@ def test_csv_trace_empty_file_or_missing_column_names_file_and_column(tmp_path):
 
 def test_lazycms_runs_on_a_pcap_from_the_command_line_config(tmp_path, compose_cfg):
     """``mechanism=lazycms data=caida data.path=t.pcap`` (once a TypeError: caida_trace got 'seed'): the trial
-    streams the trace's IPv4 sources and records what it read and skipped."""
+    streams the trace's IPv4 sources and records what it read and skipped.
+    """
     from conftest import CONF_DIR
 
     from dpstream.harness.runner import run

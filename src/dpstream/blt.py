@@ -132,7 +132,7 @@ def toeplitz_coefs(params: BLTParams, n: int | None = None) -> np.ndarray:
 
 
 def inverse_toeplitz_coefs(params: BLTParams, n: int | None = None) -> np.ndarray:
-    """hat c_0..hat c_{n-1} of C^{-1} (the BLT (theta_hat, omega_hat)); O(n k)."""
+    """Coefficients hat c_0..hat c_{n-1} of C^{-1} (the BLT (theta_hat, omega_hat)); O(n k)."""
     n = params.horizon if n is None else check_positive_int(n, "n")
     c = np.ones(n)
     c[1:] = _powers(params.inv_distance, np.arange(n - 1.0)) @ params.inv_output_scale
@@ -153,7 +153,8 @@ def column_norm(params: BLTParams) -> float:
 
 def noise_variance(params: BLTParams, steps: int | np.ndarray | None = None) -> np.ndarray:
     """Variance of the prefix-sum noise at each step s in 1..n per unit sigma: ||row s of A C^{-1}||^2 =
-    sum_{t < s} b_t^2 (default: every step 1..horizon)."""
+    sum_{t < s} b_t^2 (default: every step 1..horizon).
+    """
     n = params.horizon
     var = np.cumsum(_prefix_noise_coefs(params, n) ** 2)
     if steps is None:
@@ -171,7 +172,8 @@ def mean_noise_variance(params: BLTParams) -> float:
 
 def blt_sigma(params: BLTParams, epsilon: float, delta: float, m: int = 1) -> float:
     """Noise scale of the BLT counter: sigma = gaussian_sigma(sqrt(m) * column_norm, epsilon, delta) (module docstring:
-    sensitivity of C x for m-neighbouring inputs), the classical Gaussian calibration as for ``GaussBM``."""
+    sensitivity of C x for m-neighbouring inputs), the classical Gaussian calibration as for ``GaussBM``.
+    """
     m = check_positive_int(m, "m")
     return gaussian_sigma(math.sqrt(m) * column_norm(params), epsilon, delta)
 
@@ -194,7 +196,8 @@ def _geometric(lam: float, m: int) -> float:
 def _weighted_geometric(lam: float, n: int) -> float:
     """S(r) = sum_{t=0}^{n-1} (n - t) r^t, r = exp(-lam) >= 0: (n q - r (1 - r^n)) / q^2 with q = 1 - r, and for
     n lam < 1e-3 (where that difference cancels) the Taylor series sum_k (-lam)^k / k! M_k, M_k = sum (n - t) t^k,
-    up to k = 3 (truncation (n lam)^4 / 360 relative, < 3e-15)."""
+    up to k = 3 (truncation (n lam)^4 / 360 relative, < 3e-15).
+    """
     nf = float(n)
     if nf * lam >= 1e-3:
         q = -math.expm1(-lam)
@@ -251,7 +254,7 @@ def _interlaced_distances(g: np.ndarray, horizon: int) -> tuple[np.ndarray, np.n
 
 @njit(cache=True)
 def _objective(g: np.ndarray, horizon: int) -> float:
-    """log of the closed-form loss of the interlaced BLT ``_interlaced_distances(g)``."""
+    """Log of the closed-form loss of the interlaced BLT ``_interlaced_distances(g)``."""
     d, dh = _interlaced_distances(g, horizon)
     loss = _closed_form_loss(d, dh, horizon)
     return math.log(loss) if loss > 0 and math.isfinite(loss) else math.inf
@@ -297,7 +300,8 @@ def optimal_blt(horizon: int, buffers: int = 4) -> BLTParams:
 
 def blt_noise_stream(params: BLTParams, z: np.ndarray) -> np.ndarray:
     """Prefix-sum noise A C^{-1} z of one counter for i.i.d. ``z`` (n,), n <= horizon, by the O(k) buffer
-    recurrence (Alg. 3 of 2408.08868, via ``blt_step``)."""
+    recurrence (Alg. 3 of 2408.08868, via ``blt_step``).
+    """
     z = np.asarray(z, dtype=np.float64)
     if z.ndim != 1 or z.size > params.horizon:
         raise ValueError(f"z must be 1-D with at most horizon={params.horizon} entries, got shape {z.shape}")

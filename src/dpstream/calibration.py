@@ -115,7 +115,7 @@ def gaussian_l2_sensitivity(sigma: float, epsilon: float, delta: float, calibrat
 
 
 def cell_neighbour_m(signed: bool, depth: int) -> int:
-    """m of the GaussBM cells of a d-row sketch under replace-one neighbours: 2d (Count-Min), 4d (Count Sketch).
+    """Multiplicity m of the GaussBM cells of a d-row sketch, replace-one neighbours: 2d (Count-Min), 4d (Count Sketch).
 
     Replacing x by x' moves, in each row i, the pushed increment of cell h_i(x) by -c_i(x) and of cell
     h_i(x') by +c_i(x'), at one step each. Count-Min (c = 1): two cells move by 1, or, when h_i(x) = h_i(x'),

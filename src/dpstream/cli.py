@@ -92,7 +92,8 @@ def catalog(conf_dir: Path = CONF_DIR) -> str:
 
 def typed_overrides(args: list[str]) -> list[tuple[str, str]]:
     """The plain ``key=value`` overrides among command-line ``args`` (flags, ``+``/``~`` edits and ``hydra.*`` left
-    out; Hydra handles those)."""
+    out; Hydra handles those).
+    """
     out = []
     for arg in args:
         if arg.startswith(("-", "+", "~")) or "=" not in arg:
@@ -114,7 +115,8 @@ def search_dirs(args: list[str]) -> list[Path]:
 
 def precheck(args: list[str]) -> None:
     """Check the typed overrides against the default config before Hydra composes it, so that an unknown option,
-    an unknown key or a non-number where a number belongs is one ``ConfigError`` naming the typed key."""
+    an unknown key or a non-number where a number belongs is one ``ConfigError`` naming the typed key.
+    """
     typed = typed_overrides(args)
     dirs = search_dirs(args)
     choices = {g: sorted({n for d in dirs for n in options(d, g)}) for g in CHOICE_GROUPS}
@@ -225,7 +227,8 @@ def wants_job_config(args: list[str]) -> bool:
 
 def show_job(args: list[str]) -> str:
     """The configs that will run, as the harness expands them (profile overrides and experiment sweeps applied):
-    what Hydra's own ``--cfg job`` cannot show, since the profile and the sweep are applied by the harness."""
+    what Hydra's own ``--cfg job`` cannot show, since the profile and the sweep are applied by the harness.
+    """
     from hydra import compose, initialize_config_dir
 
     from dpstream.harness.runner import describe, plan

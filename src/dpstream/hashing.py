@@ -70,7 +70,7 @@ _UINT64_END = 1 << 64
 
 @njit(cache=True, inline="always")
 def _fold(s: np.uint64) -> np.uint64:
-    """s mod p up to one extra p: (s & p) + (s >> 61) (2^61 = 1 mod p)."""
+    """Reduce s mod p up to one extra p: (s & p) + (s >> 61) (2^61 = 1 mod p)."""
     return (s & _P) + (s >> _S61)
 
 
@@ -97,7 +97,7 @@ def affine_mod_p(a: np.uint64, b: np.uint64, x: np.uint64) -> np.uint64:
 
 @njit(cache=True, inline="always")
 def mod_width(v: np.uint64, width: np.int64, inv: float) -> np.int64:
-    """v mod width, exactly, for v < 2^61 and width < 2^52 (``inv`` = 1.0 / width), without an integer division.
+    """Exact v mod width for v < 2^61 and width < 2^52 (``inv`` = 1.0 / width), without an integer division.
 
     q = trunc(fl(v) * inv) is within 768 / width + 1 of v / width (three roundings of 2^-53), so
     r = v - q width has |r| <= width + 768; one more float quotient of the small r and a final +-width

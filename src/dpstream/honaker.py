@@ -145,7 +145,8 @@ def honaker_update_counters(
     noise: np.ndarray,
 ) -> np.int64:
     """Counters ``js[k]``, in order, each take one step with value ``cs[k]``; ``noise`` is consumed in order,
-    ctz(s) + 1 node noises per update (``honaker_draws`` counts them). Returns how many were used."""
+    ctz(s) + 1 node noises per update (``honaker_draws`` counts them). Returns how many were used.
+    """
     pos = 0
     for k in range(js.shape[0]):
         j = js[k]

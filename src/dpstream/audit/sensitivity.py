@@ -94,7 +94,7 @@ class ProbeResult:
 
     @property
     def ratio(self) -> float:
-        """worst / assumed."""
+        """Worst / assumed."""
         return self.worst / self.assumed
 
 

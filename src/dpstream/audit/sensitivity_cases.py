@@ -71,7 +71,8 @@ KEY_SEARCH = 1 << 15
 
 def released_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
     """Exact value of every node a GaussBM releases, shape (1, n S): counter j's node closing at step s <= steps[j]
-    is the sum of its increments over (s - lowbit(s), s] (``_bm_kernels.push``); nodes never closed are 0."""
+    is the sum of its increments over (s - lowbit(s), s] (``_bm_kernels.push``); nodes never closed are 0.
+    """
     n, horizon = increments.shape
     prefix = np.zeros((n, horizon + 1), dtype=np.int64)
     np.cumsum(increments, axis=1, out=prefix[:, 1:])
@@ -83,7 +84,8 @@ def released_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
 
 def all_dyadic_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
     """Exact value of EVERY node of the dyadic tree closed by each counter's step (Honaker's estimator draws noise
-    for all of them, not only the one closing per step): level l, node ending at q 2^l <= steps[j]."""
+    for all of them, not only the one closing per step): level l, node ending at q 2^l <= steps[j].
+    """
     n, horizon = increments.shape
     prefix = np.zeros((n, horizon + 1), dtype=np.int64)
     np.cumsum(increments, axis=1, out=prefix[:, 1:])
@@ -98,7 +100,8 @@ def all_dyadic_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
 
 def toeplitz_images(increments: np.ndarray, steps: np.ndarray, params: blt.BLTParams) -> np.ndarray:
     """C x of each counter's increments (the vector the BLT counter's Gaussian noise protects), steps after
-    each counter's own step zeroed: (C x)_s = sum_{u <= s} c_{s-u} x_u."""
+    each counter's own step zeroed: (C x)_s = sum_{u <= s} c_{s-u} x_u.
+    """
     horizon = increments.shape[1]
     images = lfilter(blt.toeplitz_coefs(params, horizon), [1.0], increments.astype(np.float64), axis=1)
     images[np.arange(horizon)[None, :] >= np.asarray(steps)[:, None]] = 0.0
@@ -107,7 +110,8 @@ def toeplitz_images(increments: np.ndarray, steps: np.ndarray, params: blt.BLTPa
 
 def counter_protected(counter: Counter, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
     """What a counter's noise protects, from its noiseless increments: the released nodes of the binary tree, all
-    nodes for Honaker's estimator, C x for BLT."""
+    nodes for Honaker's estimator, C x for BLT.
+    """
     if counter.name == "honaker":
         return all_dyadic_nodes(increments, steps)
     if counter.name == "blt":
@@ -129,7 +133,8 @@ def gauss_bm_assumed(bm: GaussBM) -> Sensitivity:
 @dataclass
 class GaussBMCase:
     """GaussBM over n counters updated together (``update_all``): m-neighbouring inputs change m counters by 1
-    at one step each (Thm 1's relation)."""
+    at one step each (Thm 1's relation).
+    """
 
     name: str
     bm: GaussBM
@@ -185,7 +190,8 @@ def cell_increments(sketch: SketchCore, keys: np.ndarray) -> tuple[np.ndarray, n
 
 def adversarial_key_pairs(sketch: SketchCore, candidates: int = 64) -> list[tuple[str, int, int]]:
     """Key pairs (x, x') found by search over the sketch's hash parameters: colliding in as many rows as
-    possible with opposite signs, with equal signs, and colliding in no row."""
+    possible with opposite signs, with equal signs, and colliding in no row.
+    """
     keys = np.arange(KEY_SEARCH, dtype=np.uint64)
     cols, signs = bucket_many(sketch._params, keys, sketch.width)
     best = {"opposite": (-1, 0, 0), "equal": (-1, 0, 0), "apart": (-1, 0, 0)}
@@ -393,14 +399,16 @@ def online_per_query(mech: OnlineIC) -> float:
 
 def hru_cleanup_per_query(mech: PrivateEquilibriumRelease | AnalystEquilibriumRelease) -> float:
     """Per-query sensitivity of Alg. 3's (or 4's) clean-up Sparse (eps/3, delta/3, cutoff s): sigma over the
-    sensitivity-1 sigma (1/n); the flagged Laplace answers are accounted at the same 1/n (``hru_data_epsilon``)."""
+    sensitivity-1 sigma (1/n); the flagged Laplace answers are accounted at the same 1/n (``hru_data_epsilon``).
+    """
     unit = sparse_sigma(mech.epsilon / 3, max(1, math.floor(mech.s)), mech.delta / 3)
     return mech.sparse_sigma / unit * QUERY_SENSITIVITY
 
 
 def alg5_per_query(mech: AnalystPrivateMW) -> float:
     """Per-query sensitivity Algorithm 5's Thm 5.6 accounting assumes: its eps_data over the eps_data of the same
-    sigma and R on sensitivity-1 answers (n = 1), i.e. 1/n."""
+    sigma and R on sensitivity-1 answers (n = 1), i.e. 1/n.
+    """
     return mech.accounted().epsilon / alg5_data_epsilon(1, mech.delta, mech.sigma, mech.max_bad)
 
 

@@ -96,7 +96,7 @@ def _outcomes(factory: Callable[[np.random.SeedSequence], Any]) -> Sampler:
 
 
 def _pinning(m: int, c: int, crossed: bool = False) -> tuple[np.ndarray, np.ndarray, Callable[[Any], np.ndarray]]:
-    """m BOTTOM then c TOP queries; D2 = D1 + 1 on the BOTTOMs, - 1 on the TOPs; event: that pattern.
+    """Pattern of m BOTTOM then c TOP queries; D2 = D1 + 1 on the BOTTOMs, - 1 on the TOPs; event: that pattern.
 
     D1 answers are -1 (BOTTOMs) and +1 (TOPs) around t = 0, or all 0 when ``crossed``.
     """

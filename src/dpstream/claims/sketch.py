@@ -173,14 +173,16 @@ def _ends(df: pd.DataFrame, mech: str, x: str) -> tuple[pd.Series, pd.Series]:
 
 def _removed_fraction(df: pd.DataFrame, mech: str, x: str) -> pd.Series:
     """Per trial: (ARE_first - ARE_last) / max(ARE_first, ARE_last) between the grid's ends (in [-1, 1]);
-    0 when the ARE is 0 at both ends (nothing to remove)."""
+    0 when the ARE is 0 at both ends (nothing to remove).
+    """
     first, last = _ends(df, mech, x)
     return ((first - last) / np.maximum(first, last)).where(np.maximum(first, last) > 0, 0.0)
 
 
 def _log_ratio(df: pd.DataFrame, mech: str, x: str) -> pd.Series:
     """Per trial: ln(ARE_first / ARE_last), each ARE floored at half the mechanism's smallest non-zero ARE in
-    the panel (an ARE of 0, e.g. an exact CMS, would otherwise give an infinite ratio)."""
+    the panel (an ARE of 0, e.g. an exact CMS, would otherwise give an infinite ratio).
+    """
     first, last = _ends(df, mech, x)
     are = df.loc[df["mechanism.name"] == mech, "are_top15"]
     floor = 0.5 * float(are[are > 0].min()) if (are > 0).any() else 1.0
@@ -189,7 +191,8 @@ def _log_ratio(df: pd.DataFrame, mech: str, x: str) -> pd.Series:
 
 def more_for_claim(df: pd.DataFrame, claim: str, x: str, pairs: list[tuple[str, str]]) -> Claim:
     """In every pair (a, b), ``x`` removes a smaller fraction of the ARE for a than for b (paired). The log
-    ratio of the ARE between the grid's ends is reported alongside (a sensitivity check, not the rule)."""
+    ratio of the ARE between the grid's ends is reported alongside (a sensitivity check, not the rule).
+    """
     mechs = {m for pair in pairs for m in pair}
     fraction = {m: _removed_fraction(df, m, x) for m in mechs}
     log_ratio = {m: _log_ratio(df, m, x) for m in mechs}

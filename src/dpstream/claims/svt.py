@@ -60,7 +60,7 @@ def _enough_runs(rows: pd.DataFrame) -> bool:
 
 
 def _ratio(values: pd.Series) -> float:
-    """max / min of a series of positive point values (inf when one is NaN: no margin succeeds there)."""
+    """Max / min of a series of positive point values (inf when one is NaN: no margin succeeds there)."""
     if values.isna().any():
         return math.inf
     return float(values.max() / values.min())
@@ -136,7 +136,8 @@ def _tm_flat(g: pd.DataFrame) -> tuple[bool | None, str]:
 
 def loglog_slope_band(x: pd.Series, y: pd.Series) -> tuple[float, float]:
     """OLS slope of log y on log x over the points, and the most that slope can move when every point is off by at
-    most a factor ``POINT_TOL`` (its quantile sampling error): ln(1.1) sum|d_i| / sum d_i^2, d_i = log x_i - mean."""
+    most a factor ``POINT_TOL`` (its quantile sampling error): ln(1.1) sum|d_i| / sum d_i^2, d_i = log x_i - mean.
+    """
     lx, ly = np.log(x.to_numpy(dtype=np.float64)), np.log(y.to_numpy(dtype=np.float64))
     d = lx - lx.mean()
     return float(np.polyfit(lx, ly, 1)[0]), float(math.log(POINT_TOL) * np.abs(d).sum() / (d**2).sum())

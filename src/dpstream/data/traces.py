@@ -113,7 +113,8 @@ def _ipv4_offset(linktype: int, frame: bytes) -> int | None:
 class _ShortReadGuard(io.RawIOBase):
     """File wrapper that notices a record cut short: dpkt reads each record as (header, body) with exact
     sizes, and silently returns a short body at end of file; any short read other than a clean end of
-    file before a header marks the record as truncated."""
+    file before a header marks the record as truncated.
+    """
 
     def __init__(self, fh: BinaryIO) -> None:
         self._fh = fh
@@ -184,7 +185,8 @@ def _dotted_quads(values: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray
     """(uint32 addresses of the valid quads, mask of valid quads, mask of malformed IPv4-like values).
 
     A value is non-IPv4 (skipped) when it is empty or holds a ':' (IPv6, MAC) or a letter; a value of
-    only digits and dots that is not a valid dotted quad is malformed."""
+    only digits and dots that is not a valid dotted quad is malformed.
+    """
     s = values.astype(str).str.strip()
     parts = s.str.extract(_QUAD)
     valid = np.array(parts.notna().all(axis=1), dtype=bool)
@@ -283,7 +285,7 @@ def _truncation(path: Path, on_truncated: str, why: str) -> None:
 
 
 def detect_format(path: Path) -> str:
-    """pcap / pcapng from the magic number; csv (.csv, .txt), raw4 (.raw4) and raw13 (.raw13) from the extension."""
+    """Pcap / pcapng from the magic number; csv (.csv, .txt), raw4 (.raw4) and raw13 (.raw13) from the extension."""
     with open(path, "rb") as fh:
         magic = fh.read(4)
     if magic in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d"):

@@ -25,7 +25,8 @@ NOT_IN_MECHANISM_KEY = ("uses",)  # a declaration checked before the run (config
 
 def trial_key(params: dict[str, Any]) -> str:
     """Stable hash of a trial's full config (including seed and trial index, and the content hash of every
-    file input, ``<key>_xxh3``: see ``config.fingerprint_inputs``)."""
+    file input, ``<key>_xxh3``: see ``config.fingerprint_inputs``).
+    """
     keyed = {k: v for k, v in params.items() if k not in NOT_IN_KEY}
     if isinstance(keyed.get("mechanism"), dict):
         keyed["mechanism"] = {k: v for k, v in keyed["mechanism"].items() if k not in NOT_IN_MECHANISM_KEY}
@@ -34,7 +35,7 @@ def trial_key(params: dict[str, Any]) -> str:
 
 
 def _json_safe(value: Any) -> Any:
-    """numpy scalars -> Python scalars (NaN and +-inf are kept: Python's json round-trips them)."""
+    """Numpy scalars -> Python scalars (NaN and +-inf are kept: Python's json round-trips them)."""
     if hasattr(value, "item") and callable(value.item):
         return value.item()
     return value
@@ -83,7 +84,8 @@ class ResultsStore:
 
     def append(self, row: dict[str, Any], replace: bool = False) -> None:
         """Write one finished row durably. A row whose key is already stored is ignored, unless
-        ``replace`` (a forced rerun): then the new line is appended and wins on every later load."""
+        ``replace`` (a forced rerun): then the new line is appended and wins on every later load.
+        """
         key = row["key"]
         if key in self._rows and not replace:
             return

@@ -1,5 +1,6 @@
 """Heavy-hitter accuracy (seed 004, Sec. 6.2): precision, recall and ARE of the reported items at an
-output step t, where the true heavy hitters are the items with frequency >= t/k at that time."""
+output step t, where the true heavy hitters are the items with frequency >= t/k at that time.
+"""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ def evaluate_prefix(reported: HeavyHitters, stream: np.ndarray, k: int) -> Metri
 class PrefixCounts:
     """Exact counts of a growing prefix of ``stream``, advanced block by block, for metrics at every
     output step. The true heavy set is kept incrementally: the threshold t/k only grows, so an item can
-    join it only in a block where it occurs (O(block + |heavy|) work per step, not O(universe))."""
+    join it only in a block where it occurs (O(block + |heavy|) work per step, not O(universe)).
+    """
 
     def __init__(self, stream: np.ndarray, k: int) -> None:
         self.k = k
@@ -77,7 +79,8 @@ class PrefixCounts:
 
 def _defined(rows: list[Metrics], name: str, count: str) -> np.ndarray:
     """``name`` over the rows where it is defined: precision needs reports (``count`` = n_reported > 0),
-    recall needs true heavy hitters (n_true > 0); ``evaluate`` gives NaN in the other rows."""
+    recall needs true heavy hitters (n_true > 0); ``evaluate`` gives NaN in the other rows.
+    """
     return np.array([r[name] for r in rows if r[count] > 0], dtype=np.float64)
 
 
@@ -89,7 +92,8 @@ def _mean(values: np.ndarray) -> float:
 
 def summarise_steps(rows: list[Metrics]) -> dict[str, float | int]:
     """Per-output-step metrics reduced to flat columns: mean and min of precision and recall over the
-    steps with reports / true heavy hitters, mean ARE, and the number of steps."""
+    steps with reports / true heavy hitters, mean ARE, and the number of steps.
+    """
     out: dict[str, float | int] = {"steps": len(rows)}
     for name, count in (("precision", "n_reported"), ("recall", "n_true")):
         vals = _defined(rows, name, count)

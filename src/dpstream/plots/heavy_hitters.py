@@ -36,7 +36,8 @@ def _style(ax: Axes, df: pd.DataFrame, args: dict[str, Any], xlabel: str, logx: 
 
 def panel(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """Draw ``plot_args.y`` against ``plot_args.x`` per tracker; with ``plot_args.k_tilde_panel`` also
-    LazyHH against k~ beside it, with a note that the paper's memory axis is a label."""
+    LazyHH against k~ beside it, with a note that the paper's memory axis is a label.
+    """
     args = experiment["plot_args"]
     with_k = bool(args.get("k_tilde_panel"))
     fig, axes = subplots(1, 2 if with_k else 1, figsize=(10.4 if with_k else 5.2, 3.8), squeeze=False)

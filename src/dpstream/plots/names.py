@@ -105,7 +105,8 @@ def ordered(names: Any) -> list[str]:
 
 def line_style(name: str, variant: int | None = None) -> dict[str, Any]:
     """``Axes.plot`` keywords of mechanism ``name``: its colour, hollow marker and line style; ``variant`` (the
-    index of a second series dimension such as k*) replaces the line style by ``VARIANT_LINESTYLES[variant]``."""
+    index of a second series dimension such as k*) replaces the line style by ``VARIANT_LINESTYLES[variant]``.
+    """
     style = _entry(name)[1]
     linestyle = style.linestyle if variant is None else VARIANT_LINESTYLES[variant % len(VARIANT_LINESTYLES)]
     return {"color": style.color, "marker": style.marker, "linestyle": linestyle, "markerfacecolor": "none",
@@ -117,5 +118,6 @@ _WORD = re.compile(r"(?<![\w./=])(" + "|".join(sorted(map(re.escape, MECHANISMS)
 
 def relabel(text: str) -> str:
     """``text`` with every mechanism config name written as the paper's name (``svt_tm`` -> ``ThresholdMonitor``);
-    names inside paths and ``key=value`` (``experiment=qr_alg5``, ``tables/qr_alg5.csv``) stay."""
+    names inside paths and ``key=value`` (``experiment=qr_alg5``, ``tables/qr_alg5.csv``) stay.
+    """
     return _WORD.sub(lambda m: label(m.group(1)), text)

@@ -1,5 +1,6 @@
 """Figures of the sparse vector experiments (svt_theory, svt_c, svt_kstar, svt_kcap, svt_order, shifting_hh,
-audit_svt, audit_power). Claims live in ``dpstream.claims.svt`` and ``dpstream.claims.audit``."""
+audit_svt, audit_power). Claims live in ``dpstream.claims.svt`` and ``dpstream.claims.audit``.
+"""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def theory_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> N
 
 def _series(df: pd.DataFrame, hue: list[str]) -> list[tuple[str, dict[str, Any], pd.DataFrame]]:
     """(legend label, line style, rows) per series: ``hue[0]`` is the mechanism (its name and style), the other
-    hue columns (k*, kappa) pick the line style (``names.VARIANT_LINESTYLES``) within the mechanism's colour."""
+    hue columns (k*, kappa) pick the line style (``names.VARIANT_LINESTYLES``) within the mechanism's colour.
+    """
     mech, rest = hue[0], hue[1:]
     variants = sorted({tuple(r) for r in df[rest].itertuples(index=False)}) if rest else []
     out = []
@@ -88,7 +90,8 @@ PANELS: dict[str, tuple[str, str, str]] = {  # name -> (column, y label, title);
 
 def atoms_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """E1: empirical alpha (theory thin dashed) and two panels from ``PANELS`` (plot_args.panels; default: success rate
-    and recall at the evaluation margin, queries processed) against plot_args.x."""
+    and recall at the evaluation margin, queries processed) against plot_args.x.
+    """
     args = experiment.get("plot_args", {})
     x, hue = args.get("x", "c"), args.get("hue", ["mechanism.name", "k_star"])
     panels = [PANELS[p] for p in args.get("panels", ["success", "processed"])]
@@ -163,7 +166,8 @@ def power_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
 
 def hh_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """E2: recall per group size (one panel per m; dotted: theoretical tau) and empirical tau vs m; one colour and
-    marker per mechanism, one line style per k*."""
+    marker per mechanism, one line style per k*.
+    """
     ms = sorted(df["mechanism.m"].unique())
     fig, axes = subplots(1, len(ms) + 1, figsize=(4.6 * (len(ms) + 1), 4.4), squeeze=False)
     axes = axes[0]

@@ -69,7 +69,8 @@ class AnalystPrivateMW:
 
     def accounted(self) -> Privacy:
         """(eps_data, delta) for replace-one-record databases (Thm 5.6) and eps_analyst (one query to many
-        analysts, Thm 5.8) by the paper's formulas at this run's constants (certified only at the paper's)."""
+        analysts, Thm 5.8) by the paper's formulas at this run's constants (certified only at the paper's).
+        """
         return data_privacy(alg5_data_epsilon(self.n, self.delta, self.sigma, self.max_bad), self.delta,
                             alg5_analyst_epsilon(self.epsilon, self.eta, self.s, self.n_hat, self.max_epochs,
                                                  self.delta),

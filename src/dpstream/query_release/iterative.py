@@ -24,7 +24,8 @@ REPLACE_ONE_RECORD = "replace one record (databases of public size n)"
 
 def data_privacy(epsilon: float, delta: float, eps_analyst: float | None = None, analysts: str = "") -> Privacy:
     """The ``Privacy`` of a query release: (epsilon, delta) for replace-one-record databases (pure if delta = 0), plus
-    the analyst guarantee ``eps_analyst`` under the analyst relation ``analysts`` where it applies."""
+    the analyst guarantee ``eps_analyst`` under the analyst relation ``analysts`` where it applies.
+    """
     neighbours = REPLACE_ONE_RECORD + (f"; analysts: {analysts}" if analysts else "")
     return Privacy(epsilon, delta, neighbours, "pure" if delta == 0 else "approximate", eps_analyst)
 
@@ -32,7 +33,8 @@ def data_privacy(epsilon: float, delta: float, eps_analyst: float | None = None,
 @dataclass
 class Release:
     """What a query-release mechanism outputs: an answer per query plus its accounted privacy (the per-release
-    record of the mechanism's ``privacy``: ``eps_data``, ``delta_data``, ``eps_analyst``)."""
+    record of the mechanism's ``privacy``: ``eps_data``, ``delta_data``, ``eps_analyst``).
+    """
 
     answers: np.ndarray
     eps_data: float
@@ -52,7 +54,7 @@ class DatabaseUpdate(Protocol):
 
 
 def check_delta_or_zero(delta: float) -> float:
-    """delta in [0, 1): 0 selects pure DP."""
+    """Delta in [0, 1): 0 selects pure DP."""
     if isinstance(delta, bool) or not isinstance(delta, int | float) or not (0.0 <= delta < 1.0):
         raise ValueError(f"delta must be in [0, 1) (0 = pure DP), got {delta!r}")
     return float(delta)

@@ -75,7 +75,7 @@ class AnalystPlayer:
         return self._gain[action]
 
     def per_analyst_max(self, deviation: np.ndarray) -> np.ndarray:
-        """max over each analyst's queries of a per-query vector."""
+        """Max over each analyst's queries of a per-query vector."""
         return np.maximum.reduceat(deviation[self.order], self.starts)
 
     def observe(self, x: int) -> None:

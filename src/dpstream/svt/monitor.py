@@ -34,7 +34,7 @@ class _MonitorCore:
         self.noise = NoiseSource(seed)
 
     def draw_noise(self, m: int, n_runs: int = 1) -> dict[str, np.ndarray]:
-        """w (R, m) at scale 10 Delta, then v (R, m) at scale b = ln(1/delta)/eps (uncapped; the kernel caps)."""
+        """Draw W (R, m) at scale 10 Delta, then v (R, m) at scale b = ln(1/delta)/eps (uncapped; the kernel caps)."""
         return {
             "w": self.noise.laplace(self.calibration.w_scale, (n_runs, m)),
             "v": self.noise.laplace(self.calibration.v_scale, (n_runs, m)),
