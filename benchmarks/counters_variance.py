@@ -26,8 +26,9 @@ BUFFERS = (3, 4, 5)
 
 
 def sqrt_toeplitz_mean_variance(horizon: int) -> float:
-    """Square-root factorisation C = B = A^(1/2): both Toeplitz with c_t = binom(2t, t) / 4^t; sens^2 = sum c^2,
-    Var(s) = sum_{t < s} c_t^2.
+    """Square-root factorisation C = B = A^(1/2).
+
+    Both Toeplitz with c_t = binom(2t, t) / 4^t; sens^2 = sum c^2, Var(s) = sum_{t < s} c_t^2.
     """
     t = np.arange(1, horizon)
     c = np.concatenate([[1.0], np.cumprod((2 * t - 1) / (2 * t))])

@@ -63,8 +63,9 @@ def check_flips(fn: Callable, holds: pd.DataFrame, fails: pd.DataFrame) -> list:
 
 
 def mixed(holds: pd.DataFrame, fails: pd.DataFrame) -> pd.DataFrame:
-    """Trials 0, 2, 4 from the table where the claims hold, 1 and 3 from the one where they fail: the effect
-    flips sign between trials, so a t interval over the 5 trials straddles and Page's test cannot decide.
+    """Trials 0, 2, 4 from the table where the claims hold, 1 and 3 from the one where they fail.
+
+    The effect flips sign between trials, so a t interval over the 5 trials straddles and Page's test cannot decide.
     """
     return pd.concat([holds[holds["trial"] % 2 == 0], fails[fails["trial"] % 2 == 1]], ignore_index=True)
 
@@ -277,8 +278,9 @@ def test_fig4c_precision_covers_the_cms_baseline_too():
 
 
 def test_identical_trials_are_one_series_not_five_blocks():
-    """Recall ranks [2, 4, 1, 5, 3, 6] copied into 5 trials: Page's test over the copies would give p ~ 0.001;
-    one series of 6 points (Spearman rho 0.6, p ~ 0.12) cannot decide.
+    """Recall ranks [2, 4, 1, 5, 3, 6] copied into 5 trials.
+
+    Page's test over the copies would give p ~ 0.001; one series of 6 points (Spearman rho 0.6, p ~ 0.12) cannot decide.
     """
     series = dict(zip(KT, [0.4, 0.6, 0.2, 0.8, 0.5, 1.0], strict=True))
     copies = hh_table(lambda m, kt: {"recall": series[kt]})

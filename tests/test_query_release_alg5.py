@@ -1,5 +1,6 @@
-"""Algorithm 5 (AnalystPrivateMW): printed constants, accounting, noise vs calibration, behaviour; the Alg 3 crossover;
-the workload adjoint it uses.
+"""Algorithm 5 (AnalystPrivateMW).
+
+Printed constants, accounting, noise vs calibration, behaviour; the Alg 3 crossover; the workload adjoint it uses.
 """
 
 from __future__ import annotations

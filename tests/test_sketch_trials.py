@@ -1,5 +1,6 @@
-"""Figure 3 trials through the harness: reproducibility across n_jobs, ARE at release times.
-(Command-line errors and multiruns: tests/test_cli.py.)
+"""Figure 3 trials through the harness.
+
+Reproducibility across n_jobs, ARE at release times. (Command-line errors and multiruns: tests/test_cli.py.)
 """
 
 

@@ -241,8 +241,9 @@ def test_csv_trace_empty_file_or_missing_column_names_file_and_column(tmp_path):
 
 
 def test_lazycms_runs_on_a_pcap_from_the_command_line_config(tmp_path, compose_cfg):
-    """``mechanism=lazycms data=caida data.path=t.pcap`` (once a TypeError: caida_trace got 'seed'): the trial
-    streams the trace's IPv4 sources and records what it read and skipped.
+    """``mechanism=lazycms data=caida data.path=t.pcap`` (once a TypeError: caida_trace got 'seed').
+
+    The trial streams the trace's IPv4 sources and records what it read and skipped.
     """
     from conftest import CONF_DIR
 

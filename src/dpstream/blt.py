@@ -152,8 +152,9 @@ def column_norm(params: BLTParams) -> float:
 
 
 def noise_variance(params: BLTParams, steps: int | np.ndarray | None = None) -> np.ndarray:
-    """Variance of the prefix-sum noise at each step s in 1..n per unit sigma: ||row s of A C^{-1}||^2 =
-    sum_{t < s} b_t^2 (default: every step 1..horizon).
+    """Variance of the prefix-sum noise at each step s in 1..n per unit sigma.
+
+    ||row s of A C^{-1}||^2 = sum_{t < s} b_t^2 (default: every step 1..horizon).
     """
     n = params.horizon
     var = np.cumsum(_prefix_noise_coefs(params, n) ** 2)
@@ -171,8 +172,10 @@ def mean_noise_variance(params: BLTParams) -> float:
 
 
 def blt_sigma(params: BLTParams, epsilon: float, delta: float, m: int = 1) -> float:
-    """Noise scale of the BLT counter: sigma = gaussian_sigma(sqrt(m) * column_norm, epsilon, delta) (module docstring:
-    sensitivity of C x for m-neighbouring inputs), the classical Gaussian calibration as for ``GaussBM``.
+    """Noise scale of the BLT counter.
+
+    sigma = gaussian_sigma(sqrt(m) * column_norm, epsilon, delta) (module docstring: sensitivity of C x for
+    m-neighbouring inputs), the classical Gaussian calibration as for ``GaussBM``.
     """
     m = check_positive_int(m, "m")
     return gaussian_sigma(math.sqrt(m) * column_norm(params), epsilon, delta)
@@ -194,9 +197,10 @@ def _geometric(lam: float, m: int) -> float:
 
 @njit(cache=True)
 def _weighted_geometric(lam: float, n: int) -> float:
-    """S(r) = sum_{t=0}^{n-1} (n - t) r^t, r = exp(-lam) >= 0: (n q - r (1 - r^n)) / q^2 with q = 1 - r, and for
-    n lam < 1e-3 (where that difference cancels) the Taylor series sum_k (-lam)^k / k! M_k, M_k = sum (n - t) t^k,
-    up to k = 3 (truncation (n lam)^4 / 360 relative, < 3e-15).
+    """S(r) = sum_{t=0}^{n-1} (n - t) r^t, r = exp(-lam) >= 0.
+
+    (n q - r (1 - r^n)) / q^2 with q = 1 - r, and for n lam < 1e-3 (where that difference cancels) the Taylor series
+    sum_k (-lam)^k / k! M_k, M_k = sum (n - t) t^k, up to k = 3 (truncation (n lam)^4 / 360 relative, < 3e-15).
     """
     nf = float(n)
     if nf * lam >= 1e-3:
@@ -236,10 +240,11 @@ def _closed_form_loss(d: np.ndarray, dh: np.ndarray, n: int) -> float:
 
 @njit(cache=True)
 def _interlaced_distances(g: np.ndarray, horizon: int) -> tuple[np.ndarray, np.ndarray]:
-    """Map 2k free reals to interlaced distances d_1 < hat d_1 < d_2 < ... < hat d_k in (0.01/horizon, 1):
-    log-distances at the cumulative fractions of [log(0.01/horizon), 0] given by softmax(g, 0) + 1e-4 (the floor keeps
-    neighbouring distances >= 0.1% apart, so surplus buffers end as near-cancelling pole-zero pairs, not as a
-    division by zero).
+    """Map 2k free reals to interlaced distances d_1 < hat d_1 < d_2 < ... < hat d_k in (0.01/horizon, 1).
+
+    Log-distances at the cumulative fractions of [log(0.01/horizon), 0] given by softmax(g, 0) + 1e-4 (the floor keeps
+    neighbouring distances >= 0.1% apart, so surplus buffers end as near-cancelling pole-zero pairs, not as a division
+    by zero).
 
     Interlacing (C's pole theta_1 nearest 1) is exactly the sign pattern omega > 0, omega_hat < 0 of
     ``_partial_fraction_scale`` (count the negative factors), the well-behaved class of McMahan and Pillutla

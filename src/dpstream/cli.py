@@ -1,5 +1,6 @@
-"""The ``dpstream`` command (also ``python -m dpstream`` and ``python run.py``): the Hydra app over the package's
-``conf/`` (experiments included), so it runs from any directory and from a wheel.
+"""The ``dpstream`` command (also ``python -m dpstream`` and ``python run.py``).
+
+The Hydra app over the package's ``conf/`` (experiments included), so it runs from any directory and from a wheel.
 
     dpstream --help                                 # usage, then every experiment, mechanism and data source
     dpstream mechanism=lazycms                      # one mechanism, `trials` seeded trials
@@ -226,8 +227,9 @@ def wants_job_config(args: list[str]) -> bool:
 
 
 def show_job(args: list[str]) -> str:
-    """The configs that will run, as the harness expands them (profile overrides and experiment sweeps applied):
-    what Hydra's own ``--cfg job`` cannot show, since the profile and the sweep are applied by the harness.
+    """The configs that will run, as the harness expands them (profile overrides and experiment sweeps applied).
+
+    What Hydra's own ``--cfg job`` cannot show, since the profile and the sweep are applied by the harness.
     """
     from hydra import compose, initialize_config_dir
 

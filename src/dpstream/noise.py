@@ -40,8 +40,10 @@ def as_seed_sequence(seed: SeedLike) -> np.random.SeedSequence:
 
 
 def child_seed(seed: SeedLike, k: int) -> np.random.SeedSequence:
-    """The k-th child of ``seed``, without mutating it: equal to ``seed.spawn(k + 1)[k]`` on a fresh ``seed`` (same
-    entropy, spawn_key ``(*seed.spawn_key, k)`` and pool size), so a caller replays identically when called twice.
+    """The k-th child of ``seed``, without mutating it.
+
+    Equal to ``seed.spawn(k + 1)[k]`` on a fresh ``seed`` (same entropy, spawn_key ``(*seed.spawn_key, k)`` and pool
+    size), so a caller replays identically when called twice.
     """
     root = as_seed_sequence(seed)
     k = int(k)
@@ -51,8 +53,10 @@ def child_seed(seed: SeedLike, k: int) -> np.random.SeedSequence:
 
 
 def children(seed: SeedLike, n: int) -> list[np.random.SeedSequence]:
-    """The first ``n`` children of ``seed`` (``child_seed(seed, 0..n-1)``): ``seed.spawn(n)`` of a fresh seed,
-    without mutating it. The one seeding helper: every mechanism and trial spawns through it, in a fixed order.
+    """The first ``n`` children of ``seed`` (``child_seed(seed, 0..n-1)``).
+
+    ``seed.spawn(n)`` of a fresh seed, without mutating it. The one seeding helper: every mechanism and trial spawns
+    through it, in a fixed order.
     """
     root = as_seed_sequence(seed)
     return [child_seed(root, i) for i in range(int(n))]

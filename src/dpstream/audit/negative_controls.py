@@ -1,5 +1,6 @@
-"""Known-broken SVT variants, as NEGATIVE CONTROLS for the privacy auditors. None of them is private as
-claimed: never use them on data.
+"""Known-broken SVT variants, as NEGATIVE CONTROLS for the privacy auditors.
+
+None of them is private as claimed: never use them on data.
 
 Lyu, Su and Li (2017, "Understanding the Sparse Vector Technique") Alg. 3, 4, 5, 6; Sparse with too
 little noise (half of it; query noise Lap(sigma)); ThresholdMonitor without ``calibrate``. The SVT

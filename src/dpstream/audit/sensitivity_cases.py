@@ -70,8 +70,10 @@ KEY_SEARCH = 1 << 15
 # ---- Binary mechanism trees --------------------------------------------------------------------------------------
 
 def released_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """Exact value of every node a GaussBM releases, shape (1, n S): counter j's node closing at step s <= steps[j]
-    is the sum of its increments over (s - lowbit(s), s] (``_bm_kernels.push``); nodes never closed are 0.
+    """Exact value of every node a GaussBM releases, shape (1, n S).
+
+    Counter j's node closing at step s <= steps[j] is the sum of its increments over (s - lowbit(s), s]
+    (``_bm_kernels.push``); nodes never closed are 0.
     """
     n, horizon = increments.shape
     prefix = np.zeros((n, horizon + 1), dtype=np.int64)
@@ -109,8 +111,9 @@ def toeplitz_images(increments: np.ndarray, steps: np.ndarray, params: blt.BLTPa
 
 
 def counter_protected(counter: Counter, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """What a counter's noise protects, from its noiseless increments: the released nodes of the binary tree, all
-    nodes for Honaker's estimator, C x for BLT.
+    """What a counter's noise protects, from its noiseless increments.
+
+    The released nodes of the binary tree, all nodes for Honaker's estimator, C x for BLT.
     """
     if counter.name == "honaker":
         return all_dyadic_nodes(increments, steps)
@@ -132,8 +135,9 @@ def gauss_bm_assumed(bm: GaussBM) -> Sensitivity:
 
 @dataclass
 class GaussBMCase:
-    """GaussBM over n counters updated together (``update_all``): m-neighbouring inputs change m counters by 1
-    at one step each (Thm 1's relation).
+    """GaussBM over n counters updated together (``update_all``).
+
+    m-neighbouring inputs change m counters by 1 at one step each (Thm 1's relation).
     """
 
     name: str
@@ -189,8 +193,9 @@ def cell_increments(sketch: SketchCore, keys: np.ndarray) -> tuple[np.ndarray, n
 
 
 def adversarial_key_pairs(sketch: SketchCore, candidates: int = 64) -> list[tuple[str, int, int]]:
-    """Key pairs (x, x') found by search over the sketch's hash parameters: colliding in as many rows as
-    possible with opposite signs, with equal signs, and colliding in no row.
+    """Key pairs (x, x') found by search over the sketch's hash parameters.
+
+    Colliding in as many rows as possible with opposite signs, with equal signs, and colliding in no row.
     """
     keys = np.arange(KEY_SEARCH, dtype=np.uint64)
     cols, signs = bucket_many(sketch._params, keys, sketch.width)
@@ -398,16 +403,19 @@ def online_per_query(mech: OnlineIC) -> float:
 
 
 def hru_cleanup_per_query(mech: PrivateEquilibriumRelease | AnalystEquilibriumRelease) -> float:
-    """Per-query sensitivity of Alg. 3's (or 4's) clean-up Sparse (eps/3, delta/3, cutoff s): sigma over the
-    sensitivity-1 sigma (1/n); the flagged Laplace answers are accounted at the same 1/n (``hru_data_epsilon``).
+    """Per-query sensitivity of Alg. 3's (or 4's) clean-up Sparse (eps/3, delta/3, cutoff s).
+
+    sigma over the sensitivity-1 sigma (1/n); the flagged Laplace answers are accounted at the same 1/n
+    (``hru_data_epsilon``).
     """
     unit = sparse_sigma(mech.epsilon / 3, max(1, math.floor(mech.s)), mech.delta / 3)
     return mech.sparse_sigma / unit * QUERY_SENSITIVITY
 
 
 def alg5_per_query(mech: AnalystPrivateMW) -> float:
-    """Per-query sensitivity Algorithm 5's Thm 5.6 accounting assumes: its eps_data over the eps_data of the same
-    sigma and R on sensitivity-1 answers (n = 1), i.e. 1/n.
+    """Per-query sensitivity Algorithm 5's Thm 5.6 accounting assumes.
+
+    Its eps_data over the eps_data of the same sigma and R on sensitivity-1 answers (n = 1), i.e. 1/n.
     """
     return mech.accounted().epsilon / alg5_data_epsilon(1, mech.delta, mech.sigma, mech.max_bad)
 

@@ -174,9 +174,11 @@ def _recall_one(df: pd.DataFrame, claim: str, x: str, points: list[float], where
 
 
 def _trend(df: pd.DataFrame, claim: str, x: str, y: str, direction: Literal["increasing", "decreasing"]) -> Claim:
-    """LazyHH trend (Page's test, trials as blocks) with the trace named. When every point has the same value in
-    all of its (at least ``MIN_TRIALS``) trials, the trials are copies of one deterministic series: Page's test
-    would count the copies as evidence, so the series is tested once (Spearman over the points).
+    """LazyHH trend (Page's test, trials as blocks) with the trace named.
+
+    When every point has the same value in all of its (at least ``MIN_TRIALS``) trials, the trials are copies of one
+    deterministic series: Page's test would count the copies as evidence, so the series is tested once (Spearman over
+    the points).
     """
     lazy = _lazy(df)
     rule = TREND_HH.format(x=x, y=y, direction=direction)

@@ -190,8 +190,9 @@ def _log_ratio(df: pd.DataFrame, mech: str, x: str) -> pd.Series:
 
 
 def more_for_claim(df: pd.DataFrame, claim: str, x: str, pairs: list[tuple[str, str]]) -> Claim:
-    """In every pair (a, b), ``x`` removes a smaller fraction of the ARE for a than for b (paired). The log
-    ratio of the ARE between the grid's ends is reported alongside (a sensitivity check, not the rule).
+    """In every pair (a, b), ``x`` removes a smaller fraction of the ARE for a than for b (paired).
+
+    The log ratio of the ARE between the grid's ends is reported alongside (a sensitivity check, not the rule).
     """
     mechs = {m for pair in pairs for m in pair}
     fraction = {m: _removed_fraction(df, m, x) for m in mechs}

@@ -24,8 +24,9 @@ def check_column(path: Path, column: int | str, names: list, header: bool) -> No
 
 def csv_column(path: Path, column: int | str, header: bool = True, chunksize: int | None = None
                ) -> pd.Series | Iterator[pd.DataFrame]:
-    """Column ``column`` of the CSV file as strings (empty fields as ``""``; blank lines skipped): one Series,
-    or an iterator of one-column frames of ``chunksize`` rows.
+    """Column ``column`` of the CSV file as strings (empty fields as ``""``; blank lines skipped).
+
+    One Series, or an iterator of one-column frames of ``chunksize`` rows.
     """
     try:
         names = list(pd.read_csv(path, header=0 if header else None, nrows=0 if header else 1, dtype=str).columns)

@@ -111,9 +111,10 @@ def _ipv4_offset(linktype: int, frame: bytes) -> int | None:
 
 
 class _ShortReadGuard(io.RawIOBase):
-    """File wrapper that notices a record cut short: dpkt reads each record as (header, body) with exact
-    sizes, and silently returns a short body at end of file; any short read other than a clean end of
-    file before a header marks the record as truncated.
+    """File wrapper that notices a record cut short.
+
+    dpkt reads each record as (header, body) with exact sizes, and silently returns a short body at end of file; any
+    short read other than a clean end of file before a header marks the record as truncated.
     """
 
     def __init__(self, fh: BinaryIO) -> None:

@@ -1,5 +1,7 @@
-"""``results/report.md`` and ``results/report.html``: every figure, every paper claim with the measured
-value and a verdict, and the configuration and versions that produced them.
+"""``results/report.md`` and ``results/report.html``.
+
+Every figure, every paper claim with the measured value and a verdict, and the configuration and versions that produced
+them.
 """
 
 from __future__ import annotations

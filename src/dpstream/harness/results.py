@@ -14,8 +14,10 @@ __all__ = ["CONF_DIR", "load_claims", "load_table", "redraw", "results_dir", "sh
 
 
 def results_dir(default: str | Path = "results") -> Path:
-    """``$DPSTREAM_RESULTS`` if set (tests point it at a smoke run), else ``default``: ``results/`` of the working
-    directory, where ``dpstream`` writes (run notebooks from the project root, or set ``$DPSTREAM_RESULTS``).
+    """``$DPSTREAM_RESULTS`` if set (tests point it at a smoke run), else ``default``.
+
+    ``results/`` of the working directory, where ``dpstream`` writes (run notebooks from the project root, or set
+    ``$DPSTREAM_RESULTS``).
     """
     return Path(os.environ.get("DPSTREAM_RESULTS", default))
 

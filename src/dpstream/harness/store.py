@@ -83,8 +83,10 @@ class ResultsStore:
         return self._rows.get(key)
 
     def append(self, row: dict[str, Any], replace: bool = False) -> None:
-        """Write one finished row durably. A row whose key is already stored is ignored, unless
-        ``replace`` (a forced rerun): then the new line is appended and wins on every later load.
+        """Write one finished row durably.
+
+        A row whose key is already stored is ignored, unless ``replace`` (a forced rerun): then the new line is appended
+        and wins on every later load.
         """
         key = row["key"]
         if key in self._rows and not replace:

@@ -1,5 +1,7 @@
-"""Heavy-hitter accuracy (seed 004, Sec. 6.2): precision, recall and ARE of the reported items at an
-output step t, where the true heavy hitters are the items with frequency >= t/k at that time.
+"""Heavy-hitter accuracy (seed 004, Sec. 6.2).
+
+Precision, recall and ARE of the reported items at an output step t, where the true heavy hitters are the items with
+frequency >= t/k at that time.
 """
 
 from __future__ import annotations
@@ -78,8 +80,10 @@ class PrefixCounts:
 
 
 def _defined(rows: list[Metrics], name: str, count: str) -> np.ndarray:
-    """``name`` over the rows where it is defined: precision needs reports (``count`` = n_reported > 0),
-    recall needs true heavy hitters (n_true > 0); ``evaluate`` gives NaN in the other rows.
+    """``name`` over the rows where it is defined.
+
+    Precision needs reports (``count`` = n_reported > 0), recall needs true heavy hitters (n_true > 0); ``evaluate``
+    gives NaN in the other rows.
     """
     return np.array([r[name] for r in rows if r[count] > 0], dtype=np.float64)
 
@@ -91,8 +95,10 @@ def _mean(values: np.ndarray) -> float:
 
 
 def summarise_steps(rows: list[Metrics]) -> dict[str, float | int]:
-    """Per-output-step metrics reduced to flat columns: mean and min of precision and recall over the
-    steps with reports / true heavy hitters, mean ARE, and the number of steps.
+    """Per-output-step metrics reduced to flat columns.
+
+    Mean and min of precision and recall over the steps with reports / true heavy hitters, mean ARE, and the number of
+    steps.
     """
     out: dict[str, float | int] = {"steps": len(rows)}
     for name, count in (("precision", "n_reported"), ("recall", "n_true")):

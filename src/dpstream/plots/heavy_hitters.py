@@ -1,5 +1,7 @@
-"""Figure 4 panels (seed 004, Sec. 6.5): heavy hitters on a trace, one line per tracker (mean over trials,
-min-max band). The paper's claims are rules in ``dpstream.claims.heavy_hitters``.
+"""Figure 4 panels (seed 004, Sec. 6.5).
+
+Heavy hitters on a trace, one line per tracker (mean over trials, min-max band). The paper's claims are rules in
+``dpstream.claims.heavy_hitters``.
 
 The memory panels plot real bytes (``memory_bytes``) for every tracker. The paper's memory axis (20 KB
 per k of k~ for LazyHH) is not reproduced by any consistent model: under the paper's own Figure 3 model

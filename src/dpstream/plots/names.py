@@ -104,8 +104,10 @@ def ordered(names: Any) -> list[str]:
 
 
 def line_style(name: str, variant: int | None = None) -> dict[str, Any]:
-    """``Axes.plot`` keywords of mechanism ``name``: its colour, hollow marker and line style; ``variant`` (the
-    index of a second series dimension such as k*) replaces the line style by ``VARIANT_LINESTYLES[variant]``.
+    """``Axes.plot`` keywords of mechanism ``name``.
+
+    Its colour, hollow marker and line style; ``variant`` (the index of a second series dimension such as k*) replaces
+    the line style by ``VARIANT_LINESTYLES[variant]``.
     """
     style = _entry(name)[1]
     linestyle = style.linestyle if variant is None else VARIANT_LINESTYLES[variant % len(VARIANT_LINESTYLES)]

@@ -1,4 +1,5 @@
 """Figure 3 panels (seed 004): one line per sketch, mean over trials with a min-max band.
+
 The paper's claims for each panel are rules in ``dpstream.claims.sketch``.
 """
 

@@ -52,8 +52,10 @@ def theory_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> N
 
 
 def _series(df: pd.DataFrame, hue: list[str]) -> list[tuple[str, dict[str, Any], pd.DataFrame]]:
-    """(legend label, line style, rows) per series: ``hue[0]`` is the mechanism (its name and style), the other
-    hue columns (k*, kappa) pick the line style (``names.VARIANT_LINESTYLES``) within the mechanism's colour.
+    """(legend label, line style, rows) per series.
+
+    ``hue[0]`` is the mechanism (its name and style), the other hue columns (k*, kappa) pick the line style
+    (``names.VARIANT_LINESTYLES``) within the mechanism's colour.
     """
     mech, rest = hue[0], hue[1:]
     variants = sorted({tuple(r) for r in df[rest].itertuples(index=False)}) if rest else []

@@ -23,8 +23,10 @@ REPLACE_ONE_RECORD = "replace one record (databases of public size n)"
 
 
 def data_privacy(epsilon: float, delta: float, eps_analyst: float | None = None, analysts: str = "") -> Privacy:
-    """The ``Privacy`` of a query release: (epsilon, delta) for replace-one-record databases (pure if delta = 0), plus
-    the analyst guarantee ``eps_analyst`` under the analyst relation ``analysts`` where it applies.
+    """The ``Privacy`` of a query release.
+
+    (epsilon, delta) for replace-one-record databases (pure if delta = 0), plus the analyst guarantee ``eps_analyst``
+    under the analyst relation ``analysts`` where it applies.
     """
     neighbours = REPLACE_ONE_RECORD + (f"; analysts: {analysts}" if analysts else "")
     return Privacy(epsilon, delta, neighbours, "pure" if delta == 0 else "approximate", eps_analyst)
@@ -32,8 +34,10 @@ def data_privacy(epsilon: float, delta: float, eps_analyst: float | None = None,
 
 @dataclass
 class Release:
-    """What a query-release mechanism outputs: an answer per query plus its accounted privacy (the per-release
-    record of the mechanism's ``privacy``: ``eps_data``, ``delta_data``, ``eps_analyst``).
+    """What a query-release mechanism outputs.
+
+    An answer per query plus its accounted privacy (the per-release record of the mechanism's ``privacy``: ``eps_data``,
+    ``delta_data``, ``eps_analyst``).
     """
 
     answers: np.ndarray

@@ -21,9 +21,11 @@ from dpstream.validation import check_epsilon, check_open_interval, check_positi
 
 
 def online_sigma(epsilon: float, delta: float, cutoff: int) -> float:
-    """NumericSparse noise for sensitivity-1 queries at total (epsilon, delta): the smaller of the pure and the
-    approximate Sparse scales at (eps/2, delta/2) (``dpstream.accounting.best_sparse_sigma``: the approximate one only
-    where its composition certifies (eps/2, delta/2)).
+    """NumericSparse noise for sensitivity-1 queries at total (epsilon, delta).
+
+    The smaller of the pure and the approximate Sparse scales at (eps/2, delta/2)
+    (``dpstream.accounting.best_sparse_sigma``: the approximate one only where its composition certifies (eps/2,
+    delta/2)).
     """
     return best_sparse_sigma(epsilon / 2, cutoff, delta / 2)
 
