@@ -1,6 +1,8 @@
-"""Figure 3 and 4 claim rules: every claim function on a synthetic table where its claims hold and one where
-they fail (every verdict flips; a rule that is inconclusive by design stays so), a mixed table whose trials
-disagree (the intervals straddle: inconclusive), and 2 trials (every verdict inconclusive); never a NaN verdict.
+"""Figure 3 and 4 claim rules, each on tables where it holds, fails and cannot decide.
+
+Every claim function on a synthetic table where its claims hold and one where they fail (every verdict flips; a rule
+that is inconclusive by design stays so), a mixed table whose trials disagree (the intervals straddle: inconclusive),
+and 2 trials (every verdict inconclusive); never a NaN verdict.
 
 Tables: 5 trials per grid point, multiplicative noise N(1, 0.01^2) from a fixed seed; the effects built in
 (factors of 2 or more, trends over the whole grid) are many noise standard deviations wide, so the rules'

@@ -113,9 +113,10 @@ def test_paper_trial_row_is_certified() -> None:
 
 @pytest.mark.parametrize(("s", "limit"), [(0.05, "R"), (1.5, "T")])
 def test_halts_at_R_bad_rounds_or_T_epochs_leaving_a_stream_suffix_unanswered(s: float, limit: str) -> None:
-    """With tau tiny: almost every query is bad (not those with q(D) = q(H_t), e.g. both 0). eps = 100 makes s_t ~ s,
-    so an epoch takes floor(s) + 1 bad rounds: s = 0.05 -> 1 per epoch, R = ceil(0.1 T) < T: R binds;
-    s = 1.5 -> 2 per epoch, R = 3 T > 2 T: T binds.
+    """With tau tiny, almost every query is bad (not those with q(D) = q(H_t), e.g. both 0).
+
+    eps = 100 makes s_t ~ s, so an epoch takes floor(s) + 1 bad rounds: s = 0.05 -> 1 per epoch, R = ceil(0.1 T) < T: R
+    binds; s = 1.5 -> 2 per epoch, R = 3 T > 2 T: T binds.
     """
     work, true, _ = problem(200, 8)
     base = alg5_parameters(200, 100.0, 1e-6, work.n_queries, 256, constants={"s": 1.0})["s"]

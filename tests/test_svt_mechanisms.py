@@ -22,9 +22,11 @@ N = 200_000
 
 
 def assert_laplace_scale(x: np.ndarray, scale: float) -> None:
-    """For x ~ Lap(scale): mean |x| = scale (sd scale/sqrt(n)), tolerance 5 sd (p ~ 6e-7);
-    tail Pr[|x| > 3 scale] = e^-3, binomial two-sided p > 1e-6; variance 2 scale^2 within 5 sd
-    (relative sd of the sample variance is sqrt(5/n) for the Laplace's kurtosis 6).
+    """Check x ~ Lap(scale) by its mean |x|, its tail and its variance.
+
+    Mean |x| = scale (sd scale/sqrt(n)), tolerance 5 sd (p ~ 6e-7); tail Pr[|x| > 3 scale] = e^-3, binomial two-sided p
+    > 1e-6; variance 2 scale^2 within 5 sd (relative sd of the sample variance is sqrt(5/n) for the Laplace's kurtosis
+    6).
     """
     x = np.ravel(x)
     n = x.size

@@ -193,8 +193,10 @@ def _write_pcap(path, frames):
 
 
 def _skewed_pcap(path, n_ipv4, n_other):
-    """``n_ipv4`` Ethernet/IPv4 packets whose sources follow a Zipf(1.5) law over 40 addresses (seeded), then
-    ``n_other`` non-IPv4 frames (IPv6 and ARP, as in ``_frames``): (path, the expected source stream).
+    """``n_ipv4`` Ethernet/IPv4 packets, then ``n_other`` non-IPv4 frames: (path, expected sources).
+
+    The sources follow a Zipf(1.5) law over 40 addresses (seeded); the non-IPv4 frames are IPv6 and ARP, as in
+    ``_frames``.
     """
     sources = [f"10.0.{i // 250}.{i % 250 + 1}" for i in range(40)]
     frames = [bytes(dpkt.ethernet.Ethernet(src=MAC_B, dst=MAC_A, type=dpkt.ethernet.ETH_TYPE_IP, data=_ipv4(s)))

@@ -105,8 +105,9 @@ def sparse_composed_epsilon(epsilon: float, c: float, delta: float) -> float:
 
 
 def sparse_advanced_certified(epsilon: float, c: float, delta: float) -> bool:
-    """True when the approximate Sparse scale at (epsilon, delta), cutoff c, is (epsilon, delta)-DP, i.e.
-    ``sparse_composed_epsilon <= epsilon``. (The notes' eps <= 4 ln(1/delta) only bounds e^eps' - 1 by eps' and
+    """True when the approximate Sparse scale at (epsilon, delta), cutoff c, is (epsilon, delta)-DP.
+
+    That is, ``sparse_composed_epsilon <= epsilon``. (The notes' eps <= 4 ln(1/delta) only bounds e^eps' - 1 by eps' and
     is too loose: at delta = 1e-6, c = 1 the largest certified eps is 19.3, not 55.)
     """
     return sparse_composed_epsilon(epsilon, c, delta) <= epsilon * (1.0 + 1e-12)

@@ -41,8 +41,10 @@ from dpstream.validation import check_positive_int
 
 @dataclass(frozen=True, eq=False)
 class BLTParams:
-    """A BLT strategy C (``buf_decay`` theta, ``output_scale`` omega) and its inverse C^{-1} (``inv_buf_decay``
-    theta_hat, ``inv_output_scale`` omega_hat), all (k,), for ``horizon`` steps. Build with ``blt_from_decays``.
+    """A BLT strategy C and its inverse C^{-1}, all (k,), for ``horizon`` steps.
+
+    C has ``buf_decay`` theta and ``output_scale`` omega; C^{-1} has ``inv_buf_decay`` theta_hat and
+    ``inv_output_scale`` omega_hat. Build with ``blt_from_decays``.
 
     Also stores ``distance`` d = 1 - theta and ``inv_distance`` 1 - theta_hat exactly (theta can be 1 - 1e-7), and
     ``optimisation_seconds``, the CPU time ``optimal_blt`` took (0 if built otherwise).
@@ -65,9 +67,11 @@ class BLTParams:
 
 @njit(cache=True)
 def _partial_fraction_scale(d_pole: np.ndarray, d_zero: np.ndarray) -> np.ndarray:
-    """omega_i = prod_j (theta_i - theta'_j) / prod_{j != i} (theta_i - theta_j) for the rational function
-    prod_j (1 - theta'_j x) / prod_j (1 - theta_j x) = 1 + sum_i omega_i x / (1 - theta_i x) (2404.16706 Lemma 5.2;
-    McMahan and Pillutla 2025, Thm 2). Differences theta_i - theta'_j = d'_j - d_i are taken on the distances to 1.
+    """Partial-fraction scales omega_i of prod_j (1 - theta'_j x) / prod_j (1 - theta_j x).
+
+    omega_i = prod_j (theta_i - theta'_j) / prod_{j != i} (theta_i - theta_j), so that the rational function is 1 +
+    sum_i omega_i x / (1 - theta_i x) (2404.16706 Lemma 5.2; McMahan and Pillutla 2025, Thm 2). Differences theta_i -
+    theta'_j = d'_j - d_i are taken on the distances to 1.
     """
     k = d_pole.shape[0]
     out = np.empty(k)
@@ -90,9 +94,10 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 def blt_from_decays(
     distance: np.ndarray, inv_distance: np.ndarray, horizon: int, optimisation_seconds: float = 0.0
 ) -> BLTParams:
-    """The BLT pair (C, C^{-1}) with buf_decay theta = 1 - ``distance`` and theta_hat = 1 - ``inv_distance``
-    (jax_privacy's ``blt_pair_from_theta_pair``). Every distance must lie in (0, 1) and the thetas of each side must
-    be distinct (the partial fractions divide by their gaps).
+    """The BLT pair (C, C^{-1}) with theta = 1 - ``distance`` and theta_hat = 1 - ``inv_distance``.
+
+    As jax_privacy's ``blt_pair_from_theta_pair``. Every distance must lie in (0, 1) and the thetas of each side must be
+    distinct (the partial fractions divide by their gaps).
     """
     horizon = check_positive_int(horizon, "horizon")
     d = np.asarray(distance, dtype=np.float64).ravel()
@@ -279,8 +284,9 @@ def _objective_and_gradient(g: np.ndarray, horizon: int) -> tuple[float, np.ndar
 
 @lru_cache(maxsize=64)
 def optimal_blt(horizon: int, buffers: int = 4) -> BLTParams:
-    """The k-buffer BLT minimising column_norm^2 * mean_noise_variance at ``horizon`` (single participation,
-    mean squared prefix-sum error; the loss of 2408.08868 Sec. 4 with the mean instead of the max).
+    """The k-buffer BLT minimising column_norm^2 * mean_noise_variance at ``horizon``.
+
+    Single participation, mean squared prefix-sum error: the loss of 2408.08868 Sec. 4 with the mean instead of the max.
 
     Parameterised, like jax_privacy's ``Parameterization.buf_decay_pair``, by theta and theta_hat, here through
     ``_interlaced_distances`` (1/(100 horizon) < 1 - theta < 1), unconstrained; BFGS on the O(k^2) closed form
@@ -304,8 +310,9 @@ def optimal_blt(horizon: int, buffers: int = 4) -> BLTParams:
 
 
 def blt_noise_stream(params: BLTParams, z: np.ndarray) -> np.ndarray:
-    """Prefix-sum noise A C^{-1} z of one counter for i.i.d. ``z`` (n,), n <= horizon, by the O(k) buffer
-    recurrence (Alg. 3 of 2408.08868, via ``blt_step``).
+    """Prefix-sum noise A C^{-1} z of one counter for i.i.d. ``z`` (n,), n <= horizon.
+
+    By the O(k) buffer recurrence (Alg. 3 of 2408.08868, via ``blt_step``).
     """
     z = np.asarray(z, dtype=np.float64)
     if z.ndim != 1 or z.size > params.horizon:

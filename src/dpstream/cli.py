@@ -92,8 +92,9 @@ def catalog(conf_dir: Path = CONF_DIR) -> str:
 
 
 def typed_overrides(args: list[str]) -> list[tuple[str, str]]:
-    """The plain ``key=value`` overrides among command-line ``args`` (flags, ``+``/``~`` edits and ``hydra.*`` left
-    out; Hydra handles those).
+    """The plain ``key=value`` overrides among command-line ``args``.
+
+    Flags, ``+``/``~`` edits and ``hydra.*`` are left out; Hydra handles those.
     """
     out = []
     for arg in args:
@@ -115,8 +116,10 @@ def search_dirs(args: list[str]) -> list[Path]:
 
 
 def precheck(args: list[str]) -> None:
-    """Check the typed overrides against the default config before Hydra composes it, so that an unknown option,
-    an unknown key or a non-number where a number belongs is one ``ConfigError`` naming the typed key.
+    """Check the typed overrides against the default config before Hydra composes it.
+
+    An unknown option, an unknown key or a non-number where a number belongs is then one ``ConfigError`` naming the
+    typed key.
     """
     typed = typed_overrides(args)
     dirs = search_dirs(args)

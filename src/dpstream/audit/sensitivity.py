@@ -1,5 +1,6 @@
-"""Sensitivity probe: the exact change of the noiseless protected values between neighbours, against the
-sensitivity the mechanism's calibration assumes.
+"""Sensitivity probe: the exact change of the noiseless protected values between neighbours.
+
+It is checked against the sensitivity the mechanism's calibration assumes.
 
 A mechanism adds Gaussian or Laplace noise to some exact values (tree nodes of every sketch cell, query
 answers, histogram counts). Its noise scale is calibrated for a sensitivity: the largest L2 (Gaussian) or

@@ -85,8 +85,10 @@ def released_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
 
 
 def all_dyadic_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """Exact value of EVERY node of the dyadic tree closed by each counter's step (Honaker's estimator draws noise
-    for all of them, not only the one closing per step): level l, node ending at q 2^l <= steps[j].
+    """Exact value of EVERY node of the dyadic tree closed by each counter's step.
+
+    Honaker's estimator draws noise for all of them, not only the one closing per step: level l, node ending at q 2^l <=
+    steps[j].
     """
     n, horizon = increments.shape
     prefix = np.zeros((n, horizon + 1), dtype=np.int64)
@@ -101,8 +103,9 @@ def all_dyadic_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
 
 
 def toeplitz_images(increments: np.ndarray, steps: np.ndarray, params: blt.BLTParams) -> np.ndarray:
-    """C x of each counter's increments (the vector the BLT counter's Gaussian noise protects), steps after
-    each counter's own step zeroed: (C x)_s = sum_{u <= s} c_{s-u} x_u.
+    """C x of each counter's increments (the vector the BLT counter's Gaussian noise protects).
+
+    Steps after each counter's own step are zeroed: (C x)_s = sum_{u <= s} c_{s-u} x_u.
     """
     horizon = increments.shape[1]
     images = lfilter(blt.toeplitz_coefs(params, horizon), [1.0], increments.astype(np.float64), axis=1)

@@ -125,8 +125,9 @@ def _monitor_sampler(build: Callable[..., Any], epsilon: float) -> Sampler:
 
 
 def svt_cases(ratio: float = 1.0, epsilon: float = EPSILON) -> list[AuditCase]:
-    """Every audited (mechanism, neighbours), claiming ``epsilon``; negative controls are ``broken`` and name
-    their ``pair``.
+    """Every audited (mechanism, neighbours), claiming ``epsilon``.
+
+    Negative controls are ``broken`` and name their ``pair``.
 
     ``ratio`` > 1 (power study): every mechanism is BUILT at ratio * epsilon but still CLAIMS epsilon, so a
     correct one has true epsilon up to ratio times its claim.

@@ -129,8 +129,10 @@ def _ci(values: pd.Series) -> str:
 
 
 def all_one(values: pd.Series) -> bool | None:
-    """Is a rate 1 in every trial? False at the first trial below 1 (a mean of 1 needs every trial at 1),
-    None with fewer than ``MIN_TRIALS`` finite values otherwise, else True.
+    """Is a rate 1 in every trial?
+
+    False at the first trial below 1 (a mean of 1 needs every trial at 1), None with fewer than ``MIN_TRIALS`` finite
+    values otherwise, else True.
     """
     values = values.dropna()
     if (values < 1).any():
@@ -260,8 +262,10 @@ def fig4c_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
 
 
 def fig4d_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
-    """Fig. 4(d): the literal sentence (inconclusive: self-contradictory), the explanation's direction (ARE lower
-    at small eps), and ARE flat in eps once recall is 1.
+    """Fig. 4(d) claims: the literal sentence, the explanation's direction, ARE flat in eps.
+
+    The literal sentence is inconclusive (self-contradictory); the explanation's direction is ARE lower at small eps;
+    ARE is flat in eps once recall is 1.
     """
     lazy = _lazy(df)
     _, p_up, p_down = trend_two_sided(lazy["epsilon"], lazy["are"], lazy["trial"])

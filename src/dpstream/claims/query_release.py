@@ -1,5 +1,6 @@
-"""Claims of the query-release experiments (qr_theory E0, qr_convergence E1, qr_error_vs_n E2, qr_error_vs_eps E3,
-qr_analyst_audit E5, qr_median_toy E10).
+"""Claims of the query-release experiments.
+
+qr_theory E0, qr_convergence E1, qr_error_vs_n E2, qr_error_vs_eps E3, qr_analyst_audit E5, qr_median_toy E10.
 
 Trial i of every mechanism sees the same data and workload (common random numbers), so comparisons at a grid point
 are paired over trials (``mean_below``: 95% Student-t interval of the mean paired difference); trends are Page's trend

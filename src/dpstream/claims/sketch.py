@@ -172,16 +172,19 @@ def _ends(df: pd.DataFrame, mech: str, x: str) -> tuple[pd.Series, pd.Series]:
 
 
 def _removed_fraction(df: pd.DataFrame, mech: str, x: str) -> pd.Series:
-    """Per trial: (ARE_first - ARE_last) / max(ARE_first, ARE_last) between the grid's ends (in [-1, 1]);
-    0 when the ARE is 0 at both ends (nothing to remove).
+    """Per trial: (ARE_first - ARE_last) / max(ARE_first, ARE_last) between the grid's ends.
+
+    In [-1, 1]; 0 when the ARE is 0 at both ends (nothing to remove).
     """
     first, last = _ends(df, mech, x)
     return ((first - last) / np.maximum(first, last)).where(np.maximum(first, last) > 0, 0.0)
 
 
 def _log_ratio(df: pd.DataFrame, mech: str, x: str) -> pd.Series:
-    """Per trial: ln(ARE_first / ARE_last), each ARE floored at half the mechanism's smallest non-zero ARE in
-    the panel (an ARE of 0, e.g. an exact CMS, would otherwise give an infinite ratio).
+    """Per trial: ln(ARE_first / ARE_last) between the grid's ends, each ARE floored.
+
+    The floor is half the mechanism's smallest non-zero ARE in the panel (an ARE of 0, e.g. an exact CMS, would
+    otherwise give an infinite ratio).
     """
     first, last = _ends(df, mech, x)
     are = df.loc[df["mechanism.name"] == mech, "are_top15"]

@@ -135,8 +135,10 @@ def _tm_flat(g: pd.DataFrame) -> tuple[bool | None, str]:
 
 
 def loglog_slope_band(x: pd.Series, y: pd.Series) -> tuple[float, float]:
-    """OLS slope of log y on log x over the points, and the most that slope can move when every point is off by at
-    most a factor ``POINT_TOL`` (its quantile sampling error): ln(1.1) sum|d_i| / sum d_i^2, d_i = log x_i - mean.
+    """OLS slope of log y on log x over the points, and the most that slope can move.
+
+    The move bound holds when every point is off by at most a factor ``POINT_TOL`` (its quantile sampling error):
+    ln(1.1) sum|d_i| / sum d_i^2, d_i = log x_i - mean.
     """
     lx, ly = np.log(x.to_numpy(dtype=np.float64)), np.log(y.to_numpy(dtype=np.float64))
     d = lx - lx.mean()

@@ -24,8 +24,10 @@ NOT_IN_MECHANISM_KEY = ("uses",)  # a declaration checked before the run (config
 
 
 def trial_key(params: dict[str, Any]) -> str:
-    """Stable hash of a trial's full config (including seed and trial index, and the content hash of every
-    file input, ``<key>_xxh3``: see ``config.fingerprint_inputs``).
+    """Stable hash of a trial's full config.
+
+    It includes seed and trial index, and the content hash of every file input, ``<key>_xxh3``: see
+    ``config.fingerprint_inputs``.
     """
     keyed = {k: v for k, v in params.items() if k not in NOT_IN_KEY}
     if isinstance(keyed.get("mechanism"), dict):

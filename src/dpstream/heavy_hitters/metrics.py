@@ -17,8 +17,9 @@ Metrics = dict[str, float | int | str]
 
 
 def evaluate(reported: HeavyHitters, items: np.ndarray, counts: np.ndarray, k: int) -> Metrics:
-    """Metrics of ``reported`` against exact ``counts`` of the sorted distinct ``items`` of the prefix
-    x_1..x_t, t = ``reported.time``.
+    """Metrics of ``reported`` against exact ``counts`` of the sorted distinct ``items``.
+
+    Counts are of the prefix x_1..x_t, t = ``reported.time``.
 
     precision = |R n T| / |R| and recall = |R n T| / |T| (``dpstream.metrics.precision_recall``). With
     nothing reported (R empty) precision is undefined, with no true heavy hitter (T empty) recall is: each is
@@ -48,9 +49,10 @@ def evaluate_prefix(reported: HeavyHitters, stream: np.ndarray, k: int) -> Metri
 
 
 class PrefixCounts:
-    """Exact counts of a growing prefix of ``stream``, advanced block by block, for metrics at every
-    output step. The true heavy set is kept incrementally: the threshold t/k only grows, so an item can
-    join it only in a block where it occurs (O(block + |heavy|) work per step, not O(universe)).
+    """Exact counts of a growing prefix of ``stream``, advanced block by block.
+
+    For metrics at every output step. The true heavy set is kept incrementally: the threshold t/k only grows, so an item
+    can join it only in a block where it occurs (O(block + |heavy|) work per step, not O(universe)).
     """
 
     def __init__(self, stream: np.ndarray, k: int) -> None:
@@ -110,8 +112,9 @@ def summarise_steps(rows: list[Metrics]) -> dict[str, float | int]:
 
 
 def summarise_release_times(rows: list[Metrics]) -> dict[str, float | int]:
-    """Metrics at the output steps of the release times reduced to ``precision_mean_t``,
-    ``recall_mean_t`` and ``are_mean_t``, and their number ``n_release_times``.
+    """Metrics at the output steps of the release times, reduced to their means.
+
+    The columns are ``precision_mean_t``, ``recall_mean_t`` and ``are_mean_t``, and their number ``n_release_times``.
 
     Precision with nothing reported and recall with no true heavy hitter are undefined: such times
     count as NaN and are left out of the mean (as are times with no ARE); a mean over no defined time

@@ -1,5 +1,6 @@
-"""Shared figure plumbing: one line per mechanism in its fixed style, legends, and the honest title (uncertified
-noise, synthetic data) every saved figure carries.
+"""Shared figure plumbing: one line per mechanism in its fixed style, legends, the honest title.
+
+Every saved figure carries that title (uncertified noise, synthetic data).
 """
 
 from __future__ import annotations

@@ -37,8 +37,10 @@ def _style(ax: Axes, df: pd.DataFrame, args: dict[str, Any], xlabel: str, logx: 
 
 
 def panel(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
-    """Draw ``plot_args.y`` against ``plot_args.x`` per tracker; with ``plot_args.k_tilde_panel`` also
-    LazyHH against k~ beside it, with a note that the paper's memory axis is a label.
+    """Draw ``plot_args.y`` against ``plot_args.x`` per tracker.
+
+    With ``plot_args.k_tilde_panel`` also LazyHH against k~ beside it, with a note that the paper's memory axis is a
+    label.
     """
     args = experiment["plot_args"]
     with_k = bool(args.get("k_tilde_panel"))

@@ -119,7 +119,9 @@ _WORD = re.compile(r"(?<![\w./=])(" + "|".join(sorted(map(re.escape, MECHANISMS)
 
 
 def relabel(text: str) -> str:
-    """``text`` with every mechanism config name written as the paper's name (``svt_tm`` -> ``ThresholdMonitor``);
-    names inside paths and ``key=value`` (``experiment=qr_alg5``, ``tables/qr_alg5.csv``) stay.
+    """``text`` with every mechanism config name written as the paper's name.
+
+    For example ``svt_tm`` -> ``ThresholdMonitor``; names inside paths and ``key=value`` (``experiment=qr_alg5``,
+    ``tables/qr_alg5.csv``) stay.
     """
     return _WORD.sub(lambda m: label(m.group(1)), text)

@@ -1,5 +1,7 @@
-"""Figures of the sparse vector experiments (svt_theory, svt_c, svt_kstar, svt_kcap, svt_order, shifting_hh,
-audit_svt, audit_power). Claims live in ``dpstream.claims.svt`` and ``dpstream.claims.audit``.
+"""Figures of the sparse vector experiments.
+
+svt_theory, svt_c, svt_kstar, svt_kcap, svt_order, shifting_hh, audit_svt, audit_power. Claims live in
+``dpstream.claims.svt`` and ``dpstream.claims.audit``.
 """
 
 from __future__ import annotations
@@ -91,8 +93,9 @@ PANELS: dict[str, tuple[str, str, str]] = {  # name -> (column, y label, title);
 
 
 def atoms_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
-    """E1: empirical alpha (theory thin dashed) and two panels from ``PANELS`` (plot_args.panels; default: success rate
-    and recall at the evaluation margin, queries processed) against plot_args.x.
+    """E1: empirical alpha (theory thin dashed) and two panels from ``PANELS`` against plot_args.x.
+
+    The panels are plot_args.panels; default: success rate and recall at the evaluation margin, queries processed.
     """
     args = experiment.get("plot_args", {})
     x, hue = args.get("x", "c"), args.get("hue", ["mechanism.name", "k_star"])
@@ -167,8 +170,9 @@ def power_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
 
 
 def hh_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
-    """E2: recall per group size (one panel per m; dotted: theoretical tau) and empirical tau vs m; one colour and
-    marker per mechanism, one line style per k*.
+    """E2: recall per group size and empirical tau vs m.
+
+    One panel per m (dotted: theoretical tau); one colour and marker per mechanism, one line style per k*.
     """
     ms = sorted(df["mechanism.m"].unique())
     fig, axes = subplots(1, len(ms) + 1, figsize=(4.6 * (len(ms) + 1), 4.4), squeeze=False)

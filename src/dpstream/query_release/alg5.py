@@ -68,8 +68,10 @@ class AnalystPrivateMW:
         self.noise = NoiseSource(seed)
 
     def accounted(self) -> Privacy:
-        """(eps_data, delta) for replace-one-record databases (Thm 5.6) and eps_analyst (one query to many
-        analysts, Thm 5.8) by the paper's formulas at this run's constants (certified only at the paper's).
+        """(eps_data, delta) and eps_analyst by the paper's formulas at this run's constants.
+
+        eps_data for replace-one-record databases (Thm 5.6), eps_analyst for one query to many analysts (Thm 5.8);
+        certified only at the paper's constants.
         """
         return data_privacy(alg5_data_epsilon(self.n, self.delta, self.sigma, self.max_bad), self.delta,
                             alg5_analyst_epsilon(self.epsilon, self.eta, self.s, self.n_hat, self.max_epochs,

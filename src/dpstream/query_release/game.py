@@ -116,8 +116,10 @@ class PrivateEquilibriumRelease:
 
     @property
     def privacy(self) -> Privacy:
-        """(eps_data, delta) for replace-one-record databases and eps_analyst (one query to many analysts), both
-        accounted from the configuration (``hru_data_epsilon``, ``hru_analyst_epsilon``).
+        """(eps_data, delta) and eps_analyst, both accounted from the configuration.
+
+        eps_data for replace-one-record databases, eps_analyst for one query to many analysts (``hru_data_epsilon``,
+        ``hru_analyst_epsilon``).
         """
         return data_privacy(hru_data_epsilon(self.n, self.epsilon, self.delta, self.eta, self.rounds, self.s),
                             self.delta, hru_analyst_epsilon(self.eta, self.rounds, self.s, self.delta),
@@ -195,8 +197,10 @@ class AnalystEquilibriumRelease:
 
     @property
     def privacy(self) -> Privacy:
-        """(eps_data, 4 delta / 3) for replace-one-record databases (game, Sparse eps/3, s PMW runs at delta/3) and
-        eps_analyst of D^ (one analyst to many, sigma = 1/s), accounted from the configuration.
+        """(eps_data, 4 delta / 3) and eps_analyst of D^, accounted from the configuration.
+
+        eps_data for replace-one-record databases (game, Sparse eps/3, s PMW runs at delta/3); eps_analyst for one
+        analyst to many (sigma = 1/s).
         """
         eps_mw = composed_epsilon(self.mw_epsilon, max(1, math.floor(self.s)), self.delta / 3)
         return data_privacy(hru_game_epsilon(self.n, self.eta, self.rounds, self.delta) + self.epsilon / 3 + eps_mw,

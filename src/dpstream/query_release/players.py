@@ -45,8 +45,9 @@ class QueryPlayer:
 
 
 class AnalystPlayer:
-    """Alg 4: actions are analysts; G(x, id) = max_{q in Q_id u not-Q_id} (1 + q(D) - q(x)) / 2
-    = (1 + max_{q in Q_id} |q(D) - q(x)|) / 2.
+    """Alg 4's analyst player: the actions are analysts.
+
+    G(x, id) = max_{q in Q_id u not-Q_id} (1 + q(D) - q(x)) / 2 = (1 + max_{q in Q_id} |q(D) - q(x)|) / 2.
 
     log-weight(id) = (eta/2) sum_{j<t} max_{q in Q_id} |q(D) - q(x_j)|; gain(id)(x) = -max_{q in Q_id} |q(D) - q(x)|.
     """

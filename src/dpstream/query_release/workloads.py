@@ -189,8 +189,10 @@ def conjunction_subset(d: int, n_queries: int, seed: SeedLike = None) -> Conjunc
 
 def make_workload(kind: str, d: int, k: int = 3, n_queries: int = 1000, sparsity: int = 3,
                   seed: SeedLike = None) -> Workload:
-    """Build a workload by name: ``conjunctions`` | ``conjunction_subset`` (``n_queries`` distinct conjunctions
-    drawn uniformly at random, spec E4) | ``marginals`` (k-way) | ``halfspaces`` (random sparse).
+    """Build a workload by name.
+
+    ``conjunctions`` | ``conjunction_subset`` (``n_queries`` distinct conjunctions drawn uniformly at random, spec E4) |
+    ``marginals`` (k-way) | ``halfspaces`` (random sparse).
     """
     builders = {
         "conjunctions": lambda: Conjunctions(d),
