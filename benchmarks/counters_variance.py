@@ -37,6 +37,7 @@ def sqrt_toeplitz_mean_variance(horizon: int) -> float:
 
 
 def row(horizon: int) -> dict:
+    """Mean noise variance per unit sigma^2 x sensitivity^2 of every counter at ``horizon``."""
     h = gauss_bm_levels(horizon)
     s = np.arange(1, horizon + 1)
     out = {"horizon": horizon, "binary": h * float(popcount(s).mean()),
@@ -49,6 +50,7 @@ def row(horizon: int) -> dict:
 
 
 def main() -> None:
+    """Print the table (or JSON) over ``HORIZONS``."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     args = parser.parse_args()

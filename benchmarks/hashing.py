@@ -119,6 +119,7 @@ def measure(length: int, width: int, repeats: int) -> list[dict]:
 
 
 def main() -> None:
+    """Parse the command line, time every loop, print the table (or JSON)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     parser.add_argument("--length", type=int, default=1 << 22, help="stream length T (default 2^22)")

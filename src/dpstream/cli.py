@@ -46,6 +46,7 @@ A bad value prints `error: <key>=<value>: <what is allowed>` and exits 2 (HYDRA_
 
 
 def full_error() -> bool:
+    """Whether ``HYDRA_FULL_ERROR=1`` asks for the full traceback instead of one line."""
     return os.environ.get("HYDRA_FULL_ERROR") == "1"
 
 
@@ -163,6 +164,7 @@ def explain(exc: ValueError, typed: list[tuple[str, str]]) -> str:
 
 
 def fail(exc: ValueError, typed: list[tuple[str, str]]) -> NoReturn:
+    """Print the one-line explanation of a config error and exit with status 2."""
     print(explain(exc, typed), file=sys.stderr, flush=True)
     raise SystemExit(2)
 
@@ -194,6 +196,7 @@ class CombineMultirun(Callback):
     """At the end of a multirun: every job's rows in one table, ``<results_dir>/tables/multirun_<time>.csv``."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """Concatenate the jobs' row files into one ``tables/multirun_<time>.csv``."""
         parts = sorted(Path(config.hydra.sweep.dir).glob(f"*/{ROWS_FILE}"))
         if not parts:
             return

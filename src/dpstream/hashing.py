@@ -1,4 +1,4 @@
-"""Seeded pairwise-independent hashing for sketches, two families (``HASH_FAMILIES``):
+"""Seeded pairwise-independent hashing for sketches, in two families (``HASH_FAMILIES``).
 
 - ``modp`` (default): Carter-Wegman h(x) = ((a x + b) mod p) mod w, p = 2^61 - 1.
 - ``multiply_shift``: Dietzfelbinger's strongly universal vector multiply-add-shift (no prime, no division):

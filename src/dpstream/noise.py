@@ -98,6 +98,7 @@ class NoiseSource:
     """Privacy noise and auxiliary randomness from one seeded generator (see the module docstring for modes)."""
 
     def __init__(self, seed: SeedLike = None, mode: str | None = None) -> None:
+        """Build the generator from ``seed``; ``mode`` defaults to the current ``noise_mode``."""
         self.mode = _check_mode(mode) if mode is not None else _MODE.get()
         self.rng = np.random.default_rng(as_seed_sequence(seed))
 

@@ -45,6 +45,7 @@ class Sensitivity:
     value: float
 
     def __post_init__(self) -> None:
+        """Reject an unknown norm or a non-positive value."""
         check_choice(self.norm, "norm", NORMS)
         if not self.value > 0:
             raise ValueError(f"sensitivity value must be > 0, got {self.value!r}")

@@ -147,12 +147,15 @@ class GaussBMCase:
     bm: GaussBM
 
     def assumed(self) -> Sensitivity:
+        """The L2 sensitivity the GaussBM's sigma is calibrated for (m-neighbouring, Thm 1)."""
         return gauss_bm_assumed(self.bm)
 
     def protected(self, data: np.ndarray) -> np.ndarray:
+        """Every node the counters release, from increments ``data`` (n, horizon)."""
         return counter_protected(self.bm.counter, data, np.full(data.shape[0], data.shape[1]))
 
     def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
+        """Random m-neighbouring pairs, then a change at every tree position."""
         n, horizon, m = self.bm.n, self.bm.horizon, min(self.bm.m, self.bm.n)
         base = rng.integers(0, 3, size=(n, horizon))
         for _ in range(RANDOM_PAIRS):
@@ -237,12 +240,15 @@ class SketchCase:
     mechanism: Any = None  # the tracker that owns ``sketch`` (None: the sketch is the mechanism)
 
     def assumed(self) -> Sensitivity:
+        """The L2 sensitivity the sketch's GaussBM cells are calibrated for (2d or 4d neighbouring)."""
         return gauss_bm_assumed(self.sketch._state.counters)
 
     def protected(self, data: np.ndarray) -> np.ndarray:
+        """Every node of every cell counter, from the item stream ``data``."""
         return counter_protected(self.sketch._state.counters, *cell_increments(self.sketch, data.astype(np.uint64)))
 
     def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
+        """Random one-item replacements, then the adversarial key pairs of ``adversarial_key_pairs``."""
         base = rng.integers(0, self.universe, self.length)
         for _ in range(RANDOM_PAIRS):
             p = int(rng.integers(self.length))
@@ -267,12 +273,15 @@ class LinearQueryCase:
     queries: LinearQueries
 
     def assumed(self) -> Sensitivity:
+        """Sensitivity 1 per query in l_inf (``QUERY_SENSITIVITY``)."""
         return Sensitivity("linf", QUERY_SENSITIVITY)
 
     def protected(self, data: np.ndarray) -> np.ndarray:
+        """The exact answers to every query of the atom counts ``data``."""
         return self.queries.answers(data).reshape(-1, 1)
 
     def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
+        """Add or remove one record of each atom."""
         base = rng.integers(1, 20, self.queries.n_atoms).astype(float)
         for atom in range(self.queries.n_atoms):
             for sign, verb in ((1.0, "add"), (-1.0, "remove")):
@@ -332,13 +341,16 @@ class WeightsCase:
     domain: int = 6
 
     def assumed(self) -> Sensitivity:
+        """The sensitivity this case's view claims."""
         return self.sensitivity
 
     def protected(self, data: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """The view of the weights of (holdings, sizes) this case checks."""
         holdings, sizes = data
         return self.view(holdings, sizes, weight_matrix(holdings, sizes, self.domain))
 
     def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
+        """Replace-one-user pairs (``replace_one_user``)."""
         return replace_one_user(rng, self.steps, self.atoms, self.domain)
 
 
@@ -371,13 +383,16 @@ class AnswersCase:
     mechanism: Any = None  # the release whose noise ``per_query`` is read from
 
     def assumed(self) -> Sensitivity:
+        """The per-query l_inf sensitivity the mechanism's accounting assumes."""
         return Sensitivity("linf", self.per_query)
 
     def protected(self, data: np.ndarray) -> np.ndarray:
+        """The exact workload answers on the empirical distribution of records ``data``."""
         hist = np.bincount(data, minlength=2**self.workload.d) / self.n
         return self.workload.answers(hist).reshape(-1, 1)
 
     def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
+        """Random one-record replacements, then records 0 and 2^d - 1 each replaced by its complement."""
         universe = 2**self.workload.d
         base = rng.integers(0, universe, self.n)
         for _ in range(RANDOM_PAIRS):

@@ -50,6 +50,7 @@ class Claim:
     verdict: str
 
     def __post_init__(self) -> None:
+        """Reject a verdict outside ``VERDICTS``."""
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
 

@@ -37,6 +37,7 @@ class FileStream:
     labels: dict[int, str] | None = None
 
     def __post_init__(self) -> None:
+        """Warn when under half of the file's rows made it into the stream."""
         if 2 * self.rows_skipped > self.rows_read:
             warnings.warn(f"{self.source}: kept {self.rows_read - self.rows_skipped} of {self.rows_read} rows "
                           f"(skipped {self.rows_skipped}: {self.skipped}); under half of the file is in the stream",

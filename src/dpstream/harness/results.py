@@ -31,6 +31,7 @@ def load_table(exp_id: str, where: Path | None = None) -> pd.DataFrame:
 
 
 def load_claims(exp_id: str, where: Path | None = None) -> pd.DataFrame | None:
+    """The claims table ``tables/<exp_id>.claims.csv`` (verdicts as written), or None if absent."""
     path = (where or results_dir()) / "tables" / f"{exp_id}.claims.csv"
     # keep_default_na=False: the verdict "n/a" is a word, not a missing value
     return pd.read_csv(path, keep_default_na=False) if path.exists() else None

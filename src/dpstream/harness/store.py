@@ -47,6 +47,7 @@ class ResultsStore:
     """Rows of finished trials in ``path`` (JSON lines), readable while being appended to."""
 
     def __init__(self, path: str | Path) -> None:
+        """Open (or create) the store at ``path`` and load the rows already in it."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._rows: dict[str, dict[str, Any]] = {}
@@ -76,12 +77,15 @@ class ResultsStore:
             self._rows[key] = row
 
     def __contains__(self, key: str) -> bool:
+        """Whether a row with trial key ``key`` is stored."""
         return key in self._rows
 
     def __len__(self) -> int:
+        """Number of stored rows."""
         return len(self._rows)
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The stored row of trial key ``key``, or None."""
         return self._rows.get(key)
 
     def append(self, row: dict[str, Any], replace: bool = False) -> None:

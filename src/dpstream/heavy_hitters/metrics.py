@@ -56,6 +56,7 @@ class PrefixCounts:
     """
 
     def __init__(self, stream: np.ndarray, k: int) -> None:
+        """Index the distinct items of ``stream``; the prefix starts empty (t = 0)."""
         self.k = k
         self._items, self._ids = np.unique(stream, return_inverse=True)
         self._counts = np.zeros(self._items.size, dtype=np.int64)

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 
 class Style(NamedTuple):
+    """A mechanism's line style: colour, marker and line style for ``Axes.plot``."""
     color: str
     marker: str
     linestyle: str

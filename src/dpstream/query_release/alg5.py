@@ -53,6 +53,7 @@ class AnalystPrivateMW:
 
     def __init__(self, *, workload: Workload, epsilon: float, delta: float, n: int, beta: float = 0.05,
                  seed: SeedLike = None, constants: dict[str, float] | None = None) -> None:
+        """Validate the parameters and set Algorithm 5's constants (the paper's unless ``constants``)."""
         self.workload = workload
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
@@ -151,5 +152,6 @@ class AnalystPrivateMWScaledUNCERTIFIED(AnalystPrivateMW):
 
     def __init__(self, *, workload: Workload, epsilon: float, delta: float, n: int, c_s: float, c_n_hat: float,
                  c_sigma: float, c_tau: float, beta: float = 0.05, seed: SeedLike = None) -> None:
+        """Algorithm 5 with the constants c_s, c_n_hat, c_sigma, c_tau in place of the paper's."""
         super().__init__(workload=workload, epsilon=epsilon, delta=delta, n=n, beta=beta, seed=seed,
                          constants={"s": c_s, "n_hat": c_n_hat, "sigma": c_sigma, "tau": c_tau})

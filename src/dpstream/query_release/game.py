@@ -95,6 +95,7 @@ class PrivateEquilibriumRelease:
                  rounds: int | None = None, rounds_rule: str = "paper", s_factor: float = 24.0,
                  s: float | None = None, eta: float | None = None, cap_eta: bool = True, beta: float = 0.05,
                  record_every: int = 0, seed: SeedLike = None) -> None:
+        """Validate the parameters and derive the rounds, eta and s of Alg. 3 (``hru_parameters``)."""
         _check_release_inputs(self, workload, analysts, epsilon, delta, n, beta)
         check_dense(workload.d)
         self.n_actions = 2 * workload.n_queries
@@ -156,13 +157,13 @@ class PrivateEquilibriumRelease:
 
 
 class AnalystEquilibriumRelease:
-    """Algorithm 4 (one-analyst-to-many-analyst privacy): the column player picks analysts, errata applied.
+    r"""Algorithm 4 (one-analyst-to-many-analyst privacy): the column player picks analysts, errata applied.
 
     G(x, id) = max_{q in Q_id u not-Q_id} (1 + q(D) - q(x)) / 2. T = ceil(n^{2/3} max(ln|X|, ln m)) (erratum: the
     paper prints m), eta = min(eps/(2 sqrt(T ln(1/delta))), sqrt(L/T)) (the paper prints it inverted), s = 12 T
     (must be < m; ``s`` overrides). Clean-up: Sparse over analysts on max_{q in Q_id} |q(D) - q(D^)| (threshold
     alpha_D^ of Alg 3, cutoff s, at (eps/3, delta/3)); each flagged analyst gets its own PMW run at eps' =
-    eps/(10 sqrt(s ln(3s/delta))), delta' = delta/(3s) (output: the flagged set I_f; the paper prints [m] \\ I_f).
+    eps/(10 sqrt(s ln(3s/delta))), delta' = delta/(3s) (output: the flagged set I_f; the paper prints [m] \ I_f).
     The game's value is not 1/2 (per-x max), so no accuracy bound is claimed: errors are measured.
 
     Privacy: data, replace-one neighbouring databases of size n: (eps_data, 4 delta / 3) with eps_data accounted
@@ -176,6 +177,7 @@ class AnalystEquilibriumRelease:
     def __init__(self, *, workload: Workload, analysts: np.ndarray, epsilon: float, delta: float, n: int,
                  rounds: int | None = None, s: float | None = None, eta: float | None = None,
                  mw_alpha: float = 0.2, mw_rounds: int = 30, beta: float = 0.05, seed: SeedLike = None) -> None:
+        """Validate the parameters; rounds (default n^(2/3) L), eta and s over analysts, the PMW budget per flag."""
         _check_release_inputs(self, workload, analysts, epsilon, delta, n, beta)
         self.m = int(self.analysts.max()) + 1
         self.universe_size = 2 ** check_dense(workload.d, copies=max(1, workload.n_queries // self.m))

@@ -52,9 +52,12 @@ class Release:
 class DatabaseUpdate(Protocol):
     """The DUA interface IC runs against (see ``dpstream.query_release.updates``)."""
 
-    def rounds(self, alpha: float) -> int: ...
-    def current(self) -> np.ndarray: ...
-    def update(self, j: int, v: float, current_j: float) -> None: ...
+    def rounds(self, alpha: float) -> int:
+        """T(alpha): no database update sequence at accuracy alpha is longer."""
+    def current(self) -> np.ndarray:
+        """f(S) for every query of the workload."""
+    def update(self, j: int, v: float, current_j: float) -> None:
+        """Move S after the noisy answer ``v`` to query ``j`` (``current_j`` = f_j(S))."""
 
 
 def check_delta_or_zero(delta: float) -> float:
@@ -83,6 +86,7 @@ class IterativeConstruction:
 
     def __init__(self, *, update: DatabaseUpdate, epsilon: float, delta: float, n: int, alpha: float = 0.0,
                  rounds: int | None = None, average: bool = False, seed: SeedLike = None) -> None:
+        """Validate the parameters; rounds default to T(alpha/2), eps0 from ``ic_step_epsilon``, noise 1/(n eps0)."""
         self.update = update
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta_or_zero(delta)
@@ -160,6 +164,7 @@ class LaplaceRelease:
     certified = True
 
     def __init__(self, *, epsilon: float, delta: float, n: int, seed: SeedLike = None) -> None:
+        """Validate (epsilon, delta, n) and seed the noise source."""
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta_or_zero(delta)
         self.n = check_positive_int(n, "n")

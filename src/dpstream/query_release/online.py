@@ -44,6 +44,7 @@ class OnlineIC:
 
     def __init__(self, *, update: DatabaseUpdate, epsilon: float, delta: float, n: int, alpha: float,
                  cutoff: int | None = None, seed: SeedLike = None) -> None:
+        """Validate the parameters; the cutoff defaults to the DUA's T(alpha/2)."""
         self.update = update
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta_or_zero(delta)

@@ -85,6 +85,7 @@ class ThresholdMonitor(_MonitorCore):
         seed: SeedLike = None,
         kappa: float = 1.0,
     ) -> None:
+        """Validate (epsilon, delta) and calibrate the noise (``calibrate``, scaled by ``kappa``)."""
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         super().__init__(calibrate(epsilon, delta, k, kappa), threshold, seed)
         self.certified = self.calibration.certified
@@ -111,6 +112,7 @@ class ThresholdMonitorEvolving(_MonitorCore):
     def __init__(
         self, *, epsilon: float, delta: float, threshold: float, k: int, seed: SeedLike = None
     ) -> None:
+        """Calibrate through group privacy: calibrate(eps/2, delta/(1 + e^{eps/2}), k)."""
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         cal = calibrate(epsilon / 2.0, delta / (1.0 + math.exp(epsilon / 2.0)), k)
         super().__init__(cal, threshold, seed)

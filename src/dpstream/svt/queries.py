@@ -20,6 +20,7 @@ class LinearQueries:
     matrix: sparse.csr_matrix
 
     def __post_init__(self) -> None:
+        """Reject values f_i(x) that are not finite or lie outside [0, 1]."""
         data = self.matrix.data
         if data.size and (not np.all(np.isfinite(data)) or data.min() < 0.0 or data.max() > 1.0):
             bad = data[~(np.isfinite(data) & (data >= 0.0) & (data <= 1.0))][0]

@@ -67,6 +67,7 @@ class GeneralisedSparse:
         release: int = _kernels.RELEASE_NONE,
         seed: SeedLike = None,
     ) -> None:
+        """Validate and store the threshold, the noise scales, the cutoff, redraw and release options."""
         if not np.isfinite(threshold):
             raise ValueError(f"threshold must be a finite number, got {threshold!r}")
         if cutoff is None and redraw:
@@ -157,6 +158,7 @@ class AboveThreshold(GeneralisedSparse):
     """
 
     def __init__(self, *, epsilon: float, threshold: float, seed: SeedLike = None, kappa: float = 1.0) -> None:
+        """Noise scales from ``sparse_sigma`` at c = 1: threshold Lap(2/eps), queries Lap(4/eps)."""
         sigma = sparse_sigma(check_epsilon(epsilon), 1, kappa=kappa)
         super().__init__(threshold=threshold, cutoff=1, threshold_scale=sigma, query_scale=2.0 * sigma, seed=seed)
         self.epsilon, self.delta = float(epsilon), 0.0
@@ -187,6 +189,7 @@ class Sparse(GeneralisedSparse):
         seed: SeedLike = None,
         kappa: float = 1.0,
     ) -> None:
+        """Noise scales from ``sparse_sigma`` (pure or approximate): threshold Lap(sigma), queries Lap(2 sigma)."""
         epsilon = check_epsilon(epsilon)
         delta = 0.0 if delta == 0 else check_delta(delta)
         sigma = sparse_sigma(epsilon, c, delta, kappa)
@@ -216,6 +219,7 @@ class NumericSparse(GeneralisedSparse):
     def __init__(
         self, *, epsilon: float, threshold: float, c: int, delta: float = 0.0, seed: SeedLike = None
     ) -> None:
+        """Sparse at (eps/2, delta/2) for the selection; each TOP's answer gets fresh Lap(sigma)."""
         epsilon = check_epsilon(epsilon)
         delta = 0.0 if delta == 0 else check_delta(delta)
         sigma = sparse_sigma(epsilon / 2.0, c, delta / 2.0)
