@@ -136,47 +136,68 @@ class _ShortReadGuard(io.RawIOBase):
 
 
 def _pcap_chunks(path: Path, fmt: str, stats: TraceStats, chunk: int) -> Iterator[np.ndarray]:
+    """IPv4 source addresses (uint32) of a pcap / pcapng file, ``chunk`` at a time; skipped records go to ``stats``."""
     with open(path, "rb") as raw:
         guard = _ShortReadGuard(raw)
-        try:
-            reader = dpkt.pcap.Reader(guard) if fmt == "pcap" else dpkt.pcapng.Reader(guard)
-        except (ValueError, dpkt.UnpackError) as exc:
-            raise ValueError(f"{path} is not a readable {fmt} file ({exc})") from exc
+        reader = _open_capture(path, fmt, guard)
         linktype = reader.datalink()
         _ipv4_offset(linktype, b"")  # reject unsupported link types before reading any packet
         guard.active = True
         buf = bytearray()
         kept = 0
-        records = iter(reader)
-        while True:
-            try:
-                _, frame = next(records)
-            except StopIteration:
-                break
-            except (dpkt.UnpackError, struct.error):  # a record header cut short
-                guard.truncated = True
-                break
-            if guard.truncated:  # dpkt handed over a body shorter than its caplen
-                break
+        for frame in _frames(reader, guard):
             stats.records += 1
-            off = _ipv4_offset(linktype, frame)
-            if off is None:
-                stats.non_ipv4 += 1
-            elif len(frame) < off + 16:
-                stats.too_short += 1
-            elif frame[off] >> 4 != 4:
-                stats.non_ipv4 += 1
-            else:
-                buf += frame[off + 12:off + 16]
-                kept += 1
-                if kept == chunk:
-                    yield np.frombuffer(bytes(buf), dtype=">u4").astype(np.uint32)
-                    buf.clear()
-                    kept = 0
+            source = _ipv4_source(linktype, frame, stats)
+            if source is None:
+                continue
+            buf += source
+            kept += 1
+            if kept == chunk:
+                yield np.frombuffer(bytes(buf), dtype=">u4").astype(np.uint32)
+                buf.clear()
+                kept = 0
         if buf:
             yield np.frombuffer(bytes(buf), dtype=">u4").astype(np.uint32)
         if guard.truncated:
             stats.truncated += 1
+
+
+def _open_capture(path: Path, fmt: str, guard: _ShortReadGuard) -> Any:
+    """The dpkt reader of ``fmt`` (pcap or pcapng) over ``guard``; a file it cannot read is a ValueError naming it."""
+    try:
+        return dpkt.pcap.Reader(guard) if fmt == "pcap" else dpkt.pcapng.Reader(guard)
+    except (ValueError, dpkt.UnpackError) as exc:
+        raise ValueError(f"{path} is not a readable {fmt} file ({exc})") from exc
+
+
+def _frames(reader: Any, guard: _ShortReadGuard) -> Iterator[bytes]:
+    """The frames of ``reader`` in order, up to the first record cut short (then ``guard.truncated`` is set)."""
+    records = iter(reader)
+    while True:
+        try:
+            _, frame = next(records)
+        except StopIteration:
+            return
+        except (dpkt.UnpackError, struct.error):  # a record header cut short
+            guard.truncated = True
+            return
+        if guard.truncated:  # dpkt handed over a body shorter than its caplen
+            return
+        yield frame
+
+
+def _ipv4_source(linktype: int, frame: bytes, stats: TraceStats) -> bytes | None:
+    """The 4 source-address bytes of an IPv4 ``frame``; None (counted in ``stats``) for non-IPv4 or short frames."""
+    off = _ipv4_offset(linktype, frame)
+    if off is None:
+        stats.non_ipv4 += 1
+    elif len(frame) < off + 16:
+        stats.too_short += 1
+    elif frame[off] >> 4 != 4:
+        stats.non_ipv4 += 1
+    else:
+        return frame[off + 12:off + 16]
+    return None
 
 
 _QUAD = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$")
