@@ -13,7 +13,6 @@ Neighbouring relations and guarantees (reported per run, never assumed):
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
@@ -49,20 +48,34 @@ def play_game(player: QueryPlayer | AnalystPlayer, universe_size: int, rounds: i
     records = np.empty(rounds, dtype=np.int64)
     uniforms = noise.rng.random((rounds, 2))
     curve_t, curve_err = [], []
+    tracker = player if record_every and isinstance(player, QueryPlayer) else None
+    if record_every and tracker is None:
+        raise ValueError("record_every needs a QueryPlayer: the max error curve is the query player's")
     for t in range(rounds):
         player.log_weights(half_eta, log_w)
         action = sample_index(gamma_projection(log_w, s), uniforms[t, 0])
         records[t] = x = sample_index(np.exp(log_d - log_d.max()), uniforms[t, 1])
         log_d += half_eta * player.data_gain(action)
         player.observe(x)
-        if record_every and ((t + 1) % record_every == 0 or t + 1 == rounds):
+        if tracker is not None and ((t + 1) % record_every == 0 or t + 1 == rounds):
             curve_t.append(t + 1)
-            curve_err.append(player.running_max_error())
+            curve_err.append(tracker.running_max_error())
     return records, {"round": np.array(curve_t), "max_error": np.array(curve_err)}
 
 
-def _check_release_inputs(release: Any, workload: Workload, analysts: np.ndarray, epsilon: float, delta: float,
-                          n: int, beta: float) -> None:
+class _ReleaseInputs:
+    """The inputs Algorithms 3 and 4 share, stored by ``_check_release_inputs``."""
+
+    workload: Workload
+    analysts: np.ndarray
+    epsilon: float
+    delta: float
+    n: int
+    beta: float
+
+
+def _check_release_inputs(release: _ReleaseInputs, workload: Workload, analysts: np.ndarray, epsilon: float,
+                          delta: float, n: int, beta: float) -> None:
     """Validate and store the inputs Algorithms 3 and 4 share: one analyst id per query, (eps, delta), n, beta."""
     release.workload = workload
     release.analysts = np.asarray(analysts, dtype=np.int64)
@@ -75,7 +88,7 @@ def _check_release_inputs(release: Any, workload: Workload, analysts: np.ndarray
     release.beta = check_open_interval(beta, "beta", 0.0, 1.0)
 
 
-class PrivateEquilibriumRelease:
+class PrivateEquilibriumRelease(_ReleaseInputs):
     """Algorithm 3: data player (MW over X) vs query player (dense MW over Q u not-Q, Gamma_s), then clean-up.
 
     Payoff G_D(x, q) = (1 + q(D) - q(x)) / 2. Round t (simultaneous, history < t): x_t ~ D_t(x) ~
@@ -156,7 +169,7 @@ class PrivateEquilibriumRelease:
         )
 
 
-class AnalystEquilibriumRelease:
+class AnalystEquilibriumRelease(_ReleaseInputs):
     r"""Algorithm 4 (one-analyst-to-many-analyst privacy): the column player picks analysts, errata applied.
 
     G(x, id) = max_{q in Q_id u not-Q_id} (1 + q(D) - q(x)) / 2. T = ceil(n^{2/3} max(ln|X|, ln m)) (erratum: the
