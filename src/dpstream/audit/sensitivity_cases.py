@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ from dpstream.accounting import QUERY_SENSITIVITY, advanced_per_step_epsilon, pe
 from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
 from dpstream.binary_mechanism import GaussBM
 from dpstream.calibration import gaussian_l2_sensitivity
-from dpstream.counters import Counter
+from dpstream.counters import BLTCounter, Counter
 from dpstream.hashing import bucket_many
 from dpstream.heavy_hitters import LazyHH
 from dpstream.heavy_hitters.baselines import PunctualHH
@@ -44,7 +45,7 @@ from dpstream.query_release.iterative import IterativeConstruction
 from dpstream.query_release.online import OnlineIC, online_pmw, online_sigma
 from dpstream.query_release.workloads import Workload
 from dpstream.sketches import LazyCMS, LazyCS, PunctualCMS, PunctualCS
-from dpstream.sketches.core import SketchCore
+from dpstream.sketches.core import PrivateSchedule, SketchCore
 from dpstream.svt import (
     AboveThreshold,
     NumericSparse,
@@ -120,7 +121,7 @@ def counter_protected(counter: Counter, increments: np.ndarray, steps: np.ndarra
     """
     if counter.name == "honaker":
         return all_dyadic_nodes(increments, steps)
-    if counter.name == "blt":
+    if isinstance(counter, BLTCounter):
         return toeplitz_images(increments, steps, counter.params)
     return released_nodes(increments, steps)
 
@@ -131,8 +132,8 @@ def tree_positions(horizon: int) -> np.ndarray:
     return np.unique(np.concatenate(([0, horizon - 1], powers, powers - 1)).clip(0, horizon - 1))
 
 
-def gauss_bm_assumed(bm: GaussBM) -> Sensitivity:
-    """The L2 sensitivity the GaussBM's sigma is calibrated for (sqrt(h m) when the calibration is right)."""
+def gauss_bm_assumed(bm: GaussBM | Counter) -> Sensitivity:
+    """The L2 sensitivity a GaussBM's (or counter array's) sigma is calibrated for (sqrt(h m) when it is right)."""
     return Sensitivity("l2", gaussian_l2_sensitivity(bm.sigma, bm.epsilon, bm.delta, bm.calibration))
 
 
@@ -229,6 +230,14 @@ def stream_positions(length: int, width: int) -> np.ndarray:
     return np.unique(np.concatenate((tree_positions(length), lazy)).clip(0, length - 1))
 
 
+def cell_counters(sketch: SketchCore) -> Counter:
+    """The d*w cell counters of a private sketch (its ``PrivateSchedule``); an exact sketch has none."""
+    state = sketch._state
+    if not isinstance(state, PrivateSchedule):
+        raise TypeError(f"{type(sketch).__name__} releases exact cells: no noise to probe")
+    return state.counters
+
+
 @dataclass
 class SketchCase:
     """A private sketch (or a tracker's sketch) under replace-one neighbouring streams of ``length`` items."""
@@ -241,11 +250,11 @@ class SketchCase:
 
     def assumed(self) -> Sensitivity:
         """The L2 sensitivity the sketch's GaussBM cells are calibrated for (2d or 4d neighbouring)."""
-        return gauss_bm_assumed(self.sketch._state.counters)
+        return gauss_bm_assumed(cell_counters(self.sketch))
 
     def protected(self, data: np.ndarray) -> np.ndarray:
         """Every node of every cell counter, from the item stream ``data``."""
-        return counter_protected(self.sketch._state.counters, *cell_increments(self.sketch, data.astype(np.uint64)))
+        return counter_protected(cell_counters(self.sketch), *cell_increments(self.sketch, data.astype(np.uint64)))
 
     def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
         """Random one-item replacements, then the adversarial key pairs of ``adversarial_key_pairs``."""
@@ -450,7 +459,7 @@ def sketch_case(cls: type[SketchCore], **overrides: Any) -> SketchCase:
 
 
 for _cls in (PunctualCMS, PunctualCS, LazyCMS, LazyCS):
-    register(_cls.__name__)(lambda cls=_cls: sketch_case(cls))
+    register(_cls.__name__)(partial(sketch_case, _cls))
 register("LazyCS_d3_w8")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024))
 register("PunctualCS_d3_w3")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64))
 BEYOND = {"node_noise": "derived", "calibration": "analytic", "hash_family": "multiply_shift"}
@@ -502,10 +511,13 @@ _SVT: dict[str, Callable[[], Any]] = {
     "NumericSparse": lambda: NumericSparse(epsilon=1.0, threshold=5.0, c=3, seed=0),
     "ThresholdMonitor": lambda: ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=5.0, k=3, seed=0),
 }
+def _svt_case(name: str, make: Callable[[], Any]) -> LinearQueryCase:
+    """``make()`` (an SVT mechanism) over the fixed audit queries (``svt_queries`` at seed 1)."""
+    return LinearQueryCase(name, make(), svt_queries(np.random.default_rng(1)))
+
+
 for _name, _make in _SVT.items():
-    register(_name)(
-        lambda name=_name, make=_make: LinearQueryCase(name, make(), svt_queries(np.random.default_rng(1)))
-    )
+    register(_name)(partial(_svt_case, _name, _make))
 
 
 @register("ShiftingHeavyHitters")
