@@ -152,7 +152,7 @@ def honaker_update_counters(
 
     ``noise`` is consumed in order, ctz(s) + 1 node noises per update (``honaker_draws`` counts them).
     """
-    pos = 0
+    pos = np.int64(0)
     for k in range(js.shape[0]):
         j = js[k]
         s = steps[j] + 1

@@ -95,5 +95,6 @@ def cached_arrays(cache_dir: str | Path | None, kind: str, params: dict[str, Any
         with np.load(path, allow_pickle=False) as stored:
             return {name: stored[name] for name in stored.files}
     arrays = build()
-    _write_atomically(path, lambda fh: np.savez(fh, **arrays))
+    # numpy's stub cannot tell that no key of ``arrays`` is savez's own ``allow_pickle`` keyword
+    _write_atomically(path, lambda fh: np.savez(fh, **arrays))  # type: ignore[arg-type]
     return arrays

@@ -123,7 +123,7 @@ class _ShortReadGuard(io.RawIOBase):
         self.expect_header = True
         self.truncated = False
 
-    def read(self, n: int = -1) -> bytes:  # type: ignore[override]
+    def read(self, n: int = -1) -> bytes:
         data = self._fh.read(n)
         if self.active:
             if 0 < n and len(data) < n and not (len(data) == 0 and self.expect_header):
@@ -388,7 +388,7 @@ def caida_trace(path: str, format: str = "auto", column: int | str = 2, header: 
 
     def build() -> dict[str, np.ndarray]:
         items, stats = read_trace(p, format, column, header, byteorder, on_truncated)
-        return {"stream": items, **{name: np.int64(v) for name, v in asdict(stats).items()}}
+        return {"stream": items, **{name: np.array(v, dtype=np.int64) for name, v in asdict(stats).items()}}
 
     read = cached_arrays(cache_dir, "trace", key, build)
     stats = TraceStats(**{name: int(read[name]) for name in asdict(TraceStats())})
