@@ -8,7 +8,7 @@ trials. Rule texts are module constants: they name the statistic and the thresho
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -189,7 +189,7 @@ def _log_ratio(df: pd.DataFrame, mech: str, x: str) -> pd.Series:
     first, last = _ends(df, mech, x)
     are = df.loc[df["mechanism.name"] == mech, "are_top15"]
     floor = 0.5 * float(are[are > 0].min()) if (are > 0).any() else 1.0
-    return np.log(np.maximum(first, floor) / np.maximum(last, floor))
+    return cast(pd.Series, np.log(np.maximum(first, floor) / np.maximum(last, floor)))  # ufuncs keep the Series
 
 
 def more_for_claim(df: pd.DataFrame, claim: str, x: str, pairs: list[tuple[str, str]]) -> Claim:

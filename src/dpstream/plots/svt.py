@@ -18,6 +18,12 @@ from dpstream.plots import names
 from dpstream.plots.common import legend, save_figure, subplots
 
 
+def _synthetic(df: pd.DataFrame, design: str) -> pd.DataFrame:
+    """``df`` with ``data.name`` = ``design`` and ``data.synthetic`` set, for the honest title of ``save_figure``."""
+    tags: dict[str, Any] = {"data.name": design, "data.synthetic": True}
+    return df.assign(**tags)
+
+
 def theory_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """E0: alpha vs c (Sparse pure / approximate / min, alpha_TM lines per k*, crossovers) and alpha_TM vs k."""
     df = df.sort_values("c")
@@ -124,7 +130,7 @@ def atoms_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
         ax.set_title(title, fontsize=9)
     legend(axes[0])
     fig.tight_layout(rect=(0, 0, 1, 0.88))
-    save_figure(fig, df.assign(**{"data.name": "svt atoms design", "data.synthetic": True}), experiment, path)
+    save_figure(fig, _synthetic(df, "svt atoms design"), experiment, path)
 
 
 def audit_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -150,7 +156,7 @@ def audit_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
         fontsize=8,
     )
     fig.tight_layout(rect=(0, 0, 1, 0.9))
-    save_figure(fig, df.assign(**{"data.name": "neighbouring query answers", "data.synthetic": True}), experiment, path)
+    save_figure(fig, _synthetic(df, "neighbouring query answers"), experiment, path)
 
 
 def power_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -166,7 +172,7 @@ def power_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
     ax.set_title(f"searching auditor, {df['trial'].nunique() if 'trial' in df else '?'} seeds per point", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
-    save_figure(fig, df.assign(**{"data.name": "neighbouring query answers", "data.synthetic": True}), experiment, path)
+    save_figure(fig, _synthetic(df, "neighbouring query answers"), experiment, path)
 
 
 def hh_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -198,7 +204,7 @@ def hh_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     ax.set_title("empirical tau (markers) and theory (thin)", fontsize=9)
     legend(ax)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
-    save_figure(fig, df.assign(**{"data.name": "E2 shifting groups", "data.synthetic": True}), experiment, path)
+    save_figure(fig, _synthetic(df, "E2 shifting groups"), experiment, path)
 
 
 def order_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -218,4 +224,4 @@ def order_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
     ax.set_title(f"empirical alpha ({int(df['n_runs'].min())} runs/point); black ticks: theory", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
-    save_figure(fig, df.assign(**{"data.name": "svt atoms design", "data.synthetic": True}), experiment, path)
+    save_figure(fig, _synthetic(df, "svt atoms design"), experiment, path)
