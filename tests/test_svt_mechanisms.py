@@ -16,7 +16,8 @@ from dpstream.svt import (
     calibrate,
     sparse_sigma,
 )
-from dpstream.svt._kernels import monitor_pass
+from dpstream.svt._kernels import RELEASE_FRESH, monitor_pass
+from dpstream.svt.sparse import GeneralisedSparse
 
 N = 200_000
 
@@ -255,6 +256,14 @@ def test_rejects_cap_or_cutoff_below_1(k):
         ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=1.0, k=k)
     with pytest.raises(ValueError, match="c must be an integer >= 1"):
         Sparse(epsilon=1.0, threshold=1.0, c=k)
+
+
+def test_generalised_sparse_rejects_fresh_answers_or_redraw_without_cutoff():
+    with pytest.raises(ValueError, match="fresh answer noise for each TOP needs a cutoff"):
+        GeneralisedSparse(threshold=1.0, cutoff=None, threshold_scale=1.0, query_scale=1.0, answer_scale=1.0,
+                          redraw=False, release=RELEASE_FRESH)
+    with pytest.raises(ValueError, match="redrawing the threshold after each TOP needs a cutoff"):
+        GeneralisedSparse(threshold=1.0, cutoff=None, threshold_scale=1.0, query_scale=1.0, redraw=True)
 
 
 def test_monitor_rejects_non_linear_queries():

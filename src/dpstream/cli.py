@@ -19,7 +19,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import hydra
 import pandas as pd
@@ -50,11 +50,19 @@ def full_error() -> bool:
     return os.environ.get("HYDRA_FULL_ERROR") == "1"
 
 
+def yaml_mapping(path: Path) -> dict[str, Any]:
+    """A YAML config file as a plain dict, interpolations unresolved (a file that is not a mapping is an error)."""
+    spec = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    if not isinstance(spec, dict):
+        raise ValueError(f"{path} must hold a mapping of keys to values, got {type(spec).__name__}")
+    return cast(dict[str, Any], spec)
+
+
 def one_line(path: Path) -> str:
     """What a config file is, in one line: its ``title``, else its ``description``, else its first comment sentence."""
     spec = OmegaConf.load(path)
     for key in ("title", "description"):
-        if isinstance(spec.get(key), str):
+        if isinstance(spec, DictConfig) and isinstance(spec.get(key), str):
             return spec[key]
     comment = []
     for line in path.read_text().splitlines():
@@ -77,7 +85,7 @@ def kind_tag(group: str, spec: Any) -> str:
 
 def catalog(conf_dir: Path = CONF_DIR) -> str:
     """Every experiment, mechanism and data source with one line each (what ``dpstream --help`` prints)."""
-    base = OmegaConf.to_container(OmegaConf.load(conf_dir / "config.yaml"), resolve=False)
+    base = yaml_mapping(conf_dir / "config.yaml")
     keys = " ".join(f"{k}={v}" for k, v in base.items() if k not in ("defaults", "hydra"))
     out = [USAGE.format(keys=keys)]
     for group, label in (("experiment", "experiments"), ("mechanism", "mechanisms"), ("data", "data")):
@@ -125,7 +133,7 @@ def precheck(args: list[str]) -> None:
     typed = typed_overrides(args)
     dirs = search_dirs(args)
     choices = {g: sorted({n for d in dirs for n in options(d, g)}) for g in CHOICE_GROUPS}
-    defaults: dict[str, Any] = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))
+    defaults = yaml_mapping(CONF_DIR / "config.yaml")
     defaults.pop("hydra", None)
     chosen: dict[str, Any] = {g: None for g in CHOICE_GROUPS}
     for entry in defaults.pop("defaults"):

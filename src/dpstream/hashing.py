@@ -148,7 +148,8 @@ def _hash_rows_modp(
     for i in range(params.shape[0]):
         a, b = params[i, 0], params[i, 1]
         for k in range(m):
-            cols[i, k] = mod_width(affine_mod_p(a, b, keys[start + k]), width, inv)
+            # compiled, a Python int argument is an int64: numpy's scalar types cannot say so to mypy
+            cols[i, k] = mod_width(affine_mod_p(a, b, keys[start + k]), width, inv)  # type: ignore[arg-type]
         if signed:
             ga, gb = params[i, 2], params[i, 3]
             for k in range(m):

@@ -115,7 +115,11 @@ class SearchedEvent:
 
     def values(self, x: np.ndarray) -> np.ndarray:
         """The feature this event thresholds, per run."""
+        if self.feature is None:
+            raise ValueError("a pattern-only event thresholds no feature")
         if self.feature == CLASSIFIER:
+            if self.score is None:
+                raise ValueError("the classifier feature needs its fitted score")
             return self.score(x)
         return x[:, self.feature] if self.feature >= 0 else summary_features(x)[:, -1 - self.feature]
 

@@ -88,7 +88,7 @@ def _defined(rows: list[Metrics], name: str, count: str) -> np.ndarray:
     Precision needs reports (``count`` = n_reported > 0), recall needs true heavy hitters (n_true > 0); ``evaluate``
     gives NaN in the other rows.
     """
-    return np.array([r[name] for r in rows if r[count] > 0], dtype=np.float64)
+    return np.array([r[name] for r in rows if float(r[count]) > 0], dtype=np.float64)
 
 
 def _mean(values: np.ndarray) -> float:

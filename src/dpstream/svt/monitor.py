@@ -62,7 +62,8 @@ class _MonitorCore:
     def run(self, queries: object, counts: np.ndarray | None = None) -> SVTRun:
         """One run; outcomes and f_i(S_i) of shape (m,)."""
         res = self.run_many(queries, counts)
-        return SVTRun(res.outcomes[0], {k: v[0] for k, v in res.noise.items()}, values=res.values[0])
+        values = None if res.values is None else res.values[0]
+        return SVTRun(res.outcomes[0], {k: v[0] for k, v in res.noise.items()}, values=values)
 
 
 class ThresholdMonitor(_MonitorCore):

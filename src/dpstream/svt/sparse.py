@@ -72,6 +72,8 @@ class GeneralisedSparse:
             raise ValueError(f"threshold must be a finite number, got {threshold!r}")
         if cutoff is None and redraw:
             raise ValueError("redrawing the threshold after each TOP needs a cutoff")
+        if cutoff is None and release == _kernels.RELEASE_FRESH:
+            raise ValueError("fresh answer noise for each TOP needs a cutoff (it is drawn up front, c per run)")
         self.threshold = float(threshold)
         self.cutoff = None if cutoff is None else check_positive_int(cutoff, "c")
         self.threshold_scale = float(threshold_scale)
@@ -83,8 +85,8 @@ class GeneralisedSparse:
 
     def draw_noise(self, m: int, n_runs: int = 1) -> dict[str, np.ndarray]:
         """All noise R runs over m queries can use, drawn in bulk (threshold, answer, then query noise)."""
-        n_thr = self.cutoff if self.redraw else 1
-        n_ans = self.cutoff if self.release == _kernels.RELEASE_FRESH else 0
+        n_thr = self.cutoff if self.redraw and self.cutoff is not None else 1  # __init__: redraw needs a cutoff
+        n_ans = self.cutoff if self.release == _kernels.RELEASE_FRESH and self.cutoff is not None else 0
         return {
             "threshold": _laplace(self.noise, self.threshold_scale, (n_runs, n_thr)),
             "answer": _laplace(self.noise, self.answer_scale, (n_runs, n_ans)),
