@@ -165,11 +165,10 @@ def test_extend_equals_update_loop_and_any_chunking():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_planted_heavy_items_reported_and_light_or_absent_never(seed):
-    """At every output step t >= 16 384.
+    """At every output step t >= 16 384, both planted items are reported and no light or absent item is.
 
-    Both planted items (f_t ~ 0.35 t, 0.30 t, far above tau + lambda1) are reported, and no light item (f_t << tau -
-    lambda2) nor absent item is. Lemma 6 makes this fail with probability <= beta = 5e-4 per seed (union over 3 seeds:
-    1.5e-3).
+    The planted items have f_t ~ 0.35 t, 0.30 t, far above tau + lambda1; the light items have f_t << tau - lambda2.
+    Lemma 6 makes this fail with probability <= beta = 5e-4 per seed (union over 3 seeds: 1.5e-3).
     """
     stream, heavy = planted_stream(2**18, seed)
     hh = LazyHH(horizon=stream.size, seed=100 + seed, **BASE)
