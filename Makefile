@@ -17,10 +17,11 @@ install: $(STAMP)
 run: install  ## the default job: LazyCMS, 5 seeded trials on a Zipf stream of 2^20 items
 	$(PY) run.py
 
-lint: install
+lint: install  ## ruff (pyflakes, style, docstrings, complexity) over the repo, mypy over src/
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 
-test: install lint  ## lint, then the whole test suite
+test: install lint  ## lint (ruff + mypy), then the whole test suite
 	$(PY) -m pytest
 
 bench: install

@@ -1,5 +1,6 @@
 """Alias of the ``dpstream`` command for a source checkout: ``python run.py ...`` == ``dpstream ...``.
 
+Usage:
     python run.py --help                      # usage, experiments, mechanisms, data
     python run.py mechanism=lazycms           # one mechanism, `trials` seeded trials
     python run.py experiment=fig3 profile=smoke

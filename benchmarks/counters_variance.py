@@ -26,8 +26,10 @@ BUFFERS = (3, 4, 5)
 
 
 def sqrt_toeplitz_mean_variance(horizon: int) -> float:
-    """Square-root factorisation C = B = A^(1/2): both Toeplitz with c_t = binom(2t, t) / 4^t; sens^2 = sum c^2,
-    Var(s) = sum_{t < s} c_t^2."""
+    """Square-root factorisation C = B = A^(1/2).
+
+    Both Toeplitz with c_t = binom(2t, t) / 4^t; sens^2 = sum c^2, Var(s) = sum_{t < s} c_t^2.
+    """
     t = np.arange(1, horizon)
     c = np.concatenate([[1.0], np.cumprod((2 * t - 1) / (2 * t))])
     sq = c**2
@@ -35,6 +37,7 @@ def sqrt_toeplitz_mean_variance(horizon: int) -> float:
 
 
 def row(horizon: int) -> dict:
+    """Mean noise variance per unit sigma^2 x sensitivity^2 of every counter at ``horizon``."""
     h = gauss_bm_levels(horizon)
     s = np.arange(1, horizon + 1)
     out = {"horizon": horizon, "binary": h * float(popcount(s).mean()),
@@ -47,6 +50,7 @@ def row(horizon: int) -> dict:
 
 
 def main() -> None:
+    """Print the table (or JSON) over ``HORIZONS``."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     args = parser.parse_args()

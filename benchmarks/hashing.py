@@ -47,7 +47,7 @@ def reference_loop(keys: np.ndarray, a: np.ndarray, b: np.ndarray, counts: np.nd
 
 @njit(cache=True)
 def hash_sum_loop(keys: np.ndarray, a: np.uint64, b: np.uint64) -> np.uint64:
-    """sum over keys of (a x + b) >> 32 (mod 2^64): one multiply-add-shift per key."""
+    """Sum over keys of (a x + b) >> 32 (mod 2^64): one multiply-add-shift per key."""
     s = np.uint64(0)
     for k in range(keys.shape[0]):
         s += (a * keys[k] + b) >> np.uint64(32)
@@ -119,6 +119,7 @@ def measure(length: int, width: int, repeats: int) -> list[dict]:
 
 
 def main() -> None:
+    """Parse the command line, time every loop, print the table (or JSON)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     parser.add_argument("--length", type=int, default=1 << 22, help="stream length T (default 2^22)")

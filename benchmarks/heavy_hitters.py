@@ -1,5 +1,6 @@
-"""Amortised update time of LazyHH and the CMS + heap baseline over the Figure 4(b) memory grid
-(seed 004, Sec. 6.5) on the SYNTHETIC caida_like trace.
+"""Amortised update time of LazyHH and the CMS + heap baseline over the Figure 4(b) memory grid.
+
+Seed 004, Sec. 6.5; on the SYNTHETIC caida_like trace.
 
     python benchmarks/heavy_hitters.py [--json] [--length N] [--repeats R] [--memory-kb KB ...] [--data-dir DIR]
 
@@ -27,6 +28,7 @@ K, EPSILON, DELTA, BETA, CMS_DEPTH = 128, 0.5, 0.001, 0.0005, 3
 
 
 def build(name: str, memory_kb: int, horizon: int, seed: int) -> LazyHH | CMSHeap:
+    """The tracker ``name`` (LazyHH or the CMS + heap baseline) at ``memory_kb``, as in Figure 4(b)."""
     if name == "LazyHH":
         return LazyHH(k=K, k_tilde=memory_kb // 20 * K, epsilon=EPSILON, delta=DELTA, beta=BETA, horizon=horizon,
                       seed=seed)
@@ -50,6 +52,7 @@ def measure(name: str, memory_kb: int, stream: np.ndarray, repeats: int) -> dict
 
 
 def main() -> None:
+    """Parse the command line, build the trace, time every tracker at every memory point."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     parser.add_argument("--length", type=int, default=PAPER_PACKETS, help="trace length (default 26.6 M)")

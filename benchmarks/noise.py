@@ -1,5 +1,6 @@
 """Cost of the float-safe noise mode: numpy vs OpenDP samplers, alone and inside a LazyCMS.
 
+Usage:
     python benchmarks/noise.py [--json]
 """
 
@@ -16,6 +17,7 @@ from dpstream.sketches import LazyCMS
 
 
 def draws_per_s(mode: str, kind: str, n: int) -> float:
+    """Draws per second of ``kind`` noise (``gaussian`` / ``laplace``) in noise ``mode``."""
     source = NoiseSource(0, mode=mode)
     start = time.perf_counter()
     getattr(source, kind)(1.0, n)
@@ -23,6 +25,7 @@ def draws_per_s(mode: str, kind: str, n: int) -> float:
 
 
 def lazycms_updates_per_s(mode: str, length: int) -> float:
+    """Updates per second of a LazyCMS over a Zipf stream of ``length`` items in noise ``mode``."""
     items = np.random.default_rng(1).zipf(1.3, length).astype(np.int64)
     with noise_mode(mode):
         LazyCMS(width=8, depth=1, epsilon=1.0, delta=0.5, horizon=64, seed=0).extend(items[:32])  # compile
@@ -33,6 +36,7 @@ def lazycms_updates_per_s(mode: str, length: int) -> float:
 
 
 def main() -> None:
+    """Time the samplers and a LazyCMS in both noise modes; print the table (or JSON)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     args = parser.parse_args()

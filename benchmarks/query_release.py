@@ -25,6 +25,7 @@ E2_EPS = (1.0, 10.0, 30.0, 100.0)
 
 
 def game_round(rounds: int) -> None:
+    """Time ``rounds`` rounds of the private equilibrium game (Alg. 3) on 2^12 records, 10 analysts."""
     d, n = 12, 1000
     work = Conjunctions(d)
     true = work.answers(histogram(product_mixture(n, d, seed=0), d))
@@ -88,6 +89,7 @@ def e2_estimate(full: bool) -> None:
 
 
 def main() -> None:
+    """Parse the command line and run the timings."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--full", action="store_true")

@@ -63,6 +63,7 @@ def print_table(rows: list[dict], key: str = "cpu_updates_per_s") -> None:
 
 
 def main() -> None:
+    """Parse the command line, time every sketch at every memory point, print the table (or JSON)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     parser.add_argument("--length", type=int, default=1 << 20, help="stream length T (default 2^20)")

@@ -22,6 +22,7 @@
 # `DPSTREAM_RESULTS=results/smoke` to read those rows instead.
 
 # %%
+"""Notebook of the sketch experiments (Figures 3 and 4, seed 004); the markdown cells explain each figure."""
 import pandas as pd
 
 from dpstream.harness.report import verdict_summary

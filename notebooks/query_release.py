@@ -24,6 +24,7 @@
 # `DPSTREAM_RESULTS=results/smoke` to read those rows instead.
 
 # %%
+"""Notebook of the query-release experiments (seeds 002 and 003); the markdown cells explain each figure."""
 import pandas as pd
 
 from dpstream.harness.report import verdict_summary

@@ -23,6 +23,7 @@
 # `DPSTREAM_RESULTS=results/smoke` to read those rows instead.
 
 # %%
+"""Notebook of the sparse vector experiments (seeds 000 and 001); the markdown cells explain each figure."""
 import pandas as pd
 
 from dpstream.harness.report import verdict_summary

@@ -11,8 +11,10 @@ __all__ = ["CONF_DIR", "ROOT", "TESTS", "child_env"]
 
 
 def child_env(**extra: str) -> dict[str, str]:
-    """Environment for a test's child Python process: the test helpers (``_harness_fake``) importable.
-    (Loky and dask workers inherit the parent's ``sys.path``; a plain subprocess does not.)"""
+    """Environment for a test's child Python process, with the test helpers (``_harness_fake``) importable.
+
+    Loky and dask workers inherit the parent's ``sys.path``; a plain subprocess does not.
+    """
     path = os.pathsep.join(p for p in (str(TESTS), os.environ.get("PYTHONPATH", "")) if p)
     return {**os.environ, "PYTHONPATH": path, **extra}
 

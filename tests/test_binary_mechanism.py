@@ -31,8 +31,10 @@ def _algorithm_1_tree(cs: list[int]) -> list[tuple[int, int, int]]:
 
 
 def released_from_scratch(values: np.ndarray, noise: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """Released prefix sums of counters recomputed from scratch: row j of ``values`` / ``noise`` holds counter j's
-    increments / node noises in step order (entries from column ``steps[j]`` on are ignored).
+    """Released prefix sums of counters recomputed from scratch.
+
+    Row j of ``values`` / ``noise`` holds counter j's increments / node noises in step order (entries from column
+    ``steps[j]`` on are ignored).
 
     At step s the released nodes are the set bits l of s: the dyadic interval ending at u = s with its bits below l
     cleared, released as sum(values[u - 2^l : u]) + noise[u - 1]; they are added highest bit first.

@@ -1,5 +1,8 @@
-"""Claims about the BLT factorisation: exact identities against dense matrices, the streaming recurrence, the
-optimised loss against the binary tree, and the noise the recurrence adds against its variance formula."""
+"""Claims about the BLT factorisation.
+
+Exact identities against dense matrices, the streaming recurrence, the optimised loss against the binary tree, and the
+noise the recurrence adds against its variance formula.
+"""
 
 import numpy as np
 import pytest

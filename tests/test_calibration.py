@@ -1,6 +1,8 @@
-"""Claims about dpstream.calibration: the analytic Gaussian sigma is the exact smallest one, checked against
-Google's dp-accounting privacy loss distributions (an accountant independent of our formula); the classic
-default is unchanged."""
+"""Claims about dpstream.calibration.
+
+The analytic Gaussian sigma is the exact smallest one, checked against Google's dp-accounting privacy loss distributions
+(an accountant independent of our formula); the classic default is unchanged.
+"""
 
 import math
 

@@ -12,8 +12,10 @@ EPS = [0.1, 0.3, 1.0]
 
 def table(x: str, grid: list[float], are: dict[str, float], speed: dict[str, float], trials: int = 4,
           jitter: float = 0.01) -> pd.DataFrame:
-    """Rows (mechanism, x, trial): ARE = are[m] (paired trial factor shared by all mechanisms, plus small noise),
-    updates/s = speed[m] with independent noise."""
+    """Rows (mechanism, x, trial) with ARE = are[m] and updates/s = speed[m].
+
+    The ARE has a paired trial factor shared by all mechanisms, plus small noise; the speed has independent noise.
+    """
     rng = np.random.default_rng(np.random.SeedSequence(7))
     shared = 1 + 0.1 * rng.standard_normal(trials)
     rows = []

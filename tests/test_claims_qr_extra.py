@@ -1,5 +1,7 @@
-"""Claims of qr_alg5, qr_alg4, qr_error_vs_queries and qr_error_vs_n_fair: each rule on a table where it holds and
-on one where it fails (the verdict flips), and inconclusive with too few trials."""
+"""Claims of qr_alg5, qr_alg4, qr_error_vs_queries and qr_error_vs_n_fair.
+
+Each rule on a table where it holds and on one where it fails (the verdict flips), and inconclusive with too few trials.
+"""
 
 from __future__ import annotations
 

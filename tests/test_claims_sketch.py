@@ -1,6 +1,8 @@
-"""Figure 3 and 4 claim rules: every claim function on a synthetic table where its claims hold and one where
-they fail (every verdict flips; a rule that is inconclusive by design stays so), a mixed table whose trials
-disagree (the intervals straddle: inconclusive), and 2 trials (every verdict inconclusive); never a NaN verdict.
+"""Figure 3 and 4 claim rules, each on tables where it holds, fails and cannot decide.
+
+Every claim function on a synthetic table where its claims hold and one where they fail (every verdict flips; a rule
+that is inconclusive by design stays so), a mixed table whose trials disagree (the intervals straddle: inconclusive),
+and 2 trials (every verdict inconclusive); never a NaN verdict.
 
 Tables: 5 trials per grid point, multiplicative noise N(1, 0.01^2) from a fixed seed; the effects built in
 (factors of 2 or more, trends over the whole grid) are many noise standard deviations wide, so the rules'
@@ -63,8 +65,10 @@ def check_flips(fn: Callable, holds: pd.DataFrame, fails: pd.DataFrame) -> list:
 
 
 def mixed(holds: pd.DataFrame, fails: pd.DataFrame) -> pd.DataFrame:
-    """Trials 0, 2, 4 from the table where the claims hold, 1 and 3 from the one where they fail: the effect
-    flips sign between trials, so a t interval over the 5 trials straddles and Page's test cannot decide."""
+    """Trials 0, 2, 4 from the table where the claims hold, 1 and 3 from the one where they fail.
+
+    The effect flips sign between trials, so a t interval over the 5 trials straddles and Page's test cannot decide.
+    """
     return pd.concat([holds[holds["trial"] % 2 == 0], fails[fails["trial"] % 2 == 1]], ignore_index=True)
 
 
@@ -276,8 +280,10 @@ def test_fig4c_precision_covers_the_cms_baseline_too():
 
 
 def test_identical_trials_are_one_series_not_five_blocks():
-    """Recall ranks [2, 4, 1, 5, 3, 6] copied into 5 trials: Page's test over the copies would give p ~ 0.001;
-    one series of 6 points (Spearman rho 0.6, p ~ 0.12) cannot decide."""
+    """Recall ranks [2, 4, 1, 5, 3, 6] copied into 5 trials.
+
+    Page's test over the copies would give p ~ 0.001; one series of 6 points (Spearman rho 0.6, p ~ 0.12) cannot decide.
+    """
     series = dict(zip(KT, [0.4, 0.6, 0.2, 0.8, 0.5, 1.0], strict=True))
     copies = hh_table(lambda m, kt: {"recall": series[kt]})
     trend = heavy_hitters.fig4c_claims(copies, {})[1]

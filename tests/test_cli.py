@@ -1,6 +1,8 @@
-"""The ``dpstream`` command: runs from any directory, lists what it can run, one-line config errors with exit
-status 2, mechanism/data checked against each other, experiment files checked against their schema, one combined
-multirun table, and no orphan workers when a parallel run is stopped.
+"""The ``dpstream`` command.
+
+It runs from any directory, lists what it can run, gives one-line config errors with exit status 2, checks
+mechanism/data against each other and experiment files against their schema, writes one combined multirun table, and
+leaves no orphan workers when a parallel run is stopped.
 
 The command starts Python + numba each time, so only five tests start it as a process; the error lines are checked
 in-process through ``dpstream.cli.main``, which is exactly what the console script calls.
@@ -131,8 +133,10 @@ def test_every_mechanism_and_data_declares_what_it_reads_and_is():
 
 
 def test_every_experiment_passes_the_checks_at_paper_scale(compose_cfg):
-    """``experiment=all`` expands every part (schema, keys, mechanism/data pairs) without running a trial (the smoke
-    profile runs every experiment in test_harness.py)."""
+    """``experiment=all`` expands every part (schema, keys, mechanism/data pairs) without running a trial.
+
+    The smoke profile runs every experiment in test_harness.py.
+    """
     planned = plan(compose_cfg(["experiment=all", "profile=paper"]), CONF_DIR)
     aggregates = {n for n in options(CONF_DIR, "experiment") if load_option(CONF_DIR, "experiment", n).get("parts")}
     assert {spec["id"] for spec, _ in planned.experiments} == set(options(CONF_DIR, "experiment")) - aggregates

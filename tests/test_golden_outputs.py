@@ -1,5 +1,8 @@
-"""Refactors change no number: every sketch, GaussBM and heavy-hitter tracker reproduces, bit for bit, the outputs
-recorded before the counter interface (``tests/golden.py``, ``tests/data/golden_outputs.json``)."""
+"""Refactors change no number.
+
+Every sketch, GaussBM and heavy-hitter tracker reproduces, bit for bit, the outputs recorded before the counter
+interface (``tests/golden.py``, ``tests/data/golden_outputs.json``).
+"""
 
 import json
 

@@ -1,5 +1,7 @@
-"""Claims about dpstream.hashing: exact Mersenne and multiply-shift arithmetic, stable canonical keys, pairwise
-independence of both families."""
+"""Claims about dpstream.hashing.
+
+Exact Mersenne and multiply-shift arithmetic, stable canonical keys, pairwise independence of both families.
+"""
 
 import hashlib
 

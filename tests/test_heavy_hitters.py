@@ -165,9 +165,11 @@ def test_extend_equals_update_loop_and_any_chunking():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_planted_heavy_items_reported_and_light_or_absent_never(seed):
-    """At every output step t >= 16 384: both planted items (f_t ~ 0.35 t, 0.30 t, far above
-    tau + lambda1) are reported, and no light item (f_t << tau - lambda2) nor absent item is. Lemma 6
-    makes this fail with probability <= beta = 5e-4 per seed (union over 3 seeds: 1.5e-3)."""
+    """At every output step t >= 16 384, both planted items are reported and no light or absent item is.
+
+    The planted items have f_t ~ 0.35 t, 0.30 t, far above tau + lambda1; the light items have f_t << tau - lambda2.
+    Lemma 6 makes this fail with probability <= beta = 5e-4 per seed (union over 3 seeds: 1.5e-3).
+    """
     stream, heavy = planted_stream(2**18, seed)
     hh = LazyHH(horizon=stream.size, seed=100 + seed, **BASE)
     for pos in range(0, stream.size, 4096):
@@ -179,8 +181,10 @@ def test_planted_heavy_items_reported_and_light_or_absent_never(seed):
 
 
 def test_candidate_errors_stay_within_lemma6_bounds():
-    """Lemma 6: every candidate's estimate at every output step lies in [f - gamma - k~, f + 2t/k~ + gamma]
-    (with probability >= 1 - beta = 1 - 5e-4)."""
+    """Lemma 6: every candidate's estimate at every output step lies in its interval.
+
+    The interval is [f - gamma - k~, f + 2t/k~ + gamma], with probability >= 1 - beta = 1 - 5e-4.
+    """
     rng = np.random.default_rng(3)
     stream = rng.zipf(1.3, size=2**16) % 5000
     hh = LazyHH(horizon=stream.size, seed=9, **BASE)
@@ -310,8 +314,11 @@ def test_fig4_panels_share_one_sweep(panels):
 
 @pytest.mark.parametrize(("mechanism", "skew", "k", "k_tilde"), [("lazyhh", 1.5, 8, 16), ("cms_heap", 1.3, 4, 16)])
 def test_trial_means_over_release_times_equal_fresh_trackers_stopped_there(tmp_path, mechanism, skew, k, k_tilde):
-    """precision_mean_t / recall_mean_t / are_mean_t equal the means, over the output steps at or before
-    the release times, of NEW trackers (same seed) fed only that prefix, each scored on its own prefix."""
+    """The release-time means equal NEW trackers (same seed) fed only each prefix.
+
+    precision_mean_t / recall_mean_t / are_mean_t equal the means, over the output steps at or before the release times,
+    of NEW trackers fed only that prefix, each scored on its own prefix.
+    """
     params = _params(tmp_path, mechanism, k=k, k_tilde=k_tilde) | {"epsilon": 8.0, "memory_kb": None, "width": 16}
     params["data"] = {"name": "zipf", "_target_": "dpstream.data.zipf_stream", "length": 40_000, "universe": 2000,
                       "skew": skew}

@@ -1,5 +1,8 @@
-"""Claims about Honaker's online estimator: the compiled kernel against the from-scratch reference, the noise it
-adds against its variance formula, unbiasedness, and its variance gain over the binary tree."""
+"""Claims about Honaker's online estimator.
+
+The compiled kernel against the from-scratch reference, the noise it adds against its variance formula, unbiasedness,
+and its variance gain over the binary tree.
+"""
 
 import numpy as np
 import pytest

@@ -50,8 +50,10 @@ def test_every_experiment_of_all_is_shown_by_exactly_one_notebook():
 
 @pytest.mark.slow
 def test_notebook_renders_its_figures_in_a_jupyter_kernel(tmp_path):
-    """`make notebooks` path: jupytext executes the notebook in a kernel (committed tables, ~10 s); each experiment's
-    figure is an image output, so figure modules must leave the kernel's inline backend alone."""
+    """`make notebooks` path: jupytext executes the notebook in a kernel (committed tables, ~10 s).
+
+    Each experiment's figure is an image output, so figure modules must leave the kernel's inline backend alone.
+    """
     pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     import nbformat

@@ -1,5 +1,7 @@
-"""Algorithm 5 (AnalystPrivateMW): printed constants, accounting, noise vs calibration, behaviour; the Alg 3 crossover;
-the workload adjoint it uses."""
+"""Algorithm 5 (AnalystPrivateMW).
+
+Printed constants, accounting, noise vs calibration, behaviour; the Alg 3 crossover; the workload adjoint it uses.
+"""
 
 from __future__ import annotations
 
@@ -111,9 +113,11 @@ def test_paper_trial_row_is_certified() -> None:
 
 @pytest.mark.parametrize(("s", "limit"), [(0.05, "R"), (1.5, "T")])
 def test_halts_at_R_bad_rounds_or_T_epochs_leaving_a_stream_suffix_unanswered(s: float, limit: str) -> None:
-    """tau tiny: almost every query is bad (not those with q(D) = q(H_t), e.g. both 0). eps = 100 makes s_t ~ s,
-    so an epoch takes floor(s) + 1 bad rounds: s = 0.05 -> 1 per epoch, R = ceil(0.1 T) < T: R binds;
-    s = 1.5 -> 2 per epoch, R = 3 T > 2 T: T binds."""
+    """With tau tiny, almost every query is bad (not those with q(D) = q(H_t), e.g. both 0).
+
+    eps = 100 makes s_t ~ s, so an epoch takes floor(s) + 1 bad rounds: s = 0.05 -> 1 per epoch, R = ceil(0.1 T) < T: R
+    binds; s = 1.5 -> 2 per epoch, R = 3 T > 2 T: T binds.
+    """
     work, true, _ = problem(200, 8)
     base = alg5_parameters(200, 100.0, 1e-6, work.n_queries, 256, constants={"s": 1.0})["s"]
     mech = AnalystPrivateMWScaledUNCERTIFIED(workload=work, epsilon=100.0, delta=1e-6, n=200, c_s=s / base,
@@ -181,4 +185,3 @@ def test_other_constants_are_not_certified_even_through_the_base_class() -> None
     assert not other.certified and other.privacy is None
     info = other.release(true).info
     assert info["certified"] is False and info["constants"] == "scaled_UNCERTIFIED"
-

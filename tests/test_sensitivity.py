@@ -1,5 +1,8 @@
-"""The sensitivity probe: every private mechanism's protected values move by at most the sensitivity its
-calibration assumes, and the probe finds the Count Sketch erratum (m = 2d) when it is put back."""
+"""The sensitivity probe: protected values move by at most the calibrated sensitivity.
+
+Every private mechanism's protected values move by at most the sensitivity its calibration assumes, and the probe finds
+the Count Sketch erratum (m = 2d) when it is put back.
+"""
 
 import math
 

@@ -1,5 +1,7 @@
-"""Figure 3 trials through the harness: reproducibility across n_jobs, ARE at release times.
-(Command-line errors and multiruns: tests/test_cli.py.)"""
+"""Figure 3 trials through the harness.
+
+Reproducibility across n_jobs, ARE at release times. (Command-line errors and multiruns: tests/test_cli.py.)
+"""
 
 
 import numpy as np
@@ -65,8 +67,10 @@ def _are_of_fresh_sketch(params, t):
 
 @pytest.mark.parametrize(("mechanism", "cls"), [("punctualcms", "PunctualCMS"), ("lazycs", "LazyCS"), ("cms", "CMS")])
 def test_are_at_release_times_equal_fresh_sketches_stopped_there(tmp_path, mechanism, cls):
-    """are_top15 is the single-pass value at T (unchanged by the chunked feed), and the mean / max over
-    the release times equal sketches built anew and stopped at each t."""
+    """are_top15 is the single-pass value at T (unchanged by the chunked feed).
+
+    The mean / max over the release times equal sketches built anew and stopped at each t.
+    """
     params = _private_params(tmp_path, mechanism, cls, release_times=6)
     row = run_trial(params, trial_seed(1, 0))
     times = release_times(6000, 6)

@@ -16,15 +16,19 @@ from dpstream.svt import (
     calibrate,
     sparse_sigma,
 )
-from dpstream.svt._kernels import monitor_pass
+from dpstream.svt._kernels import RELEASE_FRESH, monitor_pass
+from dpstream.svt.sparse import GeneralisedSparse
 
 N = 200_000
 
 
 def assert_laplace_scale(x: np.ndarray, scale: float) -> None:
-    """x ~ Lap(scale): mean |x| = scale (sd scale/sqrt(n)), tolerance 5 sd (p ~ 6e-7);
-    tail Pr[|x| > 3 scale] = e^-3, binomial two-sided p > 1e-6; variance 2 scale^2 within 5 sd
-    (relative sd of the sample variance is sqrt(5/n) for the Laplace's kurtosis 6)."""
+    """Check x ~ Lap(scale) by its mean |x|, its tail and its variance.
+
+    Mean |x| = scale (sd scale/sqrt(n)), tolerance 5 sd (p ~ 6e-7); tail Pr[|x| > 3 scale] = e^-3, binomial two-sided p
+    > 1e-6; variance 2 scale^2 within 5 sd (relative sd of the sample variance is sqrt(5/n) for the Laplace's kurtosis
+    6).
+    """
     x = np.ravel(x)
     n = x.size
     assert abs(np.abs(x).mean() / scale - 1) < 5 / math.sqrt(n)
@@ -252,6 +256,14 @@ def test_rejects_cap_or_cutoff_below_1(k):
         ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=1.0, k=k)
     with pytest.raises(ValueError, match="c must be an integer >= 1"):
         Sparse(epsilon=1.0, threshold=1.0, c=k)
+
+
+def test_generalised_sparse_rejects_fresh_answers_or_redraw_without_cutoff():
+    with pytest.raises(ValueError, match="fresh answer noise for each TOP needs a cutoff"):
+        GeneralisedSparse(threshold=1.0, cutoff=None, threshold_scale=1.0, query_scale=1.0, answer_scale=1.0,
+                          redraw=False, release=RELEASE_FRESH)
+    with pytest.raises(ValueError, match="redrawing the threshold after each TOP needs a cutoff"):
+        GeneralisedSparse(threshold=1.0, cutoff=None, threshold_scale=1.0, query_scale=1.0, redraw=True)
 
 
 def test_monitor_rejects_non_linear_queries():

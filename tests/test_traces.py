@@ -193,8 +193,11 @@ def _write_pcap(path, frames):
 
 
 def _skewed_pcap(path, n_ipv4, n_other):
-    """``n_ipv4`` Ethernet/IPv4 packets whose sources follow a Zipf(1.5) law over 40 addresses (seeded), then
-    ``n_other`` non-IPv4 frames (IPv6 and ARP, as in ``_frames``): (path, the expected source stream)."""
+    """``n_ipv4`` Ethernet/IPv4 packets, then ``n_other`` non-IPv4 frames: (path, expected sources).
+
+    The sources follow a Zipf(1.5) law over 40 addresses (seeded); the non-IPv4 frames are IPv6 and ARP, as in
+    ``_frames``.
+    """
     sources = [f"10.0.{i // 250}.{i % 250 + 1}" for i in range(40)]
     frames = [bytes(dpkt.ethernet.Ethernet(src=MAC_B, dst=MAC_A, type=dpkt.ethernet.ETH_TYPE_IP, data=_ipv4(s)))
               for s in sources]
@@ -240,8 +243,10 @@ def test_csv_trace_empty_file_or_missing_column_names_file_and_column(tmp_path):
 
 
 def test_lazycms_runs_on_a_pcap_from_the_command_line_config(tmp_path, compose_cfg):
-    """``mechanism=lazycms data=caida data.path=t.pcap`` (once a TypeError: caida_trace got 'seed'): the trial
-    streams the trace's IPv4 sources and records what it read and skipped."""
+    """``mechanism=lazycms data=caida data.path=t.pcap`` (once a TypeError: caida_trace got 'seed').
+
+    The trial streams the trace's IPv4 sources and records what it read and skipped.
+    """
     from conftest import CONF_DIR
 
     from dpstream.harness.runner import run

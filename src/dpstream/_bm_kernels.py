@@ -22,7 +22,7 @@ def popcount(steps: np.ndarray | int) -> np.ndarray:
 @njit(cache=True, inline="always")
 def tree_level(step: np.int64) -> np.int64:
     """Level of the node that closes at ``step`` >= 1: the number of trailing zero bits of ``step``."""
-    level = 0
+    level = np.int64(0)
     while (step >> level) & 1 == 0:
         level += 1
     return level

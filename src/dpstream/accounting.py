@@ -1,5 +1,6 @@
-"""Privacy accounting of the sparse vector and query-release families: the one place for composition, its
-inversion, Sparse's threshold scale and Sparse's pure-vs-approximate choice.
+"""Privacy accounting of the sparse vector and query-release families.
+
+The one place for composition, its inversion, Sparse's threshold scale and Sparse's pure-vs-approximate choice.
 
 Composition is Dwork, Rothblum and Vadhan's advanced composition (seed 000 Thm B.1; seed 002 notes): l adaptively
 composed eps-DP steps are (sqrt(2 l ln(1/delta^)) eps + l eps (e^eps - 1), delta^)-DP; basic composition gives
@@ -70,8 +71,11 @@ def advanced_per_step_epsilon(epsilon: float, delta: float, steps: int) -> float
 # ---- Sparse ------------------------------------------------------------------------------------------------------
 
 def check_kappa(kappa: float) -> float:
-    """The noise multiplier kappa in (0, 1]: 1 is the calibrated (certified) noise; kappa < 1 multiplies every noise
-    scale by kappa and is NOT privacy-certified (spec E1, optional mode for curve shapes at small n)."""
+    """The noise multiplier kappa in (0, 1].
+
+    1 is the calibrated (certified) noise; kappa < 1 multiplies every noise scale by kappa and is NOT privacy-certified
+    (spec E1, optional mode for curve shapes at small n).
+    """
     try:
         value = float(kappa)
     except (TypeError, ValueError):
@@ -91,17 +95,21 @@ def _check_cutoff(c: float) -> float:
 
 
 def sparse_composed_epsilon(epsilon: float, c: float, delta: float) -> float:
-    """The exact guarantee of approximate Sparse at threshold scale sqrt(32 c ln(1/delta))/eps: its ceil(c)
-    AboveThreshold rounds are each eps' = eps / sqrt(8 c ln(1/delta))-DP (threshold noise 2/eps'), composed by
-    Thm B.1 at delta: sqrt(2 ceil(c) ln(1/delta)) eps' + ceil(c) eps' (e^eps' - 1), = eps/2 + ... for integer c."""
+    """The exact guarantee of approximate Sparse at threshold scale sqrt(32 c ln(1/delta))/eps.
+
+    Its ceil(c) AboveThreshold rounds are each eps' = eps / sqrt(8 c ln(1/delta))-DP (threshold noise 2/eps'), composed
+    by Thm B.1 at delta: sqrt(2 ceil(c) ln(1/delta)) eps' + ceil(c) eps' (e^eps' - 1), = eps/2 + ... for integer c.
+    """
     per_round = epsilon / math.sqrt(8.0 * c * math.log(1.0 / delta))
     return advanced_composition(per_round, math.ceil(c), delta)
 
 
 def sparse_advanced_certified(epsilon: float, c: float, delta: float) -> bool:
-    """True when the approximate Sparse scale at (epsilon, delta), cutoff c, is (epsilon, delta)-DP, i.e.
-    ``sparse_composed_epsilon <= epsilon``. (The notes' eps <= 4 ln(1/delta) only bounds e^eps' - 1 by eps' and
-    is too loose: at delta = 1e-6, c = 1 the largest certified eps is 19.3, not 55.)"""
+    """True when the approximate Sparse scale at (epsilon, delta), cutoff c, is (epsilon, delta)-DP.
+
+    That is, ``sparse_composed_epsilon <= epsilon``. (The notes' eps <= 4 ln(1/delta) only bounds e^eps' - 1 by eps' and
+    is too loose: at delta = 1e-6, c = 1 the largest certified eps is 19.3, not 55.)
+    """
     return sparse_composed_epsilon(epsilon, c, delta) <= epsilon * (1.0 + 1e-12)
 
 
@@ -116,8 +124,10 @@ def check_sparse_advanced(epsilon: float, c: float, delta: float) -> None:
 
 
 def sparse_sigma(epsilon: float, c: float, delta: float = 0.0, kappa: float = 1.0) -> float:
-    """Threshold noise scale of Sparse (seed 001): sigma = 2c/eps if delta = 0, else sqrt(32 c ln(1/delta))/eps,
-    times ``kappa`` (``check_kappa``; kappa < 1 is NOT privacy-certified), for sensitivity-1 queries.
+    """Threshold noise scale of Sparse (seed 001).
+
+    sigma = 2c/eps if delta = 0, else sqrt(32 c ln(1/delta))/eps, times ``kappa`` (``check_kappa``; kappa < 1 is NOT
+    privacy-certified), for sensitivity-1 queries.
 
     Query noise is Lap(2 sigma). AboveThreshold is the case c = 1, delta = 0 (Lap(2/eps), Lap(4/eps)).
     With delta > 0 the advanced composition is checked exactly (``check_sparse_advanced``); failing points are rejected.
@@ -132,10 +142,12 @@ def sparse_sigma(epsilon: float, c: float, delta: float = 0.0, kappa: float = 1.
 
 
 def sparse_prefers_pure(epsilon: float, c: float, delta: float) -> bool:
-    """The pure-vs-approximate choice of Sparse at budget (epsilon, delta): pure (delta = 0) when its scale 2c/eps is
-    no larger than the approximate sqrt(32 c ln(1/delta))/eps (i.e. c <= 8 ln(1/delta); the accuracy bounds
-    ``svt.theory.alpha_sparse_pure`` / ``_approx`` order the same way), or when the approximate one is not
-    certified (``sparse_advanced_certified``); always pure when delta = 0."""
+    """The pure-vs-approximate choice of Sparse at budget (epsilon, delta).
+
+    Pure (delta = 0) when its scale 2c/eps is no larger than the approximate sqrt(32 c ln(1/delta))/eps (i.e. c <= 8
+    ln(1/delta); the accuracy bounds ``svt.theory.alpha_sparse_pure`` / ``_approx`` order the same way), or when the
+    approximate one is not certified (``sparse_advanced_certified``); always pure when delta = 0.
+    """
     if delta == 0:
         return True
     pure = sparse_sigma(epsilon, c)

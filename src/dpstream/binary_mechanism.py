@@ -76,6 +76,7 @@ class GaussBM:
         node_noise: str = "stored",
         calibration: str = "classic",
     ) -> None:
+        """Validate the parameters and build the counter array ``counter`` with its calibrated sigma."""
         self._setup(n, horizon, epsilon, delta, m, seed, counter, node_noise, calibration, noise_multiplier=1.0)
 
     @classmethod

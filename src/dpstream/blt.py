@@ -41,8 +41,10 @@ from dpstream.validation import check_positive_int
 
 @dataclass(frozen=True, eq=False)
 class BLTParams:
-    """A BLT strategy C (``buf_decay`` theta, ``output_scale`` omega) and its inverse C^{-1} (``inv_buf_decay``
-    theta_hat, ``inv_output_scale`` omega_hat), all (k,), for ``horizon`` steps. Build with ``blt_from_decays``.
+    """A BLT strategy C and its inverse C^{-1}, all (k,), for ``horizon`` steps.
+
+    C has ``buf_decay`` theta and ``output_scale`` omega; C^{-1} has ``inv_buf_decay`` theta_hat and
+    ``inv_output_scale`` omega_hat. Build with ``blt_from_decays``.
 
     Also stores ``distance`` d = 1 - theta and ``inv_distance`` 1 - theta_hat exactly (theta can be 1 - 1e-7), and
     ``optimisation_seconds``, the CPU time ``optimal_blt`` took (0 if built otherwise).
@@ -65,9 +67,11 @@ class BLTParams:
 
 @njit(cache=True)
 def _partial_fraction_scale(d_pole: np.ndarray, d_zero: np.ndarray) -> np.ndarray:
-    """omega_i = prod_j (theta_i - theta'_j) / prod_{j != i} (theta_i - theta_j) for the rational function
-    prod_j (1 - theta'_j x) / prod_j (1 - theta_j x) = 1 + sum_i omega_i x / (1 - theta_i x) (2404.16706 Lemma 5.2;
-    McMahan and Pillutla 2025, Thm 2). Differences theta_i - theta'_j = d'_j - d_i are taken on the distances to 1.
+    """Partial-fraction scales omega_i of prod_j (1 - theta'_j x) / prod_j (1 - theta_j x).
+
+    omega_i = prod_j (theta_i - theta'_j) / prod_{j != i} (theta_i - theta_j), so that the rational function is 1 +
+    sum_i omega_i x / (1 - theta_i x) (2404.16706 Lemma 5.2; McMahan and Pillutla 2025, Thm 2). Differences theta_i -
+    theta'_j = d'_j - d_i are taken on the distances to 1.
     """
     k = d_pole.shape[0]
     out = np.empty(k)
@@ -90,9 +94,10 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 def blt_from_decays(
     distance: np.ndarray, inv_distance: np.ndarray, horizon: int, optimisation_seconds: float = 0.0
 ) -> BLTParams:
-    """The BLT pair (C, C^{-1}) with buf_decay theta = 1 - ``distance`` and theta_hat = 1 - ``inv_distance``
-    (jax_privacy's ``blt_pair_from_theta_pair``). Every distance must lie in (0, 1) and the thetas of each side must
-    be distinct (the partial fractions divide by their gaps).
+    """The BLT pair (C, C^{-1}) with theta = 1 - ``distance`` and theta_hat = 1 - ``inv_distance``.
+
+    As jax_privacy's ``blt_pair_from_theta_pair``. Every distance must lie in (0, 1) and the thetas of each side must be
+    distinct (the partial fractions divide by their gaps).
     """
     horizon = check_positive_int(horizon, "horizon")
     d = np.asarray(distance, dtype=np.float64).ravel()
@@ -132,7 +137,7 @@ def toeplitz_coefs(params: BLTParams, n: int | None = None) -> np.ndarray:
 
 
 def inverse_toeplitz_coefs(params: BLTParams, n: int | None = None) -> np.ndarray:
-    """hat c_0..hat c_{n-1} of C^{-1} (the BLT (theta_hat, omega_hat)); O(n k)."""
+    """Coefficients hat c_0..hat c_{n-1} of C^{-1} (the BLT (theta_hat, omega_hat)); O(n k)."""
     n = params.horizon if n is None else check_positive_int(n, "n")
     c = np.ones(n)
     c[1:] = _powers(params.inv_distance, np.arange(n - 1.0)) @ params.inv_output_scale
@@ -152,8 +157,10 @@ def column_norm(params: BLTParams) -> float:
 
 
 def noise_variance(params: BLTParams, steps: int | np.ndarray | None = None) -> np.ndarray:
-    """Variance of the prefix-sum noise at each step s in 1..n per unit sigma: ||row s of A C^{-1}||^2 =
-    sum_{t < s} b_t^2 (default: every step 1..horizon)."""
+    """Variance of the prefix-sum noise at each step s in 1..n per unit sigma.
+
+    ||row s of A C^{-1}||^2 = sum_{t < s} b_t^2 (default: every step 1..horizon).
+    """
     n = params.horizon
     var = np.cumsum(_prefix_noise_coefs(params, n) ** 2)
     if steps is None:
@@ -170,8 +177,11 @@ def mean_noise_variance(params: BLTParams) -> float:
 
 
 def blt_sigma(params: BLTParams, epsilon: float, delta: float, m: int = 1) -> float:
-    """Noise scale of the BLT counter: sigma = gaussian_sigma(sqrt(m) * column_norm, epsilon, delta) (module docstring:
-    sensitivity of C x for m-neighbouring inputs), the classical Gaussian calibration as for ``GaussBM``."""
+    """Noise scale of the BLT counter.
+
+    sigma = gaussian_sigma(sqrt(m) * column_norm, epsilon, delta) (module docstring: sensitivity of C x for
+    m-neighbouring inputs), the classical Gaussian calibration as for ``GaussBM``.
+    """
     m = check_positive_int(m, "m")
     return gaussian_sigma(math.sqrt(m) * column_norm(params), epsilon, delta)
 
@@ -192,9 +202,11 @@ def _geometric(lam: float, m: int) -> float:
 
 @njit(cache=True)
 def _weighted_geometric(lam: float, n: int) -> float:
-    """S(r) = sum_{t=0}^{n-1} (n - t) r^t, r = exp(-lam) >= 0: (n q - r (1 - r^n)) / q^2 with q = 1 - r, and for
-    n lam < 1e-3 (where that difference cancels) the Taylor series sum_k (-lam)^k / k! M_k, M_k = sum (n - t) t^k,
-    up to k = 3 (truncation (n lam)^4 / 360 relative, < 3e-15)."""
+    """S(r) = sum_{t=0}^{n-1} (n - t) r^t, r = exp(-lam) >= 0.
+
+    (n q - r (1 - r^n)) / q^2 with q = 1 - r, and for n lam < 1e-3 (where that difference cancels) the Taylor series
+    sum_k (-lam)^k / k! M_k, M_k = sum (n - t) t^k, up to k = 3 (truncation (n lam)^4 / 360 relative, < 3e-15).
+    """
     nf = float(n)
     if nf * lam >= 1e-3:
         q = -math.expm1(-lam)
@@ -233,10 +245,11 @@ def _closed_form_loss(d: np.ndarray, dh: np.ndarray, n: int) -> float:
 
 @njit(cache=True)
 def _interlaced_distances(g: np.ndarray, horizon: int) -> tuple[np.ndarray, np.ndarray]:
-    """Map 2k free reals to interlaced distances d_1 < hat d_1 < d_2 < ... < hat d_k in (0.01/horizon, 1):
-    log-distances at the cumulative fractions of [log(0.01/horizon), 0] given by softmax(g, 0) + 1e-4 (the floor keeps
-    neighbouring distances >= 0.1% apart, so surplus buffers end as near-cancelling pole-zero pairs, not as a
-    division by zero).
+    """Map 2k free reals to interlaced distances d_1 < hat d_1 < d_2 < ... < hat d_k in (0.01/horizon, 1).
+
+    Log-distances at the cumulative fractions of [log(0.01/horizon), 0] given by softmax(g, 0) + 1e-4 (the floor keeps
+    neighbouring distances >= 0.1% apart, so surplus buffers end as near-cancelling pole-zero pairs, not as a division
+    by zero).
 
     Interlacing (C's pole theta_1 nearest 1) is exactly the sign pattern omega > 0, omega_hat < 0 of
     ``_partial_fraction_scale`` (count the negative factors), the well-behaved class of McMahan and Pillutla
@@ -251,7 +264,7 @@ def _interlaced_distances(g: np.ndarray, horizon: int) -> tuple[np.ndarray, np.n
 
 @njit(cache=True)
 def _objective(g: np.ndarray, horizon: int) -> float:
-    """log of the closed-form loss of the interlaced BLT ``_interlaced_distances(g)``."""
+    """Log of the closed-form loss of the interlaced BLT ``_interlaced_distances(g)``."""
     d, dh = _interlaced_distances(g, horizon)
     loss = _closed_form_loss(d, dh, horizon)
     return math.log(loss) if loss > 0 and math.isfinite(loss) else math.inf
@@ -271,8 +284,9 @@ def _objective_and_gradient(g: np.ndarray, horizon: int) -> tuple[float, np.ndar
 
 @lru_cache(maxsize=64)
 def optimal_blt(horizon: int, buffers: int = 4) -> BLTParams:
-    """The k-buffer BLT minimising column_norm^2 * mean_noise_variance at ``horizon`` (single participation,
-    mean squared prefix-sum error; the loss of 2408.08868 Sec. 4 with the mean instead of the max).
+    """The k-buffer BLT minimising column_norm^2 * mean_noise_variance at ``horizon``.
+
+    Single participation, mean squared prefix-sum error: the loss of 2408.08868 Sec. 4 with the mean instead of the max.
 
     Parameterised, like jax_privacy's ``Parameterization.buf_decay_pair``, by theta and theta_hat, here through
     ``_interlaced_distances`` (1/(100 horizon) < 1 - theta < 1), unconstrained; BFGS on the O(k^2) closed form
@@ -296,8 +310,10 @@ def optimal_blt(horizon: int, buffers: int = 4) -> BLTParams:
 
 
 def blt_noise_stream(params: BLTParams, z: np.ndarray) -> np.ndarray:
-    """Prefix-sum noise A C^{-1} z of one counter for i.i.d. ``z`` (n,), n <= horizon, by the O(k) buffer
-    recurrence (Alg. 3 of 2408.08868, via ``blt_step``)."""
+    """Prefix-sum noise A C^{-1} z of one counter for i.i.d. ``z`` (n,), n <= horizon.
+
+    By the O(k) buffer recurrence (Alg. 3 of 2408.08868, via ``blt_step``).
+    """
     z = np.asarray(z, dtype=np.float64)
     if z.ndim != 1 or z.size > params.horizon:
         raise ValueError(f"z must be 1-D with at most horizon={params.horizon} entries, got shape {z.shape}")

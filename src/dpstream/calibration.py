@@ -40,8 +40,9 @@ _SAFE_RTOL = 1e-12  # brentq's relative tolerance on sigma; the result is then m
 
 
 def analytic_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float:
-    """Analytic Gaussian mechanism (Balle and Wang 2018, Alg. 1 / Thm 8): the smallest sigma with
-    ``analytic_gaussian_delta(epsilon, Delta_2, sigma) <= delta``, valid for every epsilon > 0.
+    """Analytic Gaussian mechanism (Balle and Wang 2018, Alg. 1 / Thm 8).
+
+    The smallest sigma with ``analytic_gaussian_delta(epsilon, Delta_2, sigma) <= delta``, valid for every epsilon > 0.
 
     The exact curve decreases in sigma, so brentq on a doubling/halving bracket finds the root to a relative
     1e-12; the returned sigma is then raised in steps of that size until the curve is <= delta, so it is
@@ -69,7 +70,8 @@ _SIGMA_OF = {"classic": classic_gaussian_sigma, "analytic": analytic_gaussian_si
 
 
 def gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float, calibration: str = "classic") -> float:
-    """Noise scale of the Gaussian mechanism for an L2-sensitivity ``l2_sensitivity`` query at (epsilon, delta):
+    """Noise scale of the Gaussian mechanism for an L2-sensitivity ``l2_sensitivity`` query at (epsilon, delta).
+
     ``classic_gaussian_sigma`` (default, the papers') or ``analytic_gaussian_sigma`` (``CALIBRATIONS``).
     """
     return _SIGMA_OF[check_choice(calibration, "calibration", CALIBRATIONS)](l2_sensitivity, epsilon, delta)
@@ -102,9 +104,10 @@ def gauss_bm_sigma(horizon: int, epsilon: float, delta: float, m: int, calibrati
 
 
 def gaussian_l2_sensitivity(sigma: float, epsilon: float, delta: float, calibration: str = "classic") -> float:
-    """The L2 sensitivity a Gaussian noise scale ``sigma`` covers at (epsilon, delta): the inverse of
-    ``gaussian_sigma``. Classic: Delta_2 = sigma * epsilon / sqrt(2 ln(1.25/delta)); analytic: sigma divided by the
-    analytic sigma of a unit sensitivity (both calibrations are linear in Delta_2). The sensitivity probe
+    """The L2 sensitivity a Gaussian noise scale ``sigma`` covers at (epsilon, delta).
+
+    The inverse of ``gaussian_sigma``. Classic: Delta_2 = sigma * epsilon / sqrt(2 ln(1.25/delta)); analytic: sigma
+    divided by the analytic sigma of a unit sensitivity (both calibrations are linear in Delta_2). The sensitivity probe
     (``dpstream.audit.sensitivity``) reads a mechanism's assumption from its calibrated sigma this way.
     """
     if check_choice(calibration, "calibration", CALIBRATIONS) == "analytic":
@@ -115,7 +118,7 @@ def gaussian_l2_sensitivity(sigma: float, epsilon: float, delta: float, calibrat
 
 
 def cell_neighbour_m(signed: bool, depth: int) -> int:
-    """m of the GaussBM cells of a d-row sketch under replace-one neighbours: 2d (Count-Min), 4d (Count Sketch).
+    """Multiplicity m of the GaussBM cells of a d-row sketch, replace-one neighbours: 2d (Count-Min), 4d (Count Sketch).
 
     Replacing x by x' moves, in each row i, the pushed increment of cell h_i(x) by -c_i(x) and of cell
     h_i(x') by +c_i(x'), at one step each. Count-Min (c = 1): two cells move by 1, or, when h_i(x) = h_i(x'),
@@ -130,9 +133,10 @@ def cell_neighbour_m(signed: bool, depth: int) -> int:
 
 
 def analytic_gaussian_delta(epsilon: float, l2_sensitivity: float, sigma: float) -> float:
-    """Exact privacy curve of the Gaussian mechanism (Balle and Wang 2018, Thm 8): the smallest delta for which
-    N(0, sigma^2) noise on an L2-sensitivity Delta query is (epsilon, delta)-DP,
-    delta = Phi(Delta/(2 sigma) - eps sigma/Delta) - e^eps Phi(-Delta/(2 sigma) - eps sigma/Delta).
+    """Exact privacy curve of the Gaussian mechanism (Balle and Wang 2018, Thm 8).
+
+    The smallest delta for which N(0, sigma^2) noise on an L2-sensitivity Delta query is (epsilon, delta)-DP, delta =
+    Phi(Delta/(2 sigma) - eps sigma/Delta) - e^eps Phi(-Delta/(2 sigma) - eps sigma/Delta).
     """
     if not (l2_sensitivity > 0 and sigma > 0 and epsilon >= 0):
         raise ValueError(f"need epsilon >= 0, l2_sensitivity > 0, sigma > 0; got {epsilon!r}, {l2_sensitivity!r}, "

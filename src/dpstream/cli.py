@@ -1,5 +1,6 @@
-"""The ``dpstream`` command (also ``python -m dpstream`` and ``python run.py``): the Hydra app over the package's
-``conf/`` (experiments included), so it runs from any directory and from a wheel.
+"""The ``dpstream`` command (also ``python -m dpstream`` and ``python run.py``).
+
+The Hydra app over the package's ``conf/`` (experiments included), so it runs from any directory and from a wheel.
 
     dpstream --help                                 # usage, then every experiment, mechanism and data source
     dpstream mechanism=lazycms                      # one mechanism, `trials` seeded trials
@@ -18,7 +19,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import hydra
 import pandas as pd
@@ -45,14 +46,23 @@ A bad value prints `error: <key>=<value>: <what is allowed>` and exits 2 (HYDRA_
 
 
 def full_error() -> bool:
+    """Whether ``HYDRA_FULL_ERROR=1`` asks for the full traceback instead of one line."""
     return os.environ.get("HYDRA_FULL_ERROR") == "1"
+
+
+def yaml_mapping(path: Path) -> dict[str, Any]:
+    """A YAML config file as a plain dict, interpolations unresolved (a file that is not a mapping is an error)."""
+    spec = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    if not isinstance(spec, dict):
+        raise ValueError(f"{path} must hold a mapping of keys to values, got {type(spec).__name__}")
+    return cast(dict[str, Any], spec)
 
 
 def one_line(path: Path) -> str:
     """What a config file is, in one line: its ``title``, else its ``description``, else its first comment sentence."""
     spec = OmegaConf.load(path)
     for key in ("title", "description"):
-        if isinstance(spec.get(key), str):
+        if isinstance(spec, DictConfig) and isinstance(spec.get(key), str):
             return spec[key]
     comment = []
     for line in path.read_text().splitlines():
@@ -75,7 +85,7 @@ def kind_tag(group: str, spec: Any) -> str:
 
 def catalog(conf_dir: Path = CONF_DIR) -> str:
     """Every experiment, mechanism and data source with one line each (what ``dpstream --help`` prints)."""
-    base = OmegaConf.to_container(OmegaConf.load(conf_dir / "config.yaml"), resolve=False)
+    base = yaml_mapping(conf_dir / "config.yaml")
     keys = " ".join(f"{k}={v}" for k, v in base.items() if k not in ("defaults", "hydra"))
     out = [USAGE.format(keys=keys)]
     for group, label in (("experiment", "experiments"), ("mechanism", "mechanisms"), ("data", "data")):
@@ -91,8 +101,10 @@ def catalog(conf_dir: Path = CONF_DIR) -> str:
 
 
 def typed_overrides(args: list[str]) -> list[tuple[str, str]]:
-    """The plain ``key=value`` overrides among command-line ``args`` (flags, ``+``/``~`` edits and ``hydra.*`` left
-    out; Hydra handles those)."""
+    """The plain ``key=value`` overrides among command-line ``args``.
+
+    Flags, ``+``/``~`` edits and ``hydra.*`` are left out; Hydra handles those.
+    """
     out = []
     for arg in args:
         if arg.startswith(("-", "+", "~")) or "=" not in arg:
@@ -113,12 +125,15 @@ def search_dirs(args: list[str]) -> list[Path]:
 
 
 def precheck(args: list[str]) -> None:
-    """Check the typed overrides against the default config before Hydra composes it, so that an unknown option,
-    an unknown key or a non-number where a number belongs is one ``ConfigError`` naming the typed key."""
+    """Check the typed overrides against the default config before Hydra composes it.
+
+    An unknown option, an unknown key or a non-number where a number belongs is then one ``ConfigError`` naming the
+    typed key.
+    """
     typed = typed_overrides(args)
     dirs = search_dirs(args)
     choices = {g: sorted({n for d in dirs for n in options(d, g)}) for g in CHOICE_GROUPS}
-    defaults: dict[str, Any] = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))
+    defaults = yaml_mapping(CONF_DIR / "config.yaml")
     defaults.pop("hydra", None)
     chosen: dict[str, Any] = {g: None for g in CHOICE_GROUPS}
     for entry in defaults.pop("defaults"):
@@ -157,6 +172,7 @@ def explain(exc: ValueError, typed: list[tuple[str, str]]) -> str:
 
 
 def fail(exc: ValueError, typed: list[tuple[str, str]]) -> NoReturn:
+    """Print the one-line explanation of a config error and exit with status 2."""
     print(explain(exc, typed), file=sys.stderr, flush=True)
     raise SystemExit(2)
 
@@ -188,6 +204,7 @@ class CombineMultirun(Callback):
     """At the end of a multirun: every job's rows in one table, ``<results_dir>/tables/multirun_<time>.csv``."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """Concatenate the jobs' row files into one ``tables/multirun_<time>.csv``."""
         parts = sorted(Path(config.hydra.sweep.dir).glob(f"*/{ROWS_FILE}"))
         if not parts:
             return
@@ -224,8 +241,10 @@ def wants_job_config(args: list[str]) -> bool:
 
 
 def show_job(args: list[str]) -> str:
-    """The configs that will run, as the harness expands them (profile overrides and experiment sweeps applied):
-    what Hydra's own ``--cfg job`` cannot show, since the profile and the sweep are applied by the harness."""
+    """The configs that will run, as the harness expands them (profile overrides and experiment sweeps applied).
+
+    What Hydra's own ``--cfg job`` cannot show, since the profile and the sweep are applied by the harness.
+    """
     from hydra import compose, initialize_config_dir
 
     from dpstream.harness.runner import describe, plan

@@ -9,5 +9,6 @@ class ConfigError(ValueError):
     """``key=value`` is not allowed; ``allowed`` says what is (printed by the CLI as ``error: key=value: allowed``)."""
 
     def __init__(self, key: str, value: Any, allowed: str) -> None:
+        """Name the bad ``key``, its ``value`` and what is ``allowed``."""
         self.key, self.value, self.allowed = key, value, allowed
         super().__init__(f"{key}={value}: {allowed}")

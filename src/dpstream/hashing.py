@@ -1,4 +1,4 @@
-"""Seeded pairwise-independent hashing for sketches, two families (``HASH_FAMILIES``):
+"""Seeded pairwise-independent hashing for sketches, in two families (``HASH_FAMILIES``).
 
 - ``modp`` (default): Carter-Wegman h(x) = ((a x + b) mod p) mod w, p = 2^61 - 1.
 - ``multiply_shift``: Dietzfelbinger's strongly universal vector multiply-add-shift (no prime, no division):
@@ -70,7 +70,7 @@ _UINT64_END = 1 << 64
 
 @njit(cache=True, inline="always")
 def _fold(s: np.uint64) -> np.uint64:
-    """s mod p up to one extra p: (s & p) + (s >> 61) (2^61 = 1 mod p)."""
+    """Reduce s mod p up to one extra p: (s & p) + (s >> 61) (2^61 = 1 mod p)."""
     return (s & _P) + (s >> _S61)
 
 
@@ -97,7 +97,7 @@ def affine_mod_p(a: np.uint64, b: np.uint64, x: np.uint64) -> np.uint64:
 
 @njit(cache=True, inline="always")
 def mod_width(v: np.uint64, width: np.int64, inv: float) -> np.int64:
-    """v mod width, exactly, for v < 2^61 and width < 2^52 (``inv`` = 1.0 / width), without an integer division.
+    """Exact v mod width for v < 2^61 and width < 2^52 (``inv`` = 1.0 / width), without an integer division.
 
     q = trunc(fl(v) * inv) is within 768 / width + 1 of v / width (three roundings of 2^-53), so
     r = v - q width has |r| <= width + 768; one more float quotient of the small r and a final +-width
@@ -148,7 +148,8 @@ def _hash_rows_modp(
     for i in range(params.shape[0]):
         a, b = params[i, 0], params[i, 1]
         for k in range(m):
-            cols[i, k] = mod_width(affine_mod_p(a, b, keys[start + k]), width, inv)
+            # compiled, a Python int argument is an int64: numpy's scalar types cannot say so to mypy
+            cols[i, k] = mod_width(affine_mod_p(a, b, keys[start + k]), width, inv)  # type: ignore[arg-type]
         if signed:
             ga, gb = params[i, 2], params[i, 3]
             for k in range(m):

@@ -1,5 +1,7 @@
-"""Honaker's online estimator for the binary tree (Honaker 2015, "Efficient use of differentially private binary
-trees", Sec. 3): every closed node is re-estimated from its own noisy value and its children's estimates.
+"""Honaker's online estimator for the binary tree (Honaker 2015, Sec. 3).
+
+The paper is "Efficient use of differentially private binary trees". Every closed node is re-estimated from its own
+noisy value and its children's estimates.
 
 Tree and noise. The counter's steps 1..T are the leaves of a dyadic tree of h = ceil(log2(T + 1)) levels; the node
 of level l ending at step s (2^l divides s) holds the exact sum of steps s - 2^l + 1..s. EVERY node gets its own
@@ -104,9 +106,11 @@ def honaker_push(
     noise: np.ndarray,
     z: np.int64,
 ) -> None:
-    """Counter ``j`` gets ``c`` at a step s with ctz(s) = ``level``; ``noise[z + l]`` is the noise of its closing
-    level-l node, l = 0..level (all at the binary mechanism's sigma). (An offset, not a slice: a slice in the
-    per-push loop allocates an array view and slowed every compiled sketch loop that inlines this 10x.)
+    """Counter ``j`` gets ``c`` at a step s with ctz(s) = ``level``.
+
+    ``noise[z + l]`` is the noise of its closing level-l node, l = 0..level (all at the binary mechanism's sigma). (An
+    offset, not a slice: a slice in the per-push loop allocates an array view and slowed every compiled sketch loop that
+    inlines this 10x.)
 
     As ``_bm_kernels.push`` for ``exact`` and ``noisy_sums`` (levels, n): the level-l node's exact sum is
     c + sum_{l' < l} exact[l'] (the left siblings, cleared). ``est[l, j]`` is the estimate of counter j's last closed
@@ -144,9 +148,11 @@ def honaker_update_counters(
     cs: np.ndarray,
     noise: np.ndarray,
 ) -> np.int64:
-    """Counters ``js[k]``, in order, each take one step with value ``cs[k]``; ``noise`` is consumed in order,
-    ctz(s) + 1 node noises per update (``honaker_draws`` counts them). Returns how many were used."""
-    pos = 0
+    """Counters ``js[k]``, in order, each take one step with value ``cs[k]``; returns how many noises were used.
+
+    ``noise`` is consumed in order, ctz(s) + 1 node noises per update (``honaker_draws`` counts them).
+    """
+    pos = np.int64(0)
     for k in range(js.shape[0]):
         j = js[k]
         s = steps[j] + 1

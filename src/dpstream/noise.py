@@ -40,8 +40,11 @@ def as_seed_sequence(seed: SeedLike) -> np.random.SeedSequence:
 
 
 def child_seed(seed: SeedLike, k: int) -> np.random.SeedSequence:
-    """The k-th child of ``seed``, without mutating it: equal to ``seed.spawn(k + 1)[k]`` on a fresh ``seed`` (same
-    entropy, spawn_key ``(*seed.spawn_key, k)`` and pool size), so a caller replays identically when called twice."""
+    """The k-th child of ``seed``, without mutating it.
+
+    Equal to ``seed.spawn(k + 1)[k]`` on a fresh ``seed`` (same entropy, spawn_key ``(*seed.spawn_key, k)`` and pool
+    size), so a caller replays identically when called twice.
+    """
     root = as_seed_sequence(seed)
     k = int(k)
     if k < 0:
@@ -50,8 +53,11 @@ def child_seed(seed: SeedLike, k: int) -> np.random.SeedSequence:
 
 
 def children(seed: SeedLike, n: int) -> list[np.random.SeedSequence]:
-    """The first ``n`` children of ``seed`` (``child_seed(seed, 0..n-1)``): ``seed.spawn(n)`` of a fresh seed,
-    without mutating it. The one seeding helper: every mechanism and trial spawns through it, in a fixed order."""
+    """The first ``n`` children of ``seed`` (``child_seed(seed, 0..n-1)``).
+
+    ``seed.spawn(n)`` of a fresh seed, without mutating it. The one seeding helper: every mechanism and trial spawns
+    through it, in a fixed order.
+    """
     root = as_seed_sequence(seed)
     return [child_seed(root, i) for i in range(int(n))]
 
@@ -92,6 +98,7 @@ class NoiseSource:
     """Privacy noise and auxiliary randomness from one seeded generator (see the module docstring for modes)."""
 
     def __init__(self, seed: SeedLike = None, mode: str | None = None) -> None:
+        """Build the generator from ``seed``; ``mode`` defaults to the current ``noise_mode``."""
         self.mode = _check_mode(mode) if mode is not None else _MODE.get()
         self.rng = np.random.default_rng(as_seed_sequence(seed))
 

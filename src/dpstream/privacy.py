@@ -27,6 +27,7 @@ class Privacy:
     eps_analyst: float | None = None
 
     def __post_init__(self) -> None:
+        """Validate epsilon, delta (0 for pure DP) and eps_analyst."""
         check_epsilon(self.epsilon)
         if self.delta != 0.0:
             check_delta(self.delta)

@@ -20,7 +20,7 @@ def check_delta(delta: float, name: str = "delta") -> float:
     return float(delta)
 
 
-def check_positive_int(value: int, name: str, minimum: int = 1) -> int:
+def check_positive_int(value: object, name: str, minimum: int = 1) -> int:
     """Return ``value`` as an int if it is an integer >= ``minimum``, else raise ``ValueError``."""
     if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")

@@ -1,5 +1,6 @@
-"""Known-broken SVT variants, as NEGATIVE CONTROLS for the privacy auditors. None of them is private as
-claimed: never use them on data.
+"""Known-broken SVT variants, as NEGATIVE CONTROLS for the privacy auditors.
+
+None of them is private as claimed: never use them on data.
 
 Lyu, Su and Li (2017, "Understanding the Sparse Vector Technique") Alg. 3, 4, 5, 6; Sparse with too
 little noise (half of it; query noise Lap(sigma)); ThresholdMonitor without ``calibrate``. The SVT
@@ -27,6 +28,7 @@ class BrokenSVTNoQueryNoise(GeneralisedSparse):
     """
 
     def __init__(self, *, epsilon: float, threshold: float, seed: SeedLike = None) -> None:
+        """Store the claimed epsilon; threshold noise Lap(2/eps), no query noise, no cutoff."""
         self.claimed_epsilon = check_epsilon(epsilon)
         super().__init__(threshold=threshold, cutoff=None, threshold_scale=2.0 / epsilon, query_scale=0.0, redraw=False,
                          seed=seed)
@@ -40,6 +42,7 @@ class BrokenSVTUnscaledQueryNoise(GeneralisedSparse):
     """
 
     def __init__(self, *, epsilon: float, threshold: float, c: int, seed: SeedLike = None) -> None:
+        """Store the claimed epsilon; threshold noise Lap(4/eps), query noise Lap(4/(3 eps)), cutoff c."""
         self.claimed_epsilon = check_epsilon(epsilon)
         super().__init__(threshold=threshold, cutoff=c, threshold_scale=4.0 / epsilon,
                          query_scale=4.0 / (3.0 * epsilon), redraw=False, seed=seed)
@@ -52,6 +55,7 @@ class BrokenSVTNoCutoff(GeneralisedSparse):
     """
 
     def __init__(self, *, epsilon: float, threshold: float, seed: SeedLike = None) -> None:
+        """Store the claimed epsilon; threshold and query noise Lap(2/eps), no cutoff."""
         self.claimed_epsilon = check_epsilon(epsilon)
         super().__init__(threshold=threshold, cutoff=None, threshold_scale=2.0 / epsilon, query_scale=2.0 / epsilon,
                          redraw=False, seed=seed)
@@ -65,6 +69,7 @@ class BrokenSparseHalfNoise(GeneralisedSparse):
     """
 
     def __init__(self, *, epsilon: float, threshold: float, c: int, seed: SeedLike = None) -> None:
+        """Store the claimed epsilon; Sparse's sigma = 2c/eps, threshold noise Lap(sigma/2)."""
         self.claimed_epsilon = check_epsilon(epsilon)
         sigma = sparse_sigma(epsilon, c)
         super().__init__(threshold=threshold, cutoff=c, threshold_scale=sigma / 2.0, query_scale=sigma, seed=seed)
@@ -78,6 +83,7 @@ class BrokenSparseQueryNoiseSigma(GeneralisedSparse):
     """
 
     def __init__(self, *, epsilon: float, threshold: float, c: int, seed: SeedLike = None) -> None:
+        """Store the claimed epsilon; Sparse's sigma = 2c/eps, query noise Lap(sigma)."""
         self.claimed_epsilon = check_epsilon(epsilon)
         sigma = sparse_sigma(epsilon, c)
         super().__init__(threshold=threshold, cutoff=c, threshold_scale=sigma, query_scale=sigma, seed=seed)
@@ -93,6 +99,7 @@ class LyuAlg3NumericSparseSameNoise(GeneralisedSparse):
     """
 
     def __init__(self, *, epsilon: float, threshold: float, c: int, seed: SeedLike = None) -> None:
+        """Store the claimed epsilon; threshold noise Lap(2/eps), query noise Lap(4c/eps), released as compared."""
         self.claimed_epsilon = check_epsilon(epsilon)
         c = check_positive_int(c, "c")
         super().__init__(threshold=threshold, cutoff=c, threshold_scale=2.0 / epsilon, query_scale=4.0 * c / epsilon,
@@ -109,6 +116,7 @@ class BrokenThresholdMonitorUncalibrated(_MonitorCore):
     """
 
     def __init__(self, *, epsilon: float, delta: float, threshold: float, k: int, seed: SeedLike = None) -> None:
+        """Alg. 3's noise at the claimed (eps, delta), skipping ``calibrate``; rejects (eps, delta) out of range."""
         eps, delta = check_epsilon(epsilon), check_delta(delta)
         log_inv = math.log(1.0 / delta)
         if not (log_inv / eps >= 2.0 and eps <= log_inv):

@@ -57,6 +57,7 @@ class LogisticScore:
     nan_columns: tuple[int, ...]
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
+        """Logistic score of each row of ``x`` (NaN entries as 0 plus a NaN indicator column)."""
         return _design(x, self.nan_columns) @ np.asarray(self.weights) + self.bias
 
 
@@ -100,6 +101,7 @@ class SearchedEvent:
     score: LogisticScore | None = None
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
+        """Whether each row of ``x`` is in the event (pattern match, then the feature threshold)."""
         hits = np.ones(x.shape[0], dtype=bool)
         if self.patterns:
             sub = x[:, list(self.columns)]
@@ -113,11 +115,16 @@ class SearchedEvent:
 
     def values(self, x: np.ndarray) -> np.ndarray:
         """The feature this event thresholds, per run."""
+        if self.feature is None:
+            raise ValueError("a pattern-only event thresholds no feature")
         if self.feature == CLASSIFIER:
+            if self.score is None:
+                raise ValueError("the classifier feature needs its fitted score")
             return self.score(x)
         return x[:, self.feature] if self.feature >= 0 else summary_features(x)[:, -1 - self.feature]
 
     def describe(self) -> str:
+        """The event in words, for reports."""
         parts = []
         if self.patterns:
             shown = ["".join(_symbol(v) for v in p) for p in self.patterns[:3]]

@@ -1,5 +1,6 @@
-"""Sensitivity probe: the exact change of the noiseless protected values between neighbours, against the
-sensitivity the mechanism's calibration assumes.
+"""Sensitivity probe: the exact change of the noiseless protected values between neighbours.
+
+It is checked against the sensitivity the mechanism's calibration assumes.
 
 A mechanism adds Gaussian or Laplace noise to some exact values (tree nodes of every sketch cell, query
 answers, histogram counts). Its noise scale is calibrated for a sensitivity: the largest L2 (Gaussian) or
@@ -44,6 +45,7 @@ class Sensitivity:
     value: float
 
     def __post_init__(self) -> None:
+        """Reject an unknown norm or a non-positive value."""
         check_choice(self.norm, "norm", NORMS)
         if not self.value > 0:
             raise ValueError(f"sensitivity value must be > 0, got {self.value!r}")
@@ -94,7 +96,7 @@ class ProbeResult:
 
     @property
     def ratio(self) -> float:
-        """worst / assumed."""
+        """Worst / assumed."""
         return self.worst / self.assumed
 
 

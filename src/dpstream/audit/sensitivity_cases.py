@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ from dpstream.accounting import QUERY_SENSITIVITY, advanced_per_step_epsilon, pe
 from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
 from dpstream.binary_mechanism import GaussBM
 from dpstream.calibration import gaussian_l2_sensitivity
-from dpstream.counters import Counter
+from dpstream.counters import BLTCounter, Counter
 from dpstream.hashing import bucket_many
 from dpstream.heavy_hitters import LazyHH
 from dpstream.heavy_hitters.baselines import PunctualHH
@@ -44,7 +45,7 @@ from dpstream.query_release.iterative import IterativeConstruction
 from dpstream.query_release.online import OnlineIC, online_pmw, online_sigma
 from dpstream.query_release.workloads import Workload
 from dpstream.sketches import LazyCMS, LazyCS, PunctualCMS, PunctualCS
-from dpstream.sketches.core import SketchCore
+from dpstream.sketches.core import PrivateSchedule, SketchCore
 from dpstream.svt import (
     AboveThreshold,
     NumericSparse,
@@ -70,8 +71,11 @@ KEY_SEARCH = 1 << 15
 # ---- Binary mechanism trees --------------------------------------------------------------------------------------
 
 def released_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """Exact value of every node a GaussBM releases, shape (1, n S): counter j's node closing at step s <= steps[j]
-    is the sum of its increments over (s - lowbit(s), s] (``_bm_kernels.push``); nodes never closed are 0."""
+    """Exact value of every node a GaussBM releases, shape (1, n S).
+
+    Counter j's node closing at step s <= steps[j] is the sum of its increments over (s - lowbit(s), s]
+    (``_bm_kernels.push``); nodes never closed are 0.
+    """
     n, horizon = increments.shape
     prefix = np.zeros((n, horizon + 1), dtype=np.int64)
     np.cumsum(increments, axis=1, out=prefix[:, 1:])
@@ -82,8 +86,11 @@ def released_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
 
 
 def all_dyadic_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """Exact value of EVERY node of the dyadic tree closed by each counter's step (Honaker's estimator draws noise
-    for all of them, not only the one closing per step): level l, node ending at q 2^l <= steps[j]."""
+    """Exact value of EVERY node of the dyadic tree closed by each counter's step.
+
+    Honaker's estimator draws noise for all of them, not only the one closing per step: level l, node ending at q 2^l <=
+    steps[j].
+    """
     n, horizon = increments.shape
     prefix = np.zeros((n, horizon + 1), dtype=np.int64)
     np.cumsum(increments, axis=1, out=prefix[:, 1:])
@@ -97,8 +104,10 @@ def all_dyadic_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
 
 
 def toeplitz_images(increments: np.ndarray, steps: np.ndarray, params: blt.BLTParams) -> np.ndarray:
-    """C x of each counter's increments (the vector the BLT counter's Gaussian noise protects), steps after
-    each counter's own step zeroed: (C x)_s = sum_{u <= s} c_{s-u} x_u."""
+    """C x of each counter's increments (the vector the BLT counter's Gaussian noise protects).
+
+    Steps after each counter's own step are zeroed: (C x)_s = sum_{u <= s} c_{s-u} x_u.
+    """
     horizon = increments.shape[1]
     images = lfilter(blt.toeplitz_coefs(params, horizon), [1.0], increments.astype(np.float64), axis=1)
     images[np.arange(horizon)[None, :] >= np.asarray(steps)[:, None]] = 0.0
@@ -106,11 +115,13 @@ def toeplitz_images(increments: np.ndarray, steps: np.ndarray, params: blt.BLTPa
 
 
 def counter_protected(counter: Counter, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """What a counter's noise protects, from its noiseless increments: the released nodes of the binary tree, all
-    nodes for Honaker's estimator, C x for BLT."""
+    """What a counter's noise protects, from its noiseless increments.
+
+    The released nodes of the binary tree, all nodes for Honaker's estimator, C x for BLT.
+    """
     if counter.name == "honaker":
         return all_dyadic_nodes(increments, steps)
-    if counter.name == "blt":
+    if isinstance(counter, BLTCounter):
         return toeplitz_images(increments, steps, counter.params)
     return released_nodes(increments, steps)
 
@@ -121,26 +132,31 @@ def tree_positions(horizon: int) -> np.ndarray:
     return np.unique(np.concatenate(([0, horizon - 1], powers, powers - 1)).clip(0, horizon - 1))
 
 
-def gauss_bm_assumed(bm: GaussBM) -> Sensitivity:
-    """The L2 sensitivity the GaussBM's sigma is calibrated for (sqrt(h m) when the calibration is right)."""
+def gauss_bm_assumed(bm: GaussBM | Counter) -> Sensitivity:
+    """The L2 sensitivity a GaussBM's (or counter array's) sigma is calibrated for (sqrt(h m) when it is right)."""
     return Sensitivity("l2", gaussian_l2_sensitivity(bm.sigma, bm.epsilon, bm.delta, bm.calibration))
 
 
 @dataclass
 class GaussBMCase:
-    """GaussBM over n counters updated together (``update_all``): m-neighbouring inputs change m counters by 1
-    at one step each (Thm 1's relation)."""
+    """GaussBM over n counters updated together (``update_all``).
+
+    m-neighbouring inputs change m counters by 1 at one step each (Thm 1's relation).
+    """
 
     name: str
     bm: GaussBM
 
     def assumed(self) -> Sensitivity:
+        """The L2 sensitivity the GaussBM's sigma is calibrated for (m-neighbouring, Thm 1)."""
         return gauss_bm_assumed(self.bm)
 
     def protected(self, data: np.ndarray) -> np.ndarray:
+        """Every node the counters release, from increments ``data`` (n, horizon)."""
         return counter_protected(self.bm.counter, data, np.full(data.shape[0], data.shape[1]))
 
     def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
+        """Random m-neighbouring pairs, then a change at every tree position."""
         n, horizon, m = self.bm.n, self.bm.horizon, min(self.bm.m, self.bm.n)
         base = rng.integers(0, 3, size=(n, horizon))
         for _ in range(RANDOM_PAIRS):
@@ -184,8 +200,10 @@ def cell_increments(sketch: SketchCore, keys: np.ndarray) -> tuple[np.ndarray, n
 
 
 def adversarial_key_pairs(sketch: SketchCore, candidates: int = 64) -> list[tuple[str, int, int]]:
-    """Key pairs (x, x') found by search over the sketch's hash parameters: colliding in as many rows as
-    possible with opposite signs, with equal signs, and colliding in no row."""
+    """Key pairs (x, x') found by search over the sketch's hash parameters.
+
+    Colliding in as many rows as possible with opposite signs, with equal signs, and colliding in no row.
+    """
     keys = np.arange(KEY_SEARCH, dtype=np.uint64)
     cols, signs = bucket_many(sketch._params, keys, sketch.width)
     best = {"opposite": (-1, 0, 0), "equal": (-1, 0, 0), "apart": (-1, 0, 0)}
@@ -212,6 +230,14 @@ def stream_positions(length: int, width: int) -> np.ndarray:
     return np.unique(np.concatenate((tree_positions(length), lazy)).clip(0, length - 1))
 
 
+def cell_counters(sketch: SketchCore) -> Counter:
+    """The d*w cell counters of a private sketch (its ``PrivateSchedule``); an exact sketch has none."""
+    state = sketch._state
+    if not isinstance(state, PrivateSchedule):
+        raise TypeError(f"{type(sketch).__name__} releases exact cells: no noise to probe")
+    return state.counters
+
+
 @dataclass
 class SketchCase:
     """A private sketch (or a tracker's sketch) under replace-one neighbouring streams of ``length`` items."""
@@ -223,12 +249,15 @@ class SketchCase:
     mechanism: Any = None  # the tracker that owns ``sketch`` (None: the sketch is the mechanism)
 
     def assumed(self) -> Sensitivity:
-        return gauss_bm_assumed(self.sketch._state.counters)
+        """The L2 sensitivity the sketch's GaussBM cells are calibrated for (2d or 4d neighbouring)."""
+        return gauss_bm_assumed(cell_counters(self.sketch))
 
     def protected(self, data: np.ndarray) -> np.ndarray:
-        return counter_protected(self.sketch._state.counters, *cell_increments(self.sketch, data.astype(np.uint64)))
+        """Every node of every cell counter, from the item stream ``data``."""
+        return counter_protected(cell_counters(self.sketch), *cell_increments(self.sketch, data.astype(np.uint64)))
 
     def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
+        """Random one-item replacements, then the adversarial key pairs of ``adversarial_key_pairs``."""
         base = rng.integers(0, self.universe, self.length)
         for _ in range(RANDOM_PAIRS):
             p = int(rng.integers(self.length))
@@ -253,12 +282,15 @@ class LinearQueryCase:
     queries: LinearQueries
 
     def assumed(self) -> Sensitivity:
+        """Sensitivity 1 per query in l_inf (``QUERY_SENSITIVITY``)."""
         return Sensitivity("linf", QUERY_SENSITIVITY)
 
     def protected(self, data: np.ndarray) -> np.ndarray:
+        """The exact answers to every query of the atom counts ``data``."""
         return self.queries.answers(data).reshape(-1, 1)
 
     def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
+        """Add or remove one record of each atom."""
         base = rng.integers(1, 20, self.queries.n_atoms).astype(float)
         for atom in range(self.queries.n_atoms):
             for sign, verb in ((1.0, "add"), (-1.0, "remove")):
@@ -318,13 +350,16 @@ class WeightsCase:
     domain: int = 6
 
     def assumed(self) -> Sensitivity:
+        """The sensitivity this case's view claims."""
         return self.sensitivity
 
     def protected(self, data: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """The view of the weights of (holdings, sizes) this case checks."""
         holdings, sizes = data
         return self.view(holdings, sizes, weight_matrix(holdings, sizes, self.domain))
 
     def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
+        """Replace-one-user pairs (``replace_one_user``)."""
         return replace_one_user(rng, self.steps, self.atoms, self.domain)
 
 
@@ -357,13 +392,16 @@ class AnswersCase:
     mechanism: Any = None  # the release whose noise ``per_query`` is read from
 
     def assumed(self) -> Sensitivity:
+        """The per-query l_inf sensitivity the mechanism's accounting assumes."""
         return Sensitivity("linf", self.per_query)
 
     def protected(self, data: np.ndarray) -> np.ndarray:
+        """The exact workload answers on the empirical distribution of records ``data``."""
         hist = np.bincount(data, minlength=2**self.workload.d) / self.n
         return self.workload.answers(hist).reshape(-1, 1)
 
     def neighbours(self, rng: np.random.Generator) -> Iterator[Neighbours]:
+        """Random one-record replacements, then records 0 and 2^d - 1 each replaced by its complement."""
         universe = 2**self.workload.d
         base = rng.integers(0, universe, self.n)
         for _ in range(RANDOM_PAIRS):
@@ -392,15 +430,20 @@ def online_per_query(mech: OnlineIC) -> float:
 
 
 def hru_cleanup_per_query(mech: PrivateEquilibriumRelease | AnalystEquilibriumRelease) -> float:
-    """Per-query sensitivity of Alg. 3's (or 4's) clean-up Sparse (eps/3, delta/3, cutoff s): sigma over the
-    sensitivity-1 sigma (1/n); the flagged Laplace answers are accounted at the same 1/n (``hru_data_epsilon``)."""
+    """Per-query sensitivity of Alg. 3's (or 4's) clean-up Sparse (eps/3, delta/3, cutoff s).
+
+    sigma over the sensitivity-1 sigma (1/n); the flagged Laplace answers are accounted at the same 1/n
+    (``hru_data_epsilon``).
+    """
     unit = sparse_sigma(mech.epsilon / 3, max(1, math.floor(mech.s)), mech.delta / 3)
     return mech.sparse_sigma / unit * QUERY_SENSITIVITY
 
 
 def alg5_per_query(mech: AnalystPrivateMW) -> float:
-    """Per-query sensitivity Algorithm 5's Thm 5.6 accounting assumes: its eps_data over the eps_data of the same
-    sigma and R on sensitivity-1 answers (n = 1), i.e. 1/n."""
+    """Per-query sensitivity Algorithm 5's Thm 5.6 accounting assumes.
+
+    Its eps_data over the eps_data of the same sigma and R on sensitivity-1 answers (n = 1), i.e. 1/n.
+    """
     return mech.accounted().epsilon / alg5_data_epsilon(1, mech.delta, mech.sigma, mech.max_bad)
 
 
@@ -416,7 +459,7 @@ def sketch_case(cls: type[SketchCore], **overrides: Any) -> SketchCase:
 
 
 for _cls in (PunctualCMS, PunctualCS, LazyCMS, LazyCS):
-    register(_cls.__name__)(lambda cls=_cls: sketch_case(cls))
+    register(_cls.__name__)(partial(sketch_case, _cls))
 register("LazyCS_d3_w8")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024))
 register("PunctualCS_d3_w3")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64))
 BEYOND = {"node_noise": "derived", "calibration": "analytic", "hash_family": "multiply_shift"}
@@ -468,10 +511,13 @@ _SVT: dict[str, Callable[[], Any]] = {
     "NumericSparse": lambda: NumericSparse(epsilon=1.0, threshold=5.0, c=3, seed=0),
     "ThresholdMonitor": lambda: ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=5.0, k=3, seed=0),
 }
+def _svt_case(name: str, make: Callable[[], Any]) -> LinearQueryCase:
+    """``make()`` (an SVT mechanism) over the fixed audit queries (``svt_queries`` at seed 1)."""
+    return LinearQueryCase(name, make(), svt_queries(np.random.default_rng(1)))
+
+
 for _name, _make in _SVT.items():
-    register(_name)(
-        lambda name=_name, make=_make: LinearQueryCase(name, make(), svt_queries(np.random.default_rng(1)))
-    )
+    register(_name)(partial(_svt_case, _name, _make))
 
 
 @register("ShiftingHeavyHitters")

@@ -96,7 +96,7 @@ def _outcomes(factory: Callable[[np.random.SeedSequence], Any]) -> Sampler:
 
 
 def _pinning(m: int, c: int, crossed: bool = False) -> tuple[np.ndarray, np.ndarray, Callable[[Any], np.ndarray]]:
-    """m BOTTOM then c TOP queries; D2 = D1 + 1 on the BOTTOMs, - 1 on the TOPs; event: that pattern.
+    """Pattern of m BOTTOM then c TOP queries; D2 = D1 + 1 on the BOTTOMs, - 1 on the TOPs; event: that pattern.
 
     D1 answers are -1 (BOTTOMs) and +1 (TOPs) around t = 0, or all 0 when ``crossed``.
     """
@@ -125,8 +125,9 @@ def _monitor_sampler(build: Callable[..., Any], epsilon: float) -> Sampler:
 
 
 def svt_cases(ratio: float = 1.0, epsilon: float = EPSILON) -> list[AuditCase]:
-    """Every audited (mechanism, neighbours), claiming ``epsilon``; negative controls are ``broken`` and name
-    their ``pair``.
+    """Every audited (mechanism, neighbours), claiming ``epsilon``.
+
+    Negative controls are ``broken`` and name their ``pair``.
 
     ``ratio`` > 1 (power study): every mechanism is BUILT at ratio * epsilon but still CLAIMS epsilon, so a
     correct one has true epsilon up to ratio times its claim.

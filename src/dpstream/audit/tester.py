@@ -76,7 +76,7 @@ def directed_lower_bound(count_a: int, count_b: int, n_runs: int, delta: float, 
 def epsilon_lower_bound(
     count_1: int, count_2: int, n_runs: int, delta: float = 0.0, alpha: float = 0.05
 ) -> tuple[float, str]:
-    """max over directions of ln((p_a lower - delta) / p_b upper); 0 when the data show nothing."""
+    """Max over directions of ln((p_a lower - delta) / p_b upper); 0 when the data show nothing."""
     low_1, high_1 = clopper_pearson(count_1, n_runs, alpha / 2.0)
     low_2, high_2 = clopper_pearson(count_2, n_runs, alpha / 2.0)
 

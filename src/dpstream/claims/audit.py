@@ -51,12 +51,12 @@ def audit_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
 
 def smallest_flagged_ratio(df: pd.DataFrame, share: float = POWER_SHARE) -> dict[str, float]:
     """Per case: the smallest r > 1 from which every larger r in the grid is flagged in >= ``share`` of seeds."""
-    out = {}
+    out: dict[str, float] = {}
     for case, g in df[df["ratio"] > 1].groupby("case"):
         rate = g.groupby("ratio")["fails"].mean().sort_index()
         low = rate[rate < share]
         above = rate.index[rate.index > low.index.max()] if len(low) else rate.index
-        out[case] = float(above.min()) if len(above) else float("nan")
+        out[str(case)] = float(above.min()) if len(above) else float("nan")
     return out
 
 
@@ -78,7 +78,7 @@ def power_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
                 "not confirmed" if at_one.sum() > limit else "inconclusive"))
         rate = g.groupby("ratio")["fails"].mean()
         at_target = rate.reindex([r for r in rate.index if r >= POWER_RATIO])
-        r = smallest.get(case, np.nan)
+        r = smallest.get(str(case), np.nan)
         if at_target.empty:
             verdict, seen = "inconclusive", "no r >= 2 in the grid"
         else:

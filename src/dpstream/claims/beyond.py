@@ -72,7 +72,8 @@ def below_claim(df: pd.DataFrame, claim: str, a: str, b: str, x: str, y: str = "
 def best_claim(df: pd.DataFrame) -> Claim:
     """Issue target: the best new variant at 24 KB is at or below 0.1x the paper's LazyCMS in both ARE metrics."""
     at = df[np.isclose(df["memory_kb"].astype(float), TARGET_KB)]
-    results, parts = [], []
+    results: list[bool | None] = []
+    parts: list[str] = []
     for y in METRICS:
         means = {m: _mech(at, m)[y].mean() for m in NEW if not _mech(at, m).empty}
         if not means or _mech(at, "lazycms").empty:
@@ -91,7 +92,8 @@ def best_claim(df: pd.DataFrame) -> Claim:
 
 def speed_claim(df: pd.DataFrame, a: str, experiment: dict[str, Any]) -> Claim:
     """Update throughput of ``a`` at least 0.5x CMS's at every memory (per-point intervals, unpaired)."""
-    results, parts = [], []
+    results: list[bool | None] = []
+    parts: list[str] = []
     for kb in sorted(df["memory_kb"].dropna().unique()):
         at = df[np.isclose(df["memory_kb"].astype(float), kb)]
         pa = point_means(_mech(at, a), "memory_kb", "updates_per_s")

@@ -50,6 +50,7 @@ class Claim:
     verdict: str
 
     def __post_init__(self) -> None:
+        """Reject a verdict outside ``VERDICTS``."""
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
 
@@ -186,8 +187,11 @@ def flat_within(rows: pd.DataFrame, x: str, y: str, factor: float, paired: bool 
 
 
 def trial_values(df: pd.DataFrame, y: str, where: dict[str, Any]) -> pd.Series:
-    """``y`` of the rows matching every ``column: value`` of ``where`` (numbers compared with isclose),
-    indexed by ``trial`` so that two mechanisms' values pair up over trials. Duplicate trials are an error."""
+    """``y`` of the rows matching every ``column: value`` of ``where``, indexed by ``trial``.
+
+    Numbers are compared with isclose; the index lets two mechanisms' values pair up over trials. Duplicate trials are
+    an error.
+    """
     keep = np.ones(len(df), dtype=bool)
     for col, value in where.items():
         if isinstance(value, int | float) and not isinstance(value, bool):

@@ -129,8 +129,11 @@ def _ci(values: pd.Series) -> str:
 
 
 def all_one(values: pd.Series) -> bool | None:
-    """Is a rate 1 in every trial? False at the first trial below 1 (a mean of 1 needs every trial at 1),
-    None with fewer than ``MIN_TRIALS`` finite values otherwise, else True."""
+    """Is a rate 1 in every trial?
+
+    False at the first trial below 1 (a mean of 1 needs every trial at 1), None with fewer than ``MIN_TRIALS`` finite
+    values otherwise, else True.
+    """
     values = values.dropna()
     if (values < 1).any():
         return False
@@ -175,9 +178,12 @@ def _recall_one(df: pd.DataFrame, claim: str, x: str, points: list[float], where
 
 
 def _trend(df: pd.DataFrame, claim: str, x: str, y: str, direction: Literal["increasing", "decreasing"]) -> Claim:
-    """LazyHH trend (Page's test, trials as blocks) with the trace named. When every point has the same value in
-    all of its (at least ``MIN_TRIALS``) trials, the trials are copies of one deterministic series: Page's test
-    would count the copies as evidence, so the series is tested once (Spearman over the points)."""
+    """LazyHH trend (Page's test, trials as blocks) with the trace named.
+
+    When every point has the same value in all of its (at least ``MIN_TRIALS``) trials, the trials are copies of one
+    deterministic series: Page's test would count the copies as evidence, so the series is tested once (Spearman over
+    the points).
+    """
     lazy = _lazy(df)
     rule = TREND_HH.format(x=x, y=y, direction=direction)
     if not identical_trials(lazy, x, y, MIN_TRIALS):
@@ -258,8 +264,11 @@ def fig4c_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
 
 
 def fig4d_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
-    """Fig. 4(d): the literal sentence (inconclusive: self-contradictory), the explanation's direction (ARE lower
-    at small eps), and ARE flat in eps once recall is 1."""
+    """Fig. 4(d) claims: the literal sentence, the explanation's direction, ARE flat in eps.
+
+    The literal sentence is inconclusive (self-contradictory); the explanation's direction is ARE lower at small eps;
+    ARE is flat in eps once recall is 1.
+    """
     lazy = _lazy(df)
     _, p_up, p_down = trend_two_sided(lazy["epsilon"], lazy["are"], lazy["trial"])
     literal = Claim('"Counterintuitively, ARE slightly increases as privacy becomes stricter (i.e., as eps '

@@ -1,5 +1,6 @@
-"""Claims of the query-release experiments (qr_theory E0, qr_convergence E1, qr_error_vs_n E2, qr_error_vs_eps E3,
-qr_analyst_audit E5, qr_median_toy E10).
+"""Claims of the query-release experiments.
+
+qr_theory E0, qr_convergence E1, qr_error_vs_n E2, qr_error_vs_eps E3, qr_analyst_audit E5, qr_median_toy E10.
 
 Trial i of every mechanism sees the same data and workload (common random numbers), so comparisons at a grid point
 are paired over trials (``mean_below``: 95% Student-t interval of the mean paired difference); trends are Page's trend
@@ -14,7 +15,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -67,7 +68,7 @@ def drop_identical_eps(sub: pd.DataFrame, values: list[str]) -> tuple[pd.DataFra
         if sig in seen:
             notes.append(f"eps={eps:g} bit-identical to eps={seen[sig]:g} (counted once)")
         else:
-            seen[sig] = float(eps)
+            seen[sig] = float(cast(float, eps))
             keep.append(g)
     return (pd.concat(keep) if keep else sub.iloc[:0]), notes
 
@@ -146,7 +147,7 @@ def convergence_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Cla
         for curve in g["curve"]:
             c = json.loads(curve)
             t, err = np.asarray(c["round"], dtype=np.float64), np.asarray(c["max_error"], dtype=np.float64)
-            bound = 4 * game_rho(float(eta), t, big_l, CONVERGENCE_BETA)
+            bound = 4 * game_rho(float(cast(float, eta)), t, big_l, CONVERGENCE_BETA)
             min_bound = min(min_bound, float(bound.min()))
             live = bound < TRIVIAL_ERROR
             decidable = max(decidable, int(live.sum()))

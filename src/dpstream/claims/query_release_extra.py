@@ -8,7 +8,7 @@ n^{-1/3}, 1/sqrt(n), sqrt(|Q|)) are tested as a direction only; the rule says so
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -25,7 +25,7 @@ def _below_uniform(g: pd.DataFrame) -> bool | None:
     return mean_below(g["max_error"], g["uniform_max_error"])
 
 
-def _trend(g: pd.DataFrame, x: str, direction: str) -> tuple[bool | None, float, float]:
+def _trend(g: pd.DataFrame, x: str, direction: Literal["increasing", "decreasing"]) -> tuple[bool | None, float, float]:
     """Page's trend test of max_error over ``x`` with the trials as blocks."""
     return monotone_trend(g[x], g["max_error"], direction, g["trial"])
 
@@ -48,7 +48,7 @@ def _below_other(df: pd.DataFrame, a: str, b: str, keys: list[str]) -> tuple[boo
         if a not in wide or b not in wide:
             continue
         results.append(mean_below(wide[a], wide[b]))
-        label = "/".join(f"{v:g}" for v in np.atleast_1d(key))
+        label = "/".join(f"{v:g}" for v in np.atleast_1d(np.asarray(key)))
         parts.append(f"{label}: {wide[a].mean():.3g} vs {wide[b].mean():.3g}")
     return all_points(results), parts
 
@@ -72,10 +72,10 @@ RULE_ALG5_TREND = f"scaled (NOT certified) rows: max error decreases with n at e
 def alg5_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     """Algorithm 5: what theory predicts at laptop n with the paper's constants, and what the scaled version does."""
     paper, scaled = df[df[MECH] == PAPER], df[df[MECH] == SCALED]
-    uniform_ok = [bool(r.bad_rounds == 0 and abs(r.max_error - r.uniform_max_error) <= 1e-12)
-                  for r in paper.itertuples()]
-    private_ok = [bool(r.eps_data <= r.epsilon * (1 + 1e-9) and r.eps_analyst <= r.epsilon * (1 + 1e-9))
-                  for r in paper.itertuples()]
+    uniform_ok = ((paper["bad_rounds"] == 0)
+                  & ((paper["max_error"] - paper["uniform_max_error"]).abs() <= 1e-12)).tolist()
+    bound = paper["epsilon"] * (1 + 1e-9)
+    private_ok = ((paper["eps_data"] <= bound) & (paper["eps_analyst"] <= bound)).tolist()
     tight = df[df["alpha_bound"] < 1]
     out = [
         Claim("with the paper's constants (tau ~ 1.5e7, sigma ~ 2e5 at n = 4000, d = 12) every query is good and "
@@ -103,7 +103,7 @@ def alg5_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     out.append(Claim("scaled constants (NOT privacy-certified): Alg 5 beats the uniform distribution at laptop n",
                      RULE_ALG5_SCALED,
                      "; ".join(f"n {k[0]:g}, eps {k[1]:g}: {r.max_error:.3g} vs {r.uniform_max_error:.3g}"
-                               for k, r in means.iterrows()),
+                               for k, r in zip(means.index, means.itertuples(), strict=True)),
                      verdict_of(all_points(points))))
     trends = [_trend(g, N, "decreasing") for _, g in scaled.groupby(EPS)]
     out.append(Claim("Thm 5.2 (scaled constants, NOT certified): error falls like n^{-2/5}", RULE_ALG5_TREND,
@@ -133,7 +133,7 @@ def alg4_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     return [
         Claim("Alg 4 releases answers better than the uniform distribution", RULE_ALG4_UNIFORM,
               "; ".join(f"eps {k[0]:g}, n {k[1]:g}: {r.max_error:.3g} vs {r.uniform_max_error:.3g}"
-                        for k, r in means.iterrows()), verdict_of(all_points(points))),
+                        for k, r in zip(means.index, means.itertuples(), strict=True)), verdict_of(all_points(points))),
         Claim("Alg 4 error O~(1/(eps n^{1/3})): falls with n", RULE_ALG4_TREND, _trend_text(trends),
               verdict_of(all_points([t[0] for t in trends]))),
         Claim("Alg 3 (one-query privacy) is more accurate than Alg 4 (one-analyst privacy)", RULE_ALG4_VS_ALG3,
@@ -204,7 +204,7 @@ def error_vs_n_fair_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list
               verdict_of(all_points([t[0] for t in trends]))),
         Claim("Alg 3 releases answers better than the uniform distribution (real data)", RULE_FAIR_UNIFORM,
               "; ".join(f"eps {k[0]:g}, n {k[1]:g}: {r.max_error:.3g} vs {r.uniform_max_error:.3g}"
-                        for k, r in means.iterrows()), verdict_of(all_points(points))),
+                        for k, r in zip(means.index, means.itertuples(), strict=True)), verdict_of(all_points(points))),
     ]
 
 
@@ -222,7 +222,7 @@ def crossover_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim
     feasible = df[df["feasible"].astype(bool)]
     listing = "; ".join(f"d {r['data.d']:g}, eps {r.epsilon:g}: T_beat {r.T_beat:.3g} (n {r.n_beat:.3g}) vs T_max "
                         f"{r.T_max:g}" for _, r in df.sort_values(["data.d", EPS]).iterrows())
-    fits = [bool(1.5 * r.est_T_beat_s <= 240) for r in feasible.itertuples()]
+    fits = (1.5 * feasible["est_T_beat_s"] <= 240).tolist()
     cost = "; ".join(f"d {r['data.d']:g}, eps {r.epsilon:g}: {r.est_T_beat_s / 60:.3g} CPU-min per trial "
                      f"({r.round_s * 1e3:.3g} ms/round)" for _, r in feasible.iterrows()) or "no feasible point"
     return [

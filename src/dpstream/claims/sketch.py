@@ -8,7 +8,7 @@ trials. Rule texts are module constants: they name the statistic and the thresho
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -172,24 +172,31 @@ def _ends(df: pd.DataFrame, mech: str, x: str) -> tuple[pd.Series, pd.Series]:
 
 
 def _removed_fraction(df: pd.DataFrame, mech: str, x: str) -> pd.Series:
-    """Per trial: (ARE_first - ARE_last) / max(ARE_first, ARE_last) between the grid's ends (in [-1, 1]);
-    0 when the ARE is 0 at both ends (nothing to remove)."""
+    """Per trial: (ARE_first - ARE_last) / max(ARE_first, ARE_last) between the grid's ends.
+
+    In [-1, 1]; 0 when the ARE is 0 at both ends (nothing to remove).
+    """
     first, last = _ends(df, mech, x)
     return ((first - last) / np.maximum(first, last)).where(np.maximum(first, last) > 0, 0.0)
 
 
 def _log_ratio(df: pd.DataFrame, mech: str, x: str) -> pd.Series:
-    """Per trial: ln(ARE_first / ARE_last), each ARE floored at half the mechanism's smallest non-zero ARE in
-    the panel (an ARE of 0, e.g. an exact CMS, would otherwise give an infinite ratio)."""
+    """Per trial: ln(ARE_first / ARE_last) between the grid's ends, each ARE floored.
+
+    The floor is half the mechanism's smallest non-zero ARE in the panel (an ARE of 0, e.g. an exact CMS, would
+    otherwise give an infinite ratio).
+    """
     first, last = _ends(df, mech, x)
     are = df.loc[df["mechanism.name"] == mech, "are_top15"]
     floor = 0.5 * float(are[are > 0].min()) if (are > 0).any() else 1.0
-    return np.log(np.maximum(first, floor) / np.maximum(last, floor))
+    return cast(pd.Series, np.log(np.maximum(first, floor) / np.maximum(last, floor)))  # ufuncs keep the Series
 
 
 def more_for_claim(df: pd.DataFrame, claim: str, x: str, pairs: list[tuple[str, str]]) -> Claim:
-    """In every pair (a, b), ``x`` removes a smaller fraction of the ARE for a than for b (paired). The log
-    ratio of the ARE between the grid's ends is reported alongside (a sensitivity check, not the rule)."""
+    """In every pair (a, b), ``x`` removes a smaller fraction of the ARE for a than for b (paired).
+
+    The log ratio of the ARE between the grid's ends is reported alongside (a sensitivity check, not the rule).
+    """
     mechs = {m for pair in pairs for m in pair}
     fraction = {m: _removed_fraction(df, m, x) for m in mechs}
     log_ratio = {m: _log_ratio(df, m, x) for m in mechs}

@@ -21,6 +21,7 @@ else ``inconclusive`` with the reason "holds by construction" - never ``confirme
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -60,7 +61,7 @@ def _enough_runs(rows: pd.DataFrame) -> bool:
 
 
 def _ratio(values: pd.Series) -> float:
-    """max / min of a series of positive point values (inf when one is NaN: no margin succeeds there)."""
+    """Max / min of a series of positive point values (inf when one is NaN: no margin succeeds there)."""
     if values.isna().any():
         return math.inf
     return float(values.max() / values.min())
@@ -90,7 +91,7 @@ def accuracy_claim(df: pd.DataFrame) -> Claim:
         return Claim(ACCURACY_CLAIM, ACCURACY_RULE, f"no point in the domain ({len(rows)} outside)", "n/a")
     results = [_accuracy_point(r) for _, r in domain.iterrows()]
     ratio = domain["emp_alpha"] / domain["theory_alpha"]
-    worst = domain.loc[ratio.fillna(np.inf).idxmax()]
+    worst = domain.iloc[int(np.argmax(ratio.fillna(np.inf).to_numpy()))]
     margin = 1.0 - POINT_TOL * ratio.max()  # how far the deciding point is from the inconclusive band
     tm = domain[domain["mechanism.name"] == "svt_tm"]
     drift = "; ".join(f"TM k*={k}: emp/theory " + " -> ".join(f"{v:.3g}" for v in (g["emp_alpha"] / g["theory_alpha"]))
@@ -135,8 +136,11 @@ def _tm_flat(g: pd.DataFrame) -> tuple[bool | None, str]:
 
 
 def loglog_slope_band(x: pd.Series, y: pd.Series) -> tuple[float, float]:
-    """OLS slope of log y on log x over the points, and the most that slope can move when every point is off by at
-    most a factor ``POINT_TOL`` (its quantile sampling error): ln(1.1) sum|d_i| / sum d_i^2, d_i = log x_i - mean."""
+    """OLS slope of log y on log x over the points, and the most that slope can move.
+
+    The move bound holds when every point is off by at most a factor ``POINT_TOL`` (its quantile sampling error):
+    ln(1.1) sum|d_i| / sum d_i^2, d_i = log x_i - mean.
+    """
     lx, ly = np.log(x.to_numpy(dtype=np.float64)), np.log(y.to_numpy(dtype=np.float64))
     d = lx - lx.mean()
     return float(np.polyfit(lx, ly, 1)[0]), float(math.log(POINT_TOL) * np.abs(d).sum() / (d**2).sum())
@@ -180,7 +184,7 @@ BY_CONSTRUCTION = ("Implementation check, holds by construction: fails (a bug) -
                    "inconclusive (not evidence for the paper). ")
 
 
-def by_construction(results: list[bool | None]) -> str:
+def by_construction(results: Sequence[bool | None]) -> str:
     """Verdict of an implementation identity: ``not confirmed`` if it fails anywhere, else ``inconclusive``."""
     return "not confirmed" if any(r is False for r in results) else "inconclusive"
 
@@ -250,6 +254,9 @@ def kstar_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     tm = _name(df, "svt_tm").sort_values("k_star")
     sp = _name(df, "svt_sparse").sort_values("k_star")
     out = []
+    tm_grow: tuple[bool | None, str]  # (holds, measured); None: cannot decide
+    tm_shape: tuple[bool | None, str]
+    sp_flat: tuple[bool | None, str]
     if tm["k_star"].nunique() >= 2 and _enough_runs(tm):
         emp = tm["emp_alpha"].to_numpy()
         steps = emp[1:] / emp[:-1]
@@ -326,7 +333,8 @@ def kcap_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
 
 def order_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     """svt_order: the empirical alpha does not depend on the query order."""
-    results, parts = [], []
+    results: list[bool | None] = []
+    parts: list[str] = []
     for name, g in df.groupby("mechanism.name"):
         if g["mechanism.order"].nunique() < 2 or not _enough_runs(g):
             results.append(None)

@@ -53,8 +53,10 @@ def _cache_file(cache_dir: str | Path, kind: str, params: dict[str, Any], suffix
 
 
 def _write_atomically(path: Path, write: Callable[[Any], None]) -> None:
-    """Write through ``write(file handle)`` into a temporary file renamed into place, so parallel workers
-    never read a half-written file."""
+    """Write through ``write(file handle)`` into a temporary file renamed into place.
+
+    Parallel workers never read a half-written file.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=path.suffix + ".tmp")
     with os.fdopen(fd, "wb") as fh:
@@ -81,8 +83,11 @@ def cached_array(cache_dir: str | Path | None, kind: str, params: dict[str, Any]
 
 def cached_arrays(cache_dir: str | Path | None, kind: str, params: dict[str, Any],
                   build: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """``cached_array`` for several named arrays (e.g. a stream and what reading it skipped), kept together
-    in one ``<cache_dir>/<kind>/<kind>-<hash of params>.npz`` (no pickled objects)."""
+    """``cached_array`` for several named arrays, kept together in one ``.npz``.
+
+    For example a stream and what reading it skipped, in ``<cache_dir>/<kind>/<kind>-<hash of params>.npz`` (no pickled
+    objects).
+    """
     if cache_dir is None:
         return build()
     path = _cache_file(cache_dir, kind, params, ".npz")
@@ -90,5 +95,6 @@ def cached_arrays(cache_dir: str | Path | None, kind: str, params: dict[str, Any
         with np.load(path, allow_pickle=False) as stored:
             return {name: stored[name] for name in stored.files}
     arrays = build()
-    _write_atomically(path, lambda fh: np.savez(fh, **arrays))
+    # numpy's stub cannot tell that no key of ``arrays`` is savez's own ``allow_pickle`` keyword
+    _write_atomically(path, lambda fh: np.savez(fh, **arrays))  # type: ignore[arg-type]
     return arrays

@@ -38,8 +38,10 @@ def expected_distinct(n_sources: int, exponent: float, length: int) -> float:
 
 
 def calibrate_sources(exponent: float, full_length: int, distinct_sources: int) -> int:
-    """The smallest universe size whose expected distinct count in ``full_length`` packets reaches
-    ``distinct_sources`` (bisection; the expectation grows with the universe size)."""
+    """The smallest universe size whose expected distinct count reaches ``distinct_sources``.
+
+    The count is over ``full_length`` packets; found by bisection (the expectation grows with the universe size).
+    """
     if expected_distinct(16 * distinct_sources, exponent, full_length) < distinct_sources:
         raise ValueError(f"zipf_exponent={exponent} cannot produce {distinct_sources} distinct sources in "
                          f"{full_length} packets (too steep); lower it")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import overload
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -22,18 +23,28 @@ def check_column(path: Path, column: int | str, names: list, header: bool) -> No
         raise ValueError(f"{path}: no column {column!r}; its columns: {names}")
 
 
+@overload
+def csv_column(path: Path, column: int | str, header: bool = True, chunksize: None = None) -> pd.Series: ...
+@overload
+def csv_column(path: Path, column: int | str, header: bool = True, *, chunksize: int) -> Iterator[pd.DataFrame]: ...
+
+
 def csv_column(path: Path, column: int | str, header: bool = True, chunksize: int | None = None
                ) -> pd.Series | Iterator[pd.DataFrame]:
-    """Column ``column`` of the CSV file as strings (empty fields as ``""``; blank lines skipped): one Series,
-    or an iterator of one-column frames of ``chunksize`` rows."""
+    """Column ``column`` of the CSV file as strings (empty fields as ``""``; blank lines skipped).
+
+    One Series, or an iterator of one-column frames of ``chunksize`` rows.
+    """
     try:
         names = list(pd.read_csv(path, header=0 if header else None, nrows=0 if header else 1, dtype=str).columns)
     except pd.errors.EmptyDataError:
         raise ValueError(f"{path} is empty: no line to find column {column!r} in") from None
     check_column(path, column, names, header)
-    frames = pd.read_csv(path, header=0 if header else None, usecols=[column], dtype=str, keep_default_na=False,
-                         chunksize=chunksize, skip_blank_lines=True)
-    return frames if chunksize else frames.iloc[:, 0]
+    if chunksize:
+        return pd.read_csv(path, header=0 if header else None, usecols=[column], dtype=str, keep_default_na=False,
+                           chunksize=chunksize, skip_blank_lines=True)
+    return pd.read_csv(path, header=0 if header else None, usecols=[column], dtype=str, keep_default_na=False,
+                       skip_blank_lines=True).iloc[:, 0]
 
 
 def parquet_column(path: Path, column: int | str) -> pd.Series:

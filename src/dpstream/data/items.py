@@ -133,8 +133,9 @@ def items_stream(path: str, format: str = "auto", column: int | str | None = Non
         if items.size == 0:
             raise ValueError(f"{where}: no items ({values.size} rows, all {SKIPPED})")
         labels = labels or {}
-        return {"items": items, "rows_read": np.int64(values.size), "rows_skipped": np.int64(skipped),
-                "hashed": np.bool_(bool(labels)), "label_items": np.fromiter(labels, np.int64, len(labels)),
+        return {"items": items, "rows_read": np.array(values.size, dtype=np.int64),  # 0-d, as read back from .npz
+                "rows_skipped": np.array(skipped, dtype=np.int64), "hashed": np.array(bool(labels)),
+                "label_items": np.fromiter(labels, np.int64, len(labels)),
                 "label_text": np.array(list(labels.values()), dtype=np.str_)}
 
     key: dict[str, Any] = {"xxh3_128": fingerprint, "format": fmt, "column": column, "header": header}

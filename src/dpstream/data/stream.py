@@ -37,6 +37,7 @@ class FileStream:
     labels: dict[int, str] | None = None
 
     def __post_init__(self) -> None:
+        """Warn when under half of the file's rows made it into the stream."""
         if 2 * self.rows_skipped > self.rows_read:
             warnings.warn(f"{self.source}: kept {self.rows_read - self.rows_skipped} of {self.rows_read} rows "
                           f"(skipped {self.rows_skipped}: {self.skipped}); under half of the file is in the stream",
@@ -49,9 +50,12 @@ class FileStream:
 
 def load_stream(data: dict[str, Any], seed: np.random.SeedSequence,
                 cache_dir: str | None) -> tuple[np.ndarray, dict[str, int]]:
-    """Call the data config's ``_target_`` with its parameters, ``seed`` and ``cache_dir``: the stream and the
-    row columns of a file source (``FileStream.row``; none for generated data). The harness's ``*_xxh3``
-    content hashes of file inputs are left out of the call; a key the source does not take is an error naming it."""
+    """Call the data config's ``_target_`` with its parameters, ``seed`` and ``cache_dir``.
+
+    The stream and the row columns of a file source (``FileStream.row``; none for generated data). The harness's
+    ``*_xxh3`` content hashes of file inputs are left out of the call; a key the source does not take is an error naming
+    it.
+    """
     kwargs = {k: v for k, v in data.items() if k not in CONFIG_ONLY and not k.endswith(FINGERPRINT_SUFFIX)}
     target = get_method(data["_target_"])
     allowed = [k for k in inspect.signature(target).parameters if k not in ("seed", "cache_dir")]

@@ -111,9 +111,11 @@ def _ipv4_offset(linktype: int, frame: bytes) -> int | None:
 
 
 class _ShortReadGuard(io.RawIOBase):
-    """File wrapper that notices a record cut short: dpkt reads each record as (header, body) with exact
-    sizes, and silently returns a short body at end of file; any short read other than a clean end of
-    file before a header marks the record as truncated."""
+    """File wrapper that notices a record cut short.
+
+    dpkt reads each record as (header, body) with exact sizes, and silently returns a short body at end of file; any
+    short read other than a clean end of file before a header marks the record as truncated.
+    """
 
     def __init__(self, fh: BinaryIO) -> None:
         self._fh = fh
@@ -121,7 +123,7 @@ class _ShortReadGuard(io.RawIOBase):
         self.expect_header = True
         self.truncated = False
 
-    def read(self, n: int = -1) -> bytes:  # type: ignore[override]
+    def read(self, n: int = -1) -> bytes:
         data = self._fh.read(n)
         if self.active:
             if 0 < n and len(data) < n and not (len(data) == 0 and self.expect_header):
@@ -134,47 +136,68 @@ class _ShortReadGuard(io.RawIOBase):
 
 
 def _pcap_chunks(path: Path, fmt: str, stats: TraceStats, chunk: int) -> Iterator[np.ndarray]:
+    """IPv4 source addresses (uint32) of a pcap / pcapng file, ``chunk`` at a time; skipped records go to ``stats``."""
     with open(path, "rb") as raw:
         guard = _ShortReadGuard(raw)
-        try:
-            reader = dpkt.pcap.Reader(guard) if fmt == "pcap" else dpkt.pcapng.Reader(guard)
-        except (ValueError, dpkt.UnpackError) as exc:
-            raise ValueError(f"{path} is not a readable {fmt} file ({exc})") from exc
+        reader = _open_capture(path, fmt, guard)
         linktype = reader.datalink()
         _ipv4_offset(linktype, b"")  # reject unsupported link types before reading any packet
         guard.active = True
         buf = bytearray()
         kept = 0
-        records = iter(reader)
-        while True:
-            try:
-                _, frame = next(records)
-            except StopIteration:
-                break
-            except (dpkt.UnpackError, struct.error):  # a record header cut short
-                guard.truncated = True
-                break
-            if guard.truncated:  # dpkt handed over a body shorter than its caplen
-                break
+        for frame in _frames(reader, guard):
             stats.records += 1
-            off = _ipv4_offset(linktype, frame)
-            if off is None:
-                stats.non_ipv4 += 1
-            elif len(frame) < off + 16:
-                stats.too_short += 1
-            elif frame[off] >> 4 != 4:
-                stats.non_ipv4 += 1
-            else:
-                buf += frame[off + 12:off + 16]
-                kept += 1
-                if kept == chunk:
-                    yield np.frombuffer(bytes(buf), dtype=">u4").astype(np.uint32)
-                    buf.clear()
-                    kept = 0
+            source = _ipv4_source(linktype, frame, stats)
+            if source is None:
+                continue
+            buf += source
+            kept += 1
+            if kept == chunk:
+                yield np.frombuffer(bytes(buf), dtype=">u4").astype(np.uint32)
+                buf.clear()
+                kept = 0
         if buf:
             yield np.frombuffer(bytes(buf), dtype=">u4").astype(np.uint32)
         if guard.truncated:
             stats.truncated += 1
+
+
+def _open_capture(path: Path, fmt: str, guard: _ShortReadGuard) -> Any:
+    """The dpkt reader of ``fmt`` (pcap or pcapng) over ``guard``; a file it cannot read is a ValueError naming it."""
+    try:
+        return dpkt.pcap.Reader(guard) if fmt == "pcap" else dpkt.pcapng.Reader(guard)
+    except (ValueError, dpkt.UnpackError) as exc:
+        raise ValueError(f"{path} is not a readable {fmt} file ({exc})") from exc
+
+
+def _frames(reader: Any, guard: _ShortReadGuard) -> Iterator[bytes]:
+    """The frames of ``reader`` in order, up to the first record cut short (then ``guard.truncated`` is set)."""
+    records = iter(reader)
+    while True:
+        try:
+            _, frame = next(records)
+        except StopIteration:
+            return
+        except (dpkt.UnpackError, struct.error):  # a record header cut short
+            guard.truncated = True
+            return
+        if guard.truncated:  # dpkt handed over a body shorter than its caplen
+            return
+        yield frame
+
+
+def _ipv4_source(linktype: int, frame: bytes, stats: TraceStats) -> bytes | None:
+    """The 4 source-address bytes of an IPv4 ``frame``; None (counted in ``stats``) for non-IPv4 or short frames."""
+    off = _ipv4_offset(linktype, frame)
+    if off is None:
+        stats.non_ipv4 += 1
+    elif len(frame) < off + 16:
+        stats.too_short += 1
+    elif frame[off] >> 4 != 4:
+        stats.non_ipv4 += 1
+    else:
+        return frame[off + 12:off + 16]
+    return None
 
 
 _QUAD = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$")
@@ -184,7 +207,8 @@ def _dotted_quads(values: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray
     """(uint32 addresses of the valid quads, mask of valid quads, mask of malformed IPv4-like values).
 
     A value is non-IPv4 (skipped) when it is empty or holds a ':' (IPv6, MAC) or a letter; a value of
-    only digits and dots that is not a valid dotted quad is malformed."""
+    only digits and dots that is not a valid dotted quad is malformed.
+    """
     s = values.astype(str).str.strip()
     parts = s.str.extract(_QUAD)
     valid = np.array(parts.notna().all(axis=1), dtype=bool)
@@ -283,7 +307,7 @@ def _truncation(path: Path, on_truncated: str, why: str) -> None:
 
 
 def detect_format(path: Path) -> str:
-    """pcap / pcapng from the magic number; csv (.csv, .txt), raw4 (.raw4) and raw13 (.raw13) from the extension."""
+    """Pcap / pcapng from the magic number; csv (.csv, .txt), raw4 (.raw4) and raw13 (.raw13) from the extension."""
     with open(path, "rb") as fh:
         magic = fh.read(4)
     if magic in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d"):
@@ -364,7 +388,7 @@ def caida_trace(path: str, format: str = "auto", column: int | str = 2, header: 
 
     def build() -> dict[str, np.ndarray]:
         items, stats = read_trace(p, format, column, header, byteorder, on_truncated)
-        return {"stream": items, **{name: np.int64(v) for name, v in asdict(stats).items()}}
+        return {"stream": items, **{name: np.array(v, dtype=np.int64) for name, v in asdict(stats).items()}}
 
     read = cached_arrays(cache_dir, "trace", key, build)
     stats = TraceStats(**{name: int(read[name]) for name in asdict(TraceStats())})

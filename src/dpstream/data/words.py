@@ -47,8 +47,10 @@ def _frequencies(language: str, wordlist: str) -> dict[str, float]:
 
 def vocabulary(language: str = "en", n_words: int = 100_000, wordlist: str = "best"
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The ``n_words`` most frequent words (most frequent first, ties in wordfreq's order), their items
-    (canonical keys, int64) and their frequencies renormalised to sum to 1."""
+    """The ``n_words`` most frequent words, their items and their renormalised frequencies.
+
+    Most frequent first, ties in wordfreq's order; items are canonical keys (int64); frequencies sum to 1.
+    """
     n_words = check_positive_int(n_words, "n_words")
     freqs = _frequencies(language, wordlist)
     if n_words > len(freqs):
@@ -62,8 +64,10 @@ def vocabulary(language: str = "en", n_words: int = 100_000, wordlist: str = "be
 
 
 def exact_counts(p: np.ndarray, length: int) -> np.ndarray:
-    """Counts c_i summing to ``length`` with c_i = floor(p_i length) plus one for the largest remainders
-    (ties: the more frequent word first), so |c_i - p_i length| < 1."""
+    """Counts c_i summing to ``length``, with |c_i - p_i length| < 1.
+
+    c_i = floor(p_i length) plus one for the largest remainders (ties: the more frequent word first).
+    """
     exact = p * length
     counts = np.floor(exact).astype(np.int64)
     short = length - int(counts.sum())
@@ -81,9 +85,11 @@ def word_counts(language: str = "en", length: int = 2**20, n_words: int = 100_00
 
 def wordfreq_stream(language: str = "en", length: int = 2**20, n_words: int = 100_000, wordlist: str = "best",
                     seed: SeedLike = 0, cache_dir: str | Path | None = None) -> np.ndarray:
-    """``length`` int64 items: every word of ``word_counts`` repeated its exact count, in an order shuffled by
-    ``seed`` (real frequencies, synthetic order: module docstring). Cached under ``cache_dir/wordfreq/`` keyed
-    by every parameter, the seed and the wordfreq version."""
+    """``length`` int64 items: every word of ``word_counts`` repeated its exact count, shuffled.
+
+    The order is shuffled by ``seed`` (real frequencies, synthetic order: module docstring). Cached under
+    ``cache_dir/wordfreq/`` keyed by every parameter, the seed and the wordfreq version.
+    """
     length = check_positive_int(length, "length")
     seq = as_seed_sequence(seed)
     _wordfreq()

@@ -1,5 +1,8 @@
-"""``results/report.md`` and ``results/report.html``: every figure, every paper claim with the measured
-value and a verdict, and the configuration and versions that produced them."""
+"""``results/report.md`` and ``results/report.html``.
+
+Every figure, every paper claim with the measured value and a verdict, and the configuration and versions that produced
+them.
+"""
 
 from __future__ import annotations
 
@@ -69,8 +72,10 @@ def verdict_summary(claims: pd.DataFrame) -> str:
 
 
 def with_paper_names(claims: pd.DataFrame) -> pd.DataFrame:
-    """The claims with mechanism config names in their text written as the papers' names (``svt_tm`` ->
-    ``ThresholdMonitor``); the verdict is untouched."""
+    """The claims with mechanism config names in their text written as the papers' names.
+
+    For example ``svt_tm`` -> ``ThresholdMonitor``; the verdict is untouched.
+    """
     return claims.assign(**{c: claims[c].astype(str).map(relabel) for c in ("claim", "rule", "measured")})
 
 
@@ -104,8 +109,11 @@ CONTINUAL_METRICS = {  # marker column -> the paper's metric (end of stream) and
 
 
 def continual_table(df: pd.DataFrame, spec: dict[str, Any]) -> pd.DataFrame | None:
-    """Trial means of the end-of-stream metrics next to their mean / max over the release times
-    (continual observation), per (mechanism, swept x); None when the rows have no release-time metrics."""
+    """Trial means of the end-of-stream metrics next to their mean / max over the release times.
+
+    Release times: continual observation; one row per (mechanism, swept x); None when the rows have no release-time
+    metrics.
+    """
     cols = next((c for marker, c in CONTINUAL_METRICS.items() if marker in df.columns), None)
     if cols is None:
         return None
@@ -129,8 +137,10 @@ def _markdown(table: pd.DataFrame) -> list[str]:
 
 
 def _project_relative(path: object) -> object:
-    """A folder under the working directory as a relative path, so a committed report does not depend on where
-    the project was checked out; other values unchanged."""
+    """A folder under the working directory as a relative path; other values unchanged.
+
+    So a committed report does not depend on where the project was checked out.
+    """
     if not isinstance(path, str) or not Path(path).is_absolute() or not Path(path).is_relative_to(Path.cwd()):
         return path
     return str(Path(path).relative_to(Path.cwd()))

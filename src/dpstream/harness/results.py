@@ -14,8 +14,11 @@ __all__ = ["CONF_DIR", "load_claims", "load_table", "redraw", "results_dir", "sh
 
 
 def results_dir(default: str | Path = "results") -> Path:
-    """``$DPSTREAM_RESULTS`` if set (tests point it at a smoke run), else ``default``: ``results/`` of the working
-    directory, where ``dpstream`` writes (run notebooks from the project root, or set ``$DPSTREAM_RESULTS``)."""
+    """``$DPSTREAM_RESULTS`` if set (tests point it at a smoke run), else ``default``.
+
+    ``results/`` of the working directory, where ``dpstream`` writes (run notebooks from the project root, or set
+    ``$DPSTREAM_RESULTS``).
+    """
     return Path(os.environ.get("DPSTREAM_RESULTS", default))
 
 
@@ -28,6 +31,7 @@ def load_table(exp_id: str, where: Path | None = None) -> pd.DataFrame:
 
 
 def load_claims(exp_id: str, where: Path | None = None) -> pd.DataFrame | None:
+    """The claims table ``tables/<exp_id>.claims.csv`` (verdicts as written), or None if absent."""
     path = (where or results_dir()) / "tables" / f"{exp_id}.claims.csv"
     # keep_default_na=False: the verdict "n/a" is a word, not a missing value
     return pd.read_csv(path, keep_default_na=False) if path.exists() else None

@@ -24,8 +24,11 @@ NOT_IN_MECHANISM_KEY = ("uses",)  # a declaration checked before the run (config
 
 
 def trial_key(params: dict[str, Any]) -> str:
-    """Stable hash of a trial's full config (including seed and trial index, and the content hash of every
-    file input, ``<key>_xxh3``: see ``config.fingerprint_inputs``)."""
+    """Stable hash of a trial's full config.
+
+    It includes seed and trial index, and the content hash of every file input, ``<key>_xxh3``: see
+    ``config.fingerprint_inputs``.
+    """
     keyed = {k: v for k, v in params.items() if k not in NOT_IN_KEY}
     if isinstance(keyed.get("mechanism"), dict):
         keyed["mechanism"] = {k: v for k, v in keyed["mechanism"].items() if k not in NOT_IN_MECHANISM_KEY}
@@ -34,7 +37,7 @@ def trial_key(params: dict[str, Any]) -> str:
 
 
 def _json_safe(value: Any) -> Any:
-    """numpy scalars -> Python scalars (NaN and +-inf are kept: Python's json round-trips them)."""
+    """Numpy scalars -> Python scalars (NaN and +-inf are kept: Python's json round-trips them)."""
     if hasattr(value, "item") and callable(value.item):
         return value.item()
     return value
@@ -44,6 +47,7 @@ class ResultsStore:
     """Rows of finished trials in ``path`` (JSON lines), readable while being appended to."""
 
     def __init__(self, path: str | Path) -> None:
+        """Open (or create) the store at ``path`` and load the rows already in it."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._rows: dict[str, dict[str, Any]] = {}
@@ -73,17 +77,23 @@ class ResultsStore:
             self._rows[key] = row
 
     def __contains__(self, key: str) -> bool:
+        """Whether a row with trial key ``key`` is stored."""
         return key in self._rows
 
     def __len__(self) -> int:
+        """Number of stored rows."""
         return len(self._rows)
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The stored row of trial key ``key``, or None."""
         return self._rows.get(key)
 
     def append(self, row: dict[str, Any], replace: bool = False) -> None:
-        """Write one finished row durably. A row whose key is already stored is ignored, unless
-        ``replace`` (a forced rerun): then the new line is appended and wins on every later load."""
+        """Write one finished row durably.
+
+        A row whose key is already stored is ignored, unless ``replace`` (a forced rerun): then the new line is appended
+        and wins on every later load.
+        """
         key = row["key"]
         if key in self._rows and not replace:
             return

@@ -1,5 +1,8 @@
-"""Heavy-hitter accuracy (seed 004, Sec. 6.2): precision, recall and ARE of the reported items at an
-output step t, where the true heavy hitters are the items with frequency >= t/k at that time."""
+"""Heavy-hitter accuracy (seed 004, Sec. 6.2).
+
+Precision, recall and ARE of the reported items at an output step t, where the true heavy hitters are the items with
+frequency >= t/k at that time.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +17,9 @@ Metrics = dict[str, float | int | str]
 
 
 def evaluate(reported: HeavyHitters, items: np.ndarray, counts: np.ndarray, k: int) -> Metrics:
-    """Metrics of ``reported`` against exact ``counts`` of the sorted distinct ``items`` of the prefix
-    x_1..x_t, t = ``reported.time``.
+    """Metrics of ``reported`` against exact ``counts`` of the sorted distinct ``items``.
+
+    Counts are of the prefix x_1..x_t, t = ``reported.time``.
 
     precision = |R n T| / |R| and recall = |R n T| / |T| (``dpstream.metrics.precision_recall``). With
     nothing reported (R empty) precision is undefined, with no true heavy hitter (T empty) recall is: each is
@@ -45,11 +49,14 @@ def evaluate_prefix(reported: HeavyHitters, stream: np.ndarray, k: int) -> Metri
 
 
 class PrefixCounts:
-    """Exact counts of a growing prefix of ``stream``, advanced block by block, for metrics at every
-    output step. The true heavy set is kept incrementally: the threshold t/k only grows, so an item can
-    join it only in a block where it occurs (O(block + |heavy|) work per step, not O(universe))."""
+    """Exact counts of a growing prefix of ``stream``, advanced block by block.
+
+    For metrics at every output step. The true heavy set is kept incrementally: the threshold t/k only grows, so an item
+    can join it only in a block where it occurs (O(block + |heavy|) work per step, not O(universe)).
+    """
 
     def __init__(self, stream: np.ndarray, k: int) -> None:
+        """Index the distinct items of ``stream``; the prefix starts empty (t = 0)."""
         self.k = k
         self._items, self._ids = np.unique(stream, return_inverse=True)
         self._counts = np.zeros(self._items.size, dtype=np.int64)
@@ -76,9 +83,12 @@ class PrefixCounts:
 
 
 def _defined(rows: list[Metrics], name: str, count: str) -> np.ndarray:
-    """``name`` over the rows where it is defined: precision needs reports (``count`` = n_reported > 0),
-    recall needs true heavy hitters (n_true > 0); ``evaluate`` gives NaN in the other rows."""
-    return np.array([r[name] for r in rows if r[count] > 0], dtype=np.float64)
+    """``name`` over the rows where it is defined.
+
+    Precision needs reports (``count`` = n_reported > 0), recall needs true heavy hitters (n_true > 0); ``evaluate``
+    gives NaN in the other rows.
+    """
+    return np.array([r[name] for r in rows if float(r[count]) > 0], dtype=np.float64)
 
 
 def _mean(values: np.ndarray) -> float:
@@ -88,8 +98,11 @@ def _mean(values: np.ndarray) -> float:
 
 
 def summarise_steps(rows: list[Metrics]) -> dict[str, float | int]:
-    """Per-output-step metrics reduced to flat columns: mean and min of precision and recall over the
-    steps with reports / true heavy hitters, mean ARE, and the number of steps."""
+    """Per-output-step metrics reduced to flat columns.
+
+    Mean and min of precision and recall over the steps with reports / true heavy hitters, mean ARE, and the number of
+    steps.
+    """
     out: dict[str, float | int] = {"steps": len(rows)}
     for name, count in (("precision", "n_reported"), ("recall", "n_true")):
         vals = _defined(rows, name, count)
@@ -100,8 +113,9 @@ def summarise_steps(rows: list[Metrics]) -> dict[str, float | int]:
 
 
 def summarise_release_times(rows: list[Metrics]) -> dict[str, float | int]:
-    """Metrics at the output steps of the release times reduced to ``precision_mean_t``,
-    ``recall_mean_t`` and ``are_mean_t``, and their number ``n_release_times``.
+    """Metrics at the output steps of the release times, reduced to their means.
+
+    The columns are ``precision_mean_t``, ``recall_mean_t`` and ``are_mean_t``, and their number ``n_release_times``.
 
     Precision with nothing reported and recall with no true heavy hitter are undefined: such times
     count as NaN and are left out of the mean (as are times with no ARE); a mean over no defined time

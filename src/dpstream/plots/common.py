@@ -1,5 +1,7 @@
-"""Shared figure plumbing: one line per mechanism in its fixed style, legends, and the honest title (uncertified
-noise, synthetic data) every saved figure carries."""
+"""Shared figure plumbing: one line per mechanism in its fixed style, legends, the honest title.
+
+Every saved figure carries that title (uncertified noise, synthetic data).
+"""
 
 from __future__ import annotations
 
@@ -26,15 +28,20 @@ def honesty_labels(df: pd.DataFrame) -> list[str]:
 
 def subplots(nrows: int = 1, ncols: int = 1, figsize: tuple[float, float] | None = None,
              **kwargs: Any) -> tuple[Figure, Any]:
-    """``pyplot.subplots`` without pyplot: a Figure no GUI backend or notebook tracks, drawn by Agg on saving
-    (so figure modules need no ``matplotlib.use`` and leave a notebook's inline backend alone)."""
+    """``pyplot.subplots`` without pyplot.
+
+    A Figure no GUI backend or notebook tracks, drawn by Agg on saving (so figure modules need no ``matplotlib.use`` and
+    leave a notebook's inline backend alone).
+    """
     fig = Figure(figsize=figsize)
     return fig, fig.subplots(nrows, ncols, **kwargs)
 
 
 def mechanism_lines(ax: Axes, df: pd.DataFrame, x: str, y: str, by: str = "mechanism.name") -> None:
-    """One line per mechanism (column ``by``) in its fixed style and with the paper's name: the mean of ``y``
-    over trials against ``x``, with a min-max band."""
+    """One line per mechanism (column ``by``) in its fixed style and with the paper's name.
+
+    The mean of ``y`` over trials against ``x``, with a min-max band.
+    """
     for name in names.ordered(df[by]):
         stats = df[df[by] == name].groupby(x)[y].agg(["mean", "min", "max"]).sort_index()
         style = names.line_style(name)

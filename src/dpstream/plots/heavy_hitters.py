@@ -1,5 +1,7 @@
-"""Figure 4 panels (seed 004, Sec. 6.5): heavy hitters on a trace, one line per tracker (mean over trials,
-min-max band). The paper's claims are rules in ``dpstream.claims.heavy_hitters``.
+"""Figure 4 panels (seed 004, Sec. 6.5).
+
+Heavy hitters on a trace, one line per tracker (mean over trials, min-max band). The paper's claims are rules in
+``dpstream.claims.heavy_hitters``.
 
 The memory panels plot real bytes (``memory_bytes``) for every tracker. The paper's memory axis (20 KB
 per k of k~ for LazyHH) is not reproduced by any consistent model: under the paper's own Figure 3 model
@@ -35,8 +37,11 @@ def _style(ax: Axes, df: pd.DataFrame, args: dict[str, Any], xlabel: str, logx: 
 
 
 def panel(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
-    """Draw ``plot_args.y`` against ``plot_args.x`` per tracker; with ``plot_args.k_tilde_panel`` also
-    LazyHH against k~ beside it, with a note that the paper's memory axis is a label."""
+    """Draw ``plot_args.y`` against ``plot_args.x`` per tracker.
+
+    With ``plot_args.k_tilde_panel`` also LazyHH against k~ beside it, with a note that the paper's memory axis is a
+    label.
+    """
     args = experiment["plot_args"]
     with_k = bool(args.get("k_tilde_panel"))
     fig, axes = subplots(1, 2 if with_k else 1, figsize=(10.4 if with_k else 5.2, 3.8), squeeze=False)

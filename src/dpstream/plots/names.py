@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 
 class Style(NamedTuple):
+    """A mechanism's line style: colour, marker and line style for ``Axes.plot``."""
     color: str
     marker: str
     linestyle: str
@@ -104,8 +105,11 @@ def ordered(names: Any) -> list[str]:
 
 
 def line_style(name: str, variant: int | None = None) -> dict[str, Any]:
-    """``Axes.plot`` keywords of mechanism ``name``: its colour, hollow marker and line style; ``variant`` (the
-    index of a second series dimension such as k*) replaces the line style by ``VARIANT_LINESTYLES[variant]``."""
+    """``Axes.plot`` keywords of mechanism ``name``.
+
+    Its colour, hollow marker and line style; ``variant`` (the index of a second series dimension such as k*) replaces
+    the line style by ``VARIANT_LINESTYLES[variant]``.
+    """
     style = _entry(name)[1]
     linestyle = style.linestyle if variant is None else VARIANT_LINESTYLES[variant % len(VARIANT_LINESTYLES)]
     return {"color": style.color, "marker": style.marker, "linestyle": linestyle, "markerfacecolor": "none",
@@ -116,6 +120,9 @@ _WORD = re.compile(r"(?<![\w./=])(" + "|".join(sorted(map(re.escape, MECHANISMS)
 
 
 def relabel(text: str) -> str:
-    """``text`` with every mechanism config name written as the paper's name (``svt_tm`` -> ``ThresholdMonitor``);
-    names inside paths and ``key=value`` (``experiment=qr_alg5``, ``tables/qr_alg5.csv``) stay."""
+    """``text`` with every mechanism config name written as the paper's name.
+
+    For example ``svt_tm`` -> ``ThresholdMonitor``; names inside paths and ``key=value`` (``experiment=qr_alg5``,
+    ``tables/qr_alg5.csv``) stay.
+    """
     return _WORD.sub(lambda m: label(m.group(1)), text)

@@ -1,5 +1,7 @@
 """Figure 3 panels (seed 004): one line per sketch, mean over trials with a min-max band.
-The paper's claims for each panel are rules in ``dpstream.claims.sketch``."""
+
+The paper's claims for each panel are rules in ``dpstream.claims.sketch``.
+"""
 
 from __future__ import annotations
 

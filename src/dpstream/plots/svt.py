@@ -1,5 +1,8 @@
-"""Figures of the sparse vector experiments (svt_theory, svt_c, svt_kstar, svt_kcap, svt_order, shifting_hh,
-audit_svt, audit_power). Claims live in ``dpstream.claims.svt`` and ``dpstream.claims.audit``."""
+"""Figures of the sparse vector experiments.
+
+svt_theory, svt_c, svt_kstar, svt_kcap, svt_order, shifting_hh, audit_svt, audit_power. Claims live in
+``dpstream.claims.svt`` and ``dpstream.claims.audit``.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +16,12 @@ from matplotlib.patches import Rectangle
 
 from dpstream.plots import names
 from dpstream.plots.common import legend, save_figure, subplots
+
+
+def _synthetic(df: pd.DataFrame, design: str) -> pd.DataFrame:
+    """``df`` with ``data.name`` = ``design`` and ``data.synthetic`` set, for the honest title of ``save_figure``."""
+    tags: dict[str, Any] = {"data.name": design, "data.synthetic": True}
+    return df.assign(**tags)
 
 
 def theory_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -51,8 +60,11 @@ def theory_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> N
 
 
 def _series(df: pd.DataFrame, hue: list[str]) -> list[tuple[str, dict[str, Any], pd.DataFrame]]:
-    """(legend label, line style, rows) per series: ``hue[0]`` is the mechanism (its name and style), the other
-    hue columns (k*, kappa) pick the line style (``names.VARIANT_LINESTYLES``) within the mechanism's colour."""
+    """(legend label, line style, rows) per series.
+
+    ``hue[0]`` is the mechanism (its name and style), the other hue columns (k*, kappa) pick the line style
+    (``names.VARIANT_LINESTYLES``) within the mechanism's colour.
+    """
     mech, rest = hue[0], hue[1:]
     variants = sorted({tuple(r) for r in df[rest].itertuples(index=False)}) if rest else []
     out = []
@@ -87,8 +99,10 @@ PANELS: dict[str, tuple[str, str, str]] = {  # name -> (column, y label, title);
 
 
 def atoms_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
-    """E1: empirical alpha (theory thin dashed) and two panels from ``PANELS`` (plot_args.panels; default: success rate
-    and recall at the evaluation margin, queries processed) against plot_args.x."""
+    """E1: empirical alpha (theory thin dashed) and two panels from ``PANELS`` against plot_args.x.
+
+    The panels are plot_args.panels; default: success rate and recall at the evaluation margin, queries processed.
+    """
     args = experiment.get("plot_args", {})
     x, hue = args.get("x", "c"), args.get("hue", ["mechanism.name", "k_star"])
     panels = [PANELS[p] for p in args.get("panels", ["success", "processed"])]
@@ -116,7 +130,7 @@ def atoms_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
         ax.set_title(title, fontsize=9)
     legend(axes[0])
     fig.tight_layout(rect=(0, 0, 1, 0.88))
-    save_figure(fig, df.assign(**{"data.name": "svt atoms design", "data.synthetic": True}), experiment, path)
+    save_figure(fig, _synthetic(df, "svt atoms design"), experiment, path)
 
 
 def audit_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -142,7 +156,7 @@ def audit_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
         fontsize=8,
     )
     fig.tight_layout(rect=(0, 0, 1, 0.9))
-    save_figure(fig, df.assign(**{"data.name": "neighbouring query answers", "data.synthetic": True}), experiment, path)
+    save_figure(fig, _synthetic(df, "neighbouring query answers"), experiment, path)
 
 
 def power_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -158,12 +172,14 @@ def power_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
     ax.set_title(f"searching auditor, {df['trial'].nunique() if 'trial' in df else '?'} seeds per point", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
-    save_figure(fig, df.assign(**{"data.name": "neighbouring query answers", "data.synthetic": True}), experiment, path)
+    save_figure(fig, _synthetic(df, "neighbouring query answers"), experiment, path)
 
 
 def hh_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
-    """E2: recall per group size (one panel per m; dotted: theoretical tau) and empirical tau vs m; one colour and
-    marker per mechanism, one line style per k*."""
+    """E2: recall per group size and empirical tau vs m.
+
+    One panel per m (dotted: theoretical tau); one colour and marker per mechanism, one line style per k*.
+    """
     ms = sorted(df["mechanism.m"].unique())
     fig, axes = subplots(1, len(ms) + 1, figsize=(4.6 * (len(ms) + 1), 4.4), squeeze=False)
     axes = axes[0]
@@ -188,7 +204,7 @@ def hh_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     ax.set_title("empirical tau (markers) and theory (thin)", fontsize=9)
     legend(ax)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
-    save_figure(fig, df.assign(**{"data.name": "E2 shifting groups", "data.synthetic": True}), experiment, path)
+    save_figure(fig, _synthetic(df, "E2 shifting groups"), experiment, path)
 
 
 def order_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -208,4 +224,4 @@ def order_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
     ax.set_title(f"empirical alpha ({int(df['n_runs'].min())} runs/point); black ticks: theory", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
-    save_figure(fig, df.assign(**{"data.name": "svt atoms design", "data.synthetic": True}), experiment, path)
+    save_figure(fig, _synthetic(df, "svt atoms design"), experiment, path)

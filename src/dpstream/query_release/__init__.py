@@ -1,5 +1,8 @@
-"""Query release: iterative construction (PMW, median mechanism, MWEM), Laplace baseline, and private equilibrium
-query release with analyst privacy (Hsu, Roth, Ullman, Algorithm 3). Spec: ``shared/specs/query-release.md``."""
+"""Query release: iterative construction, Laplace baseline, private equilibrium query release.
+
+Iterative construction: PMW, median mechanism, MWEM; equilibrium release with analyst privacy (Hsu, Roth, Ullman,
+Algorithm 3). Spec: ``shared/specs/query-release.md``.
+"""
 
 from dpstream.query_release.data import fair_affairs, histogram, product_mixture
 from dpstream.query_release.game import PrivateEquilibriumRelease

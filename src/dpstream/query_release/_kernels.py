@@ -14,18 +14,38 @@ def gamma_scale(w: np.ndarray, log_w: np.ndarray, s: float, n_bins: int) -> floa
     F(tau) = #{w >= tau} + sum_{w < tau} w / tau (= s at tau = 1/c, decreasing in tau) is known at every bin edge,
     locating the bin that holds 1/c; (3) that bin's weights are sorted and the capped prefix solved exactly.
     """
-    total = 0.0
-    w_min = 1.0
-    for i in range(w.size):
-        total += w[i]
-        if 0.0 < w[i] < w_min:
-            w_min = w[i]
+    total, w_min = _total_and_min(w)
     c = s / total
     if c <= 1.0:  # max w = 1, so nothing is capped
         return c
     width = -np.log(w_min) / n_bins * (1.0 + 1e-12)  # bins of -log w, read from log_w (no per-entry log)
     if width <= 0.0:
         return -1.0
+    count, mass = _log_histogram(w, log_w, width, n_bins)
+    suffix = _suffix_sums(mass)
+    hit, above = _locate_bin(count, suffix, width, s)
+    if hit < 1:
+        return -1.0
+    b = hit - 1  # 1/c lies in bin b: (edge_hit, edge_b]
+    vals = _bin_values(w, log_w, width, n_bins, b, count[b])
+    return _solve_capped(vals, suffix[hit], above - count[b], s)
+
+
+@njit(cache=True)
+def _total_and_min(w: np.ndarray) -> tuple[float, float]:
+    """Pass 1 of ``gamma_scale``: sum of ``w`` and its smallest positive entry (1.0 if none is below 1)."""
+    total = 0.0
+    w_min = 1.0
+    for i in range(w.size):
+        total += w[i]
+        if 0.0 < w[i] < w_min:
+            w_min = w[i]
+    return total, w_min
+
+
+@njit(cache=True)
+def _log_histogram(w: np.ndarray, log_w: np.ndarray, width: float, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pass 2 of ``gamma_scale``: count and mass of the positive weights in ``n_bins`` bins of -log w."""
     count = np.zeros(n_bins, dtype=np.int64)
     mass = np.zeros(n_bins)
     for i in range(w.size):
@@ -33,33 +53,51 @@ def gamma_scale(w: np.ndarray, log_w: np.ndarray, s: float, n_bins: int) -> floa
             b = min(int(-log_w[i] / width), n_bins - 1)
             count[b] += 1
             mass[b] += w[i]
-    suffix = np.zeros(n_bins + 1)  # suffix[j] = mass of bins >= j (summed small to large: no cancellation)
-    for j in range(n_bins - 1, -1, -1):
+    return count, mass
+
+
+@njit(cache=True)
+def _suffix_sums(mass: np.ndarray) -> np.ndarray:
+    """suffix[j] = mass of bins >= j (summed small to large: no cancellation), suffix[n_bins] = 0."""
+    suffix = np.zeros(mass.size + 1)
+    for j in range(mass.size - 1, -1, -1):
         suffix[j] = suffix[j + 1] + mass[j]
-    above = 0  # elements in bins < j (all > edge_j)
-    hit = -1
+    return suffix
+
+
+@njit(cache=True)
+def _locate_bin(count: np.ndarray, suffix: np.ndarray, width: float, s: float) -> tuple[int, int]:
+    """First bin edge j with F(edge_j) >= s, and the number of elements in bins < j (all > edge_j); -1 if none."""
+    n_bins = count.size
+    above = 0
     for j in range(n_bins + 1):
         if above + suffix[j] / np.exp(-j * width) >= s:
-            hit = j
-            break
+            return j, above
         if j < n_bins:
             above += count[j]
-    if hit < 1:
-        return -1.0
-    b = hit - 1  # 1/c lies in bin b: (edge_hit, edge_b]
-    vals = np.empty(count[b])
+    return -1, above
+
+
+@njit(cache=True)
+def _bin_values(w: np.ndarray, log_w: np.ndarray, width: float, n_bins: int, b: int, size: int) -> np.ndarray:
+    """Pass 3 of ``gamma_scale``: the ``size`` positive weights of bin ``b``, largest first."""
+    vals = np.empty(size)
     k = 0
     for i in range(w.size):
         if w[i] > 0.0 and min(int(-log_w[i] / width), n_bins - 1) == b:
             vals[k] = w[i]
             k += 1
-    vals = np.sort(vals)[::-1]
-    capped0 = above - count[b]
+    return np.sort(vals)[::-1]
+
+
+@njit(cache=True)
+def _solve_capped(vals: np.ndarray, suffix_hit: float, capped0: int, s: float) -> float:
+    """Scale c with capped0 + k weights capped at 1 (k a prefix of ``vals``) and the rest c w; -1.0 if none fits."""
     tail = np.zeros(vals.size + 1)  # tail[k] = sum of vals[k:], small to large
     for k in range(vals.size - 1, -1, -1):
         tail[k] = tail[k + 1] + vals[k]
     for k in range(vals.size + 1):
-        c = (s - capped0 - k) / (suffix[hit] + tail[k])
+        c = (s - capped0 - k) / (suffix_hit + tail[k])
         if (k == vals.size or c * vals[k] < 1.0) and (k == 0 or c * vals[k - 1] >= 1.0):
             return c
     return -1.0

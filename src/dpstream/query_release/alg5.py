@@ -53,6 +53,7 @@ class AnalystPrivateMW:
 
     def __init__(self, *, workload: Workload, epsilon: float, delta: float, n: int, beta: float = 0.05,
                  seed: SeedLike = None, constants: dict[str, float] | None = None) -> None:
+        """Validate the parameters and set Algorithm 5's constants (the paper's unless ``constants``)."""
         self.workload = workload
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
@@ -68,8 +69,11 @@ class AnalystPrivateMW:
         self.noise = NoiseSource(seed)
 
     def accounted(self) -> Privacy:
-        """(eps_data, delta) for replace-one-record databases (Thm 5.6) and eps_analyst (one query to many
-        analysts, Thm 5.8) by the paper's formulas at this run's constants (certified only at the paper's)."""
+        """(eps_data, delta) and eps_analyst by the paper's formulas at this run's constants.
+
+        eps_data for replace-one-record databases (Thm 5.6), eps_analyst for one query to many analysts (Thm 5.8);
+        certified only at the paper's constants.
+        """
         return data_privacy(alg5_data_epsilon(self.n, self.delta, self.sigma, self.max_bad), self.delta,
                             alg5_analyst_epsilon(self.epsilon, self.eta, self.s, self.n_hat, self.max_epochs,
                                                  self.delta),
@@ -148,5 +152,6 @@ class AnalystPrivateMWScaledUNCERTIFIED(AnalystPrivateMW):
 
     def __init__(self, *, workload: Workload, epsilon: float, delta: float, n: int, c_s: float, c_n_hat: float,
                  c_sigma: float, c_tau: float, beta: float = 0.05, seed: SeedLike = None) -> None:
+        """Algorithm 5 with the constants c_s, c_n_hat, c_sigma, c_tau in place of the paper's."""
         super().__init__(workload=workload, epsilon=epsilon, delta=delta, n=n, beta=beta, seed=seed,
                          constants={"s": c_s, "n_hat": c_n_hat, "sigma": c_sigma, "tau": c_tau})

@@ -48,7 +48,7 @@ def codes_from_bits(bits: np.ndarray) -> np.ndarray:
 
 def product_mixture(n: int, d: int, components: int = 3, concentration: float = 0.5,
                     seed: SeedLike = None) -> np.ndarray:
-    """n records from a mixture of ``components`` product distributions over {0,1}^d.
+    """Draw n records from a mixture of ``components`` product distributions over {0,1}^d.
 
     Mixture weights ~ Dirichlet(1); each component's attribute marginals ~ Beta(concentration, concentration),
     so small ``concentration`` gives sharp, well-separated clusters.
@@ -84,7 +84,7 @@ FAIR_ATTRIBUTES = (
 
 
 def fair_affairs(n: int, d: int = 12, seed: SeedLike = None) -> np.ndarray:
-    """n records (sampled without replacement) of Fair's affairs survey binarised to d <= 12 attributes.
+    """Draw n records (sampled without replacement) of Fair's affairs survey binarised to d <= 12 attributes.
 
     Real data shipped inside the ``statsmodels`` package (``statsmodels.datasets.fair``, 6366 rows, no network);
     attribute i is ``column > threshold`` for the i-th entry of ``FAIR_ATTRIBUTES``.
@@ -104,7 +104,7 @@ def fair_affairs(n: int, d: int = 12, seed: SeedLike = None) -> np.ndarray:
 
 
 def categorical(n: int, universe_size: int, concentration: float = 1.0, seed: SeedLike = None) -> np.ndarray:
-    """n records over a toy universe {0..|X|-1} from a Dirichlet(concentration) random distribution (spec E10)."""
+    """Draw n records over a toy universe {0..|X|-1} from a Dirichlet(concentration) random distribution (spec E10)."""
     n = check_positive_int(n, "n")
     universe_size = check_positive_int(universe_size, "universe_size", minimum=2)
     rng = np.random.default_rng(as_seed_sequence(seed))

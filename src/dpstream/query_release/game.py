@@ -13,7 +13,6 @@ Neighbouring relations and guarantees (reported per run, never assumed):
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
@@ -49,20 +48,34 @@ def play_game(player: QueryPlayer | AnalystPlayer, universe_size: int, rounds: i
     records = np.empty(rounds, dtype=np.int64)
     uniforms = noise.rng.random((rounds, 2))
     curve_t, curve_err = [], []
+    tracker = player if record_every and isinstance(player, QueryPlayer) else None
+    if record_every and tracker is None:
+        raise ValueError("record_every needs a QueryPlayer: the max error curve is the query player's")
     for t in range(rounds):
         player.log_weights(half_eta, log_w)
         action = sample_index(gamma_projection(log_w, s), uniforms[t, 0])
         records[t] = x = sample_index(np.exp(log_d - log_d.max()), uniforms[t, 1])
         log_d += half_eta * player.data_gain(action)
         player.observe(x)
-        if record_every and ((t + 1) % record_every == 0 or t + 1 == rounds):
+        if tracker is not None and ((t + 1) % record_every == 0 or t + 1 == rounds):
             curve_t.append(t + 1)
-            curve_err.append(player.running_max_error())
+            curve_err.append(tracker.running_max_error())
     return records, {"round": np.array(curve_t), "max_error": np.array(curve_err)}
 
 
-def _check_release_inputs(release: Any, workload: Workload, analysts: np.ndarray, epsilon: float, delta: float,
-                          n: int, beta: float) -> None:
+class _ReleaseInputs:
+    """The inputs Algorithms 3 and 4 share, stored by ``_check_release_inputs``."""
+
+    workload: Workload
+    analysts: np.ndarray
+    epsilon: float
+    delta: float
+    n: int
+    beta: float
+
+
+def _check_release_inputs(release: _ReleaseInputs, workload: Workload, analysts: np.ndarray, epsilon: float,
+                          delta: float, n: int, beta: float) -> None:
     """Validate and store the inputs Algorithms 3 and 4 share: one analyst id per query, (eps, delta), n, beta."""
     release.workload = workload
     release.analysts = np.asarray(analysts, dtype=np.int64)
@@ -75,7 +88,7 @@ def _check_release_inputs(release: Any, workload: Workload, analysts: np.ndarray
     release.beta = check_open_interval(beta, "beta", 0.0, 1.0)
 
 
-class PrivateEquilibriumRelease:
+class PrivateEquilibriumRelease(_ReleaseInputs):
     """Algorithm 3: data player (MW over X) vs query player (dense MW over Q u not-Q, Gamma_s), then clean-up.
 
     Payoff G_D(x, q) = (1 + q(D) - q(x)) / 2. Round t (simultaneous, history < t): x_t ~ D_t(x) ~
@@ -95,6 +108,7 @@ class PrivateEquilibriumRelease:
                  rounds: int | None = None, rounds_rule: str = "paper", s_factor: float = 24.0,
                  s: float | None = None, eta: float | None = None, cap_eta: bool = True, beta: float = 0.05,
                  record_every: int = 0, seed: SeedLike = None) -> None:
+        """Validate the parameters and derive the rounds, eta and s of Alg. 3 (``hru_parameters``)."""
         _check_release_inputs(self, workload, analysts, epsilon, delta, n, beta)
         check_dense(workload.d)
         self.n_actions = 2 * workload.n_queries
@@ -116,8 +130,11 @@ class PrivateEquilibriumRelease:
 
     @property
     def privacy(self) -> Privacy:
-        """(eps_data, delta) for replace-one-record databases and eps_analyst (one query to many analysts), both
-        accounted from the configuration (``hru_data_epsilon``, ``hru_analyst_epsilon``)."""
+        """(eps_data, delta) and eps_analyst, both accounted from the configuration.
+
+        eps_data for replace-one-record databases, eps_analyst for one query to many analysts (``hru_data_epsilon``,
+        ``hru_analyst_epsilon``).
+        """
         return data_privacy(hru_data_epsilon(self.n, self.epsilon, self.delta, self.eta, self.rounds, self.s),
                             self.delta, hru_analyst_epsilon(self.eta, self.rounds, self.s, self.delta),
                             "one query to many analysts (Def 2.3)")
@@ -152,14 +169,14 @@ class PrivateEquilibriumRelease:
         )
 
 
-class AnalystEquilibriumRelease:
-    """Algorithm 4 (one-analyst-to-many-analyst privacy): the column player picks analysts, errata applied.
+class AnalystEquilibriumRelease(_ReleaseInputs):
+    r"""Algorithm 4 (one-analyst-to-many-analyst privacy): the column player picks analysts, errata applied.
 
     G(x, id) = max_{q in Q_id u not-Q_id} (1 + q(D) - q(x)) / 2. T = ceil(n^{2/3} max(ln|X|, ln m)) (erratum: the
     paper prints m), eta = min(eps/(2 sqrt(T ln(1/delta))), sqrt(L/T)) (the paper prints it inverted), s = 12 T
     (must be < m; ``s`` overrides). Clean-up: Sparse over analysts on max_{q in Q_id} |q(D) - q(D^)| (threshold
     alpha_D^ of Alg 3, cutoff s, at (eps/3, delta/3)); each flagged analyst gets its own PMW run at eps' =
-    eps/(10 sqrt(s ln(3s/delta))), delta' = delta/(3s) (output: the flagged set I_f; the paper prints [m] \\ I_f).
+    eps/(10 sqrt(s ln(3s/delta))), delta' = delta/(3s) (output: the flagged set I_f; the paper prints [m] \ I_f).
     The game's value is not 1/2 (per-x max), so no accuracy bound is claimed: errors are measured.
 
     Privacy: data, replace-one neighbouring databases of size n: (eps_data, 4 delta / 3) with eps_data accounted
@@ -173,6 +190,7 @@ class AnalystEquilibriumRelease:
     def __init__(self, *, workload: Workload, analysts: np.ndarray, epsilon: float, delta: float, n: int,
                  rounds: int | None = None, s: float | None = None, eta: float | None = None,
                  mw_alpha: float = 0.2, mw_rounds: int = 30, beta: float = 0.05, seed: SeedLike = None) -> None:
+        """Validate the parameters; rounds (default n^(2/3) L), eta and s over analysts, the PMW budget per flag."""
         _check_release_inputs(self, workload, analysts, epsilon, delta, n, beta)
         self.m = int(self.analysts.max()) + 1
         self.universe_size = 2 ** check_dense(workload.d, copies=max(1, workload.n_queries // self.m))
@@ -194,8 +212,11 @@ class AnalystEquilibriumRelease:
 
     @property
     def privacy(self) -> Privacy:
-        """(eps_data, 4 delta / 3) for replace-one-record databases (game, Sparse eps/3, s PMW runs at delta/3) and
-        eps_analyst of D^ (one analyst to many, sigma = 1/s), accounted from the configuration."""
+        """(eps_data, 4 delta / 3) and eps_analyst of D^, accounted from the configuration.
+
+        eps_data for replace-one-record databases (game, Sparse eps/3, s PMW runs at delta/3); eps_analyst for one
+        analyst to many (sigma = 1/s).
+        """
         eps_mw = composed_epsilon(self.mw_epsilon, max(1, math.floor(self.s)), self.delta / 3)
         return data_privacy(hru_game_epsilon(self.n, self.eta, self.rounds, self.delta) + self.epsilon / 3 + eps_mw,
                             4 * self.delta / 3,

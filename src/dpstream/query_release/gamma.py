@@ -34,7 +34,7 @@ def gamma_projection(log_weights: np.ndarray, s: float) -> np.ndarray:
 
 
 def _log_scale_exact(lw: np.ndarray, s: float) -> float:
-    """log c of Gamma_s by sorting the s + 1 largest log-weights; the rest enter through one log-sum-exp."""
+    """Log c of Gamma_s by sorting the s + 1 largest log-weights; the rest enter through one log-sum-exp."""
     top_n = min(lw.size, int(np.floor(s)) + 1)
     top_idx = np.argpartition(lw, lw.size - top_n)[lw.size - top_n:]
     top = np.sort(lw[top_idx])[::-1]

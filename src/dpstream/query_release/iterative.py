@@ -23,16 +23,22 @@ REPLACE_ONE_RECORD = "replace one record (databases of public size n)"
 
 
 def data_privacy(epsilon: float, delta: float, eps_analyst: float | None = None, analysts: str = "") -> Privacy:
-    """The ``Privacy`` of a query release: (epsilon, delta) for replace-one-record databases (pure if delta = 0), plus
-    the analyst guarantee ``eps_analyst`` under the analyst relation ``analysts`` where it applies."""
+    """The ``Privacy`` of a query release.
+
+    (epsilon, delta) for replace-one-record databases (pure if delta = 0), plus the analyst guarantee ``eps_analyst``
+    under the analyst relation ``analysts`` where it applies.
+    """
     neighbours = REPLACE_ONE_RECORD + (f"; analysts: {analysts}" if analysts else "")
     return Privacy(epsilon, delta, neighbours, "pure" if delta == 0 else "approximate", eps_analyst)
 
 
 @dataclass
 class Release:
-    """What a query-release mechanism outputs: an answer per query plus its accounted privacy (the per-release
-    record of the mechanism's ``privacy``: ``eps_data``, ``delta_data``, ``eps_analyst``)."""
+    """What a query-release mechanism outputs.
+
+    An answer per query plus its accounted privacy (the per-release record of the mechanism's ``privacy``: ``eps_data``,
+    ``delta_data``, ``eps_analyst``).
+    """
 
     answers: np.ndarray
     eps_data: float
@@ -46,13 +52,16 @@ class Release:
 class DatabaseUpdate(Protocol):
     """The DUA interface IC runs against (see ``dpstream.query_release.updates``)."""
 
-    def rounds(self, alpha: float) -> int: ...
-    def current(self) -> np.ndarray: ...
-    def update(self, j: int, v: float, current_j: float) -> None: ...
+    def rounds(self, alpha: float) -> int:
+        """T(alpha): no database update sequence at accuracy alpha is longer."""
+    def current(self) -> np.ndarray:
+        """f(S) for every query of the workload."""
+    def update(self, j: int, v: float, current_j: float) -> None:
+        """Move S after the noisy answer ``v`` to query ``j`` (``current_j`` = f_j(S))."""
 
 
 def check_delta_or_zero(delta: float) -> float:
-    """delta in [0, 1): 0 selects pure DP."""
+    """Delta in [0, 1): 0 selects pure DP."""
     if isinstance(delta, bool) or not isinstance(delta, int | float) or not (0.0 <= delta < 1.0):
         raise ValueError(f"delta must be in [0, 1) (0 = pure DP), got {delta!r}")
     return float(delta)
@@ -77,6 +86,7 @@ class IterativeConstruction:
 
     def __init__(self, *, update: DatabaseUpdate, epsilon: float, delta: float, n: int, alpha: float = 0.0,
                  rounds: int | None = None, average: bool = False, seed: SeedLike = None) -> None:
+        """Validate the parameters; rounds default to T(alpha/2), eps0 from ``ic_step_epsilon``, noise 1/(n eps0)."""
         self.update = update
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta_or_zero(delta)
@@ -154,6 +164,7 @@ class LaplaceRelease:
     certified = True
 
     def __init__(self, *, epsilon: float, delta: float, n: int, seed: SeedLike = None) -> None:
+        """Validate (epsilon, delta, n) and seed the noise source."""
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta_or_zero(delta)
         self.n = check_positive_int(n, "n")

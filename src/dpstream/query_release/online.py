@@ -21,9 +21,12 @@ from dpstream.validation import check_epsilon, check_open_interval, check_positi
 
 
 def online_sigma(epsilon: float, delta: float, cutoff: int) -> float:
-    """NumericSparse noise for sensitivity-1 queries at total (epsilon, delta): the smaller of the pure and the
-    approximate Sparse scales at (eps/2, delta/2) (``dpstream.accounting.best_sparse_sigma``: the approximate one only
-    where its composition certifies (eps/2, delta/2))."""
+    """NumericSparse noise for sensitivity-1 queries at total (epsilon, delta).
+
+    The smaller of the pure and the approximate Sparse scales at (eps/2, delta/2)
+    (``dpstream.accounting.best_sparse_sigma``: the approximate one only where its composition certifies (eps/2,
+    delta/2)).
+    """
     return best_sparse_sigma(epsilon / 2, cutoff, delta / 2)
 
 
@@ -41,6 +44,7 @@ class OnlineIC:
 
     def __init__(self, *, update: DatabaseUpdate, epsilon: float, delta: float, n: int, alpha: float,
                  cutoff: int | None = None, seed: SeedLike = None) -> None:
+        """Validate the parameters; the cutoff defaults to the DUA's T(alpha/2)."""
         self.update = update
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta_or_zero(delta)

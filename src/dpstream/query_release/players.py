@@ -20,6 +20,7 @@ class QueryPlayer:
     """
 
     def __init__(self, workload: Workload, true_answers: np.ndarray) -> None:
+        """Start with no rows seen (t = 0)."""
         self.workload = workload
         self.true = true_answers
         self.k = workload.n_queries
@@ -28,14 +29,17 @@ class QueryPlayer:
         self.t = 0
 
     def log_weights(self, half_eta: float, out: np.ndarray) -> None:
+        """Write the log-weights of the 2k actions into ``out`` at step size ``half_eta`` = eta/2."""
         np.multiply(self.t * self.true - self.cum, half_eta, out=out[: self.k])
         np.negative(out[: self.k], out=out[self.k:])
 
     def data_gain(self, action: int) -> np.ndarray:
+        """The data player's gain of every universe element against ``action``."""
         values = self.workload.on_universe(action % self.k)
         return values if action < self.k else 1.0 - values
 
     def observe(self, x: int) -> None:
+        """Add the data player's row ``x`` to the running sums."""
         self.cum += self.workload.at_record(x)
         self.t += 1
 
@@ -45,13 +49,15 @@ class QueryPlayer:
 
 
 class AnalystPlayer:
-    """Alg 4: actions are analysts; G(x, id) = max_{q in Q_id u not-Q_id} (1 + q(D) - q(x)) / 2
-    = (1 + max_{q in Q_id} |q(D) - q(x)|) / 2.
+    """Alg 4's analyst player: the actions are analysts.
+
+    G(x, id) = max_{q in Q_id u not-Q_id} (1 + q(D) - q(x)) / 2 = (1 + max_{q in Q_id} |q(D) - q(x)|) / 2.
 
     log-weight(id) = (eta/2) sum_{j<t} max_{q in Q_id} |q(D) - q(x_j)|; gain(id)(x) = -max_{q in Q_id} |q(D) - q(x)|.
     """
 
     def __init__(self, workload: Workload, analysts: np.ndarray, true_answers: np.ndarray) -> None:
+        """Group the queries by analyst; every analyst id 0..m-1 must own a query."""
         self.workload = workload
         self.true = true_answers
         self.order = np.argsort(analysts, kind="stable")
@@ -65,9 +71,11 @@ class AnalystPlayer:
         self._gain: dict[int, np.ndarray] = {}
 
     def log_weights(self, half_eta: float, out: np.ndarray) -> None:
+        """Write the log-weights of the m analysts into ``out`` at step size ``half_eta`` = eta/2."""
         np.multiply(self.cum, half_eta, out=out)
 
     def data_gain(self, action: int) -> np.ndarray:
+        """The data player's gain of every universe element against analyst ``action`` (cached)."""
         if action not in self._gain:
             idx = self.members[action]
             values = np.stack([self.workload.on_universe(int(j)) for j in idx])
@@ -75,8 +83,9 @@ class AnalystPlayer:
         return self._gain[action]
 
     def per_analyst_max(self, deviation: np.ndarray) -> np.ndarray:
-        """max over each analyst's queries of a per-query vector."""
+        """Max over each analyst's queries of a per-query vector."""
         return np.maximum.reduceat(deviation[self.order], self.starts)
 
     def observe(self, x: int) -> None:
+        """Add each analyst's largest error on the data player's row ``x`` to the running sums."""
         self.cum += self.per_analyst_max(np.abs(self.true - self.workload.at_record(x)))

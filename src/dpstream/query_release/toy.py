@@ -18,6 +18,7 @@ class ToyQueries:
     """All nonempty subset queries (linear) and all pairwise max queries (non-linear) over |X| elements."""
 
     def __init__(self, universe_size: int) -> None:
+        """Every non-empty subset (linear) and every pair (non-linear) query over ``universe_size`` elements."""
         self.universe_size = check_positive_int(universe_size, "universe_size", minimum=2)
         codes = np.arange(1, 2**self.universe_size)
         self.subsets = ((codes[:, None] >> np.arange(self.universe_size)) & 1).astype(np.float64)

@@ -20,6 +20,7 @@ class MultiplicativeWeights:
     """MW update: D <- D e^{-eta f} if v < f(D^t) else D e^{+eta f}, renormalised; T(alpha) = 4 ln|X| / alpha^2."""
 
     def __init__(self, workload: Workload, eta: float) -> None:
+        """Start from the uniform histogram over the 2^d universe."""
         if not eta > 0:
             raise ValueError(f"eta must be > 0, got {eta!r}")
         self.workload = workload
@@ -28,12 +29,15 @@ class MultiplicativeWeights:
         self.hist = np.full(self.universe_size, 1.0 / self.universe_size)
 
     def rounds(self, alpha: float) -> int:
+        """T(alpha) = 4 ln|X| / alpha^2 (``mw_rounds``)."""
         return mw_rounds(alpha, self.universe_size)
 
     def current(self) -> np.ndarray:
+        """f(D^t) for every query of the workload."""
         return self.workload.answers(self.hist)
 
     def update(self, j: int, v: float, current_j: float) -> None:
+        """One MW step against query ``j``: down-weight where f_j = 1 if v < f_j(D^t), else up-weight."""
         sign = -1.0 if v < current_j else 1.0
         self.hist = self.hist * np.exp(sign * self.eta * self.workload.on_universe(j))
         self.hist /= self.hist.sum()
@@ -46,11 +50,13 @@ class MWEMUpdate(MultiplicativeWeights):
     """
 
     def __init__(self, workload: Workload, replays: int = 5) -> None:
+        """MW at eta = 1/2 with ``replays`` passes over the measurements per round."""
         super().__init__(workload, eta=0.5)
         self.replays = check_positive_int(replays, "replays")
         self.measured: list[tuple[np.ndarray, float]] = []
 
     def update(self, j: int, v: float, current_j: float) -> None:
+        """Record the measurement (f_j, v) and replay every measurement so far ``replays`` times."""
         self.measured.append((self.workload.on_universe(j), v))
         for _ in range(self.replays):
             for q, value in self.measured:
@@ -84,21 +90,26 @@ class MedianMechanism:
     """
 
     def __init__(self, candidate_answers: np.ndarray) -> None:
+        """Every candidate alive; ``candidate_answers[c, j]`` = f_j(candidate c)."""
         self.candidate_answers = np.asarray(candidate_answers, dtype=np.float64)
         self.alive = np.ones(self.candidate_answers.shape[0], dtype=bool)
         self.skipped = 0
 
     def rounds(self, alpha: float) -> int:
+        """T(alpha) = log2 |net|: every update at least halves S."""
         return max(1, math.ceil(math.log2(self.candidate_answers.shape[0])))
 
     def size(self) -> int:
+        """Number of candidates alive."""
         return int(self.alive.sum())
 
     def current(self) -> np.ndarray:
+        """Lower median of f over the alive candidates, per query."""
         alive = self.candidate_answers[self.alive]
         return np.sort(alive, axis=0)[(alive.shape[0] - 1) // 2]
 
     def update(self, j: int, v: float, current_j: float) -> None:
+        """Remove the candidates on the wrong side of the median of query ``j`` (skipped if none would remain)."""
         column = self.candidate_answers[:, j]
         remove = column >= current_j if v < current_j else column <= current_j
         keep = self.alive & ~remove

@@ -79,6 +79,7 @@ class Conjunctions(Workload):
     """All 3^d conjunctions with negations (or the subset ``index`` of them), answered via the ternary transform."""
 
     def __init__(self, d: int, index: np.ndarray | None = None) -> None:
+        """All 3^d conjunctions over d binary attributes, or the subset ``index``."""
         self.d = check_dense(d, base=3, copies=2)
         self.index = None if index is None else np.asarray(index, dtype=np.int64)
         self.n_queries = 3**self.d if self.index is None else int(self.index.size)
@@ -87,9 +88,11 @@ class Conjunctions(Workload):
         return full if self.index is None else full[self.index]
 
     def answers(self, hist: np.ndarray) -> np.ndarray:
+        """Answers on the normalised histogram ``hist`` (2^d,), by the ternary transform."""
         return self._select(ternary_transform(hist, self.d))
 
     def at_record(self, x: int) -> np.ndarray:
+        """q(x) for every query, for one record ``x``."""
         # Ternary transform of a point mass = Kronecker product of per-attribute rows [1 - x_i, x_i, 1].
         out = np.ones(1)
         for i in range(self.d):
@@ -98,6 +101,7 @@ class Conjunctions(Workload):
         return self._select(out)
 
     def weighted_sum(self, weights: np.ndarray) -> np.ndarray:
+        """sum_j weights_j q_j over the universe (the adjoint of ``answers``)."""
         if self.index is None:
             return ternary_adjoint(weights, self.d)
         full = np.zeros(3**self.d)
@@ -105,10 +109,12 @@ class Conjunctions(Workload):
         return ternary_adjoint(full, self.d)
 
     def restrict(self, idx: np.ndarray) -> Conjunctions:
+        """The workload of queries ``idx`` only."""
         idx = np.asarray(idx, dtype=np.int64)
         return Conjunctions(self.d, idx if self.index is None else self.index[idx])
 
     def on_universe(self, j: int) -> np.ndarray:
+        """q_j(x) for every universe element x."""
         code = int(j) if self.index is None else int(self.index[j])
         out = np.ones(1)
         for digit in conjunction_digits(code, self.d):
@@ -120,6 +126,7 @@ class KWayMarginals(Conjunctions):
     """All k-way marginal cells: conjunctions fixing exactly k of the d attributes (C(d, k) 2^k queries)."""
 
     def __init__(self, d: int, k: int) -> None:
+        """The conjunctions over exactly ``k`` of the d attributes."""
         d = check_dense(d, base=3, copies=2)
         self.k = check_positive_int(k, "k")
         if self.k > d:
@@ -132,6 +139,7 @@ class MatrixWorkload(Workload):
     """Explicit queries: ``values[j, x] = q_j(x)`` in [0, 1], shape (n_queries, 2^d)."""
 
     def __init__(self, values: np.ndarray) -> None:
+        """Check ``values`` is a non-empty (n_queries, 2^d) matrix with entries in [0, 1]."""
         values = np.asarray(values, dtype=np.float64)
         if values.ndim != 2 or values.shape[0] < 1:
             raise ValueError(f"values must be a non-empty (n_queries, 2^d) matrix, got shape {values.shape}")
@@ -146,18 +154,23 @@ class MatrixWorkload(Workload):
         self.n_queries = values.shape[0]
 
     def answers(self, hist: np.ndarray) -> np.ndarray:
+        """Answers on the normalised histogram ``hist`` (2^d,)."""
         return self.values @ hist
 
     def on_universe(self, j: int) -> np.ndarray:
+        """q_j(x) for every universe element x."""
         return self.values[j]
 
     def at_record(self, x: int) -> np.ndarray:
+        """q(x) for every query, for one record ``x``."""
         return self.values[:, x]
 
     def weighted_sum(self, weights: np.ndarray) -> np.ndarray:
+        """sum_j weights_j q_j over the universe (the adjoint of ``answers``)."""
         return np.asarray(weights, dtype=np.float64) @ self.values
 
     def restrict(self, idx: np.ndarray) -> MatrixWorkload:
+        """The workload of queries ``idx`` only."""
         return MatrixWorkload(self.values[np.asarray(idx, dtype=np.int64)])
 
 
@@ -189,8 +202,11 @@ def conjunction_subset(d: int, n_queries: int, seed: SeedLike = None) -> Conjunc
 
 def make_workload(kind: str, d: int, k: int = 3, n_queries: int = 1000, sparsity: int = 3,
                   seed: SeedLike = None) -> Workload:
-    """Build a workload by name: ``conjunctions`` | ``conjunction_subset`` (``n_queries`` distinct conjunctions
-    drawn uniformly at random, spec E4) | ``marginals`` (k-way) | ``halfspaces`` (random sparse)."""
+    """Build a workload by name.
+
+    ``conjunctions`` | ``conjunction_subset`` (``n_queries`` distinct conjunctions drawn uniformly at random, spec E4) |
+    ``marginals`` (k-way) | ``halfspaces`` (random sparse).
+    """
     builders = {
         "conjunctions": lambda: Conjunctions(d),
         "conjunction_subset": lambda: conjunction_subset(d, n_queries, seed),

@@ -27,8 +27,11 @@ ORDERS = ("random", "heavy_first", "heavy_last")
 
 @dataclass(frozen=True)
 class AtomsDesign:
-    """One database and query stream: ``kind`` (m,) is FAR / NEAR / HEAVY; ``occurrence`` (m,) is the
-    1-based index of a heavy query among its atom's heavy queries (0 for light ones)."""
+    """One database and query stream.
+
+    ``kind`` (m,) is FAR / NEAR / HEAVY; ``occurrence`` (m,) is the 1-based index of a heavy query among its atom's
+    heavy queries (0 for light ones).
+    """
 
     counts: np.ndarray
     queries: LinearQueries
@@ -102,8 +105,10 @@ def monitor_critical_margin(design: AtomsDesign, w: np.ndarray, v: np.ndarray, c
 
 
 def sparse_critical_margin(design: AtomsDesign, thr: np.ndarray, query: np.ndarray, cutoff: int) -> np.ndarray:
-    """Per run: the smallest gamma at which Sparse (cutoff, threshold redrawn per TOP) is correct; inf if
-    the cutoff is below the number of heavy queries (it must halt before reporting them all)."""
+    """Per run: the smallest gamma at which Sparse (cutoff, threshold redrawn per TOP) is correct.
+
+    inf if the cutoff is below the number of heavy queries (it must halt before reporting them all).
+    """
     n_runs = query.shape[0]
     if cutoff < design.c:
         return np.full(n_runs, np.inf)

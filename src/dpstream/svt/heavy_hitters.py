@@ -141,6 +141,7 @@ class ShiftingHeavyHitters:
         beta: float,
         seed: SeedLike = None,
     ) -> None:
+        """Validate the parameters and build the TME at threshold t = 2B (``heavy_hitter_tau``)."""
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         self.bounds = heavy_hitter_tau(epsilon, delta, k_star, m, domain_size, beta)
         self.tme = ThresholdMonitorEvolving(
@@ -211,6 +212,7 @@ class HistogramEveryStep:
     def __init__(
         self, *, epsilon: float, delta: float, m: int, domain_size: int, beta: float, seed: SeedLike = None
     ) -> None:
+        """Validate the parameters; histograms at every one of the m steps, the budget composed over them."""
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         check_open_interval(beta, "beta", 0.0, 1.0)
         self.core = _HistogramCore(epsilon, delta, check_positive_int(m, "m"), domain_size, beta, NoiseSource(seed))
@@ -250,6 +252,7 @@ class SparseThenHistogram:
         beta: float,
         seed: SeedLike = None,
     ) -> None:
+        """Split the budget in halves: Sparse at threshold alpha_Sparse + 1, histograms at <= c steps."""
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         c = check_positive_int(c, "c")
         hist_seed, sparse_seed = children(seed, 2)

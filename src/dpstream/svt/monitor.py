@@ -34,7 +34,7 @@ class _MonitorCore:
         self.noise = NoiseSource(seed)
 
     def draw_noise(self, m: int, n_runs: int = 1) -> dict[str, np.ndarray]:
-        """w (R, m) at scale 10 Delta, then v (R, m) at scale b = ln(1/delta)/eps (uncapped; the kernel caps)."""
+        """Draw W (R, m) at scale 10 Delta, then v (R, m) at scale b = ln(1/delta)/eps (uncapped; the kernel caps)."""
         return {
             "w": self.noise.laplace(self.calibration.w_scale, (n_runs, m)),
             "v": self.noise.laplace(self.calibration.v_scale, (n_runs, m)),
@@ -62,7 +62,8 @@ class _MonitorCore:
     def run(self, queries: object, counts: np.ndarray | None = None) -> SVTRun:
         """One run; outcomes and f_i(S_i) of shape (m,)."""
         res = self.run_many(queries, counts)
-        return SVTRun(res.outcomes[0], {k: v[0] for k, v in res.noise.items()}, values=res.values[0])
+        values = None if res.values is None else res.values[0]
+        return SVTRun(res.outcomes[0], {k: v[0] for k, v in res.noise.items()}, values=values)
 
 
 class ThresholdMonitor(_MonitorCore):
@@ -85,6 +86,7 @@ class ThresholdMonitor(_MonitorCore):
         seed: SeedLike = None,
         kappa: float = 1.0,
     ) -> None:
+        """Validate (epsilon, delta) and calibrate the noise (``calibrate``, scaled by ``kappa``)."""
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         super().__init__(calibrate(epsilon, delta, k, kappa), threshold, seed)
         self.certified = self.calibration.certified
@@ -111,6 +113,7 @@ class ThresholdMonitorEvolving(_MonitorCore):
     def __init__(
         self, *, epsilon: float, delta: float, threshold: float, k: int, seed: SeedLike = None
     ) -> None:
+        """Calibrate through group privacy: calibrate(eps/2, delta/(1 + e^{eps/2}), k)."""
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         cal = calibrate(epsilon / 2.0, delta / (1.0 + math.exp(epsilon / 2.0)), k)
         super().__init__(cal, threshold, seed)

@@ -8,8 +8,10 @@ f_i(x) per atom, so f_i(S) = Q[i] @ counts; held as scipy CSR so sparse designs 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import sparse
 
 
@@ -20,6 +22,7 @@ class LinearQueries:
     matrix: sparse.csr_matrix
 
     def __post_init__(self) -> None:
+        """Reject values f_i(x) that are not finite or lie outside [0, 1]."""
         data = self.matrix.data
         if data.size and (not np.all(np.isfinite(data)) or data.min() < 0.0 or data.max() > 1.0):
             bad = data[~(np.isfinite(data) & (data >= 0.0) & (data <= 1.0))][0]
@@ -79,7 +82,7 @@ def check_counts(counts: np.ndarray, n_atoms: int) -> np.ndarray:
 
 def query_answers(queries: object, counts: np.ndarray | None) -> np.ndarray:
     """Answers f_i(S) of sensitivity-1 queries: linear queries on ``counts``, or a 1-D array of answers."""
-    if isinstance(queries, LinearQueries) or sparse.issparse(queries) or np.ndim(queries) == 2:
+    if isinstance(queries, LinearQueries) or sparse.issparse(queries) or np.ndim(cast(ArrayLike, queries)) == 2:
         linear = as_linear_queries(queries, "query_answers")
         if counts is None:
             raise ValueError("linear queries need the database counts per atom")

@@ -67,10 +67,13 @@ class GeneralisedSparse:
         release: int = _kernels.RELEASE_NONE,
         seed: SeedLike = None,
     ) -> None:
+        """Validate and store the threshold, the noise scales, the cutoff, redraw and release options."""
         if not np.isfinite(threshold):
             raise ValueError(f"threshold must be a finite number, got {threshold!r}")
         if cutoff is None and redraw:
             raise ValueError("redrawing the threshold after each TOP needs a cutoff")
+        if cutoff is None and release == _kernels.RELEASE_FRESH:
+            raise ValueError("fresh answer noise for each TOP needs a cutoff (it is drawn up front, c per run)")
         self.threshold = float(threshold)
         self.cutoff = None if cutoff is None else check_positive_int(cutoff, "c")
         self.threshold_scale = float(threshold_scale)
@@ -82,8 +85,8 @@ class GeneralisedSparse:
 
     def draw_noise(self, m: int, n_runs: int = 1) -> dict[str, np.ndarray]:
         """All noise R runs over m queries can use, drawn in bulk (threshold, answer, then query noise)."""
-        n_thr = self.cutoff if self.redraw else 1
-        n_ans = self.cutoff if self.release == _kernels.RELEASE_FRESH else 0
+        n_thr = self.cutoff if self.redraw and self.cutoff is not None else 1  # __init__: redraw needs a cutoff
+        n_ans = self.cutoff if self.release == _kernels.RELEASE_FRESH and self.cutoff is not None else 0
         return {
             "threshold": _laplace(self.noise, self.threshold_scale, (n_runs, n_thr)),
             "answer": _laplace(self.noise, self.answer_scale, (n_runs, n_ans)),
@@ -157,6 +160,7 @@ class AboveThreshold(GeneralisedSparse):
     """
 
     def __init__(self, *, epsilon: float, threshold: float, seed: SeedLike = None, kappa: float = 1.0) -> None:
+        """Noise scales from ``sparse_sigma`` at c = 1: threshold Lap(2/eps), queries Lap(4/eps)."""
         sigma = sparse_sigma(check_epsilon(epsilon), 1, kappa=kappa)
         super().__init__(threshold=threshold, cutoff=1, threshold_scale=sigma, query_scale=2.0 * sigma, seed=seed)
         self.epsilon, self.delta = float(epsilon), 0.0
@@ -187,6 +191,7 @@ class Sparse(GeneralisedSparse):
         seed: SeedLike = None,
         kappa: float = 1.0,
     ) -> None:
+        """Noise scales from ``sparse_sigma`` (pure or approximate): threshold Lap(sigma), queries Lap(2 sigma)."""
         epsilon = check_epsilon(epsilon)
         delta = 0.0 if delta == 0 else check_delta(delta)
         sigma = sparse_sigma(epsilon, c, delta, kappa)
@@ -216,6 +221,7 @@ class NumericSparse(GeneralisedSparse):
     def __init__(
         self, *, epsilon: float, threshold: float, c: int, delta: float = 0.0, seed: SeedLike = None
     ) -> None:
+        """Sparse at (eps/2, delta/2) for the selection; each TOP's answer gets fresh Lap(sigma)."""
         epsilon = check_epsilon(epsilon)
         delta = 0.0 if delta == 0 else check_delta(delta)
         sigma = sparse_sigma(epsilon / 2.0, c, delta / 2.0)

@@ -25,14 +25,14 @@ def alpha_above_threshold(epsilon: float, m: int, beta: float) -> float:
     return 8.0 * (math.log(m) + math.log(2.0 / beta)) / epsilon
 
 
-def alpha_sparse_pure(epsilon: float, c: int, m: int, beta: float) -> float:
+def alpha_sparse_pure(epsilon: float, c: float, m: int, beta: float) -> float:
     """Sparse, delta=0 (notes, re-derived) alpha = 8 c (ln m + ln(2c/beta)) / eps; needs <= c queries >= t-alpha."""
     epsilon = check_epsilon(epsilon)
     beta = check_open_interval(beta, "beta", 0.0, 1.0)
     return 8.0 * c * (math.log(m) + math.log(2.0 * c / beta)) / epsilon
 
 
-def alpha_sparse_approx(epsilon: float, delta: float, c: int, m: int, beta: float) -> float:
+def alpha_sparse_approx(epsilon: float, delta: float, c: float, m: int, beta: float) -> float:
     """Sparse, delta > 0 (notes, re-derived): alpha = 8 sqrt(8 c ln(1/delta)) (ln m + ln(2c/beta)) / eps."""
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
@@ -40,7 +40,7 @@ def alpha_sparse_approx(epsilon: float, delta: float, c: int, m: int, beta: floa
     return 8.0 * math.sqrt(8.0 * c * math.log(1.0 / delta)) * (math.log(m) + math.log(2.0 * c / beta)) / epsilon
 
 
-def alpha_sparse(epsilon: float, delta: float, c: int, m: int, beta: float) -> float:
+def alpha_sparse(epsilon: float, delta: float, c: float, m: int, beta: float) -> float:
     """The better of the two Sparse bounds at the same (epsilon, delta) budget."""
     return min(alpha_sparse_pure(epsilon, c, m, beta), alpha_sparse_approx(epsilon, delta, c, m, beta))
 
