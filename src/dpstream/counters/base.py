@@ -61,7 +61,10 @@ class Counter(ABC):
         count_dtype: type = np.int64,
         noise_multiplier: float = 1.0,
     ) -> None:
-        """Validate the arguments, calibrate sigma (``gaussian_sigma``) and allocate the state arrays."""
+        """Validate the arguments, calibrate sigma (``gaussian_sigma``) and allocate the state arrays.
+
+        ``noise_multiplier`` != 1 scales every noise and is NOT privacy-certified (``certified`` is then False).
+        """
         self.n = check_positive_int(n, "n")
         self.horizon = check_positive_int(horizon, "horizon")
         self.epsilon = check_epsilon(epsilon)
