@@ -1,6 +1,9 @@
-"""Sketches and heavy-hitter trackers as library objects (issue 11): ``to_bytes`` / ``from_bytes`` restore the exact
-state (a restored object fed the rest of the stream releases what the original releases, bit for bit), bad bytes
-are refused with an error naming the defect, and non-private CMS / CS merge into the sketch of the concatenation."""
+"""Sketches and heavy-hitter trackers as library objects (issue 11).
+
+``to_bytes`` / ``from_bytes`` restore the exact state (a restored object fed the rest of the stream releases what the
+original releases, bit for bit), bad bytes are refused with an error naming the defect, and non-private CMS / CS merge
+into the sketch of the concatenation.
+"""
 
 import json
 import subprocess

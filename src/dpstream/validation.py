@@ -6,16 +6,16 @@ import math
 from numbers import Integral, Real
 
 
-def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
     """Return ``epsilon`` as a float if it is finite and > 0, else raise ``ValueError``."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, Real) or not math.isfinite(epsilon) or epsilon <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {epsilon!r}")
     return float(epsilon)
 
 
-def check_delta(delta: float, name: str = "delta") -> float:
+def check_delta(delta: object, name: str = "delta") -> float:
     """Return ``delta`` as a float if it lies in the open interval (0, 1), else raise ``ValueError``."""
-    if isinstance(delta, bool) or not isinstance(delta, Real) or not (0.0 < delta < 1.0):
+    if isinstance(delta, bool) or not isinstance(delta, Real) or not (0.0 < float(delta) < 1.0):
         raise ValueError(f"{name} must be in the open interval (0, 1), got {delta!r}")
     return float(delta)
 

@@ -1,5 +1,7 @@
-"""Continual counters behind one interface (``Counter``): the binary tree with stored or derived node noise,
-Honaker's estimates on the binary tree, and the buffered linear Toeplitz (BLT) counter.
+"""Continual counters behind one interface (``Counter``).
+
+The binary tree with stored or derived node noise, Honaker's estimates on the binary tree, and the buffered linear
+Toeplitz (BLT) counter.
 
 ``counter_class(counter, node_noise)`` is the one place a configuration's choice becomes a class; an
 unknown or unavailable combination is an error naming it and listing what is allowed.

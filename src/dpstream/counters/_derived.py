@@ -15,8 +15,10 @@ from dpstream.counters.philox import node_normal
 
 @njit(cache=True)
 def release(exact: np.ndarray, key: np.ndarray, scale: float, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """Exact prefix count of each cell plus ``scale`` times the sum of its nodes' normals over the set bits of
-    its step (the binary mechanism's release at that step)."""
+    """Exact prefix count of each cell plus ``scale`` times its nodes' normals.
+
+    The sum runs over the set bits of the cell's step: the binary mechanism's release at that step.
+    """
     out = np.empty(cells.shape[0], dtype=np.float64)
     for k in range(cells.shape[0]):
         cell, s = cells[k], steps[k]

@@ -1,6 +1,8 @@
-"""Compiled per-push step of every counter kind, one function each with the same signature, so that the sketch
-kernels (``dpstream.sketches._kernels``) and ``GaussBM`` run one loop whatever counter holds their cells: the loop
-takes the counter's push function as an argument (``Counter.push_kernel``) and numba compiles it once per counter.
+"""Compiled per-push step of every counter kind, one function each with the same signature.
+
+The sketch kernels (``dpstream.sketches._kernels``) and ``GaussBM`` thus run one loop whatever counter holds their
+cells: the loop takes the counter's push function as an argument (``Counter.push_kernel``) and numba compiles it once
+per counter.
 
 A counter's state is always the same four arrays (``Counter.kernel_state``): ``exact`` (integer, (r, n)),
 ``fa`` and ``fb`` (float64, (r', n)) and ``coef`` (float64 constants). A push gives cell ``cell`` its step
@@ -38,8 +40,10 @@ def derived_push(exact: np.ndarray, fa: np.ndarray, fb: np.ndarray, coef: np.nda
 @njit(cache=True, inline="always")
 def honaker_cell_push(exact: np.ndarray, fa: np.ndarray, fb: np.ndarray, coef: np.ndarray, cell: np.int64,
                       step: np.int64, c: np.int64, noise: np.ndarray, z: np.int64) -> np.int64:
-    """Binary tree with Honaker's online estimates: exact, fa = released sums, fb = last estimate per level;
-    ctz(step) + 1 noises."""
+    """Binary tree with Honaker's online estimates (ctz(step) + 1 noises).
+
+    exact: partial sums, fa: released sums, fb: last estimate per level.
+    """
     level = tree_level(step)
     honaker_push(exact, fa, fb, cell, level, c, noise, z)
     return z + level + 1
@@ -48,9 +52,11 @@ def honaker_cell_push(exact: np.ndarray, fa: np.ndarray, fb: np.ndarray, coef: n
 @njit(cache=True, inline="always")
 def blt_push(exact: np.ndarray, fa: np.ndarray, fb: np.ndarray, coef: np.ndarray, cell: np.int64,
              step: np.int64, c: np.int64, noise: np.ndarray, z: np.int64) -> np.int64:
-    """Buffered linear Toeplitz, Alg. 3 of McMahan et al. (arXiv 2408.08868) on column ``cell`` of fa (k buffers
-    and the running noise total, (k + 1, n)); coef = (theta; omega) of C, (2, k): x = z - sum_j omega_j buf_j,
-    buf_j <- theta_j buf_j + x, total += x (``dpstream.blt.blt_step`` on one column). One noise."""
+    """Buffered linear Toeplitz, Alg. 3 of McMahan et al. (arXiv 2408.08868), on column ``cell``; one noise.
+
+    fa holds the k buffers and the running noise total, (k + 1, n); coef = (theta; omega) of C, (2, k):
+    x = z - sum_j omega_j buf_j, buf_j <- theta_j buf_j + x, total += x (``dpstream.blt.blt_step`` on one column).
+    """
     exact[0, cell] += c
     k = coef.shape[1]
     x = noise[z]

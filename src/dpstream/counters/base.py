@@ -1,6 +1,7 @@
-"""The counter interface: n independent continual counters whose owner (``GaussBM``, a sketch schedule)
-says which counter takes which step; the counter keeps the state, draws its noise, releases prefix sums
-and states its noise variance and its memory.
+"""The counter interface: n independent continual counters.
+
+The owner (``GaussBM``, a sketch schedule) says which counter takes which step; the counter keeps the state, draws
+its noise, releases prefix sums and states its noise variance and its memory.
 
 A counter is calibrated once, here: sigma = ``calibration.gaussian_sigma(l2_sensitivity(horizon, m), eps,
 delta, calibration)`` ("classic", the papers', or "analytic", Balle and Wang 2018), where ``l2_sensitivity``
@@ -27,8 +28,10 @@ NOISE_BYTES = 8
 
 
 class Counter(ABC):
-    """``n`` continual counters over ``horizon`` steps each, (epsilon, delta)-DP for m-neighbouring inputs (one
-    neighbour changes at most m counters, each by at most 1 at one step) under continual observation.
+    """``n`` continual counters over ``horizon`` steps each.
+
+    Privacy: (epsilon, delta)-DP for m-neighbouring inputs (one neighbour changes at most m counters, each by at
+    most 1 at one step) under continual observation.
 
     ``push_kernel``: its compiled push (``counters._kernels``); ``sparse_pushes``: a push of 0 changes nothing, so
     a schedule may skip it (derived noise); ``tracks_steps``: the counter keeps each
@@ -58,6 +61,10 @@ class Counter(ABC):
         count_dtype: type = np.int64,
         noise_multiplier: float = 1.0,
     ) -> None:
+        """Validate the arguments, calibrate sigma (``gaussian_sigma``) and allocate the state arrays.
+
+        ``noise_multiplier`` != 1 scales every noise and is NOT privacy-certified (``certified`` is then False).
+        """
         self.n = check_positive_int(n, "n")
         self.horizon = check_positive_int(horizon, "horizon")
         self.epsilon = check_epsilon(epsilon)

@@ -29,6 +29,7 @@ class BinaryTree(Counter):
 
     @classmethod
     def l2_sensitivity(cls, horizon: int, m: int) -> float:
+        """sqrt(h m): one step of each of m counters moves h node values (one per level) by at most 1."""
         return math.sqrt(gauss_bm_levels(horizon) * m)
 
     def variance(self, steps: np.ndarray | int) -> np.ndarray:
@@ -37,8 +38,11 @@ class BinaryTree(Counter):
 
 
 class StoredBinary(BinaryTree):
-    """Alg. 1 with one preallocated node per level (``_bm_kernels.push``): exact partial sums (count dtype) and
-    float64 noisy running sums, both (levels, n), and an int64 step per counter; one noise per push."""
+    """Alg. 1 with one preallocated node per level (``_bm_kernels.push``); one noise per push.
+
+    State: exact partial sums (count dtype) and float64 noisy running sums, both (levels, n), and an int64 step per
+    counter.
+    """
 
     node_noise = "stored"
     push_kernel = kernels.stored_push
@@ -47,17 +51,20 @@ class StoredBinary(BinaryTree):
 
     @classmethod
     def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
+        """One exact partial sum and one noisy sum per level, and the step count."""
         return gauss_bm_levels(horizon) * (count_bytes + NOISE_BYTES) + STEP_BYTES
 
     def _allocate(self) -> None:
-        self._exact = np.zeros((self.levels, self.n), dtype=self.count_dtype)
+        self._exact: np.ndarray = np.zeros((self.levels, self.n), dtype=self.count_dtype)
         self._noisy_sums = np.zeros((self.levels, self.n), dtype=np.float64)
         self._none = np.zeros((0, 0), dtype=np.float64)
 
     def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(exact partial sums, noisy running sums, unused, unused)."""
         return self._exact, self._noisy_sums, self._none, self._none
 
     def noise_count(self, steps: np.ndarray) -> int:
+        """One noise per push (the node it closes)."""
         return int(np.size(steps))
 
     def released_view(self) -> np.ndarray:
@@ -67,15 +74,19 @@ class StoredBinary(BinaryTree):
         return view
 
     def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Release of the stored tree: a read-only gather of the level-0 noisy sums (``steps`` unused)."""
         return self._noisy_sums[0, cells]
 
     def release_all(self, steps: np.ndarray) -> np.ndarray:
+        """Every counter's release: the read-only ``released_view`` (``steps`` unused)."""
         return self.released_view()
 
 
 class DerivedBinary(BinaryTree):
-    """The binary tree with derived node noise: Z(cell, level, s >> level) = sigma * N(0, 1) from Philox4x64-10
-    keyed by two 64-bit words of the noise seed (``counters.philox``).
+    """The binary tree with derived node noise.
+
+    Z(cell, level, s >> level) = sigma * N(0, 1) from Philox4x64-10 keyed by two 64-bit words of the noise seed
+    (``counters.philox``).
 
     Privacy: (epsilon, delta)-DP as the stored tree under the same relation, COMPUTATIONALLY: the releases are
     the binary mechanism's exactly when Philox is a random function; against an observer who cannot tell
@@ -94,31 +105,36 @@ class DerivedBinary(BinaryTree):
 
     @classmethod
     def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
+        """The exact count alone (the key is ``fixed_bytes``)."""
         return count_bytes
 
     def _allocate(self) -> None:
         if self._noise.mode == "secure":
             raise ValueError("noise=secure is not available with node_noise='derived' (its node noise comes from "
                              "a keyed Philox generator, not a CSPRNG-keyed exact sampler); allowed: noise=numpy")
-        self._exact = np.zeros((1, self.n), dtype=self.count_dtype)
+        self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
         self._none = np.zeros((0, 0), dtype=np.float64)
         # words 4, 5 of the seed's state stream: past the 4 words numpy's PCG64 takes from the same seed
         self._key = self._noise.rng.bit_generator.seed_seq.generate_state(6, np.uint64)[4:]
 
     def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(exact counts (1, n), unused, unused, unused)."""
         return self._exact, self._none, self._none, self._none
 
     def noise_count(self, steps: np.ndarray) -> int:
+        """No draws at push time: the noise is derived at release."""
         return 0
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
         return {**super()._state_arrays(), "key": self._key}
 
     def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Exact counts plus the Philox-derived node noises over the set bits of each step (``_derived.release``)."""
         cells = np.asarray(cells, dtype=np.int64)
         steps = np.broadcast_to(np.asarray(steps, dtype=np.int64), cells.shape)
         return _derived.release(self._exact, self._key, self._noise_scale, cells, np.ascontiguousarray(steps))
 
     @property
     def memory_bytes(self) -> int:
+        """Bytes of the exact counts and the key."""
         return self._exact.nbytes + self._key.nbytes

@@ -1,6 +1,7 @@
-"""The buffered-linear-Toeplitz counter (Dvijotham et al. FOCS 2024; McMahan et al. 2024; the math in
-``dpstream.blt``): releases exact prefix sum + sigma (A C^{-1} z)_s, the noise generated online by Alg. 3 of
-arXiv 2408.08868 from k buffers per counter. sigma is calibrated for L2 sensitivity sqrt(m) ||C e_1||_2 (the
+"""The buffered-linear-Toeplitz counter (Dvijotham et al. FOCS 2024; McMahan et al. 2024; the math in ``dpstream.blt``).
+
+It releases exact prefix sum + sigma (A C^{-1} z)_s, the noise generated online by Alg. 3 of arXiv 2408.08868 from k
+buffers per counter. sigma is calibrated for L2 sensitivity sqrt(m) ||C e_1||_2 (the
 largest column norm of C over the horizon), the parameters optimised for the horizon (cached).
 """
 
@@ -30,32 +31,38 @@ class BLTCounter(Counter):
 
     @classmethod
     def l2_sensitivity(cls, horizon: int, m: int) -> float:
+        """sqrt(m) times the largest column norm of C for the horizon's optimised parameters."""
         return math.sqrt(m) * blt.column_norm(blt.optimal_blt(max(2, horizon), BUFFERS))
 
     @classmethod
     def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
+        """The exact count, k buffers and the running noise total."""
         return count_bytes + NOISE_BYTES * (BUFFERS + 1)
 
     def _allocate(self) -> None:
         self.params = blt.optimal_blt(max(2, self.horizon), BUFFERS)
-        self._exact = np.zeros((1, self.n), dtype=self.count_dtype)
+        self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
         self._state = np.zeros((BUFFERS + 1, self.n), dtype=np.float64)
         self._coef = np.vstack((self.params.buf_decay, self.params.output_scale)).astype(np.float64)
         self._none = np.zeros((0, 0), dtype=np.float64)
 
     def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(exact counts, buffers and noise total, unused, (theta; omega))."""
         return self._exact, self._state, self._none, self._coef
 
     def noise_count(self, steps: np.ndarray) -> int:
+        """One noise per push."""
         return int(np.size(steps))
 
     def _constants(self) -> dict[str, Any]:
         return {**super()._constants(), "coef": self._coef.tolist()}
 
     def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Exact count plus the running noise total of each cell (``steps`` unused)."""
         return self._exact[0, cells] + self._state[BUFFERS, cells]
 
     def variance(self, steps: np.ndarray | int) -> np.ndarray:
+        """sigma^2 times ``blt.noise_variance`` at each step; 0 at step 0."""
         s = np.asarray(steps, dtype=np.int64)
         out = np.zeros(s.shape)
         on = s > 0
@@ -64,4 +71,5 @@ class BLTCounter(Counter):
 
     @property
     def memory_bytes(self) -> int:
+        """Bytes of the exact counts, buffers and noise totals."""
         return self._exact.nbytes + self._state.nbytes

@@ -1,7 +1,8 @@
-"""The binary tree with Honaker's online estimates (Honaker 2015; the math in ``dpstream.honaker``): every node of
-the tree gets its own noise, each closed node is re-estimated from its noisy value and its children's estimates,
-and a release sums the estimates over the set bits of its step. Same sigma as ``StoredBinary`` (the h-level tree's
-L2 sensitivity sqrt(h m)); the estimates are post-processing, so the privacy is the binary mechanism's.
+"""The binary tree with Honaker's online estimates (Honaker 2015; the math in ``dpstream.honaker``).
+
+Every node of the tree gets its own noise, each closed node is re-estimated from its noisy value and its children's
+estimates, and a release sums the estimates over the set bits of its step. Same sigma as ``StoredBinary`` (the h-level
+tree's L2 sensitivity sqrt(h m)); the estimates are post-processing, so the privacy is the binary mechanism's.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ from dpstream.honaker import honaker_draws, honaker_variance
 
 
 class HonakerTree(BinaryTree):
-    """(levels, n) exact partial sums, released sums and last estimates per level, an int64 step per counter;
-    ctz(s) + 1 noises per push (2 on average). Variance sum_{l in bits(s)} v_l sigma^2, v_l from 1 down to 1/2."""
+    """Honaker's estimates on the binary tree; ctz(s) + 1 noises per push (2 on average).
+
+    State: (levels, n) exact partial sums, released sums and last estimates per level, an int64 step per counter.
+    Variance sum_{l in bits(s)} v_l sigma^2, v_l from 1 down to 1/2.
+    """
 
     name = "honaker"
     node_noise = "stored"
@@ -27,27 +31,33 @@ class HonakerTree(BinaryTree):
 
     @classmethod
     def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
+        """One exact partial sum, released sum and estimate per level, and the step count."""
         return gauss_bm_levels(horizon) * (count_bytes + 2 * NOISE_BYTES) + STEP_BYTES
 
     def _allocate(self) -> None:
-        self._exact = np.zeros((self.levels, self.n), dtype=self.count_dtype)
+        self._exact: np.ndarray = np.zeros((self.levels, self.n), dtype=self.count_dtype)
         self._noisy_sums = np.zeros((self.levels, self.n), dtype=np.float64)
         self._estimates = np.zeros((self.levels, self.n), dtype=np.float64)
         self._none = np.zeros((0, 0), dtype=np.float64)
 
     def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(exact partial sums, released sums, last estimates, unused)."""
         return self._exact, self._noisy_sums, self._estimates, self._none
 
     def noise_count(self, steps: np.ndarray) -> int:
+        """ctz(s) + 1 noises per push at step s (``honaker_draws``)."""
         return honaker_draws(steps)
 
     def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Release of the stored estimates: a read-only gather of the level-0 released sums (``steps`` unused)."""
         return self._noisy_sums[0, cells]
 
     def release_all(self, steps: np.ndarray) -> np.ndarray:
+        """Every counter's release: a read-only view of the level-0 released sums (``steps`` unused)."""
         view = self._noisy_sums[0]
         view.flags.writeable = False
         return view
 
     def variance(self, steps: np.ndarray | int) -> np.ndarray:
+        """sigma^2 times ``honaker_variance`` at each step."""
         return honaker_variance(steps, self.levels) * self._noise_scale**2

@@ -1,5 +1,4 @@
-"""Philox4x64-10 (Salmon et al. 2011, "Parallel random numbers: as easy as 1, 2, 3"), compiled, and the
-Gaussian node noise derived from it.
+"""Compiled Philox4x64-10 (Salmon et al. 2011, "Parallel random numbers: as easy as 1, 2, 3") and its Gaussian noise.
 
 Philox is a keyed counter-based generator: ``philox4x64(counter, key)`` is a bijection of the 256-bit
 counter for each 128-bit key, designed to be indistinguishable from a random function. It is the

@@ -1,5 +1,6 @@
-"""The shared core of every heavy-hitter tracker here: a frequency sketch, a candidate set and an output
-refreshed every ``period`` updates and held in between.
+"""The shared core of every heavy-hitter tracker here.
+
+A frequency sketch, a candidate set and an output refreshed every ``period`` updates and held in between.
 
 One code path processes the stream in blocks aligned to the refresh points (``sketch.extend`` on each
 block, compiled), so the Python loop runs over BLOCKS, never over items. At a refresh point t:

@@ -1,5 +1,8 @@
-"""Heavy-hitter baselines of seed 004, Sec. 6.5: the non-private Count-Min + heap tracker, and the
-prior-art private tracker (Epasto et al. 2023) that queries every universe item of a PunctualCMS."""
+"""Heavy-hitter baselines of seed 004, Sec. 6.5.
+
+The non-private Count-Min + heap tracker, and the prior-art private tracker (Epasto et al. 2023) that queries every
+universe item of a PunctualCMS.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +14,13 @@ from dpstream.heavy_hitters._tracker import REPLACE_ONE_ITEM, BlockTracker, as_i
 from dpstream.noise import SeedLike, as_seed_sequence
 from dpstream.privacy import Privacy
 from dpstream.sketches import CMS, PunctualCMS
+from dpstream.sketches.core import SketchCore
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 DEFAULT_MAX_UNIVERSE = 2**16
 
 
-def _sized(cls: type, width: int | None, memory_kb: float | None, **common: Any) -> Any:
+def _sized(cls: type[SketchCore], width: int | None, memory_kb: float | None, **common: Any) -> SketchCore:
     """``cls`` sized by ``memory_kb`` (the sketches' memory model) when given, else by ``width``."""
     if memory_kb is not None:
         return cls.from_memory(kilobytes=memory_kb, **common)
@@ -41,6 +45,7 @@ class CMSHeap(BlockTracker):
 
     def __init__(self, *, k: int, horizon: int, width: int | None = None, depth: int = 3,
                  memory_kb: float | None = None, period: int | None = None, seed: SeedLike = None) -> None:
+        """Validate k and build the CMS (by ``width`` or ``memory_kb``); the heap is refreshed every ``period``."""
         self.k = check_positive_int(k, "k")
         sketch = _sized(CMS, width, memory_kb, depth=depth, horizon=horizon, seed=as_seed_sequence(seed))
         super().__init__(sketch, period=self.k if period is None else period, horizon=horizon, capacity=self.k)
@@ -54,8 +59,9 @@ class CMSHeap(BlockTracker):
 
 
 class PunctualHH(BlockTracker):
-    """Prior-art private heavy hitters: a PunctualCMS, and at every output step EVERY universe item is
-    queried; items with estimate >= t/k are reported (Epasto et al. 2023, as described in seed 004 Sec. 5).
+    """Prior-art private heavy hitters: a PunctualCMS queried on EVERY universe item at every output step.
+
+    Items with estimate >= t/k are reported (Epasto et al. 2023, as described in seed 004 Sec. 5).
 
     Privacy: the PunctualCMS is (epsilon, delta)-DP under continual observation for replace-one
     neighbouring streams (Alg. 3: 2d-neighbouring GaussBM inputs); querying it is post-processing.
@@ -69,6 +75,7 @@ class PunctualHH(BlockTracker):
     def __init__(self, *, k: int, universe_size: int, epsilon: float, delta: float, horizon: int,
                  width: int | None = None, depth: int = 3, memory_kb: float | None = None, period: int = 1,
                  max_universe: int = DEFAULT_MAX_UNIVERSE, seed: SeedLike = None) -> None:
+        """Validate the arguments (refusing ``universe_size`` above ``max_universe``) and build the PunctualCMS."""
         self.k = check_positive_int(k, "k")
         self.universe_size = check_positive_int(universe_size, "universe_size")
         max_universe = check_positive_int(max_universe, "max_universe")
@@ -90,6 +97,7 @@ class PunctualHH(BlockTracker):
         return Privacy(self.epsilon, self.delta, REPLACE_ONE_ITEM)
 
     def extend(self, items: Any) -> None:
+        """Process ``items`` in order after checking that they lie in [0, universe_size)."""
         items = as_items(items)
         if items.size and (items.min() < 0 or items.max() >= self.universe_size):
             raise ValueError(f"PunctualHH items must lie in [0, universe_size={self.universe_size}), "

@@ -48,6 +48,7 @@ class LazyHH(BlockTracker):
     def __init__(self, *, k: int, k_tilde: int, epsilon: float, delta: float, beta: float, horizon: int,
                  seed: SeedLike = None, node_noise: str = "stored", hash_family: str = "modp",
                  calibration: str = "classic") -> None:
+        """Validate the arguments (Lemma 6's ranges), derive d and gamma, and build the d x k~ LazyCMS."""
         self.k = check_positive_int(k, "k")
         self.k_tilde = check_positive_int(k_tilde, "k_tilde")
         if self.k_tilde < self.k:

@@ -1,5 +1,6 @@
-"""Compiled per-update loops of the sketches (one call processes a whole block of canonical keys) and
-the compiled query (Alg. 4) over the released cells.
+"""Compiled per-update loops of the sketches and the compiled query (Alg. 4) over the released cells.
+
+One update call processes a whole block of canonical keys.
 
 ``params`` is the (depth, 4) uint64 hash array of ``dpstream.hashing.draw_hash_params``; ``signed``
 selects the CS increment g_i(x) instead of the CMS increment 1. Keys are hashed ``BLOCK`` at a time
@@ -87,8 +88,10 @@ def lazy_extend(
     t0: int,
     noise: np.ndarray,
 ) -> None:
-    """LazySketch (Alg. 5), t counted from 0: P[i, h_i(x_t)] += c, then column pos = t mod w of every row
-    pushes P[i, pos] into its counter cell (step floor(t/w) + 1) and P[i, pos] = 0.
+    """LazySketch (Alg. 5), t counted from 0.
+
+    P[i, h_i(x_t)] += c, then column pos = t mod w of every row pushes P[i, pos] into its counter cell
+    (step floor(t/w) + 1) and P[i, pos] = 0.
     """
     depth, width = pending.shape
     cols = np.empty((depth, BLOCK), dtype=np.int64)
@@ -112,8 +115,10 @@ def lazy_extend(
 
 @njit(cache=True)
 def query_keys(keys: np.ndarray, params: np.ndarray, signed: bool, cells: np.ndarray) -> np.ndarray:
-    """Alg. 4 for every canonical key x: min_i C[i, h_i(x)] (CMS), or median_i g_i(x) C[i, h_i(x)] (``signed``,
-    CS; the mean of the two middle rows when the depth is even, as ``np.median``). Reads d cells per key.
+    """Alg. 4 for every canonical key x; reads d cells per key.
+
+    min_i C[i, h_i(x)] (CMS), or median_i g_i(x) C[i, h_i(x)] (``signed``, CS; the mean of the two middle rows when
+    the depth is even, as ``np.median``).
     """
     depth, width = cells.shape
     cols = np.empty((depth, BLOCK), dtype=np.int64)

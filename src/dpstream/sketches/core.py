@@ -28,10 +28,10 @@ from dpstream.calibration import cell_neighbour_m
 from dpstream.counters import Counter, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
 from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
-from dpstream.privacy import Privacy
+from dpstream.privacy import Notion, Privacy
 from dpstream.sketches import _kernels as kernels
 from dpstream.sketches import memory, serial
-from dpstream.validation import check_choice, check_epsilon, check_positive_int
+from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,11 @@ class Estimator:
 
 @dataclass(frozen=True)
 class Variant:
-    """Beyond-the-paper choices (defaults: the paper's): the cells' counter and node noise
-    (``dpstream.counters``), the Gaussian calibration (``calibration.CALIBRATIONS``) and the hash family
-    (``hashing.HASH_FAMILIES``)."""
+    """Beyond-the-paper choices (defaults: the paper's).
+
+    The cells' counter and node noise (``dpstream.counters``), the Gaussian calibration
+    (``calibration.CALIBRATIONS``) and the hash family (``hashing.HASH_FAMILIES``).
+    """
 
     counter: str = "binary"
     node_noise: str = "stored"
@@ -80,6 +82,7 @@ class Schedule(ABC):
         counter: type[Counter],
         calibration: str,
     ) -> None:
+        """Store the dimensions and the count dtype, then create the state arrays (``_allocate``)."""
         self.width, self.depth, self.horizon, self.signed = width, depth, horizon, signed
         self.count_dtype = np.int32 if memory.count_bytes(horizon) == 4 else np.int64
         self.t = 0
@@ -132,8 +135,9 @@ class Schedule(ABC):
 
 
 class PrivateSchedule(Schedule):
-    """The released cells are d*w counters (``counter``: GaussBM's binary tree by default) over cell_horizon
-    steps each, (epsilon, delta)-DP for m-neighbouring inputs (Thm 1, Sec. 4), with
+    """The released cells are d*w counters over cell_horizon steps each (``counter``: GaussBM's binary tree by default).
+
+    Privacy: (epsilon, delta)-DP for m-neighbouring inputs (Thm 1, Sec. 4), with
     m = ``calibration.cell_neighbour_m(signed, d)``: 2d for Count-Min, 4d for Count Sketch.
 
     A replace-one neighbour changes, in each row i, the pushed increment of cell h_i(x) (loses x) and of
@@ -163,8 +167,8 @@ class PrivateSchedule(Schedule):
         self.counters = counter(
             n=self.depth * self.width,
             horizon=self.cell_horizon(),
-            epsilon=epsilon,
-            delta=delta,
+            epsilon=check_epsilon(epsilon),
+            delta=check_delta(delta),
             m=cell_neighbour_m(self.signed, self.depth),
             seed=noise_seed,
             calibration=self.calibration,
@@ -173,13 +177,16 @@ class PrivateSchedule(Schedule):
         )
 
     def cells(self) -> np.ndarray:
+        """The counters' releases at the cells' current steps, shape (d, w)."""
         return self.counters.release_all(self.cell_steps()).reshape(self.depth, self.width)
 
     def cell_variances(self) -> np.ndarray:
+        """The counters' analytic noise variances at the cells' current steps, shape (d, w)."""
         return self.counters.variance(self.cell_steps()).reshape(self.depth, self.width)
 
     @property
     def memory_bytes(self) -> int:
+        """Bytes of the counters' state arrays."""
         return self.counters.memory_bytes
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
@@ -229,6 +236,10 @@ class SketchCore(serial.Serialisable):
         calibration: str = "classic",
         hash_family: str = "modp",
     ) -> None:
+        """Validate the dimensions, draw the hash parameters and build the schedule with the full noise.
+
+        ``counter``, ``node_noise``, ``calibration`` and ``hash_family`` are the beyond-the-paper ``Variant``.
+        """
         self._setup(width, depth, epsilon, delta, horizon, seed, Variant(counter, node_noise, calibration, hash_family),
                     noise_multiplier=1.0)
 
@@ -336,11 +347,14 @@ class SketchCore(serial.Serialisable):
     @property
     def privacy(self) -> Privacy | None:
         """(epsilon, delta) under replace-one neighbouring streams (continual observation); None when non-private.
-        Computational with derived node noise (``counters.DerivedBinary``)."""
-        if not self.private:
+
+        Computational with derived node noise (``counters.DerivedBinary``).
+        """
+        if not isinstance(self._state, PrivateSchedule):
             return None
-        notion = "computational" if self.node_noise == "derived" else "approximate"
-        return Privacy(self.epsilon, self.delta, "replace-one stream item", notion)
+        notion: Notion = "computational" if self.node_noise == "derived" else "approximate"
+        cells = self._state.counters
+        return Privacy(cells.epsilon, cells.delta, "replace-one stream item", notion)
 
     @property
     def memory_bytes(self) -> int:
@@ -393,10 +407,12 @@ class SketchCore(serial.Serialisable):
         return np.abs(self._rows(keys, self._state.cell_variances()))[:, 0]
 
     def merge(self, other: SketchCore) -> Self:
-        """The sketch of this stream followed by ``other``'s stream, for the NON-private CMS / CS: cells add, t adds
-        (both sketches unchanged). Needs the same class, width, depth, horizon and hash parameters (the same seed
-        and ``hash_family``) and t + other.t <= horizon; ``ValueError`` naming the mismatch otherwise.
-        Private sketches raise ``ValueError`` (``PRIVATE_MERGE`` says why)."""
+        """The sketch of this stream followed by ``other``'s stream, for the NON-private CMS / CS.
+
+        Cells add, t adds (both sketches unchanged). Needs the same class, width, depth, horizon and hash parameters
+        (the same seed and ``hash_family``) and t + other.t <= horizon; ``ValueError`` naming the mismatch otherwise.
+        Private sketches raise ``ValueError`` (``PRIVATE_MERGE`` says why).
+        """
         if not isinstance(other, SketchCore):
             raise TypeError(f"can only merge a sketch, got {type(other).__name__}")
         if self.private or other.private:

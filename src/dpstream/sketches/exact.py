@@ -26,22 +26,27 @@ class ExactSchedule(Schedule):
         self.counts = np.zeros((self.depth, self.width), dtype=self.count_dtype)
 
     def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
+        """Add each key's row increments (1 or g_i(x)) to its d cells (``_kernels.exact_extend``)."""
         kernels.exact_extend(keys, params, self.signed, self.counts)
 
     def cells(self) -> np.ndarray:
+        """The exact counts themselves."""
         return self.counts
 
     def add(self, other: Schedule) -> None:
+        """Add ``other``'s exact counts cell by cell."""
         self.counts += other.cells()
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
         return {"counts": self.counts}
 
     def cell_variances(self) -> np.ndarray:
+        """Zero everywhere: no noise."""
         return np.zeros(self.counts.shape)
 
     @property
     def memory_bytes(self) -> int:
+        """Bytes of the counts."""
         return self.counts.nbytes
 
 

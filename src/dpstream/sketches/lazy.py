@@ -13,8 +13,9 @@ ITEMS_PER_BLOCK = 1 << 16
 
 
 class LazySchedule(PrivateSchedule):
-    """Exact pending P (never released) plus counter cells O[i][j] over ceil(horizon / w) steps (GaussBM by default),
-    m = 2d (CMS) or 4d (CS).
+    """Exact pending P (never released) plus counter cells O[i][j] over ceil(horizon / w) steps each.
+
+    The cells are GaussBM by default, m = 2d (CMS) or 4d (CS).
 
     O(d log(T/w)) work per item with stored nodes, O(d) with derived ones. After t items, cell column j has
     received floor(t / w) + (1 if j < t mod w else 0) pushes; a released cell lags its exact count by P[i][j].
@@ -23,6 +24,7 @@ class LazySchedule(PrivateSchedule):
     kind = "lazy"
 
     def cell_horizon(self) -> int:
+        """ceil(horizon / w): one push per column every w items."""
         return -(-self.horizon // self.width)
 
     def _allocate(
@@ -37,10 +39,12 @@ class LazySchedule(PrivateSchedule):
         self.pending = np.zeros((self.depth, self.width), dtype=self.count_dtype)
 
     def cell_steps(self) -> np.ndarray:
+        """floor(t / w) + (1 if j < t mod w) pushes for column j, repeated over the d rows."""
         column = self.t // self.width + (np.arange(self.width) < self.t % self.width)
         return np.tile(column, self.depth)
 
     def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
+        """Alg. 5 over ``keys``, ``ITEMS_PER_BLOCK`` at a time (``_kernels.lazy_extend``; noise pre-drawn per block)."""
         cells = self.counters
         for start in range(0, keys.shape[0], ITEMS_PER_BLOCK):
             block = keys[start : start + ITEMS_PER_BLOCK]
@@ -54,6 +58,7 @@ class LazySchedule(PrivateSchedule):
 
     @property
     def memory_bytes(self) -> int:
+        """Bytes of the counters' state and the pending array."""
         return self.counters.memory_bytes + self.pending.nbytes
 
     def _state_arrays(self) -> dict[str, np.ndarray]:

@@ -20,12 +20,15 @@ class PunctualSchedule(PrivateSchedule):
     kind = "punctual"
 
     def cell_horizon(self) -> int:
+        """``horizon``: every cell steps at every item."""
         return self.horizon
 
     def cell_steps(self) -> np.ndarray:
+        """The item count t, for every cell."""
         return np.full(self.depth * self.width, self.t, dtype=np.int64)
 
     def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
+        """Alg. 3 over ``keys`` (``_kernels.punctual_extend``), noise pre-drawn in blocks of ``NOISE_BLOCK``."""
         cells = self.counters
         draws = cells.n * cells.draws_per_push
         per_block = max(1, NOISE_BLOCK // draws) if draws else max(1, keys.shape[0])

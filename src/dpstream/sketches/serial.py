@@ -33,6 +33,8 @@ SUPPORTED_VERSIONS = (1,)
 _PREFIX = struct.Struct("<8sHI")  # magic, version, header length
 _CRC = struct.Struct("<I")
 _NUMERIC_KINDS = "biuf"
+ArraySpec = tuple[str, np.dtype, tuple[int, ...]]
+"""One entry of the header's array listing: name, dtype, shape."""
 
 
 def pack(cls_name: str, args: Mapping[str, Any], state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> bytes:
@@ -55,6 +57,20 @@ def unpack(data: bytes, cls_name: str) -> tuple[dict[str, Any], dict[str, np.nda
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TypeError(f"from_bytes needs bytes, got {type(data).__name__}")
     data = bytes(data)
+    end = _check_prefix(data)
+    header, listing = _read_header(data, end, cls_name)
+    sizes = [dtype.itemsize * math.prod(shape) for _, dtype, shape in listing]
+    _check_body(data, end + sum(sizes) + _CRC.size)
+    arrays, offset = {}, end
+    for (name, dtype, shape), size in zip(listing, sizes, strict=True):
+        arr = np.frombuffer(data, dtype=dtype, count=size // dtype.itemsize, offset=offset).reshape(shape)
+        arrays[name] = arr.astype(dtype.newbyteorder("="))  # a writable native-order copy
+        offset += size
+    return header, arrays
+
+
+def _check_prefix(data: bytes) -> int:
+    """End offset of the header, after checking the magic, the version and that the header fits in ``data``."""
     if data[: len(MAGIC)] != MAGIC:
         if len(data) < len(MAGIC) and MAGIC.startswith(data):
             raise ValueError(f"truncated data: {len(data)} bytes, not even the {len(MAGIC)}-byte magic {MAGIC!r}")
@@ -68,6 +84,11 @@ def unpack(data: bytes, cls_name: str) -> tuple[dict[str, Any], dict[str, np.nda
     end = _PREFIX.size + header_len
     if len(data) < end + _CRC.size:
         raise ValueError(f"truncated data: {len(data)} bytes, the header alone needs {end + _CRC.size}")
+    return end
+
+
+def _read_header(data: bytes, end: int, cls_name: str) -> tuple[dict[str, Any], list[ArraySpec]]:
+    """The JSON header and its array listing (name, dtype, shape), checked to be of ``cls_name`` and numeric."""
     try:
         header = json.loads(data[_PREFIX.size:end])
         listing = [(str(name), np.dtype(dtype), tuple(int(n) for n in shape))
@@ -79,8 +100,11 @@ def unpack(data: bytes, cls_name: str) -> tuple[dict[str, Any], dict[str, np.nda
         raise ValueError(f"the bytes hold a {found}, not a {cls_name}: restore them with {found}.from_bytes")
     if any(dtype.kind not in _NUMERIC_KINDS or min(shape, default=0) < 0 for _, dtype, shape in listing):
         raise ValueError("corrupt header: an array with a non-numeric dtype or a negative dimension")
-    sizes = [dtype.itemsize * math.prod(shape) for _, dtype, shape in listing]
-    expected = end + sum(sizes) + _CRC.size
+    return header, listing
+
+
+def _check_body(data: bytes, expected: int) -> None:
+    """Check that ``data`` is exactly ``expected`` bytes long and that its CRC-32 matches."""
     if len(data) < expected:
         raise ValueError(f"truncated data: {len(data)} bytes, the header announces {expected}")
     if len(data) > expected:
@@ -88,12 +112,6 @@ def unpack(data: bytes, cls_name: str) -> tuple[dict[str, Any], dict[str, np.nda
     (crc,) = _CRC.unpack_from(data, expected - _CRC.size)
     if crc != zlib.crc32(data[: expected - _CRC.size]):
         raise ValueError("checksum mismatch: the bytes were altered or corrupted")
-    arrays, offset = {}, end
-    for (name, dtype, shape), size in zip(listing, sizes, strict=True):
-        arr = np.frombuffer(data, dtype=dtype, count=size // dtype.itemsize, offset=offset).reshape(shape)
-        arrays[name] = arr.astype(dtype.newbyteorder("="))  # a writable native-order copy
-        offset += size
-    return header, arrays
 
 
 def nest(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
