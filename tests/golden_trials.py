@@ -17,9 +17,8 @@ from typing import Any
 
 GOLDEN = Path(__file__).parent / "data" / "golden_trials.json"
 
-_ATOMS = ["data=none", "mechanism.c=10", "mechanism.k_star=2", "mechanism.n_near=10", "mechanism.n_far=10",
-          "mechanism.runs=5"]
-_SHIFT = ["data=none", "mechanism.m=40", "mechanism.groups=5", "mechanism.size_min=10", "mechanism.size_max=1.0e+5",
+_ATOMS = ["data=svt_atoms", "data.c=10", "data.k_star=2", "data.n_near=10", "data.n_far=10", "mechanism.runs=5"]
+_SHIFT = ["data=svt_shifting_hh", "data.m=40", "data.groups=5", "data.size_min=10", "data.size_max=1.0e+5",
           "mechanism.runs=5"]
 _STREAM = ["data=zipf", "data.length=3000", "data.universe=500"]
 _QR = ["data=qr_mixture", "data.d=6", "data.n=200", "epsilon=10.0", "delta=1.0e-6"]
@@ -35,11 +34,11 @@ CASES: dict[str, list[str]] = {
     "svt_tm": ["mechanism=svt_tm", *_ATOMS],
     "svt_sparse": ["mechanism=svt_sparse", *_ATOMS],
     "svt_sparse_short": ["mechanism=svt_sparse_short", *_ATOMS],
-    "svt_above_threshold": ["mechanism=svt_above_threshold", *_ATOMS, "mechanism.order=heavy_first"],
+    "svt_above_threshold": ["mechanism=svt_above_threshold", *_ATOMS, "data.order=heavy_first"],
     "svt_tm_kappa": ["mechanism=svt_tm", *_ATOMS, "mechanism.kappa=0.5", "mechanism.cap_ratio=2.0"],
     "shifting_tme": ["mechanism=svt_hh_tme", *_SHIFT],
     "shifting_histogram": ["mechanism=svt_hh_histogram", *_SHIFT],
-    "shifting_sparse_histogram": ["mechanism=svt_hh_sparse_histogram", *_SHIFT, "mechanism.k_star=2"],
+    "shifting_sparse_histogram": ["mechanism=svt_hh_sparse_histogram", *_SHIFT, "data.k_star=2"],
     "svt_theory": ["mechanism=svt_theory", "data=none", "mechanism.c=100"],
     "qr_laplace": ["mechanism=qr_laplace", *_QR],
     "qr_pmw": ["mechanism=qr_pmw", *_QR, "mechanism.rounds=10"],

@@ -17,7 +17,7 @@ from hydra.utils import get_method
 
 from dpstream.data.cache import FINGERPRINT_SUFFIX
 
-CONFIG_ONLY = ("_target_", "name", "synthetic", "description")
+CONFIG_ONLY = ("_target_", "name", "kind", "synthetic", "description")
 """Data config keys that describe the source and are not passed to it."""
 
 

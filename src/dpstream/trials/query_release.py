@@ -6,14 +6,12 @@ workload of trial i are the same for every mechanism and grid point.
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import time
 from typing import Any
 
 import numpy as np
-from hydra.utils import get_object
 
 from dpstream.audit import audit
 from dpstream.noise import children
@@ -44,17 +42,17 @@ from dpstream.query_release.workloads import (
     make_workload,
     ternary_transform,
 )
-from dpstream.trials import within_budget
+from dpstream.trials import build, within_budget
 
 Row = dict[str, float | int | str | bool]
-_NOT_ARGS = ("name", "_target_", "trial", "private", "synthetic")
+WORKLOAD_KEYS = ("workload", "k", "n_queries", "sparsity", "analysts")
+"""Keys of a ``qr_database`` data config that choose the workload asked of it (read by ``build_problem``); the rest
+are arguments of its ``_target_``, the records' generator or reader."""
 
 
-def _call(target: str, pool: dict[str, Any]) -> Any:
-    """Call ``target`` with the entries of ``pool`` its signature accepts."""
-    fn = get_object(target)
-    accepted = inspect.signature(fn).parameters
-    return fn(**{k: v for k, v in pool.items() if k in accepted and k not in _NOT_ARGS})
+def load_records(data: dict[str, Any], seed: np.random.SeedSequence) -> np.ndarray:
+    """The data config's records: ``instantiate`` of its ``_target_`` (``build.factory``) with ``seed``."""
+    return build.factory(data, WORKLOAD_KEYS)(seed=seed)
 
 
 def error_metrics(answers: np.ndarray, true: np.ndarray, prefix: str = "") -> Row:
@@ -69,8 +67,7 @@ def build_problem(params: dict[str, Any], data_seed: np.random.SeedSequence,
                   workload_seed: np.random.SeedSequence) -> tuple[np.ndarray, Workload, np.ndarray, np.ndarray]:
     """Data histogram, workload, true answers and the analyst partition of one trial."""
     data = params["data"]
-    records = _call(data["_target_"], {**data, "seed": data_seed})
-    hist = histogram(records, data["d"])
+    hist = histogram(load_records(data, data_seed), data["d"])
     workload = make_workload(data.get("workload", "conjunctions"), data["d"], k=data.get("k", 3),
                              n_queries=data.get("n_queries", 1000), sparsity=data.get("sparsity", 3),
                              seed=workload_seed)
@@ -82,11 +79,10 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """One release by ``params.mechanism`` on ``params.data``: errors, the uniform line, accounted privacy."""
     data_seed, workload_seed, mech_seed = children(seed, 3)
     hist, workload, true, analysts = build_problem(params, data_seed, workload_seed)
-    mech = params["mechanism"]
-    pool = {**mech, "workload": workload, "analysts": analysts, "epsilon": params["epsilon"],
-            "delta": params["delta"], "n": params["data"]["n"], "seed": mech_seed}
+    mechanism = build.call(build.factory(params["mechanism"]), workload=workload, analysts=analysts,
+                           epsilon=params["epsilon"], delta=params["delta"], n=params["data"]["n"], seed=mech_seed)
     started = time.perf_counter()
-    release = _call(mech["_target_"], pool).release(true)
+    release = mechanism.release(true)
     seconds = time.perf_counter() - started
     uniform = workload.answers(np.full(hist.size, 1.0 / hist.size))
     row: Row = {**error_metrics(release.answers, true), **error_metrics(uniform, true, "uniform_"),
@@ -139,8 +135,7 @@ def median_toy_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Ro
     """Spec E10: median mechanism vs PMW vs Laplace at toy scale, linear and non-linear 1/n-sensitive queries."""
     data_seed, _, mech_seed = children(seed, 3)
     data, mech = params["data"], params["mechanism"]
-    records = _call(data["_target_"], {**data, "seed": data_seed})
-    hist = np.bincount(records, minlength=data["universe_size"]) / data["n"]
+    hist = np.bincount(load_records(data, data_seed), minlength=data["universe_size"]) / data["n"]
     queries = ToyQueries(data["universe_size"])
     net = size_n_databases(data["universe_size"], data["n"])
     true = queries.evaluate(hist)
@@ -171,7 +166,7 @@ def analyst_audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) ->
     data_seed, workload_seed, mech_seed = children(seed, 3)
     data, mech = params["data"], params["mechanism"]
     d, n = data["d"], data["n"]
-    hist = histogram(_call(data["_target_"], {**data, "seed": data_seed}), d)
+    hist = histogram(load_records(data, data_seed), d)
     full = Conjunctions(d)
     marginals = ternary_transform(hist, d).reshape((3,) * d)
     one_way = np.array([marginals[(2,) * a + (1,) + (2,) * (d - a - 1)] for a in range(d)])
