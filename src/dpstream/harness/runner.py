@@ -36,10 +36,11 @@ from dpstream.harness.config import (
     resolve_profile,
     without_declarations,
 )
+from dpstream.harness.migrate import migrate
 from dpstream.harness.report import verdict_summary, write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
 from dpstream.noise import NOISE_MODES, noise_mode, trial_seed
-from dpstream.trials import within_budget
+from dpstream.trials import row_schema, undeclared, within_budget
 from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
 
 BACKENDS = ("loky", "threading", "sequential", "dask")
@@ -59,7 +60,16 @@ def execute_trial(trial_fn: str, params: dict[str, Any]) -> dict[str, Any]:
         metrics = fn(params, trial_seed(params["seed"], params["trial"]))
     if not isinstance(metrics, dict):
         raise TypeError(f"trial function {trial_fn} returned {type(metrics).__name__}, expected a dict")
+    extra = undeclared(fn, metrics)
+    if extra:
+        raise ValueError(f"trial function {trial_fn} returned undeclared column(s) {', '.join(extra)}: add them to "
+                         "its @row_columns(...) (which recomputes its stored rows)")
     return metrics
+
+
+def store_key(params: dict[str, Any], trial_fn: str) -> str:
+    """The results-store key of a trial: its config and the row columns its trial function declares."""
+    return trial_key(params, row_schema(import_object(trial_fn)))
 
 
 def _preflight(cfg: dict[str, Any]) -> None:
@@ -222,9 +232,12 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
     """Run one experiment's trials (``all_params``, from ``plan``), write its table and figure; print its tables
     if ``verbose``."""
     exp_id = spec["id"]
-    keys = [trial_key(p) for p in all_params]
-    jobs = [(key, trial_function(p, spec), p) for key, p in zip(keys, all_params, strict=True)]
+    functions = [trial_function(p, spec) for p in all_params]
+    keys = [store_key(p, fn) for p, fn in zip(all_params, functions, strict=True)]
+    jobs = list(zip(keys, functions, all_params, strict=True))
     results_dir = Path(cfg["results_dir"])
+    if not cfg["rerun"]:
+        migrate(jobs, store)  # rows stored under their keys of before issue 12 (dpstream.harness.migrate)
     started = time.perf_counter()
     computed = run_trials(jobs, store, cfg, exp_id)
     elapsed = time.perf_counter() - started

@@ -27,7 +27,7 @@ from dpstream.data.stream import load_stream
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.heavy_hitters.metrics import PrefixCounts, evaluate_prefix, summarise_release_times, summarise_steps
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, release_times
-from dpstream.trials import build
+from dpstream.trials import build, row_columns
 
 OWN_KEYS = ("metrics_every_output",)
 """Mechanism keys this trial reads itself; every other one is a constructor argument of the tracker."""
@@ -71,6 +71,11 @@ def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray, prefix: PrefixCou
     return seconds, rows
 
 
+@row_columns("precision", "recall", "are", "n_reported", "n_reported_unseen", "n_true", "output_time",
+             "pr_undefined", "precision_mean_t", "recall_mean_t", "are_mean_t", "n_release_times", "steps",
+             "*_steps_mean", "*_steps_min", "length", "sketch_width", "sketch_depth", "output_period",
+             "memory_bytes", "seconds", "us_per_update", "gamma", "delta_tilde", "tau_final", "rows_read",
+             "rows_skipped")
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
     _data_seed, mech_seed = seed.spawn(2)  # fixed order (docs/harness.md); the trace is fixed
     stream, read = load_trace(params["data"], params.get("data_dir"))

@@ -42,7 +42,7 @@ from dpstream.query_release.workloads import (
     make_workload,
     ternary_transform,
 )
-from dpstream.trials import build, within_budget
+from dpstream.trials import build, row_columns, within_budget
 
 Row = dict[str, float | int | str | bool]
 WORKLOAD_KEYS = ("workload", "k", "n_queries", "sparsity", "analysts")
@@ -75,6 +75,13 @@ def build_problem(params: dict[str, Any], data_seed: np.random.SeedSequence,
     return hist, workload, workload.answers(hist), analysts
 
 
+@row_columns("max_error", "mean_error", "p50_error", "p95_error", "uniform_max_error", "uniform_mean_error",
+             "uniform_p50_error", "uniform_p95_error", "n_queries", "rounds", "eps_data", "delta_data", "seconds",
+             "nonempty_cells", "eps_analyst", "delta_analyst", "certified", "curve", "stopped_early", "eps0",
+             "laplace_scale", "tops", "cutoff", "sparse_sigma", "eta", "s", "m", "alpha_hat", "n_flagged",
+             "n_flagged_analysts", "max_flagged_per_analyst", "analyst_cleanup_certified", "synopsis_max_error",
+             "n_hat", "T", "R", "sigma", "tau", "epochs", "bad_rounds", "answered_fraction", "halted", "alpha_bound",
+             "p_any_bad_bound", "constants")
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """One release by ``params.mechanism`` on ``params.data``: errors, the uniform line, accounted privacy."""
     data_seed, workload_seed, mech_seed = children(seed, 3)
@@ -99,6 +106,8 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     return row
 
 
+@row_columns("alpha_hru", "alpha_hru_D", "alpha_hru_SV", "alpha_hru_Lap", "alpha_pmw", "alpha_laplace", "log10_n",
+             "s_hru", "n_actions")
 def theory_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """Spec E0: the accuracy bounds of Algorithm 3, PMW and Laplace at n (d binary attributes, all conjunctions)."""
     d, n = params["data"]["d"], params["data"]["n"]
@@ -131,6 +140,10 @@ def _toy_release(kind: str, params: dict[str, Any], net: np.ndarray, queries: To
     return release
 
 
+@row_columns("max_error", "mean_error", "p50_error", "p95_error", "uniform_max_error", "uniform_mean_error",
+             "uniform_p50_error", "uniform_p95_error", "linear_max_error", "nonlinear_max_error",
+             "uniform_nonlinear_max_error", "net_size", "rounds", "eps_data", "delta_data", "pure", "seconds",
+             "stopped_early", "eps0", "laplace_scale", "certified")
 def median_toy_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """Spec E10: median mechanism vs PMW vs Laplace at toy scale, linear and non-linear 1/n-sensitive queries."""
     data_seed, _, mech_seed = children(seed, 3)
@@ -155,6 +168,8 @@ def median_toy_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Ro
     return {**row, "certified": within_budget(params, row)}
 
 
+@row_columns("synopsis_max_error", "uniform_max_error", "eps_analyst", "eps_lower", "p_with_canary",
+             "p_without_canary", "audit_fails", "tau", "audit_runs", "canary_true", "seconds")
 def analyst_audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """Spec E5: empirical analyst leakage of D^ from a canary query in analyst 0's set (Clopper-Pearson tester).
 
@@ -216,6 +231,8 @@ def analyst_audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) ->
             "seconds": time.perf_counter() - started}
 
 
+@row_columns("T_beat", "T_max", "alpha_at_T_max", "feasible", "n_actions", "n_beat", "n_max", "uniform_max_error",
+             "round_s", "est_T_beat_s", "est_T_max_s")
 def crossover_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """Where Algorithm 3 (T = n/6.4, s = 24 T, all 3^d conjunctions) could beat the uniform line, and its cost.
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from dpstream.data.stream import load_stream
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, average_relative_error, prefix_top_k, release_times
-from dpstream.trials import build
+from dpstream.trials import build, row_columns
 
 TOP_K = 15
 
@@ -46,6 +46,8 @@ def _warm_up(cls: type) -> None:
     cls(width=2, depth=1, epsilon=1.0, delta=0.5, horizon=8, seed=0).extend(np.arange(4, dtype=np.int64))
 
 
+@row_columns("sketch_width", "sketch_depth", "length", "memory_bytes", "are_top15", "are_top15_mean_t",
+             "are_top15_max_t", "n_release_times", "seconds", "updates_per_s", "rows_read", "rows_skipped")
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
     data_seed, mech_seed = seed.spawn(2)
     stream, read = load_stream(params["data"], data_seed, params.get("data_dir"))  # read: rows of a file source

@@ -30,7 +30,7 @@ from dpstream.svt.atoms import (
 )
 from dpstream.svt.calibration import calibrate, option_parameters
 from dpstream.svt.heavy_hitters import heavy_rows
-from dpstream.trials import build
+from dpstream.trials import build, row_columns
 
 BATCH_CELLS = 1 << 22  # runs per batch x queries: bounds the noise arrays to 32 MB each
 ATOMS_OWN = ("runs", "beta", "cap_ratio", "cutoff_ratio", "composition")
@@ -43,6 +43,8 @@ HH_OWN = ("runs",)
 Row = dict[str, float | int | str | bool]
 
 
+@row_columns("c", "m", "alpha_sparse_pure", "alpha_sparse_approx", "alpha_sparse", "alpha_tm_A", "alpha_tm_B",
+             "alpha_tm", "tm_option", "alpha_tm_kstar_*", "crossover_c_kstar_*")
 def theory_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """E0 at one c: Sparse alpha (pure, approximate, min) at c, alpha_TM (A, B, min) at k = c, alpha_TM at each k*."""
     mech = params["mechanism"]
@@ -126,6 +128,10 @@ def _theory_alpha(params: dict[str, Any], design: AtomsDesign, info: dict[str, A
     return kappa * T.alpha_sparse_approx(eps, delta, info["cutoff"], design.m, beta)
 
 
+@row_columns("c", "k_star", "m", "n_runs", "threshold", "margin_eval", "emp_alpha", "theory_alpha",
+             "emp_over_theory", "success_rate_eval", "margin_fixed", "success_rate_fixed", "recall", "fp_rate",
+             "processed", "violations_S", "violations_Si", "k", "tm_option", "noise_w_scale", "cutoff",
+             "composition", "noise_threshold_scale", "kappa", "certified", "seconds")
 def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """E1: R runs of one mechanism on one atoms design: empirical vs theoretical alpha, recall, FPs, halting.
 
@@ -192,6 +198,9 @@ def _search_row(res: Any) -> Row:
     return {("audit_delta" if k == "delta" else k): v for k, v in res.row().items()}
 
 
+@row_columns("case", "audited", "negative_control", "pair", "neighbours", "alpha", "audit_delta", "claimed_epsilon",
+             "count_1", "count_2", "direction", "epsilon_lower", "event", "fails", "n_runs", "n_search", "p_1",
+             "p_2", "verdict", "as_expected", "certified", "epsilon_lower_given", "seconds")
 def audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """One audit case (``mechanism.case``) run at and claiming top-level ``epsilon``: ``search_audit`` with the
     case's runs x ``mechanism.runs_factor``.
@@ -220,6 +229,9 @@ def audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     return {**row, "seconds": time.perf_counter() - started}
 
 
+@row_columns("case", "audited", "ratio", "alpha", "audit_delta", "claimed_epsilon", "count_1", "count_2",
+             "direction", "epsilon_lower", "event", "fails", "n_runs", "n_search", "p_1", "p_2", "certified",
+             "seconds")
 def audit_power_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """Power of ``search_audit``: case ``mechanism.case`` built at eps = ``mechanism.ratio`` x its claim; flagged?"""
     started = time.perf_counter()
@@ -237,6 +249,8 @@ def audit_power_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> R
     }
 
 
+@row_columns("k_star", "n_runs", "threshold", "theory_tau", "emp_tau", "emp_over_theory", "success_rate",
+             "zero_weight_reports", "private_reports", "runs_with_private_reports", "size_g*", "recall_g*", "seconds")
 def hh_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """E2: shifting heavy hitters (TME, Thm 4.7) or a baseline: recall per group size, zero-weight reports, tau."""
     started = time.perf_counter()
