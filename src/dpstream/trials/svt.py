@@ -94,7 +94,7 @@ def _sparse(make: partial, params: dict[str, Any], design: AtomsDesign, n: int, 
     alpha), or AboveThreshold (cutoff 1, pure)."""
     mech = params["mechanism"]
     eps, delta = params["epsilon"], params["delta"]
-    if make.func is AboveThreshold:
+    if issubclass(make.func, AboveThreshold):
         cutoff, comp = 1, "pure"
     else:
         cutoff = max(1, math.ceil(mech["cutoff_ratio"] * design.c))
@@ -114,7 +114,16 @@ def _sparse(make: partial, params: dict[str, Any], design: AtomsDesign, n: int, 
 
 
 RUNNERS: dict[type, Callable] = {ThresholdMonitor: _monitor, Sparse: _sparse, AboveThreshold: _sparse}
-"""How ``atoms_trial`` runs each mechanism class (its ``_target_``) on the design."""
+"""How ``atoms_trial`` runs each mechanism class (its ``_target_``) on the design; a subclass runs as its base."""
+
+
+def _runner(cls: type, name: str | None) -> Callable:
+    """The ``RUNNERS`` entry of ``cls`` or of its nearest base class."""
+    for base in cls.__mro__:
+        if base in RUNNERS:
+            return RUNNERS[base]
+    raise ValueError(f"mechanism {name!r}: atoms_trial runs {', '.join(c.__name__ for c in RUNNERS)} and their "
+                     f"subclasses, not {cls.__name__}")
 
 
 def _theory_alpha(params: dict[str, Any], design: AtomsDesign, info: dict[str, Any]) -> float:
@@ -149,14 +158,12 @@ def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     design = build.factory(data, DESIGN_OWN)(c=c, k_star=k_star, threshold=2.0 * margin, margin=margin,
                                              rng=np.random.default_rng(data_seed))
     make = build.factory(mech, ATOMS_OWN)
-    if make.func not in RUNNERS:
-        raise ValueError(f"mechanism {mech.get('name')!r}: atoms_trial runs {', '.join(c.__name__ for c in RUNNERS)}"
-                         f", not {make.func.__name__}")
+    runner = _runner(make.func, mech.get("name"))
     heavy = design.kind == HEAVY
     crit, recall, fp, processed, viol_s, viol_si = [], [], [], [], [], []
     info: dict[str, Any] = {}
     for n, s in _batches(int(mech["runs"]), design.m, mech_seed):
-        res, values, c_run, info = RUNNERS[make.func](make, params, design, n, s)
+        res, values, c_run, info = runner(make, params, design, n, s)
         top = res.outcomes == 1
         crit.append(c_run)
         recall.append(top[:, heavy].mean(axis=1))
