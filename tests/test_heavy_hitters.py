@@ -298,7 +298,7 @@ def test_trial_reports_metrics_at_the_end_and_at_every_output_step(tmp_path, mec
 
 
 def test_trial_rejects_unknown_mechanism_keys(tmp_path):
-    with pytest.raises(ValueError, match="unknown keys"):
+    with pytest.raises(ValueError, match="LazyHH takes no k_tilda; its arguments: beta"):
         run_trial(_params(tmp_path, "lazyhh", k_tilda=3), np.random.SeedSequence(0))
 
 
