@@ -89,3 +89,12 @@ def test_migrate_rekeys_a_legacy_row_with_the_new_config_columns(compose_cfg, tm
     row = ResultsStore(tmp_path / "trials.jsonl").get(key)  # durable: read back from the file
     assert row == {"key": key, **config_columns(params), **metrics}
     assert "mechanism.c" not in row and "mechanism.schema" not in row and row["data.c"] == old["mechanism"]["c"]
+
+
+def test_every_trial_function_of_the_configs_declares_its_row_columns():
+    from dpstream.harness.config import import_object, options
+
+    functions = {load_option(CONF_DIR, "mechanism", n).get("trial") for n in options(CONF_DIR, "mechanism")}
+    functions |= {load_option(CONF_DIR, "experiment", n).get("trial") for n in options(CONF_DIR, "experiment")}
+    missing = sorted(f for f in functions - {None} if row_schema(import_object(f)) is None)
+    assert not missing, f"declare the row columns of {missing} with @row_columns(...)"
