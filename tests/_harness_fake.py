@@ -4,6 +4,8 @@ import time
 
 import numpy as np
 
+from dpstream.trials import row_columns
+
 
 def run_trial(params, seed):
     rng = np.random.default_rng(seed)
@@ -25,3 +27,9 @@ def claims(df, spec):
     verdict = "confirmed" if df["value"].notna().all() else "not confirmed"
     return [{"claim": "values are finite", "rule": "all rows have a value", "measured": str(len(df)),
              "verdict": verdict}]
+
+
+@row_columns("value", "elapsed_s")
+def declared_trial(params, seed):
+    """``run_trial`` with its row columns declared (tests of the row schema in the store key)."""
+    return run_trial(params, seed)

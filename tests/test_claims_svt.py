@@ -169,24 +169,29 @@ def test_svt_kcap_claims_flip():
 
 
 def test_svt_order_claim_flips():
-    rows = [atoms_row(n, a, 1e6, c=100, **{"mechanism.order": o})
+    rows = [atoms_row(n, a, 1e6, c=100, **{"data.order": o})
             for n, a in (("svt_tm", 5e5), ("svt_sparse", 5e4)) for o in ("random", "heavy_first", "heavy_last")]
     df = pd.DataFrame(rows)
     assert only(order_claims(df, {}), "The accuracy guarantees hold for any") == "inconclusive"  # by construction
-    df.loc[df["mechanism.order"] == "heavy_last", "emp_alpha"] *= 2
+    df.loc[df["data.order"] == "heavy_last", "emp_alpha"] *= 2
     assert only(order_claims(df, {}), "The accuracy guarantees hold for any") == "not confirmed"
 
 
 # ---- E2: shifting heavy hitters ---------------------------------------------------------------------------------
 
+TARGET = {"tme": "dpstream.svt.heavy_hitters.ShiftingHeavyHitters",
+          "histogram": "dpstream.svt.heavy_hitters.HistogramEveryStep",
+          "sparse_histogram": "dpstream.svt.heavy_hitters.SparseThenHistogram"}
+
+
 def hh_table(tme_growth: float, theory_growth: float, hist_growth: float, success: float) -> pd.DataFrame:
-    base = {"epsilon": 1.0, "delta": 1e-6, "mechanism.domain_size": 1e12, "mechanism.beta": 0.05, "n_runs": 500,
-            "mechanism.size_min": 1e3, "mechanism.size_max": 1e9, "mechanism.groups": 28, "k_star": 1}
+    base = {"epsilon": 1.0, "delta": 1e-6, "data.domain_size": 1e12, "mechanism.beta": 0.05, "n_runs": 500,
+            "data.size_min": 1e3, "data.size_max": 1e9, "data.groups": 28, "k_star": 1}
     rows = []
     for i, m in enumerate([1000, 100000]):
-        rows.append({**base, "mechanism.method": "tme", "mechanism.m": m, "emp_tau": 1e7 * tme_growth**i,
+        rows.append({**base, "mechanism._target_": TARGET["tme"], "data.m": m, "emp_tau": 1e7 * tme_growth**i,
                      "theory_tau": 9e6 * theory_growth**i, "success_rate": success})
-        rows.append({**base, "mechanism.method": "histogram", "mechanism.m": m, "emp_tau": 2e4 * hist_growth**i,
+        rows.append({**base, "mechanism._target_": TARGET["histogram"], "data.m": m, "emp_tau": 2e4 * hist_growth**i,
                      "theory_tau": 1.7e4 * 12**i, "success_rate": 0.98})
     return pd.DataFrame(rows)
 
@@ -215,7 +220,7 @@ def test_hh_tme_flat_in_m_is_inconclusive_below_the_grid_resolution():
 def test_hh_tme_grows_with_kstar(emp_growth, theory_growth, verdict):
     df = hh_table(1.0, 2.0, 8.0, 1.0)
     k3 = df.assign(k_star=3)
-    tme = k3["mechanism.method"] == "tme"
+    tme = k3["mechanism._target_"] == TARGET["tme"]
     k3.loc[tme, "emp_tau"] *= emp_growth
     k3.loc[tme, "theory_tau"] *= theory_growth  # 1.32: the committed grid's ratio, below one step 1.67
     claims = hh_claims(pd.concat([df, k3], ignore_index=True), {})
@@ -231,7 +236,7 @@ def test_hh_success_rate_uses_an_exact_interval(rate, verdict):
 @pytest.mark.parametrize("growth, verdict", [(1.0, "confirmed"), (10.0, "not confirmed"), (1.0, "inconclusive")])
 def test_hh_baseline_b_flat_in_m_flips(growth, verdict):
     df = hh_table(1.0, 2.0, 8.0, 1.0)
-    sparse = df[df["mechanism.method"] == "tme"].assign(**{"mechanism.method": "sparse_histogram"})
+    sparse = df[df["mechanism._target_"] == TARGET["tme"]].assign(**{"mechanism._target_": TARGET["sparse_histogram"]})
     sparse["emp_tau"] = [1e4, 1e4 * growth]
     sparse["theory_tau"] = [1e4, 1.2e4 if verdict == "inconclusive" else 2e4]  # 1.2 < grid step 1.67
     claims = hh_claims(pd.concat([df, sparse], ignore_index=True), {})
@@ -242,8 +247,8 @@ def test_hh_baseline_b_flat_in_m_flips(growth, verdict):
 @pytest.mark.parametrize("hist_growth, verdict", [(11.8, "confirmed"), (13.5, "not confirmed"), (8.0, "not confirmed")])
 def test_hh_baseline_a_band_allows_the_theorys_log_m_factor_on_a_fine_grid(hist_growth, verdict):
     # grid 3e3..3e7 over 98 groups (step x1.0995): band [10 / 1.0995, max(10, 12) x 1.0995] = [9.09, 13.2]
-    df = hh_table(1.0, 1.12, hist_growth, 1.0).assign(**{"mechanism.size_min": 3e3, "mechanism.size_max": 3e7,
-                                                        "mechanism.groups": 98})
+    df = hh_table(1.0, 1.12, hist_growth, 1.0).assign(**{"data.size_min": 3e3, "data.size_max": 3e7,
+                                                        "data.groups": 98})
     claims = hh_claims(df, {})
     assert only(claims, "Baseline (a)") == verdict
     assert only(claims, "TME's error tau(k*) does not grow with m") == "confirmed"  # theory x1.12 > one step

@@ -25,7 +25,7 @@ from dpstream.heavy_hitters.metrics import (
     summarise_steps,
 )
 from dpstream.metrics import release_times
-from dpstream.trials.heavy_hitters import build_tracker, load_trace, run_trial
+from dpstream.trials.heavy_hitters import load_trace, make_tracker, run_trial
 
 BASE = {"k": 4, "k_tilde": 64, "epsilon": 4.0, "delta": 1e-3, "beta": 5e-4}
 
@@ -276,8 +276,10 @@ def test_release_time_means_leave_out_undefined_precision_and_recall():
 def _params(tmp_path, mechanism, **extra):
     mech = {"name": mechanism, "trial": "dpstream.trials.heavy_hitters:run_trial", "private": True, "k": 16,
             "metrics_every_output": False}
-    mech |= {"lazyhh": {"_target_": "dpstream.heavy_hitters.LazyHH", "k_tilde": 64, "beta": 5e-4},
-             "cms_heap": {"_target_": "dpstream.heavy_hitters.CMSHeap", "period": None, "k_tilde": 64}}[mechanism]
+    mech |= {"lazyhh": {"_target_": "dpstream.heavy_hitters.LazyHH", "k_tilde": 64, "beta": 5e-4,
+                        "uses": ["epsilon", "delta"]},
+             "cms_heap": {"_target_": "dpstream.heavy_hitters.CMSHeap", "period": None, "k_tilde": 64,
+                          "uses": ["width", "depth", "memory_kb"]}}[mechanism]
     mech |= extra
     data = {"name": "caida_like_synthetic", "_target_": "dpstream.data.caida_like.synthetic_caida_like",
             "synthetic": True, "length": 40_000, "zipf_exponent": 1.0, "full_length": 26_600_000,
@@ -300,7 +302,7 @@ def test_trial_reports_metrics_at_the_end_and_at_every_output_step(tmp_path, mec
 
 
 def test_trial_rejects_unknown_mechanism_keys(tmp_path):
-    with pytest.raises(ValueError, match="unknown keys"):
+    with pytest.raises(ValueError, match="LazyHH takes no k_tilda; its arguments: beta"):
         run_trial(_params(tmp_path, "lazyhh", k_tilda=3), np.random.SeedSequence(0))
 
 
@@ -330,7 +332,7 @@ def test_trial_means_over_release_times_equal_fresh_trackers_stopped_there(tmp_p
     steps = np.unique(release_times(stream.size) // period * period)
     direct = []
     for s in steps[steps > 0]:
-        tracker = build_tracker(params, stream.size, mech_seed)
+        tracker = make_tracker(params, stream.size, mech_seed)
         tracker.extend(stream[:s])
         direct.append(evaluate_prefix(tracker.heavy_hitters(), stream, k))
     precision = [d["precision"] for d in direct if d["n_reported"]]

@@ -15,6 +15,7 @@ from dpstream.hashing import canonical_key
 from dpstream.trials.heavy_hitters import load_trace
 from dpstream.trials.sketch import run_trial
 
+SKETCH_USES = ["width", "depth", "memory_kb"]  # as conf/mechanism/cms.yaml declares
 INTS = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, -7]
 WORDS = ["the", "cat", "the", "dög", "10.0.0.1", "the", "7"]
 
@@ -124,7 +125,8 @@ def test_missing_or_empty_file_is_an_error_naming_it(tmp_path):
 def test_items_config_runs_the_sketch_trial_and_the_heavy_hitter_loader(tmp_path):
     path = _write(tmp_path, "txt", ["a"] * 600 + ["b"] * 300 + [f"w{i}" for i in range(100)] + [""] * 10)
     data = yaml.safe_load((CONF_DIR / "data" / "items.yaml").read_text()) | {"path": str(path), "path_xxh3": "x"}
-    params = {"mechanism": {"name": "cms", "_target_": "dpstream.sketches.CMS"}, "data": data, "epsilon": 1.0,
+    params = {"mechanism": {"name": "cms", "_target_": "dpstream.sketches.CMS", "uses": SKETCH_USES},
+              "data": data, "epsilon": 1.0,
               "delta": 0.01, "width": 512, "depth": 3, "memory_kb": None, "data_dir": str(tmp_path)}
     row = run_trial(params, np.random.SeedSequence(0, spawn_key=(0,)))
     assert (row["length"], row["rows_read"], row["rows_skipped"]) == (1000, 1010, 10)

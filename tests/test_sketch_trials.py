@@ -13,7 +13,9 @@ from dpstream.data.stream import load_stream
 from dpstream.harness.runner import is_timing, run
 from dpstream.metrics import average_relative_error, release_times, top_k
 from dpstream.noise import trial_seed
-from dpstream.trials.sketch import build_sketch, run_trial
+from dpstream.trials.sketch import make_sketch, run_trial
+
+USES = ["epsilon", "delta", "width", "depth", "memory_kb"]  # as conf/mechanism/*.yaml declare
 
 
 def test_fig3_rows_identical_for_one_and_two_jobs(compose_cfg, tmp_path):
@@ -32,7 +34,7 @@ def test_noiseless_trial_are_matches_direct_computation(tmp_path):
     from dpstream.data import zipf_stream
     from dpstream.sketches import CMS
 
-    params = {"mechanism": {"name": "cms", "_target_": "dpstream.sketches.CMS"},
+    params = {"mechanism": {"name": "cms", "_target_": "dpstream.sketches.CMS", "uses": USES},
               "data": {"name": "zipf", "_target_": "dpstream.data.zipf_stream", "length": 20000, "universe": 5000,
                        "skew": 1.2},
               "epsilon": 1.0, "delta": 0.01, "width": 64, "depth": 2, "memory_kb": None, "data_dir": str(tmp_path)}
@@ -48,7 +50,7 @@ def test_noiseless_trial_are_matches_direct_computation(tmp_path):
 
 
 def _private_params(tmp_path, mechanism, cls, **extra):
-    return {"mechanism": {"name": mechanism, "_target_": f"dpstream.sketches.{cls}"},
+    return {"mechanism": {"name": mechanism, "_target_": f"dpstream.sketches.{cls}", "uses": USES},
             "data": {"name": "zipf", "_target_": "dpstream.data.zipf_stream", "length": 6000, "universe": 3000,
                      "skew": 1.3},
             "epsilon": 2.0, "delta": 1e-3, "width": 40, "depth": 3, "memory_kb": None, "data_dir": str(tmp_path),
@@ -59,7 +61,7 @@ def _are_of_fresh_sketch(params, t):
     """ARE of the top-15 of stream[:t], from a NEW sketch (same seeds) fed stream[:t] in one ``extend``."""
     data_seed, mech_seed = trial_seed(1, 0).spawn(2)
     stream = load_stream(params["data"], data_seed, params["data_dir"])[0]
-    sketch = build_sketch(params, len(stream), mech_seed)
+    sketch = make_sketch(params, len(stream), mech_seed)
     sketch.extend(stream[:t])
     items, counts = top_k(stream[:t], 15)
     return average_relative_error(counts, sketch.query_many(items))

@@ -74,9 +74,14 @@ def test_sparse_critical_margin_is_where_real_runs_start_to_succeed():
 
 
 def params(mechanism, **over):
+    """Trial params of ``mechanism`` on the data it reads (``data_kinds``: svt_atoms, or none); an override goes to
+    the data config when that has the key (the design: c, k_star, n_near, ...), else to the mechanism.
+    """
     mech = yaml.safe_load((CONF_DIR / "mechanism" / f"{mechanism}.yaml").read_text())
-    mech.update(over)
-    return {"epsilon": 1.0, "delta": 1e-6, "mechanism": mech, "trial": 0, "seed": 0}
+    data = yaml.safe_load((CONF_DIR / "data" / f"{mech['data_kinds'][0]}.yaml").read_text())
+    for key, value in over.items():
+        (data if key in data else mech)[key] = value
+    return {"epsilon": 1.0, "delta": 1e-6, "mechanism": mech, "data": data, "trial": 0, "seed": 0}
 
 
 def test_theory_trial_reproduces_spec_crossover():

@@ -336,14 +336,14 @@ def order_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     results: list[bool | None] = []
     parts: list[str] = []
     for name, g in df.groupby("mechanism.name"):
-        if g["mechanism.order"].nunique() < 2 or not _enough_runs(g):
+        if g["data.order"].nunique() < 2 or not _enough_runs(g):
             results.append(None)
             parts.append(f"{name}: fewer than 2 orders or < 500 runs")
             continue
         spread = _ratio(g["emp_alpha"])
         results.append(spread <= PAIR_TOL)
         parts.append(f"{name}: max/min x{spread:.3g} ("
-                     + ", ".join(f"{o} {a:.3g}" for o, a in zip(g["mechanism.order"], g["emp_alpha"], strict=True))
+                     + ", ".join(f"{o} {a:.3g}" for o, a in zip(g["data.order"], g["emp_alpha"], strict=True))
                      + ")")
     return [
         Claim("The accuracy guarantees hold for any (adaptive) query order: the empirical alpha does not depend on it",
@@ -357,10 +357,20 @@ def order_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
 
 # ---- E2: shifting heavy hitters -------------------------------------------------------------------------------
 
+HH_METHODS = {"ShiftingHeavyHitters": "tme", "HistogramEveryStep": "histogram",
+              "SparseThenHistogram": "sparse_histogram"}
+"""The E2 method of each mechanism class (the last part of the ``mechanism._target_`` column)."""
+
+
+def _method(df: pd.DataFrame) -> pd.Series:
+    """The E2 method (``HH_METHODS``) of each row."""
+    return df["mechanism._target_"].astype(str).str.rsplit(".", n=1).str[-1].map(HH_METHODS)
+
+
 def _size_grid_ratio(df: pd.DataFrame) -> float:
     """Ratio between consecutive group sizes of the E2 design (log-spaced, from the config): emp_tau's resolution."""
     row = df.iloc[0]
-    return float((row["mechanism.size_max"] / row["mechanism.size_min"]) ** (1.0 / (row["mechanism.groups"] - 1)))
+    return float((row["data.size_max"] / row["data.size_min"]) ** (1.0 / (row["data.groups"] - 1)))
 
 
 def _success_point(rate: float, n_runs: int, beta: float) -> bool | None:
@@ -373,7 +383,7 @@ def _success_point(rate: float, n_runs: int, beta: float) -> bool | None:
 def _tme_kstar(tme: pd.DataFrame, grid: float) -> Claim:
     """At each m: TME's emp_tau from the smallest to the largest k* against the theory's tau(k*) ratio."""
     results, parts = [], []
-    for m, g in tme.groupby("mechanism.m"):
+    for m, g in tme.groupby("data.m"):
         g = g.sort_values("k_star")
         if g["k_star"].nunique() < 2:
             continue
@@ -393,7 +403,8 @@ def _tme_kstar(tme: pd.DataFrame, grid: float) -> Claim:
 def hh_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     """shifting_hh: Thm 4.7's success probability, tau vs m for TME and baseline (a), theory crossovers."""
     grid = _size_grid_ratio(df)
-    tme = df[df["mechanism.method"] == "tme"]
+    df = df.assign(method=_method(df))
+    tme = df[df["method"] == "tme"]
     success = [_success_point(r, n, b) for r, n, b in zip(tme["success_rate"], tme["n_runs"], tme["mechanism.beta"],
                                                           strict=True)]
     out = [Claim(
@@ -407,12 +418,12 @@ def hh_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
 
     def growth(method: str) -> dict[Any, tuple[float, float, float, float]]:
         res = {}
-        for k_star, g in df[df["mechanism.method"] == method].groupby("k_star"):
-            g = g.sort_values("mechanism.m")
-            if g["mechanism.m"].nunique() >= 2:
+        for k_star, g in df[df["method"] == method].groupby("k_star"):
+            g = g.sort_values("data.m")
+            if g["data.m"].nunique() >= 2:
                 res[k_star] = (g["emp_tau"].iloc[-1] / g["emp_tau"].iloc[0],
                                g["theory_tau"].iloc[-1] / g["theory_tau"].iloc[0],
-                               g["mechanism.m"].iloc[-1] / g["mechanism.m"].iloc[0], g["emp_tau"].iloc[0])
+                               g["data.m"].iloc[-1] / g["data.m"].iloc[0], g["emp_tau"].iloc[0])
         return res
 
     def flat_in_m(method: str, claim: str) -> Claim:
@@ -429,8 +440,8 @@ def hh_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
             verdict_of(all_points(flat)))
 
     out.append(flat_in_m("tme", "TME's error tau(k*) does not grow with m (beyond log m)"))
-    out.append(_tme_kstar(df[df["mechanism.method"] == "tme"], grid))
-    if (df["mechanism.method"] == "sparse_histogram").any():
+    out.append(_tme_kstar(df[df["method"] == "tme"], grid))
+    if (df["method"] == "sparse_histogram").any():
         out.append(flat_in_m("sparse_histogram", "Baseline (b), Sparse + histogram at the heavy steps, has error "
                                                  "set by the number of heavy steps (fixed here), not by m"))
     hist = growth("histogram")
@@ -446,7 +457,7 @@ def hh_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
         verdict_of(all_points(bool(math.sqrt(mr) / grid <= e <= max(math.sqrt(mr), t) * grid)
                               for e, t, mr, _ in hist.values()))))
     eps, delta = float(df["epsilon"].iloc[0]), float(df["delta"].iloc[0])
-    domain, beta = int(float(df["mechanism.domain_size"].iloc[0])), float(df["mechanism.beta"].iloc[0])
+    domain, beta = int(float(df["data.domain_size"].iloc[0])), float(df["mechanism.beta"].iloc[0])
     for k_star in sorted(df["k_star"].unique()):
 
         def log_ratio(log_m: float, k_star: int = int(k_star)) -> float:
@@ -459,6 +470,6 @@ def hh_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
             f"TME (k*={k_star}) beats the per-step histogram (a) once m is large enough",
             "None that can decide: theory only (the crossover of the two theoretical taus); the run's m grid "
             "does not reach it.",
-            f"theoretical taus cross at m = {cross:.2g} steps; grid m <= {df['mechanism.m'].max():.2g}",
+            f"theoretical taus cross at m = {cross:.2g} steps; grid m <= {df['data.m'].max():.2g}",
             "inconclusive"))
     return out

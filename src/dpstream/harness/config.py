@@ -28,7 +28,7 @@ GROUPS = ("mechanism", "data")
 # (``uses: [epsilon, delta]``), and setting one that no mechanism of the run uses is an error (``check_uses``).
 SHARED_KEYS = ("epsilon", "delta", "width", "depth", "memory_kb", "release_times")
 # What data a mechanism reads (``data_kinds`` in conf/mechanism/*.yaml) and is (``kind`` in conf/data/*.yaml).
-DATA_KINDS = ("stream", "qr_database", "qr_categorical", "none")
+DATA_KINDS = ("stream", "qr_database", "qr_categorical", "svt_atoms", "shifting_hh", "none")
 # Declarations checked before the run (``check_fits``) and then dropped: no trial reads them, no key hashes them.
 DECLARATIONS = {"mechanism": ("data_kinds", "data_max"), "data": ("kind",)}
 # A config value is a file input when its key ends in one of these and it is not null (``fingerprint_inputs``).
@@ -65,7 +65,8 @@ MAPPING_KEYS = ("fixed", "grid", "zip", "plot_args", "profiles")
 
 def check_experiment(spec: dict[str, Any], name: str) -> None:
     """Reject an experiment whose keys are not in ``ExperimentSchema`` (a typo such as ``grdi:`` would otherwise
-    silently shrink a sweep to one point), whose sections are not mappings, or whose sweeps are not lists."""
+    silently shrink a sweep to one point), whose sections are not mappings, or whose sweeps are not lists.
+    """
     where = f"experiment {name!r}"
 
     def unknown(keys: Iterable[str], allowed: tuple[str, ...], block: str) -> None:
@@ -205,7 +206,8 @@ def declared_uses(mechanism: dict[str, Any]) -> list[str]:
 
 def check_uses(settings: list[tuple[str, Any]], trials: list[dict[str, Any]], where: str) -> None:
     """Reject a top-level key set by the user or the experiment (``settings``) that no mechanism of ``trials``
-    reads: it would be printed and stored while the mechanism runs at something else."""
+    reads: it would be printed and stored while the mechanism runs at something else.
+    """
     declared = {p["mechanism"]["name"]: declared_uses(p["mechanism"]) for p in trials}
     used = {key for uses in declared.values() for key in uses}
     for key, value in settings:

@@ -36,10 +36,11 @@ from dpstream.harness.config import (
     resolve_profile,
     without_declarations,
 )
+from dpstream.harness.migrate import migrate
 from dpstream.harness.report import verdict_summary, write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
 from dpstream.noise import NOISE_MODES, noise_mode, trial_seed
-from dpstream.trials import within_budget
+from dpstream.trials import row_schema, undeclared, within_budget
 from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
 
 BACKENDS = ("loky", "threading", "sequential", "dask")
@@ -59,7 +60,16 @@ def execute_trial(trial_fn: str, params: dict[str, Any]) -> dict[str, Any]:
         metrics = fn(params, trial_seed(params["seed"], params["trial"]))
     if not isinstance(metrics, dict):
         raise TypeError(f"trial function {trial_fn} returned {type(metrics).__name__}, expected a dict")
+    extra = undeclared(fn, metrics)
+    if extra:
+        raise ValueError(f"trial function {trial_fn} returned undeclared column(s) {', '.join(extra)}: add them to "
+                         "its @row_columns(...) (which recomputes its stored rows)")
     return metrics
+
+
+def store_key(params: dict[str, Any], trial_fn: str) -> str:
+    """The results-store key of a trial: its config and the row columns its trial function declares."""
+    return trial_key(params, row_schema(import_object(trial_fn)))
 
 
 def _preflight(cfg: dict[str, Any]) -> None:
@@ -103,7 +113,8 @@ def parallel_backend(backend: str, n_jobs: int, scheduler_address: str | None) -
 def run_trials(trials: list[tuple[str, str, dict[str, Any]]], store: ResultsStore, cfg: dict[str, Any],
                label: str) -> int:
     """Compute the (key, trial function, params) whose keys are not in ``store``; append each row the
-    moment it finishes."""
+    moment it finishes.
+    """
     done = store.written_now if cfg["rerun"] else store
     todo = [job for job in trials if job[0] not in done]
     if not todo:
@@ -129,7 +140,8 @@ class Terminated(SystemExit):
 def workers_die_with_the_run(backend: str) -> Iterator[None]:
     """Turn SIGTERM into an exception in the main thread, as SIGINT already is (``KeyboardInterrupt``): it unwinds
     through joblib, which aborts the run and kills the loky workers, so stopping a parallel run leaves no orphan
-    worker computing trials nobody will store (finished trials are already in the store)."""
+    worker computing trials nobody will store (finished trials are already in the store).
+    """
     if backend != "loky":
         yield
         return
@@ -198,7 +210,8 @@ def summary(df: pd.DataFrame, params_cols: list[str], varying: list[str]) -> tup
 
 def _fixed_by_name(df: pd.DataFrame, column: str) -> bool:
     """True for a ``mechanism.*`` / ``data.*`` column that only changes with the option's name (its class,
-    its flags): such columns are not swept values, so summaries do not group by them."""
+    its flags): such columns are not swept values, so summaries do not group by them.
+    """
     group, _, rest = column.partition(".")
     name = f"{group}.name"
     if group not in ("mechanism", "data") or rest == "name" or name not in df.columns:
@@ -220,11 +233,15 @@ class Outcome:
 def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: dict[str, Any],
                    store: ResultsStore, verbose: bool = True) -> Outcome:
     """Run one experiment's trials (``all_params``, from ``plan``), write its table and figure; print its tables
-    if ``verbose``."""
+    if ``verbose``.
+    """
     exp_id = spec["id"]
-    keys = [trial_key(p) for p in all_params]
-    jobs = [(key, trial_function(p, spec), p) for key, p in zip(keys, all_params, strict=True)]
+    functions = [trial_function(p, spec) for p in all_params]
+    keys = [store_key(p, fn) for p, fn in zip(all_params, functions, strict=True)]
+    jobs = list(zip(keys, functions, all_params, strict=True))
     results_dir = Path(cfg["results_dir"])
+    if not cfg["rerun"]:
+        migrate(jobs, store)  # rows stored under their keys of before issue 12 (dpstream.harness.migrate)
     started = time.perf_counter()
     computed = run_trials(jobs, store, cfg, exp_id)
     elapsed = time.perf_counter() - started
@@ -314,7 +331,8 @@ class Plan:
 
 def plan(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] | None = None) -> Plan:
     """Check the config and expand every experiment it asks for into trial params (each one's grid x trials), so
-    that a bad key, value or mechanism/data pair anywhere in an aggregate fails before the first trial."""
+    that a bad key, value or mechanism/data pair anywhere in an aggregate fails before the first trial.
+    """
     plain = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
     _preflight(plain)
     plain["results_dir"] = str(Path(plain["results_dir"]).resolve())
@@ -331,7 +349,8 @@ def plan(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] 
 
 def describe(planned: Plan) -> str:
     """The configs that will run (``dpstream --cfg job``): per experiment, its size, its sweep and the full config
-    of its first trial, with the profile's overrides applied."""
+    of its first trial, with the profile's overrides applied.
+    """
     out = []
     for spec, all_params in planned.experiments:
         points = {config_key(p) for p in all_params}

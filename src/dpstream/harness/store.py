@@ -21,15 +21,19 @@ class StoreError(RuntimeError):
 
 NOT_IN_KEY = ("data_dir",)  # where caches live does not change a result
 NOT_IN_MECHANISM_KEY = ("uses",)  # a declaration checked before the run (config.check_uses), not an input
+ROW_SCHEMA = "row_schema"  # the hashed entry holding the digest of the trial's declared row columns
 
 
-def trial_key(params: dict[str, Any]) -> str:
-    """Stable hash of a trial's full config.
+def trial_key(params: dict[str, Any], row_schema: str | None = None) -> str:
+    """Stable hash of a trial's full config and of the row columns its trial function declares.
 
-    It includes seed and trial index, and the content hash of every file input, ``<key>_xxh3``: see
-    ``config.fingerprint_inputs``.
+    The config includes seed and trial index, and the content hash of every file input, ``<key>_xxh3`` (see
+    ``config.fingerprint_inputs``); ``row_schema`` (``dpstream.trials.row_schema``): a trial that returns other
+    columns gets new keys.
     """
     keyed = {k: v for k, v in params.items() if k not in NOT_IN_KEY}
+    if row_schema is not None:
+        keyed[ROW_SCHEMA] = row_schema
     if isinstance(keyed.get("mechanism"), dict):
         keyed["mechanism"] = {k: v for k, v in keyed["mechanism"].items() if k not in NOT_IN_MECHANISM_KEY}
     text = json.dumps(keyed, sort_keys=True, default=str, separators=(",", ":"))

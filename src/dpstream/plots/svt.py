@@ -180,14 +180,14 @@ def hh_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
 
     One panel per m (dotted: theoretical tau); one colour and marker per mechanism, one line style per k*.
     """
-    ms = sorted(df["mechanism.m"].unique())
+    ms = sorted(df["data.m"].unique())
     fig, axes = subplots(1, len(ms) + 1, figsize=(4.6 * (len(ms) + 1), 4.4), squeeze=False)
     axes = axes[0]
     size_cols = sorted(c for c in df.columns if c.startswith("size_g"))
     series = _series(df, ["mechanism.name", "k_star"])
     for ax, m in zip(axes, ms, strict=False):
         for label, style, g in series:
-            g = g[g["mechanism.m"] == m]
+            g = g[g["data.m"] == m]
             sizes = g[size_cols].mean().to_numpy()
             recall = g[[c.replace("size", "recall") for c in size_cols]].mean().to_numpy()
             ax.plot(sizes, recall, label=label, **{**style, "markersize": 3.5, "markevery": 2})
@@ -197,7 +197,7 @@ def hh_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     legend(axes[0])
     ax = axes[-1]
     for label, style, g in series:
-        g = g.groupby("mechanism.m")[["emp_tau", "theory_tau"]].mean()
+        g = g.groupby("data.m")[["emp_tau", "theory_tau"]].mean()
         ax.plot(g.index, g["emp_tau"], label=label, **style)
         ax.plot(g.index, g["theory_tau"], color=style["color"], ls=style["linestyle"], lw=0.6)
     ax.set(xscale="log", yscale="log", xlabel="m (time steps)", ylabel="tau")
@@ -209,7 +209,7 @@ def hh_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
 
 def order_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
     """E1: empirical alpha (bars) and theory (ticks) per query order and mechanism."""
-    table = df.groupby(["mechanism.order", "mechanism.name"])[["emp_alpha", "theory_alpha"]].mean().unstack()
+    table = df.groupby(["data.order", "mechanism.name"])[["emp_alpha", "theory_alpha"]].mean().unstack()
     fig, ax = subplots(figsize=(8, 4.5))
     orders, mechanisms = list(table.index), names.ordered(table["emp_alpha"].columns)
     width = 0.8 / len(mechanisms)

@@ -110,6 +110,33 @@ def monitor_report_probability(calibration: MonitorCalibration, gap: float) -> f
     return below + 0.5 * math.exp(-cap / b) * _laplace_tail(big_w, gap - cap)
 
 
+@dataclass(frozen=True)
+class ShiftingDesign:
+    """The input of the shifting heavy-hitter experiment (spec E2): ``holdings`` (m, groups), the element each user
+    group holds at each step (or PRIVATE), the group ``sizes``, and the domain size |X|.
+    """
+
+    holdings: np.ndarray
+    sizes: np.ndarray
+    m: int
+    k_star: int
+    domain_size: int
+
+
+def shifting_design(*, m: int, groups: int, size_min: float, size_max: float, k_star: int, domain_size: float,
+                    rng: np.random.Generator) -> ShiftingDesign:
+    """E2: ``groups`` user groups of log-spaced sizes in [size_min, size_max], each holding a fresh element at k*
+    distinct steps of m (drawn by ``rng``) and distinct private elements else; |X| = ``domain_size`` must exceed
+    the number of users.
+    """
+    groups, k_star, m = int(groups), int(k_star), int(m)
+    sizes = np.round(np.logspace(np.log10(size_min), np.log10(size_max), groups))
+    steps = rng.choice(m, size=groups * k_star, replace=False).reshape(groups, k_star)
+    holdings = np.full((m, groups), PRIVATE, dtype=np.int64)
+    holdings[steps, np.arange(groups)[:, None]] = np.arange(groups * k_star).reshape(groups, k_star)
+    return ShiftingDesign(holdings, sizes, m, k_star, int(float(domain_size)))
+
+
 @dataclass
 class HHResult:
     """Per method and run: reported (R, n_rows), zero-weight reports (R,), private (weight-1) reports (R,)."""

@@ -18,22 +18,23 @@ A file source (``data=caida``, ``data=items``) adds the rows it read and skipped
 
 from __future__ import annotations
 
-import inspect
 import time
 from typing import Any
 
 import numpy as np
-from hydra.utils import get_class
 
 from dpstream.data.stream import load_stream
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.heavy_hitters.metrics import PrefixCounts, evaluate_prefix, summarise_release_times, summarise_steps
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, release_times
 from dpstream.noise import children
+from dpstream.trials import build, row_columns
 
-CONFIG_ONLY = ("name", "_target_", "trial", "private", "uses", "metrics_every_output")
-SHARED_KEYS = ("epsilon", "delta", "width", "depth", "memory_kb")
-KNOWN_KEYS = {name for cls in (LazyHH, CMSHeap, PunctualHH) for name in inspect.signature(cls).parameters}
+OWN_KEYS = ("metrics_every_output",)
+"""Mechanism keys this trial reads itself; every other one is a constructor argument of the tracker."""
+TRACKERS = (LazyHH, CMSHeap, PunctualHH)
+"""Trackers swept together (fig4: ``mechanism.k_tilde`` zipped with ``memory_kb`` over LazyHH and CMSHeap): a key one
+of them takes is left out of the others (``build.factory`` siblings); a key none takes is an error."""
 
 
 TRACE_SEED = 0
@@ -44,30 +45,23 @@ tracker's randomness only."""
 
 def load_trace(data: dict[str, Any], data_dir: str | None) -> tuple[np.ndarray, dict[str, int]]:
     """The data config's stream (``dpstream.data.stream.load_stream`` with ``TRACE_SEED``) and the rows a
-    file source read and skipped."""
+    file source read and skipped.
+    """
     return load_stream(data, np.random.SeedSequence(TRACE_SEED), data_dir)
 
 
-def build_tracker(params: dict[str, Any], horizon: int, seed: np.random.SeedSequence) -> Any:
-    """The configured tracker: its own keys from ``mechanism``, the shared keys (epsilon, delta, width,
-    depth, memory_kb) from the top level, each only when its constructor takes it (so a key swept for
-    one tracker, e.g. ``mechanism.k_tilde`` zipped with ``memory_kb``, is ignored by the CMS baseline).
-    A mechanism key that no tracker here takes is an error."""
-    mech = params["mechanism"]
-    cls = get_class(mech["_target_"])
-    accepted = inspect.signature(cls).parameters
-    unknown = [k for k in mech if k not in CONFIG_ONLY and k not in KNOWN_KEYS]
-    if unknown:
-        raise ValueError(f"mechanism {mech.get('name')!r}: unknown keys {unknown}; allowed: {sorted(KNOWN_KEYS)}")
-    kwargs = {k: v for k, v in mech.items() if k not in CONFIG_ONLY and k in accepted}
-    kwargs.update({k: params[k] for k in SHARED_KEYS if k in accepted and k not in kwargs
-                   and params.get(k) is not None})
-    return cls(**kwargs, horizon=horizon, seed=seed)
+def make_tracker(params: dict[str, Any], horizon: int, seed: np.random.SeedSequence) -> Any:
+    """The configured tracker (``build.factory``) with the top-level keys its config ``uses`` (epsilon, delta,
+    width, depth, memory_kb), unless its own config sets them.
+    """
+    make = build.factory(params["mechanism"], OWN_KEYS, siblings=TRACKERS)
+    return build.call(make, **build.shared(params), horizon=horizon, seed=seed)
 
 
 def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray, prefix: PrefixCounts) -> tuple[float, dict[int, dict]]:
     """Feed ``stream`` in blocks ending at the increasing ``stops`` (the last = its length); at each stop
-    that is an output step, take the metrics of the output there, keyed by t. Only ``extend`` is timed."""
+    that is an output step, take the metrics of the output there, keyed by t. Only ``extend`` is timed.
+    """
     seconds, done, rows = 0.0, 0, {}
     for stop in stops:
         block = stream[done:stop]
@@ -81,13 +75,18 @@ def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray, prefix: PrefixCou
     return seconds, rows
 
 
+@row_columns("precision", "recall", "are", "n_reported", "n_reported_unseen", "n_true", "output_time",
+             "pr_undefined", "precision_mean_t", "recall_mean_t", "are_mean_t", "n_release_times", "steps",
+             "*_steps_mean", "*_steps_min", "length", "sketch_width", "sketch_depth", "output_period",
+             "memory_bytes", "seconds", "us_per_update", "gamma", "delta_tilde", "tau_final", "rows_read",
+             "rows_skipped")
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
     _data_seed, mech_seed = children(seed, 2)  # fixed order (docs/harness.md); the trace is fixed
     stream, read = load_trace(params["data"], params.get("data_dir"))
     stream = stream.astype(np.int64)
-    warm = build_tracker(params, stream.size, mech_seed)  # compile / load kernels outside the timing
+    warm = make_tracker(params, stream.size, mech_seed)  # compile / load kernels outside the timing
     warm.extend(stream[:min(stream.size, 2 * warm.period)])
-    tracker = build_tracker(params, stream.size, mech_seed)
+    tracker = make_tracker(params, stream.size, mech_seed)
     k, period = tracker.k, tracker.period
     times = release_times(stream.size, params.get("release_times", DEFAULT_RELEASE_TIMES))
     at_release = np.unique(times // period * period)

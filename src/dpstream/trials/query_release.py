@@ -6,14 +6,12 @@ workload of trial i are the same for every mechanism and grid point.
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import time
 from typing import Any
 
 import numpy as np
-from hydra.utils import get_object
 
 from dpstream.audit import audit
 from dpstream.noise import children
@@ -44,17 +42,17 @@ from dpstream.query_release.workloads import (
     make_workload,
     ternary_transform,
 )
-from dpstream.trials import within_budget
+from dpstream.trials import build, row_columns, within_budget
 
 Row = dict[str, float | int | str | bool]
-_NOT_ARGS = ("name", "_target_", "trial", "private", "synthetic")
+WORKLOAD_KEYS = ("workload", "k", "n_queries", "sparsity", "analysts")
+"""Keys of a ``qr_database`` data config that choose the workload asked of it (read by ``build_problem``); the rest
+are arguments of its ``_target_``, the records' generator or reader."""
 
 
-def _call(target: str, pool: dict[str, Any]) -> Any:
-    """Call ``target`` with the entries of ``pool`` its signature accepts."""
-    fn = get_object(target)
-    accepted = inspect.signature(fn).parameters
-    return fn(**{k: v for k, v in pool.items() if k in accepted and k not in _NOT_ARGS})
+def load_records(data: dict[str, Any], seed: np.random.SeedSequence) -> np.ndarray:
+    """The data config's records: ``instantiate`` of its ``_target_`` (``build.factory``) with ``seed``."""
+    return build.factory(data, WORKLOAD_KEYS)(seed=seed)
 
 
 def error_metrics(answers: np.ndarray, true: np.ndarray, prefix: str = "") -> Row:
@@ -69,8 +67,7 @@ def build_problem(params: dict[str, Any], data_seed: np.random.SeedSequence,
                   workload_seed: np.random.SeedSequence) -> tuple[np.ndarray, Workload, np.ndarray, np.ndarray]:
     """Data histogram, workload, true answers and the analyst partition of one trial."""
     data = params["data"]
-    records = _call(data["_target_"], {**data, "seed": data_seed})
-    hist = histogram(records, data["d"])
+    hist = histogram(load_records(data, data_seed), data["d"])
     workload = make_workload(data.get("workload", "conjunctions"), data["d"], k=data.get("k", 3),
                              n_queries=data.get("n_queries", 1000), sparsity=data.get("sparsity", 3),
                              seed=workload_seed)
@@ -78,15 +75,21 @@ def build_problem(params: dict[str, Any], data_seed: np.random.SeedSequence,
     return hist, workload, workload.answers(hist), analysts
 
 
+@row_columns("max_error", "mean_error", "p50_error", "p95_error", "uniform_max_error", "uniform_mean_error",
+             "uniform_p50_error", "uniform_p95_error", "n_queries", "rounds", "eps_data", "delta_data", "seconds",
+             "nonempty_cells", "eps_analyst", "delta_analyst", "certified", "curve", "stopped_early", "eps0",
+             "laplace_scale", "tops", "cutoff", "sparse_sigma", "eta", "s", "m", "alpha_hat", "n_flagged",
+             "n_flagged_analysts", "max_flagged_per_analyst", "analyst_cleanup_certified", "synopsis_max_error",
+             "n_hat", "T", "R", "sigma", "tau", "epochs", "bad_rounds", "answered_fraction", "halted", "alpha_bound",
+             "p_any_bad_bound", "constants")
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """One release by ``params.mechanism`` on ``params.data``: errors, the uniform line, accounted privacy."""
     data_seed, workload_seed, mech_seed = children(seed, 3)
     hist, workload, true, analysts = build_problem(params, data_seed, workload_seed)
-    mech = params["mechanism"]
-    pool = {**mech, "workload": workload, "analysts": analysts, "epsilon": params["epsilon"],
-            "delta": params["delta"], "n": params["data"]["n"], "seed": mech_seed}
+    mechanism = build.call(build.factory(params["mechanism"]), workload=workload, analysts=analysts,
+                           epsilon=params["epsilon"], delta=params["delta"], n=params["data"]["n"], seed=mech_seed)
     started = time.perf_counter()
-    release = _call(mech["_target_"], pool).release(true)
+    release = mechanism.release(true)
     seconds = time.perf_counter() - started
     uniform = workload.answers(np.full(hist.size, 1.0 / hist.size))
     row: Row = {**error_metrics(release.answers, true), **error_metrics(uniform, true, "uniform_"),
@@ -103,6 +106,8 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     return row
 
 
+@row_columns("alpha_hru", "alpha_hru_D", "alpha_hru_SV", "alpha_hru_Lap", "alpha_pmw", "alpha_laplace", "log10_n",
+             "s_hru", "n_actions")
 def theory_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """Spec E0: the accuracy bounds of Algorithm 3, PMW and Laplace at n (d binary attributes, all conjunctions)."""
     d, n = params["data"]["d"], params["data"]["n"]
@@ -118,7 +123,8 @@ def theory_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
 def _toy_release(kind: str, params: dict[str, Any], net: np.ndarray, queries: ToyQueries, true: np.ndarray,
                  seed: np.random.SeedSequence) -> Release:
     """One toy release: ``median`` (IC + median mechanism over the trivial net), ``pmw`` (linear queries only,
-    its histogram then answers the non-linear ones too) or ``laplace``."""
+    its histogram then answers the non-linear ones too) or ``laplace``.
+    """
     mech, n = params["mechanism"], params["data"]["n"]
     delta = 0.0 if mech.get("pure", False) else params["delta"]
     if kind == "laplace":
@@ -135,12 +141,15 @@ def _toy_release(kind: str, params: dict[str, Any], net: np.ndarray, queries: To
     return release
 
 
+@row_columns("max_error", "mean_error", "p50_error", "p95_error", "uniform_max_error", "uniform_mean_error",
+             "uniform_p50_error", "uniform_p95_error", "linear_max_error", "nonlinear_max_error",
+             "uniform_nonlinear_max_error", "net_size", "rounds", "eps_data", "delta_data", "pure", "seconds",
+             "stopped_early", "eps0", "laplace_scale", "certified")
 def median_toy_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """Spec E10: median mechanism vs PMW vs Laplace at toy scale, linear and non-linear 1/n-sensitive queries."""
     data_seed, _, mech_seed = children(seed, 3)
     data, mech = params["data"], params["mechanism"]
-    records = _call(data["_target_"], {**data, "seed": data_seed})
-    hist = np.bincount(records, minlength=data["universe_size"]) / data["n"]
+    hist = np.bincount(load_records(data, data_seed), minlength=data["universe_size"]) / data["n"]
     queries = ToyQueries(data["universe_size"])
     net = size_n_databases(data["universe_size"], data["n"])
     true = queries.evaluate(hist)
@@ -160,6 +169,8 @@ def median_toy_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Ro
     return {**row, "certified": within_budget(params, row)}
 
 
+@row_columns("synopsis_max_error", "uniform_max_error", "eps_analyst", "eps_lower", "p_with_canary",
+             "p_without_canary", "audit_fails", "tau", "audit_runs", "canary_true", "seconds")
 def analyst_audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """Spec E5: empirical analyst leakage of D^ from a canary query in analyst 0's set (Clopper-Pearson tester).
 
@@ -171,7 +182,7 @@ def analyst_audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) ->
     data_seed, workload_seed, mech_seed = children(seed, 3)
     data, mech = params["data"], params["mechanism"]
     d, n = data["d"], data["n"]
-    hist = histogram(_call(data["_target_"], {**data, "seed": data_seed}), d)
+    hist = histogram(load_records(data, data_seed), d)
     full = Conjunctions(d)
     marginals = ternary_transform(hist, d).reshape((3,) * d)
     one_way = np.array([marginals[(2,) * a + (1,) + (2,) * (d - a - 1)] for a in range(d)])
@@ -221,6 +232,8 @@ def analyst_audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) ->
             "seconds": time.perf_counter() - started}
 
 
+@row_columns("T_beat", "T_max", "alpha_at_T_max", "feasible", "n_actions", "n_beat", "n_max", "uniform_max_error",
+             "round_s", "est_T_beat_s", "est_T_max_s")
 def crossover_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """Where Algorithm 3 (T = n/6.4, s = 24 T, all 3^d conjunctions) could beat the uniform line, and its cost.
 

@@ -10,33 +10,37 @@ A file source (``data=caida``, ``data=items``) adds the rows it read and skipped
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
 import numpy as np
-from hydra.utils import get_class
 
 from dpstream.data.stream import load_stream
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, average_relative_error, prefix_top_k, release_times
 from dpstream.noise import children
+from dpstream.trials import build, row_columns
 
 TOP_K = 15
 
 
-VARIANT_KEYS = ("counter", "node_noise", "calibration", "hash_family")
-"""Mechanism-config keys choosing a sketch's beyond-the-paper variant (``sketches.core.Variant``); absent = paper."""
+OWN_KEYS = ("memory_model",)
+"""Mechanism keys this trial reads itself: the memory model that turns ``memory_kb`` into a width (default the
+paper's). Every other mechanism key is a constructor argument of the sketch (``build.factory``), e.g. its variant
+``counter / node_noise / calibration / hash_family`` (``sketches.core.Variant``)."""
 
 
-def build_sketch(params: dict[str, Any], horizon: int, seed: np.random.SeedSequence) -> Any:
-    """The configured sketch, sized by ``memory_kb`` (memory model ``mechanism.memory_model``, default the paper's)
-    or by ``width``; ``mechanism.counter / node_noise / calibration / hash_family`` choose its variant."""
-    mechanism = params["mechanism"]
-    cls = get_class(mechanism["_target_"])
-    common = {"depth": params["depth"], "epsilon": params["epsilon"], "delta": params["delta"],
-              "horizon": horizon, "seed": seed, **{k: mechanism[k] for k in VARIANT_KEYS if k in mechanism}}
-    if params.get("memory_kb") is not None:
-        return cls.from_memory(kilobytes=params["memory_kb"], model=mechanism.get("memory_model", "paper"), **common)
-    return cls(width=params["width"], **common)
+def make_sketch(params: dict[str, Any], horizon: int, seed: np.random.SeedSequence) -> Any:
+    """The configured sketch (``build.factory``), sized by ``memory_kb`` through ``from_memory`` (memory model
+    ``mechanism.memory_model``) when set, else by ``width``.
+    """
+    make, size = build.factory(params["mechanism"], OWN_KEYS), build.shared(params)
+    kilobytes = size.pop("memory_kb", None)
+    if kilobytes is not None:
+        size.pop("width", None)
+        model = params["mechanism"].get("memory_model", "paper")
+        make = functools.partial(make.func.from_memory, **make.keywords, kilobytes=kilobytes, model=model)
+    return build.call(make, **size, horizon=horizon, seed=seed)
 
 
 def _warm_up(cls: type) -> None:
@@ -44,10 +48,12 @@ def _warm_up(cls: type) -> None:
     cls(width=2, depth=1, epsilon=1.0, delta=0.5, horizon=8, seed=0).extend(np.arange(4, dtype=np.int64))
 
 
+@row_columns("sketch_width", "sketch_depth", "length", "memory_bytes", "are_top15", "are_top15_mean_t",
+             "are_top15_max_t", "n_release_times", "seconds", "updates_per_s", "rows_read", "rows_skipped")
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
     data_seed, mech_seed = children(seed, 2)
     stream, read = load_stream(params["data"], data_seed, params.get("data_dir"))  # read: rows of a file source
-    sketch = build_sketch(params, len(stream), mech_seed)
+    sketch = make_sketch(params, len(stream), mech_seed)
     _warm_up(type(sketch))
     times = release_times(len(stream), params.get("release_times", DEFAULT_RELEASE_TIMES))
     seconds, done, ares = 0.0, 0, []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -23,25 +24,27 @@ from dpstream.svt import theory as T
 from dpstream.svt.atoms import (
     HEAVY,
     AtomsDesign,
-    atoms_design,
     monitor_critical_margin,
     quantile_margin,
     sparse_critical_margin,
 )
 from dpstream.svt.calibration import calibrate, option_parameters
-from dpstream.svt.heavy_hitters import (
-    PRIVATE,
-    HistogramEveryStep,
-    ShiftingHeavyHitters,
-    SparseThenHistogram,
-    heavy_rows,
-)
+from dpstream.svt.heavy_hitters import heavy_rows
+from dpstream.trials import build, row_columns
 
 BATCH_CELLS = 1 << 22  # runs per batch x queries: bounds the noise arrays to 32 MB each
+ATOMS_OWN = ("runs", "beta", "cap_ratio", "cutoff_ratio", "composition")
+"""Mechanism keys ``atoms_trial`` reads itself; every other one is a constructor argument (``build.factory``)."""
+DESIGN_OWN = ("margin_factor",)
+"""Keys of the atoms design (``conf/data/svt_atoms.yaml``) the trial reads itself; the rest go to ``atoms_design``."""
+HH_OWN = ("runs",)
+"""Mechanism keys ``hh_trial`` reads itself; every other one (beta too) is a constructor argument."""
 
 Row = dict[str, float | int | str | bool]
 
 
+@row_columns("c", "m", "alpha_sparse_pure", "alpha_sparse_approx", "alpha_sparse", "alpha_tm_A", "alpha_tm_B",
+             "alpha_tm", "tm_option", "alpha_tm_kstar_*", "crossover_c_kstar_*")
 def theory_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """E0 at one c: Sparse alpha (pure, approximate, min) at c, alpha_TM (A, B, min) at k = c, alpha_TM at each k*."""
     mech = params["mechanism"]
@@ -76,12 +79,9 @@ def _kappa(mech: dict[str, Any]) -> float:
     return check_kappa(mech.get("kappa", 1.0))
 
 
-def _monitor(params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random.SeedSequence):
-    mech = params["mechanism"]
-    k = max(1, round(mech["cap_ratio"] * design.k_star))
-    tm = ThresholdMonitor(
-        epsilon=params["epsilon"], delta=params["delta"], threshold=design.threshold, k=k, seed=seed, kappa=_kappa(mech)
-    )
+def _monitor(make: partial, params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random.SeedSequence):
+    k = max(1, round(params["mechanism"]["cap_ratio"] * design.k_star))
+    tm = build.call(make, epsilon=params["epsilon"], delta=params["delta"], threshold=design.threshold, k=k, seed=seed)
     noise = tm.draw_noise(design.m, n)
     res = tm.run_many(design.queries, design.counts, n_runs=n, noise=noise)
     crit = monitor_critical_margin(design, noise["w"], noise["v"], tm.calibration.cap, k)
@@ -89,19 +89,20 @@ def _monitor(params: dict[str, Any], design: AtomsDesign, n: int, seed: np.rando
     return res, res.values, crit, info
 
 
-def _sparse(params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random.SeedSequence):
+def _sparse(make: partial, params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random.SeedSequence):
+    """Sparse with cutoff ceil(cutoff_ratio c) and the configured composition (``best``: the smaller theoretical
+    alpha), or AboveThreshold (cutoff 1, pure).
+    """
     mech = params["mechanism"]
     eps, delta = params["epsilon"], params["delta"]
-    cutoff = max(1, math.ceil(mech["cutoff_ratio"] * design.c)) if mech["cutoff_ratio"] else 1
-    if cutoff == 1 and not mech["cutoff_ratio"]:
-        sv, comp = AboveThreshold(epsilon=eps, threshold=design.threshold, seed=seed, kappa=_kappa(mech)), "pure"
+    if issubclass(make.func, AboveThreshold):
+        cutoff, comp = 1, "pure"
     else:
+        cutoff = max(1, math.ceil(mech["cutoff_ratio"] * design.c))
         best = "pure" if sparse_prefers_pure(eps, cutoff, delta) else "approx"
         comp = mech["composition"] if mech["composition"] != "best" else best
-        sv = Sparse(
-            epsilon=eps, threshold=design.threshold, c=cutoff, delta=0.0 if comp == "pure" else delta, seed=seed,
-            kappa=_kappa(mech),
-        )
+    sv = build.call(make, epsilon=eps, threshold=design.threshold, c=cutoff, delta=0.0 if comp == "pure" else delta,
+                    seed=seed)
     if cutoff >= design.c:
         noise = sv.draw_noise(design.m, n)
         res = sv.run_many(design.queries, design.counts, n_runs=n, noise=noise)
@@ -113,7 +114,17 @@ def _sparse(params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random
     return res, values, crit, {"cutoff": cutoff, "composition": comp, "noise_threshold_scale": sv.threshold_scale}
 
 
-RUNNERS: dict[str, Callable] = {"monitor": _monitor, "sparse": _sparse}
+RUNNERS: dict[type, Callable] = {ThresholdMonitor: _monitor, Sparse: _sparse, AboveThreshold: _sparse}
+"""How ``atoms_trial`` runs each mechanism class (its ``_target_``) on the design; a subclass runs as its base."""
+
+
+def _runner(cls: type, name: str | None) -> Callable:
+    """The ``RUNNERS`` entry of ``cls`` or of its nearest base class."""
+    for base in cls.__mro__:
+        if base in RUNNERS:
+            return RUNNERS[base]
+    raise ValueError(f"mechanism {name!r}: atoms_trial runs {', '.join(c.__name__ for c in RUNNERS)} and their "
+                     f"subclasses, not {cls.__name__}")
 
 
 def _theory_alpha(params: dict[str, Any], design: AtomsDesign, info: dict[str, Any]) -> float:
@@ -127,28 +138,34 @@ def _theory_alpha(params: dict[str, Any], design: AtomsDesign, info: dict[str, A
     return kappa * T.alpha_sparse_approx(eps, delta, info["cutoff"], design.m, beta)
 
 
+@row_columns("c", "k_star", "m", "n_runs", "threshold", "margin_eval", "emp_alpha", "theory_alpha",
+             "emp_over_theory", "success_rate_eval", "margin_fixed", "success_rate_fixed", "recall", "fp_rate",
+             "processed", "violations_S", "violations_Si", "k", "tm_option", "noise_w_scale", "cutoff",
+             "composition", "noise_threshold_scale", "kappa", "certified", "seconds")
 def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """E1: R runs of one mechanism on one atoms design: empirical vs theoretical alpha, recall, FPs, halting.
 
     ``mechanism.kappa`` < 1 scales every noise scale, the evaluation margin and theory_alpha by kappa (so the
-    database shrinks by kappa): the row says ``kappa`` and ``certified: False`` (NOT privacy-certified)."""
+    database shrinks by kappa): the row says ``kappa`` and ``certified: False`` (NOT privacy-certified).
+    """
     started = time.perf_counter()
     data_seed, mech_seed = children(seed, 2)
-    mech = params["mechanism"]
+    mech, data = params["mechanism"], params["data"]
     eps, delta, beta = params["epsilon"], params["delta"], mech["beta"]
-    c, k_star = int(float(mech["c"])), int(mech["k_star"])
-    m_guess = c + mech["n_near"] + mech["n_far"]
+    c, k_star = int(float(data["c"])), int(data["k_star"])
+    m_guess = c + data["n_near"] + data["n_far"]
     kappa = _kappa(mech)
-    margin = kappa * mech["margin_factor"] * T.alpha_monitor_total(eps, delta, k_star, m_guess, beta)
+    margin = kappa * data["margin_factor"] * T.alpha_monitor_total(eps, delta, k_star, m_guess, beta)
     margin_fixed = kappa * T.alpha_monitor_total(eps, delta, 1, m_guess, beta)  # the same for every k*
-    design = atoms_design(
-        c, k_star, 2.0 * margin, margin, mech["n_near"], mech["n_far"], mech["order"], np.random.default_rng(data_seed)
-    )
+    design = build.factory(data, DESIGN_OWN)(c=c, k_star=k_star, threshold=2.0 * margin, margin=margin,
+                                             rng=np.random.default_rng(data_seed))
+    make = build.factory(mech, ATOMS_OWN)
+    runner = _runner(make.func, mech.get("name"))
     heavy = design.kind == HEAVY
     crit, recall, fp, processed, viol_s, viol_si = [], [], [], [], [], []
     info: dict[str, Any] = {}
     for n, s in _batches(int(mech["runs"]), design.m, mech_seed):
-        res, values, c_run, info = RUNNERS[mech["runner"]](params, design, n, s)
+        res, values, c_run, info = runner(make, params, design, n, s)
         top = res.outcomes == 1
         crit.append(c_run)
         recall.append(top[:, heavy].mean(axis=1))
@@ -190,6 +207,9 @@ def _search_row(res: Any) -> Row:
     return {("audit_delta" if k == "delta" else k): v for k, v in res.row().items()}
 
 
+@row_columns("case", "audited", "negative_control", "pair", "neighbours", "alpha", "audit_delta", "claimed_epsilon",
+             "count_1", "count_2", "direction", "epsilon_lower", "event", "fails", "n_runs", "n_search", "p_1",
+             "p_2", "verdict", "as_expected", "certified", "epsilon_lower_given", "seconds")
 def audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """One audit case (``mechanism.case``) run at and claiming top-level ``epsilon``: ``search_audit`` with the
     case's runs x ``mechanism.runs_factor``.
@@ -218,6 +238,9 @@ def audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     return {**row, "seconds": time.perf_counter() - started}
 
 
+@row_columns("case", "audited", "ratio", "alpha", "audit_delta", "claimed_epsilon", "count_1", "count_2",
+             "direction", "epsilon_lower", "event", "fails", "n_runs", "n_search", "p_1", "p_2", "certified",
+             "seconds")
 def audit_power_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """Power of ``search_audit``: case ``mechanism.case`` built at eps = ``mechanism.ratio`` x its claim; flagged?"""
     started = time.perf_counter()
@@ -235,46 +258,29 @@ def audit_power_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> R
     }
 
 
-def _hh_design(mech: dict[str, Any], rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """E2: G groups (log-spaced sizes), each holding a fresh element at k* distinct steps, private elements else."""
-    groups, k_star, m = int(mech["groups"]), int(mech["k_star"]), int(mech["m"])
-    sizes = np.round(np.logspace(np.log10(mech["size_min"]), np.log10(mech["size_max"]), groups))
-    steps = rng.choice(m, size=groups * k_star, replace=False).reshape(groups, k_star)
-    holdings = np.full((m, groups), PRIVATE, dtype=np.int64)
-    holdings[steps, np.arange(groups)[:, None]] = np.arange(groups * k_star).reshape(groups, k_star)
-    return holdings, sizes
-
-
-def _hh_method(mech: dict[str, Any], params: dict[str, Any], seed: np.random.SeedSequence):
-    eps, delta, beta = params["epsilon"], params["delta"], mech["beta"]
-    m, domain, k_star = int(mech["m"]), int(float(mech["domain_size"])), int(mech["k_star"])
-    common = {"epsilon": eps, "delta": delta, "m": m, "domain_size": domain, "beta": beta, "seed": seed}
-    methods = {
-        "tme": lambda: ShiftingHeavyHitters(k_star=k_star, **common),
-        "histogram": lambda: HistogramEveryStep(**common),
-        "sparse_histogram": lambda: SparseThenHistogram(c=int(mech["groups"]) * k_star, **common),
-    }
-    return methods[mech["method"]]()
-
-
+@row_columns("k_star", "n_runs", "threshold", "theory_tau", "emp_tau", "emp_over_theory", "success_rate",
+             "zero_weight_reports", "private_reports", "runs_with_private_reports", "size_g*", "recall_g*", "seconds")
 def hh_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """E2: shifting heavy hitters (TME, Thm 4.7) or a baseline: recall per group size, zero-weight reports, tau."""
     started = time.perf_counter()
     data_seed, mech_seed = children(seed, 2)
     mech = params["mechanism"]
     beta = mech["beta"]
-    holdings, sizes = _hh_design(mech, np.random.default_rng(data_seed))
-    method = _hh_method(mech, params, mech_seed)
+    design = build.factory(params["data"])(rng=np.random.default_rng(data_seed))
+    holdings, sizes = design.holdings, design.sizes
+    method = build.call(build.factory(mech, HH_OWN), epsilon=params["epsilon"], delta=params["delta"], m=design.m,
+                        domain_size=design.domain_size, k_star=design.k_star, c=sizes.size * design.k_star,
+                        seed=mech_seed)  # c: Sparse + histogram's oracle cutoff, every heavy step
     res = method.run_many(holdings, sizes, n_runs=int(mech["runs"]))
     rows = heavy_rows(holdings, sizes, method.domain_size)
-    group = rows.element // int(mech["k_star"])
+    group = rows.element // design.k_star
     recall = np.bincount(group, weights=res.reported.mean(axis=0), minlength=sizes.size) / np.bincount(group)
     bad = np.flatnonzero(recall < 1 - beta)  # emp tau: smallest size from which every larger group is found
     emp_tau = float(sizes[0] if not bad.size else sizes[bad.max() + 1] if bad.max() + 1 < sizes.size else math.nan)
     must = rows.weight >= method.tau
     success = (res.zero_reports == 0) & res.reported[:, must].all(axis=1)
     row: Row = {
-        "k_star": int(mech["k_star"]),
+        "k_star": design.k_star,
         "n_runs": int(mech["runs"]),
         "threshold": res.threshold,
         "theory_tau": method.tau,
