@@ -1,5 +1,6 @@
-"""The one construction path (``dpstream.trials.build``): instantiate of ``_target_``, strict configured keys, runtime
-arguments passed where the target takes them.
+"""The one construction path (``dpstream.trials.build``).
+
+Instantiate of ``_target_``, strict configured keys, runtime arguments passed where the target takes them.
 """
 
 import functools

@@ -1,6 +1,8 @@
-"""Refactors of the harness change no number: tiny configs of every family (sketch, heavy hitters, SVT atoms,
-shifting heavy hitters, SVT theory, query release) give the trial rows recorded before the Hydra-native construction
-(``tests/golden_trials.py``, ``tests/data/golden_trials.json``), exactly (timing columns left out).
+"""Refactors of the harness change no number.
+
+Tiny configs of every family (sketch, heavy hitters, SVT atoms, shifting heavy hitters, SVT theory, query release) give
+the trial rows recorded before the Hydra-native construction (``tests/golden_trials.py``,
+``tests/data/golden_trials.json``), exactly (timing columns left out).
 """
 
 import json

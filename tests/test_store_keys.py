@@ -1,5 +1,7 @@
-"""Store keys: the declared row columns replace the hand-bumped ``schema:`` keys, and rows stored before issue 12
-(Hydra-native configs) are re-keyed instead of recomputed (``dpstream.harness.migrate``).
+"""Store keys.
+
+The declared row columns replace the hand-bumped ``schema:`` keys, and rows stored before issue 12 (Hydra-native
+configs) are re-keyed instead of recomputed (``dpstream.harness.migrate``).
 """
 
 import _harness_fake

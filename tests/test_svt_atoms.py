@@ -74,8 +74,10 @@ def test_sparse_critical_margin_is_where_real_runs_start_to_succeed():
 
 
 def params(mechanism, **over):
-    """Trial params of ``mechanism`` on the data it reads (``data_kinds``: svt_atoms, or none); an override goes to
-    the data config when that has the key (the design: c, k_star, n_near, ...), else to the mechanism.
+    """Trial params of ``mechanism`` on the data it reads (``data_kinds``: svt_atoms, or none).
+
+    An override goes to the data config when that has the key (the design: c, k_star, n_near, ...),
+    else to the mechanism.
     """
     mech = yaml.safe_load((CONF_DIR / "mechanism" / f"{mechanism}.yaml").read_text())
     data = yaml.safe_load((CONF_DIR / "data" / f"{mech['data_kinds'][0]}.yaml").read_text())

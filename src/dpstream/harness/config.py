@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import OmegaConf
 
@@ -64,30 +64,37 @@ MAPPING_KEYS = ("fixed", "grid", "zip", "plot_args", "profiles")
 
 
 def check_experiment(spec: dict[str, Any], name: str) -> None:
-    """Reject an experiment whose keys are not in ``ExperimentSchema`` (a typo such as ``grdi:`` would otherwise
-    silently shrink a sweep to one point), whose sections are not mappings, or whose sweeps are not lists.
+    """Reject an experiment file that does not fit ``ExperimentSchema``.
+
+    Unknown keys (a typo such as ``grdi:`` would otherwise silently shrink a sweep to one point), sections that are
+    not mappings, and sweeps that are not lists are errors.
     """
-    where = f"experiment {name!r}"
-
-    def unknown(keys: Iterable[str], allowed: tuple[str, ...], block: str) -> None:
-        for key in keys:
-            if key not in allowed:
-                raise ConfigError("experiment", name, f"unknown key '{block}{key}' in {where}; allowed keys: "
-                                                      f"{', '.join(allowed)}")
-
-    unknown([k for k in spec if k != "profile_name"], EXPERIMENT_KEYS, "")
+    unknown_keys(name, [k for k in spec if k != "profile_name"], EXPERIMENT_KEYS, "")
     for key in MAPPING_KEYS:
         if not isinstance(spec.get(key) or {}, dict):
-            raise ConfigError("experiment", name, f"{key} must be a mapping in {where}, got {spec[key]!r}")
+            raise ConfigError("experiment", name, f"{key} must be a mapping in experiment {name!r}, got {spec[key]!r}")
     for profile, block in (spec.get("profiles") or {}).items():
         if not isinstance(block, dict):
-            raise ConfigError("experiment", name, f"profiles.{profile} must be a mapping in {where}")
-        unknown(block, PROFILE_BLOCK_KEYS, f"profiles.{profile}.")
+            raise ConfigError("experiment", name, f"profiles.{profile} must be a mapping in experiment {name!r}")
+        unknown_keys(name, block, PROFILE_BLOCK_KEYS, f"profiles.{profile}.")
+    check_sweeps(spec, name)
+
+
+def unknown_keys(name: str, keys: Iterable[str], allowed: tuple[str, ...], block: str) -> None:
+    """Reject the first key of ``keys`` (in ``block`` of experiment ``name``) that is not in ``allowed``."""
+    for key in keys:
+        if key not in allowed:
+            raise ConfigError("experiment", name, f"unknown key '{block}{key}' in experiment {name!r}; allowed keys: "
+                                                  f"{', '.join(allowed)}")
+
+
+def check_sweeps(spec: dict[str, Any], name: str) -> None:
+    """Reject a ``grid`` or ``zip`` entry of experiment ``name`` that is not a non-empty list."""
     for section in ("grid", "zip"):
         for key, values in (spec.get(section) or {}).items():
             if not isinstance(values, list) or not values:
-                raise ConfigError("experiment", name, f"{section}.{key} must be a non-empty list in {where}, "
-                                                      f"got {values!r}")
+                raise ConfigError("experiment", name, f"{section}.{key} must be a non-empty list in experiment "
+                                                      f"{name!r}, got {values!r}")
 
 
 def import_object(path: str) -> Callable[..., Any]:
@@ -117,17 +124,25 @@ def load_experiment(conf_dir: Path, name: str, profile: str) -> dict[str, Any]:
     return resolve_profile(load_option(conf_dir, "experiment", name), profile)
 
 
+def as_mapping(value: Any, what: str) -> dict[str, Any]:
+    """``value`` (e.g. an ``OmegaConf.to_container`` result) as a ``dict[str, Any]``; anything else is an error."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} must be a mapping of keys to values, got {type(value).__name__}")
+    return cast(dict[str, Any], value)
+
+
 def resolve_profile(spec: Any, profile: str) -> dict[str, Any]:
     """Check ``spec`` against ``ExperimentSchema``, then deep-merge its ``profiles.<profile>`` block."""
-    plain = OmegaConf.to_container(OmegaConf.create(spec), resolve=False) if not isinstance(spec, dict) else spec
+    plain = spec if isinstance(spec, dict) else OmegaConf.to_container(OmegaConf.create(spec), resolve=False)
+    plain = as_mapping(plain, "an experiment")
     check_experiment(plain, str(plain.get("id", "?")))
-    spec = OmegaConf.create(spec)
-    block = spec.get("profiles", {}).get(profile, {}) if "profiles" in spec else {}
-    merged = OmegaConf.merge(spec, block) if block else spec
-    out = OmegaConf.to_container(merged, resolve=True)
+    config = OmegaConf.create(spec)
+    block = config.get("profiles", {}).get(profile, {}) if "profiles" in config else {}
+    merged = OmegaConf.merge(config, block) if block else config
+    out = as_mapping(OmegaConf.to_container(merged, resolve=True), f"experiment {plain.get('id', '?')!r}")
     out.pop("profiles", None)
     out["profile_name"] = profile
-    return out  # type: ignore[return-value]
+    return out
 
 
 def _set(params: dict[str, Any], dotted: str, value: Any, only_existing: bool = False) -> None:
@@ -205,8 +220,9 @@ def declared_uses(mechanism: dict[str, Any]) -> list[str]:
 
 
 def check_uses(settings: list[tuple[str, Any]], trials: list[dict[str, Any]], where: str) -> None:
-    """Reject a top-level key set by the user or the experiment (``settings``) that no mechanism of ``trials``
-    reads: it would be printed and stored while the mechanism runs at something else.
+    """Reject a top-level key set by the user or the experiment (``settings``) that no mechanism of ``trials`` reads.
+
+    Such a key would be printed and stored while the mechanism runs at something else.
     """
     declared = {p["mechanism"]["name"]: declared_uses(p["mechanism"]) for p in trials}
     used = {key for uses in declared.values() for key in uses}
@@ -236,7 +252,8 @@ def fingerprint_inputs(params: dict[str, Any], prefix: str = "") -> None:
 
 
 def expand(spec: dict[str, Any], base: dict[str, Any], conf_dir: Path, trials: int,
-           profile_overrides: dict[str, Any], cli: list[tuple[str, Any]] = ()) -> list[dict[str, Any]]:
+           profile_overrides: dict[str, Any], cli: tuple[tuple[str, Any], ...] | list[tuple[str, Any]] = (),
+           ) -> list[dict[str, Any]]:
     """All trial configs of ``spec``: one per grid point and trial index, in a fixed order.
 
     Precedence: base config < the experiment's ``fixed`` < command-line overrides < the swept point.

@@ -54,8 +54,10 @@ def _config_columns(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def migrate(jobs: list[tuple[str, str, dict[str, Any]]], store: ResultsStore) -> int:
-    """Store under its new key every (key, trial function, params) of ``jobs`` that is missing from ``store`` but
-    stored under its legacy key; returns how many rows were re-keyed.
+    """Re-key stored rows: how many rows of ``jobs`` moved from their legacy key to their new key.
+
+    Every (key, trial function, params) of ``jobs`` that is missing from ``store`` but stored under its legacy key
+    is stored under its new key.
     """
     moved = 0
     for key, _fn, params in jobs:

@@ -27,6 +27,7 @@ from dpstream.errors import ConfigError
 from dpstream.harness.config import (
     RUN_KEYS,
     SHARED_KEYS,
+    as_mapping,
     command_line_overrides,
     declared_uses,
     expand,
@@ -112,8 +113,9 @@ def parallel_backend(backend: str, n_jobs: int, scheduler_address: str | None) -
 
 def run_trials(trials: list[tuple[str, str, dict[str, Any]]], store: ResultsStore, cfg: dict[str, Any],
                label: str) -> int:
-    """Compute the (key, trial function, params) whose keys are not in ``store``; append each row the
-    moment it finishes.
+    """Compute the (key, trial function, params) whose keys are not in ``store``.
+
+    Append each row the moment it finishes.
     """
     done = store.written_now if cfg["rerun"] else store
     todo = [job for job in trials if job[0] not in done]
@@ -138,9 +140,10 @@ class Terminated(SystemExit):
 
 @contextlib.contextmanager
 def workers_die_with_the_run(backend: str) -> Iterator[None]:
-    """Turn SIGTERM into an exception in the main thread, as SIGINT already is (``KeyboardInterrupt``): it unwinds
-    through joblib, which aborts the run and kills the loky workers, so stopping a parallel run leaves no orphan
-    worker computing trials nobody will store (finished trials are already in the store).
+    """Turn SIGTERM into an exception in the main thread, as SIGINT already is (``KeyboardInterrupt``).
+
+    It unwinds through joblib, which aborts the run and kills the loky workers, so stopping a parallel run leaves no
+    orphan worker computing trials nobody will store (finished trials are already in the store).
     """
     if backend != "loky":
         yield
@@ -169,7 +172,16 @@ def config_columns(params: dict[str, Any]) -> dict[str, Any]:
     return flatten({k: v for k, v in params.items() if k not in NOT_IN_KEY})
 
 
+def stored_row(store: ResultsStore, key: str) -> dict[str, Any]:
+    """The row ``store`` holds for ``key`` (just computed or found): a missing one is an error naming the key."""
+    row = store.get(key)
+    if row is None:
+        raise RuntimeError(f"trial {key} is not in the results store after its run")
+    return row
+
+
 def make_row(key: str, params: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
+    """A results row: key, config columns, metrics, ``certified`` (budget kept) and the package version."""
     row = {"key": key, **config_columns(params), **metrics}
     row["certified"] = bool(row.get("certified", True)) and within_budget(params, metrics)
     row["dpstream_version"] = dpstream.__version__
@@ -177,6 +189,7 @@ def make_row(key: str, params: dict[str, Any], metrics: dict[str, Any]) -> dict[
 
 
 def trial_function(params: dict[str, Any], spec: dict[str, Any]) -> str:
+    """The ``package.module:function`` that runs a trial: the experiment's ``trial``, else the mechanism's."""
     fn = spec.get("trial") or params["mechanism"].get("trial")
     if not fn:
         raise ValueError(f"mechanism {params['mechanism'].get('name')!r} names no trial function ('trial: ...')")
@@ -184,12 +197,14 @@ def trial_function(params: dict[str, Any], spec: dict[str, Any]) -> str:
 
 
 def table(rows: list[dict[str, Any]], experiment_id: str) -> pd.DataFrame:
+    """The experiment's rows as a DataFrame with the experiment id as its first column."""
     df = pd.DataFrame(rows)
     df.insert(0, "experiment", experiment_id)
     return df
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:
+    """Write ``df`` to ``path`` atomically (a temporary file, then a rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".csv.tmp")
     df.to_csv(tmp, index=False)
@@ -209,8 +224,9 @@ def summary(df: pd.DataFrame, params_cols: list[str], varying: list[str]) -> tup
 
 
 def _fixed_by_name(df: pd.DataFrame, column: str) -> bool:
-    """True for a ``mechanism.*`` / ``data.*`` column that only changes with the option's name (its class,
-    its flags): such columns are not swept values, so summaries do not group by them.
+    """Whether a ``mechanism.*`` / ``data.*`` column only changes with the option's name (its class, its flags).
+
+    Such columns are not swept values, so summaries do not group by them.
     """
     group, _, rest = column.partition(".")
     name = f"{group}.name"
@@ -232,8 +248,9 @@ class Outcome:
 
 def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: dict[str, Any],
                    store: ResultsStore, verbose: bool = True) -> Outcome:
-    """Run one experiment's trials (``all_params``, from ``plan``), write its table and figure; print its tables
-    if ``verbose``.
+    """Run one experiment's trials (``all_params``, from ``plan``), write its table and figure.
+
+    Print its tables if ``verbose``.
     """
     exp_id = spec["id"]
     functions = [trial_function(p, spec) for p in all_params]
@@ -247,7 +264,7 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
     elapsed = time.perf_counter() - started
     # a stored row gets the config columns of this run: same key, so same config, and record-only fields
     # added to configs since the row was written (e.g. ``mechanism.uses``) are filled in
-    rows = [{**store.get(key), **config_columns(p)} for key, p in zip(keys, all_params, strict=True)]
+    rows = [{**stored_row(store, key), **config_columns(p)} for key, p in zip(keys, all_params, strict=True)]
     df = table(rows, exp_id)
     write_csv(df, results_dir / "tables" / f"{exp_id}.csv")
     params_cols = [c for c in flatten(all_params[0]) if c not in NOT_IN_KEY]
@@ -330,10 +347,12 @@ class Plan:
 
 
 def plan(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] | None = None) -> Plan:
-    """Check the config and expand every experiment it asks for into trial params (each one's grid x trials), so
-    that a bad key, value or mechanism/data pair anywhere in an aggregate fails before the first trial.
+    """Check the config and expand every experiment it asks for into trial params (grid x trials).
+
+    A bad key, value or mechanism/data pair anywhere in an aggregate fails before the first trial.
     """
-    plain = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+    plain = as_mapping(OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg),
+                       "the config")
     _preflight(plain)
     plain["results_dir"] = str(Path(plain["results_dir"]).resolve())
     plain["data_dir"] = str(Path(plain["data_dir"]).resolve())
@@ -348,8 +367,9 @@ def plan(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] 
 
 
 def describe(planned: Plan) -> str:
-    """The configs that will run (``dpstream --cfg job``): per experiment, its size, its sweep and the full config
-    of its first trial, with the profile's overrides applied.
+    """The configs that will run (``dpstream --cfg job``).
+
+    Per experiment, its size, its sweep and the full config of its first trial, with the profile's overrides applied.
     """
     out = []
     for spec, all_params in planned.experiments:
@@ -365,6 +385,7 @@ def describe(planned: Plan) -> str:
 
 
 def config_key(params: dict[str, Any]) -> str:
+    """Store key of a config without its trial function name."""
     return trial_key({k: v for k, v in params.items() if k != "trial"})
 
 

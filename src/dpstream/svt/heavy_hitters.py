@@ -112,8 +112,10 @@ def monitor_report_probability(calibration: MonitorCalibration, gap: float) -> f
 
 @dataclass(frozen=True)
 class ShiftingDesign:
-    """The input of the shifting heavy-hitter experiment (spec E2): ``holdings`` (m, groups), the element each user
-    group holds at each step (or PRIVATE), the group ``sizes``, and the domain size |X|.
+    """The input of the shifting heavy-hitter experiment (spec E2).
+
+    ``holdings`` (m, groups), the element each user group holds at each step (or PRIVATE), the group ``sizes``, and the
+    domain size |X|.
     """
 
     holdings: np.ndarray
@@ -125,9 +127,11 @@ class ShiftingDesign:
 
 def shifting_design(*, m: int, groups: int, size_min: float, size_max: float, k_star: int, domain_size: float,
                     rng: np.random.Generator) -> ShiftingDesign:
-    """E2: ``groups`` user groups of log-spaced sizes in [size_min, size_max], each holding a fresh element at k*
-    distinct steps of m (drawn by ``rng``) and distinct private elements else; |X| = ``domain_size`` must exceed
-    the number of users.
+    """E2 design: user groups of log-spaced sizes, each holding a fresh element at k* steps.
+
+    ``groups`` user groups of log-spaced sizes in [size_min, size_max], each holding a fresh element at k* distinct
+    steps of m (drawn by ``rng``) and distinct private elements else; |X| = ``domain_size`` must exceed the number of
+    users.
     """
     groups, k_star, m = int(groups), int(k_star), int(m)
     sizes = np.round(np.logspace(np.log10(size_min), np.log10(size_max), groups))

@@ -19,9 +19,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def within_budget(params: dict[str, Any], row: dict[str, Any]) -> bool:
-    """True when every privacy ``row`` states (eps_data, eps_analyst, delta_data) is within the run's budget
-    (top-level epsilon, delta; Hsu-Roth-Ullman Thm 3.3 promises data and analyst privacy at the same (eps, delta)).
-    A row is ``certified`` only if this holds (checked by the trial and again by the runner).
+    """Whether every privacy ``row`` states (eps_data, eps_analyst, delta_data) is within the run's budget.
+
+    The budget is the top-level epsilon, delta (Hsu-Roth-Ullman Thm 3.3 promises data and analyst privacy at the
+    same (eps, delta)). A row is ``certified`` only if this holds (checked by the trial and again by the runner).
     """
     tol = 1 + 1e-9  # rounding of the accounted values only
     return all(row[k] <= params[budget] * tol for k, budget in STATED_PRIVACY.items() if row.get(k) is not None)

@@ -44,23 +44,27 @@ tracker's randomness only."""
 
 
 def load_trace(data: dict[str, Any], data_dir: str | None) -> tuple[np.ndarray, dict[str, int]]:
-    """The data config's stream (``dpstream.data.stream.load_stream`` with ``TRACE_SEED``) and the rows a
-    file source read and skipped.
+    """The data config's stream and the rows a file source read and skipped.
+
+    Loaded by ``dpstream.data.stream.load_stream`` with the fixed ``TRACE_SEED``.
     """
     return load_stream(data, np.random.SeedSequence(TRACE_SEED), data_dir)
 
 
 def make_tracker(params: dict[str, Any], horizon: int, seed: np.random.SeedSequence) -> Any:
-    """The configured tracker (``build.factory``) with the top-level keys its config ``uses`` (epsilon, delta,
-    width, depth, memory_kb), unless its own config sets them.
+    """The configured tracker (``build.factory``).
+
+    It gets the top-level keys its config ``uses`` (epsilon, delta, width, depth, memory_kb) unless its own config
+    sets them.
     """
     make = build.factory(params["mechanism"], OWN_KEYS, siblings=TRACKERS)
     return build.call(make, **build.shared(params), horizon=horizon, seed=seed)
 
 
 def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray, prefix: PrefixCounts) -> tuple[float, dict[int, dict]]:
-    """Feed ``stream`` in blocks ending at the increasing ``stops`` (the last = its length); at each stop
-    that is an output step, take the metrics of the output there, keyed by t. Only ``extend`` is timed.
+    """Feed ``stream`` in blocks ending at the increasing ``stops`` (the last = its length).
+
+    At each stop that is an output step, take the metrics of the output there, keyed by t. Only ``extend`` is timed.
     """
     seconds, done, rows = 0.0, 0, {}
     for stop in stops:
@@ -81,6 +85,7 @@ def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray, prefix: PrefixCou
              "memory_bytes", "seconds", "us_per_update", "gamma", "delta_tilde", "tau_final", "rows_read",
              "rows_skipped")
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
+    """One Figure 4 trial: the tracker on the fixed trace, scored at the release times (module docstring)."""
     _data_seed, mech_seed = children(seed, 2)  # fixed order (docs/harness.md); the trace is fixed
     stream, read = load_trace(params["data"], params.get("data_dir"))
     stream = stream.astype(np.int64)

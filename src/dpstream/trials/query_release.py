@@ -35,6 +35,7 @@ from dpstream.query_release.calibration import (
 )
 from dpstream.query_release.data import histogram
 from dpstream.query_release.toy import ToyQueries
+from dpstream.query_release.updates import MultiplicativeWeights
 from dpstream.query_release.workloads import (
     Workload,
     assign_analysts,
@@ -122,8 +123,10 @@ def theory_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
 
 def _toy_release(kind: str, params: dict[str, Any], net: np.ndarray, queries: ToyQueries, true: np.ndarray,
                  seed: np.random.SeedSequence) -> Release:
-    """One toy release: ``median`` (IC + median mechanism over the trivial net), ``pmw`` (linear queries only,
-    its histogram then answers the non-linear ones too) or ``laplace``.
+    """One toy release.
+
+    ``median`` (IC + median mechanism over the trivial net), ``pmw`` (linear queries only, its histogram then answers
+    the non-linear ones too) or ``laplace``.
     """
     mech, n = params["mechanism"], params["data"]["n"]
     delta = 0.0 if mech.get("pure", False) else params["delta"]
@@ -137,7 +140,10 @@ def _toy_release(kind: str, params: dict[str, Any], net: np.ndarray, queries: To
     ic = pmw(workload=work, epsilon=params["epsilon"], delta=delta, n=n, alpha=mech["alpha"],
              rounds=mech.get("rounds"), seed=seed)
     release = ic.release(true[: queries.n_linear])
-    release.answers = queries.evaluate(ic.update.hist)
+    update = ic.update
+    if not isinstance(update, MultiplicativeWeights):  # pmw always builds one: its histogram answers the rest
+        raise TypeError(f"pmw built a {type(update).__name__}, not MultiplicativeWeights")
+    release.answers = queries.evaluate(update.hist)
     return release
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from dpstream.data.stream import load_stream
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, average_relative_error, prefix_top_k, release_times
 from dpstream.noise import children
+from dpstream.sketches.core import SketchCore
 from dpstream.trials import build, row_columns
 
 TOP_K = 15
@@ -31,15 +32,18 @@ paper's). Every other mechanism key is a constructor argument of the sketch (``b
 
 
 def make_sketch(params: dict[str, Any], horizon: int, seed: np.random.SeedSequence) -> Any:
-    """The configured sketch (``build.factory``), sized by ``memory_kb`` through ``from_memory`` (memory model
-    ``mechanism.memory_model``) when set, else by ``width``.
+    """The configured sketch (``build.factory``).
+
+    Sized by ``memory_kb`` through ``from_memory`` (memory model ``mechanism.memory_model``) when set, else by
+    ``width``.
     """
     make, size = build.factory(params["mechanism"], OWN_KEYS), build.shared(params)
     kilobytes = size.pop("memory_kb", None)
     if kilobytes is not None:
         size.pop("width", None)
         model = params["mechanism"].get("memory_model", "paper")
-        make = functools.partial(make.func.from_memory, **make.keywords, kilobytes=kilobytes, model=model)
+        sketch_class = cast(type[SketchCore], make.func)
+        make = functools.partial(sketch_class.from_memory, **make.keywords, kilobytes=kilobytes, model=model)
     return build.call(make, **size, horizon=horizon, seed=seed)
 
 
@@ -51,6 +55,7 @@ def _warm_up(cls: type) -> None:
 @row_columns("sketch_width", "sketch_depth", "length", "memory_bytes", "are_top15", "are_top15_mean_t",
              "are_top15_max_t", "n_release_times", "seconds", "updates_per_s", "rows_read", "rows_skipped")
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
+    """One Figure 3 trial: the sketch on the data seed's stream, ARE of the top-15 at the release times."""
     data_seed, mech_seed = children(seed, 2)
     stream, read = load_stream(params["data"], data_seed, params.get("data_dir"))  # read: rows of a file source
     sketch = make_sketch(params, len(stream), mech_seed)

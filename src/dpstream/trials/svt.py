@@ -90,12 +90,13 @@ def _monitor(make: partial, params: dict[str, Any], design: AtomsDesign, n: int,
 
 
 def _sparse(make: partial, params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random.SeedSequence):
-    """Sparse with cutoff ceil(cutoff_ratio c) and the configured composition (``best``: the smaller theoretical
-    alpha), or AboveThreshold (cutoff 1, pure).
+    """Sparse with cutoff ceil(cutoff_ratio c) and the configured composition, or AboveThreshold (cutoff 1, pure).
+
+    Composition ``best``: the one with the smaller theoretical alpha.
     """
     mech = params["mechanism"]
     eps, delta = params["epsilon"], params["delta"]
-    if issubclass(make.func, AboveThreshold):
+    if issubclass(target_class(make), AboveThreshold):
         cutoff, comp = 1, "pure"
     else:
         cutoff = max(1, math.ceil(mech["cutoff_ratio"] * design.c))
@@ -116,6 +117,13 @@ def _sparse(make: partial, params: dict[str, Any], design: AtomsDesign, n: int, 
 
 RUNNERS: dict[type, Callable] = {ThresholdMonitor: _monitor, Sparse: _sparse, AboveThreshold: _sparse}
 """How ``atoms_trial`` runs each mechanism class (its ``_target_``) on the design; a subclass runs as its base."""
+
+
+def target_class(make: partial) -> type:
+    """The class a mechanism factory builds (SVT mechanisms are classes; a function target is an error)."""
+    if not isinstance(make.func, type):
+        raise TypeError(f"an SVT mechanism's _target_ must be a class, got {make.func!r}")
+    return make.func
 
 
 def _runner(cls: type, name: str | None) -> Callable:
@@ -160,7 +168,7 @@ def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     design = build.factory(data, DESIGN_OWN)(c=c, k_star=k_star, threshold=2.0 * margin, margin=margin,
                                              rng=np.random.default_rng(data_seed))
     make = build.factory(mech, ATOMS_OWN)
-    runner = _runner(make.func, mech.get("name"))
+    runner = _runner(target_class(make), mech.get("name"))
     heavy = design.kind == HEAVY
     crit, recall, fp, processed, viol_s, viol_si = [], [], [], [], [], []
     info: dict[str, Any] = {}
@@ -211,8 +219,9 @@ def _search_row(res: Any) -> Row:
              "count_1", "count_2", "direction", "epsilon_lower", "event", "fails", "n_runs", "n_search", "p_1",
              "p_2", "verdict", "as_expected", "certified", "epsilon_lower_given", "seconds")
 def audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
-    """One audit case (``mechanism.case``) run at and claiming top-level ``epsilon``: ``search_audit`` with the
-    case's runs x ``mechanism.runs_factor``.
+    """One audit case (``mechanism.case``) run at and claiming top-level ``epsilon``.
+
+    ``search_audit`` with the case's runs x ``mechanism.runs_factor``.
 
     Cases with a hand-picked event also report its bound on fresh runs (``epsilon_lower_given``).
     """
