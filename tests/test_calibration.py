@@ -5,9 +5,11 @@ The analytic Gaussian sigma is the exact smallest one, checked against Google's 
 """
 
 import math
+import sys
 
 import numpy as np
 import pytest
+from absl import logging as absl_logging
 from dp_accounting.pld import privacy_loss_distribution as pld
 
 from dpstream.calibration import (
@@ -20,6 +22,11 @@ from dpstream.calibration import (
     gaussian_l2_sensitivity,
     gaussian_sigma,
 )
+
+# dp_accounting imports absl, whose log handler keeps the sys.stderr of the moment (this file's captured stream) and
+# closes it when a later logging reconfiguration (Hydra's, in the in-process CLI tests) shuts handlers down: point it
+# at the real stderr, which absl never closes.
+absl_logging.get_absl_handler().python_handler.stream = sys.__stderr__
 
 GRID = [(eps, delta, l2) for eps in (0.05, 0.3, 1.0, 2.0, 8.0) for delta in (1e-3, 1e-6) for l2 in (1.0, math.sqrt(60))]
 DV = 1e-4  # PLD value discretisation interval of the pessimistic (upper-bound) accountant
