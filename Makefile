@@ -43,8 +43,8 @@ $(NOTEBOOK_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,notebook]'
 	touch $(NOTEBOOK_STAMP)
 
-notebooks: $(NOTEBOOK_STAMP)
-	$(PY) -m jupytext --to notebook --execute $(wildcard notebooks/*.py)
+notebooks: $(NOTEBOOK_STAMP)  ## the kernels run in notebooks/: point them at this checkout's results/
+	DPSTREAM_RESULTS=$${DPSTREAM_RESULTS:-$(CURDIR)/results} $(PY) -m jupytext --to notebook --execute $(wildcard notebooks/*.py)
 
 readme: install  ## re-render the README's verdict tables from results/tables/*.claims.csv
 	$(PY) -m dpstream.harness.readme

@@ -63,6 +63,7 @@ def test_notebook_renders_its_figures_in_a_jupyter_kernel(tmp_path):
     import dpstream
 
     env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "DPSTREAM_RESULTS")}
+    env["DPSTREAM_RESULTS"] = str(ROOT / "results")  # as `make notebooks`: the kernel's cwd is notebooks/
     # the kernel runs in notebooks/: the dpstream under test by absolute path (a relative PYTHONPATH would not hold)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(dpstream.__file__).parents[1]), env.get("PYTHONPATH", "")])
     done = subprocess.run([sys.executable, "-m", "jupytext", "--to", "notebook", "--execute", str(notebook), "-o",
