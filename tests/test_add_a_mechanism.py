@@ -1,4 +1,4 @@
-"""docs/harness.md "Add a mechanism", followed for a toy SVT variant through config only.
+"""docs/harness.md "Add a mechanism", followed for a toy SVT variant and a toy counter through config only.
 
 The toy variant is a class of this module (walk-through step 1), named as ``_target_`` by a mechanism yaml written
 into a temporary copy of the config tree (step 2) and swept beside Sparse by a temporary experiment (step 5); one smoke
@@ -9,10 +9,15 @@ the same seeds: that checks that the harness really built the class the config n
 import re
 import shutil
 
+import pytest
 from conftest import CONF_DIR, ROOT
 from hydra import compose, initialize_config_dir
 
+from dpstream.audit.sensitivity import probe
+from dpstream.audit.sensitivity_cases import sketch_case
+from dpstream.counters import COUNTERS, StoredBinary
 from dpstream.harness.runner import is_timing, run
+from dpstream.sketches import LazyCMS
 from dpstream.svt import Sparse
 
 
@@ -88,3 +93,48 @@ def test_a_toy_svt_variant_runs_through_the_harness_by_config_only(tmp_path):
     same = [c for c in df.columns if not is_timing(c) and c not in ("key", "mechanism.name", "mechanism._target_")]
     assert {c: toy[c] for c in same} == {c: sparse[c] for c in same}
     assert len(touched) + 1 <= 6  # the two yamls and the class: the files a variant of an existing kind needs
+
+
+class ToyCounter(StoredBinary):
+    """The paper's stored binary tree under another name (the walk-through's toy counter): same noise, same privacy."""
+
+    name = "toy_binary"
+
+
+TOY_COUNTER_YAML = """# Toy counter of tests/test_add_a_mechanism.py (docs/harness.md, Add a mechanism).
+name: lazycms_toy
+_target_: dpstream.sketches.LazyCMS
+trial: dpstream.trials.sketch:run_trial
+private: true
+uses: [epsilon, delta, width, depth, memory_kb, release_times]
+data_kinds: [stream]
+counter: toy_binary
+"""
+COUNTER_EXPERIMENT_YAML = """id: toy_counter
+title: "toy counter beside the paper's LazyCMS"
+trials: 1
+fixed: {data: zipf, data.length: 4096, epsilon: 0.5, delta: 0.001, depth: 3, width: 16}
+grid:
+  mechanism: [lazycms, lazycms_toy]
+"""
+
+
+def test_a_toy_counter_runs_through_the_harness_and_the_probe_by_registration_and_config(tmp_path, monkeypatch):
+    monkeypatch.setitem(COUNTERS, ("toy_binary", "stored"), ToyCounter)  # walk-through step 2
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, conf)
+    (conf / "mechanism" / "lazycms_toy.yaml").write_text(TOY_COUNTER_YAML)  # step 3
+    (conf / "experiment" / "toy_counter.yaml").write_text(COUNTER_EXPERIMENT_YAML)  # step 6
+    overrides = ["experiment=toy_counter", "profile=smoke", f"results_dir={tmp_path / 'results'}"]
+    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides)
+    df = run(cfg, conf, overrides)[0]
+    rows = {name: row for name, row in zip(df["mechanism.name"], df.to_dict("records"), strict=True)}
+    toy, paper = rows["lazycms_toy"], rows["lazycms"]
+    same = [c for c in df.columns if not is_timing(c) and c not in ("key", "mechanism.name", "mechanism.counter")]
+    assert toy["mechanism.counter"] == "toy_binary"
+    assert {c: toy[c] for c in same} == {c: paper[c] for c in same}  # the same tree: the same releases
+    sketch = LazyCMS(width=8, depth=3, epsilon=0.5, delta=1e-3, horizon=512, seed=0, counter="toy_binary")
+    assert type(sketch._state.counters) is ToyCounter
+    result = probe(sketch_case(LazyCMS, counter="toy_binary"), seed=0)  # the probe needs no edit for it
+    assert not result.exceeds and result.worst == pytest.approx(result.assumed, rel=1e-9)

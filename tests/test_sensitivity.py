@@ -14,12 +14,12 @@ from dpstream.audit.sensitivity_cases import (
     SketchCase,
     adversarial_key_pairs,
     cell_increments,
-    released_nodes,
     sketch_case,
     tree_positions,
 )
 from dpstream.binary_mechanism import GaussBM
 from dpstream.calibration import analytic_gaussian_delta, cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
+from dpstream.counters.binary import released_nodes
 from dpstream.hashing import bucket_many
 from dpstream.sketches import LazyCMS, LazyCS, PunctualCMS, PunctualCS, core
 

@@ -26,14 +26,12 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from scipy.signal import lfilter
 
-from dpstream import blt
 from dpstream.accounting import QUERY_SENSITIVITY, advanced_per_step_epsilon, per_step_epsilon
 from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
 from dpstream.binary_mechanism import GaussBM
 from dpstream.calibration import gaussian_l2_sensitivity
-from dpstream.counters import BLTCounter, Counter
+from dpstream.counters import Counter
 from dpstream.hashing import bucket_many
 from dpstream.heavy_hitters import LazyHH
 from dpstream.heavy_hitters.baselines import PunctualHH
@@ -70,60 +68,9 @@ KEY_SEARCH = 1 << 15
 
 # ---- Binary mechanism trees --------------------------------------------------------------------------------------
 
-def released_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """Exact value of every node a GaussBM releases, shape (1, n S).
-
-    Counter j's node closing at step s <= steps[j] is the sum of its increments over (s - lowbit(s), s]
-    (``_bm_kernels.push``); nodes never closed are 0.
-    """
-    n, horizon = increments.shape
-    prefix = np.zeros((n, horizon + 1), dtype=np.int64)
-    np.cumsum(increments, axis=1, out=prefix[:, 1:])
-    s = np.arange(1, horizon + 1)
-    nodes = prefix[:, s] - prefix[:, s - (s & -s)]
-    nodes[s[None, :] > np.asarray(steps)[:, None]] = 0
-    return nodes.reshape(1, -1)
-
-
-def all_dyadic_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """Exact value of EVERY node of the dyadic tree closed by each counter's step.
-
-    Honaker's estimator draws noise for all of them, not only the one closing per step: level l, node ending at q 2^l <=
-    steps[j].
-    """
-    n, horizon = increments.shape
-    prefix = np.zeros((n, horizon + 1), dtype=np.int64)
-    np.cumsum(increments, axis=1, out=prefix[:, 1:])
-    out = []
-    for level in range(max(1, horizon.bit_length())):
-        ends = np.arange(1, (horizon >> level) + 1) << level
-        nodes = prefix[:, ends] - prefix[:, ends - (1 << level)]
-        nodes[ends[None, :] > np.asarray(steps)[:, None]] = 0
-        out.append(nodes)
-    return np.concatenate(out, axis=1).reshape(1, -1)
-
-
-def toeplitz_images(increments: np.ndarray, steps: np.ndarray, params: blt.BLTParams) -> np.ndarray:
-    """C x of each counter's increments (the vector the BLT counter's Gaussian noise protects).
-
-    Steps after each counter's own step are zeroed: (C x)_s = sum_{u <= s} c_{s-u} x_u.
-    """
-    horizon = increments.shape[1]
-    images = lfilter(blt.toeplitz_coefs(params, horizon), [1.0], increments.astype(np.float64), axis=1)
-    images[np.arange(horizon)[None, :] >= np.asarray(steps)[:, None]] = 0.0
-    return images.reshape(1, -1)
-
-
 def counter_protected(counter: Counter, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """What a counter's noise protects, from its noiseless increments.
-
-    The released nodes of the binary tree, all nodes for Honaker's estimator, C x for BLT.
-    """
-    if counter.name == "honaker":
-        return all_dyadic_nodes(increments, steps)
-    if isinstance(counter, BLTCounter):
-        return toeplitz_images(increments, steps, counter.params)
-    return released_nodes(increments, steps)
+    """What a counter's noise protects, from its noiseless increments (``Counter.protected``)."""
+    return counter.protected(increments, steps)
 
 
 def tree_positions(horizon: int) -> np.ndarray:

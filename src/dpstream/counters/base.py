@@ -112,6 +112,14 @@ class Counter(ABC):
         return self.release(np.arange(self.n), steps)
 
     @abstractmethod
+    def protected(self, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """What this counter's Gaussian noise protects, from noiseless ``increments`` (n, S) up to ``steps`` (n,).
+
+        The sensitivity probe (``dpstream.audit.sensitivity``) measures the largest L2 change of this vector
+        between neighbouring inputs against ``l2_sensitivity``: shape (1, -1).
+        """
+
+    @abstractmethod
     def variance(self, steps: np.ndarray | int) -> np.ndarray:
         """Analytic noise variance of a release at each step."""
 

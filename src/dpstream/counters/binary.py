@@ -22,6 +22,22 @@ from dpstream.counters import _kernels as kernels
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES, Counter
 
 
+def released_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """Exact value of every node a GaussBM releases, shape (1, n S).
+
+    Counter j's node closing at step s <= steps[j] is the sum of its increments over (s - lowbit(s), s]
+    (``_bm_kernels.push``); nodes never closed are 0.
+    """
+    n, horizon = increments.shape
+    prefix = np.zeros((n, horizon + 1), dtype=np.int64)
+    np.cumsum(increments, axis=1, out=prefix[:, 1:])
+    s = np.arange(1, horizon + 1)
+    nodes = prefix[:, s] - prefix[:, s - (s & -s)]
+    nodes[s[None, :] > np.asarray(steps)[:, None]] = 0
+    return nodes.reshape(1, -1)
+
+
+
 class BinaryTree(Counter):
     """Calibration and variance shared by both node-noise choices: h levels, sigma for L2 sensitivity sqrt(h m)."""
 
@@ -31,6 +47,10 @@ class BinaryTree(Counter):
     def l2_sensitivity(cls, horizon: int, m: int) -> float:
         """sqrt(h m): one step of each of m counters moves h node values (one per level) by at most 1."""
         return math.sqrt(gauss_bm_levels(horizon) * m)
+
+    def protected(self, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """The released nodes: the one node closing at each step (``released_nodes``)."""
+        return released_nodes(increments, steps)
 
     def variance(self, steps: np.ndarray | int) -> np.ndarray:
         """popcount(s) sigma^2: one independent node noise per set bit of s."""

@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 import numpy as np
+from scipy.signal import lfilter
 
 from dpstream import blt
 from dpstream.counters import _kernels as kernels
@@ -18,6 +19,18 @@ from dpstream.counters.base import NOISE_BYTES, Counter
 
 BUFFERS = 4
 """Buffers per counter (the issue's 3-5; ``benchmarks/counters_variance.py`` compares 3, 4 and 5)."""
+
+
+def toeplitz_images(increments: np.ndarray, steps: np.ndarray, params: blt.BLTParams) -> np.ndarray:
+    """C x of each counter's increments (the vector the BLT counter's Gaussian noise protects).
+
+    Steps after each counter's own step are zeroed: (C x)_s = sum_{u <= s} c_{s-u} x_u.
+    """
+    horizon = increments.shape[1]
+    images = lfilter(blt.toeplitz_coefs(params, horizon), [1.0], increments.astype(np.float64), axis=1)
+    images[np.arange(horizon)[None, :] >= np.asarray(steps)[:, None]] = 0.0
+    return images.reshape(1, -1)
+
 
 
 class BLTCounter(Counter):
@@ -60,6 +73,10 @@ class BLTCounter(Counter):
     def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Exact count plus the running noise total of each cell (``steps`` unused)."""
         return self._exact[0, cells] + self._state[BUFFERS, cells]
+
+    def protected(self, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """C x, the vector the Gaussian noise is added to before the post-processing A C^{-1} (``toeplitz_images``)."""
+        return toeplitz_images(increments, steps, self.params)
 
     def variance(self, steps: np.ndarray | int) -> np.ndarray:
         """sigma^2 times ``blt.noise_variance`` at each step; 0 at step 0."""

@@ -16,6 +16,25 @@ from dpstream.counters.binary import BinaryTree
 from dpstream.honaker import honaker_draws, honaker_variance
 
 
+def all_dyadic_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """Exact value of EVERY node of the dyadic tree closed by each counter's step.
+
+    Honaker's estimator draws noise for all of them, not only the one closing per step: level l, node ending at q 2^l <=
+    steps[j].
+    """
+    n, horizon = increments.shape
+    prefix = np.zeros((n, horizon + 1), dtype=np.int64)
+    np.cumsum(increments, axis=1, out=prefix[:, 1:])
+    out = []
+    for level in range(max(1, horizon.bit_length())):
+        ends = np.arange(1, (horizon >> level) + 1) << level
+        nodes = prefix[:, ends] - prefix[:, ends - (1 << level)]
+        nodes[ends[None, :] > np.asarray(steps)[:, None]] = 0
+        out.append(nodes)
+    return np.concatenate(out, axis=1).reshape(1, -1)
+
+
+
 class HonakerTree(BinaryTree):
     """Honaker's estimates on the binary tree; ctz(s) + 1 noises per push (2 on average).
 
@@ -57,6 +76,10 @@ class HonakerTree(BinaryTree):
         view = self._noisy_sums[0]
         view.flags.writeable = False
         return view
+
+    def protected(self, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Every node of the tree, each with its own noise (``all_dyadic_nodes``)."""
+        return all_dyadic_nodes(increments, steps)
 
     def variance(self, steps: np.ndarray | int) -> np.ndarray:
         """sigma^2 times ``honaker_variance`` at each step."""
