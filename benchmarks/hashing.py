@@ -11,7 +11,7 @@ All loops run in one process over the same T canonical keys (seeded Zipf stream,
   speed of the arithmetic alone.
 - ``hash_only_<family>``: ``hash_rows`` of all d rows per block of 256 keys, columns only (no counter writes).
 - ``cms_<family>``: the non-private Count-Min update, ``hash_rows`` per block then counts[i, col] += 1 for the
-  d rows (the loop the sketches run; written here so it does not depend on the sketch kernels).
+  d rows: the sketches' own kernel (``sketches._kernels.exact_extend``).
 
 Each loop is compiled first, then timed ``repeats`` times; the best wall-clock and the best process CPU time
 are kept. Ratios are to the reference's updates per second (CPU time).
@@ -29,6 +29,7 @@ from numba import njit
 
 from dpstream.data.zipf import zipf_stream
 from dpstream.hashing import HASH_FAMILIES, canonical_keys, draw_hash_params, hash_rows
+from dpstream.sketches._kernels import exact_extend
 
 BLOCK = 256
 DEPTH = 3
@@ -67,20 +68,6 @@ def hash_only_loop(keys: np.ndarray, params: np.ndarray, width: int) -> np.int64
     return s
 
 
-@njit(cache=True)
-def cms_loop(keys: np.ndarray, params: np.ndarray, counts: np.ndarray) -> None:
-    """Non-private Count-Min: counts[i, h_i(x)] += 1 for every row, keys hashed a block at a time."""
-    depth, width = counts.shape
-    cols = np.empty((depth, BLOCK), dtype=np.int64)
-    incs = np.empty((depth, BLOCK), dtype=np.int64)
-    for start in range(0, keys.shape[0], BLOCK):
-        m = min(BLOCK, keys.shape[0] - start)
-        hash_rows(params, keys, start, m, width, False, cols, incs)
-        for i in range(depth):
-            for k in range(m):
-                counts[i, cols[i, k]] += 1
-
-
 def best_times(run: Callable[[], object], repeats: int) -> tuple[float, float]:
     """Best wall-clock and best process-CPU seconds of ``run()`` over ``repeats`` calls (after one warm-up)."""
     run()
@@ -106,7 +93,7 @@ def measure(length: int, width: int, repeats: int) -> list[dict]:
         params = draw_hash_params(DEPTH, 0, family=family)
         counts = np.zeros((DEPTH, width), dtype=np.int64)
         runs[f"hash_only_{family}"] = lambda p=params: hash_only_loop(keys, p, width)
-        runs[f"cms_{family}"] = lambda p=params, c=counts: cms_loop(keys, p, c)
+        runs[f"cms_{family}"] = lambda p=params, c=counts: exact_extend(keys, p, False, c)
     rows = []
     for name, run in runs.items():
         wall, cpu = best_times(run, repeats)

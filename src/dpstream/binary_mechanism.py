@@ -60,8 +60,8 @@ class GaussBM:
     @property
     def privacy(self) -> Privacy:
         """(epsilon, delta) for m-neighbouring counter arrays; computational with derived node noise."""
-        return Privacy(self.epsilon, self.delta, f"{self.m}-neighbouring counter arrays (Thm 1)",
-                       "computational" if self.counter.node_noise == "derived" else "approximate")
+        relation = f"{self.m}-neighbouring counter arrays (Thm 1)"
+        return Privacy(self.epsilon, self.delta, relation, self.counter.notion)
 
     def __init__(
         self,

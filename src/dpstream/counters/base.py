@@ -19,6 +19,7 @@ import numpy as np
 from dpstream.calibration import gauss_bm_levels, gaussian_sigma
 from dpstream.counters import _kernels as kernels
 from dpstream.noise import NoiseSource, SeedLike
+from dpstream.privacy import Notion
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 STEP_BYTES = 8
@@ -47,6 +48,8 @@ class Counter(ABC):
     """Noise draws per push (on average, for buffer sizing): 0 when the noise is derived at release time."""
     fixed_bytes: ClassVar[int] = 0
     """Memory model: bytes held once per counter array (a key), on top of ``bytes_per_counter`` each."""
+    notion: ClassVar[Notion] = "approximate"
+    """The sense of the (epsilon, delta) guarantee (``privacy.Privacy.notion``): computational for derived noise."""
 
     def __init__(
         self,
@@ -78,6 +81,7 @@ class Counter(ABC):
         self._noise = NoiseSource(seed)
         self.count_dtype = count_dtype
         self._steps = np.zeros(self.n if self.tracks_steps else 0, dtype=np.int64)
+        self._none = np.zeros((0, 0), dtype=np.float64)  # the kernel_state slot a counter does not use
         self._allocate()
 
 

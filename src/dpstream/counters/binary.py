@@ -22,20 +22,25 @@ from dpstream.counters import _kernels as kernels
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES, Counter
 
 
+def prefix_sums(increments: np.ndarray) -> np.ndarray:
+    """Per counter, the exact sums of its first 0..S increments: shape (n, S + 1), int64."""
+    prefix = np.zeros((increments.shape[0], increments.shape[1] + 1), dtype=np.int64)
+    np.cumsum(increments, axis=1, out=prefix[:, 1:])
+    return prefix
+
+
 def released_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
     """Exact value of every node a GaussBM releases, shape (1, n S).
 
     Counter j's node closing at step s <= steps[j] is the sum of its increments over (s - lowbit(s), s]
     (``_bm_kernels.push``); nodes never closed are 0.
     """
-    n, horizon = increments.shape
-    prefix = np.zeros((n, horizon + 1), dtype=np.int64)
-    np.cumsum(increments, axis=1, out=prefix[:, 1:])
+    horizon = increments.shape[1]
+    prefix = prefix_sums(increments)
     s = np.arange(1, horizon + 1)
     nodes = prefix[:, s] - prefix[:, s - (s & -s)]
     nodes[s[None, :] > np.asarray(steps)[:, None]] = 0
     return nodes.reshape(1, -1)
-
 
 
 class BinaryTree(Counter):
@@ -77,7 +82,6 @@ class StoredBinary(BinaryTree):
     def _allocate(self) -> None:
         self._exact: np.ndarray = np.zeros((self.levels, self.n), dtype=self.count_dtype)
         self._noisy_sums = np.zeros((self.levels, self.n), dtype=np.float64)
-        self._none = np.zeros((0, 0), dtype=np.float64)
 
     def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(exact partial sums, noisy running sums, unused, unused)."""
@@ -122,6 +126,7 @@ class DerivedBinary(BinaryTree):
     tracks_steps = False
     draws_per_push = 0
     fixed_bytes = 16  # the 128-bit Philox key
+    notion = "computational"
 
     @classmethod
     def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
@@ -133,7 +138,6 @@ class DerivedBinary(BinaryTree):
             raise ValueError("noise=secure is not available with node_noise='derived' (its node noise comes from "
                              "a keyed Philox generator, not a CSPRNG-keyed exact sampler); allowed: noise=numpy")
         self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
-        self._none = np.zeros((0, 0), dtype=np.float64)
         # words 4, 5 of the seed's state stream: past the 4 words numpy's PCG64 takes from the same seed
         self._key = self._noise.rng.bit_generator.seed_seq.generate_state(6, np.uint64)[4:]
 

@@ -57,7 +57,6 @@ class BLTCounter(Counter):
         self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
         self._state = np.zeros((BUFFERS + 1, self.n), dtype=np.float64)
         self._coef = np.vstack((self.params.buf_decay, self.params.output_scale)).astype(np.float64)
-        self._none = np.zeros((0, 0), dtype=np.float64)
 
     def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(exact counts, buffers and noise total, unused, (theta; omega))."""

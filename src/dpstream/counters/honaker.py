@@ -12,7 +12,7 @@ import numpy as np
 from dpstream.calibration import gauss_bm_levels
 from dpstream.counters import _kernels as kernels
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES
-from dpstream.counters.binary import BinaryTree
+from dpstream.counters.binary import StoredBinary, prefix_sums
 from dpstream.honaker import honaker_draws, honaker_variance
 
 
@@ -22,9 +22,8 @@ def all_dyadic_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
     Honaker's estimator draws noise for all of them, not only the one closing per step: level l, node ending at q 2^l <=
     steps[j].
     """
-    n, horizon = increments.shape
-    prefix = np.zeros((n, horizon + 1), dtype=np.int64)
-    np.cumsum(increments, axis=1, out=prefix[:, 1:])
+    horizon = increments.shape[1]
+    prefix = prefix_sums(increments)
     out = []
     for level in range(max(1, horizon.bit_length())):
         ends = np.arange(1, (horizon >> level) + 1) << level
@@ -35,17 +34,16 @@ def all_dyadic_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
 
 
 
-class HonakerTree(BinaryTree):
+class HonakerTree(StoredBinary):
     """Honaker's estimates on the binary tree; ctz(s) + 1 noises per push (2 on average).
 
-    State: (levels, n) exact partial sums, released sums and last estimates per level, an int64 step per counter.
+    State: the stored tree's (levels, n) exact partial sums and released sums (row 0 is the release, read as
+    ``StoredBinary`` reads it), plus the last estimate per level, and an int64 step per counter.
     Variance sum_{l in bits(s)} v_l sigma^2, v_l from 1 down to 1/2.
     """
 
     name = "honaker"
-    node_noise = "stored"
     push_kernel = kernels.honaker_cell_push
-    tracks_steps = True
     draws_per_push = 2
 
     @classmethod
@@ -54,10 +52,8 @@ class HonakerTree(BinaryTree):
         return gauss_bm_levels(horizon) * (count_bytes + 2 * NOISE_BYTES) + STEP_BYTES
 
     def _allocate(self) -> None:
-        self._exact: np.ndarray = np.zeros((self.levels, self.n), dtype=self.count_dtype)
-        self._noisy_sums = np.zeros((self.levels, self.n), dtype=np.float64)
+        super()._allocate()
         self._estimates = np.zeros((self.levels, self.n), dtype=np.float64)
-        self._none = np.zeros((0, 0), dtype=np.float64)
 
     def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(exact partial sums, released sums, last estimates, unused)."""
@@ -66,16 +62,6 @@ class HonakerTree(BinaryTree):
     def noise_count(self, steps: np.ndarray) -> int:
         """ctz(s) + 1 noises per push at step s (``honaker_draws``)."""
         return honaker_draws(steps)
-
-    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        """Release of the stored estimates: a read-only gather of the level-0 released sums (``steps`` unused)."""
-        return self._noisy_sums[0, cells]
-
-    def release_all(self, steps: np.ndarray) -> np.ndarray:
-        """Every counter's release: a read-only view of the level-0 released sums (``steps`` unused)."""
-        view = self._noisy_sums[0]
-        view.flags.writeable = False
-        return view
 
     def protected(self, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Every node of the tree, each with its own noise (``all_dyadic_nodes``)."""

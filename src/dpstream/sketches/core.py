@@ -28,7 +28,7 @@ from dpstream.calibration import cell_neighbour_m
 from dpstream.counters import Counter, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
 from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
-from dpstream.privacy import Notion, Privacy
+from dpstream.privacy import Privacy
 from dpstream.sketches import _kernels as kernels
 from dpstream.sketches import memory, serial
 from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
@@ -348,13 +348,12 @@ class SketchCore(serial.Serialisable):
     def privacy(self) -> Privacy | None:
         """(epsilon, delta) under replace-one neighbouring streams (continual observation); None when non-private.
 
-        Computational with derived node noise (``counters.DerivedBinary``).
+        Its notion is the cells' counter's (computational with derived node noise, ``counters.DerivedBinary``).
         """
         if not isinstance(self._state, PrivateSchedule):
             return None
-        notion: Notion = "computational" if self.node_noise == "derived" else "approximate"
         cells = self._state.counters
-        return Privacy(cells.epsilon, cells.delta, "replace-one stream item", notion)
+        return Privacy(cells.epsilon, cells.delta, "replace-one stream item", cells.notion)
 
     @property
     def memory_bytes(self) -> int:
