@@ -68,10 +68,11 @@ def test_derived_releases_equal_a_reference_that_stores_the_node_values():
     assert len(nodes) == n * horizon
 
 
+@pytest.mark.parametrize("calibration", ["classic", "analytic"])
 @pytest.mark.parametrize("step", [7, 8, 1000])
-def test_derived_noise_variance_is_popcount_sigma_squared(step):
+def test_derived_noise_variance_is_popcount_sigma_squared(step, calibration):
     n = 20000
-    bm = GaussBM(n=n, horizon=1024, epsilon=1.0, delta=1e-3, seed=step, node_noise="derived")
+    bm = GaussBM(n=n, horizon=1024, epsilon=1.0, delta=1e-3, seed=step, node_noise="derived", calibration=calibration)
     for _ in range(step):
         bm.update_all(np.zeros(n, dtype=np.int64))
     released = bm.query_all()

@@ -445,6 +445,13 @@ def _lazy_hh() -> SensitivityCase:
     return SketchCase("LazyHH (its LazyCMS; the tracker adds no other noise)", hh.sketch, 256, mechanism=hh)
 
 
+@register("LazyHH_derived")
+def _lazy_hh_derived() -> SensitivityCase:
+    hh = LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0, node_noise="derived",
+                hash_family="multiply_shift", calibration="analytic")
+    return SketchCase("LazyHH, derived noise (its LazyCMS)", hh.sketch, 256, mechanism=hh)
+
+
 @register("PunctualHH")
 def _punctual_hh() -> SensitivityCase:
     hh = PunctualHH(k=2, universe_size=200, epsilon=1.0, delta=1e-3, horizon=128, width=4, depth=2, seed=0)

@@ -34,7 +34,12 @@ def toeplitz_images(increments: np.ndarray, steps: np.ndarray, params: blt.BLTPa
 
 
 class BLTCounter(Counter):
-    """Exact count plus k buffers and a running noise total per counter; one noise per push, O(k) work."""
+    """Exact count plus k buffers and a running noise total per counter; one noise per push, O(k) work.
+
+    Privacy: (epsilon, delta)-DP under continual observation for m-neighbouring counter arrays (at most m counters
+    change, each by at most 1 at one step), by the Gaussian mechanism on C x with L2 sensitivity sqrt(m) ||C e_1||
+    (``l2_sensitivity``) followed by the post-processing A C^{-1} (module docstring of ``dpstream.blt``).
+    """
 
     name = "blt"
     node_noise = "stored"

@@ -39,7 +39,9 @@ class HonakerTree(StoredBinary):
 
     State: the stored tree's (levels, n) exact partial sums and released sums (row 0 is the release, read as
     ``StoredBinary`` reads it), plus the last estimate per level, and an int64 step per counter.
-    Variance sum_{l in bits(s)} v_l sigma^2, v_l from 1 down to 1/2.
+    Variance sum_{l in bits(s)} v_l sigma^2, v_l from 1 down to 1/2. Privacy: (epsilon, delta)-DP under continual
+    observation for m-neighbouring counter arrays, as ``StoredBinary`` (every node of the h-level tree noised at
+    sigma for L2 sensitivity sqrt(h m)); the estimates are post-processing.
     """
 
     name = "honaker"
