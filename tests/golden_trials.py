@@ -4,13 +4,13 @@ Each case is a list of command-line overrides, expanded by the harness as ``dpst
 first trial runs through ``runner.execute_trial``; its row less timing columns (``runner.is_timing``) is compared with
 ``tests/data/golden_trials.json``, written by ``python tests/golden_trials.py`` BEFORE the Hydra-native construction
 refactor (commit 7ae5ddb). A refactor may change the overrides that reach a case (a key moved to another group) but
-never the recorded row.
+never the recorded row: integers, strings and booleans exactly, floats to a relative 1e-9 (``tolerance.same``: rounding
+drifts by an ulp between CPUs and libm builds).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -69,13 +69,6 @@ def row_of(overrides: list[str], results_dir: str) -> dict[str, Any]:
 
     fn, params = params_of(overrides, results_dir)
     return {k: v for k, v in execute_trial(fn, params).items() if not is_timing(k)}
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal, NaN equal to NaN (the rows hold NaN where a metric is undefined)."""
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    return a == b
 
 
 def rows(results_dir: str) -> dict[str, dict[str, Any]]:

@@ -105,6 +105,7 @@ def test_incremental_released_prefix_equals_sum_of_noisy_nodes_over_set_bits():
             mine = js[:hi] == j
             values[j, : mine.sum()], noises[j, : mine.sum()] = cs[:hi][mine], noise[mine]
         assert np.array_equal(bm.steps, np.bincount(js[:hi], minlength=n))
+        # exact and portable: the same additions in the same order (highest bit first), no fastmath, in one process
         assert np.array_equal(bm.query_all(), released_from_scratch(values, noises, bm.steps))
         assert [bm.query(j) for j in range(n)] == bm.query_all().tolist()
 

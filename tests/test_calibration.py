@@ -88,6 +88,8 @@ def test_analytic_sigma_lands_on_the_safe_side_of_the_exact_curve():
 
 
 def test_default_calibration_is_classic_and_bit_identical():
+    # exact on purpose, and portable: both sides evaluate the same IEEE operations in the same order with the same libm
+    # in one process, so they agree bit for bit on every machine (only recorded floats need a tolerance)
     assert gaussian_sigma(3.0, 0.7, 1e-4) == 3.0 * math.sqrt(2.0 * math.log(1.25 / 1e-4)) / 0.7
     assert gaussian_sigma(3.0, 0.7, 1e-4) == gaussian_sigma(3.0, 0.7, 1e-4, "classic")
     h = gauss_bm_levels(1000)
