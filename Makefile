@@ -1,18 +1,32 @@
-# `make run` and `make test` work on a fresh machine: they create .venv, install, then run.
+# `make run` and `make test` work on a fresh machine: they create .venv, install the pinned versions of
+# requirements.lock (those the committed results were made with), then run.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+LOCK := requirements.lock
+UV_VERSION := 0.13.9
 
-.PHONY: install run test lint bench figures notebooks readme clean
+.PHONY: install lock run test lint bench figures notebooks readme clean
 
-$(STAMP): pyproject.toml
+$(STAMP): $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --require-hashes -r $(LOCK)
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP)  ## .venv with exactly the versions (and hashes) of requirements.lock, dpstream editable
+
+# `make lock`: the upgrade path (docs/CONTRIBUTING.md). Re-resolve pyproject.toml (all extras of `dev`) at the newest
+# versions it allows, for Linux x86_64 / Python >= 3.11.5, from PyPI; then `make test` reinstalls from the new lock
+# and runs the tests; commit the lock if they pass.
+lock:
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet uv==$(UV_VERSION)
+	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --upgrade --generate-hashes --python-version 3.11.5 \
+		--python-platform x86_64-unknown-linux-gnu --index-url https://pypi.org/simple \
+		--custom-compile-command "make lock" --quiet -o $(LOCK)
+	@echo "$(LOCK) regenerated: run 'make test' (reinstalls from it), commit it if the tests pass"
 
 run: install  ## the default job: LazyCMS, 5 seeded trials on a Zipf stream of 2^20 items
 	$(PY) run.py
@@ -38,12 +52,7 @@ figures: install
 # `make notebooks`: execute the three notebooks (jupytext percent .py files) into notebooks/*.ipynb with their
 # figures and claims, redrawn from results/tables (no trial runs; DPSTREAM_RESULTS=<dir> reads another results
 # folder); about 10 s each. Open them with `.venv/bin/jupyter lab notebooks/`.
-NOTEBOOK_STAMP := $(VENV)/.installed-notebook
-$(NOTEBOOK_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[dev,notebook]'
-	touch $(NOTEBOOK_STAMP)
-
-notebooks: $(NOTEBOOK_STAMP)  ## the kernels run in notebooks/: point them at this checkout's results/
+notebooks: install  ## the lock holds the notebook extra; the kernels run in notebooks/: point them at this checkout's results/
 	DPSTREAM_RESULTS=$${DPSTREAM_RESULTS:-$(CURDIR)/results} $(PY) -m jupytext --to notebook --execute $(wildcard notebooks/*.py)
 
 readme: install  ## re-render the README's verdict tables from results/tables/*.claims.csv
