@@ -64,11 +64,12 @@ def params_of(overrides: list[str], results_dir: str) -> tuple[str, dict[str, An
 
 
 def row_of(overrides: list[str], results_dir: str) -> dict[str, Any]:
-    """The metric row (timing columns left out) of the first trial of ``overrides``."""
+    """The metric row (timing and environment columns left out) of the first trial of ``overrides``."""
+    from dpstream.harness.environment import ENV_COLUMNS
     from dpstream.harness.runner import execute_trial, is_timing
 
     fn, params = params_of(overrides, results_dir)
-    return {k: v for k, v in execute_trial(fn, params).items() if not is_timing(k)}
+    return {k: v for k, v in execute_trial(fn, params).items() if not is_timing(k) and k not in ENV_COLUMNS}
 
 
 def rows(results_dir: str) -> dict[str, dict[str, Any]]:

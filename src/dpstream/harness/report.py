@@ -13,12 +13,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import yaml
 
 import dpstream
 from dpstream.claims import VERDICTS
+from dpstream.harness.environment import PACKAGES, environment
 from dpstream.plots.names import relabel
 
 
@@ -32,10 +32,12 @@ def _git_commit() -> str:
 
 
 def provenance(cfg: dict[str, Any]) -> dict[str, str]:
-    """Versions and settings that produced a report."""
+    """Versions (numpy, numba, scipy, pandas, the lock's hash) and settings that produced a report."""
+    env = environment()
     return {
         "dpstream": dpstream.__version__, "git commit": _git_commit(), "python": platform.python_version(),
-        "numpy": np.__version__, "pandas": pd.__version__, "profile": cfg["profile"]["name"],
+        **{p: env[f"{p}_version"] for p in PACKAGES}, "requirements.lock sha256": env["lock_sha256"],
+        "profile": cfg["profile"]["name"],
         "seed": str(cfg["seed"]), "noise": cfg["noise"], "backend": cfg["backend"], "n_jobs": str(cfg["n_jobs"]),
     }
 

@@ -21,7 +21,6 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-import dpstream
 from dpstream.claims import Claim
 from dpstream.errors import ConfigError
 from dpstream.harness.config import (
@@ -37,6 +36,7 @@ from dpstream.harness.config import (
     resolve_profile,
     without_declarations,
 )
+from dpstream.harness.environment import ENV_COLUMNS, environment
 from dpstream.harness.migrate import migrate
 from dpstream.harness.report import verdict_summary, write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
@@ -181,11 +181,10 @@ def stored_row(store: ResultsStore, key: str) -> dict[str, Any]:
 
 
 def make_row(key: str, params: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
-    """A results row: key, config columns, metrics, ``certified`` (budget kept) and the package version."""
+    """A results row: key, config columns, metrics, ``certified`` (budget kept) and the environment (not in the key)."""
     row = {"key": key, **config_columns(params), **metrics}
     row["certified"] = bool(row.get("certified", True)) and within_budget(params, metrics)
-    row["dpstream_version"] = dpstream.__version__
-    return row
+    return {**row, **environment()}
 
 
 def trial_function(params: dict[str, Any], spec: dict[str, Any]) -> str:
@@ -213,8 +212,7 @@ def write_csv(df: pd.DataFrame, path: Path) -> None:
 
 def summary(df: pd.DataFrame, params_cols: list[str], varying: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-trial and mean tables restricted to what varies and what was measured."""
-    metric_cols = [c for c in df.columns if c not in params_cols and c not in ("key", "experiment",
-                                                                               "dpstream_version")]
+    metric_cols = [c for c in df.columns if c not in params_cols and c not in ("key", "experiment", *ENV_COLUMNS)]
     shown = [c for c in varying if c in df.columns] + ["trial"] + metric_cols
     per_trial = df[shown]
     numeric = [c for c in metric_cols if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
