@@ -3,7 +3,8 @@
 Tiny configs of every family (sketch, heavy hitters, SVT atoms, shifting heavy hitters, SVT theory, query release) give
 the trial rows recorded before the Hydra-native construction (``tests/golden_trials.py``,
 ``tests/data/golden_trials.json``): integers, strings and booleans exactly, floats to a relative 1e-9 (rounding differs
-by an ulp between CPUs and libm builds: ``tolerance.REL_TOL``); timing and environment columns (``ENV_COLUMNS``) left out.
+by an ulp between CPUs and libm builds: ``tolerance.REL_TOL``); timing and environment columns (``ENV_COLUMNS``)
+left out.
 """
 
 import json

@@ -1,12 +1,12 @@
-"""Comparison of recorded numbers with recomputed ones: exact where exactness is portable, a relative tolerance where not.
+"""Recorded numbers against recomputed ones: exact where exactness is portable, a relative tolerance where not.
 
 Integers, counts, hashes, strings (verdict words, store keys, labels), booleans and None compare exactly. Floats compare
 with the relative tolerance ``REL_TOL``: the same code on another CPU or another build of numpy/libm may round
-differently in the last place (a float sum's order changes with the SIMD width numpy's loops use, libm's exp/log differ
-by an ulp between implementations, numba/LLVM may fuse a multiply-add), so a recorded float is reproducible only to a few
-ulps, never bit for bit. 1e-9 is ~10^7 ulps at double precision: far wider than rounding drift through these short
-computations (tens of operations per value), far narrower than any change of method or seed (which moves a value at
-its first digits). NaN equals NaN (a row holds NaN where a metric is undefined).
+differently in the last place (a float sum's order changes with the SIMD width numpy's loops use, libm's exp/log
+differ by an ulp between implementations, numba/LLVM may fuse a multiply-add), so a recorded float is reproducible
+only to a few ulps, never bit for bit. 1e-9 is ~10^7 ulps at double precision: far wider than rounding drift through
+these short computations (tens of operations per value), far narrower than any change of method or seed (which
+moves a value at its first digits). NaN equals NaN (a row holds NaN where a metric is undefined).
 """
 
 from __future__ import annotations
