@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from numbers import Integral, Real
 
 
@@ -39,3 +40,31 @@ def check_choice(value: str, name: str, allowed: list[str] | tuple[str, ...]) ->
     if value not in allowed:
         raise ValueError(f"unknown {name} {value!r}; allowed: {', '.join(sorted(allowed))}")
     return value
+
+
+def physical_memory() -> int:
+    """Bytes of RAM of this machine (``os.sysconf``); 2^63 where the platform does not say."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 2**63
+
+
+def readable_bytes(n: float) -> str:
+    """``n`` bytes in decimal units: ``"24.0 kB"``, ``"12.0 TB"``."""
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
+        if abs(n) < 1000 or unit == "PB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    raise AssertionError("unreachable")
+
+
+def check_allocation(nbytes: float, what: str) -> None:
+    """Refuse, before allocating, state that needs more bytes than this machine has (an absurd width or n).
+
+    ``ValueError`` in one line naming ``what``, the bytes it would need and the machine's memory.
+    """
+    available = physical_memory()
+    if nbytes > available:
+        raise ValueError(f"{what} would need {readable_bytes(nbytes)} of memory, more than this machine's "
+                         f"{readable_bytes(available)}; choose smaller sizes")

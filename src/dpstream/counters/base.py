@@ -20,7 +20,7 @@ from dpstream.calibration import gauss_bm_levels, gaussian_sigma
 from dpstream.counters import _kernels as kernels
 from dpstream.noise import NoiseSource, SeedLike
 from dpstream.privacy import Notion
-from dpstream.validation import check_delta, check_epsilon, check_positive_int
+from dpstream.validation import check_allocation, check_delta, check_epsilon, check_positive_int
 
 STEP_BYTES = 8
 """An int64 step count (Alg. 1 keeps one per counter)."""
@@ -74,6 +74,9 @@ class Counter(ABC):
         self.delta = check_delta(delta)
         self.m = check_positive_int(m, "m")
         self.levels = gauss_bm_levels(self.horizon)
+        count_bytes = np.dtype(count_dtype).itemsize
+        check_allocation(self.n * self.bytes_per_counter(self.horizon, count_bytes) + self.fixed_bytes,
+                         f"{type(self).__name__}(n={self.n}, horizon={self.horizon})")
         self.calibration = calibration
         self.sigma = gaussian_sigma(self.l2_sensitivity(self.horizon, self.m), self.epsilon, self.delta, calibration)
         self.certified = noise_multiplier == 1.0

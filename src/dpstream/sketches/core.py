@@ -31,7 +31,7 @@ from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
 from dpstream.privacy import Privacy
 from dpstream.sketches import _kernels as kernels
 from dpstream.sketches import memory, serial
-from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
+from dpstream.validation import check_allocation, check_choice, check_delta, check_epsilon, check_positive_int
 
 
 @dataclass(frozen=True)
@@ -286,6 +286,10 @@ class SketchCore(serial.Serialisable):
         self.noise_multiplier = noise_multiplier
         self.counter, self.node_noise, self.calibration = variant.counter, variant.node_noise, variant.calibration
         self.certified = noise_multiplier == 1.0 and self._schedule.private  # never for the CMS / CS baselines
+        cells = counter_class(variant.counter, variant.node_noise)
+        needed = memory.sketch_bytes(self._schedule.kind, np.array([self.width]), self.depth, self.horizon, "actual",
+                                     cells, variant.hash_family)[0]
+        check_allocation(float(needed), f"{type(self).__name__}(width={self.width}, depth={self.depth})")
         root = as_seed_sequence(seed)
         self._params = draw_hash_params(self.depth, child_seed(root, 0), variant.hash_family)
         self._state = self._schedule(
@@ -297,7 +301,7 @@ class SketchCore(serial.Serialisable):
             delta,
             child_seed(root, 1),
             noise_multiplier,
-            counter_class(variant.counter, variant.node_noise),
+            cells,
             variant.calibration,
         )
         self.t = 0
@@ -335,7 +339,8 @@ class SketchCore(serial.Serialisable):
         horizon = check_positive_int(horizon, "horizon")
         check_choice(model, "model", memory.MODELS)
         cells = counter_class(counter, node_noise)
-        width = memory.width_for_memory(cls._schedule.kind, kilobytes, depth, horizon, model, cls.__name__, cells)
+        width = memory.width_for_memory(cls._schedule.kind, kilobytes, depth, horizon, model, cls.__name__, cells,
+                                        hash_family)
         return cls(width=width, depth=depth, epsilon=epsilon, delta=delta, horizon=horizon, seed=seed,
                    counter=counter, node_noise=node_noise, calibration=calibration, hash_family=hash_family)
 
