@@ -139,7 +139,7 @@ class Counter(ABC):
         return exact.nbytes + fa.nbytes + fb.nbytes + self._steps.nbytes
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
-        """The live mutable state arrays (``sketches.serial``): the kernel's arrays and the step counts."""
+        """The live mutable state arrays (``dpstream.serial``): the kernel's arrays and the step counts."""
         exact, fa, fb, _ = self.kernel_state()
         return {"exact": exact, "fa": fa, "fb": fb, "steps": self._steps}
 

@@ -16,8 +16,8 @@ from typing import Any, NamedTuple, Self
 
 import numpy as np
 
+from dpstream import serial
 from dpstream.noise import noise_mode
-from dpstream.sketches import serial
 from dpstream.validation import check_positive_int
 
 REPLACE_ONE_ITEM = "replace one stream item (same length T; continual observation)"
@@ -144,7 +144,7 @@ class BlockTracker(serial.Serialisable):
             self._pending = []
         self._since_refresh = 0
 
-    # -- serialisation hooks (``sketches.serial``) -----------------------------------------------------------
+    # -- serialisation hooks (``dpstream.serial``) -----------------------------------------------------------
     @classmethod
     def _rebuild(cls, args: dict[str, Any]) -> Self:
         with noise_mode("numpy"):  # the sketch's stored noise mode is restored with its generator state

@@ -78,7 +78,7 @@ class PunctualHH(BlockTracker):
         """Validate the arguments (refusing ``universe_size`` above ``max_universe``) and build the PunctualCMS."""
         self.k = check_positive_int(k, "k")
         self.universe_size = check_positive_int(universe_size, "universe_size")
-        max_universe = check_positive_int(max_universe, "max_universe")
+        self.max_universe = max_universe = check_positive_int(max_universe, "max_universe")
         if self.universe_size > max_universe:
             raise ValueError(
                 f"PunctualHH refuses universe_size={universe_size}: it queries every universe item at every "
@@ -110,4 +110,4 @@ class PunctualHH(BlockTracker):
     def _serial_args(self) -> dict[str, Any]:
         return {"k": self.k, "universe_size": self.universe_size, "epsilon": self.epsilon, "delta": self.delta,
                 "horizon": self.horizon, "width": self.sketch.width, "depth": self.sketch.depth,
-                "period": self.period, "max_universe": self.universe_size}
+                "period": self.period, "max_universe": self.max_universe}

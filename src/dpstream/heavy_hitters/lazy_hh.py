@@ -76,7 +76,7 @@ class LazyHH(BlockTracker):
     def _serial_args(self) -> dict[str, Any]:
         return {"k": self.k, "k_tilde": self.k_tilde, "epsilon": self.epsilon, "delta": self.delta, "beta": self.beta,
                 "horizon": self.horizon, "node_noise": self.sketch.node_noise,
-                "hash_family": self.sketch.variant.hash_family}
+                "hash_family": self.sketch.variant.hash_family, "calibration": self.sketch.calibration}
 
     def thresholds(self, t: int) -> Thresholds:
         """lambda1, lambda2, tau1, tau2 and tau at output step t (Alg. 6, ``output``)."""

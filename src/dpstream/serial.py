@@ -1,4 +1,4 @@
-"""A versioned byte format (no pickle) for the state of sketches and heavy-hitter trackers (issue 11).
+"""A versioned byte format (no pickle) for the state of every streaming object: sketches, trackers, counters, monitors.
 
 Layout, little-endian::
 
@@ -112,6 +112,15 @@ def _check_body(data: bytes, expected: int) -> None:
     (crc,) = _CRC.unpack_from(data, expected - _CRC.size)
     if crc != zlib.crc32(data[: expected - _CRC.size]):
         raise ValueError("checksum mismatch: the bytes were altered or corrupted")
+
+
+def json_value(value: Any) -> Any:
+    """``value`` as written in a header: numpy scalars as Python numbers, a dtype (or numeric type) by its name."""
+    if isinstance(value, type) or isinstance(value, np.dtype):
+        return np.dtype(value).name
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 def nest(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
