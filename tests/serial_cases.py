@@ -11,21 +11,27 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 
+from dpstream.binary_mechanism import GaussBM
 from dpstream.calibration import CALIBRATIONS
 from dpstream.counters import COUNTERS, NODE_NOISES
 from dpstream.hashing import HASH_FAMILIES
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS
+from dpstream.svt.monitor import ThresholdMonitor, ThresholdMonitorEvolving
 
 OPTIONS: dict[str, tuple[Any, ...]] = {
     "node_noise": NODE_NOISES,
     "calibration": CALIBRATIONS,
     "hash_family": HASH_FAMILIES,
+    "count_dtype": (np.int32, np.int64),
+    "noise_multiplier": (1.0, 0.5),
+    "kappa": (1.0, 0.5),
 }
 """Every value of every option a streaming object's constructor takes (``counter`` goes with ``node_noise``)."""
 NOT_STATE = {"seed", "memory_kb"}
@@ -42,13 +48,15 @@ def _stream(seed: int = 0) -> np.ndarray:
 
 @dataclass
 class Case:
-    """``cls(**base, **options)`` fed ``feed(obj, lo, hi)`` for the stream positions [lo, hi); ``releases(obj)``."""
+    """``cls(**base, **options)`` fed ``feed(obj, lo, hi)`` for the stream positions [lo, hi).
+
+    ``feed`` returns what the step released (or None); ``releases(obj, t)`` what the object releases after t.
+    """
 
     cls: type
     base: dict[str, Any]
-    feed: Callable[[Any, int, int], None]
-    releases: Callable[[Any], tuple]
-    fixed: dict[str, Any] = field(default_factory=dict)
+    feed: Callable[[Any, int, int], Any]
+    releases: Callable[[Any, int], tuple]
 
     @property
     def name(self) -> str:
@@ -69,7 +77,7 @@ def _feed_sketch(obj: Any, lo: int, hi: int) -> None:
     obj.extend(_ITEMS[lo:hi])
 
 
-def _sketch_releases(obj: Any) -> tuple:
+def _sketch_releases(obj: Any, t: int) -> tuple:
     return obj.query_many(KEYS), obj.variance_many(KEYS), obj.t
 
 
@@ -77,7 +85,7 @@ SKETCH_KW = {"width": 7, "depth": 3, "epsilon": 1.0, "delta": 1e-3, "horizon": H
 
 
 # -- heavy-hitter trackers ---------------------------------------------------------------------------------
-def _tracker_releases(obj: Any) -> tuple:
+def _tracker_releases(obj: Any, t: int) -> tuple:
     out = obj.heavy_hitters()
     return out.items, out.estimates, out.time, obj.candidates, obj.t
 
@@ -89,7 +97,55 @@ def _feed_small(obj: Any, lo: int, hi: int) -> None:
     obj.extend(_SMALL[lo:hi])
 
 
+# -- counters, GaussBM --------------------------------------------------------------------------------------
+N_COUNTERS = 4
+_INCREMENTS = np.random.default_rng(6).integers(0, 3, (HORIZON, N_COUNTERS))
+COUNTER_KW = {"n": N_COUNTERS, "horizon": HORIZON, "epsilon": 1.0, "delta": 1e-3, "m": 2, "seed": 3}
+
+
+def _feed_counter(obj: Any, lo: int, hi: int) -> None:
+    """Rounds lo+1..hi: every counter takes its step with its increment (the owner supplies the steps)."""
+    cells = np.tile(np.arange(N_COUNTERS), hi - lo)
+    steps = np.repeat(np.arange(lo + 1, hi + 1), N_COUNTERS)
+    obj.push(cells, steps, _INCREMENTS[lo:hi].ravel())
+
+
+def _counter_releases(obj: Any, t: int) -> tuple:
+    steps = np.full(N_COUNTERS, t, dtype=np.int64)
+    return obj.release_all(steps), obj.variance(steps)
+
+
+_PUSHES = np.random.default_rng(7).permutation(np.repeat(np.arange(N_COUNTERS), HORIZON // N_COUNTERS))
+
+
+def _feed_bm(obj: Any, lo: int, hi: int) -> None:
+    obj.update_many(_PUSHES[lo:hi], _INCREMENTS[lo:hi, 0])
+
+
+def _bm_releases(obj: Any, t: int) -> tuple:
+    return obj.query_all(), obj.variance(), obj.steps
+
+
+# -- SVT monitors: each step is a run over a batch of linear queries --------------------------------------
+_QUERIES = sparse.csr_matrix(np.random.default_rng(8).random((HORIZON, 5)) < 0.4, dtype=float)
+_ATOMS = np.array([40.0, 3.0, 25.0, 1.0, 60.0])
+MONITOR_KW = {"epsilon": 1.0, "delta": 1e-6, "threshold": 50.0, "k": 3, "seed": 9}
+
+
+def _feed_monitor(obj: Any, lo: int, hi: int) -> tuple:
+    run = obj.run_many(_QUERIES[lo:hi], _ATOMS, n_runs=2)
+    return run.outcomes, run.values, run.noise["w"], run.noise["v"]
+
+
+def _monitor_releases(obj: Any, t: int) -> tuple:
+    return ()
+
+
 CASES: list[Case] = [
+    *(Case(cls, COUNTER_KW, _feed_counter, _counter_releases) for cls in dict.fromkeys(COUNTERS.values())),
+    Case(GaussBM, {**COUNTER_KW, "horizon": HORIZON // N_COUNTERS}, _feed_bm, _bm_releases),
+    Case(ThresholdMonitor, MONITOR_KW, _feed_monitor, _monitor_releases),
+    Case(ThresholdMonitorEvolving, MONITOR_KW, _feed_monitor, _monitor_releases),
     *(Case(cls, SKETCH_KW, _feed_sketch, _sketch_releases)
       for cls in (CMS, CS, PunctualCMS, PunctualCS, LazyCMS, LazyCS)),
     Case(LazyHH, {"k": 2, "k_tilde": 8, "epsilon": 20.0, "delta": 1e-3, "beta": 5e-4, "horizon": HORIZON, "seed": 4},

@@ -27,6 +27,8 @@ from typing import Any, Self
 
 import numpy as np
 
+from dpstream.noise import NOISE_MODES, NoiseSource
+
 MAGIC = b"DPSTREAM"
 FORMAT_VERSION = 1
 SUPPORTED_VERSIONS = (1,)
@@ -121,6 +123,22 @@ def json_value(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def noise_state(noise: NoiseSource) -> dict[str, Any]:
+    """The JSON state of a noise source: its mode and its generator's ``bit_generator.state`` (a dict of ints)."""
+    return {"noise_mode": noise.mode, "rng": noise.rng.bit_generator.state}
+
+
+def restore_noise(noise: NoiseSource, scalars: Mapping[str, Any]) -> None:
+    """Put ``noise`` back in the state ``noise_state`` recorded, after checking the mode and the generator state."""
+    mode, state = scalars["noise_mode"], scalars["rng"]
+    if mode not in NOISE_MODES:
+        raise ValueError(f"corrupt state: noise_mode={mode!r}; allowed: {', '.join(NOISE_MODES)}")
+    noise.mode = mode
+    noise.rng.bit_generator.state = state
+    if noise.rng.bit_generator.state != state:  # numpy normalises some fields (has_uint32) instead of refusing
+        raise ValueError("corrupt state: the noise generator's state is not one numpy's PCG64 can hold")
 
 
 def nest(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:

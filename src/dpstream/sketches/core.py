@@ -198,9 +198,7 @@ class PrivateSchedule(Schedule):
 
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:
         super()._restore_scalars(scalars)
-        for name, value in self.counters._constants().items():
-            serial.check_same(name, scalars[name], value)
-        self.counters._restore_noise(scalars)
+        self.counters._restore_scalars(scalars)
 
 
 PRIVATE_MERGE = (
