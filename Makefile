@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench figures notebooks readme clean
+.PHONY: install run test lint bench fuzz figures notebooks readme clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,9 @@ test: install lint  ## lint (ruff + mypy), then the whole test suite
 
 bench: install
 	$(PY) benchmarks/throughput.py
+
+fuzz: install  ## 2,000 random mutations of the bytes of every serialised class, under a 2 GB address-space limit
+	OPENBLAS_NUM_THREADS=1 $(PY) tests/fuzz_serial.py --per-class 2000
 
 # `make figures`: every figure (results/figures/*.png), table and results/report.{md,html}, i.e. experiment=all.
 # Trials already in results/store are only re-plotted (about a minute); trials MISSING from the store are COMPUTED

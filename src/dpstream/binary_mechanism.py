@@ -184,6 +184,10 @@ class GaussBM(serial.Serialisable):
         counter = counter_class(args["counter"], args["node_noise"])
         return counter._allocation_bytes({**args, "count_dtype": "int64"}) + 8 * args["n"]
 
+    @classmethod
+    def _working_bytes(cls, args: dict[str, Any]) -> int:
+        return counter_class(args["counter"], args["node_noise"])._working_bytes(args)
+
     def _state_scalars(self) -> dict[str, Any]:
         return self.counter._state_scalars()
 

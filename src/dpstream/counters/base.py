@@ -104,6 +104,11 @@ class Counter(serial.Serialisable, ABC):
     def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
         """Memory model: bytes of state per counter (``memory_bytes`` is n times this)."""
 
+    @classmethod
+    def working_bytes(cls, horizon: int) -> int:
+        """Memory model: peak bytes of the tables built to calibrate and report variances (0: none sized by T)."""
+        return 0
+
     @abstractmethod
     def _allocate(self) -> None:
         """Create the state arrays."""
@@ -182,7 +187,11 @@ class Counter(serial.Serialisable, ABC):
     @classmethod
     def _allocation_bytes(cls, args: dict[str, Any]) -> int:
         count_bytes = np.dtype(args["count_dtype"]).itemsize
-        return args["n"] * cls.bytes_per_counter(args["horizon"], count_bytes) + cls.fixed_bytes
+        return serial.size_arg(args, "n") * cls.bytes_per_counter(args["horizon"], count_bytes) + cls.fixed_bytes
+
+    @classmethod
+    def _working_bytes(cls, args: dict[str, Any]) -> int:
+        return cls.working_bytes(serial.size_arg(args, "horizon"))
 
     def _constants(self) -> dict[str, Any]:
         """Values recomputed from the arguments that a restored counter must reproduce exactly (JSON)."""

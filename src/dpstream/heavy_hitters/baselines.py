@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from dpstream import serial
 from dpstream.heavy_hitters._tracker import REPLACE_ONE_ITEM, BlockTracker, as_items
 from dpstream.noise import SeedLike, as_seed_sequence
 from dpstream.privacy import Privacy
@@ -56,6 +57,10 @@ class CMSHeap(BlockTracker):
     def _serial_args(self) -> dict[str, Any]:
         return {"k": self.k, "horizon": self.horizon, "width": self.sketch.width, "depth": self.sketch.depth,
                 "period": self.period}
+
+    @classmethod
+    def _allocation_bytes(cls, args: dict[str, Any]) -> int:
+        return CMS._allocation_bytes({**args, "counter": "binary", "node_noise": "stored"})
 
 
 class PunctualHH(BlockTracker):
@@ -111,3 +116,8 @@ class PunctualHH(BlockTracker):
         return {"k": self.k, "universe_size": self.universe_size, "epsilon": self.epsilon, "delta": self.delta,
                 "horizon": self.horizon, "width": self.sketch.width, "depth": self.sketch.depth,
                 "period": self.period, "max_universe": self.max_universe}
+
+    @classmethod
+    def _allocation_bytes(cls, args: dict[str, Any]) -> int:
+        universe = 8 * serial.size_arg(args, "universe_size")  # the int64 universe the tracker queries
+        return universe + PunctualCMS._allocation_bytes({**args, "counter": "binary", "node_noise": "stored"})
