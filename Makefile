@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 UV_VERSION := 0.13.9
 
-.PHONY: install lock run test lint bench figures notebooks readme clean
+.PHONY: install lock run test lint bench fuzz figures notebooks readme clean
 
 $(STAMP): $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,9 @@ test: install lint  ## lint (ruff + mypy), then the whole test suite
 
 bench: install
 	$(PY) benchmarks/throughput.py
+
+fuzz: install  ## 2,000 random mutations of the bytes of every serialised class, under a 2 GB address-space limit
+	OPENBLAS_NUM_THREADS=1 $(PY) tests/fuzz_serial.py --per-class 2000
 
 # `make figures`: every figure (results/figures/*.png), table and results/report.{md,html}, i.e. experiment=all.
 # Trials already in results/store are only re-plotted (about a minute); trials MISSING from the store are COMPUTED

@@ -1,7 +1,7 @@
-"""Sketches and heavy-hitter trackers as library objects (issue 11).
+"""Sketches and heavy-hitter trackers as library objects.
 
-``to_bytes`` / ``from_bytes`` restore the exact state (a restored object fed the rest of the stream releases what the
-original releases, bit for bit), bad bytes are refused with an error naming the defect, and non-private CMS / CS merge
+``to_bytes`` / ``from_bytes`` restore the exact state (the round trip over every option: ``test_serial_roundtrip``), bad
+bytes are refused with an error naming the defect, and non-private CMS / CS merge
 into the sketch of the concatenation.
 """
 
@@ -15,9 +15,10 @@ import pytest
 from conftest import child_env
 from test_heavy_hitters import planted_stream
 
+from dpstream import serial
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.noise import noise_mode
-from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS, serial
+from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS
 
 ALL = [CMS, CS, PunctualCMS, PunctualCS, LazyCMS, LazyCS]
 PRIVATE = [PunctualCMS, PunctualCS, LazyCMS, LazyCS]
@@ -36,30 +37,20 @@ def _releases(sketch) -> tuple[np.ndarray, np.ndarray]:
 
 # -- round trip --------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("hash_family", ["modp", "multiply_shift"])
-@pytest.mark.parametrize("calibration", ["classic", "analytic"])
 @pytest.mark.parametrize(("counter", "node_noise"), COUNTERS)
-@pytest.mark.parametrize("cls", ALL)
-def test_restored_then_continued_equals_original_continued(cls, counter, node_noise, calibration, hash_family):
-    variant = {"counter": counter, "node_noise": node_noise, "calibration": calibration, "hash_family": hash_family}
+@pytest.mark.parametrize("cls", PRIVATE)
+def test_round_trip_equality_is_not_vacuous(cls, counter, node_noise):
+    """Another noise seed (same hashes) releases other values.
+
+    So the round trip's bitwise equality (``test_serial_roundtrip``) compares noise, not only the exact counts.
+    """
     stream = _stream(600)
-    original = cls(**KW, **variant)
-    original.extend(stream[:233])  # 233 = 33 w + 2: Lazy is mid-column, the trees mid-node
-    restored = cls.from_bytes(original.to_bytes())
-    assert type(restored) is cls and restored.t == 233
-    assert (restored.privacy, restored.certified, restored.variant) == (original.privacy, original.certified,
-                                                                        original.variant)
-    for lo, hi in [(233, 234), (234, 400), (400, 599), (599, 600)]:
-        original.extend(stream[lo:hi])
-        restored.extend(stream[lo:hi])
-        for a, b in zip(_releases(original), _releases(restored), strict=True):
-            np.testing.assert_array_equal(a, b)  # bit for bit
-    assert restored.to_bytes() == original.to_bytes()
-    if cls in PRIVATE:  # the equality above is not vacuous: another noise seed releases other values
-        other = cls(**{**KW, "seed": 12}, **variant)
-        other._params = original._params  # same hashes, other noise
-        other.extend(stream)
-        assert not np.array_equal(other.query_many(KEYS), original.query_many(KEYS))
+    original = cls(**KW, counter=counter, node_noise=node_noise)
+    other = cls(**{**KW, "seed": 12}, counter=counter, node_noise=node_noise)
+    other._params = original._params
+    original.extend(stream)
+    other.extend(stream)
+    assert not np.array_equal(other.query_many(KEYS), original.query_many(KEYS))
 
 
 _CHILD = """
@@ -208,7 +199,7 @@ def test_rejects_corrupt_header():
         with pytest.raises(ValueError, match="corrupt header"):
             LazyCMS.from_bytes(_framed(header))
     missing_args = {"class": "LazyCMS", "args": {"width": 3}, "state": {}, "arrays": []}
-    with pytest.raises(ValueError, match="corrupt header for LazyCMS: KeyError\\('counter'\\)"):
+    with pytest.raises(ValueError, match="corrupt header for LazyCMS: missing key 'depth'"):
         LazyCMS.from_bytes(_framed(json.dumps(missing_args).encode()))
 
 
@@ -235,7 +226,7 @@ def test_rejects_state_that_does_not_fit_the_arguments(lazy_bytes):
     for edit, message in [(wrong_shape, "array 'pending': stored int32\\[3, 6\\], expected int32\\[3, 7\\]"),
                           (missing, "missing \\['pending'\\]"),
                           (other_sigma, "sigma in the bytes is .* refusing to continue"),
-                          (t_beyond_horizon, "t=601 outside")]:
+                          (t_beyond_horizon, "t=601 is not an integer in \\[0, 600\\]")]:
         with pytest.raises(ValueError, match=message):
             LazyCMS.from_bytes(_repacked(lazy_bytes, "LazyCMS", edit))
 

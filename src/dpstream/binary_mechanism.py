@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any, Self
+
 import numpy as np
 
+from dpstream import serial
 from dpstream.counters import counter_class, popcount
-from dpstream.noise import SeedLike
+from dpstream.noise import SeedLike, noise_mode
 from dpstream.privacy import Privacy
 
 __all__ = ["GaussBM", "popcount"]
@@ -22,7 +25,7 @@ def next_steps(steps: np.ndarray, js: np.ndarray) -> np.ndarray:
     return out
 
 
-class GaussBM:
+class GaussBM(serial.Serialisable):
     """n independent Gaussian binary-mechanism counters, each with one preallocated node per tree level.
 
     Privacy (Thm 1): for m-neighbouring inputs (one neighbour changes at most ``m`` counters, each by at
@@ -54,7 +57,8 @@ class GaussBM:
     releases have the same joint distribution when Philox is a random function, and the guarantee becomes
     computational (``privacy.notion``). ``counter="honaker"`` (Honaker's online estimates on the same tree,
     post-processing) and ``counter="blt"`` (buffered linear Toeplitz, sigma for its own sensitivity) are the
-    other counters of ``dpstream.counters``. The state lives in ``counter``.
+    other counters of ``dpstream.counters``. The state lives in ``counter``; ``to_bytes`` / ``from_bytes``
+    (``dpstream.serial``) write it with the arguments and the steps (SECRET, see ``serial.Serialisable.to_bytes``).
     """
 
     @property
@@ -98,6 +102,7 @@ class GaussBM:
             noise_multiplier=noise_multiplier,
         )
         c = self.counter
+        self.noise_multiplier = noise_multiplier
         self.n, self.horizon, self.epsilon, self.delta, self.m = c.n, c.horizon, c.epsilon, c.delta, c.m
         self.calibration = c.calibration
         self.levels, self.sigma, self.certified = c.levels, c.sigma, c.certified
@@ -156,3 +161,45 @@ class GaussBM:
     def variance(self, step: int | np.ndarray | None = None) -> np.ndarray:
         """Analytic noise variance popcount(step) sigma^2 of a released prefix sum (default: each counter)."""
         return self.counter.variance(self._steps if step is None else step)
+
+    # -- serialisation hooks (``dpstream.serial``) -------------------------------------------------------------
+    def _serial_args(self) -> dict[str, Any]:
+        c = self.counter
+        return {"n": self.n, "horizon": self.horizon, "epsilon": self.epsilon, "delta": self.delta, "m": self.m,
+                "counter": c.name, "node_noise": c.node_noise, "calibration": self.calibration,
+                "noise_multiplier": self.noise_multiplier}
+
+    @classmethod
+    def _rebuild(cls, args: dict[str, Any]) -> Self:
+        if args["noise_multiplier"] not in (0.0, 1.0) or not isinstance(args["noise_multiplier"], float):
+            raise ValueError(f"noise_multiplier={args['noise_multiplier']!r}; allowed: 1.0, 0.0 (test only)")
+        self = cls.__new__(cls)
+        with noise_mode("numpy"):  # the stored mode is restored with the generator state
+            self._setup(args["n"], args["horizon"], args["epsilon"], args["delta"], args["m"], None, args["counter"],
+                        args["node_noise"], args["calibration"], noise_multiplier=args["noise_multiplier"])
+        return self
+
+    @classmethod
+    def _allocation_bytes(cls, args: dict[str, Any]) -> int:
+        counter = counter_class(args["counter"], args["node_noise"])
+        return counter._allocation_bytes({**args, "count_dtype": "int64"}) + 8 * args["n"]
+
+    @classmethod
+    def _working_bytes(cls, args: dict[str, Any]) -> int:
+        return counter_class(args["counter"], args["node_noise"])._working_bytes(args)
+
+    def _state_scalars(self) -> dict[str, Any]:
+        return self.counter._state_scalars()
+
+    def _restore_scalars(self, scalars: dict[str, Any]) -> None:
+        self.counter._restore_scalars(scalars)
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        own = {} if self.counter.tracks_steps else {"steps": self._steps}  # else the counter's own steps
+        return {**own, **serial.nest("counter", self.counter._state_arrays())}
+
+    def _restore_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        self.counter._restore_arrays(serial.part("counter", arrays))
+        serial.copy_into(self._state_arrays(), arrays, type(self).__name__)
+        if np.any(self._steps < 0) or np.any(self._steps > self.horizon):
+            raise ValueError(f"corrupt state: GaussBM steps outside [0, horizon={self.horizon}]")

@@ -12,13 +12,14 @@ at most 1; the factorisation's column norm times sqrt(m) for BLT).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from dpstream.calibration import gauss_bm_levels, gaussian_sigma
+from dpstream import serial
+from dpstream.calibration import CALIBRATIONS, gauss_bm_levels, gaussian_sigma
 from dpstream.counters import _kernels as kernels
-from dpstream.noise import NoiseSource, SeedLike
+from dpstream.noise import NoiseSource, SeedLike, noise_mode
 from dpstream.privacy import Notion
 from dpstream.validation import check_allocation, check_delta, check_epsilon, check_positive_int
 
@@ -28,7 +29,11 @@ NOISE_BYTES = 8
 """A float64 noise value or noisy sum."""
 
 
-class Counter(ABC):
+COUNT_DTYPES = ("int32", "int64")
+"""The count dtypes a counter keeps its exact counts in (by name)."""
+
+
+class Counter(serial.Serialisable, ABC):
     """``n`` continual counters over ``horizon`` steps each.
 
     Privacy: (epsilon, delta)-DP for m-neighbouring inputs (one neighbour changes at most m counters, each by at
@@ -37,6 +42,9 @@ class Counter(ABC):
     ``push_kernel``: its compiled push (``counters._kernels``); ``sparse_pushes``: a push of 0 changes nothing, so
     a schedule may skip it (derived noise); ``tracks_steps``: the counter keeps each
     counter's step (Alg. 1) and ``release`` may ignore the steps it is given; otherwise the owner supplies them.
+
+    ``to_bytes`` / ``from_bytes`` (``dpstream.serial``) write the arguments, the noise generator and the arrays of
+    ``_state_arrays`` (SECRET, see ``serial.Serialisable.to_bytes``); the owner's steps are the owner's to write.
     """
 
     name: ClassVar[str]
@@ -79,6 +87,7 @@ class Counter(ABC):
                          f"{type(self).__name__}(n={self.n}, horizon={self.horizon})")
         self.calibration = calibration
         self.sigma = gaussian_sigma(self.l2_sensitivity(self.horizon, self.m), self.epsilon, self.delta, calibration)
+        self.noise_multiplier = noise_multiplier
         self.certified = noise_multiplier == 1.0
         self._noise_scale = self.sigma * noise_multiplier
         self._noise = NoiseSource(seed)
@@ -97,6 +106,11 @@ class Counter(ABC):
     @abstractmethod
     def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
         """Memory model: bytes of state per counter (``memory_bytes`` is n times this)."""
+
+    @classmethod
+    def working_bytes(cls, horizon: int) -> int:
+        """Memory model: peak bytes of the tables built to calibrate and report variances (0: none sized by T)."""
+        return 0
 
     @abstractmethod
     def _allocate(self) -> None:
@@ -141,23 +155,60 @@ class Counter(ABC):
         exact, fa, fb, _ = self.kernel_state()
         return exact.nbytes + fa.nbytes + fb.nbytes + self._steps.nbytes
 
+    # -- serialisation hooks (``dpstream.serial``) -------------------------------------------------------------
     def _state_arrays(self) -> dict[str, np.ndarray]:
-        """The live mutable state arrays (``sketches.serial``): the kernel's arrays and the step counts."""
+        """The live mutable state arrays by name: the kernel's arrays and the step counts.
+
+        The one place that maps the counter's state onto the written arrays (read back by the inherited
+        ``_restore_arrays``, which copies into these same live arrays after checking names, shapes and dtypes).
+        """
         exact, fa, fb, _ = self.kernel_state()
         return {"exact": exact, "fa": fa, "fb": fb, "steps": self._steps}
+
+    def _restore_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        super()._restore_arrays(arrays)
+        if np.any(self._steps < 0) or np.any(self._steps > self.horizon):
+            raise ValueError(f"corrupt state: {type(self).__name__} steps outside [0, horizon={self.horizon}]")
+
+    def _serial_args(self) -> dict[str, Any]:
+        return {"n": self.n, "horizon": self.horizon, "epsilon": self.epsilon, "delta": self.delta, "m": self.m,
+                "calibration": self.calibration, "count_dtype": np.dtype(self.count_dtype).name,
+                "noise_multiplier": self.noise_multiplier}
+
+    @classmethod
+    def _rebuild(cls, args: dict[str, Any]) -> Self:
+        dtype, calibration = args["count_dtype"], args["calibration"]
+        if dtype not in COUNT_DTYPES or calibration not in CALIBRATIONS:
+            raise ValueError(f"count_dtype={dtype!r}, calibration={calibration!r}; allowed: {COUNT_DTYPES} and "
+                             f"{CALIBRATIONS}")
+        multiplier = args["noise_multiplier"]
+        if not isinstance(multiplier, float) or not 0.0 <= multiplier <= 1.0:
+            raise ValueError(f"noise_multiplier={multiplier!r}; allowed: a float in [0, 1]")
+        with noise_mode("numpy"):  # the stored mode is restored with the generator state
+            return cls(**{**args, "count_dtype": np.dtype(dtype).type})
+
+    @classmethod
+    def _allocation_bytes(cls, args: dict[str, Any]) -> int:
+        count_bytes = np.dtype(args["count_dtype"]).itemsize
+        return serial.size_arg(args, "n") * cls.bytes_per_counter(args["horizon"], count_bytes) + cls.fixed_bytes
+
+    @classmethod
+    def _working_bytes(cls, args: dict[str, Any]) -> int:
+        return cls.working_bytes(serial.size_arg(args, "horizon"))
 
     def _constants(self) -> dict[str, Any]:
         """Values recomputed from the arguments that a restored counter must reproduce exactly (JSON)."""
         return {"sigma": self.sigma}
 
     def _state_scalars(self) -> dict[str, Any]:
-        """The noise generator: mode and ``bit_generator.state`` (a dict of ints), and ``_constants``."""
-        return {"noise_mode": self._noise.mode, "rng": self._noise.rng.bit_generator.state, **self._constants()}
+        """The noise generator (``serial.noise_state``) and ``_constants``."""
+        return {**serial.noise_state(self._noise), **self._constants()}
 
-    def _restore_noise(self, scalars: dict[str, Any]) -> None:
-        """Put the noise generator back in the state ``_state_scalars`` recorded."""
-        self._noise.mode = scalars["noise_mode"]
-        self._noise.rng.bit_generator.state = scalars["rng"]
+    def _restore_scalars(self, scalars: dict[str, Any]) -> None:
+        """Check the recomputed ``_constants`` against the written ones, then restore the noise generator."""
+        for name, value in self._constants().items():
+            serial.check_same(name, scalars[name], value)
+        serial.restore_noise(self._noise, scalars)
 
     def draw(self, size: int) -> np.ndarray:
         """``size`` noises N(0, (sigma * noise_multiplier)^2), in the order the pushes consume them."""

@@ -57,6 +57,11 @@ class BLTCounter(Counter):
         """The exact count, k buffers and the running noise total."""
         return count_bytes + NOISE_BYTES * (BUFFERS + 1)
 
+    @classmethod
+    def working_bytes(cls, horizon: int) -> int:
+        """The (T, k) float64 tables of the calibration (``blt.column_norm``) and variances, with temporaries."""
+        return 16 * (BUFFERS + 2) * horizon
+
     def _allocate(self) -> None:
         self.params = blt.optimal_blt(max(2, self.horizon), BUFFERS)
         self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)

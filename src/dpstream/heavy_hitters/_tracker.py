@@ -16,8 +16,8 @@ from typing import Any, NamedTuple, Self
 
 import numpy as np
 
+from dpstream import serial
 from dpstream.noise import noise_mode
-from dpstream.sketches import serial
 from dpstream.validation import check_positive_int
 
 REPLACE_ONE_ITEM = "replace one stream item (same length T; continual observation)"
@@ -144,7 +144,7 @@ class BlockTracker(serial.Serialisable):
             self._pending = []
         self._since_refresh = 0
 
-    # -- serialisation hooks (``sketches.serial``) -----------------------------------------------------------
+    # -- serialisation hooks (``dpstream.serial``) -----------------------------------------------------------
     @classmethod
     def _rebuild(cls, args: dict[str, Any]) -> Self:
         with noise_mode("numpy"):  # the sketch's stored noise mode is restored with its generator state
@@ -157,12 +157,14 @@ class BlockTracker(serial.Serialisable):
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:
         serial.check_same("the sketch's arguments", scalars["sketch_args"], self._sketch._serial_args())
         self._sketch._restore_scalars(scalars["sketch"])
-        t, since = scalars["t"], scalars["since_refresh"]
-        if t != self._sketch.t or since != t % self.period:
-            raise ValueError(f"corrupt state: t={t!r}, since_refresh={since!r} with the sketch at t={self._sketch.t} "
-                             f"and period={self.period}")
+        t = serial.int_in(scalars["t"], "t", 0, self.horizon)
+        since = serial.int_in(scalars["since_refresh"], "since_refresh", 0, self.period - 1)
+        output_time = serial.int_in(scalars["output_time"], "output_time", 0, t)
+        if t != self._sketch.t or since != t % self.period or output_time != t - since:
+            raise serial.SerialError(f"corrupt state: t={t}, since_refresh={since}, output_time={output_time} with "
+                                     f"the sketch at t={self._sketch.t} and period={self.period}")
         self._t, self._since_refresh = t, since
-        self._output = HeavyHitters(self._output.items, self._output.estimates, int(scalars["output_time"]))
+        self._output = HeavyHitters(self._output.items, self._output.estimates, output_time)
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
         pending = np.concatenate(self._pending) if self._pending else np.empty(0, np.int64)
@@ -173,6 +175,13 @@ class BlockTracker(serial.Serialisable):
         self._sketch._restore_arrays(serial.part("sketch", arrays))
         own = {k: v for k, v in arrays.items() if not k.startswith("sketch.")}
         serial.check_vectors(own, self._OWN_ARRAYS, type(self).__name__)
+        pending = 0 if self._universe is not None else self._since_refresh
+        capacity = own["candidates"].size if self._capacity is None or self._universe is not None else self._capacity
+        if (own["output_items"].size != own["output_estimates"].size or own["pending"].size != pending
+                or own["candidates"].size > capacity):
+            raise serial.SerialError(f"corrupt state: {own['output_items'].size} output items with "
+                                     f"{own['output_estimates'].size} estimates, {own['pending'].size} pending items "
+                                     f"(expected {pending}), {own['candidates'].size} candidates (at most {capacity})")
         self._candidates = own["candidates"]
         self._pending = [own["pending"]] if own["pending"].size else []
         self._output = HeavyHitters(own["output_items"], own["output_estimates"], self._output.time)

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from dpstream import serial
 from dpstream.heavy_hitters._tracker import REPLACE_ONE_ITEM, BlockTracker, as_items
 from dpstream.noise import SeedLike, as_seed_sequence
 from dpstream.privacy import Privacy
@@ -57,6 +58,10 @@ class CMSHeap(BlockTracker):
         return {"k": self.k, "horizon": self.horizon, "width": self.sketch.width, "depth": self.sketch.depth,
                 "period": self.period}
 
+    @classmethod
+    def _allocation_bytes(cls, args: dict[str, Any]) -> int:
+        return CMS._allocation_bytes({**args, "counter": "binary", "node_noise": "stored"})
+
 
 class PunctualHH(BlockTracker):
     """Prior-art private heavy hitters: a PunctualCMS queried on EVERY universe item at every output step.
@@ -78,7 +83,7 @@ class PunctualHH(BlockTracker):
         """Validate the arguments (refusing ``universe_size`` above ``max_universe``) and build the PunctualCMS."""
         self.k = check_positive_int(k, "k")
         self.universe_size = check_positive_int(universe_size, "universe_size")
-        max_universe = check_positive_int(max_universe, "max_universe")
+        self.max_universe = max_universe = check_positive_int(max_universe, "max_universe")
         if self.universe_size > max_universe:
             raise ValueError(
                 f"PunctualHH refuses universe_size={universe_size}: it queries every universe item at every "
@@ -110,4 +115,9 @@ class PunctualHH(BlockTracker):
     def _serial_args(self) -> dict[str, Any]:
         return {"k": self.k, "universe_size": self.universe_size, "epsilon": self.epsilon, "delta": self.delta,
                 "horizon": self.horizon, "width": self.sketch.width, "depth": self.sketch.depth,
-                "period": self.period, "max_universe": self.universe_size}
+                "period": self.period, "max_universe": self.max_universe}
+
+    @classmethod
+    def _allocation_bytes(cls, args: dict[str, Any]) -> int:
+        universe = 8 * serial.size_arg(args, "universe_size")  # the int64 universe the tracker queries
+        return universe + PunctualCMS._allocation_bytes({**args, "counter": "binary", "node_noise": "stored"})

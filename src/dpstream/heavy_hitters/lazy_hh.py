@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from dpstream import serial
 from dpstream.heavy_hitters._tracker import REPLACE_ONE_ITEM, BlockTracker
 from dpstream.heavy_hitters.calibration import (
     Thresholds,
@@ -76,7 +77,14 @@ class LazyHH(BlockTracker):
     def _serial_args(self) -> dict[str, Any]:
         return {"k": self.k, "k_tilde": self.k_tilde, "epsilon": self.epsilon, "delta": self.delta, "beta": self.beta,
                 "horizon": self.horizon, "node_noise": self.sketch.node_noise,
-                "hash_family": self.sketch.variant.hash_family}
+                "hash_family": self.sketch.variant.hash_family, "calibration": self.sketch.calibration}
+
+    @classmethod
+    def _allocation_bytes(cls, args: dict[str, Any]) -> int:
+        horizon = serial.size_arg(args, "horizon")
+        depth = lazy_hh_depth(horizon, args["beta"])
+        return LazyCMS._allocation_bytes({"width": serial.size_arg(args, "k_tilde"), "depth": depth,
+                                          "horizon": horizon, "counter": "binary", "node_noise": args["node_noise"]})
 
     def thresholds(self, t: int) -> Thresholds:
         """lambda1, lambda2, tau1, tau2 and tau at output step t (Alg. 6, ``output``)."""

@@ -24,13 +24,14 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
+from dpstream import serial
 from dpstream.calibration import cell_neighbour_m
 from dpstream.counters import Counter, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
 from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
 from dpstream.privacy import Privacy
 from dpstream.sketches import _kernels as kernels
-from dpstream.sketches import memory, serial
+from dpstream.sketches import memory
 from dpstream.validation import check_allocation, check_choice, check_delta, check_epsilon, check_positive_int
 
 
@@ -197,9 +198,7 @@ class PrivateSchedule(Schedule):
 
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:
         super()._restore_scalars(scalars)
-        for name, value in self.counters._constants().items():
-            serial.check_same(name, scalars[name], value)
-        self.counters._restore_noise(scalars)
+        self.counters._restore_scalars(scalars)
 
 
 PRIVATE_MERGE = (
@@ -449,19 +448,41 @@ class SketchCore(serial.Serialisable):
     def _rebuild(cls, args: dict[str, Any]) -> Self:
         self = cls.__new__(cls)
         variant = Variant(args["counter"], args["node_noise"], args["calibration"], args["hash_family"])
+        if args["noise_multiplier"] not in (0.0, 1.0) or not isinstance(args["noise_multiplier"], float):
+            raise ValueError(f"noise_multiplier={args['noise_multiplier']!r}; allowed: 1.0, 0.0 (test only)")
         with noise_mode("numpy"):  # the stored mode is restored with the generator state
             self._setup(args["width"], args["depth"], args["epsilon"], args["delta"], args["horizon"], None, variant,
                         noise_multiplier=args["noise_multiplier"])
         return self
 
+    @classmethod
+    def _allocation_bytes(cls, args: dict[str, Any]) -> int:
+        """The "actual" memory model (``memory.sketch_bytes``) in Python integers: no overflow whatever the sizes."""
+        width, depth, horizon = (serial.size_arg(args, name) for name in ("width", "depth", "horizon"))
+        cells = counter_class(args["counter"], args["node_noise"])
+        count = memory.count_bytes(horizon)
+        kind = cls._schedule.kind
+        if kind == "exact":
+            per_cell = count
+        else:
+            steps = horizon if kind == "punctual" else -(-horizon // width)
+            per_cell = cells.bytes_per_counter(steps, count) + (count if kind == "lazy" else 0)
+        return per_cell * width * depth + memory.HASH_BYTES_PER_ROW * depth + cells.fixed_bytes
+
+    @classmethod
+    def _working_bytes(cls, args: dict[str, Any]) -> int:
+        width, horizon = serial.size_arg(args, "width"), serial.size_arg(args, "horizon")
+        kind = cls._schedule.kind
+        if kind == "exact":
+            return 0
+        steps = horizon if kind == "punctual" else -(-horizon // width)
+        return counter_class(args["counter"], args["node_noise"]).working_bytes(steps)
+
     def _state_scalars(self) -> dict[str, Any]:
         return self._state._state_scalars()
 
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:
-        t = scalars["t"]
-        if not isinstance(t, int) or not 0 <= t <= self.horizon:
-            raise ValueError(f"corrupt state: t={t!r} outside [0, horizon={self.horizon}]")
-        self.t = t
+        self.t = serial.int_in(scalars["t"], "t", 0, self.horizon)
         self._state._restore_scalars(scalars)
 
     def _state_arrays(self) -> dict[str, np.ndarray]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from typing import Any, Self
 
 import numpy as np
 
-from dpstream.noise import NoiseSource, SeedLike
+from dpstream import serial
+from dpstream.noise import NoiseSource, SeedLike, noise_mode
 from dpstream.privacy import Privacy
 from dpstream.svt import _kernels
 from dpstream.svt.calibration import MonitorCalibration, calibrate
@@ -17,13 +19,20 @@ from dpstream.validation import check_delta, check_epsilon, check_positive_int
 REPLACE_ONE_USER = "replace one user (whole stream)"
 
 
-class _MonitorCore:
+class _MonitorCore(serial.Serialisable):
     """Alg. 3's loop with noise from ``calibration``: w = Lap(10 Delta), v = Lap(b), v_bar = min(v, Delta).
 
     No noisy threshold (t is used exactly), fresh w and v per query, v capped from above only, w never
     capped; counters per atom grow by f_i(x) on TOP only; atoms with counter >= k leave the sum.
     Never halts.
+
+    A run's per-atom counters live inside the run (``run_many`` processes a whole query stream); across runs a
+    monitor keeps its noise generator only, which ``to_bytes`` / ``from_bytes`` (``dpstream.serial``) write
+    with the constructor arguments (SECRET, see ``serial.Serialisable.to_bytes``): a restored monitor's next
+    runs draw the same noise as the original's.
     """
+
+    _args: dict[str, Any]
 
     def __init__(self, calibration: MonitorCalibration, threshold: float, seed: SeedLike) -> None:
         if not math.isfinite(threshold):
@@ -65,6 +74,25 @@ class _MonitorCore:
         values = None if res.values is None else res.values[0]
         return SVTRun(res.outcomes[0], {k: v[0] for k, v in res.noise.items()}, values=values)
 
+    # -- serialisation hooks (``dpstream.serial``) -------------------------------------------------------------
+    def _serial_args(self) -> dict[str, Any]:
+        return dict(self._args)
+
+    @classmethod
+    def _rebuild(cls, args: dict[str, Any]) -> Self:
+        with noise_mode("numpy"):  # the stored mode is restored with the generator state
+            return cls(**args)
+
+    @classmethod
+    def _allocation_bytes(cls, args: dict[str, Any]) -> int:
+        return 0
+
+    def _state_scalars(self) -> dict[str, Any]:
+        return serial.noise_state(self.noise)
+
+    def _restore_scalars(self, scalars: dict[str, Any]) -> None:
+        serial.restore_noise(self.noise, scalars)
+
 
 class ThresholdMonitor(_MonitorCore):
     """ThresholdMonitor (Kaplan, Mansour, Stemmer, Alg. 3): SVT that never halts, each record answers <= k TOPs.
@@ -90,6 +118,8 @@ class ThresholdMonitor(_MonitorCore):
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         super().__init__(calibrate(epsilon, delta, k, kappa), threshold, seed)
         self.certified = self.calibration.certified
+        self._args = {"epsilon": epsilon, "delta": delta, "threshold": self.threshold, "k": self.k,
+                      "kappa": self.calibration.kappa}
 
     @property
     def privacy(self) -> Privacy | None:
@@ -118,6 +148,7 @@ class ThresholdMonitorEvolving(_MonitorCore):
         cal = calibrate(epsilon / 2.0, delta / (1.0 + math.exp(epsilon / 2.0)), k)
         super().__init__(cal, threshold, seed)
         self.epsilon_total, self.delta_total = epsilon, delta
+        self._args = {"epsilon": epsilon, "delta": delta, "threshold": self.threshold, "k": self.k}
 
     @property
     def privacy(self) -> Privacy:
