@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench figures notebooks readme clean
+.PHONY: install run test lint bench figures notebooks readme clean tshark-fixtures trace-memory
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,17 @@ notebooks: $(NOTEBOOK_STAMP)  ## the kernels run in notebooks/: point them at th
 
 readme: install  ## re-render the README's verdict tables from results/tables/*.claims.csv
 	$(PY) -m dpstream.harness.readme
+
+# `make tshark-fixtures`: tshark's ip.src for every crafted valid capture (tests/capture_files.py) into
+# tests/fixtures/tshark/ with its version (needs tshark: apt-get install tshark).
+tshark-fixtures: install
+	$(PY) tests/capture_files.py
+
+# `make trace-memory`: peak RSS of `dpstream mechanism=lazyhh data=caida` on a generated capture of TRACE_GB GB in
+# /tmp (deleted afterwards); not part of `make test` (minutes, several GB of disk).
+TRACE_GB ?= 3
+trace-memory: install
+	$(PY) benchmarks/trace_memory.py --gigabytes $(TRACE_GB)
 
 clean:
 	rm -rf $(VENV) results/smoke .pytest_cache

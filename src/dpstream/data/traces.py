@@ -19,7 +19,6 @@ warns when it keeps under half of them.
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import struct
@@ -27,13 +26,14 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import dpkt
 import numpy as np
 import pandas as pd
 
 from dpstream.data.cache import cached_arrays, file_fingerprint
+from dpstream.data.capture import KNOWN_LINKTYPES, ScanCounts, UnknownLinkType, scan_capture
 from dpstream.data.columns import csv_column
 from dpstream.data.stream import FileStream
 from dpstream.noise import SeedLike
@@ -42,6 +42,7 @@ from dpstream.validation import check_choice, check_positive_int
 FORMATS = ("auto", "pcap", "pcapng", "csv", "raw4", "raw13")
 RECORD_BYTES = {"raw4": 4, "raw13": 13}
 CHUNK_RECORDS = 1 << 20
+IPV6_CHOICES = ("skip", "key")
 
 OBTAIN_CAIDA = (
     "CAIDA's anonymized Internet traces (the paper used the 2019 passive dataset) are free for research "
@@ -50,16 +51,6 @@ OBTAIN_CAIDA = (
     "or export one to CSV (tshark -r trace.pcap -T fields -E separator=, -E header=y -e frame.number "
     "-e frame.time_relative -e ip.src) and pass its path as data.path (with data.format and data.column as "
     "needed). Without a trace, use data=caida_like (a synthetic stand-in).")
-
-# link types (pcap LINKTYPE_* values; dpkt's DLT_RAW constant is platform dependent, so list them all)
-_ETHERNET = 1
-_RAW = {12, 14, 101}
-_IPV4 = 228
-_IPV6 = 229
-_SLL, _SLL2 = 113, 276
-_NULL, _LOOP = 0, 108
-_VLAN_TYPES = {dpkt.ethernet.ETH_TYPE_8021Q, 0x88A8, 0x9100}
-
 
 class TruncatedTraceError(ValueError):
     """The trace's final record is cut short (a file truncated mid-record)."""
@@ -85,119 +76,53 @@ class TraceStats:
         return f"non-IPv4 {self.non_ipv4}, too short {self.too_short}, truncated {self.truncated}"
 
 
-def _ipv4_offset(linktype: int, frame: bytes) -> int | None:
-    """Offset of the IPv4 header in ``frame``, or None if the frame is not IPv4."""
-    if linktype == _ETHERNET:
-        off, etype = 14, int.from_bytes(frame[12:14], "big")
-        while etype in _VLAN_TYPES and len(frame) >= off + 4:
-            etype = int.from_bytes(frame[off + 2:off + 4], "big")
-            off += 4
-        return off if etype == dpkt.ethernet.ETH_TYPE_IP else None
-    if linktype in _RAW:
-        return 0 if frame[:1] and frame[0] >> 4 == 4 else None
-    if linktype == _IPV4:
-        return 0
-    if linktype == _IPV6:
-        return None
-    if linktype == _SLL:
-        return 16 if int.from_bytes(frame[14:16], "big") == dpkt.ethernet.ETH_TYPE_IP else None
-    if linktype == _SLL2:
-        return 20 if int.from_bytes(frame[0:2], "big") == dpkt.ethernet.ETH_TYPE_IP else None
-    if linktype in (_NULL, _LOOP):
-        family = frame[:4]
-        return 4 if family in (b"\x02\x00\x00\x00", b"\x00\x00\x00\x02") else None
-    raise ValueError(f"unsupported pcap link type {linktype}; supported: Ethernet (1), raw IP (12, 14, 101), "
-                     f"IPv4 (228), IPv6 (229), Linux cooked (113, 276), loopback (0, 108)")
+DPKT_DECODERS: dict[int, Any] = {9: dpkt.ppp.PPP, 105: dpkt.ieee80211.IEEE80211, 127: dpkt.radiotap.Radiotap}
+"""Link types the compiled scan does not decode, read through dpkt instead (PPP, 802.11, radiotap)."""
 
 
-class _ShortReadGuard(io.RawIOBase):
-    """File wrapper that notices a record cut short.
-
-    dpkt reads each record as (header, body) with exact sizes, and silently returns a short body at end of file; any
-    short read other than a clean end of file before a header marks the record as truncated.
-    """
-
-    def __init__(self, fh: BinaryIO) -> None:
-        self._fh = fh
-        self.active = False
-        self.expect_header = True
-        self.truncated = False
-
-    def read(self, n: int = -1) -> bytes:
-        data = self._fh.read(n)
-        if self.active:
-            if 0 < n and len(data) < n and not (len(data) == 0 and self.expect_header):
-                self.truncated = True
-            self.expect_header = not self.expect_header
-        return data
-
-    def readable(self) -> bool:
-        return True
-
-
-def _pcap_chunks(path: Path, fmt: str, stats: TraceStats, chunk: int) -> Iterator[np.ndarray]:
-    """IPv4 source addresses (uint32) of a pcap / pcapng file, ``chunk`` at a time; skipped records go to ``stats``."""
-    with open(path, "rb") as raw:
-        guard = _ShortReadGuard(raw)
-        reader = _open_capture(path, fmt, guard)
-        linktype = reader.datalink()
-        _ipv4_offset(linktype, b"")  # reject unsupported link types before reading any packet
-        guard.active = True
-        buf = bytearray()
-        kept = 0
-        for frame in _frames(reader, guard):
-            stats.records += 1
-            source = _ipv4_source(linktype, frame, stats)
-            if source is None:
-                continue
-            buf += source
-            kept += 1
-            if kept == chunk:
-                yield np.frombuffer(bytes(buf), dtype=">u4").astype(np.uint32)
-                buf.clear()
-                kept = 0
-        if buf:
-            yield np.frombuffer(bytes(buf), dtype=">u4").astype(np.uint32)
-        if guard.truncated:
-            stats.truncated += 1
-
-
-def _open_capture(path: Path, fmt: str, guard: _ShortReadGuard) -> Any:
-    """The dpkt reader of ``fmt`` (pcap or pcapng) over ``guard``; a file it cannot read is a ValueError naming it."""
+def _pcap_chunks(path: Path, stats: TraceStats, chunk: int, ipv6: str, progress: bool) -> Iterator[np.ndarray]:
+    """Source keys of a pcap / pcapng file by the compiled scan (``dpstream.data.capture``), ``chunk`` at a time."""
+    counts = ScanCounts()
     try:
-        return dpkt.pcap.Reader(guard) if fmt == "pcap" else dpkt.pcapng.Reader(guard)
-    except (ValueError, dpkt.UnpackError) as exc:
-        raise ValueError(f"{path} is not a readable {fmt} file ({exc})") from exc
+        yield from scan_capture(path, ipv6, chunk, counts, progress)
+    except UnknownLinkType as unknown:
+        yield from _dpkt_fallback(path, unknown.linktype, stats, chunk)
+        return
+    finally:
+        stats.records += counts.records
+        stats.non_ipv4 += counts.non_ipv4
+        stats.too_short += counts.too_short
+        stats.truncated += counts.truncated
 
 
-def _frames(reader: Any, guard: _ShortReadGuard) -> Iterator[bytes]:
-    """The frames of ``reader`` in order, up to the first record cut short (then ``guard.truncated`` is set)."""
-    records = iter(reader)
-    while True:
+def _dpkt_fallback(path: Path, linktype: int, stats: TraceStats, chunk: int) -> Iterator[np.ndarray]:
+    """IPv4 sources of a pcap file of a link type the scan does not know, decoded by dpkt (slow; says so)."""
+    if linktype not in DPKT_DECODERS:
+        known = ", ".join(map(str, KNOWN_LINKTYPES))
+        raise ValueError(f"{path}: unsupported pcap link type {linktype}; supported: {known} (compiled scan) and "
+                         f"{', '.join(map(str, DPKT_DECODERS))} (through dpkt)")
+    warnings.warn(f"{path}: link type {linktype} is not decoded by the compiled scan; reading it with dpkt (slow)",
+                  stacklevel=2)
+    decode = DPKT_DECODERS[linktype]
+    keys: list[int] = []
+    with open(path, "rb") as fh:
         try:
-            _, frame = next(records)
-        except StopIteration:
-            return
-        except (dpkt.UnpackError, struct.error):  # a record header cut short
-            guard.truncated = True
-            return
-        if guard.truncated:  # dpkt handed over a body shorter than its caplen
-            return
-        yield frame
-
-
-def _ipv4_source(linktype: int, frame: bytes, stats: TraceStats) -> bytes | None:
-    """The 4 source-address bytes of an IPv4 ``frame``; None (counted in ``stats``) for non-IPv4 or short frames."""
-    off = _ipv4_offset(linktype, frame)
-    if off is None:
-        stats.non_ipv4 += 1
-    elif len(frame) < off + 16:
-        stats.too_short += 1
-    elif frame[off] >> 4 != 4:
-        stats.non_ipv4 += 1
-    else:
-        return frame[off + 12:off + 16]
-    return None
+            for _, frame in dpkt.pcap.Reader(fh):
+                stats.records += 1
+                layer: Any = decode(frame)
+                while not isinstance(layer, dpkt.ip.IP) and isinstance(getattr(layer, "data", None), dpkt.Packet):
+                    layer = layer.data
+                if isinstance(layer, dpkt.ip.IP):
+                    keys.append(int.from_bytes(layer.src, "big"))
+                else:
+                    stats.non_ipv4 += 1
+                if len(keys) == chunk:
+                    yield np.array(keys, dtype=np.uint32)
+                    keys.clear()
+        except (dpkt.UnpackError, struct.error, ValueError):
+            stats.truncated += 1
+    if keys:
+        yield np.array(keys, dtype=np.uint32)
 
 
 _QUAD = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$")
@@ -324,17 +249,22 @@ def detect_format(path: Path) -> str:
 
 def iter_trace(path: str | Path, fmt: str = "auto", column: int | str = 2, header: bool = True,
                byteorder: str = "big", on_truncated: str = "error", chunk: int = CHUNK_RECORDS,
-               stats: TraceStats | None = None) -> Iterator[np.ndarray]:
-    """Yield the trace's IPv4 source addresses as uint32 chunks, reading ``chunk`` records at a time."""
+               stats: TraceStats | None = None, ipv6: str = "skip", progress: bool = False) -> Iterator[np.ndarray]:
+    """Yield the trace's IPv4 source addresses as uint32 chunks, reading ``chunk`` records at a time.
+
+    pcap / pcapng: ``ipv6="key"`` also keys IPv6 sources (int64 chunks, ``dpstream.data.capture``); ``progress``
+    shows a bar of the bytes read.
+    """
     path = _readable(path)
     fmt = check_choice(fmt, "trace format", FORMATS)
     check_choice(on_truncated, "on_truncated", ("error", "skip"))
     check_choice(byteorder, "byteorder", ("big", "little"))
+    check_choice(ipv6, "ipv6", IPV6_CHOICES)
     chunk = check_positive_int(chunk, "chunk")
     stats = TraceStats() if stats is None else stats
     fmt = detect_format(path) if fmt == "auto" else fmt
     if fmt in ("pcap", "pcapng"):
-        chunks = _pcap_chunks(path, fmt, stats, chunk)
+        chunks = _pcap_chunks(path, stats, chunk, ipv6, progress)
     elif fmt == "csv":
         chunks = _csv_chunks(path, stats, column, header, chunk, on_truncated)
     else:
