@@ -97,20 +97,43 @@ def _version(etype: Any) -> int:
     return 4 if etype == 0x0800 else (6 if etype == 0x86DD else 0)
 
 
+@numba.njit(inline="always")
+def _be16(buf: np.ndarray, i: int) -> Any:
+    return (np.int64(buf[i]) << 8) | np.int64(buf[i + 1])
+
+
+@numba.njit(inline="always")
+def _is_vlan(etype: Any) -> bool:
+    return etype == 0x8100 or etype == 0x88A8 or etype == 0x9100
+
+
 @numba.njit(cache=True)
+def _more_tags(buf: np.ndarray, p: int, caplen: int, off: int) -> tuple[int, int]:
+    """Skip VLAN tags beyond the second (rare): (offset of the EtherType, EtherType)."""
+    etype = _be16(buf, p + off)
+    while _is_vlan(etype) and off + 6 <= caplen:
+        off += 4
+        etype = _be16(buf, p + off)
+    return off, etype
+
+
+@numba.njit(inline="always")
 def _ethernet(buf: np.ndarray, p: int, caplen: int) -> tuple[int, int]:
-    """Network header offset and IP version of an Ethernet frame, past any stacked VLAN tags."""
+    """Network header offset and IP version of an Ethernet frame, past any stacked VLAN tags.
+
+    The first two tags are unrolled (a loop here made the whole scan several times slower), more go to a loop.
+    """
     if caplen < 14:
         return 0, 0
-    off = 12
-    etype = (np.int64(buf[p + off]) << 8) | np.int64(buf[p + off + 1])
-    while (etype == 0x8100 or etype == 0x88A8 or etype == 0x9100) and off + 6 <= caplen:
-        off += 4
-        etype = (np.int64(buf[p + off]) << 8) | np.int64(buf[p + off + 1])
+    off, etype = 12, _be16(buf, p + 12)
+    if _is_vlan(etype) and caplen >= 18:
+        off, etype = 16, _be16(buf, p + 16)
+        if _is_vlan(etype) and caplen >= 22:
+            off, etype = _more_tags(buf, p, caplen, 20)
     return off + 2, _version(etype)
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always")
 def _cooked(buf: np.ndarray, p: int, caplen: int, link: int, big: int) -> tuple[int, int]:
     """Linux cooked (SLL, SLL2) and BSD loopback headers; (offset, version) as ``_l3``."""
     if link == 113:
@@ -129,16 +152,19 @@ def _cooked(buf: np.ndarray, p: int, caplen: int, link: int, big: int) -> tuple[
     return 4, 4 if fam == 2 else (6 if fam == 24 or fam == 28 or fam == 30 else 0)
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always")
 def _l3(buf: np.ndarray, p: int, caplen: int, link: int, big: int) -> tuple[int, int]:
-    """(offset of the network header within the frame at ``p``, 4 or 6 or 0 for not IP; -1: unknown link type)."""
-    if link == 1:
-        return _ethernet(buf, p, caplen)
+    """(offset of the network header within the frame at ``p``, 4 or 6 or 0 for not IP; -1: unknown link type).
+
+    Raw IP is tested first: with Ethernet first the compiled code was ten times slower on raw-IP packets.
+    """
     if link == 101 or link == 12 or link == 14:
         if caplen < 1:
             return 0, 0
         v = np.int64(buf[p]) >> 4
         return 0, 4 if v == 4 else (6 if v == 6 else 0)
+    if link == 1:
+        return _ethernet(buf, p, caplen)
     if link == 228 or link == 229:
         return 0, 4 if link == 228 else 6
     if link == 113 or link == 276 or link == 0 or link == 108:
@@ -146,36 +172,32 @@ def _l3(buf: np.ndarray, p: int, caplen: int, link: int, big: int) -> tuple[int,
     return 0, -1
 
 
-@numba.njit(cache=True)
-def _emit(buf: np.ndarray, p: int, caplen: int, link: int, big: int, ipv6: int, out: np.ndarray, n: int,
-          counts: np.ndarray) -> int:
-    """Key the frame at ``p`` into ``out[n]``; the new count of keys, or -1 for an unknown link type."""
-    counts[C_RECORDS] += 1
+K_IPV4, K_IPV6, K_OTHER, K_SHORT, K_UNKNOWN = 0, 1, 2, 3, 4
+"""What a frame gives: an IPv4 key, an IPv6 key, nothing (not IP, or IPv6 skipped), nothing (captured too short to
+hold the source), or an unknown link type."""
+
+
+@numba.njit(inline="always")
+def _key(buf: np.ndarray, p: int, caplen: int, link: int, big: int, ipv6: int) -> tuple[int, int]:
+    """(kind, key) of the frame of ``caplen`` bytes at ``p``."""
     off, version = _l3(buf, p, caplen, link, big)
     if version == -1:
-        return -1
+        return K_UNKNOWN, 0
     if version == 4:
         if off + 16 > caplen:
-            counts[C_SHORT] += 1
-        elif np.int64(buf[p + off]) >> 4 != 4:
-            counts[C_NON_IPV4] += 1
-        else:
-            q = p + off + 12
-            out[n] = (np.int64(buf[q]) << 24) | (np.int64(buf[q + 1]) << 16) | (np.int64(buf[q + 2]) << 8) | \
-                np.int64(buf[q + 3])
-            return n + 1
-    elif version == 6 and ipv6 == 1:
+            return K_SHORT, 0
+        if np.int64(buf[p + off]) >> 4 != 4:
+            return K_OTHER, 0
+        q = p + off + 12
+        return K_IPV4, (np.int64(buf[q]) << 24) | (np.int64(buf[q + 1]) << 16) | (np.int64(buf[q + 2]) << 8) | \
+            np.int64(buf[q + 3])
+    if version == 6 and ipv6 == 1:
         if off + 24 > caplen:
-            counts[C_SHORT] += 1
-        elif np.int64(buf[p + off]) >> 4 != 6:
-            counts[C_NON_IPV4] += 1
-        else:
-            out[n] = _ipv6_key(buf, p + off + 8)
-            counts[C_IPV6] += 1
-            return n + 1
-    else:
-        counts[C_NON_IPV4] += 1
-    return n
+            return K_SHORT, 0
+        if np.int64(buf[p + off]) >> 4 != 6:
+            return K_OTHER, 0
+        return K_IPV6, _ipv6_key(buf, p + off + 8)
+    return K_OTHER, 0
 
 
 @numba.njit(cache=True)
@@ -185,46 +207,58 @@ def scan_pcap(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, ipv6: int
 
     Returns (next position, keys written, status, a, b): the status is OK (reached ``stop`` or the end), FULL,
     TRUNCATED (the last record is cut short) or an error code with its values a, b at the returned position.
+    ``counts`` gains the records, non-IP, too-short and IPv6-keyed tallies (kept in locals in the loop: a store
+    to an array per packet made the scan several times slower).
     """
-    size = buf.size
-    big, snap, link = state[S_BIG], state[S_SNAP], state[S_LINK]
-    limit = max(snap, MAX_CAPLEN)
-    n = 0
+    size, big, link = buf.size, state[S_BIG], state[S_LINK]
+    limit = max(state[S_SNAP], MAX_CAPLEN)
+    n, status, a, b = 0, OK, 0, 0
+    records, other, short, v6 = 0, 0, 0, 0
     while pos < stop:
         if n == out.size:
-            return pos, n, FULL, 0, 0
+            status = FULL
+            break
         if size - pos < 16:
-            return pos, n, TRUNCATED, 16, size - pos
+            status, a, b = TRUNCATED, 16, size - pos
+            break
         caplen = _u32(buf, pos + 8, big)
         if caplen > limit:
-            return pos, n, E_CAPLEN, caplen, limit
+            status, a, b = E_CAPLEN, caplen, limit
+            break
         if caplen > size - pos - 16:
-            return pos, n, TRUNCATED, caplen + 16, size - pos
-        m = _emit(buf, pos + 16, caplen, link, big, ipv6, out, n, counts)
-        if m < 0:
-            return pos, n, E_LINK, link, 0
-        n = m
+            status, a, b = TRUNCATED, caplen + 16, size - pos
+            break
+        kind, key = _key(buf, pos + 16, caplen, link, big, ipv6)
+        if kind == K_UNKNOWN:
+            status, a = E_LINK, link
+            break
+        records, other, short, v6, n = _tally(kind, key, out, n, records, other, short, v6)
         pos += 16 + caplen
-    return pos, n, OK, 0, 0
+    _flush(counts, records, other, short, v6)
+    return pos, n, status, a, b
 
 
-@numba.njit(cache=True)
-def _section_header(buf: np.ndarray, pos: int, state: np.ndarray) -> tuple[int, int, int]:
-    """Byte order of the SHB at ``pos`` into ``state``; (status, a, b)."""
-    if buf.size - pos < 12:
-        return TRUNCATED, 12, buf.size - pos
-    bom = _u32(buf, pos + 8, 1)
-    if bom == 0x1A2B3C4D:
-        state[S_BIG] = 1
-    elif bom == 0x4D3C2B1A:
-        state[S_BIG] = 0
-    else:
-        return E_BOM, bom, 0
-    state[S_NIF] = 0
-    return OK, 0, 0
+@numba.njit(inline="always")
+def _tally(kind: int, key: int, out: np.ndarray, n: int, records: int, other: int, short: int,
+           v6: int) -> tuple[int, int, int, int, int]:
+    """Store a key or count why there is none: the new (records, other, short, v6, n)."""
+    if kind == K_IPV4 or kind == K_IPV6:
+        out[n] = key
+        return records + 1, other, short, v6 + (kind == K_IPV6), n + 1
+    if kind == K_SHORT:
+        return records + 1, other, short + 1, v6, n
+    return records + 1, other + 1, short, v6, n
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always")
+def _flush(counts: np.ndarray, records: int, other: int, short: int, v6: int) -> None:
+    counts[C_RECORDS] += records
+    counts[C_NON_IPV4] += other
+    counts[C_SHORT] += short
+    counts[C_IPV6] += v6
+
+
+@numba.njit(inline="always")
 def _check_block(buf: np.ndarray, pos: int, btype: int, blen: int, big: int) -> tuple[int, int, int]:
     """Length checks of the block at ``pos``: minimum, multiple of 4, within the file, trailing copy equal."""
     minimum = 12
@@ -248,84 +282,153 @@ def _check_block(buf: np.ndarray, pos: int, btype: int, blen: int, big: int) -> 
     return OK, 0, 0
 
 
-@numba.njit(cache=True)
-def _packet_block(buf: np.ndarray, pos: int, btype: int, blen: int, state: np.ndarray, if_link: np.ndarray,
+@numba.njit(inline="always")
+def _block_header(buf: np.ndarray, pos: int, big: int, nif: int) -> tuple[int, int, int, int, int, int, int]:
+    """(status, type, length, byte order, interfaces, a, b) of the block at ``pos`` (>= 12 bytes remain).
+
+    A Section Header Block sets the byte order from its byte-order mark and resets the interfaces; the lengths of
+    every block are checked (``_check_block``).
+    """
+    btype = _u32(buf, pos, big)
+    if btype == 0x0A0D0D0A:
+        bom = _u32(buf, pos + 8, 1)
+        if bom != 0x1A2B3C4D and bom != 0x4D3C2B1A:
+            return E_BOM, btype, 0, big, nif, bom, 0
+        big, nif = (1 if bom == 0x1A2B3C4D else 0), 0
+    elif nif < 0:
+        return E_FIRST_BLOCK, btype, 0, big, nif, 0, 0
+    blen = _u32(buf, pos + 4, big)
+    status, a, b = _check_block(buf, pos, btype, blen, big)
+    return status, btype, blen, big, nif, a, b
+
+
+@numba.njit(inline="always")
+def _packet_block(buf: np.ndarray, pos: int, btype: int, blen: int, big: int, nif: int, if_link: np.ndarray,
                   if_snap: np.ndarray) -> tuple[int, int, int, int, int]:
     """(status, frame offset, captured length, link type, interface) of an EPB / SPB / obsolete PB; a, b on error."""
-    big, nif = state[S_BIG], state[S_NIF]
     if nif == 0:
         return E_NO_IDB, 0, 0, 0, 0
     if btype == 3:
         caplen = _u32(buf, pos + 8, big)
-        if if_snap[0] > 0 and if_snap[0] < caplen:
+        if 0 < if_snap[0] < caplen:
             caplen = if_snap[0]
         if caplen > blen - 16:
             return E_SPB_LEN, caplen, blen - 16, 0, 0
         return OK, pos + 12, caplen, if_link[0], 0
-    if btype == 6:
-        iface, caplen, data = _u32(buf, pos + 8, big), _u32(buf, pos + 20, big), pos + 28
-    else:
-        iface, caplen, data = _u16(buf, pos + 8, big), _u32(buf, pos + 20, big), pos + 28
+    iface = _u32(buf, pos + 8, big) if btype == 6 else _u16(buf, pos + 8, big)
+    caplen = _u32(buf, pos + 20, big)
     if iface >= nif:
         return E_IFACE, iface, nif, 0, 0
     if caplen > blen - 32:
         return E_EPB_CAPLEN, caplen, blen - 32, 0, 0
-    return OK, data, caplen, if_link[iface], iface
+    return OK, pos + 28, caplen, if_link[iface], iface
 
 
-@numba.njit(cache=True)
-def _block_header(buf: np.ndarray, pos: int, state: np.ndarray) -> tuple[int, int, int, int, int]:
-    """(status, type, length, a, b) of the block at ``pos`` (at least 12 bytes remain), its lengths checked."""
-    btype = _u32(buf, pos, state[S_BIG])
-    if state[S_NIF] < 0 and btype != 0x0A0D0D0A:
-        return E_FIRST_BLOCK, btype, 0, 0, 0
-    if btype == 0x0A0D0D0A:
-        status, a, b = _section_header(buf, pos, state)
-        if status != OK:
-            return status, btype, 0, a, b
-    blen = _u32(buf, pos + 4, state[S_BIG])
-    status, a, b = _check_block(buf, pos, btype, blen, state[S_BIG])
-    return status, btype, blen, a, b
-
-
-@numba.njit(cache=True)
-def _interface(buf: np.ndarray, pos: int, state: np.ndarray, if_link: np.ndarray, if_snap: np.ndarray) -> bool:
-    """Record the link type and snaplen of the Interface Description Block at ``pos``; False if the table is full."""
-    if state[S_NIF] == MAX_INTERFACES:
-        return False
-    if_link[state[S_NIF]] = _u16(buf, pos + 8, state[S_BIG])
-    if_snap[state[S_NIF]] = _u32(buf, pos + 12, state[S_BIG])
-    state[S_NIF] += 1
-    return True
+@numba.njit(inline="always")
+def _packet(buf: np.ndarray, pos: int, btype: int, blen: int, big: int, nif: int, if_link: np.ndarray,
+            if_snap: np.ndarray, ipv6: int) -> tuple[int, int, int, int, int]:
+    """(status, kind, key, a, b) of the packet block at ``pos`` (``_key``; a, b: the error's values)."""
+    status, data, caplen, link, iface = _packet_block(buf, pos, btype, blen, big, nif, if_link, if_snap)
+    if status != OK:
+        return status, K_OTHER, 0, data, caplen
+    kind, key = _key(buf, data, caplen, link, big, ipv6)
+    if kind == K_UNKNOWN:
+        return E_LINK, kind, 0, link, iface
+    return OK, kind, key, 0, 0
 
 
 @numba.njit(cache=True)
 def scan_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link: np.ndarray, if_snap: np.ndarray,
                 ipv6: int, out: np.ndarray, counts: np.ndarray) -> tuple[int, int, int, int, int]:
-    """Blocks of a pcapng file from ``pos`` (a block start) until ``stop`` or ``out`` is full (see ``scan_pcap``)."""
-    size = buf.size
-    n = 0
-    while pos < stop:
+    """Blocks of a pcapng file from ``pos`` (a block start) until ``stop`` or ``out`` is full (see ``scan_pcap``).
+
+    The section's byte order, interface count and tallies live in locals during the loop.
+    """
+    size, big, nif = buf.size, state[S_BIG], state[S_NIF]
+    n, status, a, b = 0, OK, 0, 0
+    records, other, short, v6 = 0, 0, 0, 0
+    while pos < stop and status == OK:
         if n == out.size:
-            return pos, n, FULL, 0, 0
+            status = FULL
+            break
         if size - pos < 12:
-            return pos, n, TRUNCATED, 12, size - pos
-        status, btype, blen, a, b = _block_header(buf, pos, state)
-        if status != OK:
-            return pos, n, status, a, b
-        if btype == 1:
-            if not _interface(buf, pos, state, if_link, if_snap):
-                return pos, n, E_TOO_MANY_IF, 0, 0
-        elif btype == 6 or btype == 3 or btype == 2:
-            status, data, caplen, link, iface = _packet_block(buf, pos, btype, blen, state, if_link, if_snap)
-            if status != OK:
-                return pos, n, status, data, caplen
-            m = _emit(buf, data, caplen, link, state[S_BIG], ipv6, out, n, counts)
-            if m < 0:
-                return pos, n, E_LINK, link, iface
-            n = m
+            status, a, b = TRUNCATED, 12, size - pos
+            break
+        status, btype, blen, big, nif, a, b = _block_header(buf, pos, big, nif)
+        if status == OK and btype == 1:
+            if nif == MAX_INTERFACES:
+                status = E_TOO_MANY_IF
+                break
+            if_link[nif], if_snap[nif] = _u16(buf, pos + 8, big), _u32(buf, pos + 12, big)
+            nif += 1
+        elif status == OK and (btype == 6 or btype == 3 or btype == 2):
+            status, kind, key, a, b = _packet(buf, pos, btype, blen, big, nif, if_link, if_snap, ipv6)
+            if status == OK:
+                records, other, short, v6, n = _tally(kind, key, out, n, records, other, short, v6)
+        if status == OK:
+            pos += blen
+    _flush(counts, records, other, short, v6)
+    state[S_BIG], state[S_NIF] = big, nif
+    return pos, n, status, a, b
+
+
+@numba.njit(cache=True)
+def fast_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link: np.ndarray, if_snap: np.ndarray,  # noqa: C901
+                ipv6: int, out: np.ndarray, counts: np.ndarray) -> tuple[int, int]:
+    """The common blocks of a pcapng section in one flat loop: (next position, keys written).
+
+    Takes Enhanced and Simple Packet Blocks and skips other non-structural blocks, with the same length checks as
+    ``scan_pcapng``; it stops, leaving the block to ``scan_pcapng``, at a Section Header or Interface Description
+    Block, an obsolete Packet Block, any failed check or an unknown link type. Written as one loop without
+    tuple-returning helpers (those made the scan four times slower).
+    """
+    size, big, nif = buf.size, state[S_BIG], state[S_NIF]
+    n, records, other, short, v6 = 0, 0, 0, 0, 0
+    while pos < stop and n < out.size and size - pos >= 12 and nif > 0:
+        btype, blen = _u32(buf, pos, big), _u32(buf, pos + 4, big)
+        if blen < 16 or blen % 4 != 0 or blen > size - pos or _u32(buf, pos + blen - 4, big) != blen:
+            break
+        if btype == 6:
+            if blen < 32:
+                break
+            iface, caplen, p = _u32(buf, pos + 8, big), _u32(buf, pos + 20, big), pos + 28
+            if iface >= nif or caplen > blen - 32:
+                break
+            link = if_link[iface]
+        elif btype == 3:
+            caplen, p, link = _u32(buf, pos + 8, big), pos + 12, if_link[0]
+            if 0 < if_snap[0] < caplen:
+                caplen = if_snap[0]
+            if caplen > blen - 16:
+                break
+        elif btype == 0x0A0D0D0A or btype == 1 or btype == 2:
+            break
+        else:
+            pos += blen
+            continue
+        off, version = _l3(buf, p, caplen, link, big)
+        if version < 0:
+            break
+        records += 1
+        if version == 4 and off + 16 <= caplen and np.int64(buf[p + off]) >> 4 == 4:
+            q = p + off + 12
+            out[n] = (np.int64(buf[q]) << 24) | (np.int64(buf[q + 1]) << 16) | (np.int64(buf[q + 2]) << 8) | \
+                np.int64(buf[q + 3])
+            n += 1
+        elif version == 6 and ipv6 == 1 and off + 24 <= caplen and np.int64(buf[p + off]) >> 4 == 6:
+            out[n] = _ipv6_key(buf, p + off + 8)
+            n += 1
+            v6 += 1
+        elif (version == 4 and off + 16 > caplen) or (version == 6 and ipv6 == 1 and off + 24 > caplen):
+            short += 1
+        else:
+            other += 1
         pos += blen
-    return pos, n, OK, 0, 0
+    counts[C_RECORDS] += records
+    counts[C_NON_IPV4] += other
+    counts[C_SHORT] += short
+    counts[C_IPV6] += v6
+    return pos, n
 
 
 @dataclass
@@ -409,7 +512,12 @@ def _scan_mapped(path: Path, fmt: str, mapped: mmap.mmap, size: int, state: np.n
             if fmt == "pcap":
                 pos, got, status, a, b = scan_pcap(buf, pos, stop, state, mode, out[n:], raw)
             else:
-                pos, got, status, a, b = scan_pcapng(buf, pos, stop, state, if_link, if_snap, mode, out[n:], raw)
+                pos, got = fast_pcapng(buf, pos, stop, state, if_link, if_snap, mode, out[n:], raw)
+                n += got
+                status, a, b, got = OK, 0, 0, 0
+                if pos < stop and n < chunk:  # a block the fast loop leaves to the checked one
+                    pos, got, status, a, b = scan_pcapng(buf, pos, pos + 1, state, if_link, if_snap, mode, out[n:],
+                                                         raw)
             n += got
             if status >= E_CAPLEN:
                 btype = _u32(buf, pos, state[S_BIG]) if fmt == "pcapng" else 0
