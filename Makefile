@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 UV_VERSION := 0.13.9
 
-.PHONY: install lock run test lint bench fuzz figures notebooks readme clean
+.PHONY: install lock run test lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory
 
 $(STAMP): $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,17 @@ notebooks: install  ## the lock holds the notebook extra; the kernels run in not
 
 readme: install  ## re-render the README's verdict tables from results/tables/*.claims.csv
 	$(PY) -m dpstream.harness.readme
+
+# `make tshark-fixtures`: tshark's ip.src for every crafted valid capture (tests/capture_files.py) into
+# tests/fixtures/tshark/ with its version (needs tshark: apt-get install tshark).
+tshark-fixtures: install
+	$(PY) tests/capture_files.py
+
+# `make trace-memory`: peak RSS of `dpstream mechanism=lazyhh data=caida` on a generated capture of TRACE_GB GB in
+# /tmp (deleted afterwards); not part of `make test` (minutes, several GB of disk).
+TRACE_GB ?= 3
+trace-memory: install
+	$(PY) benchmarks/trace_memory.py --gigabytes $(TRACE_GB)
 
 clean:
 	rm -rf $(VENV) results/smoke .pytest_cache

@@ -18,6 +18,7 @@ from dpstream.heavy_hitters.calibration import (
     thresholds,
 )
 from dpstream.heavy_hitters.metrics import (
+    BlockPrefixCounts,
     PrefixCounts,
     evaluate,
     evaluate_prefix,
@@ -259,6 +260,20 @@ def test_prefix_counts_match_brute_force_at_every_step():
         rows.append(prefix.evaluate(reported))
         assert rows[-1] == evaluate(reported, items, counts, k=8)
     assert summarise_steps(rows)["precision_steps_min"] == 1.0 and summarise_steps(rows)["steps"] == 20
+
+
+@pytest.mark.parametrize("block", [1, 97, 250, 5000])
+def test_block_prefix_counts_match_brute_force_at_every_step(block):
+    rng = np.random.default_rng(1)
+    stream = rng.zipf(1.5, 5000) % 300
+    prefix = BlockPrefixCounts(k=8)
+    for pos in range(0, 5000, block):
+        end = min(pos + block, 5000)
+        prefix.advance(stream[pos:end])
+        items, counts = np.unique(stream[:end], return_counts=True)
+        truth = items[counts >= end / 8]
+        reported = HeavyHitters(np.r_[truth[:2], 10_000].astype(np.int64), np.ones(min(2, truth.size) + 1), end)
+        assert prefix.evaluate(reported) == evaluate(reported, items, counts, k=8)
 
 
 def test_release_time_means_leave_out_undefined_precision_and_recall():

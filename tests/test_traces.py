@@ -228,7 +228,7 @@ def test_csv_trace_empty_file_or_missing_column_names_file_and_column(tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_text("")
     with pytest.raises(ValueError, match=r"empty.csv is empty: no line to find column 2"):
-        read_trace(empty)
+        read_trace(empty, column=2)
     header_only = tmp_path / "header.csv"
     header_only.write_text("No.,Time,Source\n")
     with pytest.raises(ValueError, match=r"header.csv \(column 'Source'\) holds no IPv4 packets"):
@@ -276,3 +276,27 @@ def test_lazyhh_trial_on_a_pcap_scores_against_the_traces_sources(tmp_path):
     assert t == 4000 // row["output_period"] * row["output_period"] > 0
     _, counts = np.unique(expected[:t], return_counts=True)
     assert row["n_true"] == (counts >= t / 4).sum() >= 1  # Zipf(1.5): the top source holds ~38% > 1/k
+
+
+def test_csv_source_column_by_header_name_or_found_by_its_tshark_name(tmp_path):
+    trace = tmp_path / "export.csv"
+    trace.write_text("frame.number,frame.time_relative,ip.src\n1,0.0,10.0.0.1\n2,0.1,\n3,0.2,1.2.3.4\n")
+    for column in (None, "ip.src", 2):
+        items, stats = read_trace(trace, column=column)
+        assert items.tolist() == [0x0A000001, 0x01020304] and stats.non_ipv4 == 1
+    ambiguous = tmp_path / "two.csv"
+    ambiguous.write_text("a,b\n10.0.0.1,10.0.0.2\n")
+    with pytest.raises(ValueError, match=r"two.csv: which column holds the source address.*\['a', 'b'\]"):
+        read_trace(ambiguous)
+
+
+def test_csv_quads_parse_like_the_address_rules(tmp_path):
+    values = ["1.2.3.4", " 255.255.255.255 ", "0.0.0.0", "fe80::1", "", "00:11:22:33:44:55", "host", "010.1.1.1"]
+    trace = tmp_path / "q.csv"
+    trace.write_text("ip.src\n" + "\n".join(f'"{v}"' for v in values) + "\n")
+    items, stats = read_trace(trace)
+    assert items.tolist() == [0x01020304, 0xFFFFFFFF, 0, 0x0A010101] and stats.non_ipv4 == 4
+    for bad in ("1.2.3", "1.2.3.4.5", "256.1.1.1", "1..2.3", "1234.1.1.1"):
+        trace.write_text(f"ip.src\n1.1.1.1\n{bad}\n2.2.2.2\n")
+        with pytest.raises(ValueError, match=f"line 3 holds a malformed IPv4 address '{bad}'"):
+            read_trace(trace)

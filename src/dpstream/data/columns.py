@@ -1,13 +1,19 @@
-"""One column of a CSV or Parquet file, with errors that name the file and the column (not raw pandas errors)."""
+"""One column of a CSV or Parquet file, with errors that name the file and the column (not raw library errors).
+
+CSV is read with ``pyarrow.csv`` (multi-threaded C++ parsing, only the wanted column converted), every value as text.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import overload
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
+
+BLOCK_BYTES = 1 << 22  # bytes of CSV parsed per streamed batch
 
 
 def check_column(path: Path, column: int | str, names: list, header: bool) -> None:
@@ -23,36 +29,72 @@ def check_column(path: Path, column: int | str, names: list, header: bool) -> No
         raise ValueError(f"{path}: no column {column!r}; its columns: {names}")
 
 
-@overload
-def csv_column(path: Path, column: int | str, header: bool = True, chunksize: None = None) -> pd.Series: ...
-@overload
-def csv_column(path: Path, column: int | str, header: bool = True, *, chunksize: int) -> Iterator[pd.DataFrame]: ...
+def _read_options(header: bool, block_size: int = BLOCK_BYTES) -> pcsv.ReadOptions:
+    return pcsv.ReadOptions(autogenerate_column_names=not header, block_size=block_size, use_threads=False)
 
 
-def csv_column(path: Path, column: int | str, header: bool = True, chunksize: int | None = None
-               ) -> pd.Series | Iterator[pd.DataFrame]:
-    """Column ``column`` of the CSV file as strings (empty fields as ``""``; blank lines skipped).
-
-    One Series, or an iterator of one-column frames of ``chunksize`` rows.
-    """
+def csv_names(path: Path, header: bool = True, column: int | str | None = None) -> list[str]:
+    """The CSV file's column names (``f0``, ``f1``, ... without a header); an empty file is an error naming it."""
     try:
-        names = list(pd.read_csv(path, header=0 if header else None, nrows=0 if header else 1, dtype=str).columns)
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"{path} is empty: no line to find column {column!r} in") from None
+        skip = pcsv.ParseOptions(invalid_row_handler=lambda row: "skip")  # names only: rows are checked when read
+        with pcsv.open_csv(path, read_options=_read_options(header, 1 << 16), parse_options=skip) as reader:
+            return list(reader.schema.names)
+    except pa.ArrowInvalid as exc:
+        if "Empty CSV file" in str(exc):
+            raise ValueError(f"{path} is empty: no line to find column {column!r} in") from None
+        raise ValueError(f"{path} is not a readable CSV file ({exc})") from exc
+
+
+def _name(path: Path, column: int | str, header: bool) -> str:
+    names = csv_names(path, header, column)
     check_column(path, column, names, header)
-    if chunksize:
-        return pd.read_csv(path, header=0 if header else None, usecols=[column], dtype=str, keep_default_na=False,
-                           chunksize=chunksize, skip_blank_lines=True)
-    return pd.read_csv(path, header=0 if header else None, usecols=[column], dtype=str, keep_default_na=False,
-                       skip_blank_lines=True).iloc[:, 0]
+    return names[column] if isinstance(column, int) else column
+
+
+def _convert(name: str) -> pcsv.ConvertOptions:
+    return pcsv.ConvertOptions(include_columns=[name], column_types={name: pa.string()}, strings_can_be_null=False,
+                               quoted_strings_can_be_null=False)
+
+
+def csv_column(path: Path, column: int | str, header: bool = True) -> pd.Series:
+    """Column ``column`` of the CSV file as strings (empty fields as ``""``; blank lines skipped)."""
+    name = _name(path, column, header)
+    try:
+        table = pcsv.read_csv(path, read_options=pcsv.ReadOptions(autogenerate_column_names=not header),
+                              convert_options=_convert(name))
+    except pa.ArrowInvalid as exc:
+        raise ValueError(f"{path}: cannot read column {column!r} as CSV ({exc})") from exc
+    return table.column(0).to_pandas()
+
+
+def csv_batches(path: Path, column: int | str, header: bool = True,
+                invalid_row: Callable[[pcsv.InvalidRow], str] | None = None,
+                block_size: int = BLOCK_BYTES) -> Iterator[pa.StringArray]:
+    """Column ``column`` of the CSV file as string arrays, one per parsed block, streamed (bounded memory).
+
+    ``invalid_row`` (pyarrow's handler: return "skip" or "error") decides on a row with the wrong number of fields.
+    """
+    name = _name(path, column, header)
+    try:
+        with pcsv.open_csv(path, read_options=_read_options(header, block_size), convert_options=_convert(name),
+                           parse_options=pcsv.ParseOptions(invalid_row_handler=invalid_row)) as reader:
+            for batch in reader:
+                yield batch.column(0)
+    except pa.ArrowInvalid as exc:
+        raise ValueError(f"{path}: cannot read column {column!r} as CSV ({exc})") from exc
+
+
+def parquet_names(path: Path) -> list[str]:
+    """The Parquet file's column names; a file that is not Parquet is an error naming it."""
+    try:
+        return list(pq.read_schema(path).names)
+    except ValueError as exc:  # pyarrow.ArrowInvalid: empty, truncated or not Parquet
+        raise ValueError(f"{path} is not a readable Parquet file ({exc})") from exc
 
 
 def parquet_column(path: Path, column: int | str) -> pd.Series:
     """Column ``column`` (a 0-based index or a name) of the Parquet file, with its own dtype (nulls as NA)."""
-    try:
-        names = pq.read_schema(path).names
-    except ValueError as exc:  # pyarrow.ArrowInvalid: empty, truncated or not Parquet
-        raise ValueError(f"{path} is not a readable Parquet file ({exc})") from exc
+    names = parquet_names(path)
     check_column(path, column, names, header=True)
     name = names[column] if isinstance(column, int) else column
     return pq.read_table(path, columns=[name]).column(0).to_pandas()

@@ -4,7 +4,7 @@ Formats (``format``; ``auto`` tells them by the extension ``.txt``, ``.csv``, ``
 ``txt`` one item per line (surrounding whitespace stripped); ``csv`` the column ``column`` (a header name or a
 0-based index; ``header: false`` for a file without a header line); ``npy`` a 1-D array, or the column ``column``
 (an index) of a 2-D one (no pickled objects); ``parquet`` the column ``column`` (a name or an index).
-``column: null`` is the first column.
+``column: null`` is allowed only for a file of one column: with several, the key column must be named.
 
 Items. A column whose every value is an integer that fits in int64 (an integer dtype, floats that are all whole
 numbers, or text of digits with an optional sign: "007" is 7) is kept as those integers. Any other column (words,
@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from dpstream.data.cache import cached_arrays, file_fingerprint
-from dpstream.data.columns import csv_column, parquet_column
+from dpstream.data.columns import csv_column, csv_names, parquet_column, parquet_names
 from dpstream.data.stream import FileStream
 from dpstream.hashing import canonical_keys
 from dpstream.noise import SeedLike
@@ -55,9 +55,9 @@ def _format(path: Path, fmt: str) -> str:
 def _values(path: Path, fmt: str, column: int | str | None, header: bool) -> pd.Series:
     """The raw values of the file's item column, one per row."""
     if fmt == "csv":
-        return csv_column(path, 0 if column is None else column, header)
+        return csv_column(path, _key_column(path, column, csv_names(path, header, column)), header)
     if fmt == "parquet":
-        return parquet_column(path, 0 if column is None else column)
+        return parquet_column(path, _key_column(path, column, parquet_names(path)))
     if fmt == "txt":
         if column not in (None, 0):
             raise ValueError(f"{path}: a .txt file has one item per line, so no column {column!r}; drop column")
@@ -75,6 +75,16 @@ def _values(path: Path, fmt: str, column: int | str | None, header: bool) -> pd.
         return pd.Series(array)
     raise ValueError(f"{path}: an array of shape {array.shape} has no item column {column!r}; give a 1-D array, "
                      f"or a 2-D one with column = a 0-based index")
+
+
+def _key_column(path: Path, column: int | str | None, names: list[str]) -> int | str:
+    """``column``; when not given, the only column of a one-column file (several columns need it named)."""
+    if column is not None:
+        return column
+    if len(names) == 1:
+        return 0
+    raise ValueError(f"{path}: which column holds the items? Set column (data.column) to a header name or a 0-based "
+                     f"index; its columns: {names}")
 
 
 def _whole_int64(values: pd.Series) -> np.ndarray | None:

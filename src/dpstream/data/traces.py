@@ -19,22 +19,26 @@ warns when it keeps under half of them.
 
 from __future__ import annotations
 
-import io
+import json
 import os
-import re
+import shutil
 import struct
+import tempfile
 import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import dpkt
 import numpy as np
-import pandas as pd
 
-from dpstream.data.cache import cached_arrays, file_fingerprint
-from dpstream.data.columns import csv_column
+from dpstream.data.cache import _cache_file as cache_file  # one cache layout for every converted file
+from dpstream.data.cache import _write_atomically as write_atomically
+from dpstream.data.cache import file_fingerprint
+from dpstream.data.capture import KNOWN_LINKTYPES, ScanCounts, UnknownLinkType, scan_capture
+from dpstream.data.columns import csv_batches, csv_names
+from dpstream.data.quads import MALFORMED, NON_IPV4, parse_quads
 from dpstream.data.stream import FileStream
 from dpstream.noise import SeedLike
 from dpstream.validation import check_choice, check_positive_int
@@ -42,6 +46,7 @@ from dpstream.validation import check_choice, check_positive_int
 FORMATS = ("auto", "pcap", "pcapng", "csv", "raw4", "raw13")
 RECORD_BYTES = {"raw4": 4, "raw13": 13}
 CHUNK_RECORDS = 1 << 20
+IPV6_CHOICES = ("skip", "key")
 
 OBTAIN_CAIDA = (
     "CAIDA's anonymized Internet traces (the paper used the 2019 passive dataset) are free for research "
@@ -50,16 +55,6 @@ OBTAIN_CAIDA = (
     "or export one to CSV (tshark -r trace.pcap -T fields -E separator=, -E header=y -e frame.number "
     "-e frame.time_relative -e ip.src) and pass its path as data.path (with data.format and data.column as "
     "needed). Without a trace, use data=caida_like (a synthetic stand-in).")
-
-# link types (pcap LINKTYPE_* values; dpkt's DLT_RAW constant is platform dependent, so list them all)
-_ETHERNET = 1
-_RAW = {12, 14, 101}
-_IPV4 = 228
-_IPV6 = 229
-_SLL, _SLL2 = 113, 276
-_NULL, _LOOP = 0, 108
-_VLAN_TYPES = {dpkt.ethernet.ETH_TYPE_8021Q, 0x88A8, 0x9100}
-
 
 class TruncatedTraceError(ValueError):
     """The trace's final record is cut short (a file truncated mid-record)."""
@@ -85,141 +80,53 @@ class TraceStats:
         return f"non-IPv4 {self.non_ipv4}, too short {self.too_short}, truncated {self.truncated}"
 
 
-def _ipv4_offset(linktype: int, frame: bytes) -> int | None:
-    """Offset of the IPv4 header in ``frame``, or None if the frame is not IPv4."""
-    if linktype == _ETHERNET:
-        off, etype = 14, int.from_bytes(frame[12:14], "big")
-        while etype in _VLAN_TYPES and len(frame) >= off + 4:
-            etype = int.from_bytes(frame[off + 2:off + 4], "big")
-            off += 4
-        return off if etype == dpkt.ethernet.ETH_TYPE_IP else None
-    if linktype in _RAW:
-        return 0 if frame[:1] and frame[0] >> 4 == 4 else None
-    if linktype == _IPV4:
-        return 0
-    if linktype == _IPV6:
-        return None
-    if linktype == _SLL:
-        return 16 if int.from_bytes(frame[14:16], "big") == dpkt.ethernet.ETH_TYPE_IP else None
-    if linktype == _SLL2:
-        return 20 if int.from_bytes(frame[0:2], "big") == dpkt.ethernet.ETH_TYPE_IP else None
-    if linktype in (_NULL, _LOOP):
-        family = frame[:4]
-        return 4 if family in (b"\x02\x00\x00\x00", b"\x00\x00\x00\x02") else None
-    raise ValueError(f"unsupported pcap link type {linktype}; supported: Ethernet (1), raw IP (12, 14, 101), "
-                     f"IPv4 (228), IPv6 (229), Linux cooked (113, 276), loopback (0, 108)")
+DPKT_DECODERS: dict[int, Any] = {9: dpkt.ppp.PPP, 105: dpkt.ieee80211.IEEE80211, 127: dpkt.radiotap.Radiotap}
+"""Link types the compiled scan does not decode, read through dpkt instead (PPP, 802.11, radiotap)."""
 
 
-class _ShortReadGuard(io.RawIOBase):
-    """File wrapper that notices a record cut short.
-
-    dpkt reads each record as (header, body) with exact sizes, and silently returns a short body at end of file; any
-    short read other than a clean end of file before a header marks the record as truncated.
-    """
-
-    def __init__(self, fh: BinaryIO) -> None:
-        self._fh = fh
-        self.active = False
-        self.expect_header = True
-        self.truncated = False
-
-    def read(self, n: int = -1) -> bytes:
-        data = self._fh.read(n)
-        if self.active:
-            if 0 < n and len(data) < n and not (len(data) == 0 and self.expect_header):
-                self.truncated = True
-            self.expect_header = not self.expect_header
-        return data
-
-    def readable(self) -> bool:
-        return True
-
-
-def _pcap_chunks(path: Path, fmt: str, stats: TraceStats, chunk: int) -> Iterator[np.ndarray]:
-    """IPv4 source addresses (uint32) of a pcap / pcapng file, ``chunk`` at a time; skipped records go to ``stats``."""
-    with open(path, "rb") as raw:
-        guard = _ShortReadGuard(raw)
-        reader = _open_capture(path, fmt, guard)
-        linktype = reader.datalink()
-        _ipv4_offset(linktype, b"")  # reject unsupported link types before reading any packet
-        guard.active = True
-        buf = bytearray()
-        kept = 0
-        for frame in _frames(reader, guard):
-            stats.records += 1
-            source = _ipv4_source(linktype, frame, stats)
-            if source is None:
-                continue
-            buf += source
-            kept += 1
-            if kept == chunk:
-                yield np.frombuffer(bytes(buf), dtype=">u4").astype(np.uint32)
-                buf.clear()
-                kept = 0
-        if buf:
-            yield np.frombuffer(bytes(buf), dtype=">u4").astype(np.uint32)
-        if guard.truncated:
-            stats.truncated += 1
-
-
-def _open_capture(path: Path, fmt: str, guard: _ShortReadGuard) -> Any:
-    """The dpkt reader of ``fmt`` (pcap or pcapng) over ``guard``; a file it cannot read is a ValueError naming it."""
+def _pcap_chunks(path: Path, stats: TraceStats, chunk: int, ipv6: str, progress: bool) -> Iterator[np.ndarray]:
+    """Source keys of a pcap / pcapng file by the compiled scan (``dpstream.data.capture``), ``chunk`` at a time."""
+    counts = ScanCounts()
     try:
-        return dpkt.pcap.Reader(guard) if fmt == "pcap" else dpkt.pcapng.Reader(guard)
-    except (ValueError, dpkt.UnpackError) as exc:
-        raise ValueError(f"{path} is not a readable {fmt} file ({exc})") from exc
+        yield from scan_capture(path, ipv6, chunk, counts, progress)
+    except UnknownLinkType as unknown:
+        yield from _dpkt_fallback(path, unknown.linktype, stats, chunk)
+        return
+    finally:
+        stats.records += counts.records
+        stats.non_ipv4 += counts.non_ipv4
+        stats.too_short += counts.too_short
+        stats.truncated += counts.truncated
 
 
-def _frames(reader: Any, guard: _ShortReadGuard) -> Iterator[bytes]:
-    """The frames of ``reader`` in order, up to the first record cut short (then ``guard.truncated`` is set)."""
-    records = iter(reader)
-    while True:
+def _dpkt_fallback(path: Path, linktype: int, stats: TraceStats, chunk: int) -> Iterator[np.ndarray]:
+    """IPv4 sources of a pcap file of a link type the scan does not know, decoded by dpkt (slow; says so)."""
+    if linktype not in DPKT_DECODERS:
+        known = ", ".join(map(str, KNOWN_LINKTYPES))
+        raise ValueError(f"{path}: unsupported pcap link type {linktype}; supported: {known} (compiled scan) and "
+                         f"{', '.join(map(str, DPKT_DECODERS))} (through dpkt)")
+    warnings.warn(f"{path}: link type {linktype} is not decoded by the compiled scan; reading it with dpkt (slow)",
+                  stacklevel=2)
+    decode = DPKT_DECODERS[linktype]
+    keys: list[int] = []
+    with open(path, "rb") as fh:
         try:
-            _, frame = next(records)
-        except StopIteration:
-            return
-        except (dpkt.UnpackError, struct.error):  # a record header cut short
-            guard.truncated = True
-            return
-        if guard.truncated:  # dpkt handed over a body shorter than its caplen
-            return
-        yield frame
-
-
-def _ipv4_source(linktype: int, frame: bytes, stats: TraceStats) -> bytes | None:
-    """The 4 source-address bytes of an IPv4 ``frame``; None (counted in ``stats``) for non-IPv4 or short frames."""
-    off = _ipv4_offset(linktype, frame)
-    if off is None:
-        stats.non_ipv4 += 1
-    elif len(frame) < off + 16:
-        stats.too_short += 1
-    elif frame[off] >> 4 != 4:
-        stats.non_ipv4 += 1
-    else:
-        return frame[off + 12:off + 16]
-    return None
-
-
-_QUAD = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$")
-
-
-def _dotted_quads(values: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(uint32 addresses of the valid quads, mask of valid quads, mask of malformed IPv4-like values).
-
-    A value is non-IPv4 (skipped) when it is empty or holds a ':' (IPv6, MAC) or a letter; a value of
-    only digits and dots that is not a valid dotted quad is malformed.
-    """
-    s = values.astype(str).str.strip()
-    parts = s.str.extract(_QUAD)
-    valid = np.array(parts.notna().all(axis=1), dtype=bool)
-    octets = parts[valid].astype(np.int64).to_numpy()
-    in_range = (octets <= 255).all(axis=1)
-    valid_idx = np.flatnonzero(valid)
-    valid[valid_idx[~in_range]] = False
-    octets = octets[in_range]
-    addrs = ((octets[:, 0] << 24) | (octets[:, 1] << 16) | (octets[:, 2] << 8) | octets[:, 3]).astype(np.uint32)
-    ipv4_like = s.str.fullmatch(r"[\d.]+").to_numpy(dtype=bool)
-    return addrs, valid, ipv4_like & ~valid
+            for _, frame in dpkt.pcap.Reader(fh):
+                stats.records += 1
+                layer: Any = decode(frame)
+                while not isinstance(layer, dpkt.ip.IP) and isinstance(getattr(layer, "data", None), dpkt.Packet):
+                    layer = layer.data
+                if isinstance(layer, dpkt.ip.IP):
+                    keys.append(int.from_bytes(layer.src, "big"))
+                else:
+                    stats.non_ipv4 += 1
+                if len(keys) == chunk:
+                    yield np.array(keys, dtype=np.uint32)
+                    keys.clear()
+        except (dpkt.UnpackError, struct.error, ValueError):
+            stats.truncated += 1
+    if keys:
+        yield np.array(keys, dtype=np.uint32)
 
 
 def _last_line(path: Path) -> tuple[bytes, bool]:
@@ -234,47 +141,65 @@ def _last_line(path: Path) -> tuple[bytes, bool]:
     return lines[-1], ends_nl
 
 
-def _csv_chunks(path: Path, stats: TraceStats, column: int | str, header: bool, chunk: int,
+def _csv_chunks(path: Path, stats: TraceStats, column: int | str | None, header: bool,
                 on_truncated: str) -> Iterator[np.ndarray]:
+    """Source addresses of a CSV export (pyarrow.csv, compiled dotted-quad parsing), one array per parsed block."""
     last, ends_nl = _last_line(path)
-    with open(path, "rb") as fh:
-        first = fh.readline()
-    n_fields = first.count(b",") + 1
-    last_short = not ends_nl and last.count(b",") + 1 < n_fields
-    reader = csv_column(path, column, header, chunksize=chunk)
+    short_last: list[bool] = []
+
+    def invalid_row(row: Any) -> str:  # a row with the wrong number of fields: only the cut-off last line is allowed
+        if not ends_nl and row.text.encode() == last.rstrip(b"\r"):
+            short_last.append(True)
+            return "skip"
+        return "error"
+
+    column = _csv_source_column(path, column, header)
     rows_done = 0
-    pending: pd.Series | None = None
-    try:
-        for frame in reader:
-            if pending is not None:
-                yield from _csv_values(pending, stats, rows_done - pending.size, header, final=False,
-                                       last_short=False, on_truncated=on_truncated, path=path)
-            pending = frame.iloc[:, 0]
-            rows_done += pending.size
-    except ValueError as exc:
-        raise ValueError(f"{path}: cannot read column {column!r} as CSV ({exc})") from exc
-    if pending is not None:
-        yield from _csv_values(pending, stats, rows_done - pending.size, header, final=not ends_nl,
-                               last_short=last_short, on_truncated=on_truncated, path=path)
-
-
-def _csv_values(values: pd.Series, stats: TraceStats, first_row: int, header: bool, final: bool,
-                last_short: bool, on_truncated: str, path: Path) -> Iterator[np.ndarray]:
-    addrs, valid, malformed = _dotted_quads(values)
-    if final and values.size and (last_short or malformed[-1]):
-        # the file ends mid-record: its last line is incomplete
+    pending = None
+    for values in csv_batches(path, column, header, invalid_row):
+        if pending is not None:
+            yield from _csv_values(pending, stats, rows_done - len(pending), header, False, on_truncated, path)
+        pending = values
+        rows_done += len(values)
+    if short_last:
         stats.truncated += 1
         _truncation(path, on_truncated, "its last CSV line is incomplete")
-        keep = np.ones(values.size, bool)
-        keep[-1] = False
-        addrs = addrs[:int(valid[:-1].sum())]
-        valid, malformed = valid[keep], malformed[keep]
-    if malformed.any():
-        row = first_row + int(np.flatnonzero(malformed)[0]) + (2 if header else 1)
-        raise ValueError(f"{path}: line {row} holds a malformed IPv4 address "
-                         f"{values.iloc[int(np.flatnonzero(malformed)[0])]!r}")
-    stats.records += int(valid.size)
-    stats.non_ipv4 += int((~valid).sum())
+    if pending is not None:
+        final = not ends_nl and not short_last
+        yield from _csv_values(pending, stats, rows_done - len(pending), header, final, on_truncated, path)
+
+
+SOURCE_NAMES = ("ip.src", "Source", "source", "src", "src_ip", "srcip", "saddr")
+"""Header names taken as the source-address column of a CSV export when ``column`` is not given."""
+
+
+def _csv_source_column(path: Path, column: int | str | None, header: bool) -> int | str:
+    """``column``, or when not given the header column named like a source address, or the only column."""
+    if column is not None:
+        return column
+    names = csv_names(path, header)
+    found = [name for name in SOURCE_NAMES if name in names] if header else []
+    if found:
+        return found[0]
+    if len(names) == 1:
+        return 0
+    raise ValueError(f"{path}: which column holds the source address? Set column to a header name or a 0-based "
+                     f"index; its columns: {names} (found none named {', '.join(SOURCE_NAMES)})")
+
+
+def _csv_values(values: Any, stats: TraceStats, first_row: int, header: bool, final: bool, on_truncated: str,
+                path: Path) -> Iterator[np.ndarray]:
+    addrs, kind = parse_quads(values)
+    if final and kind.size and kind[-1] == MALFORMED:  # the file ends mid-address: its last line is incomplete
+        stats.truncated += 1
+        _truncation(path, on_truncated, "its last CSV line is incomplete")
+        kind = kind[:-1]
+    bad = np.flatnonzero(kind == MALFORMED)
+    if bad.size:
+        row = first_row + int(bad[0]) + (2 if header else 1)
+        raise ValueError(f"{path}: line {row} holds a malformed IPv4 address {values[int(bad[0])].as_py()!r}")
+    stats.records += int(kind.size)
+    stats.non_ipv4 += int((kind == NON_IPV4).sum())
     if addrs.size:
         yield addrs
 
@@ -322,21 +247,26 @@ def detect_format(path: Path) -> str:
     raise ValueError(f"cannot tell the format of {path}; set format to one of {', '.join(FORMATS[1:])}")
 
 
-def iter_trace(path: str | Path, fmt: str = "auto", column: int | str = 2, header: bool = True,
+def iter_trace(path: str | Path, fmt: str = "auto", column: int | str | None = None, header: bool = True,
                byteorder: str = "big", on_truncated: str = "error", chunk: int = CHUNK_RECORDS,
-               stats: TraceStats | None = None) -> Iterator[np.ndarray]:
-    """Yield the trace's IPv4 source addresses as uint32 chunks, reading ``chunk`` records at a time."""
+               stats: TraceStats | None = None, ipv6: str = "skip", progress: bool = False) -> Iterator[np.ndarray]:
+    """Yield the trace's IPv4 source addresses as uint32 chunks, reading ``chunk`` records at a time.
+
+    pcap / pcapng: ``ipv6="key"`` also keys IPv6 sources (int64 chunks, ``dpstream.data.capture``); ``progress``
+    shows a bar of the bytes read.
+    """
     path = _readable(path)
     fmt = check_choice(fmt, "trace format", FORMATS)
     check_choice(on_truncated, "on_truncated", ("error", "skip"))
     check_choice(byteorder, "byteorder", ("big", "little"))
+    check_choice(ipv6, "ipv6", IPV6_CHOICES)
     chunk = check_positive_int(chunk, "chunk")
     stats = TraceStats() if stats is None else stats
     fmt = detect_format(path) if fmt == "auto" else fmt
     if fmt in ("pcap", "pcapng"):
-        chunks = _pcap_chunks(path, fmt, stats, chunk)
+        chunks = _pcap_chunks(path, stats, chunk, ipv6, progress)
     elif fmt == "csv":
-        chunks = _csv_chunks(path, stats, column, header, chunk, on_truncated)
+        chunks = _csv_chunks(path, stats, column, header, on_truncated)
     else:
         chunks = _raw_chunks(path, fmt, stats, chunk, byteorder, on_truncated)
     for arr in chunks:
@@ -358,41 +288,83 @@ def _readable(path: str | Path) -> Path:
     return p
 
 
-def read_trace(path: str | Path, fmt: str = "auto", column: int | str = 2, header: bool = True,
-               byteorder: str = "big", on_truncated: str = "error",
-               chunk: int = CHUNK_RECORDS) -> tuple[np.ndarray, TraceStats]:
+def read_trace(path: str | Path, fmt: str = "auto", column: int | str | None = None, header: bool = True,
+               byteorder: str = "big", on_truncated: str = "error", chunk: int = CHUNK_RECORDS,
+               ipv6: str = "skip") -> tuple[np.ndarray, TraceStats]:
     """The whole trace's source addresses (uint32, in packet order) and what was skipped."""
     stats = TraceStats()
-    parts = list(iter_trace(path, fmt, column, header, byteorder, on_truncated, chunk, stats))
+    parts = list(iter_trace(path, fmt, column, header, byteorder, on_truncated, chunk, stats, ipv6))
     items = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint32)
-    if items.size == 0:
-        csv = fmt == "csv" or (fmt == "auto" and Path(path).suffix.lower() in (".csv", ".txt"))
-        raise ValueError(f"trace {path}{f' (column {column!r})' if csv else ''} holds no IPv4 packets "
-                         f"({asdict(stats)}). {OBTAIN_CAIDA}")
+    _check_nonempty(path, fmt, column, items.size, stats)
     return items, stats
 
 
-def caida_trace(path: str, format: str = "auto", column: int | str = 2, header: bool = True,
-                byteorder: str = "big", on_truncated: str = "error", length: int | None = None,
+def _check_nonempty(path: str | Path, fmt: str, column: int | str | None, n: int, stats: TraceStats) -> None:
+    if n == 0:
+        csv = fmt == "csv" or (fmt == "auto" and Path(path).suffix.lower() in (".csv", ".txt"))
+        raise ValueError(f"trace {path}{f' (column {column!r})' if csv else ''} holds no IPv4 packets "
+                         f"({asdict(stats)}). {OBTAIN_CAIDA}")
+
+
+def _write_keys(path: Path, chunks: Iterator[np.ndarray], dtype: np.dtype, out: Path) -> int:
+    """Write the key chunks as the ``.npy`` file ``out`` (atomically, never holding more than one chunk)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with tempfile.TemporaryFile(dir=out.parent) as raw:
+        for arr in chunks:
+            raw.write(np.ascontiguousarray(arr, dtype=dtype).tobytes())
+            n += arr.size
+        raw.seek(0)
+
+        def write(fh: Any) -> None:
+            np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(dtype),
+                                                      "fortran_order": False, "shape": (n,)})
+            shutil.copyfileobj(raw, fh, 1 << 22)
+
+        write_atomically(out, write)
+    return n
+
+
+def _cached_trace(p: Path, cache_dir: str | Path, key: dict[str, Any], fmt: str, column: int | str | None,
+                  header: bool, byteorder: str, on_truncated: str, ipv6: str) -> tuple[np.ndarray, TraceStats]:
+    """The trace's keys as a read-only memory map of ``<cache_dir>/trace/trace-<hash>.npy``, built chunk by chunk.
+
+    Its ``TraceStats`` are kept beside it as JSON; neither the build nor the map holds the whole stream in memory.
+    """
+    keys_file = cache_file(cache_dir, "trace", key, ".npy")
+    stats_file = keys_file.with_suffix(".json")
+    if not (keys_file.exists() and stats_file.exists()):
+        stats = TraceStats()
+        chunks = iter_trace(p, fmt, column, header, byteorder, on_truncated, CHUNK_RECORDS, stats, ipv6,
+                            progress=True)
+        n = _write_keys(p, chunks, np.dtype(np.int64 if ipv6 == "key" else np.uint32), keys_file)
+        _check_nonempty(p, fmt, column, n, stats)
+        write_atomically(stats_file, lambda fh: fh.write(json.dumps(asdict(stats)).encode()))
+    stats = TraceStats(**json.loads(stats_file.read_text()))
+    return np.load(keys_file, mmap_mode="r"), stats
+
+
+def caida_trace(path: str, format: str = "auto", column: int | str | None = None, header: bool = True,
+                byteorder: str = "big", on_truncated: str = "error", ipv6: str = "skip", length: int | None = None,
                 seed: SeedLike = None, cache_dir: str | Path | None = None) -> FileStream:
     """A real packet trace as a stream of IPv4 source addresses (uint32) -- the ``data=caida`` source.
 
     Returns a ``FileStream``: the addresses and the records read and skipped (``TraceStats``; keeping under
-    half of them warns). Converted once and cached as ``<cache_dir>/trace/*.npz`` keyed by the file's content
-    (xxh3-128, ``file_fingerprint``) and the reading options; ``length`` keeps the first ``length`` packets.
-    A real trace is fixed: ``seed`` (the shared call of every stream source) is ignored.
+    half of them warns). Converted once, chunk by chunk, and cached as ``<cache_dir>/trace/*.npy`` keyed by the file's
+    content (xxh3-128, ``file_fingerprint``) and the reading options, then read back as a memory map (so a trace
+    larger than memory streams through); ``length`` keeps the first ``length`` packets. ``ipv6="key"`` keys IPv6
+    sources too (int64). A real trace is fixed: ``seed`` (the shared call of every stream source) is ignored.
     """
     p = _readable(path)
+    check_choice(ipv6, "ipv6", IPV6_CHOICES)
     key: dict[str, Any] = {"xxh3_128": file_fingerprint(p), "format": format, "column": column, "header": header,
                            "byteorder": byteorder, "on_truncated": on_truncated}
-
-    def build() -> dict[str, np.ndarray]:
-        items, stats = read_trace(p, format, column, header, byteorder, on_truncated)
-        return {"stream": items, **{name: np.array(v, dtype=np.int64) for name, v in asdict(stats).items()}}
-
-    read = cached_arrays(cache_dir, "trace", key, build)
-    stats = TraceStats(**{name: int(read[name]) for name in asdict(TraceStats())})
-    items = read["stream"]
+    if ipv6 != "skip":
+        key["ipv6"] = ipv6
+    if cache_dir is None:
+        items, stats = read_trace(p, format, column, header, byteorder, on_truncated, ipv6=ipv6)
+    else:
+        items, stats = _cached_trace(p, cache_dir, key, format, column, header, byteorder, on_truncated, ipv6)
     if length is not None:
         length = check_positive_int(length, "length")
         items = items[:length]

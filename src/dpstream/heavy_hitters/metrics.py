@@ -82,6 +82,52 @@ class PrefixCounts:
         return evaluate(reported, self._items[ids], self._counts[ids], self.k)
 
 
+class BlockPrefixCounts:
+    """Exact counts of a growing prefix, advanced by the blocks themselves (``PrefixCounts`` without the whole stream).
+
+    Holds the distinct items seen so far (sorted) and their counts, so memory is O(distinct items + block), not
+    O(stream): the harness feeds a trace larger than memory through it. The true heavy set is kept as in
+    ``PrefixCounts``.
+    """
+
+    def __init__(self, k: int) -> None:
+        """Start with the empty prefix (t = 0)."""
+        self.k = k
+        self._items = np.empty(0, dtype=np.int64)
+        self._counts = np.empty(0, dtype=np.int64)
+        self._heavy = np.empty(0, dtype=np.int64)  # indices into _items
+        self.t = 0
+
+    def _index(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(position of each value in the sorted distinct items, whether it is there)."""
+        pos = np.searchsorted(self._items, values)
+        found = np.zeros(values.size, dtype=bool)
+        inside = pos < self._items.size
+        found[inside] = self._items[pos[inside]] == values[inside]
+        return pos, found
+
+    def advance(self, block: np.ndarray) -> None:
+        """Count the items of ``block`` (the stream's next items)."""
+        values, c = np.unique(np.asarray(block, dtype=np.int64), return_counts=True)
+        pos, found = self._index(values)
+        self._counts[pos[found]] += c[found]
+        heavy_items = self._items[self._heavy]
+        if not found.all():
+            self._items = np.insert(self._items, pos[~found], values[~found])
+            self._counts = np.insert(self._counts, pos[~found], c[~found])
+        self.t += int(block.size)
+        cand = self._index(np.union1d(heavy_items, values))[0]
+        self._heavy = cand[self._counts[cand] >= self.t / self.k]
+
+    def evaluate(self, reported: HeavyHitters) -> Metrics:
+        """``evaluate`` at the current prefix (which must end at ``reported.time``)."""
+        if reported.time != self.t:
+            raise ValueError(f"reported set is from t={reported.time}, prefix counts are at t={self.t}")
+        pos, found = self._index(np.asarray(reported.items, dtype=np.int64))
+        ids = np.union1d(self._heavy, pos[found])
+        return evaluate(reported, self._items[ids], self._counts[ids], self.k)
+
+
 def _defined(rows: list[Metrics], name: str, count: str) -> np.ndarray:
     """``name`` over the rows where it is defined.
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from dpstream.data.stream import load_stream
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
-from dpstream.heavy_hitters.metrics import PrefixCounts, evaluate_prefix, summarise_release_times, summarise_steps
+from dpstream.heavy_hitters.metrics import BlockPrefixCounts, evaluate_prefix, summarise_release_times, summarise_steps
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, release_times
 from dpstream.noise import children
 from dpstream.trials import build, row_columns
@@ -36,6 +36,9 @@ TRACKERS = (LazyHH, CMSHeap, PunctualHH)
 """Trackers swept together (fig4: ``mechanism.k_tilde`` zipped with ``memory_kb`` over LazyHH and CMSHeap): a key one
 of them takes is left out of the others (``build.factory`` siblings); a key none takes is an error."""
 
+
+FEED_BLOCK = 1 << 22
+"""Largest block fed at once (items), bounding the int64 copy of a memory-mapped trace."""
 
 TRACE_SEED = 0
 """The data seed of every heavy-hitter trial: the trace is fixed (like the paper's single real trace), so a
@@ -61,18 +64,21 @@ def make_tracker(params: dict[str, Any], horizon: int, seed: np.random.SeedSeque
     return build.call(make, **build.shared(params), horizon=horizon, seed=seed)
 
 
-def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray, prefix: PrefixCounts) -> tuple[float, dict[int, dict]]:
-    """Feed ``stream`` in blocks ending at the increasing ``stops`` (the last = its length).
+def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray,
+          prefix: BlockPrefixCounts) -> tuple[float, dict[int, dict]]:
+    """Feed ``stream`` in blocks ending at the increasing ``stops`` (the last = its length), at most ``FEED_BLOCK``.
 
     At each stop that is an output step, take the metrics of the output there, keyed by t. Only ``extend`` is timed.
+    A block is converted to int64 on its own, so a memory-mapped trace is never copied whole.
     """
     seconds, done, rows = 0.0, 0, {}
+    stops = np.union1d(stops, np.arange(FEED_BLOCK, int(stops[-1]), FEED_BLOCK))
     for stop in stops:
-        block = stream[done:stop]
+        block = np.asarray(stream[done:stop], dtype=np.int64)
         start = time.perf_counter()
         tracker.extend(block)
         seconds += time.perf_counter() - start
-        prefix.advance(block.size)
+        prefix.advance(block)
         done = int(stop)
         if tracker.heavy_hitters().time == tracker.t > 0:
             rows[tracker.t] = prefix.evaluate(tracker.heavy_hitters())
@@ -87,10 +93,9 @@ def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray, prefix: PrefixCou
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
     """One Figure 4 trial: the tracker on the fixed trace, scored at the release times (module docstring)."""
     _data_seed, mech_seed = children(seed, 2)  # fixed order (docs/harness.md); the trace is fixed
-    stream, read = load_trace(params["data"], params.get("data_dir"))
-    stream = stream.astype(np.int64)
+    stream, read = load_trace(params["data"], params.get("data_dir"))  # a trace: a memory map, fed block by block
     warm = make_tracker(params, stream.size, mech_seed)  # compile / load kernels outside the timing
-    warm.extend(stream[:min(stream.size, 2 * warm.period)])
+    warm.extend(np.asarray(stream[:min(stream.size, 2 * warm.period)], dtype=np.int64))
     tracker = make_tracker(params, stream.size, mech_seed)
     k, period = tracker.k, tracker.period
     times = release_times(stream.size, params.get("release_times", DEFAULT_RELEASE_TIMES))
@@ -100,7 +105,7 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
     per_step = bool(params["mechanism"].get("metrics_every_output", False))
     if per_step:
         stops = np.union1d(stops, np.arange(period, stream.size + 1, period))
-    seconds, rows = _feed(tracker, stream, stops, PrefixCounts(stream, k))
+    seconds, rows = _feed(tracker, stream, stops, BlockPrefixCounts(k))
     reported = tracker.heavy_hitters()
     row: dict[str, Any] = dict(rows[reported.time]) if reported.time else evaluate_prefix(reported, stream, k)
     row.update(summarise_release_times([rows[int(t)] for t in at_release]))
