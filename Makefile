@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench figures notebooks readme clean
+.PHONY: install run test lint bench figures notebooks readme clean claims
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,3 +51,8 @@ readme: install  ## re-render the README's verdict tables from results/tables/*.
 
 clean:
 	rm -rf $(VENV) results/smoke .pytest_cache
+
+# `make claims`: re-judge every claim from the committed trial tables (results/tables/*.csv), rewrite the
+# *.claims.csv and results/report.{md,html}; no trial runs (a few seconds).
+claims: install
+	$(PY) -m dpstream.harness.rejudge results

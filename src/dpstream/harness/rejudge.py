@@ -33,7 +33,7 @@ def judge(spec: dict[str, Any], df: pd.DataFrame) -> pd.DataFrame | None:
     """The claims table of one experiment's trial rows (None when the experiment has no claims)."""
     if not spec.get("claims"):
         return None
-    return claims_table(import_object(spec["claims"])(df, spec))
+    return claims_table(import_object(spec["claims"])(df, spec), spec["id"])
 
 
 def rejudge(results_dir: Path, experiment: str = "all", profile: str = "paper",
