@@ -25,7 +25,7 @@ point named).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -319,3 +319,36 @@ def fmt_series(series: pd.Series, digits: int = 3) -> str:
 
 ClaimFunction = Callable[[pd.DataFrame, dict[str, Any]], list[Claim]]
 """An experiment's ``claims:`` entry: ``(rows, experiment) -> list[Claim]``."""
+
+
+INTERLEAVED = ("interleaved_ratio", "interleaved_low", "interleaved_high")
+"""Columns of an interleaved A/B timing (``dpstream.harness.timing.RatioEstimate``): reference time / candidate time."""
+TIMING_PROTOCOL = ("Timing is decided only by interleaved A/B repetitions in one process (dpstream.harness.timing, "
+                   ">= 5 rounds): per point the median ratio reference time / candidate time with its 95% "
+                   "order-statistic interval on the log scale (columns interleaved_ratio, _low, _high); every interval "
+                   "inside the band: confirmed; one wholly outside: not confirmed; otherwise inconclusive")
+NO_INTERLEAVED = ("inconclusive by design without an interleaved measurement (wall-clock of separate trial runs, which "
+                  "load on a shared machine moves several-fold, decides nothing); ")
+
+
+def timing_claim(claim: Claim, rows: pd.DataFrame, band: Callable[[pd.Series], tuple[float, float]],
+                 band_text: str) -> Claim:
+    """A timing claim decided only from interleaved A/B ratios (``INTERLEAVED`` columns of ``rows``).
+
+    ``band(row)`` is the (low, high) range the ratio must lie in at that row's point. Without such columns the
+    verdict is ``inconclusive`` and the table-based rule's outcome is kept in ``measured`` as a description.
+    """
+    rule = f"{TIMING_PROTOCOL}; band: {band_text}. Descriptive (not deciding): {claim.rule}"
+    if not set(INTERLEAVED) <= set(rows.columns) or rows["interleaved_ratio"].isna().all():
+        return replace(claim, rule=NO_INTERLEAVED + rule, verdict="inconclusive",
+                       measured=f"inconclusive (no interleaved measurement); the wall-clock rule alone would say "
+                                f"{claim.verdict!r}: {claim.measured}")
+    results, parts = [], []
+    for _, r in rows.dropna(subset=["interleaved_ratio"]).iterrows():
+        lo, hi = band(r)
+        results.append(True if lo <= r["interleaved_low"] and r["interleaved_high"] <= hi
+                       else False if (r["interleaved_high"] < lo or r["interleaved_low"] > hi) else None)
+        parts.append(f"{r['interleaved_ratio']:.3g}x [{r['interleaved_low']:.3g}, {r['interleaved_high']:.3g}] "
+                     f"(band {lo:.3g}..{hi:.3g})")
+    return replace(claim, rule=rule, verdict=verdict_of(all_points(results)),
+                   measured="interleaved ratios " + "; ".join(parts))
