@@ -33,6 +33,8 @@ import pandas as pd
 from scipy.stats import page_trend_test, spearmanr
 from scipy.stats import t as t_dist
 
+from dpstream.harness.timing import log_ratio_interval
+
 VERDICTS = ("confirmed", "not confirmed", "inconclusive", "n/a")
 MIN_TRIALS = 3
 """Fewest trials per grid point from which a rule over trial means decides anything (fewer: inconclusive)."""
@@ -352,3 +354,61 @@ def timing_claim(claim: Claim, rows: pd.DataFrame, band: Callable[[pd.Series], t
                      f"(band {lo:.3g}..{hi:.3g})")
     return replace(claim, rule=rule, verdict=verdict_of(all_points(results)),
                    measured="interleaved ratios " + "; ".join(parts))
+
+
+REFUTE_ALPHA = (1.0 - LEVEL) / 2.0
+"""One-sided level of the refutation side: the upper tail the 95% two-sided interval leaves out."""
+
+
+def refutation_p(a: pd.Series, b: pd.Series) -> float:
+    """One-sided p-value that mean(a - b) > 0 over the paired trials (t test); NaN with fewer than ``MIN_TRIALS``.
+
+    Zero spread (every trial the same difference, a deterministic series): 0 when the difference is positive, else 1.
+    """
+    diff = (a - b).dropna().to_numpy(dtype=np.float64)
+    diff = diff[np.isfinite(diff)]
+    if diff.size < MIN_TRIALS:
+        return np.nan
+    sd = float(diff.std(ddof=1))
+    if sd == 0.0:
+        return 0.0 if diff.mean() > 0 else 1.0
+    return float(t_dist.sf(diff.mean() / (sd / np.sqrt(diff.size)), diff.size - 1))
+
+
+def holm_rejects(p_values: list[float], alpha: float = REFUTE_ALPHA) -> list[bool]:
+    """Holm's step-down procedure over a rule's points: which hypotheses are rejected at family-wise level ``alpha``."""
+    p = np.asarray([1.0 if not np.isfinite(v) else v for v in p_values], dtype=np.float64)
+    out = np.zeros(p.size, dtype=bool)
+    for rank, i in enumerate(np.argsort(p, kind="stable")):
+        if p[i] > alpha / (p.size - rank):
+            break
+        out[i] = True
+    return out.tolist()
+
+
+def below_at_points(pairs: list[tuple[pd.Series, pd.Series]]) -> list[bool | None]:
+    """``mean_below`` at every point of a rule, its refutation side Holm-corrected over the points.
+
+    A point holds when its 95% interval of mean(a - b) is below 0 (each point at its own level: a rule that must
+    hold at ALL points is conservative); a point fails only when "a above b" is rejected by Holm's procedure over
+    all the points at the one-sided 2.5% level (so one of k points above 0 by chance does not refute the rule).
+    """
+    results = [mean_below(a, b) for a, b in pairs]
+    rejected = holm_rejects([refutation_p(a, b) for a, b in pairs])
+    return [None if r is False and not rej else r for r, rej in zip(results, rejected, strict=True)]
+
+
+HOLM_NOTE = ("; the refutation side is Holm-corrected over the rule's points (family-wise 2.5% one-sided): a point "
+             "fails only when its 'above' is rejected by Holm's procedure, else it is inconclusive")
+
+
+def ratio_ci(ratios: Iterable[float]) -> tuple[float, float, float]:
+    """Geometric mean of per-trial ratios and its 95% t interval on the log scale: (centre, lo, hi).
+
+    A ratio's natural scale is the log (x2 and x0.5 are symmetric): ``dpstream.harness.timing.log_ratio_interval``.
+    NaN interval with fewer than ``MIN_TRIALS`` finite ratios or a ratio <= 0 (no log).
+    """
+    x = np.asarray([v for v in ratios if np.isfinite(v)], dtype=np.float64)
+    if x.size < MIN_TRIALS or np.any(x <= 0):
+        return (float(np.exp(np.log(x).mean())) if x.size and np.all(x > 0) else np.nan), np.nan, np.nan
+    return log_ratio_interval(x)

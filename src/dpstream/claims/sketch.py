@@ -14,14 +14,16 @@ import numpy as np
 import pandas as pd
 
 from dpstream.claims.core import (
+    HOLM_NOTE,
     Claim,
     all_points,
+    below_at_points,
     flat_claim,
     fmt_ci,
     mean_below,
-    mean_ci,
     monotone_trend,
     paired_difference_ci,
+    ratio_ci,
     timing_claim,
     trend_claim,
     trend_two_sided,
@@ -77,7 +79,8 @@ OBSERVABLE = ("for each of {mechs}: two-sided Page's trend test (trials as block
               " (the direction is reported, not claimed: the paper's explanation allows either)")
 NOISE_DOMINATED = ("{mech}: per trial, ratio ARE(eps = {lo:g}) / ARE(eps = {hi:g}) ({span:g}x eps range; 1/eps "
                    "predicts {span:g}x before saturation); " + CI + " of the mean ratio: lower end >= {r:g}: "
-                   "confirmed; upper end < {r:g}: not confirmed" + THREE)
+                   "confirmed; upper end < {r:g}: not confirmed" + THREE
+                   + " (the interval of the geometric mean, t on the log scale)")
 FLAT_REASON = (" [cut fixed before the run: {why}]")
 MEAN_T = " [on are_top15_mean_t: ARE averaged over 16 release times; the paper measures at T only]"
 
@@ -92,13 +95,14 @@ def _grid(df: pd.DataFrame, x: str) -> list[float]:
 
 def lazy_below_punctual(df: pd.DataFrame, claim: str, x: str, y: str, kind: str) -> Claim:
     """Lazy below Punctual at every grid point, paired over trials."""
-    results, parts = [], []
+    pairs, parts = [], []
     for v in _grid(df, x):
         lazy = trial_values(df, y, {"mechanism.name": f"lazy{kind}", x: v})
         punct = trial_values(df, y, {"mechanism.name": f"punctual{kind}", x: v})
-        results.append(mean_below(lazy, punct))
+        pairs.append((lazy, punct))
         parts.append(f"{v:g}: {fmt_ci(*paired_difference_ci(lazy, punct))}")
-    rule = LAZY_BELOW.format(x=x, y=y, kind=kind.upper())
+    results = below_at_points(pairs)
+    rule = LAZY_BELOW.format(x=x, y=y, kind=kind.upper()) + HOLM_NOTE
     return Claim(claim, rule, "Lazy - Punctual " + "; ".join(parts), verdict_of(all_points(results)))
 
 
@@ -116,8 +120,8 @@ def _ratio_points(df: pd.DataFrame, x: str, y: str, num: str, den: str) -> pd.Da
     for v in _grid(df, x):
         ratio = (trial_values(df, y, {"mechanism.name": num, x: v})
                  / trial_values(df, y, {"mechanism.name": den, x: v})).dropna()
-        rows.append({x: v, "mean": float(ratio.mean()) if ratio.size else np.nan,
-                     **dict(zip(("lo", "hi"), mean_ci(ratio), strict=True))})
+        centre, lo, hi = ratio_ci(ratio)
+        rows.append({x: v, "mean": centre, "lo": lo, "hi": hi})
     return pd.DataFrame(rows, columns=[x, "mean", "lo", "hi"]).set_index(x)
 
 
@@ -281,13 +285,14 @@ def noise_dominated_claim(df: pd.DataFrame, mech: str) -> Claim:
     lo_eps, hi_eps = grid[0], grid[-1]
     ratio = (trial_values(df, "are_top15", {"mechanism.name": mech, "epsilon": lo_eps})
              / trial_values(df, "are_top15", {"mechanism.name": mech, "epsilon": hi_eps})).dropna()
-    lo, hi = mean_ci(ratio)
+    centre, lo, hi = ratio_ci(ratio)
     holds = None if not np.isfinite(lo) else True if lo >= NOISE_RATIO else False if hi < NOISE_RATIO else None
     return Claim(f'"Initially, ARE decreases approximately linearly with 1/eps before saturating" (skew 2.1, '
                  f"{NAMES[mech]})",
                  NOISE_DOMINATED.format(mech=NAMES[mech], lo=lo_eps, hi=hi_eps, span=hi_eps / lo_eps, r=NOISE_RATIO),
                  f"ARE(eps={lo_eps:g}) / ARE(eps={hi_eps:g}): "
-                 + (fmt_ci(float(ratio.mean()), lo, hi) if ratio.size else "no paired trials")
+                 + (fmt_ci(centre, lo, hi) + " (geometric mean, t interval on the log scale)" if ratio.size
+                    else "no paired trials")
                  + f" ({ratio.size} trials)", verdict_of(holds))
 
 
