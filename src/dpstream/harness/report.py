@@ -212,7 +212,10 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
         claims = _claims(results_dir, exp_id)
         if claims is not None and len(claims):
             summary += [{"experiment": exp_id, **r} for r in claims.to_dict("records")]
-            claims = claims[claims["kind"] != IMPLEMENTATION][["claim", "rule", "measured", "verdict"]]
+            shown = claims[claims["kind"] != IMPLEMENTATION]
+            if "nulls" in shown.columns:  # the falsifiability check goes with what was measured
+                shown = shown.assign(measured=shown["measured"] + " [nulls: " + shown["nulls"] + "]")
+            claims = shown[["claim", "rule", "measured", "verdict"]]
         if claims is not None and len(claims):
             named = with_paper_names(claims)
             md += ["| claim | rule (fixed before the run) | measured | verdict |", "|---|---|---|---|"]
