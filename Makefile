@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench figures notebooks readme clean claims
+.PHONY: install run test lint bench figures notebooks readme clean claims verify
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,3 +57,12 @@ clean:
 # of its table (about 1 CPU-minute); no trial runs.
 claims: install
 	$(PY) -m dpstream.harness.rejudge results --nulls $${NULLS:-20}
+
+# `make verify`: EVERY experiment at 3 master seeds AT PAPER SCALE (hours per seed on 2 cores; the time per seed has
+# not been measured yet), each seed's trials in DPSTREAM_VERIFY_STORE (default ~/.cache/dpstream/verify, outside the
+# clone): an interrupted run resumes from it. Verdicts judged with 200 permutation nulls per comparative rule; a
+# verdict that differs between the seeds is "inconclusive (unstable across seeds)". Writes results/tables/*.claims.csv
+# and results/report.{md,html}. Smoke check: make verify VERIFY_ARGS="--profile smoke --nulls 5"
+VERIFY_ARGS ?=
+verify: install
+	$(PY) -m dpstream.harness.verify --seeds 0 1 2 --nulls 200 $(VERIFY_ARGS)

@@ -44,9 +44,9 @@ class Planted:
 Test = str | Planted
 """``"effect"`` (permutation nulls must not confirm) or a ``Planted`` effect (planted tables must not confirm)."""
 
-_FIG3B = {'"All variants demonstrate': "effect", '"lazy sketches consistently': "effect"}
-_FIG4C = {'"as k~ increases, recall steadily improves"': "effect"}
-_QR = {"": "effect"}
+_FIG3B: dict[str, Test] = {'"All variants demonstrate': "effect", '"lazy sketches consistently': "effect"}
+_FIG4C: dict[str, Test] = {'"as k~ increases, recall steadily improves"': "effect"}
+_QR: dict[str, Test] = {"": "effect"}
 TESTS: dict[str, dict[str, Test]] = {
     "fig3b": _FIG3B, "fig3b_wordfreq": _FIG3B,
     "fig3c": {'"All variants show': "effect", '"the benefit': "effect"},
@@ -126,7 +126,7 @@ def null_shares(df: pd.DataFrame, judge: Callable[[pd.DataFrame], pd.DataFrame],
     counts = dict.fromkeys(tests, 0)
     for _ in range(n):
         null = permutation_null(df, measured, rng)
-        tables = {"effect": null, **{p: plant(null, p) for p in plants}}
+        tables: dict[Test, pd.DataFrame] = {"effect": null, **{p: plant(null, p) for p in plants}}
         judged = {key: _judged(judge, table) for key, table in tables.items()}
         for i, t in tests.items():
             out = judged[t]
@@ -150,8 +150,8 @@ def apply_nulls(claims: pd.DataFrame, shares: dict[int, tuple[Test, int]], n: in
             notes.append("no null (a level claim or an implementation check)" if n > 0 else "nulls not run")
             continue
         test, hits = shares[i]
-        what = ("permutation nulls" if test == "effect"
-                else f"planted-effect tables ({test.y} x{test.factor:g} over {test.x})")
+        what = (f"planted-effect tables ({test.y} x{test.factor:g} over {test.x})" if isinstance(test, Planted)
+                else "permutation nulls")
         noise = hits > MAX_NULL_SHARE * n
         notes.append(f"confirms on {hits}/{n} {what}" + (": cannot tell data from noise" if noise else ""))
         if noise and verdicts[i] == "confirmed":

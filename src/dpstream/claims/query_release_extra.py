@@ -51,7 +51,7 @@ TRIVIAL = ("Laplace's error is replaced by the best trivial answer of the same t
 
 def trivial_baseline(rows: pd.DataFrame) -> pd.Series:
     """Per row: min(min(max_error, 1), uniform_max_error), the best trivial release next to independent Laplace."""
-    return np.minimum(np.minimum(rows["max_error"], 1.0), rows["uniform_max_error"])
+    return rows["max_error"].clip(upper=1.0).combine(rows["uniform_max_error"], min)
 
 
 def _below_other(df: pd.DataFrame, a: str, b: str, keys: list[str]) -> tuple[bool | None, list[str]]:

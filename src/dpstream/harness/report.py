@@ -212,10 +212,10 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
         claims = _claims(results_dir, exp_id)
         if claims is not None and len(claims):
             summary += [{"experiment": exp_id, **r} for r in claims.to_dict("records")]
-            shown = claims[claims["kind"] != IMPLEMENTATION]
-            if "nulls" in shown.columns:  # the falsifiability check goes with what was measured
-                shown = shown.assign(measured=shown["measured"] + " [nulls: " + shown["nulls"] + "]")
-            claims = shown[["claim", "rule", "measured", "verdict"]]
+            visible = claims[claims["kind"] != IMPLEMENTATION]
+            if "nulls" in visible.columns:  # the falsifiability check goes with what was measured
+                visible = visible.assign(measured=visible["measured"] + " [nulls: " + visible["nulls"] + "]")
+            claims = visible[["claim", "rule", "measured", "verdict"]]
         if claims is not None and len(claims):
             named = with_paper_names(claims)
             md += ["| claim | rule (fixed before the run) | measured | verdict |", "|---|---|---|---|"]
@@ -229,14 +229,14 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
         page[3:3] = ["<h2>Verdicts</h2>", html_table(tally_table(everything), "verdicts")]
         checks = everything[everything["kind"] == IMPLEMENTATION]
         if len(checks):
-            shown = with_paper_names(checks)[["experiment", "claim", "kind_reason", "rule", "measured", "verdict"]]
+            listed = with_paper_names(checks)[["experiment", "claim", "kind_reason", "rule", "measured", "verdict"]]
             md += ["## Implementation checks", "", CHECKS_NOTE, "",
                    "| experiment | check | why it is not a paper claim | rule | measured | verdict |",
                    "|---|---|---|---|---|---|",
                    *[f"| {r.experiment} | {_cell(r.claim)} | {_cell(r.kind_reason)} | {_cell(r.rule)} | "
-                     f"{_cell(r.measured)} | **{r.verdict}** |" for r in shown.itertuples()], ""]
+                     f"{_cell(r.measured)} | **{r.verdict}** |" for r in listed.itertuples()], ""]
             page += ["<h2>Implementation checks</h2>", f"<p>{inline_html(CHECKS_NOTE)}</p>",
-                     html_table(shown.assign(verdict=[f"**{v}**" for v in shown["verdict"]]), "checks")]
+                     html_table(listed.assign(verdict=[f"**{v}**" for v in listed["verdict"]]), "checks")]
     shown = {k: _project_relative(v) if k.endswith("_dir") else v for k, v in cfg.items() if k != "experiment"}
     md += ["## Configuration", "", "```yaml", yaml.safe_dump(shown, sort_keys=True).rstrip(), "```", ""]
     page += ["</body></html>"]
