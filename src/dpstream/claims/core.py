@@ -278,6 +278,24 @@ FLAT_RULE = ("for each of {mechs}: per trial, spread = max over {x} of {y} / min
              "mean spread <= {factor:g}: confirmed, > {factor:g}: not confirmed, straddling: inconclusive")
 
 
+def end_to_end(rows: pd.DataFrame, x: str, y: str) -> str:
+    """The effect size of a trend: per trial y(last x) / y(first x), geometric mean and its log-scale 95% interval.
+
+    Empty when the ratio is not defined (a value <= 0, fewer than 2 grid values); zero spread says so.
+    """
+    if rows.empty or rows[x].nunique() < 2 or "trial" not in rows.columns:
+        return ""
+    table = rows.pivot_table(index="trial", columns=x, values=y, aggfunc="first").dropna()
+    if table.empty or (table.to_numpy() <= 0).any():
+        return ""
+    ratio = table.iloc[:, -1] / table.iloc[:, 0]
+    centre, lo, hi = ratio_ci(ratio)
+    if not np.isfinite(lo):
+        return f", {y} last/first x{centre:.3g} ({ratio.size} trials: no interval)"
+    note = " (zero spread: one deterministic series)" if ratio.nunique() == 1 else ""
+    return f", {y} last/first x{centre:.3g} [{lo:.3g}, {hi:.3g}]{note}"
+
+
 def trend_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y: str,
                 direction: Literal["increasing", "decreasing"], names: dict[str, str] | None = None) -> Claim:
     """``monotone_trend`` of ``y`` in ``x`` for every mechanism in ``mechs`` (``mechanism.name``); all must hold."""
@@ -289,7 +307,7 @@ def trend_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y:
                           else (None, np.nan, np.nan))
         results.append(holds)
         parts.append(f"{names.get(m, m)} " + ("absent" if not len(rows) else f"p {p:.2g}" if np.isfinite(p)
-                                                 else f"{len(rows)} values: too few"))
+                                                 else f"{len(rows)} values: too few") + end_to_end(rows, x, y))
     rule = TREND_RULE.format(mechs=", ".join(names.get(m, m) for m in mechs), y=y, direction=direction, x=x)
     return Claim(claim, rule, "; ".join(parts), verdict_of(all_points(results)))
 
