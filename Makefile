@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 UV_VERSION := 0.13.9
 
-.PHONY: install lock run test lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory
+.PHONY: install lock run test lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify
 
 $(STAMP): $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -74,3 +74,18 @@ trace-memory: install
 
 clean:
 	rm -rf $(VENV) results/smoke .pytest_cache
+
+# `make claims`: re-judge every claim from the committed trial tables (results/tables/*.csv), rewrite the
+# *.claims.csv and results/report.{md,html}, every comparative rule also on NULLS (default 20) permutation nulls
+# of its table (about 1 CPU-minute); no trial runs.
+claims: install
+	$(PY) -m dpstream.harness.rejudge results --nulls $${NULLS:-20}
+
+# `make verify`: EVERY experiment at 3 master seeds AT PAPER SCALE (hours per seed on 2 cores; the time per seed has
+# not been measured yet), each seed's trials in DPSTREAM_VERIFY_STORE (default ~/.cache/dpstream/verify, outside the
+# clone): an interrupted run resumes from it. Verdicts judged with 200 permutation nulls per comparative rule; a
+# verdict that differs between the seeds is "inconclusive (unstable across seeds)". Writes results/tables/*.claims.csv
+# and results/report.{md,html}. Smoke check: make verify VERIFY_ARGS="--profile smoke --nulls 5"
+VERIFY_ARGS ?=
+verify: install
+	$(PY) -m dpstream.harness.verify --seeds 0 1 2 --nulls 200 $(VERIFY_ARGS)

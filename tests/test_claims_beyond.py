@@ -35,7 +35,18 @@ def memory_table(best: float, derived_speed: float, honaker: float = 0.9, jitter
     are = {m: 0.5 for m in ALL} | {"cms": 0.01, "lazycms": 1.0, "punctualcms": 2.0, "lazycms_honaker": honaker,
                                     "punctualcms_derived_analytic": best}
     speed = {"cms": 3e7, "lazycms_derived": derived_speed * 3e7, "punctualcms_derived": derived_speed * 3e7}
-    return table("memory_kb", KB, are, speed, jitter=jitter)
+    df = table("memory_kb", KB, are, speed, jitter=jitter)
+    # interleaved A/B timing against CMS in one process: median ratio with an interval of +-5 * jitter
+    ratio = df["mechanism.name"].map(lambda m: speed.get(m, 3e7) / 3e7)
+    return df.assign(interleaved_ratio=ratio, interleaved_low=ratio * (1 - 5 * jitter),
+                     interleaved_high=ratio * (1 + 5 * jitter))
+
+
+def test_speed_without_an_interleaved_measurement_is_inconclusive():
+    df = memory_table(best=0.05, derived_speed=0.2).drop(columns=["interleaved_ratio"])
+    claim = beyond.speed_claim(df, "lazycms_derived", {})
+    assert claim.verdict == "inconclusive" and "no interleaved measurement" in claim.measured
+    assert "would say 'not confirmed'" in claim.measured  # the wall-clock rule's outcome is only described
 
 
 def test_memory_claims_confirm_and_refute():
@@ -58,7 +69,8 @@ def test_memory_claims_are_inconclusive_when_the_data_straddle():
 
 
 def test_memory_claims_need_three_trials():
-    df = memory_table(best=0.05, derived_speed=0.8)
+    # the interleaved timing has its own repetitions: without it, two trials decide nothing
+    df = memory_table(best=0.05, derived_speed=0.8).drop(columns=["interleaved_ratio"])
     assert set(verdicts(beyond.memory_claims(df[df["trial"] < 2], {})).values()) == {"inconclusive"}
 
 

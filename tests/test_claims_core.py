@@ -33,7 +33,7 @@ def test_claims_table_requires_a_rule():
     with pytest.raises(TypeError):
         claims_table([{"claim": "c", "measured": "m", "verdict": "confirmed"}])
     table = claims_table([Claim("c", "r", "m", "n/a")])
-    assert list(table.columns) == ["claim", "rule", "measured", "verdict"]
+    assert list(table.columns) == ["claim", "rule", "measured", "verdict", "kind", "kind_reason"]
 
 
 def test_verdict_of_and_all_points():
@@ -189,3 +189,21 @@ def test_an_n_a_verdict_survives_the_claims_csv_round_trip(tmp_path):
     write_csv(claims_table([Claim("c", "r", "m", "n/a"), Claim("d", "r", "m", "confirmed")]),
               tmp_path / "tables" / "x.claims.csv")
     assert verdict_summary(_claims(tmp_path, "x")) == "1 confirmed, 0 not confirmed, 0 inconclusive, 1 n/a (2 claims)"
+
+
+def test_holm_refutes_only_what_survives_the_family_of_points():
+    from dpstream.claims.core import below_at_points, holm_rejects, ratio_ci
+
+    assert holm_rejects([0.001, 0.02, 0.5]) == [True, False, False]  # 0.02 > 0.025 / 2 at the second step
+    trials = pd.Index(range(5), name="trial")
+    zero = pd.Series(np.zeros(5), index=trials)
+    below = pd.Series([-1.0, -1.1, -0.9, -1.05, -0.95], index=trials)
+    # one of 20 points "above" at one-sided p ~ 0.007 (t 4.2 over 5 trials): refutes alone, not among 20 points
+    weak = pd.Series([0.1, 0.25, 0.05, 0.2, 0.15], index=trials)
+    assert below_at_points([(weak, zero)]) == [False]
+    assert below_at_points([(weak, zero)] + [(below, zero)] * 19)[0] is None
+    strong = pd.Series([5.0, 5.1, 4.9, 5.05, 4.95], index=trials)  # p ~ 1e-7: refutes at any k
+    assert below_at_points([(strong, zero)] + [(below, zero)] * 19)[0] is False
+    centre, lo, hi = ratio_ci([2.0, 4.0, 8.0])
+    assert centre == pytest.approx(4.0, rel=1e-12) and lo < 4.0 < hi  # geometric mean, log-scale interval
+    assert lo * hi == pytest.approx(16.0, rel=1e-9)  # symmetric on the log scale

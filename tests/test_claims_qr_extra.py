@@ -47,8 +47,10 @@ def alg5_table(good: bool, trials: int = TRIALS) -> pd.DataFrame:
 
 
 def test_alg5_claims_confirmed_on_a_table_where_they_hold() -> None:
-    # the accounting claim recomputes the paper's formulas: it can refute (below), never confirm
-    assert verdicts(alg5_claims(alg5_table(True), {})) == ["confirmed", "inconclusive"] + ["confirmed"] * 4
+    # the accounting claim recomputes the paper's formulas: it can refute (below), never confirm; the last two are
+    # decided on NOT certified rows: they can refute, never confirm
+    assert verdicts(alg5_claims(alg5_table(True), {})) == ["confirmed", "inconclusive"] + ["confirmed"] * 2 + [
+        "inconclusive"] * 2
 
 
 def test_alg5_claims_flip_on_a_table_where_they_fail() -> None:
@@ -147,6 +149,18 @@ def test_fair_claims_confirmed_on_a_table_where_they_hold() -> None:
 
 def test_fair_claims_flip_on_a_table_where_they_fail() -> None:
     assert verdicts(error_vs_n_fair_claims(fair_table(False), {})) == ["not confirmed"] * 3
+
+
+def test_beating_laplace_means_beating_the_best_trivial_answer() -> None:
+    # Alg 3 below an unclipped Laplace error > 1 but above the uniform answer: it beats nothing
+    table = fair_table(True)
+    a3 = table["mechanism.name"] == "qr_hru_private"
+    table.loc[a3, "max_error"] = table.loc[a3, "uniform_max_error"] + 0.05
+    assert verdicts(error_vs_n_fair_claims(table, {}))[0] == "not confirmed"
+    e4 = e4_table(True)
+    mwem = e4["mechanism.name"] == "qr_mwem"
+    e4.loc[mwem, "max_error"] = e4.loc[mwem, "uniform_max_error"]  # equal to the uniform answer: not shown below
+    assert verdicts(error_vs_queries_claims(e4, {}))[1] == "inconclusive"
 
 
 def test_fair_claims_inconclusive_with_two_trials() -> None:

@@ -25,13 +25,15 @@ point named).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from scipy.stats import page_trend_test, spearmanr
 from scipy.stats import t as t_dist
+
+from dpstream.harness.timing import log_ratio_interval
 
 VERDICTS = ("confirmed", "not confirmed", "inconclusive", "n/a")
 MIN_TRIALS = 3
@@ -276,6 +278,24 @@ FLAT_RULE = ("for each of {mechs}: per trial, spread = max over {x} of {y} / min
              "mean spread <= {factor:g}: confirmed, > {factor:g}: not confirmed, straddling: inconclusive")
 
 
+def end_to_end(rows: pd.DataFrame, x: str, y: str) -> str:
+    """The effect size of a trend: per trial y(last x) / y(first x), geometric mean and its log-scale 95% interval.
+
+    Empty when the ratio is not defined (a value <= 0, fewer than 2 grid values); zero spread says so.
+    """
+    if rows.empty or rows[x].nunique() < 2 or "trial" not in rows.columns:
+        return ""
+    table = rows.pivot_table(index="trial", columns=x, values=y, aggfunc="first").dropna()
+    if table.empty or (table.to_numpy() <= 0).any():
+        return ""
+    ratio = table.iloc[:, -1] / table.iloc[:, 0]
+    centre, lo, hi = ratio_ci(ratio)
+    if not np.isfinite(lo):
+        return f", {y} last/first x{centre:.3g} ({ratio.size} trials: no interval)"
+    note = " (zero spread: one deterministic series)" if ratio.nunique() == 1 else ""
+    return f", {y} last/first x{centre:.3g} [{lo:.3g}, {hi:.3g}]{note}"
+
+
 def trend_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y: str,
                 direction: Literal["increasing", "decreasing"], names: dict[str, str] | None = None) -> Claim:
     """``monotone_trend`` of ``y`` in ``x`` for every mechanism in ``mechs`` (``mechanism.name``); all must hold."""
@@ -287,7 +307,7 @@ def trend_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y:
                           else (None, np.nan, np.nan))
         results.append(holds)
         parts.append(f"{names.get(m, m)} " + ("absent" if not len(rows) else f"p {p:.2g}" if np.isfinite(p)
-                                                 else f"{len(rows)} values: too few"))
+                                                 else f"{len(rows)} values: too few") + end_to_end(rows, x, y))
     rule = TREND_RULE.format(mechs=", ".join(names.get(m, m) for m in mechs), y=y, direction=direction, x=x)
     return Claim(claim, rule, "; ".join(parts), verdict_of(all_points(results)))
 
@@ -319,3 +339,94 @@ def fmt_series(series: pd.Series, digits: int = 3) -> str:
 
 ClaimFunction = Callable[[pd.DataFrame, dict[str, Any]], list[Claim]]
 """An experiment's ``claims:`` entry: ``(rows, experiment) -> list[Claim]``."""
+
+
+INTERLEAVED = ("interleaved_ratio", "interleaved_low", "interleaved_high")
+"""Columns of an interleaved A/B timing (``dpstream.harness.timing.RatioEstimate``): reference time / candidate time."""
+TIMING_PROTOCOL = ("Timing is decided only by interleaved A/B repetitions in one process (dpstream.harness.timing, "
+                   ">= 5 rounds): per point the median ratio reference time / candidate time with its 95% "
+                   "order-statistic interval on the log scale (columns interleaved_ratio, _low, _high); every interval "
+                   "inside the band: confirmed; one wholly outside: not confirmed; otherwise inconclusive")
+NO_INTERLEAVED = ("inconclusive by design without an interleaved measurement (wall-clock of separate trial runs, which "
+                  "load on a shared machine moves several-fold, decides nothing); ")
+
+
+def timing_claim(claim: Claim, rows: pd.DataFrame, band: Callable[[pd.Series], tuple[float, float]],
+                 band_text: str) -> Claim:
+    """A timing claim decided only from interleaved A/B ratios (``INTERLEAVED`` columns of ``rows``).
+
+    ``band(row)`` is the (low, high) range the ratio must lie in at that row's point. Without such columns the
+    verdict is ``inconclusive`` and the table-based rule's outcome is kept in ``measured`` as a description.
+    """
+    rule = f"{TIMING_PROTOCOL}; band: {band_text}. Descriptive (not deciding): {claim.rule}"
+    if not set(INTERLEAVED) <= set(rows.columns) or rows["interleaved_ratio"].isna().all():
+        return replace(claim, rule=NO_INTERLEAVED + rule, verdict="inconclusive",
+                       measured=f"inconclusive (no interleaved measurement); the wall-clock rule alone would say "
+                                f"{claim.verdict!r}: {claim.measured}")
+    results, parts = [], []
+    for _, r in rows.dropna(subset=["interleaved_ratio"]).iterrows():
+        lo, hi = band(r)
+        results.append(True if lo <= r["interleaved_low"] and r["interleaved_high"] <= hi
+                       else False if (r["interleaved_high"] < lo or r["interleaved_low"] > hi) else None)
+        parts.append(f"{r['interleaved_ratio']:.3g}x [{r['interleaved_low']:.3g}, {r['interleaved_high']:.3g}] "
+                     f"(band {lo:.3g}..{hi:.3g})")
+    return replace(claim, rule=rule, verdict=verdict_of(all_points(results)),
+                   measured="interleaved ratios " + "; ".join(parts))
+
+
+REFUTE_ALPHA = (1.0 - LEVEL) / 2.0
+"""One-sided level of the refutation side: the upper tail the 95% two-sided interval leaves out."""
+
+
+def refutation_p(a: pd.Series, b: pd.Series) -> float:
+    """One-sided p-value that mean(a - b) > 0 over the paired trials (t test); NaN with fewer than ``MIN_TRIALS``.
+
+    Zero spread (every trial the same difference, a deterministic series): 0 when the difference is positive, else 1.
+    """
+    diff = (a - b).dropna().to_numpy(dtype=np.float64)
+    diff = diff[np.isfinite(diff)]
+    if diff.size < MIN_TRIALS:
+        return np.nan
+    sd = float(diff.std(ddof=1))
+    if sd == 0.0:
+        return 0.0 if diff.mean() > 0 else 1.0
+    return float(t_dist.sf(diff.mean() / (sd / np.sqrt(diff.size)), diff.size - 1))
+
+
+def holm_rejects(p_values: list[float], alpha: float = REFUTE_ALPHA) -> list[bool]:
+    """Holm's step-down procedure over a rule's points: which hypotheses are rejected at family-wise level ``alpha``."""
+    p = np.asarray([1.0 if not np.isfinite(v) else v for v in p_values], dtype=np.float64)
+    out = np.zeros(p.size, dtype=bool)
+    for rank, i in enumerate(np.argsort(p, kind="stable")):
+        if p[i] > alpha / (p.size - rank):
+            break
+        out[i] = True
+    return out.tolist()
+
+
+def below_at_points(pairs: list[tuple[pd.Series, pd.Series]]) -> list[bool | None]:
+    """``mean_below`` at every point of a rule, its refutation side Holm-corrected over the points.
+
+    A point holds when its 95% interval of mean(a - b) is below 0 (each point at its own level: a rule that must
+    hold at ALL points is conservative); a point fails only when "a above b" is rejected by Holm's procedure over
+    all the points at the one-sided 2.5% level (so one of k points above 0 by chance does not refute the rule).
+    """
+    results = [mean_below(a, b) for a, b in pairs]
+    rejected = holm_rejects([refutation_p(a, b) for a, b in pairs])
+    return [None if r is False and not rej else r for r, rej in zip(results, rejected, strict=True)]
+
+
+HOLM_NOTE = ("; the refutation side is Holm-corrected over the rule's points (family-wise 2.5% one-sided): a point "
+             "fails only when its 'above' is rejected by Holm's procedure, else it is inconclusive")
+
+
+def ratio_ci(ratios: Iterable[float]) -> tuple[float, float, float]:
+    """Geometric mean of per-trial ratios and its 95% t interval on the log scale: (centre, lo, hi).
+
+    A ratio's natural scale is the log (x2 and x0.5 are symmetric): ``dpstream.harness.timing.log_ratio_interval``.
+    NaN interval with fewer than ``MIN_TRIALS`` finite ratios or a ratio <= 0 (no log).
+    """
+    x = np.asarray([v for v in ratios if np.isfinite(v)], dtype=np.float64)
+    if x.size < MIN_TRIALS or np.any(x <= 0):
+        return (float(np.exp(np.log(x).mean())) if x.size and np.all(x > 0) else np.nan), np.nan, np.nan
+    return log_ratio_interval(x)

@@ -8,21 +8,22 @@ n^{-1/3}, 1/sqrt(n), sqrt(|Q|)) are tested as a direction only; the rule says so
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from dpstream.claims.core import Claim, all_points, mean_below, monotone_trend, verdict_of
+from dpstream.claims.core import Claim, all_points, below_at_points, monotone_trend, verdict_of
 
 MECH, N, EPS, Q = "mechanism.name", "data.n", "epsilon", "data.n_queries"
 PAPER, SCALED = "qr_alg5", "qr_alg5_scaled_UNCERTIFIED"
 
 
-def _below_uniform(g: pd.DataFrame) -> bool | None:
-    """Paired over trials: is the mean max error below the mean uniform max error at this point?"""
-    g = g.set_index("trial")
-    return mean_below(g["max_error"], g["uniform_max_error"])
+def _below_uniform_points(groups: Any) -> list[bool | None]:
+    """At every point, paired over trials: mean max error below the uniform line (refutation Holm-corrected)."""
+    return below_at_points([(g.set_index("trial")["max_error"], g.set_index("trial")["uniform_max_error"])
+                            for _, g in groups])
 
 
 def _trend(g: pd.DataFrame, x: str, direction: Literal["increasing", "decreasing"]) -> tuple[bool | None, float, float]:
@@ -35,22 +36,45 @@ def _trend_text(trends: list[tuple[bool | None, float, float]]) -> str:
                      for _, stat, p in trends) or "no rows"
 
 
-PAIRED = "paired 95% t interval over trials: below 0 holds, above 0 fails, straddling or < 3 trials inconclusive"
+PAIRED = ("paired 95% t interval over trials: below 0 holds, above 0 fails (Holm-corrected over the points: a point "
+          "fails only when Holm's procedure at 2.5% one-sided rejects 'not above'), straddling or < 3 trials "
+          "inconclusive")
 PAGE = ("Page's trend test with trials as blocks, p < 0.05 in the claimed direction holds, in the opposite "
         "direction or constant fails, else or < 3 trials inconclusive; tests the direction only, not the rate")
 
 
+TRIVIAL = ("Laplace's error is replaced by the best trivial answer of the same trial, min(Laplace clipped to [0, 1], "
+           "the uniform answer): every answer lies in [0, 1], so a release that only beats an unclipped Laplace error "
+           "above 1 beats nothing; the clipped error is bounded by min(max_error, 1) (the table keeps no clipped "
+           "answers)")
+
+
+def trivial_baseline(rows: pd.DataFrame) -> pd.Series:
+    """Per row: min(min(max_error, 1), uniform_max_error), the best trivial release next to independent Laplace."""
+    return rows["max_error"].clip(upper=1.0).combine(rows["uniform_max_error"], min)
+
+
 def _below_other(df: pd.DataFrame, a: str, b: str, keys: list[str]) -> tuple[bool | None, list[str]]:
-    """At every point of ``keys``: mechanism a's mean max error below b's (paired t interval over trials)."""
-    results, parts = [], []
-    for key, g in df[df[MECH].isin([a, b])].groupby(keys):
+    """At every point of ``keys``: mechanism a's mean max error below b's (paired t interval over trials).
+
+    Against independent Laplace, b's error is the best trivial baseline (``trivial_baseline``).
+    """
+    parts: list[str] = []
+    rows = df[df[MECH].isin([a, b])]
+    if b == LAPLACE:
+        rows = rows.assign(max_error=rows["max_error"].where(rows[MECH] != LAPLACE, trivial_baseline(rows)))
+    pairs = []
+    for key, g in rows.groupby(keys):
         wide = g.pivot_table(index="trial", columns=MECH, values="max_error")
         if a not in wide or b not in wide:
             continue
-        results.append(mean_below(wide[a], wide[b]))
+        pairs.append((wide[a], wide[b]))
         label = "/".join(f"{v:g}" for v in np.atleast_1d(np.asarray(key)))
         parts.append(f"{label}: {wide[a].mean():.3g} vs {wide[b].mean():.3g}")
-    return all_points(results), parts
+    return all_points(below_at_points(pairs)), parts
+
+
+LAPLACE = "qr_laplace"
 
 
 # ---- qr_alg5 -----------------------------------------------------------------------------------------------------
@@ -98,7 +122,7 @@ def alg5_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
               RULE_ALG5_HALT, f"answered fraction min {df['answered_fraction'].min():.3g} over {len(df)} rows",
               verdict_of(all_points([bool(v) for v in df["answered_fraction"] >= 1.0]))),
     ]
-    points = [_below_uniform(g) for _, g in scaled.groupby([N, EPS])]
+    points = _below_uniform_points(scaled.groupby([N, EPS]))
     means = scaled.groupby([N, EPS])[["max_error", "uniform_max_error"]].mean()
     out.append(Claim("scaled constants (NOT privacy-certified): Alg 5 beats the uniform distribution at laptop n",
                      RULE_ALG5_SCALED,
@@ -109,7 +133,17 @@ def alg5_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     out.append(Claim("Thm 5.2 (scaled constants, NOT certified): error falls like n^{-2/5}", RULE_ALG5_TREND,
                      _trend_text(trends),
                      verdict_of(all_points([t[0] for t in trends]))))
-    return out
+    return out[:4] + [uncertified_cap(c) for c in out[4:]]
+
+
+UNCERTIFIED_NOTE = ("; rows NOT privacy-certified (scaled constants) can refute but never confirm a claim about the "
+                    "certified algorithm: a holding rule is reported inconclusive")
+
+
+def uncertified_cap(claim: Claim) -> Claim:
+    """A claim decided on NOT certified rows: ``confirmed`` becomes ``inconclusive``; the rule says so."""
+    return replace(claim, rule=claim.rule + UNCERTIFIED_NOTE,
+                   verdict="inconclusive" if claim.verdict == "confirmed" else claim.verdict)
 
 
 # ---- qr_alg4 -----------------------------------------------------------------------------------------------------
@@ -126,7 +160,7 @@ RULE_ALG4_PRIVACY = ("Alg 4's privacy theorem needs density s = 12 T (m > 12 T a
 def alg4_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     """Algorithm 4 against Algorithm 3 at d <= 8."""
     a4 = df[df[MECH] == ALG4]
-    points = [_below_uniform(g) for _, g in a4.groupby([EPS, N])]
+    points = _below_uniform_points(a4.groupby([EPS, N]))
     means = a4.groupby([EPS, N])[["max_error", "uniform_max_error"]].mean()
     trends = [_trend(g, N, "decreasing") for _, g in a4.groupby(EPS)]
     vs, parts = _below_other(df, ALG3, ALG4, [EPS, N])
@@ -154,9 +188,9 @@ def _alg4_privacy_verdict(a4: pd.DataFrame) -> str:
 
 # ---- E4: error vs |Q| --------------------------------------------------------------------------------------------
 
-LAPLACE = "qr_laplace"
 RULE_E4_LAPLACE = f"Laplace: max error increases with |Q| at every eps ({PAGE})"
-RULE_E4_BELOW = "{name}: at the largest |Q|, mean max error below Laplace's at every eps (" + PAIRED + ")"
+RULE_E4_BELOW = ("{name}: at the largest |Q|, mean max error below Laplace's at every eps (" + PAIRED + "). "
+                 + TRIVIAL)
 RULE_E4_UNIFORM = "{name}: mean max error below the uniform line at every (eps, |Q|) point (" + PAIRED + ")"
 
 
@@ -173,7 +207,7 @@ def error_vs_queries_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> lis
                          RULE_E4_BELOW.format(name=name), f"|Q| = {df[Q].max():g}, eps: " + "; ".join(parts),
                          verdict_of(holds)))
         sub = df[df[MECH] == name]
-        points = [_below_uniform(g) for _, g in sub.groupby([EPS, Q])]
+        points = _below_uniform_points(sub.groupby([EPS, Q]))
         out.append(Claim(f"{name} beats the uniform distribution at every |Q|", RULE_E4_UNIFORM.format(name=name),
                          f"{sum(p is True for p in points)} of {len(points)} points below",
                          verdict_of(all_points(points))))
@@ -183,7 +217,7 @@ def error_vs_queries_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> lis
 # ---- E2 on Fair's data -------------------------------------------------------------------------------------------
 
 RULE_FAIR_VS_LAPLACE = ("Alg 3 (T = n/6.4) mean max error below independent Laplace's at every (eps, n) point "
-                        f"({PAIRED})")
+                        f"({PAIRED}). " + TRIVIAL)
 RULE_FAIR_TREND = f"Alg 3 (T = n/6.4): max error decreases with n at every eps ({PAGE})"
 RULE_FAIR_UNIFORM = f"Alg 3 (T = n/6.4): mean max error below the uniform line at every (eps, n) point ({PAIRED})"
 
@@ -195,7 +229,7 @@ def error_vs_n_fair_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list
     vs, parts = _below_other(df, ALG3, LAPLACE, [EPS, N])
     a3 = df[df[MECH] == ALG3]
     trends = [_trend(g, N, "decreasing") for _, g in a3.groupby(EPS)]
-    points = [_below_uniform(g) for _, g in a3.groupby([EPS, N])]
+    points = _below_uniform_points(a3.groupby([EPS, N]))
     means = a3.groupby([EPS, N])[["max_error", "uniform_max_error"]].mean()
     return [
         Claim("Alg 3 beats independent Laplace (real data)", RULE_FAIR_VS_LAPLACE,

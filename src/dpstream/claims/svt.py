@@ -448,14 +448,15 @@ def hh_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     out.append(Claim(
         "Baseline (a), a Laplace histogram at every step, has error growing ~ sqrt(m)",
         "For each k*: emp_tau of the per-step histogram grows over the m grid by a factor within "
-        "[sqrt(m_max / m_min) / g, max(sqrt(m_max / m_min), theory) * g], theory = the theory_tau ratio (sqrt(m) "
-        f"times its log m factor, as for TME), g = one grid step of the group sizes ({grid:.3g}) (two-sided: "
-        "linear growth fails); outside: not confirmed.",
+        f"[sqrt(m_max / m_min) / g, sqrt(m_max / m_min) * g], g = one grid step of the group sizes ({grid:.3g}) "
+        "(two-sided: linear growth fails); outside: not confirmed. The band is the paper's 'error ~ sqrt(m)' with "
+        "the measurement's resolution and nothing else: the theory's extra log m factor is not allowed for, since "
+        "the sentence does not state it (the band as fixed before the run; the measured theory ratio is reported).",
         "; ".join(f"k*={k}: x{e:.3g} (sqrt(m) x{math.sqrt(mr):.3g}, theory x{t:.3g}, allowed "
-                  f"x{math.sqrt(mr) / grid:.3g}..x{max(math.sqrt(mr), t) * grid:.3g})"
+                  f"x{math.sqrt(mr) / grid:.3g}..x{math.sqrt(mr) * grid:.3g})"
                   for k, (e, t, mr, _) in hist.items()),
-        verdict_of(all_points(bool(math.sqrt(mr) / grid <= e <= max(math.sqrt(mr), t) * grid)
-                              for e, t, mr, _ in hist.values()))))
+        verdict_of(all_points(bool(math.sqrt(mr) / grid <= e <= math.sqrt(mr) * grid)
+                              for e, _, mr, _ in hist.values()))))
     eps, delta = float(df["epsilon"].iloc[0]), float(df["delta"].iloc[0])
     domain, beta = int(float(df["data.domain_size"].iloc[0])), float(df["mechanism.beta"].iloc[0])
     for k_star in sorted(df["k_star"].unique()):

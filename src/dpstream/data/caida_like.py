@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpstream.data.cache import cached_array
+from dpstream.data.cache import cached_array, seed_token
 from dpstream.noise import SeedLike
 from dpstream.validation import check_positive_int
 
@@ -54,24 +54,38 @@ def calibrate_sources(exponent: float, full_length: int, distinct_sources: int) 
 
 def synthetic_caida_like(length: int = PAPER_PACKETS, zipf_exponent: float = 1.0,
                       full_length: int = PAPER_PACKETS, distinct_sources: int = PAPER_DISTINCT_SOURCES,
-                      trace_seed: int = 2019, seed: SeedLike = None,
+                      trace_seed: int | None = 2019, seed: SeedLike = None,
                       cache_dir: str | Path | None = None) -> np.ndarray:
     """``length`` packets' IPv4 source addresses (uint32) of the synthetic caida_like trace.
 
     A fixed trace (seeded by ``trace_seed``), like the paper's single real trace: trials differ only
     in the mechanisms' randomness, and ``seed`` (the shared call of every stream source) is ignored.
-    Cached under ``cache_dir/caida_like/`` keyed by every parameter.
+    ``trace_seed=None``: the trace is drawn from ``seed``, so each trial has its own trace (the trace is then the
+    unit of replication). Cached under ``cache_dir/caida_like/`` keyed by every parameter.
     """
+    if trace_seed is None:
+        if seed is None:
+            raise ValueError("trace_seed=None draws the trace from the trial seed, but seed is None: pass a seed")
+        sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        return _synthetic(length, zipf_exponent, full_length, distinct_sources, sequence, seed_token(sequence),
+                          cache_dir)
+    trace_seed = check_positive_int(trace_seed, "trace_seed", minimum=0)
+    return _synthetic(length, zipf_exponent, full_length, distinct_sources, np.random.SeedSequence(trace_seed),
+                      trace_seed, cache_dir)
+
+
+def _synthetic(length: int, zipf_exponent: float, full_length: int, distinct_sources: int,
+               sequence: np.random.SeedSequence, key: int | str, cache_dir: str | Path | None) -> np.ndarray:
+    """The trace of ``synthetic_caida_like`` drawn from ``sequence``; ``key`` names it in the cache."""
     length = check_positive_int(length, "length")
     full_length = check_positive_int(full_length, "full_length")
     distinct_sources = check_positive_int(distinct_sources, "distinct_sources")
-    trace_seed = check_positive_int(trace_seed, "trace_seed", minimum=0)
     if not (isinstance(zipf_exponent, int | float) and math.isfinite(zipf_exponent) and zipf_exponent > 0):
         raise ValueError(f"zipf_exponent must be a finite number > 0, got {zipf_exponent!r}")
 
     def build() -> np.ndarray:
         n = calibrate_sources(float(zipf_exponent), full_length, distinct_sources)
-        rng = np.random.default_rng(np.random.SeedSequence(trace_seed))
+        rng = np.random.default_rng(sequence)
         addresses = np.empty(0, dtype=np.uint32)
         while addresses.size < n:  # n distinct random addresses (avoid 0.0.0.0), in random order
             draw = rng.integers(1, 2**32, size=n + n // 8, dtype=np.uint64).astype(np.uint32)
@@ -87,5 +101,5 @@ def synthetic_caida_like(length: int = PAPER_PACKETS, zipf_exponent: float = 1.0
         return out
 
     params = {"length": length, "zipf_exponent": float(zipf_exponent), "full_length": full_length,
-              "distinct_sources": distinct_sources, "trace_seed": trace_seed}
+              "distinct_sources": distinct_sources, "trace_seed": key}
     return cached_array(cache_dir, "caida_like", params, build)

@@ -18,6 +18,7 @@ import yaml
 
 import dpstream
 from dpstream.claims import VERDICTS
+from dpstream.claims.kinds import IMPLEMENTATION, KIND_WORDS, OURS, PAPER, classify, headline
 from dpstream.harness.environment import PACKAGES, environment
 from dpstream.plots.names import relabel
 
@@ -45,7 +46,10 @@ def provenance(cfg: dict[str, Any]) -> dict[str, str]:
 def _claims(results_dir: Path, exp_id: str) -> pd.DataFrame | None:
     path = results_dir / "tables" / f"{exp_id}.claims.csv"
     # keep_default_na=False: the verdict "n/a" is a word, not a missing value
-    return pd.read_csv(path, keep_default_na=False) if path.exists() else None
+    if not path.exists():
+        return None
+    claims = pd.read_csv(path, keep_default_na=False)
+    return claims if "kind" in claims.columns else classify(exp_id, claims)
 
 
 def _cell(text: object) -> str:
@@ -71,6 +75,31 @@ def verdict_summary(claims: pd.DataFrame) -> str:
     """Counts of the four verdict words, every word listed (zero included), in one fixed order."""
     counts = verdict_counts(claims)
     return ", ".join(f"{n} {v}" for v, n in counts.items()) + f" ({sum(counts.values())} claims)"
+
+
+CHECKS_NOTE = ("Claims that follow from the construction (a rule that re-derives the noise calibration, a bound "
+               "recomputed from the paper's formula, an auditor's self-test, a feasibility computation, a rule that "
+               "cannot fail): checks of the implementation, not counted in the paper tally. A failing check is a bug.")
+
+
+def tally_table(claims: pd.DataFrame) -> pd.DataFrame:
+    """Verdict counts per kind: paper sentences (each once, ``kinds.headline``), own hypotheses, checks."""
+    rows = []
+    for kind in KIND_WORDS:
+        sub = headline(claims) if kind == PAPER else claims[claims["kind"] == kind]
+        label = "paper claims (each sentence once)" if kind == PAPER else f"{kind}s"
+        rows.append({"kind": label, **verdict_counts(sub), "total": len(sub)})
+    return pd.DataFrame(rows)
+
+
+def tally_lines(claims: pd.DataFrame) -> list[str]:
+    """The report's headline: the paper tally first, then the other kinds, then all rows."""
+    paper = headline(claims)
+    return [f"Paper claims (each sentence of a paper once, its checks combined): {verdict_summary(paper)}", "",
+            f"Own hypotheses (not in the paper tally): {verdict_summary(claims[claims['kind'] == OURS])}", "",
+            f"Implementation checks (own section at the end): "
+            f"{verdict_summary(claims[claims['kind'] == IMPLEMENTATION])}", "",
+            f"All rows of the claims tables: {verdict_summary(claims)}", ""]
 
 
 def with_paper_names(claims: pd.DataFrame) -> pd.DataFrame:
@@ -184,18 +213,32 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
             page += [f"<p>{inline_html(intro)}</p>", html_table(_display(continual), "continual")]
         claims = _claims(results_dir, exp_id)
         if claims is not None and len(claims):
+            summary += [{"experiment": exp_id, **r} for r in claims.to_dict("records")]
+            visible = claims[claims["kind"] != IMPLEMENTATION]
+            if "nulls" in visible.columns:  # the falsifiability check goes with what was measured
+                visible = visible.assign(measured=visible["measured"] + " [nulls: " + visible["nulls"] + "]")
+            claims = visible[["claim", "rule", "measured", "verdict"]]
+        if claims is not None and len(claims):
             named = with_paper_names(claims)
             md += ["| claim | rule (fixed before the run) | measured | verdict |", "|---|---|---|---|"]
             md += [f"| {claim_cells(r)}" for r in named.itertuples()]
             md += [""]
             page += [html_table(named.assign(verdict=[f"**{v}**" for v in named["verdict"]]).rename(
                 columns={"rule": "rule (fixed before the run)"}), "claims")]
-            summary += [{"experiment": exp_id, **r} for r in claims.to_dict("records")]
     if summary:
         everything = pd.DataFrame(summary)
-        md[4:4] = ["Verdicts: " + verdict_summary(everything), ""]
-        counts = pd.DataFrame([{**verdict_counts(everything), "claims": len(everything)}])
-        page[3:3] = ["<h2>Verdicts</h2>", html_table(counts, "verdicts")]
+        md[4:4] = tally_lines(everything)
+        page[3:3] = ["<h2>Verdicts</h2>", html_table(tally_table(everything), "verdicts")]
+        checks = everything[everything["kind"] == IMPLEMENTATION]
+        if len(checks):
+            listed = with_paper_names(checks)[["experiment", "claim", "kind_reason", "rule", "measured", "verdict"]]
+            md += ["## Implementation checks", "", CHECKS_NOTE, "",
+                   "| experiment | check | why it is not a paper claim | rule | measured | verdict |",
+                   "|---|---|---|---|---|---|",
+                   *[f"| {r.experiment} | {_cell(r.claim)} | {_cell(r.kind_reason)} | {_cell(r.rule)} | "
+                     f"{_cell(r.measured)} | **{r.verdict}** |" for r in listed.itertuples()], ""]
+            page += ["<h2>Implementation checks</h2>", f"<p>{inline_html(CHECKS_NOTE)}</p>",
+                     html_table(listed.assign(verdict=[f"**{v}**" for v in listed["verdict"]]), "checks")]
     shown = {k: _project_relative(v) if k.endswith("_dir") else v for k, v in cfg.items() if k != "experiment"}
     md += ["## Configuration", "", "```yaml", yaml.safe_dump(shown, sort_keys=True).rstrip(), "```", ""]
     page += ["</body></html>"]

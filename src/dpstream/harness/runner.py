@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from dpstream.claims import Claim
+from dpstream.claims.kinds import classify
 from dpstream.errors import ConfigError
 from dpstream.harness.config import (
     RUN_KEYS,
@@ -293,7 +294,7 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
         say(f"figure: {figure}")
     claims = None
     if spec.get("claims"):
-        claims = claims_table(import_object(spec["claims"])(df, spec))
+        claims = claims_table(import_object(spec["claims"])(df, spec), exp_id)
         write_csv(claims, results_dir / "tables" / f"{exp_id}.claims.csv")
         with pd.option_context("display.max_colwidth", 90, "display.width", 250):
             say("\npaper claims vs this run:")
@@ -312,10 +313,13 @@ def _quiet(*args: Any, **kwargs: Any) -> None:
     """Stands in for ``print`` when an aggregate run prints one line per experiment."""
 
 
-def claims_table(claims: list[Claim]) -> pd.DataFrame:
-    """The claims CSV: one row per claim with its rule; only the four verdict words are accepted."""
+def claims_table(claims: list[Claim], exp_id: str = "") -> pd.DataFrame:
+    """The claims CSV: one row per claim with its rule and its kind (``dpstream.claims.kinds``).
+
+    Only the four verdict words are accepted.
+    """
     rows = [c.row() if isinstance(c, Claim) else Claim(**c).row() for c in claims]
-    return pd.DataFrame(rows, columns=["claim", "rule", "measured", "verdict"])
+    return classify(exp_id, pd.DataFrame(rows, columns=["claim", "rule", "measured", "verdict"]))
 
 
 def experiments_to_run(cfg: dict[str, Any], conf_dir: Path) -> list[dict[str, Any]]:

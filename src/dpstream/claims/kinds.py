@@ -1,0 +1,108 @@
+"""What each checked claim is: a claim of a paper, a hypothesis of ours, or a check of the implementation (data).
+
+A claim that follows from the construction (a rule that re-derives the noise calibration, a bound recomputed from the
+paper's own formula, an auditor's self-test, a feasibility computation) checks the implementation; it is reported in
+its own section and never counted in the paper tally. ``KINDS`` lists, per experiment, the claim texts (prefixes) that
+are not paper claims, with the reason; everything else of a paper experiment is a paper claim. The headline counts each
+paper sentence once (``headline``): the same sentence checked in several experiments is combined like the points of
+one rule (any ``not confirmed`` refutes, any ``inconclusive`` leaves it undecided).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+PAPER, OURS, IMPLEMENTATION = "paper claim", "own hypothesis", "implementation check"
+KIND_WORDS = (PAPER, OURS, IMPLEMENTATION)
+
+CALIBRATION = ("the rule re-derives the noise calibration (the noise scale was chosen from this formula), so it checks "
+               "the code against its own design, not the paper")
+THEORY = "a bound recomputed from the paper's own formula, no measurement"
+AUDITOR = "a self-test of the privacy auditor (known-correct or known-broken mechanism), not a sentence of a paper"
+UNCERTIFIED = "decided on NOT privacy-certified rows (scaled constants): says nothing about the certified algorithm"
+
+_SVT_IMPL = {
+    "ThresholdMonitor's error is flat in c": CALIBRATION + " (TM's noise does not involve c)",
+    "Sparse's error grows ~ sqrt(c) log c": CALIBRATION + " (Sparse's noise scale is sqrt(c) ln(1/delta) / eps)",
+    "AboveThreshold and Sparse with cutoff < c halt": "holds by construction (the cutoff stops the run)",
+    "(alpha, beta)-accuracy": CALIBRATION + " (the noise is set so that theory_alpha holds)",
+    "ThresholdMonitor's error grows with k*": CALIBRATION + " (TM's noise scale grows with k*)",
+    "ThresholdMonitor's error follows alpha_TM(k*)": CALIBRATION,
+    "Sparse's error does not depend on k*": "holds by construction (Sparse's noise does not involve k*)",
+    "k < k* prunes heavy records": "holds by construction (the cap stops TM after k records)",
+    "k > k* costs noise": CALIBRATION + " (TM's noise scale grows with the cap k)",
+    "The accuracy guarantees hold for any (adaptive) query order": "holds by construction (iid noise)",
+    "svt_kappa is NOT privacy-certified": "a label check of the rows",
+    "[kappa": UNCERTIFIED + "; and " + CALIBRATION,
+    "Sparse becomes worse than ThresholdMonitor(k*=": THEORY,
+}
+KINDS: dict[str, dict[str, tuple[str, str]]] = {
+    **{e: {p: (IMPLEMENTATION, r) for p, r in _SVT_IMPL.items()}
+       for e in ("svt_theory", "svt_c", "svt_kappa", "svt_kstar", "svt_kcap", "svt_order")},
+    "shifting_hh": {
+        "Thm 4.7": (IMPLEMENTATION, CALIBRATION + " (tau is the threshold the noise was calibrated for)"),
+        "TME's error tau(k*) does not grow with m": (IMPLEMENTATION, CALIBRATION),
+        "TME's error tau(k*) depends on k*": (IMPLEMENTATION, CALIBRATION),
+        "Baseline (b)": (IMPLEMENTATION, CALIBRATION),
+        "TME (k*=": (IMPLEMENTATION, THEORY),
+    },
+    "audit_svt": {"": (IMPLEMENTATION, AUDITOR)},
+    "audit_power": {"": (IMPLEMENTATION, AUDITOR)},
+    "qr_analyst_audit": {"": (IMPLEMENTATION, "an audit can refute privacy, never show it; the accounting is the "
+                                              "paper's own formula")},
+    "qr_theory": {"": (IMPLEMENTATION, THEORY)},
+    "qr_crossover": {"": (IMPLEMENTATION, THEORY + "; the second is the feasibility of a run on this machine")},
+    "qr_alg5": {
+        "with the paper's constants": (IMPLEMENTATION, "cannot fail: with tau ~ 1.5e7 every answer comes from H_0 "
+                                                       "whatever the data"),
+        "Thm 5.7/5.8": (IMPLEMENTATION, "the accounting recomputes the paper's own formulas"),
+        "Claim 5.3": (IMPLEMENTATION, "cannot fail on certified rows (their bound is vacuous, >= 1); decided on "
+                                      "scaled rows only: " + UNCERTIFIED),
+        "Claim 5.4": (IMPLEMENTATION, "cannot fail: with the paper's constants no round is bad, so Alg 5 never halts "
+                                      "early"),
+    },
+    "qr_alg4": {"Alg 4 is (eps, 4 delta / 3)-DP": (IMPLEMENTATION, "the accounting recomputes the paper's formula")},
+    "beyond_hh": {"": (IMPLEMENTATION, "cannot fail: the threshold decides the output in both arms (an "
+                                       "equivalence of the two arms' reports by design)")},
+    **{e: {"": (OURS, "dpstream's own hypothesis, not a paper's sentence")} for e in ("beyond_memory", "beyond_eps")},
+}
+
+
+def kind_of(exp_id: str, claim: str) -> tuple[str, str]:
+    """(kind, reason) of one claim of experiment ``exp_id``: the first matching prefix of ``KINDS``, else a paper claim.
+
+    A claim of a paper experiment whose text says "(ours)" is our own hypothesis.
+    """
+    for prefix, (kind, why) in KINDS.get(exp_id, {}).items():
+        if claim.startswith(prefix):
+            return kind, why
+    if "(ours)" in claim:
+        return OURS, "dpstream's own hypothesis, not a paper's sentence"
+    return PAPER, ""
+
+
+def classify(exp_id: str, claims: pd.DataFrame) -> pd.DataFrame:
+    """``claims`` with its ``kind`` and ``kind_reason`` columns filled from ``KINDS``."""
+    pairs = [kind_of(exp_id, str(c)) for c in claims["claim"]]
+    return claims.assign(kind=[k for k, _ in pairs], kind_reason=[r for _, r in pairs])
+
+
+def combine(verdicts: list[str]) -> str:
+    """One verdict for one sentence checked several times: like the grid points of one rule."""
+    decided = [v for v in verdicts if v != "n/a"]
+    if not decided:
+        return "n/a"
+    if "not confirmed" in decided:
+        return "not confirmed"
+    return "inconclusive" if "inconclusive" in decided else "confirmed"
+
+
+def headline(claims: pd.DataFrame) -> pd.DataFrame:
+    """The paper tally: paper claims only, each sentence (claim text) once, its verdicts combined (``combine``).
+
+    Columns: ``claim``, ``experiments`` (comma-separated), ``verdict``.
+    """
+    paper = claims[claims["kind"] == PAPER]
+    rows = [{"claim": text, "experiments": ", ".join(g["experiment"]), "verdict": combine(list(g["verdict"]))}
+            for text, g in paper.groupby("claim", sort=False)]
+    return pd.DataFrame(rows, columns=["claim", "experiments", "verdict"])

@@ -1,0 +1,130 @@
+"""``make verify``: every experiment at 3 master seeds, verdicts that must agree across them, and the report.
+
+Each seed's trials go into its own results folder under the verify store (``DPSTREAM_VERIFY_STORE``, default
+``~/.cache/dpstream/verify``, outside the clone): ``<store>/<profile>/seed_<s>/`` with its results store, so an
+interrupted run resumes where it stopped (stored trials are not recomputed) and the whole can be completed over
+several runs. Every seed's claims are judged with ``nulls`` permutation nulls per comparative rule
+(``dpstream.claims.nulls``); a verdict that is not the same at every seed becomes ``inconclusive (unstable across
+seeds)`` with the seeds' outcomes in ``measured``. The combined claims, the first seed's trial tables and figures and
+the report are written to ``out`` (default ``results``).
+
+Usage: ``python -m dpstream.harness.verify [--seeds 0 1 2] [--profile paper] [--experiment all] [--nulls 200]
+[--out results]``. At paper scale one seed of everything takes hours on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dpstream.claims.core import VERDICTS
+from dpstream.harness.config import CONF_DIR
+from dpstream.harness.rejudge import composed_config, rejudge
+from dpstream.harness.report import write_report
+from dpstream.harness.runner import experiments_to_run, run, write_csv
+
+SEEDS = (0, 1, 2)
+NULLS = 200
+UNSTABLE = "unstable across seeds"
+
+
+def verify_store() -> Path:
+    """The verify store: ``$DPSTREAM_VERIFY_STORE`` or ``~/.cache/dpstream/verify``."""
+    return Path(os.environ.get("DPSTREAM_VERIFY_STORE") or Path.home() / ".cache" / "dpstream" / "verify")
+
+
+def seed_dir(store: Path, profile: str, seed: int) -> Path:
+    """The results folder of one master seed."""
+    return store / profile / f"seed_{seed}"
+
+
+def run_seed(store: Path, profile: str, seed: int, experiment: str, n_jobs: int | None = None) -> Path:
+    """Run (or resume) every trial of ``experiment`` at master seed ``seed``; return its results folder."""
+    from hydra import compose, initialize_config_dir
+
+    out = seed_dir(store, profile, seed)
+    overrides = [f"experiment={experiment}", f"profile={profile}", f"seed={seed}", f"results_dir={out}",
+                 *([f"n_jobs={n_jobs}"] if n_jobs else [])]
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides)
+    run(cfg, CONF_DIR, [])
+    return out
+
+
+def combine_seeds(per_seed: dict[int, pd.DataFrame]) -> pd.DataFrame:
+    """One claims table from the same experiment's claims at several seeds.
+
+    The same verdict at every seed stands (with the first seed's measurement); otherwise ``inconclusive`` with
+    ``measured`` starting "inconclusive (unstable across seeds)" and listing every seed's verdict.
+    """
+    seeds = sorted(per_seed)
+    first = per_seed[seeds[0]].reset_index(drop=True)
+    if any(len(per_seed[s]) != len(first) for s in seeds):
+        raise ValueError(f"the seeds' claims tables differ in length: {[len(per_seed[s]) for s in seeds]}")
+    verdicts, measured = [], []
+    for i, row in enumerate(first.to_dict("records")):
+        outcomes = {s: str(per_seed[s]["verdict"].iloc[i]) for s in seeds}
+        if len(set(outcomes.values())) == 1:
+            verdicts.append(row["verdict"])
+            measured.append(f"{row['measured']} [same verdict at seeds {', '.join(map(str, seeds))}]")
+        else:
+            verdicts.append("inconclusive")
+            listing = "; ".join(f"seed {s}: {v}" for s, v in outcomes.items())
+            measured.append(f"inconclusive ({UNSTABLE}: {listing}); seed {seeds[0]}: {row['measured']}")
+    out = first.assign(verdict=verdicts, measured=measured)
+    assert set(out["verdict"]) <= set(VERDICTS)
+    return out
+
+
+def verify(seeds: tuple[int, ...] = SEEDS, profile: str = "paper", experiment: str = "all", nulls: int = NULLS,
+           out: Path = Path("results"), store: Path | None = None, n_jobs: int | None = None) -> dict[str, Any]:
+    """Run every seed (resuming), judge each with its nulls, combine across seeds, write ``out``'s claims and report."""
+    store = store or verify_store()
+    dirs = {s: run_seed(store, profile, s, experiment, n_jobs) for s in seeds}
+    judged = {s: rejudge(d, experiment, profile, report=False, nulls=nulls) for s, d in dirs.items()}
+    first = dirs[seeds[0]]
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    combined = {}
+    for exp_id in judged[seeds[0]]:
+        combined[exp_id] = combine_seeds({s: judged[s][exp_id] for s in seeds})
+        write_csv(combined[exp_id], out / "tables" / f"{exp_id}.claims.csv")
+    cfg = composed_config(out, experiment, profile)
+    specs = experiments_to_run(cfg, CONF_DIR)
+    frames = []
+    for spec in specs:
+        shutil.copyfile(first / "tables" / f"{spec['id']}.csv", out / "tables" / f"{spec['id']}.csv")
+        frames.append(pd.read_csv(out / "tables" / f"{spec['id']}.csv"))
+        figure = first / "figures" / f"{spec['id']}.png"
+        if figure.exists():
+            (out / "figures").mkdir(exist_ok=True)
+            shutil.copyfile(figure, out / "figures" / figure.name)
+    if (cfg.get("experiment") or {}).get("report"):
+        write_report(specs, frames, {**cfg, "seed": ", ".join(map(str, seeds))})
+    return {"seeds": seeds, "store": store, "claims": combined}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The command line of ``make verify``."""
+    parser = argparse.ArgumentParser(prog="python -m dpstream.harness.verify", description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
+    parser.add_argument("--profile", default="paper")
+    parser.add_argument("--experiment", default="all")
+    parser.add_argument("--nulls", type=int, default=NULLS)
+    parser.add_argument("--out", type=Path, default=Path("results"))
+    parser.add_argument("--n-jobs", type=int, default=None)
+    args = parser.parse_args(argv)
+    result = verify(tuple(args.seeds), args.profile, args.experiment, args.nulls, args.out, n_jobs=args.n_jobs)
+    claims = pd.concat(result["claims"].values(), ignore_index=True)
+    unstable = int(claims["measured"].str.startswith(f"inconclusive ({UNSTABLE}").sum())
+    print(f"verify: seeds {result['seeds']}, store {result['store']}: "
+          + ", ".join(f"{n} {v}" for v, n in claims["verdict"].value_counts().items())
+          + f"; {unstable} unstable across seeds; claims and report in {args.out}")
+
+
+if __name__ == "__main__":
+    main()
