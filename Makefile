@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench figures notebooks readme clean
+.PHONY: install run test lint docs bench figures notebooks readme clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +21,12 @@ lint: install  ## ruff (pyflakes, style, docstrings, complexity) over the repo, 
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
-test: install lint  ## lint (ruff + mypy), then the whole test suite
+test: install lint  ## lint (ruff + mypy), the documentation build (a broken reference fails), the whole test suite
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 	$(PY) -m pytest
+
+docs: install  ## the documentation site (mkdocs-material + mkdocstrings) into site/; open site/index.html
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 bench: install
 	$(PY) benchmarks/throughput.py
@@ -46,8 +50,9 @@ $(NOTEBOOK_STAMP): $(STAMP)
 notebooks: $(NOTEBOOK_STAMP)  ## the kernels run in notebooks/: point them at this checkout's results/
 	DPSTREAM_RESULTS=$${DPSTREAM_RESULTS:-$(CURDIR)/results} $(PY) -m jupytext --to notebook --execute $(wildcard notebooks/*.py)
 
-readme: install  ## re-render the README's verdict tables from results/tables/*.claims.csv
-	$(PY) -m dpstream.harness.readme
+VERDICT_PAGES := docs/reproduction/sketches.md docs/reproduction/svt.md docs/reproduction/query_release.md docs/guide/beyond.md
+readme: install  ## re-render the verdict tables of the reproduction pages from results/tables/*.claims.csv
+	for f in $(VERDICT_PAGES); do $(PY) -m dpstream.harness.readme --readme $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) results/smoke .pytest_cache
+	rm -rf $(VENV) results/smoke .pytest_cache site
