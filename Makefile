@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 UV_VERSION := 0.13.9
 
-.PHONY: install lock run test lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify
+.PHONY: install lock run test lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify docs
 
 $(STAMP): $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +35,12 @@ lint: install  ## ruff (pyflakes, style, docstrings, complexity) over the repo, 
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
-test: install lint  ## lint (ruff + mypy), then the whole test suite
+test: install lint  ## lint (ruff + mypy), the documentation build (a broken reference fails), the whole test suite
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 	$(PY) -m pytest
+
+docs: install  ## the documentation site (mkdocs-material + mkdocstrings) into site/; open site/index.html
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 bench: install
 	$(PY) benchmarks/throughput.py
@@ -58,8 +62,9 @@ figures: install
 notebooks: install  ## the lock holds the notebook extra; the kernels run in notebooks/: point them at this checkout's results/
 	DPSTREAM_RESULTS=$${DPSTREAM_RESULTS:-$(CURDIR)/results} $(PY) -m jupytext --to notebook --execute $(wildcard notebooks/*.py)
 
-readme: install  ## re-render the README's verdict tables from results/tables/*.claims.csv
-	$(PY) -m dpstream.harness.readme
+VERDICT_PAGES := docs/reproduction/sketches.md docs/reproduction/svt.md docs/reproduction/query_release.md docs/guide/beyond.md
+readme: install  ## re-render the verdict tables of the reproduction pages from results/tables/*.claims.csv
+	for f in $(VERDICT_PAGES); do $(PY) -m dpstream.harness.readme --readme $$f || exit 1; done
 
 # `make tshark-fixtures`: tshark's ip.src for every crafted valid capture (tests/capture_files.py) into
 # tests/fixtures/tshark/ with its version (needs tshark: apt-get install tshark).
@@ -89,3 +94,5 @@ claims: install
 VERIFY_ARGS ?=
 verify: install
 	$(PY) -m dpstream.harness.verify --seeds 0 1 2 --nulls 200 $(VERIFY_ARGS)
+
+	rm -rf $(VENV) results/smoke .pytest_cache site

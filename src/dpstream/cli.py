@@ -30,6 +30,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from dpstream.errors import ConfigError
 from dpstream.harness.config import CONF_DIR, check_override, options
+from dpstream.harness.natural import natural_data
 
 CHOICE_GROUPS = ("mechanism", "data", "profile", "experiment")
 ROWS_FILE = "rows.csv"  # a multirun job's rows, beside Hydra's job files; combined at the end of the sweep
@@ -226,6 +227,11 @@ def main(argv: list[str] | None = None) -> None:
         if full_error():
             raise
         fail(exc, typed_overrides(args))
+    natural = natural_data(args)  # a mechanism named alone runs on data of a kind it reads
+    if natural:
+        print(f"note: mechanism={dict(typed_overrides(args))['mechanism']} runs on {' '.join(natural)} "
+              "(name data=... to choose)", file=sys.stderr, flush=True)
+        args = [*args, *natural]
     if wants_job_config(args):
         print(show_job(args))
         return

@@ -36,6 +36,7 @@ from scipy.stats import t as t_dist
 from dpstream.harness.timing import log_ratio_interval
 
 VERDICTS = ("confirmed", "not confirmed", "inconclusive", "n/a")
+"""The four verdict words a claim can get, each decided by the claim's rule."""
 MIN_TRIALS = 3
 """Fewest trials per grid point from which a rule over trial means decides anything (fewer: inconclusive)."""
 LEVEL = 0.95

@@ -20,8 +20,11 @@ COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("honaker", "stored"): HonakerTree,
     ("blt", "stored"): BLTCounter,
 }
+"""Every counter class by (counter, node noise)."""
 COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))
+"""The counter names a sketch accepts (``counter=``)."""
 NODE_NOISES = ("stored", "derived")
+"""The node-noise modes a sketch accepts (``node_noise=``): stored tree nodes or nodes derived from Philox."""
 
 
 def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[Counter]:

@@ -30,7 +30,7 @@ SHARED_KEYS = ("epsilon", "delta", "width", "depth", "memory_kb", "release_times
 # What data a mechanism reads (``data_kinds`` in conf/mechanism/*.yaml) and is (``kind`` in conf/data/*.yaml).
 DATA_KINDS = ("stream", "qr_database", "qr_categorical", "svt_atoms", "shifting_hh", "none")
 # Declarations checked before the run (``check_fits``) and then dropped: no trial reads them, no key hashes them.
-DECLARATIONS = {"mechanism": ("data_kinds", "data_max"), "data": ("kind",)}
+DECLARATIONS = {"mechanism": ("data_kinds", "data_max", "natural_data"), "data": ("kind",)}
 # A config value is a file input when its key ends in one of these and it is not null (``fingerprint_inputs``).
 FILE_KEY_SUFFIXES = ("path", "file")
 # Keys that choose how a run executes, not what it computes: excluded from trial configs and keys.

@@ -28,7 +28,8 @@ def render(ids: list[str], tables: Path) -> str:
         if not path.exists():
             raise FileNotFoundError(f"README names experiment {exp_id!r} but {path} does not exist")
         for r in pd.read_csv(path, keep_default_na=False).itertuples():
-            lines.append(f"| {exp_id} | {claim_cells(r)}")
+            cells = claim_cells(r).replace("[", "\\[").replace("]", "\\]")  # brackets are text, not links
+            lines.append(f"| {exp_id} | {cells}")
     return "\n".join(lines) + "\n"
 
 

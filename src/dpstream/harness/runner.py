@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 from dpstream.claims import Claim
 from dpstream.claims.kinds import classify
 from dpstream.errors import ConfigError
+from dpstream.harness import console
 from dpstream.harness.config import (
     RUN_KEYS,
     SHARED_KEYS,
@@ -129,9 +130,11 @@ def run_trials(trials: list[tuple[str, str, dict[str, Any]]], store: ResultsStor
                   leave=False) as bar, joblib.parallel_config(backend=backend, n_jobs=n_jobs):
             parallel = joblib.Parallel(return_as="generator_unordered")  # (parallel_config registers dask too)
             jobs = (joblib.delayed(_keyed)(key, fn, p) for key, fn, p in todo)
+            log = console.ProgressLog(len(todo), label)  # a line every 5% when stderr is not a terminal
             for key, params, metrics in parallel(jobs):
                 store.append(make_row(key, params, metrics), replace=cfg["rerun"])
                 bar.update()
+                log.update()
     return len(todo)
 
 
@@ -271,7 +274,7 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
                and not _fixed_by_name(df, c)]
     if "mechanism.name" in df.columns and "mechanism.name" not in varying:
         varying.insert(0, "mechanism.name")
-    per_trial, means = summary(df, params_cols, varying)
+    _per_trial, means = summary(df, params_cols, varying)
     say = print if verbose else _quiet
     with pd.option_context("display.max_columns", 30, "display.width", 200, "display.max_rows", 60):
         say(f"\n== {exp_id}: {spec.get('title', '')} ==")
@@ -282,9 +285,8 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
                     and not c.startswith(("profile.", "mechanism.trial", "mechanism._target_", "mechanism.uses",
                                           "data._target_"))}
         say("config: " + ", ".join(f"{k}={v}" for k, v in constant.items()))
-        say(per_trial.to_string(index=False, max_rows=60))
-        say("\nmean over trials:")
-        say(means.to_string(index=False))
+    keys = [c for c in varying if c in df.columns]  # per-trial rows are in the table file; the terminal gets means
+    console.print_run(df, spec["id"], all_params[0], keys, [c for c in means.columns if c not in keys], verbose)
     uncertified = not df["certified"].astype(bool).all()
     if uncertified:
         say("WARNING: some rows are NOT privacy-certified (scaled constants or debug mode)")
@@ -296,9 +298,7 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
     if spec.get("claims"):
         claims = claims_table(import_object(spec["claims"])(df, spec), exp_id)
         write_csv(claims, results_dir / "tables" / f"{exp_id}.claims.csv")
-        with pd.option_context("display.max_colwidth", 90, "display.width", 250):
-            say("\npaper claims vs this run:")
-            say(claims.to_string(index=False))
+        console.print_claims(claims, smoke=cfg["profile"]["name"] == "smoke", verbose=verbose)
     table_path = results_dir / "tables" / f"{exp_id}.csv"
     say(f"table: {table_path}")
     outcome = Outcome(df, claims, computed, elapsed, table_path)

@@ -32,6 +32,7 @@ def evaluate(reported: HeavyHitters, items: np.ndarray, counts: np.ndarray, k: i
     pos = np.clip(np.searchsorted(items, reported.items), 0, max(items.size - 1, 0))
     seen = (items[pos] == reported.items) if items.size else np.zeros(reported.items.size, bool)
     freqs = np.where(seen, counts[pos] if items.size else 0, 0)
+    seen &= freqs > 0  # an item of the whole stream that has not occurred by t is unseen at t
     nothing_reported, no_truth = reported.items.size == 0, truth.size == 0
     precision, recall = precision_recall(reported.items, truth)
     precision, recall = (float("nan") if nothing_reported else precision), (float("nan") if no_truth else recall)

@@ -13,7 +13,7 @@ ITEMS_PER_BLOCK = 1 << 16
 
 
 class LazySchedule(PrivateSchedule):
-    """Exact pending P (never released) plus counter cells O[i][j] over ceil(horizon / w) steps each.
+    """Exact pending P (never released) plus counter cells ``O[i][j]`` over ceil(horizon / w) steps each.
 
     The cells are GaussBM by default, m = 2d (CMS) or 4d (CS).
 
@@ -69,7 +69,7 @@ class LazyCMS(SketchCore):
     """LazySketch with Count-Min rows (seed 004, Alg. 5, queried with Alg. 4).
 
     Privacy: (epsilon, delta)-DP under continual observation for replace-one neighbouring streams
-    (Thm 2): each cell O[i][j] sees a stream of ceil(horizon / w) pushes, a replaced item changes one
+    (Thm 2): each cell ``O[i][j]`` sees a stream of ceil(horizon / w) pushes, a replaced item changes one
     push of at most 2d cells by 1 (2d-neighbouring), and every cell is
     GaussBM(ceil(horizon / w), epsilon, delta, m=2d). Only O is released; P is never read by a query.
     """

@@ -1,0 +1,193 @@
+"""What a run prints on the terminal: tables that fit 100 columns and the heavy hitters a run found.
+
+Means over trials are shown as mean ± the half-width of the 95% Student-t interval over trials; a metric constant
+over the trials of a setting is shown alone, integers as integers. Precision with nothing reported is "n/a (nothing
+reported)", not NaN. A single heavy-hitter run lists the items it reported with their labels (the file's words or
+addresses) and estimates; when it reported none it says why: the smallest estimate it could report at these settings
+and what would lower it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+from scipy import stats
+
+WIDTH = 100
+UNDEFINED = {"precision": "n/a (nothing reported)", "recall": "n/a (no true heavy hitter)"}
+MAX_LISTED = 20
+
+
+def console() -> Console:
+    """A console whose tables fit ``WIDTH`` columns, with colour only on a terminal."""
+    return Console(width=WIDTH, soft_wrap=False, highlight=False)
+
+
+def _number(x: float) -> str:
+    if float(x).is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    return f"{x:.0f}" if 1e3 <= abs(x) < 1e15 else f"{x:.4g}"
+
+
+def mean_interval(values: pd.Series, metric: str = "") -> str:
+    """``mean ± h`` (h: half-width of the 95% t interval over trials), the value alone when constant."""
+    v = pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
+    if v.size == 0:
+        return UNDEFINED.get(metric.split("_mean_t")[0], "n/a")
+    mean = float(v.mean())
+    missing = f" ({values.size - v.size} of {values.size} undefined)" if v.size < values.size else ""
+    if v.size < 2 or np.all(v == v[0]):
+        return _number(v[0] if v.size and np.all(v == v[0]) else mean) + missing
+    half = float(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
+    return plus_minus(mean, half) + missing
+
+
+def plus_minus(mean: float, half: float) -> str:
+    """``mean ± half`` with the mean rounded to the half-width's second significant digit."""
+    if 1e-6 < half < 1e5 and abs(mean) < 1e7:
+        decimals = max(0, 1 - math.floor(math.log10(half)))
+        return f"{mean:.{decimals}f} ± {half:.{decimals}f}"
+    return f"{mean:.4g} ± {half:.2g}"
+
+
+def metric_table(df: pd.DataFrame, keys: list[str], metrics: list[str]) -> Table:
+    """One row per (setting, metric): the setting's values of ``keys``, the metric, mean ± 95% interval, trials."""
+    table = Table(title="mean over trials ± 95% t interval", title_justify="left", show_lines=False)
+    if keys:
+        table.add_column("setting", overflow="fold", max_width=40)
+    table.add_column("metric", overflow="fold")
+    table.add_column("mean ± 95%", justify="right", overflow="fold")
+    table.add_column("trials", justify="right")
+    groups = df.groupby(keys, sort=False) if keys else [((), df)]
+    for values, group in groups:
+        values = values if isinstance(values, tuple) else (values,)
+        setting = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in zip(keys, values, strict=True))
+        for i, metric in enumerate(metrics):
+            cells = [mean_interval(group[metric], metric), str(len(group))]
+            table.add_row(*([setting if i == 0 else ""] if keys else []), metric, *cells)
+        if keys:
+            table.add_section()
+    return table
+
+
+def print_run(df: pd.DataFrame, run_id: str, params: dict[str, Any], keys: list[str], metrics: list[str],
+              verbose: bool = True) -> None:
+    """Print ``metric_table`` (fits 100 columns) and, for a single heavy-hitter run, what it found."""
+    if not verbose:
+        return
+    console().print(metric_table(df, keys, metrics))
+    if run_id.startswith("run-"):
+        for line in heavy_hitter_lines(df, params):
+            console().print(line, soft_wrap=False, markup=False)
+
+
+# ---- heavy hitters ------------------------------------------------------------------------------------------------
+
+
+def _labelled(item: int, labels: dict[int, str] | None, data: dict[str, Any]) -> str:
+    if labels and item in labels:
+        return labels[item]
+    if str(data.get("name", "")).startswith("caida") and 0 <= item < 2**32:
+        return str(ipaddress.IPv4Address(item))
+    return str(item)
+
+
+def replay_reported(params: dict[str, Any]) -> tuple[list[tuple[str, float]], int]:
+    """The (label, estimate) pairs trial ``params`` reports at its last output step, and that step.
+
+    The trial is replayed from its seed (the tracker and the trace are seeded, so this is the trial's own output).
+    """
+    from hydra.utils import get_method
+
+    from dpstream.data.cache import FINGERPRINT_SUFFIX
+    from dpstream.data.stream import CONFIG_ONLY, FileStream
+    from dpstream.noise import children, trial_seed
+    from dpstream.trials.heavy_hitters import TRACE_SEED, make_tracker
+
+    data = params["data"]
+    kwargs = {k: v for k, v in data.items() if k not in CONFIG_ONLY and not k.endswith(FINGERPRINT_SUFFIX)}
+    out = get_method(data["_target_"])(**kwargs, seed=np.random.SeedSequence(TRACE_SEED),
+                                       cache_dir=params.get("data_dir"))
+    labels = out.labels if isinstance(out, FileStream) else None
+    stream = np.asarray(out.items if isinstance(out, FileStream) else out).astype(np.int64)
+    _data_seed, mech_seed = children(trial_seed(params["seed"], params["trial"]), 2)
+    tracker = make_tracker(params, stream.size, mech_seed)
+    tracker.extend(stream)
+    reported = tracker.heavy_hitters()
+    return [(_labelled(item, labels, data), est) for item, est in reported.pairs()], int(reported.time)
+
+
+def why_nothing(row: pd.Series, epsilon: float) -> str:
+    """Why a LazyHH run reported nothing: its threshold against the stream, and what would lower it."""
+    t, tau, gamma = float(row["output_time"]), row.get("tau_final"), row.get("gamma")
+    if tau is None or pd.isna(tau) or t <= 0:
+        return ("nothing reported: the tracker reported no item at its last output step; a larger epsilon or a "
+                "longer stream lowers the count an item needs")
+    return (f"nothing reported: at t = {int(t)} an item is reported only when its noisy estimate exceeds "
+            f"tau = {tau:.0f}, i.e. {tau / t:.1%} of the stream. The noise term gamma = {gamma:.0f} "
+            f"(at epsilon = {epsilon:g}) enters tau three times. What lowers it: a larger epsilon (gamma scales as "
+            f"1/epsilon), a longer stream (tau / t falls as t grows), a larger k~ (mechanism.k_tilde: tau holds "
+            f"5 t / k~), or a smaller k. An item needs about {tau / t:.1%} of a stream this long to be reported.")
+
+
+def heavy_hitter_lines(df: pd.DataFrame, params: dict[str, Any]) -> list[str]:
+    """For a single heavy-hitter run: what its first trial reported (labels, estimates) or why it reported nothing."""
+    if "n_reported" not in df.columns or df.empty:
+        return []
+    first = df.iloc[0]
+    if int(first["n_reported"]) == 0:
+        return [why_nothing(first, float(params.get("epsilon", float("nan"))))]
+    pairs, t = replay_reported(params)
+    lines = [f"heavy hitters reported by trial 0 at t = {t} (item: estimated count):"]
+    lines += [f"  {label}: {est:.0f}" for label, est in pairs[:MAX_LISTED]]
+    if len(pairs) > MAX_LISTED:
+        lines.append(f"  ... and {len(pairs) - MAX_LISTED} more (n_reported in the table)")
+    return lines
+
+
+SMOKE_BANNER = "reduced scale, not a reproduction"
+
+
+def print_claims(claims: pd.DataFrame, smoke: bool, verbose: bool = True) -> None:
+    """The paper claims of the run with their verdicts; at smoke scale every verdict carries ``SMOKE_BANNER``."""
+    if not verbose:
+        return
+    table = Table(title="paper claims vs this run" + (f" ({SMOKE_BANNER})" if smoke else ""), title_justify="left",
+                  show_lines=True)
+    table.add_column("claim", overflow="fold", ratio=3)
+    table.add_column("measured", overflow="fold", ratio=3)
+    table.add_column("verdict", overflow="fold", ratio=1)
+    for row in claims.itertuples():
+        verdict = f"{row.verdict} ({SMOKE_BANNER})" if smoke else str(row.verdict)
+        table.add_row(str(row.claim), str(row.measured), verdict)
+    console().print(table)
+
+
+class ProgressLog:
+    """Progress when stderr is not a terminal (a log file, CI): one line every ``step`` of the trials.
+
+    On a terminal the tqdm bar shows progress and this prints nothing.
+    """
+
+    def __init__(self, total: int, label: str, step: float = 0.05, stream: Any = None) -> None:
+        """Count ``total`` trials of ``label``; print when the done fraction crosses a multiple of ``step``."""
+        import sys
+
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = not (hasattr(self.stream, "isatty") and self.stream.isatty())
+        self.total, self.label, self.step, self.done, self.shown = total, label, step, 0, 0
+
+    def update(self) -> None:
+        """One more trial finished."""
+        self.done += 1
+        level = int(self.done / self.total / self.step + 1e-9) if self.total else 0
+        if self.enabled and (level > self.shown or self.done == self.total):
+            self.shown = level
+            print(f"{self.label}: {self.done}/{self.total} trials ({self.done / self.total:.0%})", file=self.stream,
+                  flush=True)

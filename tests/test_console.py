@@ -1,0 +1,90 @@
+"""What a run prints: tables within 100 columns with mean ± 95% interval, heavy hitters with their labels, progress.
+
+The interval is the Student-t one over trials: for [1, 2, 3] the half-width is t(0.975, 2) * 1 / sqrt(3) = 2.48.
+"""
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import CONF_DIR
+from rich.console import Console
+
+from dpstream.harness.console import ProgressLog, mean_interval, metric_table, why_nothing
+from dpstream.harness.runner import run
+
+
+def test_mean_interval_shows_integers_as_integers_and_the_t_interval():
+    assert mean_interval(pd.Series([55, 55, 55])) == "55"
+    assert mean_interval(pd.Series([1.0, 2.0, 3.0])) == "2.0 ± 2.5"
+    assert mean_interval(pd.Series([0.5])) == "0.5"
+
+
+def test_undefined_precision_says_nothing_was_reported():
+    assert mean_interval(pd.Series([np.nan, np.nan]), "precision") == "n/a (nothing reported)"
+    assert mean_interval(pd.Series([np.nan, np.nan]), "recall_mean_t") == "n/a (no true heavy hitter)"
+    assert mean_interval(pd.Series([1.0, np.nan, 1.0]), "precision") == "1 (1 of 3 undefined)"
+
+
+def test_a_wide_sweep_table_fits_100_columns():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"mechanism.name": ["lazycms_derived_analytic"] * 6 + ["punctualcms_derived_analytic"] * 6,
+                       "data.skew": [1.1, 1.3, 1.5] * 4,
+                       **{f"a_rather_long_metric_name_{i}": rng.random(12) * 10**i for i in range(12)}})
+    out = io.StringIO()
+    Console(file=out, width=100).print(metric_table(df, ["mechanism.name", "data.skew"], list(df.columns[2:])))
+    lines = out.getvalue().splitlines()
+    assert len(lines) > 12 and max(len(line) for line in lines) <= 100
+
+
+def test_progress_is_logged_every_five_percent_when_not_a_terminal():
+    stream = io.StringIO()
+    log = ProgressLog(100, "fig3a", stream=stream)
+    for _ in range(100):
+        log.update()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 20 and lines[0] == "fig3a: 5/100 trials (5%)" and lines[-1] == "fig3a: 100/100 trials (100%)"
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    quiet = ProgressLog(10, "x", stream=terminal)
+    quiet.update()
+    assert terminal.getvalue() == ""
+
+
+def test_why_nothing_names_the_threshold_and_what_lowers_it():
+    text = why_nothing(pd.Series({"output_time": 1000, "tau_final": 250.0, "gamma": 60.0}), 0.3)
+    assert "tau = 250" in text and "25.0% of the stream" in text and "epsilon = 0.3" in text
+    assert "larger epsilon" in text and "longer stream" in text and "k_tilde" in text
+
+
+@pytest.fixture
+def words_csv(tmp_path):
+    rng = np.random.default_rng(1)
+    top, share = np.array(["apple", "banana", "cherry"]), np.array([0.2, 0.15, 0.1])
+    u = rng.random(20_000)
+    words = np.where(u < share.sum(), top[np.minimum(np.searchsorted(np.cumsum(share), u), 2)],
+                     np.char.add("w", rng.integers(0, 5_000, u.size).astype(str)))
+    path = tmp_path / "words.csv"
+    path.write_text("word\n" + "\n".join(words) + "\n")
+    return path
+
+
+@pytest.mark.slow
+def test_a_heavy_hitter_run_prints_its_words_or_why_it_found_none(words_csv, compose_cfg, tmp_path, capsys):
+    base = ["mechanism=lazyhh", "data=items", f"data.path={words_csv}", "data.column=word", "trials=1", "n_jobs=1",
+            f"results_dir={tmp_path}"]
+    found = [*base, "epsilon=8"]
+    run(compose_cfg(found), CONF_DIR, found)
+    out = capsys.readouterr().out
+    assert "heavy hitters reported by trial 0" in out
+    assert "apple: " in out and "banana: " in out
+    none = [*base, "epsilon=0.05"]
+    run(compose_cfg(none), CONF_DIR, none)
+    out = capsys.readouterr().out
+    assert "nothing reported: at t = " in out and "larger epsilon" in out
+    assert "n/a (nothing reported)" in out
