@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench figures notebooks readme clean
+.PHONY: install run test lint bench soak figures notebooks readme clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,9 @@ test: install lint  ## lint (ruff + mypy), then the whole test suite
 
 bench: install
 	$(PY) benchmarks/throughput.py
+
+soak: install  ## the default job in 50 fresh processes sharing one numba cache: runs 2-50 compile nothing
+	$(PY) tests/soak.py 50
 
 # `make figures`: every figure (results/figures/*.png), table and results/report.{md,html}, i.e. experiment=all.
 # Trials already in results/store are only re-plotted (about a minute); trials MISSING from the store are COMPUTED
