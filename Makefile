@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 UV_VERSION := 0.13.9
 
-.PHONY: install lock run test lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify docs
+.PHONY: install lock run test lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify docs soak
 
 $(STAMP): $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,9 @@ bench: install
 
 fuzz: install  ## 2,000 random mutations of the bytes of every serialised class, under a 2 GB address-space limit
 	OPENBLAS_NUM_THREADS=1 $(PY) tests/fuzz_serial.py --per-class 2000
+
+soak: install  ## the default job in 50 fresh processes sharing one numba cache: runs 2-50 compile nothing
+	$(PY) tests/soak.py 50
 
 # `make figures`: every figure (results/figures/*.png), table and results/report.{md,html}, i.e. experiment=all.
 # Trials already in results/store are only re-plotted (about a minute); trials MISSING from the store are COMPUTED

@@ -12,7 +12,7 @@ at most 1; the factorisation's column norm times sqrt(m) for BLT).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, NamedTuple, Self
 
 import numpy as np
 
@@ -39,7 +39,11 @@ class Counter(serial.Serialisable, ABC):
     Privacy: (epsilon, delta)-DP for m-neighbouring inputs (one neighbour changes at most m counters, each by at
     most 1 at one step) under continual observation.
 
-    ``push_kernel``: its compiled push (``counters._kernels``); ``sparse_pushes``: a push of 0 changes nothing, so
+    ``state``: a NamedTuple of the arrays the compiled push reads and writes, passed to every compiled kernel
+    unpacked (``*counter.state``). ``kind``: the package's counters have a code in ``counters._kernels.KINDS``
+    whose compiled loops are cached on disk; a counter defined elsewhere keeps ``kind = EXTERNAL`` and sets
+    ``push_kernel``, a compiled push ``(state, cell, step, c, noise, z) -> next z`` (``counters._kernels``): its
+    loops are compiled once per process, uncached. ``sparse_pushes``: a push of 0 changes nothing, so
     a schedule may skip it (derived noise); ``tracks_steps``: the counter keeps each
     counter's step (Alg. 1) and ``release`` may ignore the steps it is given; otherwise the owner supplies them.
 
@@ -49,7 +53,9 @@ class Counter(serial.Serialisable, ABC):
 
     name: ClassVar[str]
     node_noise: ClassVar[str]
-    push_kernel: ClassVar[Any]
+    kind: ClassVar[int] = kernels.EXTERNAL
+    push_kernel: ClassVar[Any] = None
+    state: NamedTuple
     sparse_pushes: ClassVar[bool] = False
     tracks_steps: ClassVar[bool]
     draws_per_push: ClassVar[int]
@@ -93,9 +99,7 @@ class Counter(serial.Serialisable, ABC):
         self._noise = NoiseSource(seed)
         self.count_dtype = count_dtype
         self._steps = np.zeros(self.n if self.tracks_steps else 0, dtype=np.int64)
-        self._none = np.zeros((0, 0), dtype=np.float64)  # the kernel_state slot a counter does not use
         self._allocate()
-
 
     @classmethod
     @abstractmethod
@@ -114,11 +118,7 @@ class Counter(serial.Serialisable, ABC):
 
     @abstractmethod
     def _allocate(self) -> None:
-        """Create the state arrays."""
-
-    @abstractmethod
-    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(exact, fa, fb, coef): the arrays ``push_kernel`` reads and writes."""
+        """Create the state arrays and ``state``, their NamedTuple."""
 
     @abstractmethod
     def noise_count(self, steps: np.ndarray) -> int:
@@ -151,19 +151,18 @@ class Counter(serial.Serialisable, ABC):
 
     @property
     def memory_bytes(self) -> int:
-        """Bytes of the state arrays."""
-        exact, fa, fb, _ = self.kernel_state()
-        return exact.nbytes + fa.nbytes + fb.nbytes + self._steps.nbytes
+        """Bytes of the state arrays and the step counts."""
+        return sum(a.nbytes for a in self._state_arrays().values())
 
     # -- serialisation hooks (``dpstream.serial``) -------------------------------------------------------------
     def _state_arrays(self) -> dict[str, np.ndarray]:
-        """The live mutable state arrays by name: the kernel's arrays and the step counts.
+        """The live mutable state arrays by name: ``state``'s fields and the step counts.
 
         The one place that maps the counter's state onto the written arrays (read back by the inherited
-        ``_restore_arrays``, which copies into these same live arrays after checking names, shapes and dtypes).
+        ``_restore_arrays``, which copies into these same live arrays after checking names, shapes and dtypes, so
+        ``state`` stays valid).
         """
-        exact, fa, fb, _ = self.kernel_state()
-        return {"exact": exact, "fa": fa, "fb": fb, "steps": self._steps}
+        return {**self.state._asdict(), "steps": self._steps}
 
     def _restore_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         super()._restore_arrays(arrays)
@@ -216,8 +215,8 @@ class Counter(serial.Serialisable, ABC):
 
     def push(self, cells: np.ndarray, steps: np.ndarray, values: np.ndarray) -> None:
         """Cells ``cells[k]``, in order, take steps ``steps[k]`` with increments ``values[k]`` (int64 arrays)."""
-        kernels.push_many(self.push_kernel, *self.kernel_state(), cells, steps, values,
-                          self.draw(self.noise_count(steps)))
+        loop = kernels.push_many(self.kind, self.push_kernel)
+        loop(cells, steps, values, self.draw(self.noise_count(steps)), *self.state)
         self.record_steps(steps, cells)
 
     def record_steps(self, steps: np.ndarray, cells: np.ndarray | None = None) -> None:

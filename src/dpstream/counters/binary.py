@@ -12,6 +12,7 @@ function (the computational assumption numpy's own generators rest on as well; s
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -43,6 +44,22 @@ def released_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
     return nodes.reshape(1, -1)
 
 
+class TreeState(NamedTuple):
+    """The stored tree, both (levels, n): exact partial sums alpha_l (count dtype) and noisy running sums (float64).
+
+    ``noisy_sums[l, j]`` sums counter j's released nodes at the set bits >= l of its step; row 0 is its release.
+    """
+
+    exact: np.ndarray
+    noisy_sums: np.ndarray
+
+
+class DerivedState(NamedTuple):
+    """The derived-noise tree: the exact count of every counter, (1, n); the node noise is regenerated at release."""
+
+    exact: np.ndarray
+
+
 class BinaryTree(Counter):
     """Calibration and variance shared by both node-noise choices: h levels, sigma for L2 sensitivity sqrt(h m)."""
 
@@ -70,7 +87,7 @@ class StoredBinary(BinaryTree):
     """
 
     node_noise = "stored"
-    push_kernel = kernels.stored_push
+    kind = kernels.STORED
     tracks_steps = True
     draws_per_push = 1
 
@@ -82,10 +99,7 @@ class StoredBinary(BinaryTree):
     def _allocate(self) -> None:
         self._exact: np.ndarray = np.zeros((self.levels, self.n), dtype=self.count_dtype)
         self._noisy_sums = np.zeros((self.levels, self.n), dtype=np.float64)
-
-    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(exact partial sums, noisy running sums, unused, unused)."""
-        return self._exact, self._noisy_sums, self._none, self._none
+        self.state = TreeState(self._exact, self._noisy_sums)
 
     def noise_count(self, steps: np.ndarray) -> int:
         """One noise per push (the node it closes)."""
@@ -121,7 +135,7 @@ class DerivedBinary(BinaryTree):
     """
 
     node_noise = "derived"
-    push_kernel = kernels.derived_push
+    kind = kernels.DERIVED
     sparse_pushes = True
     tracks_steps = False
     draws_per_push = 0
@@ -138,12 +152,9 @@ class DerivedBinary(BinaryTree):
             raise ValueError("noise=secure is not available with node_noise='derived' (its node noise comes from "
                              "a keyed Philox generator, not a CSPRNG-keyed exact sampler); allowed: noise=numpy")
         self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
+        self.state = DerivedState(self._exact)
         # words 4, 5 of the seed's state stream: past the 4 words numpy's PCG64 takes from the same seed
         self._key = self._noise.rng.bit_generator.seed_seq.generate_state(6, np.uint64)[4:]
-
-    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(exact counts (1, n), unused, unused, unused)."""
-        return self._exact, self._none, self._none, self._none
 
     def noise_count(self, steps: np.ndarray) -> int:
         """No draws at push time: the noise is derived at release."""

@@ -8,7 +8,7 @@ largest column norm of C over the horizon), the parameters optimised for the hor
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy.signal import lfilter
@@ -33,6 +33,17 @@ def toeplitz_images(increments: np.ndarray, steps: np.ndarray, params: blt.BLTPa
 
 
 
+class BLTState(NamedTuple):
+    """Exact counts (1, n), the k buffers and the running noise total (k + 1, n), and coef = (theta; omega), (2, k).
+
+    ``coef`` is a constant of the horizon (``_constants``), read by the push, never written.
+    """
+
+    exact: np.ndarray
+    buffers: np.ndarray
+    coef: np.ndarray
+
+
 class BLTCounter(Counter):
     """Exact count plus k buffers and a running noise total per counter; one noise per push, O(k) work.
 
@@ -43,7 +54,7 @@ class BLTCounter(Counter):
 
     name = "blt"
     node_noise = "stored"
-    push_kernel = kernels.blt_push
+    kind = kernels.BLT
     tracks_steps = False
     draws_per_push = 1
 
@@ -67,10 +78,11 @@ class BLTCounter(Counter):
         self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
         self._state = np.zeros((BUFFERS + 1, self.n), dtype=np.float64)
         self._coef = np.vstack((self.params.buf_decay, self.params.output_scale)).astype(np.float64)
+        self.state = BLTState(self._exact, self._state, self._coef)
 
-    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(exact counts, buffers and noise total, unused, (theta; omega))."""
-        return self._exact, self._state, self._none, self._coef
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        """The exact counts and buffers (``coef`` is a constant, checked through ``_constants``)."""
+        return {"exact": self._exact, "buffers": self._state, "steps": self._steps}
 
     def noise_count(self, steps: np.ndarray) -> int:
         """One noise per push."""

@@ -7,6 +7,8 @@ tree's L2 sensitivity sqrt(h m)); the estimates are post-processing, so the priv
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from dpstream.calibration import gauss_bm_levels
@@ -34,6 +36,14 @@ def all_dyadic_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
 
 
 
+class HonakerState(NamedTuple):
+    """Honaker's tree, each (levels, n): exact partial sums, released sums (row 0 the release), last estimates."""
+
+    exact: np.ndarray
+    noisy_sums: np.ndarray
+    estimates: np.ndarray
+
+
 class HonakerTree(StoredBinary):
     """Honaker's estimates on the binary tree; ctz(s) + 1 noises per push (2 on average).
 
@@ -45,7 +55,7 @@ class HonakerTree(StoredBinary):
     """
 
     name = "honaker"
-    push_kernel = kernels.honaker_cell_push
+    kind = kernels.HONAKER
     draws_per_push = 2
 
     @classmethod
@@ -56,10 +66,7 @@ class HonakerTree(StoredBinary):
     def _allocate(self) -> None:
         super()._allocate()
         self._estimates = np.zeros((self.levels, self.n), dtype=np.float64)
-
-    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(exact partial sums, released sums, last estimates, unused)."""
-        return self._exact, self._noisy_sums, self._estimates, self._none
+        self.state = HonakerState(self._exact, self._noisy_sums, self._estimates)
 
     def noise_count(self, steps: np.ndarray) -> int:
         """ctz(s) + 1 noises per push at step s (``honaker_draws``)."""

@@ -5,18 +5,22 @@ One update call processes a whole block of canonical keys.
 ``params`` is the (depth, 4) uint64 hash array of ``dpstream.hashing.draw_hash_params``; ``signed``
 selects the CS increment g_i(x) instead of the CMS increment 1. Keys are hashed ``BLOCK`` at a time
 (``hash_rows``: vectorised), then processed one by one in stream order. A private schedule's cells are a
-``dpstream.counters.Counter``: its compiled push (``Counter.push_kernel``) and its four state arrays
-(``Counter.kernel_state``) go in as ``push, exact, fa, fb, coef``, and every cell step is one ``push`` (numba
-compiles each loop once per counter kind). Noise
+``dpstream.counters.Counter``: the loop is compiled once per counter kind (``counters._kernels.specialise``: cached
+on disk for the package's counters, with the push inlined), its state arrays go in unpacked (``*counter.state``)
+and every cell step is one push. Noise
 arrives pre-drawn (already N(0, sigma^2)) in the order the pushes consume it, so a block and item-by-item
 calls agree.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from numba import njit
 
+from dpstream.counters._kernels import EXTERNAL, cell_push, specialise
 from dpstream.hashing import hash_rows
 
 BLOCK = 256
@@ -36,81 +40,81 @@ def exact_extend(keys: np.ndarray, params: np.ndarray, signed: bool, counts: np.
                 counts[i, cols[i, k]] += incs[i, k]
 
 
-@njit(cache=True)
-def punctual_extend(
-    keys: np.ndarray,
-    params: np.ndarray,
-    signed: bool,
-    push,  # a compiled counter push (``counters._kernels``)
-    sparse: bool,
-    exact: np.ndarray,
-    fa: np.ndarray,
-    fb: np.ndarray,
-    coef: np.ndarray,
-    t0: int,
-    noise: np.ndarray,
-) -> None:
-    """PunctualSketch (Alg. 3): at step t every cell (i, j) of the d x w grid takes a counter step.
+def _punctual_extend(kind: int, external: Any) -> Callable[..., None]:
+    def punctual_extend(keys: np.ndarray, params: np.ndarray, signed: bool, sparse: bool, t0: int,
+                        noise: np.ndarray, *state: Any) -> None:
+        """PunctualSketch (Alg. 3): at step t every cell (i, j) of the d x w grid takes a counter step.
 
-    c = g_i(x) or 1 at j = h_i(x), else 0; all cells share the step t0 + k + 1. With ``sparse`` (a counter whose
-    zero pushes change nothing: derived noise) only the d non-zero cells are pushed.
-    """
-    depth = params.shape[0]
-    width = exact.shape[1] // depth
-    cols = np.empty((depth, BLOCK), dtype=np.int64)
-    incs = np.empty((depth, BLOCK), dtype=np.int64)
-    z = 0
-    for start in range(0, keys.shape[0], BLOCK):
-        m = min(BLOCK, keys.shape[0] - start)
-        hash_rows(params, keys, start, m, width, signed, cols, incs)
-        for k in range(m):
-            step = t0 + start + k + 1
-            for i in range(depth):
-                if sparse:
-                    z = push(exact, fa, fb, coef, i * width + cols[i, k], step, incs[i, k], noise, z)
-                    continue
-                for j in range(width):
-                    c = incs[i, k] if j == cols[i, k] else 0
-                    z = push(exact, fa, fb, coef, i * width + j, step, c, noise, z)
+        c = g_i(x) or 1 at j = h_i(x), else 0; all cells share the step t0 + k + 1. With ``sparse`` (a counter whose
+        zero pushes change nothing: derived noise) only the d non-zero cells are pushed.
+        """
+        depth = params.shape[0]
+        width = state[0].shape[1] // depth
+        cols = np.empty((depth, BLOCK), dtype=np.int64)
+        incs = np.empty((depth, BLOCK), dtype=np.int64)
+        z = 0
+        for start in range(0, keys.shape[0], BLOCK):
+            m = min(BLOCK, keys.shape[0] - start)
+            hash_rows(params, keys, start, m, width, signed, cols, incs)
+            for k in range(m):
+                step = t0 + start + k + 1
+                for i in range(depth):
+                    if sparse:
+                        cell = i * width + cols[i, k]
+                        if kind == EXTERNAL:
+                            z = external(state, cell, step, incs[i, k], noise, z)
+                        else:
+                            z = cell_push(kind, state, cell, step, incs[i, k], noise, z)
+                        continue
+                    for j in range(width):
+                        c = incs[i, k] if j == cols[i, k] else 0
+                        if kind == EXTERNAL:
+                            z = external(state, i * width + j, step, c, noise, z)
+                        else:
+                            z = cell_push(kind, state, i * width + j, step, c, noise, z)
+
+    return punctual_extend
 
 
-@njit(cache=True)
-def lazy_extend(
-    keys: np.ndarray,
-    params: np.ndarray,
-    signed: bool,
-    pending: np.ndarray,
-    push,  # a compiled counter push (``counters._kernels``)
-    exact: np.ndarray,
-    fa: np.ndarray,
-    fb: np.ndarray,
-    coef: np.ndarray,
-    t0: int,
-    noise: np.ndarray,
-) -> None:
-    """LazySketch (Alg. 5), t counted from 0.
+punctual_extend = specialise(_punctual_extend)
+"""``punctual_extend(kind, external)(keys, params, signed, sparse, t0, noise, *state)`` (``counters._kernels``)."""
 
-    P[i, h_i(x_t)] += c, then column pos = t mod w of every row pushes P[i, pos] into its counter cell
-    (step floor(t/w) + 1) and P[i, pos] = 0.
-    """
-    depth, width = pending.shape
-    cols = np.empty((depth, BLOCK), dtype=np.int64)
-    incs = np.empty((depth, BLOCK), dtype=np.int64)
-    pos = t0 % width
-    z = 0
-    for start in range(0, keys.shape[0], BLOCK):
-        m = min(BLOCK, keys.shape[0] - start)
-        hash_rows(params, keys, start, m, width, signed, cols, incs)
-        for k in range(m):
-            step = (t0 + start + k) // width + 1
-            for i in range(depth):
-                pending[i, cols[i, k]] += incs[i, k]
-            for i in range(depth):
-                z = push(exact, fa, fb, coef, i * width + pos, step, pending[i, pos], noise, z)
-                pending[i, pos] = 0
-            pos += 1
-            if pos == width:
-                pos = 0
+
+def _lazy_extend(kind: int, external: Any) -> Callable[..., None]:
+    def lazy_extend(keys: np.ndarray, params: np.ndarray, signed: bool, pending: np.ndarray, t0: int,
+                    noise: np.ndarray, *state: Any) -> None:
+        """LazySketch (Alg. 5), t counted from 0.
+
+        P[i, h_i(x)] += c, then column pos = t mod w of every row pushes P[i, pos] into its counter cell
+        (step floor(t/w) + 1) and P[i, pos] = 0.
+        """
+        depth, width = pending.shape
+        cols = np.empty((depth, BLOCK), dtype=np.int64)
+        incs = np.empty((depth, BLOCK), dtype=np.int64)
+        pos = t0 % width
+        z = 0
+        for start in range(0, keys.shape[0], BLOCK):
+            m = min(BLOCK, keys.shape[0] - start)
+            hash_rows(params, keys, start, m, width, signed, cols, incs)
+            for k in range(m):
+                step = (t0 + start + k) // width + 1
+                for i in range(depth):
+                    pending[i, cols[i, k]] += incs[i, k]
+                for i in range(depth):
+                    if kind == EXTERNAL:
+                        z = external(state, i * width + pos, step, pending[i, pos], noise, z)
+                    else:
+                        z = cell_push(kind, state, i * width + pos, step, pending[i, pos], noise, z)
+                    pending[i, pos] = 0
+                pos += 1
+                if pos == width:
+                    pos = 0
+
+    return lazy_extend
+
+
+lazy_extend = specialise(_lazy_extend)
+"""``lazy_extend(kind, external)(keys, params, signed, pending, t0, noise, *state)`` (``counters._kernels``)."""
 
 
 @njit(cache=True)

@@ -50,9 +50,8 @@ class LazySchedule(PrivateSchedule):
             block = keys[start : start + ITEMS_PER_BLOCK]
             steps = (t0 + start + np.arange(block.shape[0])) // self.width + 1
             noise = cells.draw(cells.noise_count(steps) * self.depth)
-            kernels.lazy_extend(
-                block, params, self.signed, self.pending, cells.push_kernel, *cells.kernel_state(), t0 + start, noise
-            )
+            loop = kernels.lazy_extend(cells.kind, cells.push_kernel)
+            loop(block, params, self.signed, self.pending, t0 + start, noise, *cells.state)
         self.t = t0 + keys.shape[0]
         cells.record_steps(self.cell_steps())
 

@@ -36,8 +36,8 @@ class PunctualSchedule(PrivateSchedule):
             block = keys[start : start + per_block]
             steps = t0 + start + 1 + np.arange(block.shape[0])
             noise = cells.draw(cells.noise_count(steps) * cells.n)
-            kernels.punctual_extend(block, params, self.signed, cells.push_kernel, cells.sparse_pushes,
-                                    *cells.kernel_state(), t0 + start, noise)
+            loop = kernels.punctual_extend(cells.kind, cells.push_kernel)
+            loop(block, params, self.signed, cells.sparse_pushes, t0 + start, noise, *cells.state)
         self.t = t0 + keys.shape[0]
         cells.record_steps(self.cell_steps())
 
