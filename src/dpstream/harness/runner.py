@@ -23,6 +23,8 @@ from tqdm.auto import tqdm
 
 from dpstream.claims import Claim
 from dpstream.errors import ConfigError
+from dpstream.harness.certified import uncertified as has_uncertified
+from dpstream.harness.certified import with_privacy
 from dpstream.harness.config import (
     RUN_KEYS,
     SHARED_KEYS,
@@ -187,6 +189,12 @@ def make_row(key: str, params: dict[str, Any], metrics: dict[str, Any]) -> dict[
     return {**row, **environment()}
 
 
+def table_row(row: dict[str, Any], params: dict[str, Any], trial_fn: str) -> dict[str, Any]:
+    """A row as its table shows it: ``certified`` as the API means it (never for a baseline) and ``privacy``."""
+    reports = "certified" in (getattr(import_object(trial_fn), "row_columns", None) or ())
+    return with_privacy(row, bool(params["mechanism"].get("private", True)), reports)
+
+
 def trial_function(params: dict[str, Any], spec: dict[str, Any]) -> str:
     """The ``package.module:function`` that runs a trial: the experiment's ``trial``, else the mechanism's."""
     fn = spec.get("trial") or params["mechanism"].get("trial")
@@ -262,7 +270,8 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
     elapsed = time.perf_counter() - started
     # a stored row gets the config columns of this run: same key, so same config, and record-only fields
     # added to configs since the row was written (e.g. ``mechanism.uses``) are filled in
-    rows = [{**stored_row(store, key), **config_columns(p)} for key, p in zip(keys, all_params, strict=True)]
+    rows = [table_row({**stored_row(store, key), **config_columns(p)}, p, fn)
+            for key, p, fn in zip(keys, all_params, functions, strict=True)]
     df = table(rows, exp_id)
     write_csv(df, results_dir / "tables" / f"{exp_id}.csv")
     params_cols = [c for c in flatten(all_params[0]) if c not in NOT_IN_KEY]
@@ -284,7 +293,7 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
         say(per_trial.to_string(index=False, max_rows=60))
         say("\nmean over trials:")
         say(means.to_string(index=False))
-    uncertified = not df["certified"].astype(bool).all()
+    uncertified = has_uncertified(df)  # rows that claim privacy without being certified (not the baselines)
     if uncertified:
         say("WARNING: some rows are NOT privacy-certified (scaled constants or debug mode)")
     if spec.get("plot"):
