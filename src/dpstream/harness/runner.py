@@ -42,7 +42,7 @@ from dpstream.harness.environment import ENV_COLUMNS, environment
 from dpstream.harness.migrate import migrate
 from dpstream.harness.report import verdict_summary, write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
-from dpstream.noise import NOISE_MODES, noise_mode, trial_seed
+from dpstream.noise import NOISE_MODES, check_noise_mode, noise_mode, trial_seed
 from dpstream.trials import row_schema, undeclared, within_budget
 from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
 
@@ -89,6 +89,7 @@ def _preflight(cfg: dict[str, Any]) -> None:
         raise ValueError(f"n_jobs must be a non-zero integer (-1 = all cores), got {cfg['n_jobs']!r}")
     check_choice(cfg["backend"], "backend", BACKENDS)
     check_choice(cfg["noise"], "noise", NOISE_MODES)
+    check_noise_mode(cfg["noise"])  # noise=secure without its library: one line naming the extra to install
 
 
 @contextlib.contextmanager

@@ -55,6 +55,7 @@ class Variant:
     hash_family: str = "modp"
 
 
+UNBOUNDED = 2**62  # the horizon of a non-private sketch given none: any stream length, int64 counts
 COUNT_MIN = Estimator(signed=False)
 COUNT_SKETCH = Estimator(signed=True)
 
@@ -229,7 +230,7 @@ class SketchCore(serial.Serialisable):
         depth: int,
         epsilon: float | None = None,
         delta: float | None = None,
-        horizon: int,
+        horizon: int | None = None,
         seed: SeedLike = None,
         counter: str = "binary",
         node_noise: str = "stored",
@@ -251,7 +252,7 @@ class SketchCore(serial.Serialisable):
         depth: int,
         epsilon: float | None = None,
         delta: float | None = None,
-        horizon: int,
+        horizon: int | None = None,
         seed: SeedLike = None,
         counter: str = "binary",
         node_noise: str = "stored",
@@ -273,14 +274,14 @@ class SketchCore(serial.Serialisable):
         depth: int,
         epsilon: float | None,
         delta: float | None,
-        horizon: int,
+        horizon: int | None,
         seed: SeedLike,
         variant: Variant,
         noise_multiplier: float,
     ) -> None:
         self.width = check_positive_int(width, "width")
         self.depth = check_positive_int(depth, "depth")
-        self.horizon = check_positive_int(horizon, "horizon")
+        self.horizon = self._horizon(horizon)
         self.epsilon, self.delta = epsilon, delta
         self.variant = variant
         self.noise_multiplier = noise_multiplier
@@ -307,6 +308,15 @@ class SketchCore(serial.Serialisable):
         self.t = 0
 
     @classmethod
+    def _horizon(cls, horizon: int | None) -> int:
+        """The validated stream length; a non-private sketch needs none (``UNBOUNDED``, int64 counts)."""
+        if horizon is None and not cls._schedule.private:
+            return UNBOUNDED
+        if horizon is None:
+            raise ValueError(f"{cls.__name__} needs horizon (the stream length its noise is calibrated for), got None")
+        return check_positive_int(horizon, "horizon")
+
+    @classmethod
     def from_memory(
         cls,
         *,
@@ -314,7 +324,7 @@ class SketchCore(serial.Serialisable):
         depth: int,
         epsilon: float | None = None,
         delta: float | None = None,
-        horizon: int,
+        horizon: int | None = None,
         seed: SeedLike = None,
         model: memory.Model = "paper",
         counter: str = "binary",
@@ -336,7 +346,7 @@ class SketchCore(serial.Serialisable):
         """
         check_epsilon(kilobytes, "kilobytes")
         depth = check_positive_int(depth, "depth")
-        horizon = check_positive_int(horizon, "horizon")
+        horizon = cls._horizon(horizon)
         check_choice(model, "model", memory.MODELS)
         cells = counter_class(counter, node_noise)
         width = memory.width_for_memory(cls._schedule.kind, kilobytes, depth, horizon, model, cls.__name__, cells,
