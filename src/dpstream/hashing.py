@@ -290,8 +290,11 @@ def canonical_keys(items: np.ndarray | list) -> np.ndarray:
     per item (Python level: the only per-item Python work, so prefer integer keys for long streams).
     """
     arr = np.asarray(items)
-    if arr.ndim != 1:
-        arr = arr.reshape(-1)
+    if arr.ndim > 1:
+        raise ValueError(f"items must be a 1-D array (a stream, in order), got shape {arr.shape}; "
+                         "flatten it yourself if its order is the stream's")
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
     if arr.size == 0:
         return np.empty(0, dtype=np.uint64)
     if arr.dtype.kind == "u":

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import importlib.util
 from collections.abc import Iterator
 from functools import lru_cache
 
 import numpy as np
+
+from dpstream.errors import ConfigError
 
 SeedLike = int | np.random.SeedSequence | None
 
@@ -67,16 +70,19 @@ def trial_seed(seed: int, trial: int) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed, spawn_key=(trial,))
 
 
-def _check_mode(mode: str) -> str:
+def check_noise_mode(mode: str) -> str:
+    """``mode`` if it is one of ``NOISE_MODES`` whose library is installed, else a one-line ``ValueError``."""
     if mode not in NOISE_MODES:
         raise ValueError(f"unknown noise mode {mode!r}; allowed: {', '.join(NOISE_MODES)}")
+    if mode == "secure" and importlib.util.find_spec("opendp") is None:
+        raise ConfigError("noise", mode, "needs opendp, not installed: pip install 'dpstream[secure]'")
     return mode
 
 
 @contextlib.contextmanager
 def noise_mode(mode: str) -> Iterator[None]:
     """Make ``mode`` the default of every ``NoiseSource`` created inside the block."""
-    token = _MODE.set(_check_mode(mode))
+    token = _MODE.set(check_noise_mode(mode))
     try:
         yield
     finally:
@@ -99,7 +105,7 @@ class NoiseSource:
 
     def __init__(self, seed: SeedLike = None, mode: str | None = None) -> None:
         """Build the generator from ``seed``; ``mode`` defaults to the current ``noise_mode``."""
-        self.mode = _check_mode(mode) if mode is not None else _MODE.get()
+        self.mode = check_noise_mode(mode) if mode is not None else _MODE.get()
         self.rng = np.random.default_rng(as_seed_sequence(seed))
 
     def _secure(self, kind: str, scale: float, size: int | tuple[int, ...]) -> np.ndarray:

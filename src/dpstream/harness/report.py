@@ -19,6 +19,7 @@ import yaml
 import dpstream
 from dpstream.claims import VERDICTS
 from dpstream.claims.kinds import IMPLEMENTATION, KIND_WORDS, OURS, PAPER, classify, headline
+from dpstream.harness.certified import NOT_PRIVATE, not_private, uncertified
 from dpstream.harness.environment import PACKAGES, environment
 from dpstream.plots.names import relabel
 
@@ -197,9 +198,9 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
         if spec.get("paper_claim"):
             md += [f"Paper: {spec['paper_claim']}", ""]
             page += [f"<p><b>Paper:</b> {inline_html(spec['paper_claim'])}</p>"]
-        uncertified = "certified" in df.columns and not df["certified"].astype(bool).all()
         note = f"{len(df)} trial rows; table `tables/{exp_id}.csv`" + (
-            "; **contains NOT privacy-certified rows**" if uncertified else "")
+            "; **contains NOT privacy-certified rows**" if uncertified(df) else "") + (
+            f"; non-private baseline rows (privacy: {NOT_PRIVATE})" if not_private(df) else "")
         md += [note, ""]
         page += [f"<p>{inline_html(note)}</p>"]
         figure = results_dir / "figures" / f"{exp_id}.png"

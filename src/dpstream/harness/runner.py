@@ -25,6 +25,8 @@ from dpstream.claims import Claim
 from dpstream.claims.kinds import classify
 from dpstream.errors import ConfigError
 from dpstream.harness import console
+from dpstream.harness.certified import uncertified as has_uncertified
+from dpstream.harness.certified import with_privacy
 from dpstream.harness.config import (
     RUN_KEYS,
     SHARED_KEYS,
@@ -42,7 +44,7 @@ from dpstream.harness.environment import ENV_COLUMNS, environment
 from dpstream.harness.migrate import migrate
 from dpstream.harness.report import verdict_summary, write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
-from dpstream.noise import NOISE_MODES, noise_mode, trial_seed
+from dpstream.noise import NOISE_MODES, check_noise_mode, noise_mode, trial_seed
 from dpstream.trials import row_schema, undeclared, within_budget
 from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
 
@@ -89,6 +91,7 @@ def _preflight(cfg: dict[str, Any]) -> None:
         raise ValueError(f"n_jobs must be a non-zero integer (-1 = all cores), got {cfg['n_jobs']!r}")
     check_choice(cfg["backend"], "backend", BACKENDS)
     check_choice(cfg["noise"], "noise", NOISE_MODES)
+    check_noise_mode(cfg["noise"])  # noise=secure without its library: one line naming the extra to install
 
 
 @contextlib.contextmanager
@@ -191,6 +194,12 @@ def make_row(key: str, params: dict[str, Any], metrics: dict[str, Any]) -> dict[
     return {**row, **environment()}
 
 
+def table_row(row: dict[str, Any], params: dict[str, Any], trial_fn: str) -> dict[str, Any]:
+    """A row as its table shows it: ``certified`` as the API means it (never for a baseline) and ``privacy``."""
+    reports = "certified" in (getattr(import_object(trial_fn), "row_columns", None) or ())
+    return with_privacy(row, bool(params["mechanism"].get("private", True)), reports)
+
+
 def trial_function(params: dict[str, Any], spec: dict[str, Any]) -> str:
     """The ``package.module:function`` that runs a trial: the experiment's ``trial``, else the mechanism's."""
     fn = spec.get("trial") or params["mechanism"].get("trial")
@@ -266,7 +275,8 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
     elapsed = time.perf_counter() - started
     # a stored row gets the config columns of this run: same key, so same config, and record-only fields
     # added to configs since the row was written (e.g. ``mechanism.uses``) are filled in
-    rows = [{**stored_row(store, key), **config_columns(p)} for key, p in zip(keys, all_params, strict=True)]
+    rows = [table_row({**stored_row(store, key), **config_columns(p)}, p, fn)
+            for key, p, fn in zip(keys, all_params, functions, strict=True)]
     df = table(rows, exp_id)
     write_csv(df, results_dir / "tables" / f"{exp_id}.csv")
     params_cols = [c for c in flatten(all_params[0]) if c not in NOT_IN_KEY]
@@ -287,7 +297,7 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
         say("config: " + ", ".join(f"{k}={v}" for k, v in constant.items()))
     keys = [c for c in varying if c in df.columns]  # per-trial rows are in the table file; the terminal gets means
     console.print_run(df, spec["id"], all_params[0], keys, [c for c in means.columns if c not in keys], verbose)
-    uncertified = not df["certified"].astype(bool).all()
+    uncertified = has_uncertified(df)  # rows that claim privacy without being certified (not the baselines)
     if uncertified:
         say("WARNING: some rows are NOT privacy-certified (scaled constants or debug mode)")
     if spec.get("plot"):

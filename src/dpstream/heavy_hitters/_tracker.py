@@ -17,6 +17,7 @@ from typing import Any, NamedTuple, Self
 import numpy as np
 
 from dpstream import serial
+from dpstream.hashing import canonical_keys
 from dpstream.noise import noise_mode
 from dpstream.validation import check_positive_int
 
@@ -37,10 +38,17 @@ class HeavyHitters(NamedTuple):
 
 
 def as_items(items: Any) -> np.ndarray:
-    """Stream items as a 1-D int64 array (IPv4 addresses as unsigned 32-bit values fit)."""
+    """Stream items as a 1-D int64 array (IPv4 addresses as unsigned 32-bit values fit).
+
+    str / bytes items become their ``hashing.canonical_key`` (< 2^61, so int64), the key the sketches give them: a
+    tracker accepts what ``LazyCMS.extend`` accepts, and reports such items by those keys.
+    """
     arr = np.asarray(items)
+    if arr.ndim == 1 and arr.dtype.kind in "USO" and arr.size:
+        return canonical_keys(arr).astype(np.int64)
     if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.integer) or arr.size == 0):
-        raise ValueError(f"items must be a 1-D array of integers, got shape {arr.shape} dtype {arr.dtype}")
+        raise ValueError(f"items must be a 1-D array of integers, str or bytes, got shape {arr.shape} "
+                         f"dtype {arr.dtype}")
     return arr.astype(np.int64, copy=False)
 
 
@@ -90,7 +98,7 @@ class BlockTracker(serial.Serialisable):
 
     def update(self, x: int) -> None:
         """Process one stream item (same state as ``extend`` with a one-item array)."""
-        self.extend(np.array([x], dtype=np.int64))
+        self.extend(np.array([x]))
 
     def extend(self, items: Any) -> None:
         """Process ``items`` in order; one sketch ``extend`` per block between refresh points."""

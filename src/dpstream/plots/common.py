@@ -12,13 +12,14 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from dpstream.harness.certified import uncertified
 from dpstream.plots import names
 
 
 def honesty_labels(df: pd.DataFrame) -> list[str]:
     """The warnings a figure made from ``df`` must carry: uncertified rows, synthetic data."""
     labels = []
-    if "certified" in df.columns and not df["certified"].astype(bool).all():
+    if uncertified(df):  # rows that claim privacy without being certified; a non-private baseline is labelled as such
         labels.append("NOT privacy-certified (scaled constants or debug mode)")
     if "data.synthetic" in df.columns and df["data.synthetic"].fillna(False).astype(bool).any():
         names = sorted({str(n) for n in df.get("data.name", pd.Series(dtype=str)).dropna()})

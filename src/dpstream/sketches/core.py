@@ -56,6 +56,7 @@ class Variant:
     hash_family: str = "modp"
 
 
+UNBOUNDED = 2**62  # the horizon of a non-private sketch given none: any stream length, int64 counts
 COUNT_MIN = Estimator(signed=False)
 COUNT_SKETCH = Estimator(signed=True)
 
@@ -228,7 +229,7 @@ class SketchCore(serial.Serialisable):
         depth: int,
         epsilon: float | None = None,
         delta: float | None = None,
-        horizon: int,
+        horizon: int | None = None,
         seed: SeedLike = None,
         counter: str = "binary",
         node_noise: str = "stored",
@@ -250,7 +251,7 @@ class SketchCore(serial.Serialisable):
         depth: int,
         epsilon: float | None = None,
         delta: float | None = None,
-        horizon: int,
+        horizon: int | None = None,
         seed: SeedLike = None,
         counter: str = "binary",
         node_noise: str = "stored",
@@ -272,14 +273,14 @@ class SketchCore(serial.Serialisable):
         depth: int,
         epsilon: float | None,
         delta: float | None,
-        horizon: int,
+        horizon: int | None,
         seed: SeedLike,
         variant: Variant,
         noise_multiplier: float,
     ) -> None:
         self.width = check_positive_int(width, "width")
         self.depth = check_positive_int(depth, "depth")
-        self.horizon = check_positive_int(horizon, "horizon")
+        self.horizon = self._horizon(horizon)
         self.epsilon, self.delta = epsilon, delta
         self.variant = variant
         self.noise_multiplier = noise_multiplier
@@ -306,6 +307,15 @@ class SketchCore(serial.Serialisable):
         self.t = 0
 
     @classmethod
+    def _horizon(cls, horizon: int | None) -> int:
+        """The validated stream length; a non-private sketch needs none (``UNBOUNDED``, int64 counts)."""
+        if horizon is None and not cls._schedule.private:
+            return UNBOUNDED
+        if horizon is None:
+            raise ValueError(f"{cls.__name__} needs horizon (the stream length its noise is calibrated for), got None")
+        return check_positive_int(horizon, "horizon")
+
+    @classmethod
     def from_memory(
         cls,
         *,
@@ -313,7 +323,7 @@ class SketchCore(serial.Serialisable):
         depth: int,
         epsilon: float | None = None,
         delta: float | None = None,
-        horizon: int,
+        horizon: int | None = None,
         seed: SeedLike = None,
         model: memory.Model = "paper",
         counter: str = "binary",
@@ -335,7 +345,7 @@ class SketchCore(serial.Serialisable):
         """
         check_epsilon(kilobytes, "kilobytes")
         depth = check_positive_int(depth, "depth")
-        horizon = check_positive_int(horizon, "horizon")
+        horizon = cls._horizon(horizon)
         check_choice(model, "model", memory.MODELS)
         cells = counter_class(counter, node_noise)
         width = memory.width_for_memory(cls._schedule.kind, kilobytes, depth, horizon, model, cls.__name__, cells,

@@ -80,6 +80,12 @@ def check_counts(counts: np.ndarray, n_atoms: int) -> np.ndarray:
     return counts
 
 
+def _short(value: object) -> str:
+    """``repr`` of a value, cut to one short line (an array's shape instead of its contents)."""
+    shape = getattr(value, "shape", None)
+    return f"an array of shape {shape}" if shape is not None else repr(value)[:60]
+
+
 def query_answers(queries: object, counts: np.ndarray | None) -> np.ndarray:
     """Answers f_i(S) of sensitivity-1 queries: linear queries on ``counts``, or a 1-D array of answers."""
     if isinstance(queries, LinearQueries) or sparse.issparse(queries) or np.ndim(cast(ArrayLike, queries)) == 2:
@@ -87,6 +93,10 @@ def query_answers(queries: object, counts: np.ndarray | None) -> np.ndarray:
         if counts is None:
             raise ValueError("linear queries need the database counts per atom")
         return linear.answers(check_counts(counts, linear.n_atoms))
+    if counts is not None:
+        hint = f" (for {counts} runs pass n_runs={counts})" if isinstance(counts, int | np.integer) else ""
+        raise ValueError(f"counts is only for linear queries; these queries are plain answers and take no database, "
+                         f"got counts={_short(counts)}{hint}")
     answers = np.asarray(queries, dtype=float)
     if answers.ndim != 1 or not np.all(np.isfinite(answers)):
         raise ValueError(f"query answers must be a finite 1-D array, got shape {answers.shape}")
