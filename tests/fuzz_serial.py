@@ -259,8 +259,9 @@ def _read(cls: type, kind: str, data: bytes) -> Any:
         raise AssertionError(f"{type(err).__name__}: {err}"[:300]) from err
 
 
-def run(per_class: int, seed: int, only: list[str] | None = None) -> dict[str, Any]:
-    """Fuzz every class of ``serial_cases.CASES`` (or those named in ``only``); the summary dict."""
+def run(per_class: int, seed: int, only: list[str] | None = None, kinds: tuple[str, ...] = RAW + REFRAMED,
+        ) -> dict[str, Any]:
+    """Fuzz every class of ``serial_cases.CASES`` (or those named in ``only``) with ``kinds``; the summary dict."""
     import numpy as np
     from serial_cases import CASES
 
@@ -275,13 +276,13 @@ def run(per_class: int, seed: int, only: list[str] | None = None) -> dict[str, A
         bases = base_bytes(case, rng, 3)
         mutator = Mutator(rng, sorted(serial.REGISTRY))
         outcomes: Counter[str] = Counter()
-        kinds: Counter[str] = Counter()
+        drawn: Counter[str] = Counter()
         for i in range(per_class):
-            kind = mutator.pick(RAW + REFRAMED)
+            kind = mutator.pick(kinds)
             data = mutator.pick(bases)
             mutator.last = ""
             mutated = mutator.raw(kind, data) if kind in RAW else mutator.reframed(kind, data)
-            kinds[kind] += 1
+            drawn[kind] += 1
             try:
                 outcomes[check_one(case, kind, mutated)] += 1
             except AssertionError as err:
@@ -289,7 +290,7 @@ def run(per_class: int, seed: int, only: list[str] | None = None) -> dict[str, A
                 summary["failures"].append({"class": case.name, "mutation": i, "kind": kind,
                                             "error": f"{mutator.last} {err}".strip(),
                                             "bytes": mutated.hex()[:400]})
-        summary["classes"][case.name] = {"mutations": per_class, **outcomes, "kinds": dict(kinds),
+        summary["classes"][case.name] = {"mutations": per_class, **outcomes, "kinds": dict(drawn),
                                          "seconds": round(time.perf_counter() - start, 2)}
         print(f"{case.name:26s} {per_class:6d} mutations  {dict(outcomes)}  {time.perf_counter() - start:.1f} s",
               flush=True)
@@ -303,10 +304,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--address-space-gb", type=float, default=2.0)
     parser.add_argument("--only", nargs="*", help="class names to fuzz (default: all)")
+    parser.add_argument("--kinds", nargs="*", choices=RAW + REFRAMED, help="mutation kinds (default: all)")
+    parser.add_argument("--without-size-checks", action="store_true",
+                        help="lift the size bounds of the reader (the address-space limit then catches allocations)")
     args = parser.parse_args(argv)
     limit_address_space(args.address_space_gb)
+    if args.without_size_checks:
+        from dpstream import serial
+
+        serial.ALLOCATION_SLACK = serial.WORKING_LIMIT = 1 << 80
     start = time.perf_counter()
-    summary = run(args.per_class, args.seed, args.only)
+    summary = run(args.per_class, args.seed, args.only, tuple(args.kinds or RAW + REFRAMED))
     summary["seconds"] = round(time.perf_counter() - start, 1)
     for failure in summary["failures"][:20]:
         print(f"FAILED {failure['class']} #{failure['mutation']} {failure['kind']}: {failure['error']}")
