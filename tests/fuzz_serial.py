@@ -16,7 +16,8 @@ stream and reads them back:
 
 Anything else fails the run: another exception (a crash), a ``MemoryError`` (an allocation sized from an unchecked
 header field), a raw mutation accepted, or a re-framed one read back as something else. Exit status 1 on failure;
-the last line of the output is a JSON summary.
+the last line of the output is a JSON summary. A faithfully read state then takes more of the stream and must not
+crash on it.
 """
 
 from __future__ import annotations
@@ -209,25 +210,15 @@ def _flat(node: Any, path: str = "") -> list[tuple[str, Any]]:
     return [pair for key, value in items for pair in _flat(value, f"{path}/{key}")]
 
 
-def check_one(cls: type, kind: str, data: bytes) -> str:
-    """"rejected" or "faithful"; raises AssertionError naming any other outcome."""
-    from dpstream import serial
+def check_one(case: Any, kind: str, data: bytes) -> str:
+    """"rejected" or "faithful"; raises AssertionError naming any other outcome.
 
-    try:
-        obj = cls.from_bytes(data)
-    except serial.SerialError:
-        if kind == "class_name":  # the generic reader refuses them too
-            try:
-                serial.from_bytes(data)
-            except serial.SerialError:
-                return "rejected"
-            except Exception as err:
-                raise AssertionError(f"serial.from_bytes: {type(err).__name__}: {err}"[:300]) from err
+    A faithfully read state then takes more of the stream: it may refuse it with a ``ValueError`` (a corrupted step
+    count can put it at its horizon), never crash.
+    """
+    obj = _read(case.cls, kind, data)
+    if obj is None:
         return "rejected"
-    except MemoryError as err:
-        raise AssertionError("MemoryError: an allocation sized from an unchecked header field") from err
-    except Exception as err:
-        raise AssertionError(f"{type(err).__name__}: {err}"[:300]) from err
     if kind in RAW:
         raise AssertionError("accepted bytes whose checksum does not match")
     if kind == "class_name":
@@ -236,11 +227,41 @@ def check_one(cls: type, kind: str, data: bytes) -> str:
     (_, header, payload), (_, header_again, payload_again) = split(data), split(again)
     if payload != payload_again or json.dumps(header) != json.dumps(header_again):  # same values, same JSON types
         raise AssertionError(f"accepted and read back as another state (silently altered): {_difference(data, again)}")
+    from serial_cases import SPLIT
+
+    try:
+        case.feed(obj, SPLIT, SPLIT + 40)
+    except ValueError:
+        pass
+    except Exception as err:  # any other exception is the failure reported
+        raise AssertionError(f"a state read faithfully crashed on the stream: {type(err).__name__}: {err}") from err
     return "faithful"
 
 
-def run(per_class: int, seed: int, only: list[str] | None = None) -> dict[str, Any]:
-    """Fuzz every class of ``serial_cases.CASES`` (or those named in ``only``); the summary dict."""
+def _read(cls: type, kind: str, data: bytes) -> Any:
+    """The object read, or None when refused with ``SerialError``; AssertionError for any other exception."""
+    from dpstream import serial
+
+    try:
+        return cls.from_bytes(data)
+    except serial.SerialError:
+        if kind == "class_name":  # the generic reader refuses them too
+            try:
+                serial.from_bytes(data)
+            except serial.SerialError:
+                return None
+            except Exception as err:  # any other exception is the failure reported
+                raise AssertionError(f"serial.from_bytes: {type(err).__name__}: {err}"[:300]) from err
+        return None
+    except MemoryError as err:
+        raise AssertionError("MemoryError: an allocation sized from an unchecked header field") from err
+    except Exception as err:  # any other exception is the failure reported
+        raise AssertionError(f"{type(err).__name__}: {err}"[:300]) from err
+
+
+def run(per_class: int, seed: int, only: list[str] | None = None, kinds: tuple[str, ...] = RAW + REFRAMED,
+        ) -> dict[str, Any]:
+    """Fuzz every class of ``serial_cases.CASES`` (or those named in ``only``) with ``kinds``; the summary dict."""
     import numpy as np
     from serial_cases import CASES
 
@@ -255,21 +276,21 @@ def run(per_class: int, seed: int, only: list[str] | None = None) -> dict[str, A
         bases = base_bytes(case, rng, 3)
         mutator = Mutator(rng, sorted(serial.REGISTRY))
         outcomes: Counter[str] = Counter()
-        kinds: Counter[str] = Counter()
+        drawn: Counter[str] = Counter()
         for i in range(per_class):
-            kind = mutator.pick(RAW + REFRAMED)
+            kind = mutator.pick(kinds)
             data = mutator.pick(bases)
             mutator.last = ""
             mutated = mutator.raw(kind, data) if kind in RAW else mutator.reframed(kind, data)
-            kinds[kind] += 1
+            drawn[kind] += 1
             try:
-                outcomes[check_one(case.cls, kind, mutated)] += 1
+                outcomes[check_one(case, kind, mutated)] += 1
             except AssertionError as err:
                 outcomes["failed"] += 1
                 summary["failures"].append({"class": case.name, "mutation": i, "kind": kind,
                                             "error": f"{mutator.last} {err}".strip(),
                                             "bytes": mutated.hex()[:400]})
-        summary["classes"][case.name] = {"mutations": per_class, **outcomes, "kinds": dict(kinds),
+        summary["classes"][case.name] = {"mutations": per_class, **outcomes, "kinds": dict(drawn),
                                          "seconds": round(time.perf_counter() - start, 2)}
         print(f"{case.name:26s} {per_class:6d} mutations  {dict(outcomes)}  {time.perf_counter() - start:.1f} s",
               flush=True)
@@ -283,10 +304,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--address-space-gb", type=float, default=2.0)
     parser.add_argument("--only", nargs="*", help="class names to fuzz (default: all)")
+    parser.add_argument("--kinds", nargs="*", choices=RAW + REFRAMED, help="mutation kinds (default: all)")
+    parser.add_argument("--without-size-checks", action="store_true",
+                        help="lift the size bounds of the reader (the address-space limit then catches allocations)")
     args = parser.parse_args(argv)
     limit_address_space(args.address_space_gb)
+    if args.without_size_checks:
+        from dpstream import serial
+
+        serial.ALLOCATION_SLACK = serial.WORKING_LIMIT = 1 << 80
     start = time.perf_counter()
-    summary = run(args.per_class, args.seed, args.only)
+    summary = run(args.per_class, args.seed, args.only, tuple(args.kinds or RAW + REFRAMED))
     summary["seconds"] = round(time.perf_counter() - start, 1)
     for failure in summary["failures"][:20]:
         print(f"FAILED {failure['class']} #{failure['mutation']} {failure['kind']}: {failure['error']}")

@@ -31,6 +31,16 @@ def test_seeded_fuzz_of_every_serialised_class():
         assert counts["rejected"] >= PER_CLASS // 2, name  # most mutations break the bytes: the fuzzer bites
 
 
+def test_the_address_space_limit_catches_an_unchecked_allocation():
+    """Without the reader's size bounds, huge header sizes reach an allocation and the fuzzer fails with MemoryError."""
+    command = [sys.executable, str(TESTS / "fuzz_serial.py"), "--per-class", "300", "--seed", "0", "--only", "LazyCMS",
+               "--kinds", "header_value", "--without-size-checks"]
+    done = subprocess.run(command, capture_output=True, text=True, env=child_env(OPENBLAS_NUM_THREADS="1"),
+                          timeout=600)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "MemoryError: an allocation sized from an unchecked header field" in done.stdout
+
+
 def test_a_flipped_count_byte_is_caught():
     sketch = CASES[0].build()
     CASES[0].feed(sketch, 0, 100)

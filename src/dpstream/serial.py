@@ -58,6 +58,8 @@ REGISTRY: dict[str, type[Serialisable]] = {}
 
 class SerialError(ValueError):
     """Bytes that ``from_bytes`` refuses: the message names the defect."""
+
+
 ArraySpec = tuple[str, np.dtype, tuple[int, ...]]
 """One entry of the header's array listing: name, dtype, shape."""
 
@@ -260,8 +262,8 @@ def check_vectors(stored: Mapping[str, np.ndarray], dtypes: Mapping[str, type], 
 
 
 def check_same(what: str, stored: Any, rebuilt: Any) -> None:
-    """Constants recomputed by the rebuild (sigma, BLT coefficients) must equal the stored ones."""
-    if stored != rebuilt:
+    """Constants recomputed by the rebuild (sigma, BLT coefficients) must equal the stored ones, JSON types included."""
+    if json.dumps(stored) != json.dumps(rebuilt):
         raise SerialError(f"{what} in the bytes is {stored!r} but this dpstream computes {rebuilt!r} for the same "
                          f"arguments: written by a version with another calibration; refusing to continue the "
                          f"stream with different noise")
@@ -276,9 +278,9 @@ class Serialisable:
     """``to_bytes`` / ``from_bytes`` over the hooks below (see the module docstring)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Register the class under its name (``REGISTRY``): only registered names are ever read."""
+        """Register the class under its name in ``REGISTRY`` (the first class of a name keeps it)."""
         super().__init_subclass__(**kwargs)
-        REGISTRY[cls.__name__] = cls
+        REGISTRY.setdefault(cls.__name__, cls)
 
     def _serial_args(self) -> dict[str, Any]:
         """JSON constructor arguments that rebuild an object with the same shapes and constants."""
