@@ -178,7 +178,7 @@ hold the source), or an unknown link type."""
 
 
 @numba.njit(inline="always")
-def _key(buf: np.ndarray, p: int, caplen: int, link: int, big: int, ipv6: int) -> tuple[int, int]:
+def _key(buf: np.ndarray, p: int, caplen: int, link: int, big: int, ipv6: int) -> tuple[int, Any]:
     """(kind, key) of the frame of ``caplen`` bytes at ``p``."""
     off, version = _l3(buf, p, caplen, link, big)
     if version == -1:
