@@ -198,3 +198,14 @@ def test_a_data_key_the_source_does_not_take_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match=r"data='items' has no parameter\(s\) skew \(set to 1.3\); its parameters: "
                                          r"path, format, column, header, limit"):
         load_stream(data, np.random.SeedSequence(0), str(tmp_path))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_the_key_column_of_a_several_column_file_is_required(tmp_path, fmt):
+    with pytest.raises(ValueError, match=rf"items.{fmt}: which column holds the items\? Set column .*"
+                                         r"its columns: \['time', 'item', 'size'\]"):
+        items_stream(str(_write(tmp_path, fmt, INTS)))
+    single = tmp_path / f"single.{fmt}"
+    frame = pd.DataFrame({"item": INTS})
+    frame.to_csv(single, index=False) if fmt == "csv" else frame.to_parquet(single, index=False)
+    assert items_stream(str(single)).items.tolist() == INTS

@@ -108,7 +108,7 @@ def _is_vlan(etype: Any) -> bool:
 
 
 @numba.njit(cache=True)
-def _more_tags(buf: np.ndarray, p: int, caplen: int, off: int) -> tuple[int, int]:
+def _more_tags(buf: np.ndarray, p: int, caplen: int, off: int) -> tuple[int, Any]:
     """Skip VLAN tags beyond the second (rare): (offset of the EtherType, EtherType)."""
     etype = _be16(buf, p + off)
     while _is_vlan(etype) and off + 6 <= caplen:
@@ -178,7 +178,7 @@ hold the source), or an unknown link type."""
 
 
 @numba.njit(inline="always")
-def _key(buf: np.ndarray, p: int, caplen: int, link: int, big: int, ipv6: int) -> tuple[int, int]:
+def _key(buf: np.ndarray, p: int, caplen: int, link: int, big: int, ipv6: int) -> tuple[int, Any]:
     """(kind, key) of the frame of ``caplen`` bytes at ``p``."""
     off, version = _l3(buf, p, caplen, link, big)
     if version == -1:
@@ -207,8 +207,8 @@ def scan_pcap(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, ipv6: int
 
     Returns (next position, keys written, status, a, b): the status is OK (reached ``stop`` or the end), FULL,
     TRUNCATED (the last record is cut short) or an error code with its values a, b at the returned position.
-    ``counts`` gains the records, non-IP, too-short and IPv6-keyed tallies (kept in locals in the loop: a store
-    to an array per packet made the scan several times slower).
+    ``counts`` gains the records, non-IP, too-short and IPv6-keyed tallies. One flat loop (tuple-returning helpers
+    made it four times slower).
     """
     size, big, link = buf.size, state[S_BIG], state[S_LINK]
     limit = max(state[S_SNAP], MAX_CAPLEN)
@@ -228,11 +228,25 @@ def scan_pcap(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, ipv6: int
         if caplen > size - pos - 16:
             status, a, b = TRUNCATED, caplen + 16, size - pos
             break
-        kind, key = _key(buf, pos + 16, caplen, link, big, ipv6)
-        if kind == K_UNKNOWN:
+        p = pos + 16
+        off, version = _l3(buf, p, caplen, link, big)
+        if version < 0:
             status, a = E_LINK, link
             break
-        records, other, short, v6, n = _tally(kind, key, out, n, records, other, short, v6)
+        records += 1
+        if version == 4 and off + 16 <= caplen and np.int64(buf[p + off]) >> 4 == 4:
+            q = p + off + 12
+            out[n] = (np.int64(buf[q]) << 24) | (np.int64(buf[q + 1]) << 16) | (np.int64(buf[q + 2]) << 8) | \
+                np.int64(buf[q + 3])
+            n += 1
+        elif version == 6 and ipv6 == 1 and off + 24 <= caplen and np.int64(buf[p + off]) >> 4 == 6:
+            out[n] = _ipv6_key(buf, p + off + 8)
+            n += 1
+            v6 += 1
+        elif (version == 4 and off + 16 > caplen) or (version == 6 and ipv6 == 1 and off + 24 > caplen):
+            short += 1
+        else:
+            other += 1
         pos += 16 + caplen
     _flush(counts, records, other, short, v6)
     return pos, n, status, a, b

@@ -1,19 +1,23 @@
-"""Packet traces (e.g. CAIDA) as streams of IPv4 source addresses, read without loading the file.
+"""Packet traces (e.g. CAIDA) as streams of IPv4 source addresses, read chunk by chunk without loading the file.
 
-Formats (``fmt``): ``pcap`` and ``pcapng`` (framing by dpkt; link types Ethernet incl. VLAN tags,
-raw IP, IPv4, Linux cooked v1/v2, BSD loopback), ``csv`` (a packet-capture export, e.g. Wireshark /
-tshark: one row per packet, the source address in column ``column``, a name or a 0-based index),
-``raw4`` (4-byte IPv4 addresses, one per packet) and ``raw13`` (13-byte 5-tuple records: source IP,
-destination IP, source port, destination port, protocol -- the format common in sketch research).
-``auto`` recognises pcap / pcapng by their magic numbers and csv / raw4 / raw13 by the extensions
-``.csv`` (``.txt``), ``.raw4`` and ``.raw13``.
+Formats (``fmt``): ``pcap`` and ``pcapng``, read by the compiled scan of ``dpstream.data.capture`` over a memory-
+mapped file (both byte orders, nanosecond pcap, pcapng sections of either byte order, per-interface link types,
+Enhanced / Simple / obsolete Packet Blocks; link types Ethernet with stacked VLAN tags, raw IP, IPv4, IPv6, Linux
+cooked v1 / v2, BSD loopback; a pcap file of another link type falls back to dpkt with a warning); ``csv`` (a
+packet-capture export, e.g. ``tshark -T fields``: one row per packet, read with ``pyarrow.csv``; the source address
+in the column ``column``, a header name or a 0-based index; not given: the column named ``ip.src`` / ``Source`` /
+``src`` ..., or the only column); ``raw4`` (4-byte IPv4 addresses, one per packet) and ``raw13`` (13-byte 5-tuple
+records: source IP, destination IP, source port, destination port, protocol -- the format common in sketch research).
+``auto`` recognises pcap / pcapng by their magic numbers and csv / raw4 / raw13 by the extensions ``.csv``
+(``.txt``), ``.raw4`` and ``.raw13``.
 
 Items are source addresses as uint32 (network byte order read as a big-endian number, so 1.2.3.4 is
-0x01020304; ``byteorder`` switches raw records to little-endian). Frames that are not IPv4 (IPv6,
-ARP, ..., or a CSV source that is not a dotted quad) are skipped and counted in ``TraceStats``; so are
-IPv4 frames captured too short to hold the source address. A final record cut short (file truncated)
-raises ``TruncatedTraceError`` by default; ``on_truncated="skip"`` drops it and counts it instead.
-``caida_trace`` reports the records read and skipped to the trials (``rows_read``, ``rows_skipped``) and
+0x01020304; ``byteorder`` switches raw records to little-endian); pcap / pcapng with ``ipv6="key"`` also key IPv6
+sources (int64, above 2^32). Frames that are not IPv4 (IPv6, ARP, ..., or a CSV source that is not a dotted quad)
+are skipped and counted in ``TraceStats``; so are IPv4 frames captured too short to hold the source address. A
+malformed pcap / pcapng structure raises ``MalformedCaptureError`` naming the file and byte offset. A final record
+cut short (file truncated) raises ``TruncatedTraceError`` by default; ``on_truncated="skip"`` drops it and counts
+it instead. ``caida_trace`` reports the records read and skipped to the trials (``rows_read``, ``rows_skipped``) and
 warns when it keeps under half of them.
 """
 
