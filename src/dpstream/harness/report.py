@@ -96,7 +96,8 @@ def tally_table(claims: pd.DataFrame) -> pd.DataFrame:
 def tally_lines(claims: pd.DataFrame) -> list[str]:
     """The report's headline: the paper tally first, then the other kinds, then all rows."""
     paper = headline(claims)
-    return [f"Paper claims (each sentence of a paper once, its checks combined): {verdict_summary(paper)}", "",
+    return [f"Verdicts: paper claims (each sentence of a paper once, its checks combined): {verdict_summary(paper)}",
+            "",
             f"Own hypotheses (not in the paper tally): {verdict_summary(claims[claims['kind'] == OURS])}", "",
             f"Implementation checks (own section at the end): "
             f"{verdict_summary(claims[claims['kind'] == IMPLEMENTATION])}", "",
