@@ -17,6 +17,7 @@ from dpstream.harness.runner import run
 
 MECHANISMS = options(CONF_DIR, "mechanism")
 TINY = {"data.length": 4096}  # stream data shrunk further than profile=smoke: this checks wiring, not accuracy
+FEWER_RUNS = {"qr_audit": ["mechanism.audit_runs=40", "mechanism.pilot_runs=16"]}  # as its experiment's smoke profile
 
 
 @pytest.mark.slow
@@ -28,7 +29,8 @@ def test_mechanism_runs_alone_on_its_natural_data(name, compose_cfg, tmp_path):
     data = dict(o.split("=", 1) for o in overrides).get("data", "zipf")
     tiny = [f"{k}={v}" for k, v in TINY.items() if k.split(".")[1] in load_option(CONF_DIR, "data", data)
             and not any(o.startswith(f"{k}=") for o in overrides)]
-    frames = run(compose_cfg([*overrides, *tiny]), CONF_DIR, [*overrides, *tiny])
+    overrides += [*tiny, *FEWER_RUNS.get(name, [])]
+    frames = run(compose_cfg(overrides), CONF_DIR, overrides)
     assert len(frames) == 1 and len(frames[0]) >= 1
 
 

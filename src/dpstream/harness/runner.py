@@ -48,6 +48,7 @@ from dpstream.validation import check_choice, check_delta, check_epsilon, check_
 BACKENDS = ("loky", "threading", "sequential", "dask")
 TIMING_SUFFIXES = ("_s", "_per_s", "seconds", "us_per_update")
 STORE_NAME = "trials.jsonl"
+FIGURE_FORMATS = ("png", "pdf", "svg")
 
 
 def is_timing(column: str) -> bool:
@@ -88,6 +89,7 @@ def _preflight(cfg: dict[str, Any]) -> None:
         raise ValueError(f"n_jobs must be a non-zero integer (-1 = all cores), got {cfg['n_jobs']!r}")
     check_choice(cfg["backend"], "backend", BACKENDS)
     check_choice(cfg["noise"], "noise", NOISE_MODES)
+    figure_formats(cfg)
 
 
 @contextlib.contextmanager
@@ -293,7 +295,7 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
         say("WARNING: some rows are NOT privacy-certified (scaled constants or debug mode)")
     if spec.get("plot"):
         figure = results_dir / "figures" / f"{exp_id}.png"
-        import_object(spec["plot"])(df, spec, figure)
+        import_object(spec["plot"])(df, {**spec, "formats": figure_formats(cfg)}, figure)
         say(f"figure: {figure}")
     claims = None
     if spec.get("claims"):
@@ -308,6 +310,15 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
         flag = "; NOT privacy-certified rows" if uncertified else ""
         print(f"{exp_id}: {len(df)} trials ({computed} computed in {elapsed:.1f} s){verdicts}{flag}", flush=True)
     return outcome
+
+
+def figure_formats(cfg: dict[str, Any]) -> list[str]:
+    """The figure formats ``fmt`` asks for (png, pdf, svg; a name or a list): PNG is always among them."""
+    raw = cfg.get("fmt") or "png"
+    formats = [raw] if isinstance(raw, str) else list(raw)
+    for ext in formats:
+        check_choice(ext, "fmt", FIGURE_FORMATS)
+    return ["png", *(f for f in formats if f != "png")]
 
 
 def _quiet(*args: Any, **kwargs: Any) -> None:
