@@ -48,3 +48,18 @@ def test_the_command_prints_which_data_it_chose(tmp_path):
                           "--cfg", "job"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "note: mechanism=svt_tm runs on data=svt_atoms" in out.stderr
+
+
+def test_a_paper_panel_runs_on_your_data_or_says_which_panels_do(compose_cfg, tmp_path):
+    from dpstream.errors import ConfigError
+    from dpstream.harness.runner import plan
+
+    words = tmp_path / "words.txt"
+    words.write_text("a\nb\na\n")
+    fits = ["experiment=fig3b", "data=items", f"data.path={words}", "profile=smoke"]
+    planned = plan(compose_cfg(fits), CONF_DIR, fits)
+    data = planned.experiments[0][1][0]["data"]
+    assert data["name"] == "items" and "skew" not in data  # fig3b's fixed skew describes its own Zipf data
+    swept = ["experiment=fig3d", "data=items", f"data.path={words}", "profile=smoke"]
+    with pytest.raises(ConfigError, match=r"fig3d sweeps data\.skew.*accept data=items: .*fig3b, "):
+        plan(compose_cfg(swept), CONF_DIR, swept)

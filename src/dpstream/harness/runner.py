@@ -39,6 +39,7 @@ from dpstream.harness.config import (
     without_declarations,
 )
 from dpstream.harness.migrate import migrate
+from dpstream.harness.natural import check_panel_data
 from dpstream.harness.report import verdict_summary, write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
 from dpstream.noise import NOISE_MODES, noise_mode, trial_seed
@@ -373,7 +374,9 @@ def plan(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] 
     experiments = []
     for spec in experiments_to_run(plain, conf_dir):
         trials = int(spec.get("trials") or plain["trials"])
-        experiments.append((spec, expand(spec, base, conf_dir, trials, profile_overrides, cli)))
+        expanded = expand(spec, base, conf_dir, trials, profile_overrides, cli)
+        check_panel_data(spec, expanded, conf_dir, plain["profile"]["name"])  # your data in a paper panel
+        experiments.append((spec, expanded))
     return Plan(plain, experiments)
 
 
