@@ -88,3 +88,33 @@ def test_a_heavy_hitter_run_prints_its_words_or_why_it_found_none(words_csv, com
     out = capsys.readouterr().out
     assert "nothing reported: at t = " in out and "larger epsilon" in out
     assert "n/a (nothing reported)" in out
+
+
+def test_the_report_names_the_command_as_typed():
+    from dpstream.harness.console import typed_command
+
+    assert typed_command(["/venv/bin/dpstream", "experiment=all", "profile=smoke"]) == \
+        "dpstream experiment=all profile=smoke"
+    assert typed_command(["/x/dpstream/__main__.py", "experiment=fig3"]) == "python -m dpstream experiment=fig3"
+    assert typed_command(["run.py"]) == "python run.py"
+
+
+def test_figures_are_png_at_300_dpi_and_fmt_adds_pdf_and_svg(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from dpstream.harness.runner import figure_formats
+    from dpstream.plots.common import save_figure
+
+    fig, ax = plt.subplots(figsize=(2, 1))
+    ax.plot([0, 1], [0, 1])
+    path = tmp_path / "f.png"
+    save_figure(fig, pd.DataFrame(), {"id": "f", "formats": figure_formats({"fmt": ["pdf", "svg"]})}, path)
+    assert round(Image.open(path).info["dpi"][0]) == 300
+    assert (tmp_path / "f.pdf").stat().st_size > 0 and (tmp_path / "f.svg").stat().st_size > 0
+    assert figure_formats({"fmt": "png"}) == ["png"]
+    with pytest.raises(ValueError, match="fmt"):
+        figure_formats({"fmt": "gif"})

@@ -17,6 +17,7 @@ from dpstream.harness.runner import run
 
 MECHANISMS = options(CONF_DIR, "mechanism")
 TINY = {"data.length": 4096}  # stream data shrunk further than profile=smoke: this checks wiring, not accuracy
+FEWER_RUNS = {"qr_audit": ["mechanism.audit_runs=40", "mechanism.pilot_runs=16"]}  # as its experiment's smoke profile
 
 
 @pytest.mark.slow
@@ -28,7 +29,8 @@ def test_mechanism_runs_alone_on_its_natural_data(name, compose_cfg, tmp_path):
     data = dict(o.split("=", 1) for o in overrides).get("data", "zipf")
     tiny = [f"{k}={v}" for k, v in TINY.items() if k.split(".")[1] in load_option(CONF_DIR, "data", data)
             and not any(o.startswith(f"{k}=") for o in overrides)]
-    frames = run(compose_cfg([*overrides, *tiny]), CONF_DIR, [*overrides, *tiny])
+    overrides += [*tiny, *FEWER_RUNS.get(name, [])]
+    frames = run(compose_cfg(overrides), CONF_DIR, overrides)
     assert len(frames) == 1 and len(frames[0]) >= 1
 
 
@@ -46,3 +48,18 @@ def test_the_command_prints_which_data_it_chose(tmp_path):
                           "--cfg", "job"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "note: mechanism=svt_tm runs on data=svt_atoms" in out.stderr
+
+
+def test_a_paper_panel_runs_on_your_data_or_says_which_panels_do(compose_cfg, tmp_path):
+    from dpstream.errors import ConfigError
+    from dpstream.harness.runner import plan
+
+    words = tmp_path / "words.txt"
+    words.write_text("a\nb\na\n")
+    fits = ["experiment=fig3b", "data=items", f"data.path={words}", "profile=smoke"]
+    planned = plan(compose_cfg(fits), CONF_DIR, fits)
+    data = planned.experiments[0][1][0]["data"]
+    assert data["name"] == "items" and "skew" not in data  # fig3b's fixed skew describes its own Zipf data
+    swept = ["experiment=fig3d", "data=items", f"data.path={words}", "profile=smoke"]
+    with pytest.raises(ConfigError, match=r"fig3d sweeps data\.skew.*accept data=items: .*fig3b, "):
+        plan(compose_cfg(swept), CONF_DIR, swept)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -152,6 +153,16 @@ def heavy_hitter_lines(df: pd.DataFrame, params: dict[str, Any]) -> list[str]:
 
 
 SMOKE_BANNER = "reduced scale, not a reproduction"
+
+
+def typed_command(argv: list[str] | None = None) -> str:
+    """The command as typed: ``dpstream``, ``python -m dpstream`` or ``python run.py``, with its arguments."""
+    import sys
+
+    argv = sys.argv if argv is None else argv
+    program = Path(argv[0]).name if argv else "dpstream"
+    name = {"run.py": "python run.py", "__main__.py": "python -m dpstream"}.get(program, "dpstream")
+    return " ".join([name, *argv[1:]])
 
 
 def print_claims(claims: pd.DataFrame, smoke: bool, verbose: bool = True) -> None:

@@ -58,3 +58,56 @@ def natural_data(args: list[str], conf_dir: Path = CONF_DIR) -> list[str]:
         if f"data.{data_key}" not in typed and bound is not None and value is not None and value > float(bound):
             extra.append(f"data.{data_key}={bound}")
     return extra
+
+
+def _data_keys(spec: dict[str, Any], blocks: tuple[str, ...] = ("grid", "zip")) -> set[str]:
+    """The data parameters (``data.<key>``) an experiment sets in ``blocks`` (by default: the ones it sweeps)."""
+    keys: set[str] = set()
+    for block in blocks:
+        keys |= {k.split(".", 1)[1] for k in (spec.get(block) or {}) if k.startswith("data.")}
+    return keys
+
+
+def _stem(data: dict[str, Any], every: dict[str, dict[str, Any]]) -> str:
+    return next((stem for stem, d in every.items() if d.get("name") == data.get("name")), str(data.get("name")))
+
+
+def accepting_experiments(stem: str, conf_dir: Path, profile: str) -> list[str]:
+    """The experiments (not aggregates) that can run on data option ``stem``: same kind, sweeping nothing it lacks."""
+    from dpstream.harness.config import load_experiment
+
+    every = data_options(conf_dir)
+    option = every[stem]
+    out = []
+    for name in options(conf_dir, "experiment"):
+        spec = load_experiment(conf_dir, name, profile)
+        own = every.get(str((spec.get("fixed") or {}).get("data", _default_data(conf_dir))), {})
+        if not spec.get("parts") and own.get("kind") == option.get("kind") and _data_keys(spec) <= set(option):
+            out.append(name)
+    return out
+
+
+def check_panel_data(spec: dict[str, Any], trials: list[dict[str, Any]], conf_dir: Path, profile: str) -> None:
+    """Fit an experiment to the data the user chose (``experiment=fig3b data=items data.path=...``).
+
+    A data parameter the experiment fixes for its own data (fig3b's ``data.skew``) is dropped when the chosen data
+    has no such parameter; one it sweeps (fig3d sweeps ``data.skew``) is an error naming the parameter and the
+    experiments that accept that data.
+    """
+    from dpstream.errors import ConfigError
+
+    if not trials or not spec.get("id"):
+        return
+    every = data_options(conf_dir)
+    stem = _stem(trials[0]["data"], every)
+    if stem not in every:
+        return
+    for key in _data_keys(spec, ("fixed",)) - set(every[stem]):
+        for params in trials:
+            params["data"].pop(key, None)
+    lacking = sorted(k for k in _data_keys(spec) if k not in every[stem])
+    if lacking:
+        fit = accepting_experiments(stem, conf_dir, profile)
+        raise ConfigError("data", stem, f"experiment {spec['id']} sweeps {', '.join('data.' + k for k in lacking)}, "
+                                        f"a parameter of its own (synthetic) data that data={stem} does not have; "
+                                        f"experiments that accept data={stem}: {', '.join(fit) or '(none)'}")

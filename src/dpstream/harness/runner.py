@@ -42,6 +42,7 @@ from dpstream.harness.config import (
 )
 from dpstream.harness.environment import ENV_COLUMNS, environment
 from dpstream.harness.migrate import migrate
+from dpstream.harness.natural import check_panel_data
 from dpstream.harness.report import verdict_summary, write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
 from dpstream.noise import NOISE_MODES, check_noise_mode, noise_mode, trial_seed
@@ -51,6 +52,7 @@ from dpstream.validation import check_choice, check_delta, check_epsilon, check_
 BACKENDS = ("loky", "threading", "sequential", "dask")
 TIMING_SUFFIXES = ("_s", "_per_s", "seconds", "us_per_update")
 STORE_NAME = "trials.jsonl"
+FIGURE_FORMATS = ("png", "pdf", "svg")
 
 
 def is_timing(column: str) -> bool:
@@ -92,6 +94,7 @@ def _preflight(cfg: dict[str, Any]) -> None:
     check_choice(cfg["backend"], "backend", BACKENDS)
     check_choice(cfg["noise"], "noise", NOISE_MODES)
     check_noise_mode(cfg["noise"])  # noise=secure without its library: one line naming the extra to install
+    figure_formats(cfg)
 
 
 @contextlib.contextmanager
@@ -302,7 +305,7 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
         say("WARNING: some rows are NOT privacy-certified (scaled constants or debug mode)")
     if spec.get("plot"):
         figure = results_dir / "figures" / f"{exp_id}.png"
-        import_object(spec["plot"])(df, spec, figure)
+        import_object(spec["plot"])(df, {**spec, "formats": figure_formats(cfg)}, figure)
         say(f"figure: {figure}")
     claims = None
     if spec.get("claims"):
@@ -317,6 +320,15 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
         flag = "; NOT privacy-certified rows" if uncertified else ""
         print(f"{exp_id}: {len(df)} trials ({computed} computed in {elapsed:.1f} s){verdicts}{flag}", flush=True)
     return outcome
+
+
+def figure_formats(cfg: dict[str, Any]) -> list[str]:
+    """The figure formats ``fmt`` asks for (png, pdf, svg; a name or a list): PNG is always among them."""
+    raw = cfg.get("fmt") or "png"
+    formats = [raw] if isinstance(raw, str) else list(raw)
+    for ext in formats:
+        check_choice(ext, "fmt", FIGURE_FORMATS)
+    return ["png", *(f for f in formats if f != "png")]
 
 
 def _quiet(*args: Any, **kwargs: Any) -> None:
@@ -374,7 +386,9 @@ def plan(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] 
     experiments = []
     for spec in experiments_to_run(plain, conf_dir):
         trials = int(spec.get("trials") or plain["trials"])
-        experiments.append((spec, expand(spec, base, conf_dir, trials, profile_overrides, cli)))
+        expanded = expand(spec, base, conf_dir, trials, profile_overrides, cli)
+        check_panel_data(spec, expanded, conf_dir, plain["profile"]["name"])  # your data in a paper panel
+        experiments.append((spec, expanded))
     return Plan(plain, experiments)
 
 

@@ -63,11 +63,17 @@ def figure_legend(fig: Figure, ax: Axes) -> None:
 
 
 def save_figure(fig: Figure, df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
-    """Title ``fig`` with the experiment's title plus honesty labels and write it to ``path`` as PNG."""
+    """Title ``fig`` with the experiment's title plus honesty labels; write it to ``path`` as PNG at 300 dpi.
+
+    The experiment's ``formats`` (the run's ``fmt``: pdf, svg) are written beside it with the same name.
+    """
     title = experiment.get("title", experiment.get("id", ""))
     labels = honesty_labels(df)
     if experiment.get("profile_name") == "smoke":
         labels.append("smoke profile: reduced scale, not the paper's")
     fig.suptitle(title + ("\n" + "; ".join(labels) if labels else ""), fontsize=10)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    fig.savefig(path, dpi=300, bbox_inches="tight")  # PNG at print resolution
+    for ext in experiment.get("formats", ()):  # ``fmt=``: vector copies beside it, for a paper
+        if ext != "png":
+            fig.savefig(path.with_suffix(f".{ext}"), bbox_inches="tight")
