@@ -85,7 +85,7 @@ def tally_table(claims: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for kind in KIND_WORDS:
         sub = headline(claims) if kind == PAPER else claims[claims["kind"] == kind]
-        label = "paper claims (each sentence once)" if kind == PAPER else f"{kind}s"
+        label = {PAPER: "paper claims (each sentence once)", OURS: "own hypotheses"}.get(kind, f"{kind}s")
         rows.append({"kind": label, **verdict_counts(sub), "total": len(sub)})
     return pd.DataFrame(rows)
 
