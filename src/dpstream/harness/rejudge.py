@@ -77,7 +77,8 @@ def rejudge(results_dir: Path, experiment: str = "all", profile: str = "paper", 
             write_csv(claims, results_dir / "tables" / f"{spec['id']}.claims.csv")
             out[spec["id"]] = claims
     if report and (cfg.get("experiment") or {}).get("report"):
-        write_report(specs, frames, cfg)
+        write_report(specs, frames, {**cfg, "regenerated_by": f"make claims (python -m dpstream.harness.rejudge, "
+                                                              f"{nulls} nulls per rule, from the committed tables)"})
     return out
 
 

@@ -104,7 +104,9 @@ def verify(seeds: tuple[int, ...] = SEEDS, profile: str = "paper", experiment: s
             (out / "figures").mkdir(exist_ok=True)
             shutil.copyfile(figure, out / "figures" / figure.name)
     if (cfg.get("experiment") or {}).get("report"):
-        write_report(specs, frames, {**cfg, "seed": ", ".join(map(str, seeds))})
+        listed = ", ".join(map(str, seeds))
+        write_report(specs, frames, {**cfg, "seed": listed,
+                                     "regenerated_by": f"make verify (seeds {listed}, {nulls} nulls per rule)"})
     return {"seeds": seeds, "store": store, "claims": combined}
 
 
