@@ -17,7 +17,8 @@ from dpstream.harness.runner import run
 
 MECHANISMS = options(CONF_DIR, "mechanism")
 TINY = {"data.length": 4096}  # stream data shrunk further than profile=smoke: this checks wiring, not accuracy
-FEWER_RUNS = {"qr_audit": ["mechanism.audit_runs=40", "mechanism.pilot_runs=16"]}  # as its experiment's smoke profile
+FEWER_RUNS = {"qr_audit": ["mechanism.audit_runs=40", "mechanism.pilot_runs=16"],  # as its experiment's smoke profile
+              "qr_hru": ["+mechanism.rounds=40"]}  # the paper's T = n L is 3,470 rounds even at n = 250
 
 
 @pytest.mark.slow

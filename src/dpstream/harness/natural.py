@@ -14,7 +14,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from dpstream.harness.config import CONF_DIR, data_kinds, data_options, load_option, options
+from dpstream.harness.config import CONF_DIR, as_mapping, data_kinds, data_options, load_option, options
 
 
 def _typed(args: list[str]) -> dict[str, str]:
@@ -22,7 +22,8 @@ def _typed(args: list[str]) -> dict[str, str]:
 
 
 def _default_data(conf_dir: Path) -> str:
-    for entry in OmegaConf.to_container(OmegaConf.load(conf_dir / "config.yaml"))["defaults"]:  # type: ignore[index]
+    config = as_mapping(OmegaConf.to_container(OmegaConf.load(conf_dir / "config.yaml")), "config.yaml")
+    for entry in config["defaults"]:
         if isinstance(entry, dict) and "data" in entry:
             return str(entry["data"])
     raise ValueError(f"{conf_dir / 'config.yaml'} chooses no default data")
