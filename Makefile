@@ -24,8 +24,12 @@ lint: install  ## ruff (pyflakes, style, docstrings, complexity) over the repo, 
 test: install lint  ## lint (ruff + mypy), then the whole test suite
 	$(PY) -m pytest
 
+# `make bench`: every benchmarks/*.py at its default settings (minutes; heavy_hitters.py runs the paper's trace
+# length), then docs/speed.md from benchmarks/results/*.json (benchmarks/speed_page.py).
+BENCHMARKS := $(filter-out benchmarks/speed_page.py,$(wildcard benchmarks/*.py))
 bench: install
-	$(PY) benchmarks/throughput.py
+	for b in $(BENCHMARKS); do echo "== $$b"; $(PY) $$b || exit 1; done
+	$(PY) benchmarks/speed_page.py
 
 soak: install  ## the default job in 50 fresh processes sharing one numba cache: runs 2-50 compile nothing
 	$(PY) tests/soak.py 50
