@@ -42,8 +42,12 @@ test: install lint  ## lint (ruff + mypy), the documentation build (a broken ref
 docs: install  ## the documentation site (mkdocs-material + mkdocstrings) into site/; open site/index.html
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
+# `make bench`: every benchmarks/*.py at its default settings (minutes; heavy_hitters.py runs the paper's trace
+# length), then docs/speed.md from benchmarks/results/*.json (benchmarks/speed_page.py).
+BENCHMARKS := $(filter-out benchmarks/speed_page.py,$(wildcard benchmarks/*.py))
 bench: install
-	$(PY) benchmarks/throughput.py
+	for b in $(BENCHMARKS); do echo "== $$b"; $(PY) $$b || exit 1; done
+	$(PY) benchmarks/speed_page.py
 
 fuzz: install  ## 2,000 random mutations of the bytes of every serialised class, under a 2 GB address-space limit
 	OPENBLAS_NUM_THREADS=1 $(PY) tests/fuzz_serial.py --per-class 2000

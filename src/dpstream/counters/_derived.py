@@ -30,3 +30,31 @@ def release(exact: np.ndarray, key: np.ndarray, scale: float, cells: np.ndarray,
             level += 1
         out[k] = np.float64(exact[0, cell]) + scale * total
     return out
+
+
+@njit(cache=True)
+def release_all_cached(exact: np.ndarray, key: np.ndarray, scale: float, steps: np.ndarray, nodes: np.ndarray,
+                       cached: np.ndarray) -> np.ndarray:
+    """``release`` of every cell (cell j at ``steps[j]``), regenerating only the nodes not already in ``nodes``.
+
+    ``nodes[l, j]`` holds the unscaled normal of cell j's level-l node for step ``cached[j]`` whenever bit l of
+    ``cached[j]`` is set; a node of step s is reused when bit l is set in both and s >> l == cached >> l (the same
+    node), else regenerated and stored. The sum runs in the same order over the same values as ``release``: the same
+    floats. Successive whole-table releases one push apart regenerate one node per cell instead of popcount(s).
+    """
+    n = steps.shape[0]
+    out = np.empty(n, dtype=np.float64)
+    for cell in range(n):
+        s, c = steps[cell], cached[cell]
+        total = 0.0
+        level = 0
+        while s >> level:
+            if (s >> level) & 1:
+                if not ((c >> level) & 1 and (c >> level) == (s >> level)):
+                    nodes[level, cell] = node_normal(key[0], key[1], np.uint64(s >> level), np.uint64(level),
+                                                     np.uint64(cell))
+                total += nodes[level, cell]
+            level += 1
+        cached[cell] = s
+        out[cell] = np.float64(exact[0, cell]) + scale * total
+    return out

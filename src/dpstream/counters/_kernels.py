@@ -83,8 +83,7 @@ def blt_push(state: tuple, cell: np.int64, step: np.int64, c: np.int64, noise: n
 
 
 @njit(inline="always")
-def cell_push(kind: int, state: tuple, cell: np.int64, step: np.int64, c: np.int64, noise: np.ndarray,
-              z: np.int64) -> np.int64:
+def cell_push(kind: int, state: tuple, cell: Any, step: Any, c: Any, noise: np.ndarray, z: Any) -> Any:
     """The push of the package's counter ``kind``, inlined; a constant ``kind`` leaves one branch after pruning."""
     if kind == STORED:
         return stored_push(state, cell, step, c, noise, z)

@@ -132,6 +132,11 @@ class DerivedBinary(BinaryTree):
     does not (an exhaustive search over the 128-bit key). The key must stay secret: ``seed=None`` takes it
     from the operating system's entropy; a published seed publishes the noise. ``noise=secure`` is refused
     (no CSPRNG-keyed version is built).
+
+    Whole-table releases (``release_all``, what a sketch's query reads) keep a node cache: the node normals of every
+    counter's last released step, (levels, n) float64, so the next release regenerates only the nodes that changed
+    (one per counter after one push). It is a speed cache outside the state: not in ``memory_bytes`` (its size is
+    ``noise_cache_bytes``), not serialised, rebuilt on demand; it is as secret as the key.
     """
 
     node_noise = "derived"
@@ -162,6 +167,23 @@ class DerivedBinary(BinaryTree):
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
         return {**super()._state_arrays(), "key": self._key}
+
+    def release_all(self, steps: np.ndarray) -> np.ndarray:
+        """Every counter's release at ``steps`` (n,), with the node cache (``_derived.release_all_cached``)."""
+        steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), (self.n,)))
+        if steps.size and (steps.min() < 0 or steps.max() >> self.levels):  # outside the cache's levels
+            return self.release(np.arange(self.n), steps)
+        cache = getattr(self, "_node_cache", None)
+        if cache is None or not np.array_equal(cache[0], self._key):  # the nodes are a function of the key
+            cache = (self._key.copy(), np.zeros((self.levels, self.n)), np.zeros(self.n, dtype=np.int64))
+            self._node_cache = cache
+        return _derived.release_all_cached(self._exact, self._key, self._noise_scale, steps, cache[1], cache[2])
+
+    @property
+    def noise_cache_bytes(self) -> int:
+        """Bytes of the node cache of ``release_all`` (0 before the first whole-table release)."""
+        cache = getattr(self, "_node_cache", None)
+        return 0 if cache is None else cache[1].nbytes + cache[2].nbytes
 
     def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Exact counts plus the Philox-derived node noises over the set bits of each step (``_derived.release``)."""

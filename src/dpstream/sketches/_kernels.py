@@ -20,10 +20,12 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from dpstream.counters._kernels import EXTERNAL, cell_push, specialise
+from dpstream.counters._kernels import DERIVED, EXTERNAL, cell_push, specialise
 from dpstream.hashing import hash_rows
 
 BLOCK = 256
+DERIVED_BLOCK = 2048
+"""Keys per block of the derived-noise Lazy loop: only the last w - 1 items of a block need the pending test."""
 
 
 @njit(cache=True)
@@ -80,6 +82,45 @@ punctual_extend = specialise(_punctual_extend)
 """``punctual_extend(kind, external)(keys, params, signed, sparse, t0, noise, *state)`` (``counters._kernels``)."""
 
 
+@njit(cache=True, inline="always")
+def lazy_block_derived(exact: np.ndarray, pending: np.ndarray, cols: np.ndarray, incs: np.ndarray, m: int,
+                       pos0: int) -> None:
+    """Alg. 5 over a block of m hashed items for a counter whose push is exact[cell] += c (derived noise).
+
+    Item k (at column pos0 + k mod w) adds to P[i, c] with c = h_i(x); column c is next pushed at item
+    k + ((c - pos0 - k) mod w) of the block. When that push falls inside the block the increment goes straight
+    to the exact count (the push would move it there), else it stays pending. A column pushed in the block first
+    moves what was pending before it. Integer adds commute: the same exact and pending arrays as item by item,
+    with one add per item and row (as Count-Min) instead of an add, a push and a reset.
+    """
+    depth, width = pending.shape
+    for j in range(min(m, width)):  # the columns pushed in this block: pos0, pos0 + 1, ... (mod w)
+        c = pos0 + j
+        if c >= width:
+            c -= width
+        for i in range(depth):
+            exact[0, i * width + c] += pending[i, c]
+            pending[i, c] = 0
+    sure = max(0, m - width + 1)  # items k < m - w + 1: the next push of every column is inside the block
+    for i in range(depth):
+        row = exact[0, i * width : (i + 1) * width]
+        for k in range(sure):
+            row[cols[i, k]] += incs[i, k]
+        pos = (pos0 + sure) % width
+        for k in range(sure, m):
+            c = cols[i, k]
+            ahead = c - pos
+            if ahead < 0:
+                ahead += width
+            if k + ahead < m:
+                row[c] += incs[i, k]
+            else:
+                pending[i, c] += incs[i, k]
+            pos += 1
+            if pos == width:
+                pos = 0
+
+
 def _lazy_extend(kind: int, external: Any) -> Callable[..., None]:
     def lazy_extend(keys: np.ndarray, params: np.ndarray, signed: bool, pending: np.ndarray, t0: int,
                     noise: np.ndarray, *state: Any) -> None:
@@ -89,13 +130,18 @@ def _lazy_extend(kind: int, external: Any) -> Callable[..., None]:
         (step floor(t/w) + 1) and P[i, pos] = 0.
         """
         depth, width = pending.shape
-        cols = np.empty((depth, BLOCK), dtype=np.int64)
-        incs = np.empty((depth, BLOCK), dtype=np.int64)
+        block = DERIVED_BLOCK if kind == DERIVED else BLOCK
+        cols = np.empty((depth, block), dtype=np.int64)
+        incs = np.empty((depth, block), dtype=np.int64)
         pos = t0 % width
         z = 0
-        for start in range(0, keys.shape[0], BLOCK):
-            m = min(BLOCK, keys.shape[0] - start)
+        for start in range(0, keys.shape[0], block):
+            m = min(block, keys.shape[0] - start)
             hash_rows(params, keys, start, m, width, signed, cols, incs)
+            if kind == DERIVED:
+                lazy_block_derived(state[0], pending, cols, incs, m, pos)
+                pos = (pos + m) % width
+                continue
             for k in range(m):
                 step = (t0 + start + k) // width + 1
                 for i in range(depth):

@@ -48,8 +48,11 @@ class LazySchedule(PrivateSchedule):
         cells = self.counters
         for start in range(0, keys.shape[0], ITEMS_PER_BLOCK):
             block = keys[start : start + ITEMS_PER_BLOCK]
-            steps = (t0 + start + np.arange(block.shape[0])) // self.width + 1
-            noise = cells.draw(cells.noise_count(steps) * self.depth)
+            if cells.draws_per_push:
+                steps = (t0 + start + np.arange(block.shape[0])) // self.width + 1
+                noise = cells.draw(cells.noise_count(steps) * self.depth)
+            else:  # noise derived at release time: nothing to draw
+                noise = np.empty(0, dtype=np.float64)
             loop = kernels.lazy_extend(cells.kind, cells.push_kernel)
             loop(block, params, self.signed, self.pending, t0 + start, noise, *cells.state)
         self.t = t0 + keys.shape[0]

@@ -1,0 +1,115 @@
+"""Speed of the derived-noise paths and of mod-p hashing, as ratios to a reference in the same process.
+
+    python benchmarks/sketch_speed.py [--length N] [--hh-length N] [--repeats R] [--out PATH]
+
+Every arm runs on the same seeded Zipf stream (skew 1.3, universe 10^6), timed with
+``dpstream.harness.timing.interleaved_ratios`` (interleaved A/B repetitions, median ratio and its order-statistic
+interval; ratio = reference time / candidate time, so > 1 means the candidate is faster). Each call builds a fresh
+sketch and runs ``extend`` over the whole stream (keys canonicalised inside, as a user's call does). Rows:
+
+- LazyCMS, node_noise="derived", multiply-shift hashing (w 55, d 3) against CMS with multiply-shift (w 2000):
+  target >= 0.75.
+- CMS with mod-p hashing (the default; w 2000, d 3) against the bare compiled multiply-shift Count-Min loop of
+  ``benchmarks/hashing.py:reference_loop`` over the same keys, canonicalised inside the timed call (the reference of
+  ``benchmarks/beyond.py``): target >= 0.8.
+- LazyHH (k 128, k~ 512: the 80 KB point of Figure 4(b)) with node_noise="derived" against LazyHH with stored noise:
+  time <= 1.3x, i.e. ratio >= 1 / 1.3.
+
+Writes ``benchmarks/results/sketch_speed.json`` (shape: ``benchmarks/speed_page.py``) and prints the rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hashing import reference_loop  # benchmarks/hashing.py: the bare compiled multiply-shift loop
+
+from dpstream.data.zipf import zipf_stream
+from dpstream.harness.timing import RatioEstimate, interleaved_ratios
+from dpstream.hashing import canonical_keys
+from dpstream.heavy_hitters import LazyHH
+from dpstream.sketches import CMS, LazyCMS
+
+DEPTH, EPSILON, DELTA = 3, 0.3, 0.001
+MS = {"hash_family": "multiply_shift"}
+RESULTS = Path(__file__).with_name("results") / "sketch_speed.json"
+
+
+def machine() -> str:
+    """CPU model and core count (the page shows where the numbers were taken)."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            model = next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{model}, {os.cpu_count()} cores, {platform.system()}"
+
+
+def row(estimate: RatioEstimate, at_least: float, target: str) -> dict[str, Any]:
+    """The estimate's record with its target and whether the whole interval meets it (None: inconclusive)."""
+    return {**estimate.as_dict(), "target": target, "met": estimate.decide(at_least)}
+
+
+def sketch_rows(stream: np.ndarray, repeats: int) -> list[dict[str, Any]]:
+    """LazyCMS derived against CMS (multiply-shift), CMS mod p against the bare loop."""
+    n = stream.size
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(1, 2**63, DEPTH, dtype=np.uint64) | np.uint64(1), rng.integers(0, 2**63, DEPTH, dtype=np.uint64)
+    counts = np.zeros((DEPTH, 2000), dtype=np.int64)
+    private = {"depth": DEPTH, "epsilon": EPSILON, "delta": DELTA, "horizon": n}
+    arms = {
+        "bare multiply-shift loop (w 2000)": lambda: reference_loop(canonical_keys(stream), a, b, counts),
+        "CMS multiply-shift (w 2000)": lambda: CMS(width=2000, depth=DEPTH, horizon=n, seed=1, **MS).extend(stream),
+        "CMS mod p (w 2000)": lambda: CMS(width=2000, depth=DEPTH, horizon=n, seed=1).extend(stream),
+        "LazyCMS derived multiply-shift (w 55)":
+            lambda: LazyCMS(width=55, **private, seed=1, node_noise="derived", **MS).extend(stream),
+    }
+    for run in arms.values():
+        run()  # warm-up: compile or load the kernels
+    vs_bare = interleaved_ratios(arms, "bare multiply-shift loop (w 2000)", repeats)
+    lazy_arms = {k: arms[k] for k in ("CMS multiply-shift (w 2000)", "LazyCMS derived multiply-shift (w 55)")}
+    vs_cms = interleaved_ratios(lazy_arms, "CMS multiply-shift (w 2000)", repeats)
+    return [row(vs_cms["LazyCMS derived multiply-shift (w 55)"], 0.75, ">= 0.75x CMS (multiply-shift)"),
+            row(vs_bare["CMS mod p (w 2000)"], 0.8, ">= 0.8x the bare loop")]
+
+
+def lazy_hh_row(stream: np.ndarray, repeats: int) -> dict[str, Any]:
+    """LazyHH with derived node noise against stored noise at k~ = 512 (80 KB on the paper's axis)."""
+    hh = {"k": 128, "k_tilde": 512, "epsilon": 0.5, "delta": 1e-3, "beta": 5e-4, "horizon": stream.size, "seed": 1}
+    arms = {"LazyHH stored (k~ 512)": lambda: LazyHH(**hh).extend(stream),
+            "LazyHH derived (k~ 512)": lambda: LazyHH(**hh, node_noise="derived").extend(stream)}
+    for run in arms.values():
+        run()
+    estimate = interleaved_ratios(arms, "LazyHH stored (k~ 512)", repeats)["LazyHH derived (k~ 512)"]
+    return row(estimate, 1 / 1.3, "time <= 1.3x LazyHH stored (ratio >= 0.77)")
+
+
+def main() -> None:
+    """Measure every row, print it, write the JSON record."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--length", type=int, default=1 << 21, help="stream length of the sketch rows")
+    parser.add_argument("--hh-length", type=int, default=1 << 19, help="stream length of the LazyHH row")
+    parser.add_argument("--repeats", type=int, default=7, help="interleaved repetitions (>= 5)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    stream = zipf_stream(length=args.length, universe=10**6, skew=1.3, seed=np.random.SeedSequence(0))
+    rows = [*sketch_rows(stream, args.repeats), lazy_hh_row(stream[: args.hh_length], args.repeats)]
+    record = {"title": "Derived noise and mod-p hashing (issue 21)", "command": " ".join(["python", *sys.argv]),
+              "machine": machine(), "rows": rows}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=1) + "\n")
+    for r in rows:
+        print(f"{r['name']} / {r['reference']}: {r['ratio']:.3f} [{r['low']:.3f}, {r['high']:.3f}] "
+              f"target {r['target']}: {r['met']}")
+
+
+if __name__ == "__main__":
+    main()
