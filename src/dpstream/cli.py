@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, NoReturn, cast
@@ -33,13 +35,15 @@ from dpstream.harness.config import CONF_DIR, check_override, options
 from dpstream.harness.natural import natural_data
 
 CHOICE_GROUPS = ("mechanism", "data", "profile", "experiment")
+MAIN_PID = "DPSTREAM_MAIN_PID"  # set by a multirun's main process: its launcher workers ignore Ctrl-C
 ROWS_FILE = "rows.csv"  # a multirun job's rows, beside Hydra's job files; combined at the end of the sweep
 USAGE = """\
 usage: dpstream [key=value ...]                 one run: mechanism x data, `trials` seeded trials
        dpstream experiment=<id> [key=value ...] a sweep; profile=smoke shrinks it to seconds
        dpstream -m key=a,b [key=c,d ...]         Hydra multirun: every combination, one combined table
        dpstream --cfg job [key=value ...]        print the config that would run (add --resolve)
-       dpstream --hydra-help                     Hydra's own flags
+       dpstream cache list | clear [FOLDER ...]  generated / downloaded data under ./data, with sizes
+       dpstream --version                        dpstream's version; --hydra-help: Hydra's own flags
 Results go to ./results of the working directory (./results/smoke with profile=smoke); results_dir=DIR moves them.
 Top-level keys: {keys}
 A bad value prints `error: <key>=<value>: <what is allowed>` and exits 2 (HYDRA_FULL_ERROR=1: full traceback).
@@ -73,7 +77,7 @@ def one_line(path: Path) -> str:
     # the first sentence: up to ". " or "; ", not after an abbreviation (Sec. 6, Alg. 5, et al. 2023)
     sentence = re.split(r"(?<!Sec\.)(?<!Alg\.)(?<!Fig\.)(?<!Thm\.)(?<!Eq\.)(?<!al\.)(?<=[.;])\s",
                         " ".join(comment), maxsplit=1)[0].rstrip(";")
-    return sentence if len(sentence) <= 130 else sentence[:127] + "..."
+    return sentence
 
 
 def kind_tag(group: str, spec: Any) -> str:
@@ -95,6 +99,7 @@ def catalog(conf_dir: Path = CONF_DIR) -> str:
         out.append(f"{label} ({group}=<name>):")
         for name in names:
             path = conf_dir / group / f"{name}.yaml"
+            # the whole first sentence, never cut (one entry per line: the terminal wraps a long one)
             out.append(f"  {name:<{width}}  {kind_tag(group, OmegaConf.load(path))}{one_line(path)}")
         out.append("")
     out.append("[kind] after a mechanism: the data kinds it reads; after a data source: its kind.")
@@ -150,9 +155,62 @@ def precheck(args: list[str]) -> None:
         defaults[group] = OmegaConf.to_container(OmegaConf.load(found[0])) if found else None
         if name not in (None, "null") and not found:
             unchecked.add(group)
-    for key, value in typed:
+    for key, value in typed + added_keys(args):
         if key not in CHOICE_GROUPS and key.split(".", 1)[0] not in unchecked:
             check_override(key, value, defaults, choices)
+    check_with_hydra(args)
+
+
+def added_keys(args: list[str]) -> list[tuple[str, str]]:
+    """The ``+key=value`` overrides (a key Hydra would add): checked like typed keys, so an unknown one is an error."""
+    return [tuple(a[1:].split("=", 1)) for a in args  # type: ignore[misc]
+            if a.startswith("+") and not a.startswith("++") and "=" in a and a[1:].split("=", 1)[0] not in
+            CHOICE_GROUPS and a[1:].split(".", 1)[0] != "hydra"]
+
+
+def hydra_overrides(args: list[str]) -> list[str]:
+    """The overrides among ``args`` (``key=value``, ``+``/``~`` edits), without the flags and their values."""
+    flags_with_value = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
+                        "--config-dir", "-cd", "--info", "-i", "--experimental-rerun"}
+    out = []
+    for i, arg in enumerate(args):
+        if arg.startswith("-") or (i > 0 and args[i - 1] in flags_with_value):
+            continue
+        out.append(arg)
+    return out
+
+
+def check_with_hydra(args: list[str]) -> None:
+    """Hydra's own override grammar (and, outside a multirun, its composition): a failure is one ``ValueError``.
+
+    So ``key=[1,`` or ``~missing`` or ``+epsilon=1`` end like every other bad input (``error: ...``, status 2)
+    instead of in Hydra's multi-line report.
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    overrides = hydra_overrides(args)
+    parser = OverridesParser.create()
+    for override in overrides:
+        try:
+            parser.parse_overrides([override])
+        except HydraException as exc:
+            raise ValueError(f"{override}: {one_sentence(exc)}") from exc
+    if {"-m", "--multirun"} & set(args) or any(o.startswith("hydra.searchpath") for o in overrides):
+        return  # a sweep does not compose as one config; another search path is Hydra's to compose
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            compose(config_name="config", overrides=[o for o in overrides if not o.startswith("hydra.")])
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ValueError(one_sentence(exc)) from exc
+
+
+def one_sentence(exc: Exception) -> str:
+    """Hydra's message on one line, pointing at the override grammar."""
+    text = " ".join(str(exc).split())
+    return text if "hydra.cc" in text else f"{text} (override grammar: https://hydra.cc/docs/advanced/override_grammar/basic)"
 
 
 def explain(exc: ValueError, typed: list[tuple[str, str]]) -> str:
@@ -184,6 +242,13 @@ def app(cfg: DictConfig) -> None:
     from dpstream.harness.runner import Terminated, run  # imported here so that --help and errors stay fast
 
     hydra_cfg = HydraConfig.get()
+    if os.environ.get(MAIN_PID, str(os.getpid())) != str(os.getpid()):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a sweep's job: the main process handles Ctrl-C for all
+        from tqdm.auto import tqdm
+
+        # a thread lock for the progress bar: tqdm's default lock is a named semaphore, reported leaked when the
+        # main process stops this worker
+        tqdm.set_lock(threading.RLock())
     overrides = list(hydra_cfg.overrides.task)
     try:
         frames = run(cfg, conf_dir=CONF_DIR, overrides=overrides)
@@ -218,6 +283,13 @@ class CombineMultirun(Callback):
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: ``--help`` / ``list`` print the catalog; overrides are checked, then Hydra runs."""
     args = sys.argv[1:] if argv is None else list(argv)
+    if "--version" in args or "-V" in args:
+        from dpstream import __version__
+
+        print(f"dpstream {__version__}")
+        return
+    if args[:1] == ["cache"]:
+        raise SystemExit(cache_command(args[1:]))
     if args[:1] == ["list"] or "-h" in args or "--help" in args:
         print(catalog())
         return
@@ -236,7 +308,78 @@ def main(argv: list[str] | None = None) -> None:
         print(show_job(args))
         return
     sys.argv = [sys.argv[0], *args]
-    app()
+    if not {"-m", "--multirun"} & set(args):
+        app()
+        return
+    store_root = Path(next((v for k, v in typed_overrides(args) if k == "results_dir"), "results"))
+    before = stored_trials(store_root)
+    os.environ[MAIN_PID] = str(os.getpid())  # the sweep's jobs (launcher workers) leave Ctrl-C to this process
+    interrupted = False
+    try:
+        app()
+    except KeyboardInterrupt:
+        interrupted = True
+    if interrupted:  # outside the handler: the traceback no longer holds the launcher's pool, so it can be freed
+        stop_launcher_workers()
+        saved = stored_trials(store_root) - before
+        print(f"\nstopped: {saved} trials saved to the results store by this sweep; the same command resumes it "
+              "(finished trials are skipped)", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
+
+
+def stored_trials(root: Path) -> int:
+    """How many trial rows the results stores under ``root`` hold (one line each)."""
+    from dpstream.harness.runner import STORE_NAME
+
+    total = 0
+    for path in root.rglob(STORE_NAME) if root.is_dir() else ():
+        with open(path, "rb") as fh:
+            total += sum(1 for _ in fh)
+    return total
+
+
+def stop_launcher_workers() -> None:
+    """Shut the joblib launcher's loky workers down (killed, not awaited), so none is left and no semaphore leaks."""
+    import gc
+
+    from joblib.externals.loky import get_reusable_executor
+
+    get_reusable_executor().shutdown(wait=True, kill_workers=True)
+    gc.collect()  # the pool's semaphores are unlinked by their finalizers now, not reported leaked at exit
+
+
+def cache_command(args: list[str]) -> int:
+    """``dpstream cache list`` / ``dpstream cache clear [FOLDER ...]`` over ``data_dir`` (``data_dir=DIR``; ./data).
+
+    Lists or removes the generated and downloaded data (Zipf streams, converted traces, word lists) with sizes.
+    """
+    from dpstream.data.cache import cache_entries, clear_cache
+    from dpstream.validation import readable_bytes
+
+    data_dir = next((a.split("=", 1)[1] for a in args if a.startswith("data_dir=")), "data")
+    rest = [a for a in args if not a.startswith("data_dir=")]
+    if rest[:1] not in (["list"], ["clear"]):
+        print(f"error: cache {' '.join(rest)}: allowed: dpstream cache list | dpstream cache clear [FOLDER ...] "
+              "[data_dir=DIR]", file=sys.stderr)
+        return 2
+    entries = cache_entries(data_dir)
+    if rest[0] == "list":
+        if not entries:
+            print(f"no cached data in {data_dir}/")
+        for name, files, size in entries:
+            print(f"{readable_bytes(size):>10}  {files:>6} files  {Path(data_dir) / name}")
+        if entries:
+            total = sum(e[2] for e in entries)
+            print(f"{readable_bytes(total):>10}  {sum(e[1] for e in entries):>6} files  total; "
+                  "`dpstream cache clear` removes them (regenerated or downloaded again when needed)")
+        return 0
+    try:
+        files, size = clear_cache(data_dir, rest[1:] or None)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"removed {files} files ({readable_bytes(size)}) from {data_dir}/")
+    return 0
 
 
 def wants_job_config(args: list[str]) -> bool:

@@ -98,3 +98,51 @@ def cached_arrays(cache_dir: str | Path | None, kind: str, params: dict[str, Any
     # numpy's stub cannot tell that no key of ``arrays`` is savez's own ``allow_pickle`` keyword
     _write_atomically(path, lambda fh: np.savez(fh, **arrays))  # type: ignore[arg-type]
     return arrays
+
+
+def cache_entries(data_dir: str | Path) -> list[tuple[str, int, int]]:
+    """(folder, files, bytes) of every folder of generated or downloaded data under ``data_dir``, largest first.
+
+    Files directly in ``data_dir`` count under ``"."``.
+    """
+    root = Path(data_dir)
+    if not root.is_dir():
+        return []
+    sizes: dict[str, list[int]] = {}
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            rel = path.relative_to(root)
+            name = rel.parts[0] if len(rel.parts) > 1 else "."
+            entry = sizes.setdefault(name, [0, 0])
+            entry[0] += 1
+            entry[1] += path.stat().st_size
+    return sorted(((k, v[0], v[1]) for k, v in sizes.items()), key=lambda e: (-e[2], e[0]))
+
+
+def clear_cache(data_dir: str | Path, folders: list[str] | None = None) -> tuple[int, int]:
+    """Delete the files of ``folders`` (all when None) under ``data_dir``; return (files, bytes) removed.
+
+    Only regular files are removed (symlinks are left alone), then the emptied folders.
+    """
+    root = Path(data_dir)
+    known = {name for name, _, _ in cache_entries(root)}
+    unknown = sorted(set(folders or ()) - known)
+    if unknown:
+        raise ValueError(f"no cached data named {', '.join(unknown)} in {root}; "
+                         f"allowed: {', '.join(sorted(known)) or '(the cache is empty)'}")
+    files = removed = 0
+    for name in sorted(known if folders is None else set(folders)):
+        target = root if name == "." else root / name
+        paths = [p for p in target.iterdir() if p.is_file()] if name == "." else list(target.rglob("*"))
+        for path in paths:
+            if path.is_file() and not path.is_symlink():
+                removed += path.stat().st_size
+                files += 1
+                path.unlink()
+        if name != ".":
+            for folder in sorted((p for p in target.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+                if not any(folder.iterdir()):
+                    folder.rmdir()
+            if target.is_dir() and not any(target.iterdir()):
+                target.rmdir()
+    return files, removed
