@@ -16,7 +16,7 @@ GOLDEN = Path(__file__).parent / "data" / "golden_outputs.json"
 
 
 def outputs() -> dict[str, list[float]]:
-    from dpstream.binary_mechanism import GaussBM
+    from dpstream.counters.gauss_bm import GaussBM
     from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
     from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS
 

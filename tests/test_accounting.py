@@ -1,10 +1,10 @@
-"""The one accounting module (``dpstream.accounting``): composition, its inversion, Sparse's scale and choice."""
+"""The accounting module (``dpstream.privacy.accounting``): composition, its inversion, Sparse's scale and choice."""
 
 import math
 
 import pytest
 
-from dpstream.accounting import (
+from dpstream.privacy.accounting import (
     advanced_composition,
     advanced_per_step_epsilon,
     best_sparse_sigma,

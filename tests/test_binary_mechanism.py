@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpstream.binary_mechanism import GaussBM, popcount
-from dpstream.calibration import gauss_bm_levels, gauss_bm_sigma
+from dpstream.counters.gauss_bm import GaussBM, popcount
 from dpstream.noise import NoiseSource
+from dpstream.privacy.calibration import gauss_bm_levels, gauss_bm_sigma
 
 Z_1E6 = stats.norm.isf(0.5e-6)  # two-sided normal quantile at p = 1e-6
 

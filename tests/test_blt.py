@@ -11,8 +11,7 @@ from scipy import stats
 from scipy.linalg import toeplitz
 from scipy.signal import fftconvolve
 
-from dpstream.binary_mechanism import popcount
-from dpstream.blt import (
+from dpstream.counters.blt_params import (
     _closed_form_loss,
     _prefix_noise_coefs,
     blt_from_decays,
@@ -27,7 +26,8 @@ from dpstream.blt import (
     state_bytes,
     toeplitz_coefs,
 )
-from dpstream.calibration import gauss_bm_levels
+from dpstream.counters.gauss_bm import popcount
+from dpstream.privacy.calibration import gauss_bm_levels
 
 N = 64
 

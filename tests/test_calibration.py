@@ -1,4 +1,4 @@
-"""Claims about dpstream.calibration.
+"""Claims about dpstream.privacy.calibration.
 
 The analytic Gaussian sigma is the exact smallest one, checked against Google's dp-accounting privacy loss distributions
 (an accountant independent of our formula); the classic default is unchanged.
@@ -12,7 +12,7 @@ import pytest
 from absl import logging as absl_logging
 from dp_accounting.pld import privacy_loss_distribution as pld
 
-from dpstream.calibration import (
+from dpstream.privacy.calibration import (
     CALIBRATIONS,
     analytic_gaussian_delta,
     analytic_gaussian_sigma,

@@ -179,9 +179,9 @@ def test_svt_order_claim_flips():
 
 # ---- E2: shifting heavy hitters ---------------------------------------------------------------------------------
 
-TARGET = {"tme": "dpstream.svt.heavy_hitters.ShiftingHeavyHitters",
-          "histogram": "dpstream.svt.heavy_hitters.HistogramEveryStep",
-          "sparse_histogram": "dpstream.svt.heavy_hitters.SparseThenHistogram"}
+TARGET = {"tme": "dpstream.svt.shifting.ShiftingHeavyHitters",
+          "histogram": "dpstream.svt.shifting.HistogramEveryStep",
+          "sparse_histogram": "dpstream.svt.shifting.SparseThenHistogram"}
 
 
 def hh_table(tme_growth: float, theory_growth: float, hist_growth: float, success: float) -> pd.DataFrame:

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpstream.binary_mechanism import GaussBM, popcount
-from dpstream.blt import blt_noise_stream, noise_variance
-from dpstream.calibration import analytic_gaussian_sigma, gauss_bm_levels
 from dpstream.counters import DerivedBinary, StoredBinary, counter_class
+from dpstream.counters.blt_params import blt_noise_stream, noise_variance
+from dpstream.counters.gauss_bm import GaussBM, popcount
+from dpstream.counters.honaker_tree import honaker_stream, honaker_variance
 from dpstream.counters.philox import philox_block
-from dpstream.honaker import honaker_stream, honaker_variance
 from dpstream.noise import noise_mode
+from dpstream.privacy.calibration import analytic_gaussian_sigma, gauss_bm_levels
 from dpstream.sketches import LazyCMS, LazyCS, PunctualCMS, PunctualCS
 from dpstream.sketches.memory import sketch_bytes
 

@@ -7,7 +7,6 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from dpstream.calibration import gauss_bm_sigma
 from dpstream.heavy_hitters import CMSHeap, HeavyHitters, LazyHH, PunctualHH
 from dpstream.heavy_hitters.calibration import (
     final_delta,
@@ -25,6 +24,7 @@ from dpstream.heavy_hitters.metrics import (
     summarise_steps,
 )
 from dpstream.metrics import release_times
+from dpstream.privacy.calibration import gauss_bm_sigma
 from dpstream.trials.heavy_hitters import load_trace, make_tracker, run_trial
 
 BASE = {"k": 4, "k_tilde": 64, "epsilon": 4.0, "delta": 1e-3, "beta": 5e-4}

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpstream.binary_mechanism import popcount
-from dpstream.calibration import gauss_bm_levels
-from dpstream.honaker import (
+from dpstream.counters.gauss_bm import popcount
+from dpstream.counters.honaker_tree import (
     honaker_draws,
     honaker_level_variances,
     honaker_stream,
@@ -18,6 +17,7 @@ from dpstream.honaker import (
     honaker_variance,
     honaker_weights,
 )
+from dpstream.privacy.calibration import gauss_bm_levels
 
 
 def _ctz(s: int) -> int:

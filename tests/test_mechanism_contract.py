@@ -26,10 +26,10 @@ from scipy import sparse
 
 import dpstream.audit.sensitivity_cases  # noqa: F401  (fills REGISTRY)
 from dpstream.audit.sensitivity import REGISTRY
-from dpstream.binary_mechanism import GaussBM
+from dpstream.counters.gauss_bm import GaussBM
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.heavy_hitters.calibration import final_delta
-from dpstream.privacy import Privacy
+from dpstream.privacy.statement import Privacy
 from dpstream.query_release import Conjunctions, LaplaceRelease, PrivateEquilibriumRelease, histogram, product_mixture
 from dpstream.query_release.alg5 import AnalystPrivateMW, AnalystPrivateMWScaledUNCERTIFIED
 from dpstream.query_release.game import AnalystEquilibriumRelease
@@ -38,12 +38,12 @@ from dpstream.query_release.online import OnlineIC, online_pmw
 from dpstream.query_release.updates import MultiplicativeWeights
 from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS
 from dpstream.svt import AboveThreshold, NumericSparse, Sparse, ThresholdMonitor, ThresholdMonitorEvolving
-from dpstream.svt.heavy_hitters import HistogramEveryStep, ShiftingHeavyHitters, SparseThenHistogram
+from dpstream.svt.shifting import HistogramEveryStep, ShiftingHeavyHitters, SparseThenHistogram
 from dpstream.svt.sparse import GeneralisedSparse
 
 TESTS = Path(__file__).parent
 PACKAGES = ("dpstream.svt", "dpstream.query_release", "dpstream.heavy_hitters", "dpstream.sketches")
-MODULES = ("dpstream.binary_mechanism",)
+MODULES = ("dpstream.counters.gauss_bm",)
 
 # ---- small inputs -------------------------------------------------------------------------------------------------
 

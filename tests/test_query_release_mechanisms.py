@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpstream.accounting import composed_epsilon, per_step_epsilon
 from dpstream.noise import NoiseSource
+from dpstream.privacy.accounting import composed_epsilon, per_step_epsilon
 from dpstream.query_release import (
     Conjunctions,
     IterativeConstruction,

@@ -17,10 +17,10 @@ from dpstream.audit.sensitivity_cases import (
     sketch_case,
     tree_positions,
 )
-from dpstream.binary_mechanism import GaussBM
-from dpstream.calibration import analytic_gaussian_delta, cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
 from dpstream.counters.binary import released_nodes
+from dpstream.counters.gauss_bm import GaussBM
 from dpstream.hashing import bucket_many
+from dpstream.privacy.calibration import analytic_gaussian_delta, cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
 from dpstream.sketches import LazyCMS, LazyCS, PunctualCMS, PunctualCS, core
 
 SHIPPED = {

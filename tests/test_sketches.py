@@ -7,9 +7,9 @@ import pytest
 from scipy import stats
 from test_binary_mechanism import record_draws, released_from_scratch
 
-from dpstream.binary_mechanism import popcount
-from dpstream.calibration import cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
+from dpstream.counters.gauss_bm import popcount
 from dpstream.hashing import bucket_many, canonical_keys
+from dpstream.privacy.calibration import cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
 from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS, lazy, punctual
 from dpstream.sketches.memory import sketch_bytes
 

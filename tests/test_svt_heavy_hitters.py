@@ -7,7 +7,7 @@ import pytest
 from scipy import sparse, stats
 
 from dpstream.svt import ThresholdMonitor, calibrate, sparse_sigma
-from dpstream.svt.heavy_hitters import (
+from dpstream.svt.shifting import (
     PRIVATE,
     HistogramEveryStep,
     ShiftingHeavyHitters,

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from dpstream.accounting import sparse_composed_epsilon, sparse_sigma
+from dpstream.privacy.accounting import sparse_composed_epsilon, sparse_sigma
 from dpstream.query_release.calibration import hru_sparse_sigma
 from dpstream.query_release.online import online_sigma
 from dpstream.svt import calibrate

@@ -27,14 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from dpstream.accounting import QUERY_SENSITIVITY, advanced_per_step_epsilon, per_step_epsilon
 from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
-from dpstream.binary_mechanism import GaussBM
-from dpstream.calibration import gaussian_l2_sensitivity
 from dpstream.counters import Counter
+from dpstream.counters.gauss_bm import GaussBM
 from dpstream.hashing import bucket_many
 from dpstream.heavy_hitters import LazyHH
 from dpstream.heavy_hitters.baselines import PunctualHH
+from dpstream.privacy.accounting import QUERY_SENSITIVITY, advanced_per_step_epsilon, per_step_epsilon
+from dpstream.privacy.calibration import gaussian_l2_sensitivity
 from dpstream.query_release import KWayMarginals, LaplaceRelease, PrivateEquilibriumRelease, mwem, pmw
 from dpstream.query_release.alg5 import AnalystPrivateMW
 from dpstream.query_release.calibration import alg5_data_epsilon, laplace_answer_scale
@@ -52,14 +52,14 @@ from dpstream.svt import (
     ThresholdMonitorEvolving,
     sparse_sigma,
 )
-from dpstream.svt.heavy_hitters import (
+from dpstream.svt.queries import LinearQueries
+from dpstream.svt.shifting import (
     HistogramEveryStep,
     ShiftingHeavyHitters,
     SparseThenHistogram,
     heavy_rows,
     step_maxima,
 )
-from dpstream.svt.queries import LinearQueries
 
 RANDOM_PAIRS = 40
 KEY_SEARCH = 1 << 15

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpstream._bm_kernels import push, tree_level
-from dpstream.honaker import honaker_push
+from dpstream.counters._bm_kernels import push, tree_level
+from dpstream.counters.honaker_tree import honaker_push
 
 
 @njit(cache=True, inline="always")
@@ -55,7 +55,7 @@ def blt_push(exact: np.ndarray, fa: np.ndarray, fb: np.ndarray, coef: np.ndarray
     """Buffered linear Toeplitz, Alg. 3 of McMahan et al. (arXiv 2408.08868), on column ``cell``; one noise.
 
     fa holds the k buffers and the running noise total, (k + 1, n); coef = (theta; omega) of C, (2, k):
-    x = z - sum_j omega_j buf_j, buf_j <- theta_j buf_j + x, total += x (``dpstream.blt.blt_step`` on one column).
+    x = z - sum_j omega_j buf_j, buf_j <- theta_j buf_j + x, total += x (``blt_params.blt_step`` on one column).
     """
     exact[0, cell] += c
     k = coef.shape[1]

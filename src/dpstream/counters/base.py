@@ -16,10 +16,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpstream.calibration import gauss_bm_levels, gaussian_sigma
 from dpstream.counters import _kernels as kernels
 from dpstream.noise import NoiseSource, SeedLike
-from dpstream.privacy import Notion
+from dpstream.privacy.calibration import gauss_bm_levels, gaussian_sigma
+from dpstream.privacy.statement import Notion
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 STEP_BYTES = 8

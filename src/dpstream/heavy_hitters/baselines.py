@@ -12,7 +12,7 @@ import numpy as np
 
 from dpstream.heavy_hitters._tracker import REPLACE_ONE_ITEM, BlockTracker, as_items
 from dpstream.noise import SeedLike, as_seed_sequence
-from dpstream.privacy import Privacy
+from dpstream.privacy.statement import Privacy
 from dpstream.sketches import CMS, PunctualCMS
 from dpstream.sketches.core import SketchCore
 from dpstream.validation import check_delta, check_epsilon, check_positive_int

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dpstream.calibration import cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
+from dpstream.privacy.calibration import cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 
 

@@ -15,7 +15,7 @@ from dpstream.heavy_hitters.calibration import (
     thresholds,
 )
 from dpstream.noise import SeedLike, as_seed_sequence
-from dpstream.privacy import Privacy
+from dpstream.privacy.statement import Privacy
 from dpstream.sketches import LazyCMS
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 

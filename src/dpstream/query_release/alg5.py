@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from dpstream.noise import NoiseSource, SeedLike
-from dpstream.privacy import Privacy
+from dpstream.privacy.statement import Privacy
 from dpstream.query_release.calibration import (
     ALG5_PAPER_CONSTANTS,
     alg5_accuracy,

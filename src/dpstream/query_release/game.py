@@ -16,9 +16,9 @@ import math
 
 import numpy as np
 
-from dpstream.accounting import composed_epsilon
 from dpstream.noise import NoiseSource, SeedLike, as_seed_sequence, children
-from dpstream.privacy import Privacy
+from dpstream.privacy.accounting import composed_epsilon
+from dpstream.privacy.statement import Privacy
 from dpstream.query_release._kernels import sample_index, sparse_scan
 from dpstream.query_release.calibration import (
     hru_analyst_epsilon,

@@ -11,9 +11,9 @@ from typing import Protocol
 
 import numpy as np
 
-from dpstream.accounting import composed_epsilon
 from dpstream.noise import NoiseSource, SeedLike
-from dpstream.privacy import Privacy
+from dpstream.privacy.accounting import composed_epsilon
+from dpstream.privacy.statement import Privacy
 from dpstream.query_release.calibration import ic_step_epsilon, laplace_answer_scale
 from dpstream.query_release.updates import MultiplicativeWeights, MWEMUpdate
 from dpstream.query_release.workloads import Workload

@@ -24,11 +24,11 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from dpstream.calibration import cell_neighbour_m
 from dpstream.counters import Counter, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
 from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
-from dpstream.privacy import Privacy
+from dpstream.privacy.calibration import cell_neighbour_m
+from dpstream.privacy.statement import Privacy
 from dpstream.sketches import _kernels as kernels
 from dpstream.sketches import memory, serial
 from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int

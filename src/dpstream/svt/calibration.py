@@ -2,8 +2,8 @@
 
 Sparse / AboveThreshold follow the notes (seed 001); ThresholdMonitor follows Kaplan, Mansour and
 Stemmer (seed 000), Algorithm 3, Theorem 3.2 (Option A) and Theorem 3.8 with the composition theorem
-B.1 (Option B). Every scale is built on ``dpstream.calibration.laplace_scale``; composition, Sparse's scale and
-the noise multiplier kappa are in ``dpstream.accounting``.
+B.1 (Option B). Every scale is built on ``dpstream.privacy.calibration.laplace_scale``; composition, Sparse's scale and
+the noise multiplier kappa are in ``dpstream.privacy.accounting``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from scipy.optimize import brentq
 
-from dpstream.accounting import advanced_composition, check_kappa
-from dpstream.calibration import laplace_scale
+from dpstream.privacy.accounting import advanced_composition, check_kappa
+from dpstream.privacy.calibration import laplace_scale
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 

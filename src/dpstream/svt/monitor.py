@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from dpstream.noise import NoiseSource, SeedLike
-from dpstream.privacy import Privacy
+from dpstream.privacy.statement import Privacy
 from dpstream.svt import _kernels
 from dpstream.svt.calibration import MonitorCalibration, calibrate
 from dpstream.svt.queries import as_linear_queries, check_counts

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpstream.accounting import sparse_sigma
 from dpstream.noise import NoiseSource, SeedLike
-from dpstream.privacy import Privacy
+from dpstream.privacy.accounting import sparse_sigma
+from dpstream.privacy.statement import Privacy
 from dpstream.svt import _kernels
 from dpstream.svt.queries import query_answers
 from dpstream.validation import check_delta, check_epsilon, check_positive_int

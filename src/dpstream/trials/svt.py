@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from dpstream.accounting import check_kappa, sparse_prefers_pure
 from dpstream.audit.svt_cases import svt_case
 from dpstream.noise import children
+from dpstream.privacy.accounting import check_kappa, sparse_prefers_pure
 from dpstream.svt import AboveThreshold, Sparse, ThresholdMonitor
 from dpstream.svt import theory as T
 from dpstream.svt.atoms import (
@@ -29,7 +29,7 @@ from dpstream.svt.atoms import (
     sparse_critical_margin,
 )
 from dpstream.svt.calibration import calibrate, option_parameters
-from dpstream.svt.heavy_hitters import heavy_rows
+from dpstream.svt.shifting import heavy_rows
 from dpstream.trials import build, row_columns
 
 BATCH_CELLS = 1 << 22  # runs per batch x queries: bounds the noise arrays to 32 MB each

@@ -6,7 +6,7 @@ import numpy as np
 
 from dpstream.counters import counter_class, popcount
 from dpstream.noise import SeedLike
-from dpstream.privacy import Privacy
+from dpstream.privacy.statement import Privacy
 
 __all__ = ["GaussBM", "popcount"]
 
@@ -29,7 +29,8 @@ class GaussBM:
     most 1 in total over the stream) the whole sequence of released prefix sums is (epsilon, delta)-DP
     under continual observation. h = ceil(log2(horizon + 1)) levels and
     sigma = sqrt(2 h m ln(1.25/delta)) / epsilon (``calibration="classic"``, the paper's) or the exact smallest
-    sigma for L2 sensitivity sqrt(h m) (``"analytic"``, Balle and Wang 2018), both from ``dpstream.calibration``.
+    sigma for L2 sensitivity sqrt(h m) (``"analytic"``, Balle and Wang 2018), both from
+    ``dpstream.privacy.calibration``.
 
     Equivalence with Alg. 1: at a counter's step s (1-based) the node of level i = ctz(s) closes; its
     exact count is alpha_i = c + sum_{l<i} alpha_l (the level-l nodes that Alg. 1 merges into it, which

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpstream._bm_kernels import popcount, tree_level
+from dpstream.counters._bm_kernels import popcount, tree_level
 from dpstream.validation import check_positive_int
 
 

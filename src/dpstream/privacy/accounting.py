@@ -6,7 +6,7 @@ Composition is Dwork, Rothblum and Vadhan's advanced composition (seed 000 Thm B
 composed eps-DP steps are (sqrt(2 l ln(1/delta^)) eps + l eps (e^eps - 1), delta^)-DP; basic composition gives
 l eps. Sparse (seed 001 notes): c AboveThreshold rounds, threshold noise sigma = 2c/eps (pure, basic composition)
 or sqrt(32 c ln(1/delta))/eps (approximate, advanced composition, checked exactly: ``sparse_advanced_certified``).
-Every Laplace scale is built on ``dpstream.calibration.laplace_scale``.
+Every Laplace scale is built on ``dpstream.privacy.calibration.laplace_scale``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from numbers import Integral, Real
 
 from scipy.optimize import brentq
 
-from dpstream.calibration import laplace_scale
+from dpstream.privacy.calibration import laplace_scale
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 QUERY_SENSITIVITY = 1.0

@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 from scipy.optimize import minimize
 
-from dpstream.calibration import gaussian_sigma
+from dpstream.privacy.calibration import gaussian_sigma
 from dpstream.validation import check_positive_int
 
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from dpstream.accounting import advanced_per_step_epsilon, sparse_prefers_pure
-from dpstream.calibration import laplace_scale
 from dpstream.noise import NoiseSource, SeedLike, children
-from dpstream.privacy import Privacy
+from dpstream.privacy.accounting import advanced_per_step_epsilon, sparse_prefers_pure
+from dpstream.privacy.calibration import laplace_scale
+from dpstream.privacy.statement import Privacy
 from dpstream.svt.calibration import MonitorCalibration
 from dpstream.svt.monitor import REPLACE_ONE_USER, ThresholdMonitorEvolving
 from dpstream.svt.sparse import Sparse
