@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 from dpstream.harness.config import grid_points, load_option, options
 from dpstream.harness.runner import is_timing, run
-from dpstream.harness.store import ResultsStore, StoreError
+from dpstream.harness.store import STORE_FORMAT, ResultsStore, StoreError
 
 
 def fake_conf(tmp_path: Path, sleep: float = 0.0, uncertified: bool = False) -> Path:
@@ -111,6 +111,7 @@ def test_uncertified_rows_are_labelled(tmp_path, capsys):
 
 def test_store_cuts_a_partial_last_line_left_by_a_kill(tmp_path):
     path = tmp_path / "s.jsonl"
+    path.with_suffix(".format").write_text(f"{STORE_FORMAT}\n")
     path.write_text(json.dumps({"key": "a", "v": 1}) + "\n" + '{"key": "b", "v"')
     store = ResultsStore(path)
     assert len(store) == 1 and "a" in store
@@ -119,6 +120,7 @@ def test_store_cuts_a_partial_last_line_left_by_a_kill(tmp_path):
 
 def test_store_names_file_and_line_of_a_corrupt_row(tmp_path):
     path = tmp_path / "s.jsonl"
+    path.with_suffix(".format").write_text(f"{STORE_FORMAT}\n")
     path.write_text(json.dumps({"key": "a"}) + "\nnot json\n" + json.dumps({"key": "c"}) + "\n")
     with pytest.raises(StoreError, match=r"s\.jsonl is corrupt at line 2"):
         ResultsStore(path)

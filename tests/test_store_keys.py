@@ -1,7 +1,7 @@
 """Store keys.
 
-The declared row columns replace the hand-bumped ``schema:`` keys, and rows stored before issue 12 (Hydra-native
-configs) are re-keyed instead of recomputed (``dpstream.harness.migrate``).
+The declared row columns replace hand-bumped ``schema:`` keys; the store records its format version and refuses
+another one.
 """
 
 import _harness_fake
@@ -10,9 +10,8 @@ from conftest import CONF_DIR
 from test_harness import fake_cfg, fake_conf
 
 from dpstream.harness.config import load_option
-from dpstream.harness.migrate import legacy_params, migrate
-from dpstream.harness.runner import config_columns, plan, run, store_key, trial_function
-from dpstream.harness.store import ResultsStore, trial_key
+from dpstream.harness.runner import run
+from dpstream.harness.store import STORE_FORMAT, ResultsStore, StoreError
 from dpstream.trials import row_schema, undeclared
 
 
@@ -59,39 +58,17 @@ def test_row_schema_is_order_free_and_patterns_match():
     assert row_schema(lambda p, s: {}) is None  # undeclared functions: no schema entry in the key
 
 
-# Keys of the first trial of each experiment at profile=smoke, as written by the code before issue 12 (commit 7ae5ddb,
-# the `key` column of its smoke tables): legacy_params must give back exactly the config those keys hashed.
-KEYS_BEFORE = {"svt_c": "d7d0916e57b97aeaafb5", "shifting_hh": "ecab11986ae96b97924e",
-               "audit_svt": "1db1b8720294c6835fe3", "audit_power": "1006b2f5361faba1895c",
-               "svt_kcap": "3d7ecbdcad3352262d32", "fig3a": "9d15aca5398a7df978bb", "fig4a": "497438dad3822da97d17",
-               "qr_median_toy": "2590470af0099dc05f42"}
-
-
-def first_trial(compose_cfg, experiment, tmp_path):
-    overrides = [f"experiment={experiment}", "profile=smoke", f"results_dir={tmp_path}"]
-    spec, trials = plan(compose_cfg(overrides), CONF_DIR, overrides).experiments[0]
-    return spec, trials[0]
-
-
-@pytest.mark.parametrize("experiment", sorted(KEYS_BEFORE))
-def test_legacy_params_give_the_keys_stored_before_issue_12(experiment, compose_cfg, tmp_path):
-    spec, params = first_trial(compose_cfg, experiment, tmp_path)
-    assert trial_key(legacy_params(params)) == KEYS_BEFORE[experiment]
-    assert store_key(params, trial_function(params, spec)) != KEYS_BEFORE[experiment]
-
-
-def test_migrate_rekeys_a_legacy_row_with_the_new_config_columns(compose_cfg, tmp_path):
-    spec, params = first_trial(compose_cfg, "svt_c", tmp_path)
-    old = legacy_params(params)
-    store = ResultsStore(tmp_path / "trials.jsonl")
-    metrics = {"emp_alpha": 12.5, "recall": 1.0, "certified": True, "dpstream_version": "0"}
-    store.append({"key": trial_key(old), **config_columns(old), **metrics})
-    key = store_key(params, trial_function(params, spec))
-    jobs = [(key, trial_function(params, spec), params)]
-    assert migrate(jobs, store) == 1 and migrate(jobs, store) == 0
-    row = ResultsStore(tmp_path / "trials.jsonl").get(key)  # durable: read back from the file
-    assert row == {"key": key, **config_columns(params), **metrics}
-    assert "mechanism.c" not in row and "mechanism.schema" not in row and row["data.c"] == old["mechanism"]["c"]
+def test_a_new_store_records_its_format_and_an_older_or_unknown_one_is_refused(tmp_path):
+    path = tmp_path / "trials.jsonl"
+    ResultsStore(path).append({"key": "a", "v": 1})
+    assert path.with_suffix(".format").read_text() == f"{STORE_FORMAT}\n"
+    assert ResultsStore(path).get("a") == {"key": "a", "v": 1}
+    path.with_suffix(".format").unlink()  # a store written before formats were recorded
+    with pytest.raises(StoreError, match=r"trials\.jsonl has no format version .*move the store away"):
+        ResultsStore(path)
+    path.with_suffix(".format").write_text("9\n")
+    with pytest.raises(StoreError, match=r"is format '9'; this version of dpstream reads format 2: move the store"):
+        ResultsStore(path)
 
 
 def test_every_trial_function_of_the_configs_declares_its_row_columns():

@@ -37,7 +37,6 @@ from dpstream.harness.config import (
     resolve_profile,
     without_declarations,
 )
-from dpstream.harness.migrate import migrate
 from dpstream.harness.report import verdict_summary, write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
 from dpstream.noise import NOISE_MODES, noise_mode, trial_seed
@@ -257,8 +256,6 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
     keys = [store_key(p, fn) for p, fn in zip(all_params, functions, strict=True)]
     jobs = list(zip(keys, functions, all_params, strict=True))
     results_dir = Path(cfg["results_dir"])
-    if not cfg["rerun"]:
-        migrate(jobs, store)  # rows stored under their keys of before issue 12 (dpstream.harness.migrate)
     started = time.perf_counter()
     computed = run_trials(jobs, store, cfg, exp_id)
     elapsed = time.perf_counter() - started
