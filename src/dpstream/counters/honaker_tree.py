@@ -11,7 +11,8 @@ fresh draws (2 per step on average; ``GaussBM`` draws 1 because it never release
 Estimate (inverse-variance weighting, bottom up). A leaf's estimate is its noisy value, v_0 = sigma^2. A level-l
 node's estimate is e = w_l y + (1 - w_l) (e_left + e_right): the children's estimates are independent of y and of
 each other (disjoint subtrees) and unbiased, so the best weights are the inverse variances,
-v_l = 1 / (1/sigma^2 + 1/(2 v_{l-1})) = sigma^2 2^l / (2^(l+1) - 1) and w_l = v_l / sigma^2 (``honaker_weights``).
+v_l = 1 / (1/sigma^2 + 1/(2 v_{l-1})) = sigma^2 2^l / (2^(l+1) - 1) and
+w_l = v_l / sigma^2 (``honaker_level_variances``).
 The release at step s is the sum of the estimates of the nodes at the set bits of s (as the binary mechanism sums
 their noisy values), each fixed when its node closed: variance sum_{l in bits(s)} v_l (``honaker_variance``) instead
 of popcount(s) sigma^2; v_l decreases from sigma^2 to sigma^2 / 2.
@@ -31,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpstream.counters._bm_kernels import popcount, tree_level
+from dpstream.counters._bm_kernels import popcount
 from dpstream.validation import check_positive_int
 
 
@@ -42,11 +43,6 @@ def honaker_level_variances(levels: int) -> np.ndarray:
     for level in range(1, levels):
         v[level] = 1.0 / (1.0 + 1.0 / (2.0 * v[level - 1]))
     return v
-
-
-def honaker_weights(levels: int) -> np.ndarray:
-    """w_l, the weight of a level-l node's own noisy value (1 - w_l on its children's sum): w_l = v_l / sigma^2."""
-    return honaker_level_variances(levels)
 
 
 def honaker_variance(steps: int | np.ndarray, levels: int) -> np.ndarray:
@@ -80,7 +76,7 @@ def honaker_stream(increments: np.ndarray, z_per_node: np.ndarray) -> np.ndarray
     if x.ndim != 1 or z.ndim != 2 or z.shape[1] != n or z.shape[0] < max(1, n.bit_length()):
         raise ValueError(f"need increments (n,) and z_per_node (levels >= {n.bit_length()}, n); got {x.shape}, "
                          f"{z.shape}")
-    w = honaker_weights(z.shape[0])
+    w = honaker_level_variances(z.shape[0])  # w_l = v_l / sigma^2
     cum = np.concatenate([[0], np.cumsum(x)])
     s = np.arange(1, n + 1)
     released = np.zeros(n)
@@ -136,28 +132,3 @@ def honaker_push(
     released = noisy_sums[level, j] + right
     for l in range(level + 1):
         noisy_sums[l, j] = released
-
-
-@njit(cache=True)
-def honaker_update_counters(
-    exact: np.ndarray,
-    noisy_sums: np.ndarray,
-    est: np.ndarray,
-    steps: np.ndarray,
-    js: np.ndarray,
-    cs: np.ndarray,
-    noise: np.ndarray,
-) -> np.int64:
-    """Counters ``js[k]``, in order, each take one step with value ``cs[k]``; returns how many noises were used.
-
-    ``noise`` is consumed in order, ctz(s) + 1 node noises per update (``honaker_draws`` counts them).
-    """
-    pos = np.int64(0)
-    for k in range(js.shape[0]):
-        j = js[k]
-        s = steps[j] + 1
-        steps[j] = s
-        level = tree_level(s)
-        honaker_push(exact, noisy_sums, est, j, level, cs[k], noise, pos)
-        pos += level + 1
-    return pos
