@@ -65,3 +65,25 @@ def test_hru_clean_up_sigma_is_sparse_sigma_over_n(eps, s, delta):
 def test_sparse_sigma_rejects_a_bad_cutoff(c):
     with pytest.raises(ValueError, match="c must be"):
         sparse_sigma(1.0, c)
+
+
+def test_composition_of_statements_adds_budgets_and_checks_the_relation():
+    from dpstream.privacy import AnalystRelation, Privacy, Relation, compose, compose_advanced
+
+    item = Privacy(0.5, 1e-6, Relation.REPLACE_ONE_ITEM)
+    both = compose(item, Privacy(0.25, 0.0, Relation.REPLACE_ONE_ITEM))
+    assert (both.epsilon, both.delta, both.notion) == (0.75, 1e-6, "approximate")
+    pure = Privacy(0.5, 0.0, Relation.REPLACE_ONE_ITEM)
+    assert compose(pure, pure).notion == "pure"
+    with pytest.raises(ValueError, match="different neighbouring relations: REPLACE_ONE_ITEM, REPLACE_ONE_USER"):
+        compose(item, Privacy(0.5, 1e-6, Relation.REPLACE_ONE_USER))
+    step = Privacy(0.01, 0.0, Relation.REPLACE_ONE_RECORD)
+    many = compose_advanced(step, 1000, 1e-6)
+    assert many.epsilon == composed_epsilon(0.01, 1000, 1e-6) and many.delta == 1e-6  # below basic 1000 * 0.01
+    assert many.epsilon < 10.0
+    with pytest.raises(ValueError, match="relation must be a dpstream.privacy.Relation"):
+        Privacy(0.5, 0.0, "replace one item")
+    with pytest.raises(ValueError, match="eps_analyst needs analysts"):
+        Privacy(0.5, 0.0, Relation.REPLACE_ONE_RECORD, eps_analyst=1.0)
+    game = Privacy(0.5, 0.0, Relation.REPLACE_ONE_RECORD, eps_analyst=1.0, analysts=AnalystRelation.ONE_QUERY_TO_MANY)
+    assert compose(game, game).eps_analyst == 2.0

@@ -205,7 +205,7 @@ def test_privacy_states_the_guarantee(entry: Entry) -> None:
         assert mech.privacy is None  # NOT private: says so
         return
     privacy = mech.privacy
-    assert isinstance(privacy, Privacy) and privacy.neighbours
+    assert isinstance(privacy, Privacy) and privacy.relation
     assert (privacy.notion == "pure") == (privacy.delta == 0)
     if entry.privacy == "configured":
         delta = config.get("delta", 0.0)

@@ -6,7 +6,7 @@ import numpy as np
 
 from dpstream.counters import counter_class, popcount
 from dpstream.noise import SeedLike
-from dpstream.privacy.statement import Privacy
+from dpstream.privacy.statement import Privacy, Relation
 
 __all__ = ["GaussBM", "popcount"]
 
@@ -61,8 +61,7 @@ class GaussBM:
     @property
     def privacy(self) -> Privacy:
         """(epsilon, delta) for m-neighbouring counter arrays; computational with derived node noise."""
-        relation = f"{self.m}-neighbouring counter arrays (Thm 1)"
-        return Privacy(self.epsilon, self.delta, relation, self.counter.notion)
+        return Privacy(self.epsilon, self.delta, Relation.M_NEIGHBOURING_COUNTERS, self.counter.notion)
 
     def __init__(
         self,

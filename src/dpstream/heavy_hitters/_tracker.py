@@ -20,8 +20,6 @@ from dpstream.noise import noise_mode
 from dpstream.sketches import serial
 from dpstream.validation import check_positive_int
 
-REPLACE_ONE_ITEM = "replace one stream item (same length T; continual observation)"
-
 
 class HeavyHitters(NamedTuple):
     """The reported set at the last output step: aligned arrays of items and their estimates."""

@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from dpstream.noise import NoiseSource, SeedLike
-from dpstream.privacy.statement import Privacy
+from dpstream.privacy.statement import AnalystRelation, Privacy
 from dpstream.query_release.calibration import (
     ALG5_PAPER_CONSTANTS,
     alg5_accuracy,
@@ -77,7 +77,7 @@ class AnalystPrivateMW:
         return data_privacy(alg5_data_epsilon(self.n, self.delta, self.sigma, self.max_bad), self.delta,
                             alg5_analyst_epsilon(self.epsilon, self.eta, self.s, self.n_hat, self.max_epochs,
                                                  self.delta),
-                            "one query to many analysts (Def 2.3)")
+                            AnalystRelation.ONE_QUERY_TO_MANY)
 
     @property
     def privacy(self) -> Privacy | None:

@@ -28,7 +28,7 @@ from dpstream.counters import Counter, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
 from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
 from dpstream.privacy.calibration import cell_neighbour_m
-from dpstream.privacy.statement import Privacy
+from dpstream.privacy.statement import Privacy, Relation
 from dpstream.sketches import _kernels as kernels
 from dpstream.sketches import memory, serial
 from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
@@ -353,7 +353,7 @@ class SketchCore(serial.Serialisable):
         if not isinstance(self._state, PrivateSchedule):
             return None
         cells = self._state.counters
-        return Privacy(cells.epsilon, cells.delta, "replace-one stream item", cells.notion)
+        return Privacy(cells.epsilon, cells.delta, Relation.REPLACE_ONE_ITEM, cells.notion)
 
     @property
     def memory_bytes(self) -> int:

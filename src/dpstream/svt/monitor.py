@@ -7,14 +7,12 @@ import math
 import numpy as np
 
 from dpstream.noise import NoiseSource, SeedLike
-from dpstream.privacy.statement import Privacy
+from dpstream.privacy.statement import Privacy, Relation
 from dpstream.svt import _kernels
 from dpstream.svt.calibration import MonitorCalibration, calibrate
 from dpstream.svt.queries import as_linear_queries, check_counts
-from dpstream.svt.sparse import NEIGHBOURS, SVTRun
+from dpstream.svt.sparse import SVTRun
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
-
-REPLACE_ONE_USER = "replace one user (whole stream)"
 
 
 class _MonitorCore:
@@ -95,7 +93,7 @@ class ThresholdMonitor(_MonitorCore):
     def privacy(self) -> Privacy | None:
         """(epsilon_total, delta_total) for add/remove-one-record neighbours; None when kappa < 1 (NOT certified)."""
         cal = self.calibration
-        return Privacy(cal.epsilon_total, cal.delta_total, NEIGHBOURS) if self.certified else None
+        return Privacy(cal.epsilon_total, cal.delta_total, Relation.ADD_REMOVE_RECORD) if self.certified else None
 
 
 class ThresholdMonitorEvolving(_MonitorCore):
@@ -122,4 +120,4 @@ class ThresholdMonitorEvolving(_MonitorCore):
     @property
     def privacy(self) -> Privacy:
         """(epsilon_total, delta_total) for replace-one-user neighbours over the whole stream (Thm 4.4)."""
-        return Privacy(self.epsilon_total, self.delta_total, REPLACE_ONE_USER)
+        return Privacy(self.epsilon_total, self.delta_total, Relation.REPLACE_ONE_USER)

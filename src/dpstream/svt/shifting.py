@@ -21,9 +21,9 @@ from scipy import sparse
 from dpstream.noise import NoiseSource, SeedLike, children
 from dpstream.privacy.accounting import advanced_per_step_epsilon, sparse_prefers_pure
 from dpstream.privacy.calibration import laplace_scale
-from dpstream.privacy.statement import Privacy
+from dpstream.privacy.statement import Privacy, Relation
 from dpstream.svt.calibration import MonitorCalibration
-from dpstream.svt.monitor import REPLACE_ONE_USER, ThresholdMonitorEvolving
+from dpstream.svt.monitor import ThresholdMonitorEvolving
 from dpstream.svt.sparse import Sparse
 from dpstream.svt.theory import alpha_sparse_approx, alpha_sparse_pure, heavy_hitter_tau
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
@@ -253,7 +253,7 @@ class HistogramEveryStep:
     @property
     def privacy(self) -> Privacy:
         """(epsilon, delta) for replace-one-user neighbours over the whole stream."""
-        return Privacy(self.epsilon, self.delta, REPLACE_ONE_USER)
+        return Privacy(self.epsilon, self.delta, Relation.REPLACE_ONE_USER)
 
     def run_many(self, holdings: np.ndarray, sizes: np.ndarray, *, n_runs: int = 1) -> HHResult:
         """R runs over every step."""
@@ -303,7 +303,7 @@ class SparseThenHistogram:
     @property
     def privacy(self) -> Privacy:
         """(epsilon, delta) for replace-one-user neighbours over the whole stream (two halves composed)."""
-        return Privacy(self.epsilon, self.delta, REPLACE_ONE_USER)
+        return Privacy(self.epsilon, self.delta, Relation.REPLACE_ONE_USER)
 
     def run_many(self, holdings: np.ndarray, sizes: np.ndarray, *, n_runs: int = 1) -> HHResult:
         """R runs: Sparse over the per-step maxima, then histograms at the TOP steps."""

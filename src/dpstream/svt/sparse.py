@@ -8,18 +8,18 @@ import numpy as np
 
 from dpstream.noise import NoiseSource, SeedLike
 from dpstream.privacy.accounting import sparse_sigma
-from dpstream.privacy.statement import Privacy
+from dpstream.privacy.composition import compose
+from dpstream.privacy.statement import Privacy, Relation
 from dpstream.svt import _kernels
 from dpstream.svt.queries import query_answers
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 CHUNK = 1 << 16  # queries per noise draw when a run may halt early
-NEIGHBOURS = "add/remove one record (sensitivity-1 queries: linear with f_i(x) in [0, 1])"
 
 
 def sparse_privacy(epsilon: float, delta: float) -> Privacy:
     """The ``Privacy`` of AboveThreshold / Sparse / NumericSparse at (epsilon, delta): pure when delta = 0."""
-    return Privacy(epsilon, delta, NEIGHBOURS, "pure" if delta == 0 else "approximate")
+    return Privacy(epsilon, delta, Relation.ADD_REMOVE_RECORD)
 
 
 @dataclass
@@ -168,7 +168,7 @@ class AboveThreshold(GeneralisedSparse):
 
     @property
     def privacy(self) -> Privacy | None:
-        """(epsilon, delta) for ``NEIGHBOURS``; None when kappa < 1 (NOT privacy-certified)."""
+        """(epsilon, delta) for add/remove-one-record neighbours; None when kappa < 1 (NOT certified)."""
         return sparse_privacy(self.epsilon, self.delta) if self.certified else None
 
 
@@ -202,7 +202,7 @@ class Sparse(GeneralisedSparse):
 
     @property
     def privacy(self) -> Privacy | None:
-        """(epsilon, delta) for ``NEIGHBOURS`` (pure if delta = 0); None when kappa < 1 (NOT privacy-certified)."""
+        """(epsilon, delta), add/remove-one-record neighbours (pure if delta = 0); None if kappa < 1 (NOT certified)."""
         return sparse_privacy(self.epsilon, self.delta) if self.certified else None
 
 
@@ -234,5 +234,10 @@ class NumericSparse(GeneralisedSparse):
 
     @property
     def privacy(self) -> Privacy:
-        """(epsilon, delta) for ``NEIGHBOURS`` (pure if delta = 0)."""
-        return sparse_privacy(self.epsilon, self.delta)
+        """The selection (Sparse at (eps/2, delta/2)) composed with the release of the c answers at the same sigma.
+
+        The answers are c Laplace(sigma) releases of sensitivity-1 values: (eps/2, delta/2) by the composition
+        Sparse's sigma is calibrated for (basic if delta = 0, else advanced).
+        """
+        half = sparse_privacy(self.epsilon / 2.0, self.delta / 2.0)
+        return compose(half, half)
