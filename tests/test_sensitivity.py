@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+import dpstream.testing.shipped  # noqa: F401  (registers the sparse-vector cases from the mechanism specs)
 from dpstream.audit.sensitivity import REGISTRY, ProbeResult, Sensitivity, change, probe, register
 from dpstream.audit.sensitivity_cases import (
     SketchCase,
