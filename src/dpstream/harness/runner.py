@@ -27,6 +27,7 @@ from dpstream.errors import ConfigError
 from dpstream.harness.config import (
     RUN_KEYS,
     SHARED_KEYS,
+    ConfDirs,
     as_mapping,
     command_line_overrides,
     declared_uses,
@@ -317,7 +318,7 @@ def claims_table(claims: list[Claim]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["claim", "rule", "measured", "verdict"])
 
 
-def experiments_to_run(cfg: dict[str, Any], conf_dir: Path) -> list[dict[str, Any]]:
+def experiments_to_run(cfg: dict[str, Any], conf_dir: ConfDirs) -> list[dict[str, Any]]:
     """The experiment specs a config asks for: parts of an aggregate expanded, or one single-run spec."""
     profile = cfg["profile"]["name"]
     spec = cfg.get("experiment")
@@ -343,7 +344,7 @@ class Plan:
     experiments: list[tuple[dict[str, Any], list[dict[str, Any]]]]  # (spec, the params of each of its trials)
 
 
-def plan(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] | None = None) -> Plan:
+def plan(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[str] | None = None) -> Plan:
     """Check the config and expand every experiment it asks for into trial params (grid x trials).
 
     A bad key, value or mechanism/data pair anywhere in an aggregate fails before the first trial.
@@ -386,7 +387,7 @@ def config_key(params: dict[str, Any]) -> str:
     return trial_key({k: v for k, v in params.items() if k != "trial"})
 
 
-def run(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] | None = None) -> list[pd.DataFrame]:
+def run(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[str] | None = None) -> list[pd.DataFrame]:
     """Entry point behind the ``dpstream`` command: run the configured experiment (or a single run) end to end.
 
     ``overrides`` are the command-line ``key=value`` strings; inside an experiment they beat its ``fixed`` values.
