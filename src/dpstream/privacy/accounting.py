@@ -1,6 +1,7 @@
 """Privacy accounting of the sparse vector and query-release families.
 
-The one place for composition, its inversion, Sparse's threshold scale and Sparse's pure-vs-approximate choice.
+Scalar composition formulas, their inversion, Sparse's threshold scale and Sparse's pure-vs-approximate choice
+(composition over ``Privacy`` statements: ``dpstream.privacy.composition``).
 
 Composition is Dwork, Rothblum and Vadhan's advanced composition (seed 000 Thm B.1; seed 002 notes): l adaptively
 composed eps-DP steps are (sqrt(2 l ln(1/delta^)) eps + l eps (e^eps - 1), delta^)-DP; basic composition gives

@@ -1,4 +1,4 @@
-"""Noise calibration: the one place where generic noise scales are derived from (epsilon, delta).
+"""Generic noise calibration: Gaussian and Laplace scales from (epsilon, delta) and a sensitivity.
 
 Every mechanism gets its noise scale from a function here (or, for a family with its own
 accounting, from that family's ``calibration`` module, which builds on these). Tests compare the

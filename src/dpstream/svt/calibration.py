@@ -1,4 +1,4 @@
-"""Noise calibration of the sparse vector family: the one place its noise scales come from.
+"""Noise calibration of ThresholdMonitor (the sparse vector family's per-family formulas; Sparse's are in accounting).
 
 Sparse / AboveThreshold follow the notes (seed 001); ThresholdMonitor follows Kaplan, Mansour and
 Stemmer (seed 000), Algorithm 3, Theorem 3.2 (Option A) and Theorem 3.8 with the composition theorem
