@@ -19,7 +19,7 @@ import numpy as np
 from dpstream.counters import _kernels as kernels
 from dpstream.noise import NoiseSource, SeedLike
 from dpstream.privacy.calibration import gauss_bm_levels, gaussian_sigma
-from dpstream.privacy.statement import Notion
+from dpstream.privacy.statement import Notion, certify
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 STEP_BYTES = 8
@@ -76,7 +76,7 @@ class Counter(ABC):
         self.levels = gauss_bm_levels(self.horizon)
         self.calibration = calibration
         self.sigma = gaussian_sigma(self.l2_sensitivity(self.horizon, self.m), self.epsilon, self.delta, calibration)
-        self.certified = noise_multiplier == 1.0
+        self.certified = certify(kappa=noise_multiplier)
         self._noise_scale = self.sigma * noise_multiplier
         self._noise = NoiseSource(seed)
         self.count_dtype = count_dtype

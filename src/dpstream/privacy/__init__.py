@@ -8,6 +8,7 @@ formulas in ``accounting``; per-family noise-scale formulas live beside their fa
 """
 
 from dpstream.privacy.composition import compose, compose_advanced
-from dpstream.privacy.statement import AnalystRelation, Notion, Privacy, Relation
+from dpstream.privacy.statement import AnalystRelation, Notion, Privacy, Relation, certify
 
-__all__ = ["AnalystRelation", "Notion", "Privacy", "Relation", "compose", "compose_advanced"]
+__all__ = ["AnalystRelation", "Notion", "Privacy", "Relation", "certify", "compose",
+           "compose_advanced"]

@@ -64,3 +64,15 @@ class Privacy:
             check_epsilon(self.eps_analyst, "eps_analyst")
             if not isinstance(self.analysts, AnalystRelation):
                 raise ValueError(f"eps_analyst needs analysts, an AnalystRelation, got {self.analysts!r}")
+
+
+def certify(*, private: bool = True, kappa: float = 1.0, paper_constants: bool = True) -> bool:
+    """The one rule for ``certified``: private, noise at its calibrated scale, the theorem's constants.
+
+    ``kappa`` is the noise multiplier (1 = calibrated); ``paper_constants``: the constants the privacy theorem is
+    proved for.
+
+    Anything else (kappa != 1, scaled constants, a non-private baseline) makes no privacy statement: its ``privacy``
+    is None and its rows say ``certified: False``.
+    """
+    return bool(private) and kappa == 1.0 and bool(paper_constants)

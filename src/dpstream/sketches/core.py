@@ -28,7 +28,7 @@ from dpstream.counters import Counter, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
 from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
 from dpstream.privacy.calibration import cell_neighbour_m
-from dpstream.privacy.statement import Privacy, Relation
+from dpstream.privacy.statement import Privacy, Relation, certify
 from dpstream.sketches import _kernels as kernels
 from dpstream.sketches import memory, serial
 from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
@@ -285,7 +285,7 @@ class SketchCore(serial.Serialisable):
         self.variant = variant
         self.noise_multiplier = noise_multiplier
         self.counter, self.node_noise, self.calibration = variant.counter, variant.node_noise, variant.calibration
-        self.certified = noise_multiplier == 1.0 and self._schedule.private  # never for the CMS / CS baselines
+        self.certified = certify(private=self._schedule.private, kappa=noise_multiplier)  # never for CMS / CS
         root = as_seed_sequence(seed)
         self._params = draw_hash_params(self.depth, child_seed(root, 0), variant.hash_family)
         self._state = self._schedule(

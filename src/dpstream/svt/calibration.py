@@ -15,6 +15,7 @@ from scipy.optimize import brentq
 
 from dpstream.privacy.accounting import advanced_composition, check_kappa
 from dpstream.privacy.calibration import laplace_scale
+from dpstream.privacy.statement import certify
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 
@@ -46,7 +47,7 @@ class MonitorCalibration:
     @property
     def certified(self) -> bool:
         """True at the calibrated noise (option A or B, kappa = 1); kappa < 1 buys no privacy guarantee."""
-        return self.kappa == 1.0 and self.option in ("A", "B")
+        return certify(kappa=self.kappa, paper_constants=self.option in ("A", "B"))
 
     @property
     def log_inv_delta(self) -> float:

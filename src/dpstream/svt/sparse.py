@@ -9,7 +9,7 @@ import numpy as np
 from dpstream.noise import NoiseSource, SeedLike
 from dpstream.privacy.accounting import sparse_sigma
 from dpstream.privacy.composition import compose
-from dpstream.privacy.statement import Privacy, Relation
+from dpstream.privacy.statement import Privacy, Relation, certify
 from dpstream.svt import _kernels
 from dpstream.svt.queries import query_answers
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
@@ -164,7 +164,7 @@ class AboveThreshold(GeneralisedSparse):
         sigma = sparse_sigma(check_epsilon(epsilon), 1, kappa=kappa)
         super().__init__(threshold=threshold, cutoff=1, threshold_scale=sigma, query_scale=2.0 * sigma, seed=seed)
         self.epsilon, self.delta = float(epsilon), 0.0
-        self.certified = kappa == 1.0
+        self.certified = certify(kappa=kappa)
 
     @property
     def privacy(self) -> Privacy | None:
@@ -198,7 +198,7 @@ class Sparse(GeneralisedSparse):
         super().__init__(threshold=threshold, cutoff=c, threshold_scale=sigma, query_scale=2.0 * sigma, seed=seed)
         self.epsilon, self.delta = epsilon, delta
         self.sigma = sigma
-        self.certified = kappa == 1.0
+        self.certified = certify(kappa=kappa)
 
     @property
     def privacy(self) -> Privacy | None:
