@@ -133,7 +133,7 @@ def test_controls_add_the_noise_their_docstrings_state():
     alg3 = LyuAlg3NumericSparseSameNoise(epsilon=1.0, threshold=0.0, c=1, seed=3)
     assert (alg3.threshold_scale, alg3.query_scale, alg3.redraw) == (2.0, 4.0, False)
     answers = np.zeros(6)
-    res = alg3.run_many(answers, n_runs=500)
+    res = alg3.run(answers, n_runs=500)
     top = res.outcomes == 1
     assert top.any()
     np.testing.assert_array_equal(res.released[top], (answers + res.noise["query"][:, :6])[top])  # the SAME noise

@@ -53,7 +53,7 @@ def test_monitor_critical_margin_is_where_real_runs_start_to_succeed(k):
     for r in range(30):
         for factor, ok in ((1.001, True), (0.999, False)):
             d = design(margin=crit[r] * factor)
-            res = tm.run_many(d.queries, d.counts, n_runs=1, noise={key: v[r : r + 1] for key, v in noise.items()})
+            res = tm.run(d.queries, d.counts, n_runs=1, noise={key: v[r : r + 1] for key, v in noise.items()})
             expect_top = res.values[0] >= d.threshold
             assert bool(((res.outcomes[0] == 1) == expect_top).all()) == ok
             if k < d.k_star and ok:
@@ -68,7 +68,7 @@ def test_sparse_critical_margin_is_where_real_runs_start_to_succeed():
     for r in range(30):
         for factor, ok in ((1.001, True), (0.999, False)):
             d = design(margin=crit[r] * factor)
-            res = sv.run_many(d.queries, d.counts, n_runs=1, noise={key: v[r : r + 1] for key, v in noise.items()})
+            res = sv.run(d.queries, d.counts, n_runs=1, noise={key: v[r : r + 1] for key, v in noise.items()})
             assert bool(_all_correct(res.outcomes[0], d)) == ok
     assert np.isinf(sparse_critical_margin(d0, noise["threshold"], noise["query"], d0.c - 1)).all()
 

@@ -57,7 +57,7 @@ def test_monitor_report_probability_matches_the_mechanism_below_and_above_the_ca
     gap = gap_over_cap * cal.cap
     tm = ThresholdMonitor(epsilon=epsilon, delta=DELTA, threshold=counts[0] + gap, k=k, seed=7)
     n = 200_000
-    top = tm.run_many(sparse.csr_matrix(np.ones((1, 1))), counts, n_runs=n).outcomes[:, 0] == 1
+    top = tm.run(sparse.csr_matrix(np.ones((1, 1))), counts, n_runs=n).outcomes[:, 0] == 1
     p = monitor_report_probability(tm.calibration, gap)
     assert abs(top.mean() - p) <= 5 * math.sqrt(p * (1 - p) / n)
 
@@ -73,7 +73,7 @@ def test_tme_reports_at_the_rate_its_noise_implies():
     # One group at weight t: each TME round is TOP with probability Pr[w + v_bar >= 0] (formula), 4000 runs.
     hh = ShiftingHeavyHitters(epsilon=EPS, delta=DELTA, k_star=1, m=50, domain_size=DOMAIN, beta=BETA, seed=2)
     holdings, sizes = _design([hh.bounds.threshold - 3e4])
-    res = hh.run_many(holdings, sizes, n_runs=4000)
+    res = hh.run(holdings, sizes, n_runs=4000)
     p = monitor_report_probability(hh.tme.calibration, 3e4)
     assert stats.binomtest(int(res.reported.sum()), 4000, p).pvalue > 1e-6
 
@@ -81,7 +81,7 @@ def test_tme_reports_at_the_rate_its_noise_implies():
 def test_tme_never_reports_weight_zero_and_finds_every_group_above_tau():
     hh = ShiftingHeavyHitters(epsilon=EPS, delta=DELTA, k_star=2, m=50, domain_size=DOMAIN, beta=BETA, seed=3)
     holdings, sizes = _design([hh.tau, 3 * hh.tau], k_star=2)
-    res = hh.run_many(holdings, sizes, n_runs=500)
+    res = hh.run(holdings, sizes, n_runs=500)
     assert res.reported.all()
     assert (res.zero_reports == 0).all() and (res.private_reports == 0).all()
 
@@ -90,7 +90,7 @@ def test_histogram_baseline_noise_matches_its_scale():
     # Weight = threshold - scale: report probability Pr[Lap(scale) >= scale] = e^-1 / 2 (4000 runs, p = 1e-6).
     base = HistogramEveryStep(epsilon=EPS, delta=DELTA, m=50, domain_size=DOMAIN, beta=BETA, seed=4)
     holdings, sizes = _design([base.core.threshold - base.core.scale])
-    res = base.run_many(holdings, sizes, n_runs=4000)
+    res = base.run(holdings, sizes, n_runs=4000)
     assert stats.binomtest(int(res.reported.sum()), 4000, math.exp(-1) / 2).pvalue > 1e-6
 
 
@@ -99,5 +99,5 @@ def test_sparse_baseline_splits_the_budget_and_finds_heavy_steps():
     assert base.sparse.sigma in (sparse_sigma(EPS / 2, 3), sparse_sigma(EPS / 2, 3, DELTA / 2))
     assert base.sparse_threshold == pytest.approx(alpha_sparse(EPS / 2, DELTA / 2, 3, 50, BETA / 2) + 1)
     holdings, sizes = _design([2 * base.tau] * 3)
-    res = base.run_many(holdings, sizes, n_runs=300)
+    res = base.run(holdings, sizes, n_runs=300)
     assert res.reported.mean() > 0.95

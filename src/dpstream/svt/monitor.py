@@ -38,7 +38,7 @@ class _MonitorCore:
             "v": self.noise.laplace(self.calibration.v_scale, (n_runs, m)),
         }
 
-    def run_many(
+    def run(
         self, queries: object, counts: np.ndarray | None = None, *, n_runs: int = 1, noise: dict | None = None
     ) -> SVTRun:
         """R independent runs over linear queries on the database ``counts`` (records per atom; required)."""
@@ -57,11 +57,6 @@ class _MonitorCore:
         )  # fmt: skip
         return SVTRun(out, noise, values=values)
 
-    def run(self, queries: object, counts: np.ndarray | None = None) -> SVTRun:
-        """One run; outcomes and f_i(S_i) of shape (m,)."""
-        res = self.run_many(queries, counts)
-        values = None if res.values is None else res.values[0]
-        return SVTRun(res.outcomes[0], {k: v[0] for k, v in res.noise.items()}, values=values)
 
 
 class ThresholdMonitor(_MonitorCore):

@@ -186,10 +186,10 @@ class ShiftingHeavyHitters:
         """(epsilon, delta) for replace-one-user neighbours over the whole stream: its TME's."""
         return self.tme.privacy
 
-    def run_many(self, holdings: np.ndarray, sizes: np.ndarray, *, n_runs: int = 1) -> HHResult:
+    def run(self, holdings: np.ndarray, sizes: np.ndarray, *, n_runs: int = 1) -> HHResult:
         """R runs; TME rounds for weight-0 and PRIVATE elements are drawn as binomials (module docstring)."""
         rows = heavy_rows(holdings, sizes, self.domain_size)
-        res = self.tme.run_many(rows.holders, np.asarray(sizes, float), n_runs=n_runs)
+        res = self.tme.run(rows.holders, np.asarray(sizes, float), n_runs=n_runs)
         t = self.bounds.threshold
         p0 = monitor_report_probability(self.tme.calibration, t)
         p1 = monitor_report_probability(self.tme.calibration, t - 1.0)
@@ -255,7 +255,7 @@ class HistogramEveryStep:
         """(epsilon, delta) for replace-one-user neighbours over the whole stream."""
         return Privacy(self.epsilon, self.delta, Relation.REPLACE_ONE_USER)
 
-    def run_many(self, holdings: np.ndarray, sizes: np.ndarray, *, n_runs: int = 1) -> HHResult:
+    def run(self, holdings: np.ndarray, sizes: np.ndarray, *, n_runs: int = 1) -> HHResult:
         """R runs over every step."""
         rows = heavy_rows(holdings, sizes, self.domain_size)
         return self.core.release(rows, np.ones((n_runs, holdings.shape[0]), dtype=bool), n_runs)
@@ -305,8 +305,8 @@ class SparseThenHistogram:
         """(epsilon, delta) for replace-one-user neighbours over the whole stream (two halves composed)."""
         return Privacy(self.epsilon, self.delta, Relation.REPLACE_ONE_USER)
 
-    def run_many(self, holdings: np.ndarray, sizes: np.ndarray, *, n_runs: int = 1) -> HHResult:
+    def run(self, holdings: np.ndarray, sizes: np.ndarray, *, n_runs: int = 1) -> HHResult:
         """R runs: Sparse over the per-step maxima, then histograms at the TOP steps."""
         rows = heavy_rows(holdings, sizes, self.domain_size)
-        active = self.sparse.run_many(step_maxima(rows, holdings.shape[0]), n_runs=n_runs).outcomes == 1
+        active = self.sparse.run(step_maxima(rows, holdings.shape[0]), n_runs=n_runs).outcomes == 1
         return self.core.release(rows, active, n_runs)

@@ -98,7 +98,7 @@ class GeneralisedSparse:
         """The guarantee: None here (not a certified setting); the subclasses state theirs (None if kappa < 1)."""
         return None
 
-    def run_many(
+    def run(
         self, queries: object, counts: np.ndarray | None = None, *, n_runs: int = 1, noise: dict | None = None
     ) -> SVTRun:
         """R independent runs over the same queries (answers, or linear queries on ``counts``).
@@ -141,14 +141,6 @@ class GeneralisedSparse:
             released,
         )
 
-    def run(self, queries: object, counts: np.ndarray | None = None) -> SVTRun:
-        """One run; outcomes of shape (m,)."""
-        res = self.run_many(queries, counts)
-        return SVTRun(
-            res.outcomes[0],
-            {k: v[0] for k, v in res.noise.items()},
-            None if res.released is None else res.released[0],
-        )
 
 
 class AboveThreshold(GeneralisedSparse):

@@ -43,7 +43,7 @@ def svt_audit(factory: Callable[..., Any], config: dict[str, Any], answers: np.n
     """A search audit of a sparse-vector mechanism on ``answers`` against every answer + 1 (sensitivity 1)."""
 
     def sampler(data: np.ndarray, n: int, seed: np.random.SeedSequence) -> np.ndarray:
-        return factory(**config, seed=seed).run_many(data, n_runs=n).outcomes
+        return factory(**config, seed=seed).run(data, n_runs=n).outcomes
 
     return AuditCase(sampler, np.asarray(answers, dtype=np.float64), np.asarray(answers, dtype=np.float64) + 1.0,
                      claimed_epsilon, 0.0, n_runs)

@@ -45,19 +45,19 @@ SIZES = np.array([0.6, 0.4, 0.02])  # x the threshold: weights 1.0 (steps 0, 1, 
 
 def svt_output(mech: Any) -> np.ndarray:
     """Outcomes and noise of 4 runs over ``ANSWERS``."""
-    res = mech.run_many(ANSWERS, n_runs=4)
+    res = mech.run(ANSWERS, n_runs=4)
     return np.concatenate([res.outcomes.ravel(), *(v.ravel() for v in res.noise.values())])
 
 
 def _monitor(mech: Any) -> np.ndarray:
-    res = mech.run_many(MONITOR_QUERIES, np.array([5.0]), n_runs=3)
+    res = mech.run(MONITOR_QUERIES, np.array([5.0]), n_runs=3)
     return np.concatenate([res.outcomes.ravel(), res.noise["w"].ravel(), res.noise["v"].ravel()])
 
 
 def _shifting(mech: Any) -> np.ndarray:
     level = mech.sparse_threshold if hasattr(mech, "sparse") else (mech.bounds if hasattr(mech, "bounds")
                                                                    else mech.core).threshold
-    res = mech.run_many(HOLDINGS, level * SIZES, n_runs=50)  # weights around the (first) threshold
+    res = mech.run(HOLDINGS, level * SIZES, n_runs=50)  # weights around the (first) threshold
     return np.concatenate([res.reported.ravel(), res.zero_reports, res.private_reports])
 
 
