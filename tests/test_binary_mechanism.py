@@ -98,7 +98,7 @@ def test_incremental_released_prefix_equals_sum_of_noisy_nodes_over_set_bits():
     bm = GaussBM(n=n, horizon=total, epsilon=0.5, delta=1e-3, m=2, seed=3)
     drawn = record_draws(bm.counter)
     for lo, hi in [(0, 1), (1, 2), (2, 7), (7, 64), (64, 1000), (1000, 2047), (2047, 2048), (2048, total)]:
-        bm.update_many(js[lo:hi], cs[lo:hi])
+        bm.extend(js[lo:hi], cs[lo:hi])
         noise = np.concatenate(drawn)
         values, noises = np.zeros((n, hi), dtype=np.int64), np.zeros((n, hi))
         for j in range(n):
@@ -143,7 +143,7 @@ def test_update_many_equals_update_loop():
     js, cs = rng.integers(0, 5, 200), rng.integers(-2, 3, 200)
     a = GaussBM(n=5, horizon=200, epsilon=1.0, delta=0.01, m=3, seed=9)
     b = GaussBM(n=5, horizon=200, epsilon=1.0, delta=0.01, m=3, seed=9)
-    a.update_many(js, cs)
+    a.extend(js, cs)
     for j, c in zip(js, cs, strict=True):
         b.update(int(j), int(c))
     assert np.array_equal(a.counter._exact, b.counter._exact)
@@ -166,7 +166,7 @@ def test_memory_bytes_is_int64_sums_float64_nodes_and_steps():
 
 def test_rejects_step_beyond_horizon():
     bm = GaussBM(n=2, horizon=3, epsilon=1.0, delta=0.01, seed=0)
-    bm.update_many(np.array([0, 0, 0, 1]), np.array([1, 1, 1, 1]))
+    bm.extend(np.array([0, 0, 0, 1]), np.array([1, 1, 1, 1]))
     with pytest.raises(ValueError, match=r"counter 0 would reach step t=4 > horizon=3"):
         bm.update(0, 1)
     assert bm.steps.tolist() == [3, 1]
@@ -194,3 +194,9 @@ def test_rejects_counter_index_out_of_range():
     bm = GaussBM(n=2, horizon=3, epsilon=1.0, delta=0.01)
     with pytest.raises(ValueError, match=r"counter indices must be in \[0, 2\)"):
         bm.update(2, 1)
+
+
+def test_merge_is_refused_with_the_reason():
+    bm = GaussBM(n=2, horizon=8, epsilon=1.0, delta=1e-3, seed=0)
+    with pytest.raises(ValueError, match="cannot merge two GaussBM counter arrays: each tree's node noise"):
+        bm.merge(GaussBM(n=2, horizon=8, epsilon=1.0, delta=1e-3, seed=1))

@@ -135,11 +135,11 @@ def test_rejects_non_integer_items():
 def test_output_changes_only_at_multiples_of_k_tilde():
     stream, _ = planted_stream(3000, seed=0)
     hh = LazyHH(horizon=stream.size, **{**BASE, "epsilon": 50.0})
-    previous = hh.heavy_hitters()
+    previous = hh.estimate()
     changes = []
     for t, x in enumerate(stream, start=1):
         hh.update(int(x))
-        out = hh.heavy_hitters()
+        out = hh.estimate()
         assert out.time == t - t % 64
         if out is not previous:
             changes.append(t)
@@ -159,8 +159,8 @@ def test_extend_equals_update_loop_and_any_chunking():
     whole.extend(stream)
     for other in (many, whole):
         np.testing.assert_array_equal(other.candidates, one.candidates)
-        np.testing.assert_array_equal(other.heavy_hitters().items, one.heavy_hitters().items)
-        np.testing.assert_array_equal(other.heavy_hitters().estimates, one.heavy_hitters().estimates)
+        np.testing.assert_array_equal(other.estimate().items, one.estimate().items)
+        np.testing.assert_array_equal(other.estimate().estimates, one.estimate().estimates)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -174,7 +174,7 @@ def test_planted_heavy_items_reported_and_light_or_absent_never(seed):
     hh = LazyHH(horizon=stream.size, seed=100 + seed, **BASE)
     for pos in range(0, stream.size, 4096):
         hh.extend(stream[pos:pos + 4096])
-        out = hh.heavy_hitters()
+        out = hh.estimate()
         if out.time >= 16_384:
             assert set(out.items.tolist()) == set(heavy.tolist())
         assert not ((out.items >= 100_000) & (out.items < 7_000_000)).any()  # never-seen items
@@ -202,8 +202,8 @@ def test_cms_heap_finds_every_true_heavy_hitter():
     stream, heavy = planted_stream(50_000, seed=4)
     hh = CMSHeap(k=4, horizon=stream.size, width=2000, depth=3, seed=0)
     hh.extend(stream)
-    assert set(hh.heavy_hitters().items.tolist()) == set(heavy.tolist())
-    assert hh.heavy_hitters().time == 50_000 and hh.period == 4
+    assert set(hh.estimate().items.tolist()) == set(heavy.tolist())
+    assert hh.estimate().time == 50_000 and hh.period == 4
 
 
 def test_punctual_hh_refuses_a_large_universe_and_says_why():
@@ -218,7 +218,7 @@ def test_punctual_hh_reports_a_planted_item_on_a_small_universe():
     stream = np.where(rng.random(2048) < 0.6, 5, rng.integers(0, 64, 2048))
     hh = PunctualHH(k=4, universe_size=64, epsilon=4.0, delta=1e-3, horizon=stream.size, width=16, seed=0)
     hh.extend(stream)
-    assert 5 in hh.heavy_hitters().items.tolist() and hh.heavy_hitters().time == 2048
+    assert 5 in hh.estimate().items.tolist() and hh.estimate().time == 2048
 
 
 # -- metrics -------------------------------------------------------------------------------------------
@@ -334,7 +334,7 @@ def test_trial_means_over_release_times_equal_fresh_trackers_stopped_there(tmp_p
     for s in steps[steps > 0]:
         tracker = make_tracker(params, stream.size, mech_seed)
         tracker.extend(stream[:s])
-        direct.append(evaluate_prefix(tracker.heavy_hitters(), stream, k))
+        direct.append(evaluate_prefix(tracker.estimate(), stream, k))
     precision = [d["precision"] for d in direct if d["n_reported"]]
     recall = [d["recall"] for d in direct if d["n_true"]]
     assert row["n_release_times"] == len(direct) == 16
@@ -344,3 +344,9 @@ def test_trial_means_over_release_times_equal_fresh_trackers_stopped_there(tmp_p
     assert {k: row[k] for k in ("precision", "recall", "are")} == pytest.approx(
         {k: direct[-1][k] for k in ("precision", "recall", "are")}, nan_ok=True)
     assert len({(d["precision"], d["recall"]) for d in direct}) > 1  # the steps really differ
+
+
+def test_trackers_refuse_to_merge_saying_why():
+    tracker = LazyHH(k=2, k_tilde=8, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=512, seed=0)
+    with pytest.raises(ValueError, match="cannot merge two LazyHH trackers: their reports depend on the order"):
+        tracker.merge(tracker)

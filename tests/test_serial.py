@@ -127,7 +127,7 @@ def test_lazy_hh_restored_mid_stream_reports_the_same(node_noise):
     for lo, hi in [(1000, 1024), (1024, 1600), (1600, 3000)]:
         original.extend(stream[lo:hi])
         restored.extend(stream[lo:hi])
-        a, b = original.heavy_hitters(), restored.heavy_hitters()
+        a, b = original.estimate(), restored.estimate()
         assert a.time == b.time
         np.testing.assert_array_equal(a.items, b.items)
         np.testing.assert_array_equal(a.estimates, b.estimates)
@@ -149,7 +149,7 @@ def test_baseline_trackers_round_trip(make):
     for lo, hi in [(1003, 1500), (1500, 2000)]:
         original.extend(stream[lo:hi])
         restored.extend(stream[lo:hi])
-        a, b = original.heavy_hitters(), restored.heavy_hitters()
+        a, b = original.estimate(), restored.estimate()
         assert a.time == b.time and a.items.size > 0
         np.testing.assert_array_equal(a.items, b.items)
         np.testing.assert_array_equal(a.estimates, b.estimates)

@@ -122,9 +122,9 @@ class GaussBM:
 
     def update(self, j: int, c: int) -> None:
         """Counter ``j`` takes its next step with increment ``c`` (Alg. 1 update)."""
-        self.update_many(np.array([j]), np.array([c]))
+        self.extend(np.array([j]), np.array([c]))
 
-    def update_many(self, js: np.ndarray, cs: np.ndarray) -> None:
+    def extend(self, js: np.ndarray, cs: np.ndarray) -> None:
         """Counters ``js[k]`` take one step each with increment ``cs[k]``, in order (``update`` per pair)."""
         js = np.asarray(js)
         cs = np.asarray(cs)
@@ -141,9 +141,14 @@ class GaussBM:
         if not self.counter.tracks_steps:
             self._steps[js] = np.maximum(self._steps[js], steps)
 
+    def merge(self, other: GaussBM) -> GaussBM:
+        """Not defined: a node's noise is drawn when it closes, so two streams' trees do not add up to one tree."""
+        raise ValueError("cannot merge two GaussBM counter arrays: each tree's node noise is drawn when its node "
+                         "closes, so the trees of two streams do not add up to the tree of their concatenation")
+
     def update_all(self, cs: np.ndarray) -> None:
         """Every counter takes one step, counter j with increment ``cs[j]`` (one step of Alg. 2)."""
-        self.update_many(np.arange(self.n), cs)
+        self.extend(np.arange(self.n), cs)
 
     def query(self, j: int) -> float:
         """Released prefix sum of counter ``j`` (Alg. 1 query)."""

@@ -108,7 +108,12 @@ class BlockTracker(serial.Serialisable):
             if self._since_refresh == self.period:
                 self._refresh()
 
-    def heavy_hitters(self) -> HeavyHitters:
+    def merge(self, other: BlockTracker) -> BlockTracker:
+        """Not defined: the reported set depends on the order of the whole stream (block refreshes, evictions)."""
+        raise ValueError(f"cannot merge two {type(self).__name__} trackers: their reports depend on the order of the "
+                         f"whole stream (block refreshes and evictions), not on a sum of two states")
+
+    def estimate(self) -> HeavyHitters:
         """The current output: the set computed at the last refresh point (held in between)."""
         return self._output
 
