@@ -103,7 +103,7 @@ def test_noiseless_test_sketch_stays_uncertified():
     sketch = LazyCMS._uncertified_noiseless(**KW)
     sketch.extend(_stream(100))
     restored = LazyCMS.from_bytes(sketch.to_bytes())
-    assert restored.certified is False and restored.noise_multiplier == 0.0
+    assert restored.certified is False and restored.kappa == 0.0
     restored.extend(_stream(50, seed=2))
     assert np.all(restored.variance_many(KEYS) == 0)
 

@@ -62,11 +62,12 @@ class Counter(ABC):
         seed: SeedLike = None,
         calibration: str = "classic",
         count_dtype: type = np.int64,
-        noise_multiplier: float = 1.0,
+        kappa: float = 1.0,
     ) -> None:
         """Validate the arguments, calibrate sigma (``gaussian_sigma``) and allocate the state arrays.
 
-        ``noise_multiplier`` != 1 scales every noise and is NOT privacy-certified (``certified`` is then False).
+        ``kappa`` (the noise multiplier) != 1 scales every noise and is NOT privacy-certified (``certified`` is then
+        False).
         """
         self.n = check_positive_int(n, "n")
         self.horizon = check_positive_int(horizon, "horizon")
@@ -76,8 +77,8 @@ class Counter(ABC):
         self.levels = gauss_bm_levels(self.horizon)
         self.calibration = calibration
         self.sigma = gaussian_sigma(self.l2_sensitivity(self.horizon, self.m), self.epsilon, self.delta, calibration)
-        self.certified = certify(kappa=noise_multiplier)
-        self._noise_scale = self.sigma * noise_multiplier
+        self.certified = certify(kappa=kappa)
+        self._noise_scale = self.sigma * kappa
         self._noise = NoiseSource(seed)
         self.count_dtype = count_dtype
         self._steps = np.zeros(self.n if self.tracks_steps else 0, dtype=np.int64)
@@ -157,7 +158,7 @@ class Counter(ABC):
         self._noise.rng.bit_generator.state = scalars["rng"]
 
     def draw(self, size: int) -> np.ndarray:
-        """``size`` noises N(0, (sigma * noise_multiplier)^2), in the order the pushes consume them."""
+        """``size`` noises N(0, (sigma * kappa)^2), in the order the pushes consume them."""
         return self._noise.gaussian(self._noise_scale, size)
 
     def push(self, cells: np.ndarray, steps: np.ndarray, values: np.ndarray) -> None:

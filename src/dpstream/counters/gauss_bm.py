@@ -77,7 +77,7 @@ class GaussBM:
         calibration: str = "classic",
     ) -> None:
         """Validate the parameters and build the counter array ``counter`` with its calibrated sigma."""
-        self._setup(n, horizon, epsilon, delta, m, seed, counter, node_noise, calibration, noise_multiplier=1.0)
+        self._setup(n, horizon, epsilon, delta, m, seed, counter, node_noise, calibration, kappa=1.0)
 
     @classmethod
     def _uncertified_noiseless(
@@ -86,16 +86,16 @@ class GaussBM:
     ) -> GaussBM:
         """TEST ONLY, NOT privacy-certified: the same counters with the noise switched off (exact sums)."""
         self = cls.__new__(cls)
-        self._setup(n, horizon, epsilon, delta, m, seed, counter, node_noise, calibration, noise_multiplier=0.0)
+        self._setup(n, horizon, epsilon, delta, m, seed, counter, node_noise, calibration, kappa=0.0)
         return self
 
     def _setup(
         self, n: int, horizon: int, epsilon: float, delta: float, m: int, seed: SeedLike, counter: str,
-        node_noise: str, calibration: str, noise_multiplier: float,
+        node_noise: str, calibration: str, kappa: float,
     ) -> None:
         self.counter = counter_class(counter, node_noise)(
             n=n, horizon=horizon, epsilon=epsilon, delta=delta, m=m, seed=seed, calibration=calibration,
-            noise_multiplier=noise_multiplier,
+            kappa=kappa,
         )
         c = self.counter
         self.n, self.horizon, self.epsilon, self.delta, self.m = c.n, c.horizon, c.epsilon, c.delta, c.m

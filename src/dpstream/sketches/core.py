@@ -78,7 +78,7 @@ class Schedule(ABC):
         epsilon: float | None,
         delta: float | None,
         noise_seed: np.random.SeedSequence,
-        noise_multiplier: float,
+        kappa: float,
         counter: type[Counter],
         calibration: str,
     ) -> None:
@@ -87,7 +87,7 @@ class Schedule(ABC):
         self.count_dtype = np.int32 if memory.count_bytes(horizon) == 4 else np.int64
         self.t = 0
         self.calibration = calibration
-        self._allocate(epsilon, delta, noise_seed, noise_multiplier, counter)
+        self._allocate(epsilon, delta, noise_seed, kappa, counter)
 
     @abstractmethod
     def _allocate(
@@ -95,7 +95,7 @@ class Schedule(ABC):
         epsilon: float | None,
         delta: float | None,
         noise_seed: np.random.SeedSequence,
-        noise_multiplier: float,
+        kappa: float,
         counter: type[Counter],
     ) -> None:
         """Create the state arrays (``counter``: the class of a private schedule's cells)."""
@@ -161,7 +161,7 @@ class PrivateSchedule(Schedule):
         epsilon: float | None,
         delta: float | None,
         noise_seed: np.random.SeedSequence,
-        noise_multiplier: float,
+        kappa: float,
         counter: type[Counter],
     ) -> None:
         self.counters = counter(
@@ -173,7 +173,7 @@ class PrivateSchedule(Schedule):
             seed=noise_seed,
             calibration=self.calibration,
             count_dtype=self.count_dtype,
-            noise_multiplier=noise_multiplier,
+            kappa=kappa,
         )
 
     def cells(self) -> np.ndarray:
@@ -241,7 +241,7 @@ class SketchCore(serial.Serialisable):
         ``counter``, ``node_noise``, ``calibration`` and ``hash_family`` are the beyond-the-paper ``Variant``.
         """
         self._setup(width, depth, epsilon, delta, horizon, seed, Variant(counter, node_noise, calibration, hash_family),
-                    noise_multiplier=1.0)
+                    kappa=1.0)
 
     @classmethod
     def _uncertified_noiseless(
@@ -264,7 +264,7 @@ class SketchCore(serial.Serialisable):
         """
         self = cls.__new__(cls)
         self._setup(width, depth, epsilon, delta, horizon, seed, Variant(counter, node_noise, calibration, hash_family),
-                    noise_multiplier=0.0)
+                    kappa=0.0)
         return self
 
     def _setup(
@@ -276,16 +276,16 @@ class SketchCore(serial.Serialisable):
         horizon: int,
         seed: SeedLike,
         variant: Variant,
-        noise_multiplier: float,
+        kappa: float,
     ) -> None:
         self.width = check_positive_int(width, "width")
         self.depth = check_positive_int(depth, "depth")
         self.horizon = check_positive_int(horizon, "horizon")
         self.epsilon, self.delta = epsilon, delta
         self.variant = variant
-        self.noise_multiplier = noise_multiplier
+        self.kappa = kappa
         self.counter, self.node_noise, self.calibration = variant.counter, variant.node_noise, variant.calibration
-        self.certified = certify(private=self._schedule.private, kappa=noise_multiplier)  # never for CMS / CS
+        self.certified = certify(private=self._schedule.private, kappa=kappa)  # never for CMS / CS
         root = as_seed_sequence(seed)
         self._params = draw_hash_params(self.depth, child_seed(root, 0), variant.hash_family)
         self._state = self._schedule(
@@ -296,7 +296,7 @@ class SketchCore(serial.Serialisable):
             epsilon,
             delta,
             child_seed(root, 1),
-            noise_multiplier,
+            kappa,
             counter_class(variant.counter, variant.node_noise),
             variant.calibration,
         )
@@ -438,7 +438,7 @@ class SketchCore(serial.Serialisable):
     def _serial_args(self) -> dict[str, Any]:
         eps, delta = (None if v is None else float(v) for v in (self.epsilon, self.delta))  # numpy floats too
         return {"width": self.width, "depth": self.depth, "epsilon": eps, "delta": delta,
-                "horizon": self.horizon, **asdict(self.variant), "noise_multiplier": self.noise_multiplier}
+                "horizon": self.horizon, **asdict(self.variant), "kappa": self.kappa}
 
     @classmethod
     def _rebuild(cls, args: dict[str, Any]) -> Self:
@@ -446,7 +446,7 @@ class SketchCore(serial.Serialisable):
         variant = Variant(args["counter"], args["node_noise"], args["calibration"], args["hash_family"])
         with noise_mode("numpy"):  # the stored mode is restored with the generator state
             self._setup(args["width"], args["depth"], args["epsilon"], args["delta"], args["horizon"], None, variant,
-                        noise_multiplier=args["noise_multiplier"])
+                        kappa=args["kappa"])
         return self
 
     def _state_scalars(self) -> dict[str, Any]:
