@@ -25,7 +25,7 @@ from dpstream.query_release.calibration import (
 from dpstream.query_release.workloads import conjunction_subset, make_workload
 from dpstream.trials.query_release import crossover_trial, run_trial
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = Path(__file__).resolve().parents[2] / "conf"
 SCALED = {"c_s": 0.5, "c_n_hat": 32.0, "c_sigma": 1.3e-4, "c_tau": 5.2e-4}
 
 

@@ -20,7 +20,7 @@ import pytest
 from dpstream.counters import Counter
 from dpstream.testing import check_mechanism, registered
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("dpstream.svt", "dpstream.query_release", "dpstream.heavy_hitters", "dpstream.sketches",
             "dpstream.counters")
 NOT_MECHANISMS = {"SketchCore": "the base class of the sketches (each public sketch is registered)"}

@@ -18,7 +18,7 @@ from dpstream.trials.query_release import (
     theory_trial,
 )
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = Path(__file__).resolve().parents[2] / "conf"
 SEED = np.random.SeedSequence(0, spawn_key=(0,))
 
 

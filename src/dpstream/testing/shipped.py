@@ -1,7 +1,7 @@
 """The shipped mechanisms, registered once.
 
 ``check_mechanism`` runs over each, and the other registries derive from here: the sensitivity probe's sparse-vector
-cases, the noise-test index and the class list of ``tests/test_mechanism_contract.py``.
+cases, the noise-test index and the class list of ``tests/testing/test_mechanism_contract.py``.
 """
 
 from __future__ import annotations
@@ -135,7 +135,8 @@ THRESHOLD = {"threshold": 5.0}
 SHIFT = {"m": 6, "domain_size": 1000, "beta": 0.05}
 QR = {"epsilon": 1.0, "delta": 1e-6, "n": 200}
 SKETCH = {"width": 8, "depth": 2, "epsilon": 1.0, "delta": 1e-3, "horizon": 512}
-QR_NOISE = "tests/test_query_release_mechanisms.py::"
+QR_NOISE = "tests/query_release/test_query_release_mechanisms.py::"
+ALG5_NOISE = "tests/query_release/test_query_release_alg5.py::"
 
 SPECS = [
     svt_spec("AboveThreshold", AboveThreshold, {"epsilon": 1.0, **THRESHOLD}, _sparse_noise, claimed=1.0),
@@ -148,22 +149,22 @@ SPECS = [
                   lambda: {**THRESHOLD, "cutoff": 3, "threshold_scale": 1.0, "query_scale": 2.0}, svt_output, None),
     MechanismSpec("ThresholdMonitorEvolving", ThresholdMonitorEvolving,
                   lambda: {"epsilon": 1.0, "delta": 1e-6, **THRESHOLD, "k": 3}, _monitor,
-                  noise_tests=("tests/test_svt_mechanisms.py::test_monitor_noise_scales_are_10_delta_and_b",),
+                  noise_tests=("tests/svt/test_svt_mechanisms.py::test_monitor_noise_scales_are_10_delta_and_b",),
                   sensitivity=_named("ThresholdMonitorEvolving")),
     MechanismSpec("ShiftingHeavyHitters", ShiftingHeavyHitters,
                   lambda: {"epsilon": 4.0, "delta": 1e-6, "k_star": 2, **SHIFT}, _shifting,
-                  noise_tests=("tests/test_svt_heavy_hitters.py::test_tme_reports_at_the_rate_its_noise_implies",),
+                  noise_tests=("tests/svt/test_svt_heavy_hitters.py::test_tme_reports_at_the_rate_its_noise_implies",),
                   sensitivity=_named("ShiftingHeavyHitters")),
     MechanismSpec("HistogramEveryStep", HistogramEveryStep, lambda: {"epsilon": 4.0, "delta": 1e-6, **SHIFT},
                   _shifting,
-                  noise_tests=("tests/test_svt_heavy_hitters.py::test_histogram_baseline_noise_matches_its_scale",),
+                  noise_tests=("tests/svt/test_svt_heavy_hitters.py::test_histogram_baseline_noise_matches_its_scale",),
                   sensitivity=_named("HistogramEveryStep")),
     # its two parts: a Sparse (sigma checked there) and the same Laplace histogram core as HistogramEveryStep
     MechanismSpec("SparseThenHistogram", SparseThenHistogram,
                   lambda: {"epsilon": 4.0, "delta": 1e-6, "c": 3, **SHIFT}, _shifting,
-                  noise_tests=("tests/test_svt_heavy_hitters.py::"
+                  noise_tests=("tests/svt/test_svt_heavy_hitters.py::"
                                "test_sparse_baseline_splits_the_budget_and_finds_heavy_steps",
-                               "tests/test_svt_heavy_hitters.py::test_histogram_baseline_noise_matches_its_scale"),
+                               "tests/svt/test_svt_heavy_hitters.py::test_histogram_baseline_noise_matches_its_scale"),
                   sensitivity=_named("SparseThenHistogram_sparse", "SparseThenHistogram_histogram")),
     MechanismSpec("LaplaceRelease", LaplaceRelease, lambda: dict(QR), _release, "accounted", accounted=_accounted,
                   noise_tests=(QR_NOISE + "test_laplace_release_noise_matches_calibrated_scale",),
@@ -201,25 +202,25 @@ SPECS = [
                                   "their formula by any test yet (their scales come from hru_sparse_sigma and pmw)"}),
     MechanismSpec("AnalystPrivateMW", AnalystPrivateMW, lambda: {"workload": WORK, **QR}, _release, "accounted",
                   accounted=_accounted,
-                  noise_tests=("tests/test_query_release_alg5.py::test_bad_rounds_add_exactly_the_calibrated_laplace_"
-                               "noise", "tests/test_query_release_alg5.py::test_epoch_length_is_s_plus_laplace_two_"
-                                        "over_eps"), sensitivity=_named("AnalystPrivateMW")),
+                  noise_tests=(ALG5_NOISE + "test_bad_rounds_add_exactly_the_calibrated_laplace_noise",
+                               ALG5_NOISE + "test_epoch_length_is_s_plus_laplace_two_over_eps"),
+                  sensitivity=_named("AnalystPrivateMW")),
     MechanismSpec("AnalystPrivateMWScaledUNCERTIFIED", AnalystPrivateMWScaledUNCERTIFIED,
                   lambda: {"workload": WORK, **QR, "c_s": 0.5, "c_n_hat": 32.0, "c_sigma": 1.3e-4, "c_tau": 5.2e-4},
                   _release, None),
     MechanismSpec("LazyHH", LazyHH, lambda: {"k": 2, "k_tilde": 8, "epsilon": 1.0, "delta": 1e-3, "beta": 1e-4,
                                              "horizon": 512}, _tracker,
                   expected_delta=lambda c: final_delta(c["epsilon"], c["delta"]),  # the tracker's overall delta~
-                  noise_tests=("tests/test_heavy_hitters.py::test_lazy_cms_noise_matches_the_sigma_gamma_is_derived_"
+                  noise_tests=("tests/heavy_hitters/test_heavy_hitters.py::test_lazy_cms_noise_matches_the_sigma_gamma_is_derived_"
                                "from",), sensitivity=_named("LazyHH", "LazyHH_derived")),
     MechanismSpec("PunctualHH", PunctualHH, lambda: {"k": 2, "universe_size": 64, "epsilon": 1.0, "delta": 1e-3,
                                                      "horizon": 512, "width": 8, "depth": 2}, _tracker,
-                  noise_tests=("tests/test_sketches.py::test_cell_noise_variance_matches_popcount_sigma2",),
+                  noise_tests=("tests/sketches/test_sketches.py::test_cell_noise_variance_matches_popcount_sigma2",),
                   sensitivity=_named("PunctualHH")),
     MechanismSpec("CMSHeap", CMSHeap, lambda: {"k": 2, "horizon": 512, "width": 8, "depth": 2}, _tracker, None),
     *(MechanismSpec(cls.__name__, cls, lambda: dict(SKETCH), sketch_output,
-                    noise_tests=("tests/test_sketches.py::test_cell_noise_variance_matches_popcount_sigma2",
-                                 "tests/test_sketches.py::test_query_row_noise_matches_its_variance"),
+                    noise_tests=("tests/sketches/test_sketches.py::test_cell_noise_variance_matches_popcount_sigma2",
+                                 "tests/sketches/test_sketches.py::test_query_row_noise_matches_its_variance"),
                     sensitivity=_named(*(n for n in REGISTRY if n.split("_")[0] == cls.__name__)))
       for cls in (LazyCMS, LazyCS, PunctualCMS, PunctualCS)),
     *(MechanismSpec(cls.__name__, cls, lambda: {"width": 8, "depth": 2, "horizon": 512}, sketch_output, None)
