@@ -16,10 +16,10 @@ import json
 
 import numpy as np
 
-from dpstream.binary_mechanism import popcount
-from dpstream.blt import column_norm, mean_noise_variance, optimal_blt
-from dpstream.calibration import gauss_bm_levels
-from dpstream.honaker import honaker_variance
+from dpstream.counters.blt_params import column_norm, mean_noise_variance, optimal_blt
+from dpstream.counters.gauss_bm import popcount
+from dpstream.counters.honaker_tree import honaker_variance
+from dpstream.privacy.calibration import gauss_bm_levels
 
 HORIZONS = (2**10, 2**14, 2**17, 2**20)
 BUFFERS = (3, 4, 5)

@@ -17,7 +17,7 @@ GOLDEN = Path(__file__).parent / "data" / "golden_outputs.json"
 
 
 def outputs() -> dict[str, list[float]]:
-    from dpstream.binary_mechanism import GaussBM
+    from dpstream.counters.gauss_bm import GaussBM
     from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
     from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS
 
@@ -34,7 +34,7 @@ def outputs() -> dict[str, list[float]]:
     bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=2, seed=3)
     for _ in range(37):
         bm.update_all(rng.integers(0, 3, 5))
-    bm.update_many(np.array([0, 3, 0, 0]), np.array([1, 2, 1, 1]))
+    bm.extend(np.array([0, 3, 0, 0]), np.array([1, 2, 1, 1]))
     out["GaussBM"] = [*bm.query_all().tolist(), *bm.variance().tolist(), float(bm.memory_bytes)]
     trackers = {
         "LazyHH": LazyHH(k=5, k_tilde=10, epsilon=1.0, delta=0.01, beta=0.005, horizon=3000, seed=5),
@@ -43,7 +43,7 @@ def outputs() -> dict[str, list[float]]:
     }
     for name, tracker in trackers.items():
         tracker.extend(stream)
-        reported = [float(v) for pair in tracker.heavy_hitters().pairs() for v in pair]
+        reported = [float(v) for pair in tracker.estimate().pairs() for v in pair]
         out[name] = [*reported, *tracker.candidates.astype(float).tolist(), float(tracker.memory_bytes)]
     return out
 

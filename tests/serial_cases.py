@@ -30,7 +30,6 @@ OPTIONS: dict[str, tuple[Any, ...]] = {
     "calibration": CALIBRATIONS,
     "hash_family": HASH_FAMILIES,
     "count_dtype": (np.int32, np.int64),
-    "noise_multiplier": (1.0, 0.5),
     "kappa": (1.0, 0.5),
 }
 """Every value of every option a streaming object's constructor takes (``counter`` goes with ``node_noise``)."""

@@ -251,7 +251,8 @@ def app(cfg: DictConfig) -> None:
         tqdm.set_lock(threading.RLock())
     overrides = list(hydra_cfg.overrides.task)
     try:
-        frames = run(cfg, conf_dir=CONF_DIR, overrides=overrides)
+        own = [Path(p.removeprefix("file://")) for p in hydra_cfg.searchpath if p.startswith("file://")]
+        frames = run(cfg, conf_dir=[CONF_DIR, *own], overrides=overrides)
     except ValueError as exc:
         if full_error():
             raise

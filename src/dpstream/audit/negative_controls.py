@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 
-from dpstream.accounting import sparse_sigma
 from dpstream.noise import SeedLike
+from dpstream.privacy.accounting import sparse_sigma
 from dpstream.svt._kernels import RELEASE_SAME
 from dpstream.svt.calibration import MonitorCalibration
 from dpstream.svt.monitor import _MonitorCore

@@ -3,7 +3,8 @@
 - GaussBM and the private sketches (PunctualCMS/CS, LazyCMS/CS, LazyHH's LazyCMS, PunctualHH's PunctualCMS):
   L2 change of every released dyadic tree node of every cell (the node closing at a cell's step s covers
   steps (s - lowbit(s), s]), computed with numpy from the per-cell pushed increment streams.
-- Sparse vector family (AboveThreshold, Sparse, NumericSparse, ThresholdMonitor): per-query change of
+- Sparse vector family (AboveThreshold, Sparse, NumericSparse, ThresholdMonitor; their cases are registered from
+  their mechanism specs, ``dpstream.testing.shipped``, with ``LinearQueryCase``): per-query change of
   linear query answers, add/remove one record.
 - Shifting heavy hitters (TME queries f_x = 1{y = x}, Sparse over the step maxima, Laplace histograms):
   per-query / per-step L1 change of the user weights, replace one user.
@@ -27,14 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from dpstream.accounting import QUERY_SENSITIVITY, advanced_per_step_epsilon, per_step_epsilon
 from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
-from dpstream.binary_mechanism import GaussBM
-from dpstream.calibration import gaussian_l2_sensitivity
 from dpstream.counters import Counter
+from dpstream.counters.gauss_bm import GaussBM
 from dpstream.hashing import bucket_many
 from dpstream.heavy_hitters import LazyHH
 from dpstream.heavy_hitters.baselines import PunctualHH
+from dpstream.privacy.accounting import QUERY_SENSITIVITY, advanced_per_step_epsilon, per_step_epsilon
+from dpstream.privacy.calibration import gaussian_l2_sensitivity
 from dpstream.query_release import KWayMarginals, LaplaceRelease, PrivateEquilibriumRelease, mwem, pmw
 from dpstream.query_release.alg5 import AnalystPrivateMW
 from dpstream.query_release.calibration import alg5_data_epsilon, laplace_answer_scale
@@ -45,21 +46,17 @@ from dpstream.query_release.workloads import Workload
 from dpstream.sketches import LazyCMS, LazyCS, PunctualCMS, PunctualCS
 from dpstream.sketches.core import PrivateSchedule, SketchCore
 from dpstream.svt import (
-    AboveThreshold,
-    NumericSparse,
-    Sparse,
-    ThresholdMonitor,
     ThresholdMonitorEvolving,
     sparse_sigma,
 )
-from dpstream.svt.heavy_hitters import (
+from dpstream.svt.queries import LinearQueries
+from dpstream.svt.shifting import (
     HistogramEveryStep,
     ShiftingHeavyHitters,
     SparseThenHistogram,
     heavy_rows,
     step_maxima,
 )
-from dpstream.svt.queries import LinearQueries
 
 RANDOM_PAIRS = 40
 KEY_SEARCH = 1 << 15
@@ -456,22 +453,6 @@ def _lazy_hh_derived() -> SensitivityCase:
 def _punctual_hh() -> SensitivityCase:
     hh = PunctualHH(k=2, universe_size=200, epsilon=1.0, delta=1e-3, horizon=128, width=4, depth=2, seed=0)
     return SketchCase("PunctualHH (its PunctualCMS)", hh.sketch, 128, mechanism=hh)
-
-
-_SVT: dict[str, Callable[[], Any]] = {
-    "AboveThreshold": lambda: AboveThreshold(epsilon=1.0, threshold=5.0, seed=0),
-    "Sparse": lambda: Sparse(epsilon=1.0, threshold=5.0, c=3, seed=0),
-    "Sparse_approx": lambda: Sparse(epsilon=1.0, threshold=5.0, c=3, delta=1e-6, seed=0),
-    "NumericSparse": lambda: NumericSparse(epsilon=1.0, threshold=5.0, c=3, seed=0),
-    "ThresholdMonitor": lambda: ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=5.0, k=3, seed=0),
-}
-def _svt_case(name: str, make: Callable[[], Any]) -> LinearQueryCase:
-    """``make()`` (an SVT mechanism) over the fixed audit queries (``svt_queries`` at seed 1)."""
-    return LinearQueryCase(name, make(), svt_queries(np.random.default_rng(1)))
-
-
-for _name, _make in _SVT.items():
-    register(_name)(partial(_svt_case, _name, _make))
 
 
 @register("ShiftingHeavyHitters")

@@ -92,7 +92,7 @@ def svt_outputs(res: SVTRun) -> np.ndarray:
 
 
 def _outcomes(factory: Callable[[np.random.SeedSequence], Any]) -> Sampler:
-    return lambda data, n, seed: factory(seed).run_many(data, n_runs=n)
+    return lambda data, n, seed: factory(seed).run(data, n_runs=n)
 
 
 def _pinning(m: int, c: int, crossed: bool = False) -> tuple[np.ndarray, np.ndarray, Callable[[Any], np.ndarray]]:
@@ -119,7 +119,7 @@ def _monitor_sampler(build: Callable[..., Any], epsilon: float) -> Sampler:
 
     def sampler(counts: np.ndarray, n: int, seed: np.random.SeedSequence) -> Any:
         tm = build(epsilon=epsilon, delta=TM_DELTA, threshold=TM_RECORDS + 0.5, k=TM_QUERIES, seed=seed)
-        return tm.run_many(queries, counts, n_runs=n)
+        return tm.run(queries, counts, n_runs=n)
 
     return sampler
 

@@ -31,7 +31,7 @@ from scipy.optimize import brentq
 
 from dpstream.audit import clopper_pearson
 from dpstream.claims.core import Claim, all_points, verdict_of
-from dpstream.svt.heavy_hitters import histogram_tau
+from dpstream.svt.shifting import histogram_tau
 from dpstream.svt.theory import heavy_hitter_tau
 
 MIN_RUNS = 500

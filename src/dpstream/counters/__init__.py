@@ -4,10 +4,14 @@ The binary tree with stored or derived node noise, Honaker's estimates on the bi
 Toeplitz (BLT) counter.
 
 ``counter_class(counter, node_noise)`` is the one place a configuration's choice becomes a class; an
-unknown or unavailable combination is an error naming it and listing what is allowed.
+unknown or unavailable combination is an error naming it and listing what is allowed. A counter of your own, outside
+the package, is named by its import path, ``counter="my_module:MyCounter"`` (a ``Counter`` subclass): nothing to
+register.
 """
 
 from __future__ import annotations
+
+import importlib
 
 from dpstream.counters.base import Counter
 from dpstream.counters.binary import DerivedBinary, StoredBinary, popcount
@@ -27,9 +31,23 @@ NODE_NOISES = ("stored", "derived")
 """The node-noise modes a sketch accepts (``node_noise=``): stored tree nodes or nodes derived from Philox."""
 
 
+def _own_counter(path: str) -> type[Counter]:
+    """The ``Counter`` subclass at ``module:Class``."""
+    module, _, name = path.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(f"counter {path!r} cannot be imported ({err}); give module:Class of a Counter") from err
+    if not (isinstance(cls, type) and issubclass(cls, Counter)):
+        raise ValueError(f"counter {path!r} is not a dpstream.counters.Counter subclass")
+    return cls
+
+
 def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[Counter]:
     """The counter class for ``counter`` (binary, ...) with node noise ``node_noise`` (stored | derived)."""
-    names = sorted({c for c, _ in COUNTERS})  # read at call time: a counter registered later is known
+    if ":" in counter:
+        return _own_counter(counter)
+    names = sorted({c for c, _ in COUNTERS})
     if counter not in names:
         raise ValueError(f"unknown counter {counter!r}; allowed: {', '.join(names)}")
     if node_noise not in NODE_NOISES:

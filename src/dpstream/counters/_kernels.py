@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from dpstream._bm_kernels import push, tree_level
-from dpstream.honaker import honaker_push
+from dpstream.counters._bm_kernels import push, tree_level
+from dpstream.counters.honaker_tree import honaker_push
 
 EXTERNAL, STORED, DERIVED, HONAKER, BLT = -1, 0, 1, 2, 3
 """Counter kinds: the package's four counters, and a counter defined elsewhere (``Counter.push_kernel``)."""
@@ -68,7 +68,7 @@ def blt_push(state: tuple, cell: np.int64, step: np.int64, c: np.int64, noise: n
     """Buffered linear Toeplitz, Alg. 3 of McMahan et al. (arXiv 2408.08868), on column ``cell``; one noise.
 
     state (exact (1, n), buffers (k + 1, n): the k buffers and the running noise total, coef = (theta; omega) of C,
-    (2, k)): x = z - sum_j omega_j buf_j, buf_j <- theta_j buf_j + x, total += x (``dpstream.blt.blt_step``).
+    (2, k)): x = z - sum_j omega_j buf_j, buf_j <- theta_j buf_j + x, total += x (``blt_params.blt_step``).
     """
     exact, buffers, coef = state[0], state[1], state[2]
     exact[0, cell] += c

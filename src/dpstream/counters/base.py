@@ -17,10 +17,10 @@ from typing import Any, ClassVar, NamedTuple, Self
 import numpy as np
 
 from dpstream import serial
-from dpstream.calibration import CALIBRATIONS, gauss_bm_levels, gaussian_sigma
 from dpstream.counters import _kernels as kernels
 from dpstream.noise import NoiseSource, SeedLike, noise_mode
-from dpstream.privacy import Notion
+from dpstream.privacy.calibration import CALIBRATIONS, gauss_bm_levels, gaussian_sigma
+from dpstream.privacy.statement import Notion, certify
 from dpstream.validation import check_allocation, check_delta, check_epsilon, check_positive_int
 
 STEP_BYTES = 8
@@ -76,11 +76,12 @@ class Counter(serial.Serialisable, ABC):
         seed: SeedLike = None,
         calibration: str = "classic",
         count_dtype: type = np.int64,
-        noise_multiplier: float = 1.0,
+        kappa: float = 1.0,
     ) -> None:
         """Validate the arguments, calibrate sigma (``gaussian_sigma``) and allocate the state arrays.
 
-        ``noise_multiplier`` != 1 scales every noise and is NOT privacy-certified (``certified`` is then False).
+        ``kappa`` (the noise multiplier) != 1 scales every noise and is NOT privacy-certified (``certified`` is then
+        False).
         """
         self.n = check_positive_int(n, "n")
         self.horizon = check_positive_int(horizon, "horizon")
@@ -93,9 +94,9 @@ class Counter(serial.Serialisable, ABC):
                          f"{type(self).__name__}(n={self.n}, horizon={self.horizon})")
         self.calibration = calibration
         self.sigma = gaussian_sigma(self.l2_sensitivity(self.horizon, self.m), self.epsilon, self.delta, calibration)
-        self.noise_multiplier = noise_multiplier
-        self.certified = noise_multiplier == 1.0
-        self._noise_scale = self.sigma * noise_multiplier
+        self.kappa = kappa
+        self.certified = certify(kappa=kappa)
+        self._noise_scale = self.sigma * kappa
         self._noise = NoiseSource(seed)
         self.count_dtype = count_dtype
         self._steps = np.zeros(self.n if self.tracks_steps else 0, dtype=np.int64)
@@ -172,7 +173,7 @@ class Counter(serial.Serialisable, ABC):
     def _serial_args(self) -> dict[str, Any]:
         return {"n": self.n, "horizon": self.horizon, "epsilon": self.epsilon, "delta": self.delta, "m": self.m,
                 "calibration": self.calibration, "count_dtype": np.dtype(self.count_dtype).name,
-                "noise_multiplier": self.noise_multiplier}
+                "kappa": self.kappa}
 
     @classmethod
     def _rebuild(cls, args: dict[str, Any]) -> Self:
@@ -180,9 +181,9 @@ class Counter(serial.Serialisable, ABC):
         if dtype not in COUNT_DTYPES or calibration not in CALIBRATIONS:
             raise ValueError(f"count_dtype={dtype!r}, calibration={calibration!r}; allowed: {COUNT_DTYPES} and "
                              f"{CALIBRATIONS}")
-        multiplier = args["noise_multiplier"]
+        multiplier = args["kappa"]
         if not isinstance(multiplier, float) or not 0.0 <= multiplier <= 1.0:
-            raise ValueError(f"noise_multiplier={multiplier!r}; allowed: a float in [0, 1]")
+            raise ValueError(f"kappa={multiplier!r}; allowed: a float in [0, 1]")
         with noise_mode("numpy"):  # the stored mode is restored with the generator state
             return cls(**{**args, "count_dtype": np.dtype(dtype).type})
 
@@ -210,7 +211,7 @@ class Counter(serial.Serialisable, ABC):
         serial.restore_noise(self._noise, scalars)
 
     def draw(self, size: int) -> np.ndarray:
-        """``size`` noises N(0, (sigma * noise_multiplier)^2), in the order the pushes consume them."""
+        """``size`` noises N(0, (sigma * kappa)^2), in the order the pushes consume them."""
         return self._noise.gaussian(self._noise_scale, size)
 
     def push(self, cells: np.ndarray, steps: np.ndarray, values: np.ndarray) -> None:

@@ -16,11 +16,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dpstream._bm_kernels import popcount
-from dpstream.calibration import gauss_bm_levels
 from dpstream.counters import _derived
 from dpstream.counters import _kernels as kernels
+from dpstream.counters._bm_kernels import popcount
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES, Counter
+from dpstream.privacy.calibration import gauss_bm_levels
 
 
 def prefix_sums(increments: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The buffered-linear-Toeplitz counter (Dvijotham et al. FOCS 2024; McMahan et al. 2024; the math in ``dpstream.blt``).
+"""The buffered-linear-Toeplitz counter (Dvijotham et al. FOCS 2024; McMahan et al. 2024; the math in ``blt_params``).
 
 It releases exact prefix sum + sigma (A C^{-1} z)_s, the noise generated online by Alg. 3 of arXiv 2408.08868 from k
 buffers per counter. sigma is calibrated for L2 sensitivity sqrt(m) ||C e_1||_2 (the
@@ -13,8 +13,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.signal import lfilter
 
-from dpstream import blt
 from dpstream.counters import _kernels as kernels
+from dpstream.counters import blt_params as blt
 from dpstream.counters.base import NOISE_BYTES, Counter
 
 BUFFERS = 4
@@ -49,7 +49,7 @@ class BLTCounter(Counter):
 
     Privacy: (epsilon, delta)-DP under continual observation for m-neighbouring counter arrays (at most m counters
     change, each by at most 1 at one step), by the Gaussian mechanism on C x with L2 sensitivity sqrt(m) ||C e_1||
-    (``l2_sensitivity``) followed by the post-processing A C^{-1} (module docstring of ``dpstream.blt``).
+    (``l2_sensitivity``) followed by the post-processing A C^{-1} (module docstring of ``blt_params``).
     """
 
     name = "blt"

@@ -1,4 +1,4 @@
-"""The binary tree with Honaker's online estimates (Honaker 2015; the math in ``dpstream.honaker``).
+"""The binary tree with Honaker's online estimates (Honaker 2015; the math in ``dpstream.counters.honaker_tree``).
 
 Every node of the tree gets its own noise, each closed node is re-estimated from its noisy value and its children's
 estimates, and a release sums the estimates over the set bits of its step. Same sigma as ``StoredBinary`` (the h-level
@@ -11,11 +11,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dpstream.calibration import gauss_bm_levels
 from dpstream.counters import _kernels as kernels
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES
 from dpstream.counters.binary import StoredBinary, prefix_sums
-from dpstream.honaker import honaker_draws, honaker_variance
+from dpstream.counters.honaker_tree import honaker_draws, honaker_variance
+from dpstream.privacy.calibration import gauss_bm_levels
 
 
 def all_dyadic_nodes(increments: np.ndarray, steps: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ import copy
 import importlib
 import itertools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, cast
@@ -106,20 +106,29 @@ def import_object(path: str) -> Callable[..., Any]:
         raise ValueError(f"cannot import {path!r} (expected 'package.module:function'): {exc}") from exc
 
 
-def options(conf_dir: Path, group: str) -> list[str]:
-    """The option names of config group ``group``."""
-    return sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
+ConfDirs = Path | Sequence[Path]
+"""A config dir, or several in search order: the package's, then ``hydra.searchpath`` dirs (your own configs)."""
 
 
-def load_option(conf_dir: Path, group: str, name: str) -> dict[str, Any]:
-    """The config of option ``name`` of ``group`` as a plain dict."""
-    path = conf_dir / group / f"{name}.yaml"
-    if not path.exists():
+def _dirs(conf_dir: ConfDirs) -> list[Path]:
+    return [conf_dir] if isinstance(conf_dir, Path) else list(conf_dir)
+
+
+def options(conf_dir: ConfDirs, group: str) -> list[str]:
+    """The option names of config group ``group`` (in any of the dirs)."""
+    return sorted({p.stem for d in _dirs(conf_dir) for p in (d / group).glob("*.yaml")})
+
+
+def load_option(conf_dir: ConfDirs, group: str, name: str) -> dict[str, Any]:
+    """The config of option ``name`` of ``group`` as a plain dict (from the first dir that has it)."""
+    found = [d / group / f"{name}.yaml" for d in _dirs(conf_dir) if (d / group / f"{name}.yaml").exists()]
+    path = found[0] if found else Path(name)
+    if not found:
         raise ConfigError(group, name, f"unknown {group} {name!r}; allowed: {', '.join(options(conf_dir, group))}")
     return OmegaConf.to_container(OmegaConf.load(path), resolve=True)  # type: ignore[return-value]
 
 
-def load_experiment(conf_dir: Path, name: str, profile: str) -> dict[str, Any]:
+def load_experiment(conf_dir: ConfDirs, name: str, profile: str) -> dict[str, Any]:
     """Experiment ``name`` with its ``profiles.<profile>`` block deep-merged in."""
     return resolve_profile(load_option(conf_dir, "experiment", name), profile)
 
@@ -163,7 +172,7 @@ def _set(params: dict[str, Any], dotted: str, value: Any, only_existing: bool = 
     node[keys[-1]] = copy.deepcopy(value)
 
 
-def apply_overrides(base: dict[str, Any], overrides: list[tuple[str, Any]], conf_dir: Path,
+def apply_overrides(base: dict[str, Any], overrides: list[tuple[str, Any]], conf_dir: ConfDirs,
                     profile_overrides: dict[str, Any]) -> dict[str, Any]:
     """Apply group choices first, then the profile's shrinking overrides, then dotted keys, in order."""
     params = copy.deepcopy(base)
@@ -251,7 +260,7 @@ def fingerprint_inputs(params: dict[str, Any], prefix: str = "") -> None:
                 raise ValueError(f"{prefix}{key}={value!r}: {exc}") from exc
 
 
-def expand(spec: dict[str, Any], base: dict[str, Any], conf_dir: Path, trials: int,
+def expand(spec: dict[str, Any], base: dict[str, Any], conf_dir: ConfDirs, trials: int,
            profile_overrides: dict[str, Any], cli: tuple[tuple[str, Any], ...] | list[tuple[str, Any]] = (),
            ) -> list[dict[str, Any]]:
     """All trial configs of ``spec``: one per grid point and trial index, in a fixed order.
@@ -298,12 +307,12 @@ def data_kind(data: dict[str, Any]) -> str:
     return data["kind"]
 
 
-def data_options(conf_dir: Path) -> dict[str, dict[str, Any]]:
+def data_options(conf_dir: ConfDirs) -> dict[str, dict[str, Any]]:
     """Every data option (file stem) with its config."""
     return {name: load_option(conf_dir, "data", name) for name in options(conf_dir, "data")}
 
 
-def check_fits(mechanism: dict[str, Any], data: dict[str, Any], conf_dir: Path) -> None:
+def check_fits(mechanism: dict[str, Any], data: dict[str, Any], conf_dir: ConfDirs) -> None:
     """Reject a mechanism run on data it cannot read, naming both and the data that fit.
 
     Declarative: each mechanism config lists ``data_kinds`` and each data config has a ``kind`` (``DATA_KINDS``); a

@@ -30,6 +30,7 @@ from dpstream.harness.certified import with_privacy
 from dpstream.harness.config import (
     RUN_KEYS,
     SHARED_KEYS,
+    ConfDirs,
     as_mapping,
     command_line_overrides,
     declared_uses,
@@ -41,7 +42,6 @@ from dpstream.harness.config import (
     without_declarations,
 )
 from dpstream.harness.environment import ENV_COLUMNS, environment
-from dpstream.harness.migrate import migrate
 from dpstream.harness.natural import check_panel_data
 from dpstream.harness.report import verdict_summary, write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
@@ -271,8 +271,6 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
     keys = [store_key(p, fn) for p, fn in zip(all_params, functions, strict=True)]
     jobs = list(zip(keys, functions, all_params, strict=True))
     results_dir = Path(cfg["results_dir"])
-    if not cfg["rerun"]:
-        migrate(jobs, store)  # rows stored under their keys of before issue 12 (dpstream.harness.migrate)
     started = time.perf_counter()
     computed = run_trials(jobs, store, cfg, exp_id)
     elapsed = time.perf_counter() - started
@@ -344,7 +342,7 @@ def claims_table(claims: list[Claim], exp_id: str = "") -> pd.DataFrame:
     return classify(exp_id, pd.DataFrame(rows, columns=["claim", "rule", "measured", "verdict"]))
 
 
-def experiments_to_run(cfg: dict[str, Any], conf_dir: Path) -> list[dict[str, Any]]:
+def experiments_to_run(cfg: dict[str, Any], conf_dir: ConfDirs) -> list[dict[str, Any]]:
     """The experiment specs a config asks for: parts of an aggregate expanded, or one single-run spec."""
     profile = cfg["profile"]["name"]
     spec = cfg.get("experiment")
@@ -370,7 +368,7 @@ class Plan:
     experiments: list[tuple[dict[str, Any], list[dict[str, Any]]]]  # (spec, the params of each of its trials)
 
 
-def plan(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] | None = None) -> Plan:
+def plan(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[str] | None = None) -> Plan:
     """Check the config and expand every experiment it asks for into trial params (grid x trials).
 
     A bad key, value or mechanism/data pair anywhere in an aggregate fails before the first trial.
@@ -415,7 +413,7 @@ def config_key(params: dict[str, Any]) -> str:
     return trial_key({k: v for k, v in params.items() if k != "trial"})
 
 
-def run(cfg: DictConfig | dict[str, Any], conf_dir: Path, overrides: list[str] | None = None) -> list[pd.DataFrame]:
+def run(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[str] | None = None) -> list[pd.DataFrame]:
     """Entry point behind the ``dpstream`` command: run the configured experiment (or a single run) end to end.
 
     ``overrides`` are the command-line ``key=value`` strings; inside an experiment they beat its ``fixed`` values.

@@ -4,6 +4,10 @@ A trial is written the moment it finishes (one ``os.write`` of one line on an ``
 then ``fsync``), so killing a sweep at any moment loses no finished trial. A kill can at worst leave a
 partial LAST line with no newline: it is recognised and cut off on the next open. Any other bad line
 is corruption and raises ``StoreError`` naming the file and the line.
+
+The store carries its format version in a file beside it (``trials.format`` for ``trials.jsonl``): the version of the
+trial keys and row layout (``STORE_FORMAT``). A store of another version, or one without the file (written before
+versions were recorded), is an error saying to move it away: its keys do not name the trials of this version.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ class StoreError(RuntimeError):
 NOT_IN_KEY = ("data_dir",)  # where caches live does not change a result
 NOT_IN_MECHANISM_KEY = ("uses",)  # a declaration checked before the run (config.check_uses), not an input
 ROW_SCHEMA = "row_schema"  # the hashed entry holding the digest of the trial's declared row columns
+STORE_FORMAT = 2
+"""Format of the store's keys and rows. 1: keys without the row schema, SVT designs in ``mechanism`` (no format file);
+2: keys hash the declared row columns, designs are data configs, ``dpstream.svt.shifting`` targets."""
 
 
 def trial_key(params: dict[str, Any], row_schema: str | None = None) -> str:
@@ -56,7 +63,31 @@ class ResultsStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._rows: dict[str, dict[str, Any]] = {}
         self.written_now: set[str] = set()  # keys appended through this object (a forced rerun does each once)
+        self._check_format()
         self._load()
+
+    @property
+    def format_path(self) -> Path:
+        """The file holding the store's format version, beside the store."""
+        return self.path.with_suffix(".format")
+
+    def _check_format(self) -> None:
+        """Record ``STORE_FORMAT`` for a new store; refuse a store of another (or no recorded) format."""
+        has_rows = self.path.exists() and self.path.stat().st_size > 0
+        if not self.format_path.exists():
+            if has_rows:
+                raise StoreError(
+                    f"results store {self.path} has no format version (written by an older dpstream); this version "
+                    f"reads format {STORE_FORMAT}: move the store away (or delete it) and rerun to recompute its trials"
+                )
+            self.format_path.write_text(f"{STORE_FORMAT}\n")
+            return
+        found = self.format_path.read_text().strip()
+        if found != str(STORE_FORMAT):
+            raise StoreError(
+                f"results store {self.path} is format {found!r}; this version of dpstream reads format "
+                f"{STORE_FORMAT}: move the store away (or delete it) and rerun to recompute its trials"
+            )
 
     def _load(self) -> None:
         if not self.path.exists():

@@ -21,8 +21,6 @@ from dpstream.hashing import canonical_keys
 from dpstream.noise import noise_mode
 from dpstream.validation import check_positive_int
 
-REPLACE_ONE_ITEM = "replace one stream item (same length T; continual observation)"
-
 
 class HeavyHitters(NamedTuple):
     """The reported set at the last output step: aligned arrays of items and their estimates."""
@@ -118,7 +116,12 @@ class BlockTracker(serial.Serialisable):
             if self._since_refresh == self.period:
                 self._refresh()
 
-    def heavy_hitters(self) -> HeavyHitters:
+    def merge(self, other: BlockTracker) -> BlockTracker:
+        """Not defined: the reported set depends on the order of the whole stream (block refreshes, evictions)."""
+        raise ValueError(f"cannot merge two {type(self).__name__} trackers: their reports depend on the order of the "
+                         f"whole stream (block refreshes and evictions), not on a sum of two states")
+
+    def estimate(self) -> HeavyHitters:
         """The current output: the set computed at the last refresh point (held in between)."""
         return self._output
 

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from dpstream import serial
-from dpstream.heavy_hitters._tracker import REPLACE_ONE_ITEM, BlockTracker, as_items
+from dpstream.heavy_hitters._tracker import BlockTracker, as_items
 from dpstream.noise import SeedLike, as_seed_sequence
-from dpstream.privacy import Privacy
+from dpstream.privacy.statement import Privacy, Relation
 from dpstream.sketches import CMS, PunctualCMS
 from dpstream.sketches.core import SketchCore
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
@@ -99,7 +99,7 @@ class PunctualHH(BlockTracker):
     @property
     def privacy(self) -> Privacy:
         """(epsilon, delta) under continual observation for replace-one neighbouring streams (its PunctualCMS)."""
-        return Privacy(self.epsilon, self.delta, REPLACE_ONE_ITEM)
+        return Privacy(self.epsilon, self.delta, Relation.REPLACE_ONE_ITEM)
 
     def extend(self, items: Any) -> None:
         """Process ``items`` in order after checking that they lie in [0, universe_size)."""

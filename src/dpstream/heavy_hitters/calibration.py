@@ -1,6 +1,6 @@
 """LazyHH calibration (seed 004, Alg. 6 and Lemma 6): depth, noise term gamma, thresholds, final delta.
 
-This module is the ONE place where LazyHH's constants are computed. Log base: the spec leaves the
+LazyHH's constants (per-family formulas, built on ``dpstream.privacy.calibration``). Log base: the spec leaves the
 unannotated ``log`` of Alg. 6 open; we take **log2** for every unannotated log and keep the explicit
 ``ln`` as ln, because that is the choice under which the proof's inequalities hold:
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dpstream.calibration import cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
+from dpstream.privacy.calibration import cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 
 

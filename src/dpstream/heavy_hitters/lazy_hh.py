@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from dpstream import serial
-from dpstream.heavy_hitters._tracker import REPLACE_ONE_ITEM, BlockTracker
+from dpstream.heavy_hitters._tracker import BlockTracker
 from dpstream.heavy_hitters.calibration import (
     Thresholds,
     final_delta,
@@ -16,7 +16,7 @@ from dpstream.heavy_hitters.calibration import (
     thresholds,
 )
 from dpstream.noise import SeedLike, as_seed_sequence
-from dpstream.privacy import Privacy
+from dpstream.privacy.statement import Privacy, Relation
 from dpstream.sketches import LazyCMS
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 
@@ -72,7 +72,7 @@ class LazyHH(BlockTracker):
     @property
     def privacy(self) -> Privacy:
         """(epsilon, delta~) under continual observation for replace-one neighbouring streams (``final_delta``)."""
-        return Privacy(self.epsilon, self.delta_tilde, REPLACE_ONE_ITEM, self.sketch.privacy.notion)
+        return Privacy(self.epsilon, self.delta_tilde, Relation.REPLACE_ONE_ITEM, self.sketch.privacy.notion)
 
     def _serial_args(self) -> dict[str, Any]:
         return {"k": self.k, "k_tilde": self.k_tilde, "epsilon": self.epsilon, "delta": self.delta, "beta": self.beta,

@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from dpstream.noise import NoiseSource, SeedLike
-from dpstream.privacy import Privacy
+from dpstream.privacy.statement import AnalystRelation, Privacy, certify
 from dpstream.query_release.calibration import (
     ALG5_PAPER_CONSTANTS,
     alg5_accuracy,
@@ -61,7 +61,7 @@ class AnalystPrivateMW:
         self.beta = check_open_interval(beta, "beta", 0.0, 1.0)
         self.universe_size = 2 ** check_dense(workload.d)
         self.constants = {**ALG5_PAPER_CONSTANTS, **(constants or {})}
-        self.certified = type(self).certified and self.constants == ALG5_PAPER_CONSTANTS  # other constants: NOT
+        self.certified = certify(private=type(self).certified, paper_constants=self.constants == ALG5_PAPER_CONSTANTS)
         p = alg5_parameters(self.n, self.epsilon, self.delta, workload.n_queries, self.universe_size, self.beta,
                             self.constants)
         self.eta, self.s, self.sigma, self.tau = p["eta"], p["s"], p["sigma"], p["tau"]
@@ -77,7 +77,7 @@ class AnalystPrivateMW:
         return data_privacy(alg5_data_epsilon(self.n, self.delta, self.sigma, self.max_bad), self.delta,
                             alg5_analyst_epsilon(self.epsilon, self.eta, self.s, self.n_hat, self.max_epochs,
                                                  self.delta),
-                            "one query to many analysts (Def 2.3)")
+                            AnalystRelation.ONE_QUERY_TO_MANY)
 
     @property
     def privacy(self) -> Privacy | None:

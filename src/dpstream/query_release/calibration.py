@@ -2,7 +2,7 @@
 
 Every noise scale and every accounted epsilon of the family. Composition (``composed_epsilon``: basic or
 Dwork-Rothblum-Vadhan, whichever is smaller), its inversion (``per_step_epsilon``) and Sparse's scale come from
-``dpstream.accounting``.
+``dpstream.privacy.accounting``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
-from dpstream.accounting import composed_epsilon, per_step_epsilon, sparse_advanced_certified, sparse_sigma
-from dpstream.calibration import laplace_scale
+from dpstream.privacy.accounting import composed_epsilon, per_step_epsilon, sparse_advanced_certified, sparse_sigma
+from dpstream.privacy.calibration import laplace_scale
 from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
 
 

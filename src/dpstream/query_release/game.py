@@ -16,9 +16,9 @@ import math
 
 import numpy as np
 
-from dpstream.accounting import composed_epsilon
 from dpstream.noise import NoiseSource, SeedLike, as_seed_sequence, children
-from dpstream.privacy import Privacy
+from dpstream.privacy.accounting import composed_epsilon
+from dpstream.privacy.statement import AnalystRelation, Privacy
 from dpstream.query_release._kernels import sample_index, sparse_scan
 from dpstream.query_release.calibration import (
     hru_analyst_epsilon,
@@ -137,7 +137,7 @@ class PrivateEquilibriumRelease(_ReleaseInputs):
         """
         return data_privacy(hru_data_epsilon(self.n, self.epsilon, self.delta, self.eta, self.rounds, self.s),
                             self.delta, hru_analyst_epsilon(self.eta, self.rounds, self.s, self.delta),
-                            "one query to many analysts (Def 2.3)")
+                            AnalystRelation.ONE_QUERY_TO_MANY)
 
     def play(self, true_answers: np.ndarray, record_every: int = 0) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The T rounds; returns the sampled records x_1..x_T and, if asked, max error of D^_{<=t} every few rounds."""
@@ -221,7 +221,7 @@ class AnalystEquilibriumRelease(_ReleaseInputs):
         return data_privacy(hru_game_epsilon(self.n, self.eta, self.rounds, self.delta) + self.epsilon / 3 + eps_mw,
                             4 * self.delta / 3,
                             hru_analyst_epsilon(self.eta, self.rounds, self.s, self.delta, negations=False),
-                            "one analyst to many analysts (Def 2.2)")
+                            AnalystRelation.ONE_ANALYST_TO_MANY)
 
     def release(self, true_answers: np.ndarray) -> Release:
         """Algorithm 4 end to end; answers are D^'s except for flagged analysts' queries (their PMW answers)."""

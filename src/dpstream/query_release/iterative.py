@@ -11,25 +11,24 @@ from typing import Protocol
 
 import numpy as np
 
-from dpstream.accounting import composed_epsilon
 from dpstream.noise import NoiseSource, SeedLike
-from dpstream.privacy import Privacy
+from dpstream.privacy.accounting import composed_epsilon
+from dpstream.privacy.composition import compose_advanced
+from dpstream.privacy.statement import AnalystRelation, Privacy, Relation
 from dpstream.query_release.calibration import ic_step_epsilon, laplace_answer_scale
 from dpstream.query_release.updates import MultiplicativeWeights, MWEMUpdate
 from dpstream.query_release.workloads import Workload
 from dpstream.validation import check_epsilon, check_positive_int
 
-REPLACE_ONE_RECORD = "replace one record (databases of public size n)"
 
-
-def data_privacy(epsilon: float, delta: float, eps_analyst: float | None = None, analysts: str = "") -> Privacy:
+def data_privacy(epsilon: float, delta: float, eps_analyst: float | None = None,
+                 analysts: AnalystRelation | None = None) -> Privacy:
     """The ``Privacy`` of a query release.
 
     (epsilon, delta) for replace-one-record databases (pure if delta = 0), plus the analyst guarantee ``eps_analyst``
     under the analyst relation ``analysts`` where it applies.
     """
-    neighbours = REPLACE_ONE_RECORD + (f"; analysts: {analysts}" if analysts else "")
-    return Privacy(epsilon, delta, neighbours, "pure" if delta == 0 else "approximate", eps_analyst)
+    return Privacy(epsilon, delta, Relation.REPLACE_ONE_RECORD, None, eps_analyst, analysts)
 
 
 @dataclass
@@ -105,7 +104,7 @@ class IterativeConstruction:
     @property
     def privacy(self) -> Privacy:
         """(eps_data, delta) for replace-one-record neighbours: 2 x rounds eps0-DP steps composed."""
-        return data_privacy(composed_epsilon(self.eps0, 2 * self.rounds, self.delta), self.delta)
+        return compose_advanced(data_privacy(self.eps0, 0.0), 2 * self.rounds, self.delta)
 
     def release(self, true_answers: np.ndarray) -> Release:
         """Run IC against the true answers f(D) of every query; return the synthetic answers f(S)."""

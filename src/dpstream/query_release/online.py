@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpstream.accounting import best_sparse_sigma
 from dpstream.noise import NoiseSource, SeedLike
-from dpstream.privacy import Privacy
+from dpstream.privacy.accounting import best_sparse_sigma
+from dpstream.privacy.statement import Privacy
 from dpstream.query_release._kernels import first_above
 from dpstream.query_release.iterative import DatabaseUpdate, Release, check_delta_or_zero, data_privacy
 from dpstream.query_release.updates import MultiplicativeWeights
@@ -24,7 +24,7 @@ def online_sigma(epsilon: float, delta: float, cutoff: int) -> float:
     """NumericSparse noise for sensitivity-1 queries at total (epsilon, delta).
 
     The smaller of the pure and the approximate Sparse scales at (eps/2, delta/2)
-    (``dpstream.accounting.best_sparse_sigma``: the approximate one only where its composition certifies (eps/2,
+    (``dpstream.privacy.accounting.best_sparse_sigma``: the approximate one only where its composition certifies (eps/2,
     delta/2)).
     """
     return best_sparse_sigma(epsilon / 2, cutoff, delta / 2)

@@ -25,11 +25,11 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from dpstream import serial
-from dpstream.calibration import cell_neighbour_m
 from dpstream.counters import Counter, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
 from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
-from dpstream.privacy import Privacy
+from dpstream.privacy.calibration import cell_neighbour_m
+from dpstream.privacy.statement import Privacy, Relation, certify
 from dpstream.sketches import _kernels as kernels
 from dpstream.sketches import memory
 from dpstream.validation import check_allocation, check_choice, check_delta, check_epsilon, check_positive_int
@@ -80,7 +80,7 @@ class Schedule(ABC):
         epsilon: float | None,
         delta: float | None,
         noise_seed: np.random.SeedSequence,
-        noise_multiplier: float,
+        kappa: float,
         counter: type[Counter],
         calibration: str,
     ) -> None:
@@ -89,7 +89,7 @@ class Schedule(ABC):
         self.count_dtype = np.int32 if memory.count_bytes(horizon) == 4 else np.int64
         self.t = 0
         self.calibration = calibration
-        self._allocate(epsilon, delta, noise_seed, noise_multiplier, counter)
+        self._allocate(epsilon, delta, noise_seed, kappa, counter)
 
     @abstractmethod
     def _allocate(
@@ -97,7 +97,7 @@ class Schedule(ABC):
         epsilon: float | None,
         delta: float | None,
         noise_seed: np.random.SeedSequence,
-        noise_multiplier: float,
+        kappa: float,
         counter: type[Counter],
     ) -> None:
         """Create the state arrays (``counter``: the class of a private schedule's cells)."""
@@ -163,7 +163,7 @@ class PrivateSchedule(Schedule):
         epsilon: float | None,
         delta: float | None,
         noise_seed: np.random.SeedSequence,
-        noise_multiplier: float,
+        kappa: float,
         counter: type[Counter],
     ) -> None:
         self.counters = counter(
@@ -175,7 +175,7 @@ class PrivateSchedule(Schedule):
             seed=noise_seed,
             calibration=self.calibration,
             count_dtype=self.count_dtype,
-            noise_multiplier=noise_multiplier,
+            kappa=kappa,
         )
 
     def cells(self) -> np.ndarray:
@@ -241,7 +241,7 @@ class SketchCore(serial.Serialisable):
         ``counter``, ``node_noise``, ``calibration`` and ``hash_family`` are the beyond-the-paper ``Variant``.
         """
         self._setup(width, depth, epsilon, delta, horizon, seed, Variant(counter, node_noise, calibration, hash_family),
-                    noise_multiplier=1.0)
+                    kappa=1.0)
 
     @classmethod
     def _uncertified_noiseless(
@@ -264,7 +264,7 @@ class SketchCore(serial.Serialisable):
         """
         self = cls.__new__(cls)
         self._setup(width, depth, epsilon, delta, horizon, seed, Variant(counter, node_noise, calibration, hash_family),
-                    noise_multiplier=0.0)
+                    kappa=0.0)
         return self
 
     def _setup(
@@ -276,16 +276,16 @@ class SketchCore(serial.Serialisable):
         horizon: int | None,
         seed: SeedLike,
         variant: Variant,
-        noise_multiplier: float,
+        kappa: float,
     ) -> None:
         self.width = check_positive_int(width, "width")
         self.depth = check_positive_int(depth, "depth")
         self.horizon = self._horizon(horizon)
         self.epsilon, self.delta = epsilon, delta
         self.variant = variant
-        self.noise_multiplier = noise_multiplier
+        self.kappa = kappa
         self.counter, self.node_noise, self.calibration = variant.counter, variant.node_noise, variant.calibration
-        self.certified = noise_multiplier == 1.0 and self._schedule.private  # never for the CMS / CS baselines
+        self.certified = certify(private=self._schedule.private, kappa=kappa)  # never for CMS / CS
         cells = counter_class(variant.counter, variant.node_noise)
         needed = memory.sketch_bytes(self._schedule.kind, np.array([self.width]), self.depth, self.horizon, "actual",
                                      cells, variant.hash_family)[0]
@@ -300,7 +300,7 @@ class SketchCore(serial.Serialisable):
             epsilon,
             delta,
             child_seed(root, 1),
-            noise_multiplier,
+            kappa,
             cells,
             variant.calibration,
         )
@@ -367,7 +367,7 @@ class SketchCore(serial.Serialisable):
         if not isinstance(self._state, PrivateSchedule):
             return None
         cells = self._state.counters
-        return Privacy(cells.epsilon, cells.delta, "replace-one stream item", cells.notion)
+        return Privacy(cells.epsilon, cells.delta, Relation.REPLACE_ONE_ITEM, cells.notion)
 
     @property
     def memory_bytes(self) -> int:
@@ -452,17 +452,17 @@ class SketchCore(serial.Serialisable):
     def _serial_args(self) -> dict[str, Any]:
         eps, delta = (None if v is None else float(v) for v in (self.epsilon, self.delta))  # numpy floats too
         return {"width": self.width, "depth": self.depth, "epsilon": eps, "delta": delta,
-                "horizon": self.horizon, **asdict(self.variant), "noise_multiplier": self.noise_multiplier}
+                "horizon": self.horizon, **asdict(self.variant), "kappa": self.kappa}
 
     @classmethod
     def _rebuild(cls, args: dict[str, Any]) -> Self:
         self = cls.__new__(cls)
         variant = Variant(args["counter"], args["node_noise"], args["calibration"], args["hash_family"])
-        if args["noise_multiplier"] not in (0.0, 1.0) or not isinstance(args["noise_multiplier"], float):
-            raise ValueError(f"noise_multiplier={args['noise_multiplier']!r}; allowed: 1.0, 0.0 (test only)")
+        if args["kappa"] not in (0.0, 1.0) or not isinstance(args["kappa"], float):
+            raise ValueError(f"kappa={args['kappa']!r}; allowed: 1.0, 0.0 (test only)")
         with noise_mode("numpy"):  # the stored mode is restored with the generator state
             self._setup(args["width"], args["depth"], args["epsilon"], args["delta"], args["horizon"], None, variant,
-                        noise_multiplier=args["noise_multiplier"])
+                        kappa=args["kappa"])
         return self
 
     @classmethod

@@ -20,7 +20,7 @@ class ExactSchedule(Schedule):
         epsilon: float | None,
         delta: float | None,
         noise_seed: np.random.SeedSequence,
-        noise_multiplier: float,
+        kappa: float,
         counter: type[Counter],
     ) -> None:
         self.counts = np.zeros((self.depth, self.width), dtype=self.count_dtype)

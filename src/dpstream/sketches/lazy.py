@@ -32,10 +32,10 @@ class LazySchedule(PrivateSchedule):
         epsilon: float | None,
         delta: float | None,
         noise_seed: np.random.SeedSequence,
-        noise_multiplier: float,
+        kappa: float,
         counter: type[Counter],
     ) -> None:
-        super()._allocate(epsilon, delta, noise_seed, noise_multiplier, counter)
+        super()._allocate(epsilon, delta, noise_seed, kappa, counter)
         self.pending = np.zeros((self.depth, self.width), dtype=self.count_dtype)
 
     def cell_steps(self) -> np.ndarray:

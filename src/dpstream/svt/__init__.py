@@ -1,6 +1,6 @@
 """The sparse vector family (seed 000 Kaplan, Mansour, Stemmer; seed 001 notes): mechanisms, calibration, theory."""
 
-from dpstream.accounting import sparse_sigma
+from dpstream.privacy.accounting import sparse_sigma
 from dpstream.svt.calibration import MonitorCalibration, calibrate
 from dpstream.svt.monitor import ThresholdMonitor, ThresholdMonitorEvolving
 from dpstream.svt.queries import LinearQueries

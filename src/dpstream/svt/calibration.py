@@ -1,9 +1,9 @@
-"""Noise calibration of the sparse vector family: the one place its noise scales come from.
+"""Noise calibration of ThresholdMonitor (the sparse vector family's per-family formulas; Sparse's are in accounting).
 
 Sparse / AboveThreshold follow the notes (seed 001); ThresholdMonitor follows Kaplan, Mansour and
 Stemmer (seed 000), Algorithm 3, Theorem 3.2 (Option A) and Theorem 3.8 with the composition theorem
-B.1 (Option B). Every scale is built on ``dpstream.calibration.laplace_scale``; composition, Sparse's scale and
-the noise multiplier kappa are in ``dpstream.accounting``.
+B.1 (Option B). Every scale is built on ``dpstream.privacy.calibration.laplace_scale``; composition, Sparse's scale and
+the noise multiplier kappa are in ``dpstream.privacy.accounting``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from scipy.optimize import brentq
 
-from dpstream.accounting import advanced_composition, check_kappa
-from dpstream.calibration import laplace_scale
+from dpstream.privacy.accounting import advanced_composition, check_kappa
+from dpstream.privacy.calibration import laplace_scale
+from dpstream.privacy.statement import certify
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 
@@ -46,7 +47,7 @@ class MonitorCalibration:
     @property
     def certified(self) -> bool:
         """True at the calibrated noise (option A or B, kappa = 1); kappa < 1 buys no privacy guarantee."""
-        return self.kappa == 1.0 and self.option in ("A", "B")
+        return certify(kappa=self.kappa, paper_constants=self.option in ("A", "B"))
 
     @property
     def log_inv_delta(self) -> float:

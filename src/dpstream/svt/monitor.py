@@ -9,14 +9,12 @@ import numpy as np
 
 from dpstream import serial
 from dpstream.noise import NoiseSource, SeedLike, noise_mode
-from dpstream.privacy import Privacy
+from dpstream.privacy.statement import Privacy, Relation
 from dpstream.svt import _kernels
 from dpstream.svt.calibration import MonitorCalibration, calibrate
 from dpstream.svt.queries import as_linear_queries, check_counts
-from dpstream.svt.sparse import NEIGHBOURS, SVTRun
+from dpstream.svt.sparse import SVTRun
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
-
-REPLACE_ONE_USER = "replace one user (whole stream)"
 
 
 class _MonitorCore(serial.Serialisable):
@@ -49,7 +47,7 @@ class _MonitorCore(serial.Serialisable):
             "v": self.noise.laplace(self.calibration.v_scale, (n_runs, m)),
         }
 
-    def run_many(
+    def run(
         self, queries: object, counts: np.ndarray | None = None, *, n_runs: int = 1, noise: dict | None = None
     ) -> SVTRun:
         """R independent runs over linear queries on the database ``counts`` (records per atom; required)."""
@@ -68,11 +66,6 @@ class _MonitorCore(serial.Serialisable):
         )  # fmt: skip
         return SVTRun(out, noise, values=values)
 
-    def run(self, queries: object, counts: np.ndarray | None = None) -> SVTRun:
-        """One run; outcomes and f_i(S_i) of shape (m,)."""
-        res = self.run_many(queries, counts)
-        values = None if res.values is None else res.values[0]
-        return SVTRun(res.outcomes[0], {k: v[0] for k, v in res.noise.items()}, values=values)
 
     # -- serialisation hooks (``dpstream.serial``) -------------------------------------------------------------
     def _serial_args(self) -> dict[str, Any]:
@@ -125,7 +118,7 @@ class ThresholdMonitor(_MonitorCore):
     def privacy(self) -> Privacy | None:
         """(epsilon_total, delta_total) for add/remove-one-record neighbours; None when kappa < 1 (NOT certified)."""
         cal = self.calibration
-        return Privacy(cal.epsilon_total, cal.delta_total, NEIGHBOURS) if self.certified else None
+        return Privacy(cal.epsilon_total, cal.delta_total, Relation.ADD_REMOVE_RECORD) if self.certified else None
 
 
 class ThresholdMonitorEvolving(_MonitorCore):
@@ -153,4 +146,4 @@ class ThresholdMonitorEvolving(_MonitorCore):
     @property
     def privacy(self) -> Privacy:
         """(epsilon_total, delta_total) for replace-one-user neighbours over the whole stream (Thm 4.4)."""
-        return Privacy(self.epsilon_total, self.delta_total, REPLACE_ONE_USER)
+        return Privacy(self.epsilon_total, self.delta_total, Relation.REPLACE_ONE_USER)

@@ -6,20 +6,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpstream.accounting import sparse_sigma
 from dpstream.noise import NoiseSource, SeedLike
-from dpstream.privacy import Privacy
+from dpstream.privacy.accounting import sparse_sigma
+from dpstream.privacy.composition import compose
+from dpstream.privacy.statement import Privacy, Relation, certify
 from dpstream.svt import _kernels
 from dpstream.svt.queries import query_answers
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 CHUNK = 1 << 16  # queries per noise draw when a run may halt early
-NEIGHBOURS = "add/remove one record (sensitivity-1 queries: linear with f_i(x) in [0, 1])"
 
 
 def sparse_privacy(epsilon: float, delta: float) -> Privacy:
     """The ``Privacy`` of AboveThreshold / Sparse / NumericSparse at (epsilon, delta): pure when delta = 0."""
-    return Privacy(epsilon, delta, NEIGHBOURS, "pure" if delta == 0 else "approximate")
+    return Privacy(epsilon, delta, Relation.ADD_REMOVE_RECORD)
 
 
 @dataclass
@@ -98,7 +98,7 @@ class GeneralisedSparse:
         """The guarantee: None here (not a certified setting); the subclasses state theirs (None if kappa < 1)."""
         return None
 
-    def run_many(
+    def run(
         self, queries: object, counts: np.ndarray | None = None, *, n_runs: int = 1, noise: dict | None = None
     ) -> SVTRun:
         """R independent runs over the same queries (answers, or linear queries on ``counts``).
@@ -141,14 +141,6 @@ class GeneralisedSparse:
             released,
         )
 
-    def run(self, queries: object, counts: np.ndarray | None = None) -> SVTRun:
-        """One run; outcomes of shape (m,)."""
-        res = self.run_many(queries, counts)
-        return SVTRun(
-            res.outcomes[0],
-            {k: v[0] for k, v in res.noise.items()},
-            None if res.released is None else res.released[0],
-        )
 
 
 class AboveThreshold(GeneralisedSparse):
@@ -164,11 +156,11 @@ class AboveThreshold(GeneralisedSparse):
         sigma = sparse_sigma(check_epsilon(epsilon), 1, kappa=kappa)
         super().__init__(threshold=threshold, cutoff=1, threshold_scale=sigma, query_scale=2.0 * sigma, seed=seed)
         self.epsilon, self.delta = float(epsilon), 0.0
-        self.certified = kappa == 1.0
+        self.certified = certify(kappa=kappa)
 
     @property
     def privacy(self) -> Privacy | None:
-        """(epsilon, delta) for ``NEIGHBOURS``; None when kappa < 1 (NOT privacy-certified)."""
+        """(epsilon, delta) for add/remove-one-record neighbours; None when kappa < 1 (NOT certified)."""
         return sparse_privacy(self.epsilon, self.delta) if self.certified else None
 
 
@@ -198,11 +190,11 @@ class Sparse(GeneralisedSparse):
         super().__init__(threshold=threshold, cutoff=c, threshold_scale=sigma, query_scale=2.0 * sigma, seed=seed)
         self.epsilon, self.delta = epsilon, delta
         self.sigma = sigma
-        self.certified = kappa == 1.0
+        self.certified = certify(kappa=kappa)
 
     @property
     def privacy(self) -> Privacy | None:
-        """(epsilon, delta) for ``NEIGHBOURS`` (pure if delta = 0); None when kappa < 1 (NOT privacy-certified)."""
+        """(epsilon, delta), add/remove-one-record neighbours (pure if delta = 0); None if kappa < 1 (NOT certified)."""
         return sparse_privacy(self.epsilon, self.delta) if self.certified else None
 
 
@@ -234,5 +226,10 @@ class NumericSparse(GeneralisedSparse):
 
     @property
     def privacy(self) -> Privacy:
-        """(epsilon, delta) for ``NEIGHBOURS`` (pure if delta = 0)."""
-        return sparse_privacy(self.epsilon, self.delta)
+        """The selection (Sparse at (eps/2, delta/2)) composed with the release of the c answers at the same sigma.
+
+        The answers are c Laplace(sigma) releases of sensitivity-1 values: (eps/2, delta/2) by the composition
+        Sparse's sigma is calibrated for (basic if delta = 0, else advanced).
+        """
+        half = sparse_privacy(self.epsilon / 2.0, self.delta / 2.0)
+        return compose(half, half)

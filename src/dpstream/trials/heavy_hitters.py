@@ -80,8 +80,8 @@ def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray,
         seconds += time.perf_counter() - start
         prefix.advance(block)
         done = int(stop)
-        if tracker.heavy_hitters().time == tracker.t > 0:
-            rows[tracker.t] = prefix.evaluate(tracker.heavy_hitters())
+        if tracker.estimate().time == tracker.t > 0:
+            rows[tracker.t] = prefix.evaluate(tracker.estimate())
     return seconds, rows
 
 
@@ -106,7 +106,7 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
     if per_step:
         stops = np.union1d(stops, np.arange(period, stream.size + 1, period))
     seconds, rows = _feed(tracker, stream, stops, BlockPrefixCounts(k))
-    reported = tracker.heavy_hitters()
+    reported = tracker.estimate()
     row: dict[str, Any] = dict(rows[reported.time]) if reported.time else evaluate_prefix(reported, stream, k)
     row.update(summarise_release_times([rows[int(t)] for t in at_release]))
     row.update(summarise_steps(list(rows.values())) if per_step else {})

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from dpstream.accounting import check_kappa, sparse_prefers_pure
 from dpstream.audit.svt_cases import svt_case
 from dpstream.noise import children
+from dpstream.privacy.accounting import check_kappa, sparse_prefers_pure
 from dpstream.svt import AboveThreshold, Sparse, ThresholdMonitor
 from dpstream.svt import theory as T
 from dpstream.svt.atoms import (
@@ -29,7 +29,7 @@ from dpstream.svt.atoms import (
     sparse_critical_margin,
 )
 from dpstream.svt.calibration import calibrate, option_parameters
-from dpstream.svt.heavy_hitters import heavy_rows
+from dpstream.svt.shifting import heavy_rows
 from dpstream.trials import build, row_columns
 
 BATCH_CELLS = 1 << 22  # runs per batch x queries: bounds the noise arrays to 32 MB each
@@ -83,7 +83,7 @@ def _monitor(make: partial, params: dict[str, Any], design: AtomsDesign, n: int,
     k = max(1, round(params["mechanism"]["cap_ratio"] * design.k_star))
     tm = build.call(make, epsilon=params["epsilon"], delta=params["delta"], threshold=design.threshold, k=k, seed=seed)
     noise = tm.draw_noise(design.m, n)
-    res = tm.run_many(design.queries, design.counts, n_runs=n, noise=noise)
+    res = tm.run(design.queries, design.counts, n_runs=n, noise=noise)
     crit = monitor_critical_margin(design, noise["w"], noise["v"], tm.calibration.cap, k)
     info = {"k": k, "tm_option": tm.calibration.option, "noise_w_scale": tm.calibration.w_scale}
     return res, res.values, crit, info
@@ -106,10 +106,10 @@ def _sparse(make: partial, params: dict[str, Any], design: AtomsDesign, n: int, 
                     seed=seed)
     if cutoff >= design.c:
         noise = sv.draw_noise(design.m, n)
-        res = sv.run_many(design.queries, design.counts, n_runs=n, noise=noise)
+        res = sv.run(design.queries, design.counts, n_runs=n, noise=noise)
         crit = sparse_critical_margin(design, noise["threshold"], noise["query"], cutoff)
     else:  # cannot report every heavy query: draw noise lazily, stop at the halt
-        res = sv.run_many(design.queries, design.counts, n_runs=n)
+        res = sv.run(design.queries, design.counts, n_runs=n)
         crit = np.full(n, np.inf)
     values = np.broadcast_to(design.queries.answers(design.counts), res.outcomes.shape)
     return res, values, crit, {"cutoff": cutoff, "composition": comp, "noise_threshold_scale": sv.threshold_scale}
@@ -280,7 +280,7 @@ def hh_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     method = build.call(build.factory(mech, HH_OWN), epsilon=params["epsilon"], delta=params["delta"], m=design.m,
                         domain_size=design.domain_size, k_star=design.k_star, c=sizes.size * design.k_star,
                         seed=mech_seed)  # c: Sparse + histogram's oracle cutoff, every heavy step
-    res = method.run_many(holdings, sizes, n_runs=int(mech["runs"]))
+    res = method.run(holdings, sizes, n_runs=int(mech["runs"]))
     rows = heavy_rows(holdings, sizes, method.domain_size)
     group = rows.element // design.k_star
     recall = np.bincount(group, weights=res.reported.mean(axis=0), minlength=sizes.size) / np.bincount(group)

@@ -1,0 +1,78 @@
+"""The privacy statement every private mechanism exposes as ``.privacy``: a value, not prose."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+from dpstream.validation import check_delta, check_epsilon
+
+Notion = Literal["pure", "approximate", "computational"]
+
+
+class Relation(StrEnum):
+    """The neighbouring relation a statement is made under (its value is the sentence shown to users)."""
+
+    REPLACE_ONE_ITEM = "replace one stream item (same length T; continual observation)"
+    M_NEIGHBOURING_COUNTERS = "m-neighbouring counter arrays (at most m counters change, each by at most 1 in total)"
+    ADD_REMOVE_RECORD = "add/remove one record (sensitivity-1 queries: linear with f_i(x) in [0, 1])"
+    REPLACE_ONE_RECORD = "replace one record (databases of public size n)"
+    REPLACE_ONE_USER = "replace one user (whole stream)"
+
+
+class AnalystRelation(StrEnum):
+    """The analysts' neighbouring relation of the query-release game's analyst privacy (Def 2.2, 2.3)."""
+
+    ONE_QUERY_TO_MANY = "one query to many analysts (Def 2.3)"
+    ONE_ANALYST_TO_MANY = "one analyst to many analysts (Def 2.2)"
+
+
+@dataclass(frozen=True)
+class Privacy:
+    """(epsilon, delta)-DP under ``relation``, in the sense ``notion``; the analyst budget where it applies.
+
+    ``notion``: "pure" (delta = 0), "approximate" ((eps, delta) with delta > 0) or "computational" (the
+    (eps, delta) guarantee holds against computationally bounded observers: noise derived from a keyed
+    pseudorandom function, see ``dpstream.counters``); left out, it is "pure" when delta = 0, else "approximate".
+    ``eps_analyst``: the analyst-privacy epsilon of the query-release game (Hsu, Roth, Ullman, "Differential privacy
+    for the analyst via private equilibrium computation") under ``analysts``; None where it does not apply.
+    """
+
+    epsilon: float
+    delta: float
+    relation: Relation
+    notion: Notion | None = None
+    eps_analyst: float | None = None
+    analysts: AnalystRelation | None = None
+
+    def __post_init__(self) -> None:
+        """Validate epsilon, delta (0 for pure DP), the relations and eps_analyst; derive the notion."""
+        check_epsilon(self.epsilon)
+        if self.delta != 0.0:
+            check_delta(self.delta)
+        if not isinstance(self.relation, Relation):
+            allowed = ", ".join(r.name for r in Relation)
+            raise ValueError(f"relation must be a dpstream.privacy.Relation ({allowed}), got {self.relation!r}")
+        if self.notion is None:
+            object.__setattr__(self, "notion", "pure" if self.delta == 0 else "approximate")
+        if self.notion not in ("pure", "approximate", "computational"):
+            raise ValueError(f"notion must be pure, approximate or computational, got {self.notion!r}")
+        if self.notion == "pure" and self.delta != 0.0:
+            raise ValueError(f"notion='pure' needs delta=0, got delta={self.delta!r}")
+        if self.eps_analyst is not None:
+            check_epsilon(self.eps_analyst, "eps_analyst")
+            if not isinstance(self.analysts, AnalystRelation):
+                raise ValueError(f"eps_analyst needs analysts, an AnalystRelation, got {self.analysts!r}")
+
+
+def certify(*, private: bool = True, kappa: float = 1.0, paper_constants: bool = True) -> bool:
+    """The one rule for ``certified``: private, noise at its calibrated scale, the theorem's constants.
+
+    ``kappa`` is the noise multiplier (1 = calibrated); ``paper_constants``: the constants the privacy theorem is
+    proved for.
+
+    Anything else (kappa != 1, scaled constants, a non-private baseline) makes no privacy statement: its ``privacy``
+    is None and its rows say ``certified: False``.
+    """
+    return bool(private) and kappa == 1.0 and bool(paper_constants)

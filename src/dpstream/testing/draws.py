@@ -1,0 +1,49 @@
+"""Noise draws and audit cases of the families a new variant usually builds on (sparse vector, binary tree)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dpstream.testing.spec import AuditCase, NoiseDraws
+
+DRAWS = 4000
+"""Noise values per formula: the scale is then checked to about 5 / sqrt(4000) = 8% (Laplace)."""
+
+
+def sparse_noise(mechanism: Any, threshold_scale: float, query_scale: float, answer_scale: float | None = None,
+                 formula: str = "") -> list[NoiseDraws]:
+    """Threshold, query (and released answer) noise of a sparse-vector mechanism (``draw_noise``) against scales.
+
+    The scales are those the calibration gives at the configuration (e.g. ``sparse_sigma(eps, c, delta)`` and twice
+    it); ``formula`` names the calibration in messages.
+    """
+    n_thr = max(1, DRAWS // max(1, mechanism.cutoff or 1))
+    drawn = mechanism.draw_noise(DRAWS, n_runs=n_thr)
+    out = [NoiseDraws(f"threshold noise Lap({threshold_scale:.6g}) {formula}".strip(), drawn["threshold"],
+                      threshold_scale, "laplace"),
+           NoiseDraws(f"query noise Lap({query_scale:.6g}) {formula}".strip(), drawn["query"][0], query_scale,
+                      "laplace")]
+    if answer_scale is not None:
+        out.append(NoiseDraws(f"answer noise Lap({answer_scale:.6g}) {formula}".strip(), drawn["answer"],
+                              answer_scale, "laplace"))
+    return out
+
+
+def gauss_bm_noise(mechanism: Any, sigma: float, formula: str = "") -> list[NoiseDraws]:
+    """The first release of every counter of a ``GaussBM`` fed zeros: one node, N(0, sigma^2) each."""
+    mechanism.update_all(np.zeros(mechanism.n, dtype=np.int64))
+    return [NoiseDraws(f"node noise N(0, {sigma:.6g}^2) {formula}".strip(), mechanism.query_all(), sigma, "gaussian")]
+
+
+def svt_audit(factory: Callable[..., Any], config: dict[str, Any], answers: np.ndarray, claimed_epsilon: float,
+              n_runs: int = 4000) -> AuditCase:
+    """A search audit of a sparse-vector mechanism on ``answers`` against every answer + 1 (sensitivity 1)."""
+
+    def sampler(data: np.ndarray, n: int, seed: np.random.SeedSequence) -> np.ndarray:
+        return factory(**config, seed=seed).run(data, n_runs=n).outcomes
+
+    return AuditCase(sampler, np.asarray(answers, dtype=np.float64), np.asarray(answers, dtype=np.float64) + 1.0,
+                     claimed_epsilon, 0.0, n_runs)
