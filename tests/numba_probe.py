@@ -39,12 +39,12 @@ def gauss_bm() -> None:
     """GaussBM with every counter of ``dpstream.counters``: one batch of pushes and a release each."""
     import numpy as np
 
-    from dpstream.binary_mechanism import GaussBM
+    from dpstream.counters.gauss_bm import GaussBM
     from dpstream.counters import COUNTERS
 
     for counter, node_noise in COUNTERS:
         bm = GaussBM(n=8, horizon=64, epsilon=1.0, delta=1e-3, seed=0, counter=counter, node_noise=node_noise)
-        bm.update_many(np.arange(8), np.ones(8, dtype=np.int64))
+        bm.extend(np.arange(8), np.ones(8, dtype=np.int64))
         bm.query_all()
 
 

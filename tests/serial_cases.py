@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from dpstream.binary_mechanism import GaussBM
-from dpstream.calibration import CALIBRATIONS
+from dpstream.counters.gauss_bm import GaussBM
+from dpstream.privacy.calibration import CALIBRATIONS
 from dpstream.counters import COUNTERS, NODE_NOISES
 from dpstream.hashing import HASH_FAMILIES
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
@@ -85,7 +85,7 @@ SKETCH_KW = {"width": 7, "depth": 3, "epsilon": 1.0, "delta": 1e-3, "horizon": H
 
 # -- heavy-hitter trackers ---------------------------------------------------------------------------------
 def _tracker_releases(obj: Any, t: int) -> tuple:
-    out = obj.heavy_hitters()
+    out = obj.estimate()
     return out.items, out.estimates, out.time, obj.candidates, obj.t
 
 
@@ -118,7 +118,7 @@ _PUSHES = np.random.default_rng(7).permutation(np.repeat(np.arange(N_COUNTERS), 
 
 
 def _feed_bm(obj: Any, lo: int, hi: int) -> None:
-    obj.update_many(_PUSHES[lo:hi], _INCREMENTS[lo:hi, 0])
+    obj.extend(_PUSHES[lo:hi], _INCREMENTS[lo:hi, 0])
 
 
 def _bm_releases(obj: Any, t: int) -> tuple:
@@ -132,7 +132,7 @@ MONITOR_KW = {"epsilon": 1.0, "delta": 1e-6, "threshold": 50.0, "k": 3, "seed": 
 
 
 def _feed_monitor(obj: Any, lo: int, hi: int) -> tuple:
-    run = obj.run_many(_QUERIES[lo:hi], _ATOMS, n_runs=2)
+    run = obj.run(_QUERIES[lo:hi], _ATOMS, n_runs=2)
     return run.outcomes, run.values, run.noise["w"], run.noise["v"]
 
 

@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from dpstream.binary_mechanism import GaussBM
+from dpstream.counters.gauss_bm import GaussBM
 from dpstream.counters import COUNTERS
 from dpstream.hashing import HASH_FAMILIES
 from dpstream.heavy_hitters import CMSHeap

@@ -24,9 +24,9 @@ def one_line(err: pytest.ExceptionInfo) -> str:
 def test_a_second_positional_argument_to_run_many_on_plain_answers_is_an_error(make):
     answers = np.zeros(5)
     with pytest.raises(ValueError, match=r"counts is only for linear queries") as err:
-        make().run_many(answers, 500000)
+        make().run(answers, 500000)
     assert "pass n_runs=500000" in one_line(err)
-    assert make().run_many(answers, n_runs=3).outcomes.shape == (3, 5)
+    assert make().run(answers, n_runs=3).outcomes.shape == (3, 5)
 
 
 @pytest.mark.parametrize("cls", [CMS, CS])

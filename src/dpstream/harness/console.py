@@ -120,7 +120,7 @@ def replay_reported(params: dict[str, Any]) -> tuple[list[tuple[str, float]], in
     _data_seed, mech_seed = children(trial_seed(params["seed"], params["trial"]), 2)
     tracker = make_tracker(params, stream.size, mech_seed)
     tracker.extend(stream)
-    reported = tracker.heavy_hitters()
+    reported = tracker.estimate()
     return [(_labelled(item, labels, data), est) for item, est in reported.pairs()], int(reported.time)
 
 
