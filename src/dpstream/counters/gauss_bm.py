@@ -103,6 +103,7 @@ class GaussBM(serial.Serialisable):
         )
         c = self.counter
         self.kappa = kappa
+        self._counter_arg = counter  # as given: a package name, or "module:Class" for a counter of one's own
         self.n, self.horizon, self.epsilon, self.delta, self.m = c.n, c.horizon, c.epsilon, c.delta, c.m
         self.calibration = c.calibration
         self.levels, self.sigma, self.certified = c.levels, c.sigma, c.certified
@@ -171,7 +172,7 @@ class GaussBM(serial.Serialisable):
     def _serial_args(self) -> dict[str, Any]:
         c = self.counter
         return {"n": self.n, "horizon": self.horizon, "epsilon": self.epsilon, "delta": self.delta, "m": self.m,
-                "counter": c.name, "node_noise": c.node_noise, "calibration": self.calibration,
+                "counter": self._counter_arg, "node_noise": c.node_noise, "calibration": self.calibration,
                 "kappa": self.kappa}
 
     @classmethod

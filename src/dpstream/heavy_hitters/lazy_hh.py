@@ -84,7 +84,8 @@ class LazyHH(BlockTracker):
         horizon = serial.size_arg(args, "horizon")
         depth = lazy_hh_depth(horizon, args["beta"])
         return LazyCMS._allocation_bytes({"width": serial.size_arg(args, "k_tilde"), "depth": depth,
-                                          "horizon": horizon, "counter": "binary", "node_noise": args["node_noise"]})
+                                          "horizon": horizon, "counter": "binary", "node_noise": args["node_noise"],
+                                          "hash_family": args["hash_family"]})
 
     def thresholds(self, t: int) -> Thresholds:
         """lambda1, lambda2, tau1, tau2 and tau at output step t (Alg. 6, ``output``)."""

@@ -477,7 +477,7 @@ class SketchCore(serial.Serialisable):
         else:
             steps = horizon if kind == "punctual" else -(-horizon // width)
             per_cell = cells.bytes_per_counter(steps, count) + (count if kind == "lazy" else 0)
-        return per_cell * width * depth + memory.HASH_BYTES_PER_ROW * depth + cells.fixed_bytes
+        return per_cell * width * depth + memory.hash_bytes(depth, args["hash_family"]) + cells.fixed_bytes
 
     @classmethod
     def _working_bytes(cls, args: dict[str, Any]) -> int:
