@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 UV_VERSION := 0.13.9
 
-.PHONY: install lock run test lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify docs soak
+.PHONY: install lock lock-upgrade run test lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify docs soak
 
 $(STAMP): $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,16 +17,23 @@ $(STAMP): $(LOCK) pyproject.toml
 
 install: $(STAMP)  ## .venv with exactly the versions (and hashes) of requirements.lock, dpstream editable
 
-# `make lock`: the upgrade path (docs/CONTRIBUTING.md). Re-resolve pyproject.toml (all extras of `dev`) at the newest
-# versions it allows, for Linux x86_64 / Python >= 3.11.5, from PyPI; then `make test` reinstalls from the new lock
-# and runs the tests; commit the lock if they pass.
-lock:
+# `make lock`: re-resolve pyproject.toml (all extras of `dev`) for Linux x86_64 / Python >= 3.11.5, keeping every
+# version already pinned in the lock (a new dependency gets the newest version that fits). `make lock-upgrade`: the
+# upgrade path (docs/CONTRIBUTING.md), every package at the newest version pyproject.toml allows. Then `make test`
+# reinstalls from the new lock and runs the tests; commit the lock if they pass.
+UV_COMPILE = $(VENV)/bin/uv pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.11.5 \
+	--python-platform x86_64-unknown-linux-gnu --custom-compile-command "make lock" --quiet -o $(LOCK)
+$(VENV)/bin/uv:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet uv==$(UV_VERSION)
-	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --upgrade --generate-hashes --python-version 3.11.5 \
-		--python-platform x86_64-unknown-linux-gnu --index-url https://pypi.org/simple \
-		--custom-compile-command "make lock" --quiet -o $(LOCK)
+
+lock: $(VENV)/bin/uv
+	$(UV_COMPILE)
 	@echo "$(LOCK) regenerated: run 'make test' (reinstalls from it), commit it if the tests pass"
+
+lock-upgrade: $(VENV)/bin/uv
+	$(UV_COMPILE) --upgrade
+	@echo "$(LOCK) upgraded: run 'make test' (reinstalls from it), commit it if the tests pass"
 
 run: install  ## the default job: LazyCMS, 5 seeded trials on a Zipf stream of 2^20 items
 	$(PY) run.py
