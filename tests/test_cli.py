@@ -248,6 +248,8 @@ def test_missing_dask_is_a_clear_error(monkeypatch):
 
 def test_hydra_sweep_syntax_passes_the_pre_check():
     precheck(["-m", "experiment=glob(fig3*)", "epsilon=range(1,3)", "experiment.trials=1", "width=40,60",
-              "seed=${trials}", "+extra=1", "hydra.job.chdir=false"])
+              "seed=${trials}", "hydra.job.chdir=false"])
+    with pytest.raises(ConfigError, match="extra=1: unknown config key"):  # an added key no config reads
+        precheck(["-m", "+extra=1"])
     with pytest.raises(ConfigError, match="width=abc: must be a number"):
         precheck(["-m", "width=40,abc"])
