@@ -1,0 +1,30 @@
+"""benchmarks/speed_page.py renders one section per results file and skips files not in the documented shape."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+PAGE_SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "speed_page.py"
+
+
+def load_module():
+    spec = importlib.util.spec_from_file_location("speed_page", PAGE_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_page_has_a_row_per_result_with_its_verdict_and_skips_a_malformed_file(tmp_path, capsys):
+    page = load_module()
+    row = {"name": "fast", "reference": "slow", "ratio": 1.5, "low": 1.2, "high": 1.8, "coverage": 0.98,
+           "repeats": 7, "candidate_seconds": 1.0, "reference_seconds": 1.5, "target": ">= 1.1", "met": True}
+    (tmp_path / "a.json").write_text(json.dumps({"title": "Alpha", "command": "python benchmarks/a.py",
+                                                 "machine": "m", "rows": [row, {**row, "name": "other", "met": None}]}))
+    (tmp_path / "b.json").write_text(json.dumps({"title": "Broken", "rows": [{"name": "x"}]}))
+    text = page.render(tmp_path)
+    assert "## Alpha" in text and "Broken" not in text
+    assert "| fast | slow | 1.5x | [1.2, 1.8] (98%) | 7 | >= 1.1 | met |" in text
+    assert "| other | slow | 1.5x | [1.2, 1.8] (98%) | 7 | >= 1.1 | inconclusive |" in text
+    assert "skipped b.json" in capsys.readouterr().err
