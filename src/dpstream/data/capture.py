@@ -550,7 +550,8 @@ def _scan_mapped(path: Path, fmt: str, mapped: mmap.mmap, size: int, state: np.n
                 raise _error(path, fmt, pos, status, a, b, btype)
             if n == chunk or (status == OK and pos >= size) or status == TRUNCATED:
                 if n:
-                    yield out[:n].copy()
+                    yield out[:n]  # handed over: the next chunk gets a fresh array
+                    out = np.empty(chunk, dtype=out.dtype)
                 n = 0
             if status == TRUNCATED:
                 counts.truncated = 1
@@ -561,7 +562,7 @@ def _scan_mapped(path: Path, fmt: str, mapped: mmap.mmap, size: int, state: np.n
                 bar.update(keep - released)
                 released = keep
         if n:
-            yield out[:n].copy()
+            yield out[:n]
         bar.update(size - released)
     finally:
         del buf
