@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import platform
 import re
 import struct
@@ -189,7 +190,7 @@ def main() -> None:
             "title": f"Trace reading: {args.packets} packets (pcapng: SPB + EPB, Ethernet with VLAN tags + raw IP), "
                      f"{args.packets} CSV rows",
             "command": "python benchmarks/traces.py " + " ".join(sys.argv[1:]),
-            "machine": f"{platform.machine()} {platform.processor() or ''} {platform.python_version()}".strip(),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
             "rows": rows}, indent=2) + "\n")
 
 

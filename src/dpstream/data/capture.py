@@ -397,6 +397,7 @@ def fast_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link
     tuple-returning helpers (those made the scan four times slower).
     """
     size, big, nif = buf.size, state[S_BIG], state[S_NIF]
+    link0, snap0 = if_link[0], if_snap[0]  # fixed within the loop: an Interface Description Block ends it
     n, records, other, short, v6 = 0, 0, 0, 0, 0
     while pos < stop and n < out.size and size - pos >= 12 and nif > 0:
         btype, blen = _u32(buf, pos, big), _u32(buf, pos + 4, big)
@@ -410,9 +411,9 @@ def fast_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link
                 break
             link = if_link[iface]
         elif btype == 3:
-            caplen, p, link = _u32(buf, pos + 8, big), pos + 12, if_link[0]
-            if 0 < if_snap[0] < caplen:
-                caplen = if_snap[0]
+            caplen, p, link = _u32(buf, pos + 8, big), pos + 12, link0
+            if 0 < snap0 < caplen:
+                caplen = snap0
             if caplen > blen - 16:
                 break
         elif btype == 0x0A0D0D0A or btype == 1 or btype == 2:
@@ -420,7 +421,18 @@ def fast_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link
         else:
             pos += blen
             continue
-        off, version = _l3(buf, p, caplen, link, big)
+        if link == 1:  # the common link types spelled out first (through _l3 alone the loop ran 1.5x slower)
+            off, etype = 12, 0
+            if caplen >= 14:
+                etype = _be16(buf, p + 12)
+                while _is_vlan(etype) and off + 6 <= caplen:
+                    off += 4
+                    etype = _be16(buf, p + off)
+            off, version = off + 2, _version(etype)
+        elif link == 101:
+            off, version = 0, np.int64(buf[p]) >> 4 if caplen > 0 else 0
+        else:
+            off, version = _l3(buf, p, caplen, link, big)
         if version < 0:
             break
         records += 1
@@ -538,7 +550,8 @@ def _scan_mapped(path: Path, fmt: str, mapped: mmap.mmap, size: int, state: np.n
                 raise _error(path, fmt, pos, status, a, b, btype)
             if n == chunk or (status == OK and pos >= size) or status == TRUNCATED:
                 if n:
-                    yield out[:n].copy()
+                    yield out[:n]  # handed over: the next chunk gets a fresh array
+                    out = np.empty(chunk, dtype=out.dtype)
                 n = 0
             if status == TRUNCATED:
                 counts.truncated = 1
@@ -549,7 +562,7 @@ def _scan_mapped(path: Path, fmt: str, mapped: mmap.mmap, size: int, state: np.n
                 bar.update(keep - released)
                 released = keep
         if n:
-            yield out[:n].copy()
+            yield out[:n]
         bar.update(size - released)
     finally:
         del buf
