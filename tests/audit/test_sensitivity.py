@@ -40,7 +40,9 @@ def test_every_private_sketch_class_is_registered():
     def subclasses(cls):
         return {cls} | {s for sub in cls.__subclasses__() for s in subclasses(sub)}
 
-    private = {c.__name__ for c in subclasses(core.SketchCore) if getattr(c, "_schedule", None) and c._schedule.private}
+    # shipped classes only: the check suite's own tests define deliberately broken subclasses
+    private = {c.__name__ for c in subclasses(core.SketchCore)
+               if c.__module__.startswith("dpstream.") and getattr(c, "_schedule", None) and c._schedule.private}
     assert {"PunctualCMS", "PunctualCS", "LazyCMS", "LazyCS"} <= private  # the search finds the shipped ones
     assert private <= set(REGISTRY)
 
