@@ -60,7 +60,7 @@ def _word(key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray) -
 
 @njit(cache=True)
 def _bits(k: int, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray) -> np.int64:
-    """k <= 32 fresh random bits as an integer in [0, 2^k).
+    """Return k <= 32 fresh random bits as an integer in [0, 2^k).
 
     The reservoir holds < k <= 32 bits when it is refilled, so it stays below 2^63 (non-negative int64).
     """

@@ -77,7 +77,7 @@ class Schedule(ABC):
         signed: bool,
         epsilon: float | None,
         delta: float | None,
-        noise_seed: np.random.SeedSequence,
+        noise_seed: np.random.SeedSequence | None,
         noise_multiplier: float,
         counter: type[Counter],
         calibration: str,
@@ -94,7 +94,7 @@ class Schedule(ABC):
         self,
         epsilon: float | None,
         delta: float | None,
-        noise_seed: np.random.SeedSequence,
+        noise_seed: np.random.SeedSequence | None,
         noise_multiplier: float,
         counter: type[Counter],
     ) -> None:
@@ -160,7 +160,7 @@ class PrivateSchedule(Schedule):
         self,
         epsilon: float | None,
         delta: float | None,
-        noise_seed: np.random.SeedSequence,
+        noise_seed: np.random.SeedSequence | None,
         noise_multiplier: float,
         counter: type[Counter],
     ) -> None:
@@ -286,6 +286,9 @@ class SketchCore(serial.Serialisable):
         self.noise_multiplier = noise_multiplier
         self.counter, self.node_noise, self.calibration = variant.counter, variant.node_noise, variant.calibration
         self.certified = noise_multiplier == 1.0 and self._schedule.private  # never for the CMS / CS baselines
+        # exact discrete noise keyed from OS entropy (no seed): the only noise fit to deploy (docs/secure-noise.md)
+        secure_key = variant.node_noise == "discrete_secure" and seed is None
+        self.deployable = self.certified and secure_key
         root = as_seed_sequence(seed)
         self._params = draw_hash_params(self.depth, child_seed(root, 0), variant.hash_family)
         self._state = self._schedule(
@@ -295,7 +298,7 @@ class SketchCore(serial.Serialisable):
             self._estimator.signed,
             epsilon,
             delta,
-            child_seed(root, 1),
+            None if secure_key else child_seed(root, 1),
             noise_multiplier,
             counter_class(variant.counter, variant.node_noise),
             variant.calibration,
