@@ -48,6 +48,7 @@ class DiscreteSecureBinary(BinaryTree):
     def __init__(self, *, seed: SeedLike = None, **kwargs: Any) -> None:
         """As ``Counter``; the key from OS entropy when ``seed`` is None, else from the seed (not deployable)."""
         self._seeded = seed is not None
+        self._seed = seed
         super().__init__(seed=seed, **kwargs)
 
     @classmethod
@@ -74,7 +75,8 @@ class DiscreteSecureBinary(BinaryTree):
         self._noise_scale = math.sqrt(scaled)
         self.deployable = not self._seeded and self.certified
         if self._seeded:
-            raw = as_seed_sequence(self._noise.rng.bit_generator.seed_seq).generate_state(16, np.uint32)[8:]
+            # words 8..15 of the seed's state stream: past the 8 that numpy's PCG64 takes from the same seed
+            raw = as_seed_sequence(self._seed).generate_state(16, np.uint32)[8:]
             self._key = np.ascontiguousarray(raw, dtype=np.uint32)
         else:
             self._key = key_words(secrets.token_bytes(KEY_BYTES))
