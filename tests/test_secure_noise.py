@@ -199,3 +199,37 @@ def test_lazy_cms_discrete_secure_flags() -> None:
     assert private.deployable
     derived = LazyCMS(width=32, depth=3, epsilon=1.0, delta=1e-6, horizon=4096, node_noise="derived")
     assert not derived.deployable
+
+
+@pytest.mark.parametrize("name", ["LazyCS", "PunctualCMS", "PunctualCS"])
+def test_other_sketches_take_discrete_secure(name: str) -> None:
+    import dpstream.sketches as sketches
+
+    cls = getattr(sketches, name)
+    sketch = cls(width=16, depth=2, epsilon=1.0, delta=1e-6, horizon=512, seed=1, node_noise="discrete_secure")
+    sketch.extend(np.arange(400) % 9)
+    est = sketch.query_many(np.arange(9))
+    assert np.all(np.isfinite(est)) and sketch.certified and not sketch.deployable
+
+
+def test_gauss_bm_discrete_secure_releases_integers() -> None:
+    from dpstream.binary_mechanism import GaussBM
+
+    seeded = GaussBM(n=20, horizon=64, epsilon=1.0, delta=1e-6, seed=3, node_noise="discrete_secure")
+    seeded.update_all(np.ones(20, dtype=np.int64))
+    out = seeded.query_all()
+    assert np.array_equal(out, np.round(out)) and seeded.certified and not seeded.deployable
+    private = GaussBM(n=20, horizon=64, epsilon=1.0, delta=1e-6, node_noise="discrete_secure")
+    assert private.deployable
+
+
+def test_noiseless_discrete_secure_is_exact_and_uncertified() -> None:
+    sketch = LazyCMS._uncertified_noiseless(width=16, depth=2, epsilon=1.0, delta=1e-6, horizon=512, seed=1,
+                                           node_noise="discrete_secure")
+    reference = LazyCMS._uncertified_noiseless(width=16, depth=2, epsilon=1.0, delta=1e-6, horizon=512, seed=1,
+                                              node_noise="derived")
+    keys = np.arange(300) % 7
+    sketch.extend(keys)
+    reference.extend(keys)
+    assert np.array_equal(sketch.query_many(np.arange(7)), reference.query_many(np.arange(7)))
+    assert not sketch.certified and not sketch.deployable
