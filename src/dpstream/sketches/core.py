@@ -441,7 +441,8 @@ class SketchCore(serial.Serialisable):
     def _serial_args(self) -> dict[str, Any]:
         eps, delta = (None if v is None else float(v) for v in (self.epsilon, self.delta))  # numpy floats too
         return {"width": self.width, "depth": self.depth, "epsilon": eps, "delta": delta,
-                "horizon": self.horizon, **asdict(self.variant), "noise_multiplier": self.noise_multiplier}
+                "horizon": self.horizon, **asdict(self.variant), "noise_multiplier": self.noise_multiplier,
+                "deployable": self.deployable}
 
     @classmethod
     def _rebuild(cls, args: dict[str, Any]) -> Self:
@@ -450,6 +451,9 @@ class SketchCore(serial.Serialisable):
         with noise_mode("numpy"):  # the stored mode is restored with the generator state
             self._setup(args["width"], args["depth"], args["epsilon"], args["delta"], args["horizon"], None, variant,
                         noise_multiplier=args["noise_multiplier"])
+        self.deployable = bool(args.get("deployable", False))  # a seeded sketch stays not deployable when restored
+        if isinstance(self._state, PrivateSchedule) and hasattr(self._state.counters, "deployable"):
+            self._state.counters.deployable = self.deployable
         return self
 
     def _state_scalars(self) -> dict[str, Any]:
