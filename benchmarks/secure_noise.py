@@ -50,8 +50,8 @@ def per_draw(n: int, repeats: int) -> dict:
         counter = counter_class("binary", noise)(n=n, horizon=1 << 20, epsilon=EPS, delta=DELTA, m=2 * DEPTH, seed=0)
         cells, steps = np.arange(n), np.ones(n, dtype=np.int64)
         counter.release(cells[:8], steps[:8])  # compile
-        arms[noise] = (lambda c=counter, x=cells, s=steps: c.release(x, s))
-    return _row(interleaved_ratios(arms, "derived", repeats)["discrete_secure"], 1 / 8)
+        arms[f"{noise} draw"] = (lambda c=counter, x=cells, s=steps: c.release(x, s))
+    return _row(interleaved_ratios(arms, "derived draw", repeats)["discrete_secure draw"], 1 / 8)
 
 
 def _stream(length: int, seed: int) -> np.ndarray:
@@ -75,8 +75,9 @@ def lazycms_speed(length: int, short_length: int, repeats: int) -> list[dict]:
     items = _stream(length, 1)
     _run(_lazycms("discrete_secure", 1024), items[:1024])
     _run(_lazycms("derived", 1024), items[:1024])
-    arms = {noise: (lambda n=noise: _run(_lazycms(n, length), items)) for noise in ("derived", "discrete_secure")}
-    rows = [_row(interleaved_ratios(arms, "derived", repeats)["discrete_secure"], 0.2)]
+    arms = {f"LazyCMS {noise}": (lambda n=noise: _run(_lazycms(n, length), items))
+            for noise in ("derived", "discrete_secure")}
+    rows = [_row(interleaved_ratios(arms, "LazyCMS derived", repeats)["LazyCMS discrete_secure"], 0.2)]
     short = items[:short_length]
 
     def opendp() -> None:
@@ -84,8 +85,10 @@ def lazycms_speed(length: int, short_length: int, repeats: int) -> list[dict]:
             _run(_lazycms("stored", short_length), short)
 
     opendp()
-    arms = {"opendp_stored": opendp, "discrete_secure": lambda: _run(_lazycms("discrete_secure", short_length), short)}
-    rows.append(_row(interleaved_ratios(arms, "opendp_stored", 5)["discrete_secure"], 100.0))
+    arms = {"LazyCMS stored, noise=secure (OpenDP)": opendp,
+            "LazyCMS discrete_secure (short)": lambda: _run(_lazycms("discrete_secure", short_length), short)}
+    rows.append(_row(interleaved_ratios(arms, "LazyCMS stored, noise=secure (OpenDP)", 5)[
+        "LazyCMS discrete_secure (short)"], 100.0))
     return rows
 
 

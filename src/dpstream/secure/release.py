@@ -13,7 +13,7 @@ from numba import njit
 from dpstream.secure.samplers import _dgauss, _fresh
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
 def node_nonce(cell: np.int64, level: np.int64, index: np.int64, nonce: np.ndarray) -> None:
     """Write the 96-bit nonce of node (cell, level, index) into ``nonce`` (3 uint32)."""
     nonce[0] = np.uint32(cell & 0xFFFFFFFF)

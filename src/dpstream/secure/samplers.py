@@ -39,7 +39,7 @@ LAPLACE_MAX_SCALE = 1 << 40
 """The standalone discrete Laplace takes integer scales t <= 2^40 (its |X| < 2^62 after the V cap below)."""
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
 def _fresh(st: np.ndarray) -> None:
     """Start a new stream: block 0, empty buffer and reservoir (the words-consumed count runs on)."""
     st[0] = 0
@@ -48,7 +48,7 @@ def _fresh(st: np.ndarray) -> None:
     st[3] = 0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
 def _word(key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray) -> np.int64:
     """The next 32-bit keystream word."""
     if st[1] >= 16:
@@ -61,7 +61,7 @@ def _word(key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray) -
     return w
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
 def _bits(k: int, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray) -> np.int64:
     """Return k <= 32 fresh random bits as an integer in [0, 2^k).
 
@@ -76,7 +76,7 @@ def _bits(k: int, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.nd
     return r
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
 def _bit_length(n: np.int64) -> int:
     """Number of bits of n >= 0."""
     k = 0
@@ -85,7 +85,7 @@ def _bit_length(n: np.int64) -> int:
     return k
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
 def _uniform_below(n: np.int64, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray) -> np.int64:
     """Uniform integer in [0, n), n in [1, 2^62]: ceil(log2 n) bits, rejected when >= n (accepts w.p. > 1/2)."""
     k = _bit_length(n - 1)
@@ -98,7 +98,7 @@ def _uniform_below(n: np.int64, key: np.ndarray, nonce: np.ndarray, buf: np.ndar
             return v
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
 def _bernoulli_exp_le1(num: np.int64, den: np.int64, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray,
                        st: np.ndarray) -> bool:
     """Bernoulli(exp(-num/den)) for 0 <= num <= den (Canonne, Kamath, Steinke Alg. 1)."""
@@ -112,7 +112,7 @@ def _bernoulli_exp_le1(num: np.int64, den: np.int64, key: np.ndarray, nonce: np.
     return k % 2 == 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
 def _bernoulli_exp(num: np.int64, den: np.int64, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray,
                    st: np.ndarray) -> bool:
     """Bernoulli(exp(-num/den)) for num >= 0: floor(gamma) Bernoulli(exp(-1)), then the fractional part."""
@@ -123,7 +123,7 @@ def _bernoulli_exp(num: np.int64, den: np.int64, key: np.ndarray, nonce: np.ndar
     return _bernoulli_exp_le1(num, den, key, nonce, buf, st)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
 def _dlaplace_magnitude(t: np.int64, vcap: np.int64, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray,
                         st: np.ndarray) -> np.int64:
     """|X| - ... : U + t V of Alg. 2 (s = 1) with V < vcap, or -1 when the attempt is rejected."""
@@ -138,7 +138,7 @@ def _dlaplace_magnitude(t: np.int64, vcap: np.int64, key: np.ndarray, nonce: np.
     return u + t * v
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
 def _dlaplace(t: np.int64, vcap: np.int64, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray,
               st: np.ndarray) -> np.int64:
     """Discrete Laplace of integer scale t, P(x) proportional to exp(-|x| / t) (Alg. 2), |x| < vcap t."""
@@ -152,7 +152,7 @@ def _dlaplace(t: np.int64, vcap: np.int64, key: np.ndarray, nonce: np.ndarray, b
         return x if sign == 0 else -x
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
 def _dgauss(a: np.int64, b: np.int64, t: np.int64, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray,
             st: np.ndarray) -> np.int64:
     """Discrete Gaussian N_Z(0, a/b) with t = floor(sqrt(a/b)) + 1 (Alg. 3), conditioned on |y| < V_CAP t."""
