@@ -107,6 +107,7 @@ class GaussBM(serial.Serialisable):
         self.n, self.horizon, self.epsilon, self.delta, self.m = c.n, c.horizon, c.epsilon, c.delta, c.m
         self.calibration = c.calibration
         self.levels, self.sigma, self.certified = c.levels, c.sigma, c.certified
+        self.deployable = bool(getattr(c, "deployable", False))  # exact discrete noise keyed from OS entropy only
         self._steps = c._steps if c.tracks_steps else np.zeros(self.n, dtype=np.int64)
 
     @property

@@ -15,7 +15,7 @@ from dpstream.heavy_hitters.calibration import (
     noise_term,
     thresholds,
 )
-from dpstream.noise import SeedLike, as_seed_sequence
+from dpstream.noise import SeedLike
 from dpstream.privacy.statement import Privacy, Relation
 from dpstream.sketches import LazyCMS
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
@@ -65,9 +65,14 @@ class LazyHH(BlockTracker):
         self.gamma = noise_term(horizon, self.k_tilde, self.epsilon, self.delta, self.depth, self.beta, calibration)
         self.delta_tilde = final_delta(self.epsilon, self.delta)
         sketch = LazyCMS(width=self.k_tilde, depth=self.depth, epsilon=self.epsilon, delta=self.delta,
-                         horizon=horizon, seed=as_seed_sequence(seed), node_noise=node_noise, hash_family=hash_family,
+                         horizon=horizon, seed=seed, node_noise=node_noise, hash_family=hash_family,
                          calibration=calibration)
         super().__init__(sketch, period=self.k_tilde, horizon=horizon, capacity=self.k_tilde)
+
+    @property
+    def deployable(self) -> bool:
+        """Whether the noise may be deployed: exact discrete noise keyed from OS entropy (``LazyCMS.deployable``)."""
+        return self.sketch.deployable
 
     @property
     def privacy(self) -> Privacy:

@@ -79,7 +79,7 @@ class Schedule(ABC):
         signed: bool,
         epsilon: float | None,
         delta: float | None,
-        noise_seed: np.random.SeedSequence,
+        noise_seed: np.random.SeedSequence | None,
         kappa: float,
         counter: type[Counter],
         calibration: str,
@@ -96,7 +96,7 @@ class Schedule(ABC):
         self,
         epsilon: float | None,
         delta: float | None,
-        noise_seed: np.random.SeedSequence,
+        noise_seed: np.random.SeedSequence | None,
         kappa: float,
         counter: type[Counter],
     ) -> None:
@@ -162,7 +162,7 @@ class PrivateSchedule(Schedule):
         self,
         epsilon: float | None,
         delta: float | None,
-        noise_seed: np.random.SeedSequence,
+        noise_seed: np.random.SeedSequence | None,
         kappa: float,
         counter: type[Counter],
     ) -> None:
@@ -286,6 +286,9 @@ class SketchCore(serial.Serialisable):
         self.kappa = kappa
         self.counter, self.node_noise, self.calibration = variant.counter, variant.node_noise, variant.calibration
         self.certified = certify(private=self._schedule.private, kappa=kappa)  # never for CMS / CS
+        # exact discrete noise keyed from OS entropy (no seed): the only noise fit to deploy (docs/secure-noise.md)
+        secure_key = variant.node_noise == "discrete_secure" and seed is None
+        self.deployable = self.certified and secure_key
         cells = counter_class(variant.counter, variant.node_noise)
         needed = memory.sketch_bytes(self._schedule.kind, np.array([self.width]), self.depth, self.horizon, "actual",
                                      cells, variant.hash_family)[0]
@@ -299,7 +302,7 @@ class SketchCore(serial.Serialisable):
             self._estimator.signed,
             epsilon,
             delta,
-            child_seed(root, 1),
+            None if secure_key else child_seed(root, 1),
             kappa,
             cells,
             variant.calibration,
@@ -452,7 +455,7 @@ class SketchCore(serial.Serialisable):
     def _serial_args(self) -> dict[str, Any]:
         eps, delta = (None if v is None else float(v) for v in (self.epsilon, self.delta))  # numpy floats too
         return {"width": self.width, "depth": self.depth, "epsilon": eps, "delta": delta,
-                "horizon": self.horizon, **asdict(self.variant), "kappa": self.kappa}
+                "horizon": self.horizon, **asdict(self.variant), "kappa": self.kappa, "deployable": self.deployable}
 
     @classmethod
     def _rebuild(cls, args: dict[str, Any]) -> Self:
@@ -463,6 +466,9 @@ class SketchCore(serial.Serialisable):
         with noise_mode("numpy"):  # the stored mode is restored with the generator state
             self._setup(args["width"], args["depth"], args["epsilon"], args["delta"], args["horizon"], None, variant,
                         kappa=args["kappa"])
+        self.deployable = bool(args.get("deployable", False))  # a seeded sketch stays not deployable when restored
+        if isinstance(self._state, PrivateSchedule) and hasattr(self._state.counters, "deployable"):
+            self._state.counters.deployable = self.deployable
         return self
 
     @classmethod

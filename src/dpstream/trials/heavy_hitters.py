@@ -89,7 +89,7 @@ def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray,
              "pr_undefined", "precision_mean_t", "recall_mean_t", "are_mean_t", "n_release_times", "steps",
              "*_steps_mean", "*_steps_min", "length", "sketch_width", "sketch_depth", "output_period",
              "memory_bytes", "seconds", "us_per_update", "gamma", "delta_tilde", "tau_final", "rows_read",
-             "rows_skipped")
+             "rows_skipped", "deployable")
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
     """One Figure 4 trial: the tracker on the fixed trace, scored at the release times (module docstring)."""
     _data_seed, mech_seed = children(seed, 2)  # fixed order (docs/harness.md); the trace is fixed
@@ -118,6 +118,7 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
         "memory_bytes": int(tracker.memory_bytes),
         "seconds": seconds,
         "us_per_update": seconds / stream.size * 1e6,
+        "deployable": bool(getattr(tracker, "deployable", False)),  # seeded trials never are (docs/secure-noise.md)
         **read,
     })
     for name in ("gamma", "delta_tilde"):  # LazyHH's calibration, recorded with its results

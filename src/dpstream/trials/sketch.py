@@ -53,7 +53,8 @@ def _warm_up(cls: type) -> None:
 
 
 @row_columns("sketch_width", "sketch_depth", "length", "memory_bytes", "are_top15", "are_top15_mean_t",
-             "are_top15_max_t", "n_release_times", "seconds", "updates_per_s", "rows_read", "rows_skipped")
+             "are_top15_max_t", "n_release_times", "seconds", "updates_per_s", "rows_read", "rows_skipped",
+             "deployable")
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
     """One Figure 3 trial: the sketch on the data seed's stream, ARE of the top-15 at the release times."""
     data_seed, mech_seed = children(seed, 2)
@@ -79,5 +80,6 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
         "n_release_times": int(times.size),
         "seconds": seconds,
         "updates_per_s": len(stream) / seconds if seconds > 0 else float("inf"),
+        "deployable": bool(getattr(sketch, "deployable", False)),  # seeded trials never are (docs/secure-noise.md)
         **read,
     }

@@ -1,0 +1,143 @@
+"""Exact discrete Gaussian node noise from keyed ChaCha20 (``node_noise="discrete_secure"``) against Philox normals.
+
+Rows (``dpstream.harness.timing.interleaved_ratios``: median ratio reference time / candidate time, so < 1 means the
+secure noise is slower, with its order-statistic 95% interval):
+- per draw: one node value per cell through ``Counter.release`` (generator included), discrete secure vs the Philox
+  normal of derived noise (target: the discrete draw costs <= 8x, i.e. ratio >= 1/8);
+- LazyCMS at 24 KB (d = 3, model "actual"): the whole stream plus a release of every cell at each of 16 release times,
+  discrete secure vs Philox derived (target ratio >= 0.2) and, on a short stream, vs stored nodes under
+  ``noise_mode("secure")`` (OpenDP samplers; target ratio >= 100);
+- accuracy: ARE of the top-15 over the 16 release times, paired per trial (same data and hashes) against the Philox
+  version with the analytic calibration (the tightest Gaussian one) and with the classic one (the papers' default),
+  mean ratio and 95% t interval over the trials (target: within [0.9, 1.1]).
+
+Usage:
+    python benchmarks/secure_noise.py [--log2-length 16] [--trials 20] [--repeats 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from dpstream.counters import counter_class
+from dpstream.harness.timing import interleaved_ratios
+from dpstream.metrics import average_relative_error
+from dpstream.noise import noise_mode
+from dpstream.sketches import LazyCMS
+
+RESULTS = Path(__file__).parent / "results" / "secure_noise.json"
+KB, DEPTH, EPS, DELTA, TOP_K, RELEASES = 24, 3, 1.0, 1e-6, 15, 16
+
+
+def _row(estimate: object, target: float) -> dict:
+    row = {**estimate.as_dict(), "target": target}  # type: ignore[attr-defined]
+    row["met"] = estimate.decide(target)  # type: ignore[attr-defined]
+    print(f"{estimate}  target >= {target:g}: {row['met']}")
+    return row
+
+
+def per_draw(n: int, repeats: int) -> dict:
+    """One node value for each of ``n`` cells (step 1: one node), discrete secure vs Philox normal."""
+    arms = {}
+    for noise in ("derived", "discrete_secure"):
+        counter = counter_class("binary", noise)(n=n, horizon=1 << 20, epsilon=EPS, delta=DELTA, m=2 * DEPTH, seed=0)
+        cells, steps = np.arange(n), np.ones(n, dtype=np.int64)
+        counter.release(cells[:8], steps[:8])  # compile
+        arms[f"{noise} draw"] = (lambda c=counter, x=cells, s=steps: c.release(x, s))
+    return _row(interleaved_ratios(arms, "derived draw", repeats)["discrete_secure draw"], 1 / 8)
+
+
+def _stream(length: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).zipf(1.3, length).astype(np.int64)
+
+
+def _lazycms(node_noise: str, length: int, seed: int = 0, calibration: str = "classic") -> LazyCMS:
+    return LazyCMS.from_memory(kilobytes=KB, depth=DEPTH, epsilon=EPS, delta=DELTA, horizon=length, seed=seed,
+                               model="actual", node_noise=node_noise, calibration=calibration)
+
+
+def _run(sketch: LazyCMS, items: np.ndarray) -> None:
+    """The stream in 16 chunks, releasing every cell after each."""
+    for chunk in np.array_split(items, RELEASES):
+        sketch.extend(chunk)
+        sketch._state.cells()
+
+
+def lazycms_speed(length: int, short_length: int, repeats: int) -> list[dict]:
+    """LazyCMS: discrete secure vs Philox derived (``length``) and vs stored OpenDP noise (``short_length``)."""
+    items = _stream(length, 1)
+    _run(_lazycms("discrete_secure", 1024), items[:1024])
+    _run(_lazycms("derived", 1024), items[:1024])
+    arms = {f"LazyCMS {noise}": (lambda n=noise: _run(_lazycms(n, length), items))
+            for noise in ("derived", "discrete_secure")}
+    rows = [_row(interleaved_ratios(arms, "LazyCMS derived", repeats)["LazyCMS discrete_secure"], 0.2)]
+    short = items[:short_length]
+
+    def opendp() -> None:
+        with noise_mode("secure"):
+            _run(_lazycms("stored", short_length), short)
+
+    opendp()
+    arms = {"LazyCMS stored, noise=secure (OpenDP)": opendp,
+            "LazyCMS discrete_secure (short)": lambda: _run(_lazycms("discrete_secure", short_length), short)}
+    rows.append(_row(interleaved_ratios(arms, "LazyCMS stored, noise=secure (OpenDP)", 5)[
+        "LazyCMS discrete_secure (short)"], 100.0))
+    return rows
+
+
+def _mean_are(sketch: LazyCMS, items: np.ndarray) -> float:
+    ares = []
+    for end in np.linspace(0, items.size, RELEASES + 1).astype(int)[1:]:
+        sketch.extend(items[sketch.t:end])
+        keys, counts = np.unique(items[:end], return_counts=True)
+        top = np.argsort(counts, kind="stable")[::-1][:TOP_K]
+        ares.append(average_relative_error(counts[top], sketch.query_many(keys[top])))
+    return float(np.mean(ares))
+
+
+def accuracy(length: int, trials: int, calibration: str) -> dict:
+    """Paired per-trial ratio ARE(discrete secure) / ARE(Philox derived, ``calibration``)."""
+    ratios = []
+    for trial in range(trials):
+        items = _stream(length, 100 + trial)
+        secure = _mean_are(_lazycms("discrete_secure", length, seed=trial), items)
+        philox = _mean_are(_lazycms("derived", length, seed=trial, calibration=calibration), items)
+        ratios.append(secure / philox)
+    r = np.asarray(ratios)
+    half = stats.t.ppf(0.975, r.size - 1) * r.std(ddof=1) / np.sqrt(r.size)
+    row = {"name": f"ARE ratio discrete_secure / derived ({calibration})", "ratio": float(r.mean()),
+           "low": float(r.mean() - half), "high": float(r.mean() + half), "coverage": 0.95, "trials": trials,
+           "length": length, "target": "[0.9, 1.1]", "met": bool(r.mean() - half >= 0.9 and r.mean() + half <= 1.1)}
+    print(f"{row['name']}: {row['ratio']:.3f} [{row['low']:.3f}, {row['high']:.3f}] over {trials} trials at "
+          f"T = {length}: met {row['met']}")
+    return row
+
+
+def main() -> None:
+    """Run every row, print them and write ``benchmarks/results/secure_noise.json``."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--log2-length", type=int, default=16)
+    parser.add_argument("--log2-short", type=int, default=12)
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--draws", type=int, default=50000)
+    args = parser.parse_args()
+    rows = [per_draw(args.draws, args.repeats)]
+    rows += lazycms_speed(1 << args.log2_length, 1 << args.log2_short, args.repeats)
+    rows += [accuracy(1 << args.log2_length, args.trials, calibration) for calibration in ("analytic", "classic")]
+    out = {"title": "Exact discrete Gaussian node noise (ChaCha20) vs Philox normals and OpenDP",
+           "command": "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+           "machine": f"{platform.machine()} {platform.processor() or platform.platform()}", "rows": rows}
+    RESULTS.write_text(json.dumps(out, indent=2))
+    print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

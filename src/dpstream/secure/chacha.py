@@ -1,0 +1,93 @@
+"""Compiled ChaCha20 block function (Bernstein, "ChaCha, a variant of Salsa20"; Nir and Langley, RFC 8439).
+
+``chacha20_block(key, counter, nonce, out)`` writes the 16 32-bit output words of one block: the RFC's state
+(constants, 256-bit key, 32-bit block counter, 96-bit nonce) after 20 rounds, plus the input state. Serialised
+little-endian the words are the keystream bytes of RFC 8439 section 2.4 (tests check sections 2.3.2, 2.4.2 and
+appendix A.1).
+
+``node_nonce(cell, level, index)`` is the 96-bit nonce of one tree node: word 0 the cell (counter id), word 1 the
+low 32 bits of the node index, word 2 the level in its low 6 bits and the index's high 26 bits above them. The map
+is injective for cells < 2^32, levels < 64 and indices < 2^58, so every node of every counter under one key gets
+its own keystream (the block counter then runs over that node's words), and the same node always gets the same
+one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+SIGMA_WORDS = np.array([0x61707865, 0x3320646E, 0x79622D32, 0x6B206574], dtype=np.uint32)
+"""The constant "expand 32-byte k" as four little-endian words."""
+KEY_BYTES = 32
+MAX_CELLS = 1 << 32
+MAX_LEVELS = 64
+MAX_INDEX = 1 << 58
+
+
+@njit(cache=True, inline="always")
+def _rotl(x: np.uint32, n: int) -> np.uint32:
+    return np.uint32((x << np.uint32(n)) | (x >> np.uint32(32 - n)))
+
+
+@njit(cache=True, inline="always")
+def _quarter(a: np.uint32, b: np.uint32, c: np.uint32, d: np.uint32) -> tuple[np.uint32, np.uint32, np.uint32,
+                                                                               np.uint32]:
+    """The RFC 8439 quarter round (section 2.1) on four words."""
+    a = np.uint32(a + b)
+    d = _rotl(np.uint32(d ^ a), 16)
+    c = np.uint32(c + d)
+    b = _rotl(np.uint32(b ^ c), 12)
+    a = np.uint32(a + b)
+    d = _rotl(np.uint32(d ^ a), 8)
+    c = np.uint32(c + d)
+    b = _rotl(np.uint32(b ^ c), 7)
+    return a, b, c, d
+
+
+@njit(cache=True, inline="always")
+def chacha20_block(key: np.ndarray, counter: np.uint32, nonce: np.ndarray, out: np.ndarray) -> None:
+    """Write the ChaCha20 block of (key: 8 uint32, counter, nonce: 3 uint32) into ``out`` (16 uint32)."""
+    i0, i1, i2, i3 = np.uint32(0x61707865), np.uint32(0x3320646E), np.uint32(0x79622D32), np.uint32(0x6B206574)
+    i4, i5, i6, i7 = np.uint32(key[0]), np.uint32(key[1]), np.uint32(key[2]), np.uint32(key[3])
+    i8, i9, i10, i11 = np.uint32(key[4]), np.uint32(key[5]), np.uint32(key[6]), np.uint32(key[7])
+    i12, i13, i14, i15 = np.uint32(counter), np.uint32(nonce[0]), np.uint32(nonce[1]), np.uint32(nonce[2])
+    x0, x1, x2, x3, x4, x5, x6, x7 = i0, i1, i2, i3, i4, i5, i6, i7
+    x8, x9, x10, x11, x12, x13, x14, x15 = i8, i9, i10, i11, i12, i13, i14, i15
+    for _ in range(10):
+        x0, x4, x8, x12 = _quarter(x0, x4, x8, x12)
+        x1, x5, x9, x13 = _quarter(x1, x5, x9, x13)
+        x2, x6, x10, x14 = _quarter(x2, x6, x10, x14)
+        x3, x7, x11, x15 = _quarter(x3, x7, x11, x15)
+        x0, x5, x10, x15 = _quarter(x0, x5, x10, x15)
+        x1, x6, x11, x12 = _quarter(x1, x6, x11, x12)
+        x2, x7, x8, x13 = _quarter(x2, x7, x8, x13)
+        x3, x4, x9, x14 = _quarter(x3, x4, x9, x14)
+    out[0], out[1], out[2], out[3] = x0 + i0, x1 + i1, x2 + i2, x3 + i3
+    out[4], out[5], out[6], out[7] = x4 + i4, x5 + i5, x6 + i6, x7 + i7
+    out[8], out[9], out[10], out[11] = x8 + i8, x9 + i9, x10 + i10, x11 + i11
+    out[12], out[13], out[14], out[15] = x12 + i12, x13 + i13, x14 + i14, x15 + i15
+
+
+@njit(cache=True)
+def block(key: np.ndarray, counter: int, nonce: np.ndarray) -> np.ndarray:
+    """One block's 16 output words (for tests against RFC 8439)."""
+    out = np.empty(16, dtype=np.uint32)
+    chacha20_block(key, np.uint32(counter), nonce, out)
+    return out
+
+
+def key_words(key: bytes) -> np.ndarray:
+    """A 32-byte key as the 8 little-endian uint32 words of the ChaCha20 state."""
+    if not isinstance(key, bytes | bytearray) or len(key) != KEY_BYTES:
+        raise ValueError(f"key must be {KEY_BYTES} bytes, got {type(key).__name__} of length "
+                         f"{len(key) if isinstance(key, bytes | bytearray) else '?'}")
+    return np.frombuffer(bytes(key), dtype="<u4").astype(np.uint32)
+
+
+def keystream(key: bytes, nonce: bytes, counter: int, nbytes: int) -> bytes:
+    """RFC 8439 keystream bytes from block ``counter`` on (for tests; the samplers use the words directly)."""
+    words = key_words(key)
+    nonce_words = np.frombuffer(nonce, dtype="<u4").astype(np.uint32)
+    blocks = [block(words, counter + i, nonce_words).astype("<u4").tobytes() for i in range(-(-nbytes // 64))]
+    return b"".join(blocks)[:nbytes]

@@ -1,0 +1,42 @@
+"""Compiled release of the binary tree with derived discrete Gaussian node noise (``DiscreteSecureBinary``).
+
+The node of level l that a release at step s uses (bit l of s set) has index s >> l; its noise is one N_Z(0, a/b)
+draw from the ChaCha20 stream with nonce (cell, index low 32 bits, level | index high bits << 6)
+(``chacha.node_nonce``): the same node gets the same value at every release that uses it. Integer output only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from dpstream.secure.samplers import _dgauss, _fresh
+
+
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+def node_nonce(cell: np.int64, level: np.int64, index: np.int64, nonce: np.ndarray) -> None:
+    """Write the 96-bit nonce of node (cell, level, index) into ``nonce`` (3 uint32)."""
+    nonce[0] = np.uint32(cell & 0xFFFFFFFF)
+    nonce[1] = np.uint32(index & 0xFFFFFFFF)
+    nonce[2] = np.uint32((level & 63) | ((index >> 32) << 6))
+
+
+@njit(cache=True)
+def noise_sums(key: np.ndarray, a: np.int64, b: np.int64, t: np.int64, cells: np.ndarray, steps: np.ndarray,
+               st: np.ndarray) -> np.ndarray:
+    """Per (cell, step): the sum of its nodes' N_Z(0, a/b) draws over the set bits of step (int64)."""
+    out = np.zeros(cells.shape[0], dtype=np.int64)
+    buf = np.empty(16, dtype=np.uint32)
+    nonce = np.empty(3, dtype=np.uint32)
+    for k in range(cells.shape[0]):
+        s = steps[k]
+        total = np.int64(0)
+        level = np.int64(0)
+        while s >> level:
+            if (s >> level) & 1:
+                node_nonce(cells[k], level, s >> level, nonce)
+                _fresh(st)
+                total += _dgauss(a, b, t, key, nonce, buf, st)
+            level += 1
+        out[k] = total
+    return out

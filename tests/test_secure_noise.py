@@ -1,0 +1,235 @@
+"""The keyed ChaCha20 generator, the exact discrete samplers, their calibration and the discrete_secure counter."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numba
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpstream.counters import counter_class
+from dpstream.secure import chacha, release, samplers
+from dpstream.secure.privacy import discrete_gaussian_delta, discrete_gaussian_sigma2, grid_denominator
+from dpstream.sketches.lazy import LazyCMS
+
+RFC_KEY = bytes(range(32))
+
+
+def test_chacha20_block_rfc8439_2_3_2() -> None:
+    nonce = np.frombuffer(bytes.fromhex("000000090000004a00000000"), "<u4").astype(np.uint32)
+    words = chacha.block(chacha.key_words(RFC_KEY), 1, nonce)
+    expected = ("e4e7f110 15593bd1 1fdd0f50 c47120a3 c7f4d1c7 0368c033 9aaa2204 4e6cd4c3 "
+                "466482d2 09aa9f07 05d7c214 a2028bd9 d19c12b5 b94e16de e883d0cb 4e3c50a2")
+    assert [int(w, 16) for w in expected.split()] == words.tolist()
+
+
+@pytest.mark.parametrize(("counter", "hexstream"), [
+    (0, "76b8e0ada0f13d90405d6ae55386bd28bdd219b8a08ded1aa836efcc8b770dc7"
+        "da41597c5157488d7724e03fb8d84a376a43b8f41518a11cc387b669b2ee6586"),
+    (1, "9f07e7be5551387a98ba977c732d080dcb0f29a048e3656912c6533e32ee7aed"
+        "29b721769ce64e43d57133b074d839d531ed1f28510afb45ace10a1f4b794d6f"),
+])
+def test_chacha20_keystream_rfc8439_appendix_a1(counter: int, hexstream: str) -> None:
+    assert chacha.keystream(bytes(32), bytes(12), counter, 64).hex() == hexstream
+
+
+def test_chacha20_encryption_rfc8439_2_4_2() -> None:
+    plain = (b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, "
+             b"sunscreen would be it.")
+    stream = chacha.keystream(RFC_KEY, bytes.fromhex("000000000000004a00000000"), 1, len(plain))
+    cipher = bytes(p ^ k for p, k in zip(plain, stream, strict=True))
+    assert cipher.hex() == (
+        "6e2e359a2568f98041ba0728dd0d6981e97e7aec1d4360c20a27afccfd9fae0bf91b65c5524733ab8f593dabcd62b357"
+        "1639d624e65152ab8f530c359f0861d807ca0dbf500d6a6156a38e088a22b65e52bc514d16ccf806818ce91ab7793736"
+        "5af90bbf74a35be6b40b8eedf2785e42874d")
+
+
+def _nonces(n: int, salt: int) -> np.ndarray:
+    nonces = np.zeros((n, 3), dtype=np.uint32)
+    nonces[:, 0] = np.arange(n)
+    nonces[:, 2] = salt
+    return nonces
+
+
+def _chi_square_p(draws: np.ndarray, log_pmf: np.ndarray, support: np.ndarray) -> float:
+    """Chi-square p-value of ``draws`` against the pmf on ``support``; bins with expected count < 5 pooled per tail."""
+    pmf = np.exp(log_pmf - log_pmf.max())
+    pmf /= pmf.sum()
+    expected = pmf * draws.size
+    keep = expected >= 5
+    lo, hi = support[keep].min(), support[keep].max()
+    observed = np.array([np.sum(draws < lo)] + [np.sum(draws == x) for x in range(lo, hi + 1)] + [np.sum(draws > hi)])
+    exp_binned = np.concatenate(([expected[support < lo].sum()], expected[(support >= lo) & (support <= hi)],
+                                 [expected[support > hi].sum()]))
+    nonzero = exp_binned > 0
+    assert observed[~nonzero].sum() == 0
+    return float(stats.chisquare(observed[nonzero], exp_binned[nonzero]).pvalue)
+
+
+N_DRAWS = 1_000_000
+
+
+@pytest.mark.parametrize(("a", "b"), [(1, 1), (5, 2), (10, 1), (1000, 3)])
+def test_discrete_gaussian_matches_pmf(a: int, b: int) -> None:
+    # fixed key and nonces; the test fails only when p < 1e-6 (the brief's level) for a correct sampler
+    a, b, t = samplers.gaussian_params(a, b)
+    key = chacha.key_words(bytes(range(100, 132)))
+    draws = samplers.discrete_gaussian_batch(key, _nonces(N_DRAWS, a), a, b, t, samplers.new_state())
+    support = np.arange(-samplers.V_CAP * t + 1, samplers.V_CAP * t)
+    p = _chi_square_p(draws, -support.astype(float) ** 2 * b / (2 * a), support)
+    assert p > 1e-6
+
+
+@pytest.mark.parametrize("t", [1, 3, 20])
+def test_discrete_laplace_matches_pmf(t: int) -> None:
+    vcap = samplers.laplace_cap(t)
+    key = chacha.key_words(bytes(range(7, 39)))
+    draws = samplers.discrete_laplace_batch(key, _nonces(N_DRAWS, t), t, vcap, samplers.new_state())
+    support = np.arange(-60 * t, 60 * t + 1)
+    assert _chi_square_p(draws, -np.abs(support).astype(float) / t, support) > 1e-6
+
+
+def test_same_nonce_same_value_and_streams_independent_of_order() -> None:
+    a, b, t = samplers.gaussian_params(40, 1)
+    key = chacha.key_words(bytes(32))
+    nonces = _nonces(1000, 0)
+    first = samplers.discrete_gaussian_batch(key, nonces, a, b, t, samplers.new_state())
+    backwards = samplers.discrete_gaussian_batch(key, nonces[::-1].copy(), a, b, t, samplers.new_state())[::-1]
+    assert np.array_equal(first, backwards)
+    other_key = samplers.discrete_gaussian_batch(chacha.key_words(bytes([1] * 32)), nonces, a, b, t,
+                                                 samplers.new_state())
+    assert not np.array_equal(first, other_key)
+
+
+def test_out_of_range_sigma_is_one_line_error() -> None:
+    with pytest.raises(ValueError, match="outside the exact sampler's int64 range") as info:
+        samplers.gaussian_params(1 << 40, 1)
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="discrete Laplace scale"):
+        samplers.laplace_cap(0)
+
+
+FLOAT_TOKENS = ("double", "float ", "fcmp", "sitofp", "fptosi", "uitofp", "fptoui")
+
+
+def _decision_path_calls() -> list[tuple[object, tuple]]:
+    key, nonce = np.zeros(8, np.uint32), np.zeros(3, np.uint32)
+    buf, st = np.zeros(16, np.uint32), samplers.new_state()
+    i = np.int64
+    return [
+        (chacha.block, (key, 1, nonce)),
+        (samplers._word, (key, nonce, buf, st)),
+        (samplers._bits, (5, key, nonce, buf, st)),
+        (samplers._bit_length, (i(9),)),
+        (samplers._uniform_below, (i(9), key, nonce, buf, st)),
+        (samplers._bernoulli_exp_le1, (i(1), i(3), key, nonce, buf, st)),
+        (samplers._bernoulli_exp, (i(7), i(3), key, nonce, buf, st)),
+        (samplers._dlaplace_magnitude, (i(3), i(64), key, nonce, buf, st)),
+        (samplers._dlaplace, (i(3), i(64), key, nonce, buf, st)),
+        (samplers._dgauss, (i(10), i(1), i(4), key, nonce, buf, st)),
+        (samplers.discrete_gaussian_batch, (key, np.zeros((2, 3), np.uint32), i(10), i(1), i(4), st)),
+        (samplers.discrete_laplace_batch, (key, np.zeros((2, 3), np.uint32), i(3), i(64), st)),
+        (release.noise_sums, (key, i(10), i(1), i(4), np.arange(3), np.array([5, 6, 7]), st)),
+    ]
+
+
+def test_no_float_on_the_decision_path() -> None:
+    # cached dispatchers do not show their IR, so each function is recompiled uncached from its Python source
+    for fn, args in _decision_path_calls():
+        fresh = numba.njit(fn.py_func)
+        fresh(*args)
+        for ir in fresh.inspect_llvm().values():
+            found = [tok for tok in FLOAT_TOKENS if tok in ir]
+            assert not found, f"{fn.py_func.__name__}: {found}"
+
+
+@pytest.mark.parametrize(("sens_sq", "epsilon", "delta"), [(136, 1.0, 1e-6), (34, 0.5, 1e-5), (272, 4.0, 1e-9)])
+def test_calibration_rounds_up_and_agrees_with_dp_accounting(sens_sq: int, epsilon: float, delta: float) -> None:
+    from dp_accounting import dp_event, rdp
+
+    sigma2 = discrete_gaussian_sigma2(sens_sq, epsilon, delta)
+    step = Fraction(1, grid_denominator(float(sigma2)))
+    assert (sigma2 / step).denominator == 1  # on the grid
+    assert discrete_gaussian_delta(sens_sq, sigma2, epsilon) <= delta
+    assert discrete_gaussian_delta(sens_sq, sigma2 - step, epsilon) > delta  # one grid step down breaks delta
+    orders = [1 + x / 100 for x in range(1, 1000)] + list(range(11, 2000))
+    accountant = rdp.RdpAccountant(orders=orders)
+    accountant.compose(dp_event.GaussianDpEvent(math.sqrt(float(sigma2) / sens_sq)))
+    # the same conversion minimised over a finite grid of orders: equal to a relative 1e-3 (never below ours)
+    ours = discrete_gaussian_delta(sens_sq, sigma2, epsilon)
+    assert accountant.get_delta(epsilon) >= ours * (1 - 1e-9)
+    assert accountant.get_delta(epsilon) == pytest.approx(ours, rel=1e-3)
+
+
+def test_counter_same_node_same_noise_and_keys() -> None:
+    cls = counter_class("binary", "discrete_secure")
+    seeded = cls(n=50, horizon=1000, epsilon=1.0, delta=1e-6, m=8, seed=5)
+    again = cls(n=50, horizon=1000, epsilon=1.0, delta=1e-6, m=8, seed=5)
+    cells, steps = np.arange(50), np.full(50, 777)
+    out = seeded.release(cells, steps)
+    assert np.array_equal(out, seeded.release(cells, steps))
+    assert np.array_equal(out, again.release(cells, steps))
+    assert np.array_equal(out, np.round(out))
+    # step 776 shares the nodes of levels 3.. of step 777 (776 = 777 - 1): same prefix noise on shared nodes
+    assert seeded.certified and not seeded.deployable
+    private = cls(n=50, horizon=1000, epsilon=1.0, delta=1e-6, m=8)
+    assert private.deployable and private.certified
+    assert not np.array_equal(private.release(cells, steps), out)
+    assert private._key.tobytes().hex() not in repr(private)
+    assert private.sigma2 == discrete_gaussian_sigma2(private.levels * 8, 1.0, 1e-6)
+
+
+def test_blt_refuses_discrete_secure_in_one_line() -> None:
+    with pytest.raises(ValueError, match="real-valued noise") as info:
+        counter_class("blt", "discrete_secure")
+    assert "\n" not in str(info.value)
+
+
+def test_lazy_cms_discrete_secure_flags() -> None:
+    keys = np.arange(3000) % 40
+    seeded = LazyCMS(width=32, depth=3, epsilon=1.0, delta=1e-6, horizon=4096, seed=2, node_noise="discrete_secure")
+    seeded.extend(keys)
+    est = seeded.query_many(np.arange(40))
+    assert np.array_equal(est, np.round(est))
+    assert seeded.certified and not seeded.deployable
+    private = LazyCMS(width=32, depth=3, epsilon=1.0, delta=1e-6, horizon=4096, node_noise="discrete_secure")
+    assert private.deployable
+    derived = LazyCMS(width=32, depth=3, epsilon=1.0, delta=1e-6, horizon=4096, node_noise="derived")
+    assert not derived.deployable
+
+
+@pytest.mark.parametrize("name", ["LazyCS", "PunctualCMS", "PunctualCS"])
+def test_other_sketches_take_discrete_secure(name: str) -> None:
+    import dpstream.sketches as sketches
+
+    cls = getattr(sketches, name)
+    sketch = cls(width=16, depth=2, epsilon=1.0, delta=1e-6, horizon=512, seed=1, node_noise="discrete_secure")
+    sketch.extend(np.arange(400) % 9)
+    est = sketch.query_many(np.arange(9))
+    assert np.all(np.isfinite(est)) and sketch.certified and not sketch.deployable
+
+
+def test_gauss_bm_discrete_secure_releases_integers() -> None:
+    from dpstream.binary_mechanism import GaussBM
+
+    seeded = GaussBM(n=20, horizon=64, epsilon=1.0, delta=1e-6, seed=3, node_noise="discrete_secure")
+    seeded.update_all(np.ones(20, dtype=np.int64))
+    out = seeded.query_all()
+    assert np.array_equal(out, np.round(out)) and seeded.certified and not seeded.deployable
+    private = GaussBM(n=20, horizon=64, epsilon=1.0, delta=1e-6, node_noise="discrete_secure")
+    assert private.deployable
+
+
+def test_noiseless_discrete_secure_is_exact_and_uncertified() -> None:
+    sketch = LazyCMS._uncertified_noiseless(width=16, depth=2, epsilon=1.0, delta=1e-6, horizon=512, seed=1,
+                                           node_noise="discrete_secure")
+    reference = LazyCMS._uncertified_noiseless(width=16, depth=2, epsilon=1.0, delta=1e-6, horizon=512, seed=1,
+                                              node_noise="derived")
+    keys = np.arange(300) % 7
+    sketch.extend(keys)
+    reference.extend(keys)
+    assert np.array_equal(sketch.query_many(np.arange(7)), reference.query_many(np.arange(7)))
+    assert not sketch.certified and not sketch.deployable
