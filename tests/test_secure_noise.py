@@ -213,7 +213,7 @@ def test_other_sketches_take_discrete_secure(name: str) -> None:
 
 
 def test_gauss_bm_discrete_secure_releases_integers() -> None:
-    from dpstream.binary_mechanism import GaussBM
+    from dpstream.counters.gauss_bm import GaussBM
 
     seeded = GaussBM(n=20, horizon=64, epsilon=1.0, delta=1e-6, seed=3, node_noise="discrete_secure")
     seeded.update_all(np.ones(20, dtype=np.int64))

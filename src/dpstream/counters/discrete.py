@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from dpstream.counters import _kernels as kernels
-from dpstream.counters.binary import BinaryTree
+from dpstream.counters.binary import BinaryTree, DerivedState
 from dpstream.noise import SeedLike, as_seed_sequence
 from dpstream.secure import release as secure_release
 from dpstream.secure.chacha import KEY_BYTES, MAX_CELLS, key_words
@@ -38,7 +38,7 @@ class DiscreteSecureBinary(BinaryTree):
     """
 
     node_noise = "discrete_secure"
-    push_kernel = kernels.derived_push
+    kind = kernels.DERIVED  # pushes as the derived tree (the exact sums only); the noise differs at release
     sparse_pushes = True
     tracks_steps = False
     draws_per_push = 0
@@ -81,16 +81,13 @@ class DiscreteSecureBinary(BinaryTree):
         else:
             self._key = key_words(secrets.token_bytes(KEY_BYTES))
         self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
+        self.state = DerivedState(self._exact)
         self._st = new_state()
 
     def __repr__(self) -> str:
         """Dimensions and calibration, never the key."""
         return (f"DiscreteSecureBinary(n={self.n}, horizon={self.horizon}, epsilon={self.epsilon}, delta={self.delta}, "
                 f"m={self.m}, sigma2={self.sigma2}, deployable={self.deployable})")
-
-    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(exact counts (1, n), unused, unused, unused)."""
-        return self._exact, self._none, self._none, self._none
 
     def noise_count(self, steps: np.ndarray) -> int:
         """No draws at push time: the noise is derived at release."""

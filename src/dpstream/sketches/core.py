@@ -466,10 +466,16 @@ class SketchCore(serial.Serialisable):
         with noise_mode("numpy"):  # the stored mode is restored with the generator state
             self._setup(args["width"], args["depth"], args["epsilon"], args["delta"], args["horizon"], None, variant,
                         kappa=args["kappa"])
-        self.deployable = bool(args.get("deployable", False))  # a seeded sketch stays not deployable when restored
-        if isinstance(self._state, PrivateSchedule) and hasattr(self._state.counters, "deployable"):
-            self._state.counters.deployable = self.deployable
+        self._restore_deployable(args["deployable"])
         return self
+
+    def _restore_deployable(self, deployable: object) -> None:
+        """The written ``deployable`` flag: a seeded sketch stays not deployable when restored."""
+        if not isinstance(deployable, bool) or (deployable and not self.deployable):
+            raise serial.SerialError(f"deployable={deployable!r}; allowed: false, or true for OS-entropy keyed noise")
+        self.deployable = deployable
+        if isinstance(self._state, PrivateSchedule) and hasattr(self._state.counters, "deployable"):
+            self._state.counters.deployable = deployable
 
     @classmethod
     def _allocation_bytes(cls, args: dict[str, Any]) -> int:
