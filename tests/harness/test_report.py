@@ -98,11 +98,15 @@ def check_report_html(page: str, claims_files: list) -> dict[str, list[dict]]:
 
     tables = parse_tables(page)
     (summary,) = tables["verdicts"]
-    assert summary["header"] == [*VERDICTS, "claims"]
+    assert summary["header"] == ["kind", *VERDICTS, "total"]
     verdicts = pd.concat([pd.read_csv(p, keep_default_na=False) for p in claims_files])["verdict"]
-    assert [int(c) for c in summary["rows"][0]] == [*(int((verdicts == v).sum()) for v in VERDICTS), len(verdicts)]
+    assert summary["rows"][-1][0] == "all rows of the claims tables"
+    assert [int(c) for c in summary["rows"][-1][1:]] == [*(int((verdicts == v).sum()) for v in VERDICTS),
+                                                         len(verdicts)]
     assert page.index("class='verdicts'") < page.index("class='provenance'")  # the summary comes first
-    assert sum(len(t["rows"]) for t in tables.get("claims", [])) == len(verdicts)
+    # every claim is listed once: paper claims and own hypotheses per experiment, implementation checks at the end
+    listed = sum(len(t["rows"]) for key in ("claims", "checks") for t in tables.get(key, []))
+    assert listed == len(verdicts)
     for table in (t for group in tables.values() for t in group):
         assert all(len(row) == len(table["header"]) for row in table["rows"]), table["header"]
         assert not any("`" in cell for row in table["rows"] for cell in row)
@@ -135,7 +139,8 @@ def test_report_html_summarises_verdicts_first_and_renders_code_and_paper_names(
     assert tables["claims"][0]["rows"][1][2] == "Sparse (cutoff c/2) 3"
     assert tables["continual"][0]["header"][0] == "mechanism" and tables["continual"][0]["rows"][0][0] == "LazyCMS"
     report = (tmp_path / "report.md").read_text()
-    assert "Verdicts: 1 confirmed, 0 not confirmed, 1 inconclusive, 1 n/a (3 claims)" in report
+    assert ("Verdicts: paper claims (each sentence of a paper once, its checks combined): 1 confirmed, "
+            "0 not confirmed, 1 inconclusive, 1 n/a (3 claims)") in report
     assert "| `ThresholdMonitor` error \\| flat |" in report
 
 
@@ -143,9 +148,10 @@ def test_a_report_whose_summary_disagrees_with_the_claims_fails_the_check(tmp_pa
     import pytest
 
     (tmp_path / "x.claims.csv").write_text("claim,rule,measured,verdict\nA,r,m,confirmed\nB,r,m,n/a\n")
-    head = "<table class='verdicts'><thead><tr><th>confirmed</th><th>not confirmed</th><th>inconclusive</th>" \
-           "<th>n/a</th><th>claims</th></tr></thead><tbody><tr><td>{}</td><td>0</td><td>0</td><td>1</td><td>2</td>" \
-           "</tr></tbody></table><table class='provenance'></table>"
+    head = "<table class='verdicts'><thead><tr><th>kind</th><th>confirmed</th><th>not confirmed</th>" \
+           "<th>inconclusive</th><th>n/a</th><th>total</th></tr></thead><tbody><tr><td>all rows of the claims " \
+           "tables</td><td>{}</td><td>0</td><td>0</td><td>1</td><td>2</td></tr></tbody></table>" \
+           "<table class='provenance'></table>"
     claims = "<table class='claims'><thead><tr><th>claim</th></tr></thead><tbody><tr><td>A</td></tr>" \
              "<tr><td>B</td></tr></tbody></table>"
     check_report_html(head.format(1) + claims, [tmp_path / "x.claims.csv"])

@@ -91,6 +91,7 @@ def tally_table(claims: pd.DataFrame) -> pd.DataFrame:
         sub = headline(claims) if kind == PAPER else claims[claims["kind"] == kind]
         label = {PAPER: "paper claims (each sentence once)", OURS: "own hypotheses"}.get(kind, f"{kind}s")
         rows.append({"kind": label, **verdict_counts(sub), "total": len(sub)})
+    rows.append({"kind": "all rows of the claims tables", **verdict_counts(claims), "total": len(claims)})
     return pd.DataFrame(rows)
 
 
