@@ -349,9 +349,11 @@ class Serialisable:
                 raise SerialError(f"corrupt header: the arguments of this {cls.__name__} need {working} bytes of "
                                   f"working tables, more than dpstream.serial.WORKING_LIMIT = {WORKING_LIMIT}")
             obj = cls._rebuild(dict(args))
-            rewritten = json.dumps(obj._serial_args())
-            if rewritten != json.dumps(args):
-                raise SerialError(f"corrupt header: arguments {json.dumps(args):.200} read back as {rewritten:.200}")
+            back = obj._serial_args()
+            if json.dumps(back) != json.dumps(args):
+                differ = [f"{k}={args.get(k)!r} read back as {back.get(k)!r}" for k in sorted(set(args) | set(back))
+                          if json.dumps(args.get(k)) != json.dumps(back.get(k))] or ["the order of the arguments"]
+                raise SerialError(f"corrupt header: {cls.__name__} arguments differ: {'; '.join(differ)}"[:500])
             obj._restore_scalars(header["state"])
             obj._restore_arrays(arrays)
         except SerialError:

@@ -26,7 +26,8 @@ from hydra.utils import instantiate
 
 from dpstream.data.cache import FINGERPRINT_SUFFIX
 
-CONFIG_ONLY = ("name", "trial", "private", "uses", "data_kinds", "data_max", "kind", "synthetic", "description")
+CONFIG_ONLY = ("name", "trial", "private", "uses", "data_kinds", "data_max", "natural_data", "kind", "synthetic",
+               "description")
 """Keys of a mechanism or data config that describe it to the harness; never constructor arguments."""
 CONSTRUCTOR_SHARED = ("epsilon", "delta", "width", "depth", "memory_kb")
 """Top-level keys a mechanism may take as constructor arguments (when its ``uses`` lists them)."""
