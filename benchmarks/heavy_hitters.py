@@ -1,6 +1,6 @@
 """Amortised update time of LazyHH and the CMS + heap baseline over the Figure 4(b) memory grid.
 
-Seed 004, Sec. 6.5; on the SYNTHETIC caida_like trace.
+Holland, Sec. 6.5; on the SYNTHETIC caida_like trace.
 
     python benchmarks/heavy_hitters.py [--json] [--length N] [--repeats R] [--memory-kb KB ...] [--data-dir DIR]
 

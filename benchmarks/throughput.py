@@ -1,4 +1,4 @@
-"""Update throughput of the six sketches over the Figure 3(a) memory grid (seed 004, Sec. 6.4).
+"""Update throughput of the six sketches over the Figure 3(a) memory grid (Holland, Sec. 6.4).
 
     python benchmarks/throughput.py [--json] [--length N] [--repeats R]
 

@@ -12,7 +12,7 @@
 # ---
 
 # %% [markdown]
-# # Scalable differentially private sketches under continual observation (seed 004)
+# # Scalable differentially private sketches under continual observation (Holland)
 #
 # Figures 3 (frequency estimation on Zipf streams) and 4 (heavy hitters on packet traces), redrawn from the stored
 # result rows, with 3(b) and 4(c) on real word frequencies (`wordfreq`, synthetic order), and the beyond-the-paper
@@ -24,7 +24,7 @@
 # `DPSTREAM_RESULTS=results/smoke` to read those rows instead.
 
 # %%
-"""Notebook of the sketch experiments (Figures 3 and 4, seed 004); the markdown cells explain each figure."""
+"""Notebook of the sketch experiments (Figures 3 and 4, Holland); the markdown cells explain each figure."""
 import pandas as pd
 
 from dpstream.harness.report import verdict_summary

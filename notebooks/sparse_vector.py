@@ -12,7 +12,7 @@
 # ---
 
 # %% [markdown]
-# # The sparse vector technique, revisited (seeds 000 and 001)
+# # The sparse vector technique, revisited (Kaplan, Mansour, Stemmer and the SVT notes)
 #
 # AboveThreshold, Sparse and NumericSparse against ThresholdMonitor, whose error depends on k* (how many heavy
 # queries one record is in) instead of c (how many heavy queries there are). The paper has no experiments; these
@@ -23,7 +23,7 @@
 # `DPSTREAM_RESULTS=results/smoke` to read those rows instead.
 
 # %%
-"""Notebook of the sparse vector experiments (seeds 000 and 001); the markdown cells explain each figure."""
+"""Notebook of the sparse vector experiments (Kaplan, Mansour, Stemmer and the SVT notes); the markdown cells explain each figure."""
 import pandas as pd
 
 from dpstream.harness.report import verdict_summary

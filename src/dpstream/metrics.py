@@ -36,7 +36,7 @@ def top_k(stream: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def average_relative_error(true: np.ndarray, estimate: np.ndarray) -> float:
-    """ARE = (1/k) sum_i |f_i - f^_i| / f_i (seed 004, Sec. 6, over the top-k items)."""
+    """ARE = (1/k) sum_i |f_i - f^_i| / f_i (Holland, Sec. 6, over the top-k items)."""
     true = np.asarray(true, dtype=np.float64)
     if true.size == 0 or np.any(true <= 0):
         raise ValueError("average_relative_error needs at least one item and positive true frequencies")

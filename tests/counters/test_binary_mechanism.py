@@ -14,7 +14,7 @@ Z_1E6 = stats.norm.isf(0.5e-6)  # two-sided normal quantile at p = 1e-6
 
 
 def _algorithm_1_tree(cs: list[int]) -> list[tuple[int, int, int]]:
-    """Seed 004, Alg. 1 taken literally (without noise): the node list (start, end, count) after the updates.
+    """Holland, Alg. 1 taken literally (without noise): the node list (start, end, count) after the updates.
 
     Its merge test ``t & (1 << l) != 0`` is applied to the 0-based index u = t - 1: this builds the dyadic
     tree of Figure 2 (release at t = 7 is c7 + c5:6 + c1:4) for 1-based steps t, which Alg. 5 passes.

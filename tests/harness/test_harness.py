@@ -194,7 +194,7 @@ def test_aggregate_with_report_writes_markdown_and_html(tmp_path):
     report = (tmp_path / "results" / "report.md").read_text()
     assert "## e1: fake sweep" in report
     assert "| values are finite | all rows have a value | 24 | **confirmed** |" in report
-    assert "Verdicts: 1 confirmed, 0 not confirmed, 0 inconclusive, 0 n/a (1 claims)" in report
+    assert "All rows of the claims tables: 1 confirmed, 0 not confirmed, 0 inconclusive, 0 n/a (1 claims)" in report
     assert "git commit" in report
     assert "<h2>e1: fake sweep</h2>" in (tmp_path / "results" / "report.html").read_text()
 

@@ -1,4 +1,4 @@
-"""LazyHH (seed 004, Alg. 6), its calibration, its baselines, the heavy-hitter metrics and the Figure 4 trial."""
+"""LazyHH (Holland, Alg. 6), its calibration, its baselines, the heavy-hitter metrics and the Figure 4 trial."""
 
 import math
 

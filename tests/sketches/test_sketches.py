@@ -1,4 +1,4 @@
-"""Claims about the six frequency sketches (seed 004, Alg. 3-5): one check suite over all of them."""
+"""Claims about the six frequency sketches (Holland, Alg. 3-5): one check suite over all of them."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Figure 4 claims (seed 004, Sec. 6.5): each paper sentence about LazyHH as a rule fixed before the run.
+"""Figure 4 claims (Holland, Sec. 6.5): each paper sentence about LazyHH as a rule fixed before the run.
 
 The memory sweep (Fig. 4(a-c)) varies k~ for LazyHH; the paper's memory axis (20 KB per k of k~) is a
 label for it, not the bytes LazyHH holds (``memory_bytes``: 1.1 MB at k~ = k with d = 38 rows), so memory

@@ -1,4 +1,4 @@
-"""Figure 3 claims (seed 004, Sec. 6.4): each paper sentence as a rule fixed before the run.
+"""Figure 3 claims (Holland, Sec. 6.4): each paper sentence as a rule fixed before the run.
 
 Every rule covers the whole grid of its panel with the trial-to-trial uncertainty (``dpstream.claims.core``):
 trial i of every sketch and every swept value sees the same Zipf stream, so comparisons are paired over

@@ -35,7 +35,7 @@ KINDS = (STORED, DERIVED, HONAKER, BLT)
 @njit(cache=True, inline="always")
 def stored_push(state: tuple, cell: np.int64, step: np.int64, c: np.int64, noise: np.ndarray,
                 z: np.int64) -> np.int64:
-    """Binary tree with stored nodes (seed 004, Alg. 1): state (exact, noisy_sums), both (levels, n); one noise."""
+    """Binary tree with stored nodes (Holland, Alg. 1): state (exact, noisy_sums), both (levels, n); one noise."""
     exact, noisy_sums = state[0], state[1]
     push(exact, noisy_sums, cell, tree_level(step), c, noise[z])
     return z + 1

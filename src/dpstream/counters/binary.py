@@ -1,4 +1,4 @@
-"""The binary-tree counter (seed 004, Alg. 1) with its node noise stored (the paper) or derived on demand.
+"""The binary-tree counter (Holland, Alg. 1) with its node noise stored (the paper) or derived on demand.
 
 Stored (``StoredBinary``): one node per level per counter (exact partial sum + noisy running sum, as in
 ``_bm_kernels``); a push closes a node and draws its noise. Derived (``DerivedBinary``, issue "beyond the

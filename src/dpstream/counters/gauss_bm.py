@@ -1,4 +1,4 @@
-"""GaussBM: the Gaussian binary mechanism for an array of n counters (seed 004, Sec. 3, Alg. 1 and 2)."""
+"""GaussBM: the Gaussian binary mechanism for an array of n counters (Holland, Sec. 3, Alg. 1 and 2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""caida_like: a SYNTHETIC stand-in for the paper's CAIDA 2019 trace (seed 004, Sec. 6.5).
+"""caida_like: a SYNTHETIC stand-in for the paper's CAIDA 2019 trace (Holland, Sec. 6.5).
 
 The paper describes its trace only as about 26.6 M packets with about 312 k distinct source IPv4
 addresses. This generator draws i.i.d. packets whose sources follow a Zipf law over ``n_sources``

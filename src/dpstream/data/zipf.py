@@ -1,4 +1,4 @@
-"""Zipf streams over a finite universe (seed 004, Sec. 6: synthetic frequency-estimation data)."""
+"""Zipf streams over a finite universe (Holland, Sec. 6: synthetic frequency-estimation data)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Heavy hitters under continual observation: ``LazyHH`` (seed 004, Alg. 6) and its baselines."""
+"""Heavy hitters under continual observation: ``LazyHH`` (Holland, Alg. 6) and its baselines."""
 
 from dpstream.heavy_hitters._tracker import HeavyHitters
 from dpstream.heavy_hitters.baselines import CMSHeap, PunctualHH

@@ -1,4 +1,4 @@
-"""Heavy-hitter baselines of seed 004, Sec. 6.5.
+"""Heavy-hitter baselines of Holland, Sec. 6.5.
 
 The non-private Count-Min + heap tracker, and the prior-art private tracker (Epasto et al. 2023) that queries every
 universe item of a PunctualCMS.
@@ -66,7 +66,7 @@ class CMSHeap(BlockTracker):
 class PunctualHH(BlockTracker):
     """Prior-art private heavy hitters: a PunctualCMS queried on EVERY universe item at every output step.
 
-    Items with estimate >= t/k are reported (Epasto et al. 2023, as described in seed 004 Sec. 5).
+    Items with estimate >= t/k are reported (Epasto et al. 2023, as described in Holland, Sec. 5).
 
     Privacy: the PunctualCMS is (epsilon, delta)-DP under continual observation for replace-one
     neighbouring streams (Alg. 3: 2d-neighbouring GaussBM inputs); querying it is post-processing.

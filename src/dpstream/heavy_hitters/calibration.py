@@ -1,4 +1,4 @@
-"""LazyHH calibration (seed 004, Alg. 6 and Lemma 6): depth, noise term gamma, thresholds, final delta.
+"""LazyHH calibration (Holland, Alg. 6 and Lemma 6): depth, noise term gamma, thresholds, final delta.
 
 LazyHH's constants (per-family formulas, built on ``dpstream.privacy.calibration``). Log base: the spec leaves the
 unannotated ``log`` of Alg. 6 open; we take **log2** for every unannotated log and keep the explicit
@@ -67,7 +67,7 @@ def noise_term(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: 
 
 
 def final_delta(epsilon: float, delta: float) -> float:
-    """delta~ = 2 delta (3/2 + e^eps + delta): LazyHH's overall delta (seed 004, Sec. 6.5 / Thm 3 text)."""
+    """delta~ = 2 delta (3/2 + e^eps + delta): LazyHH's overall delta (Holland, Sec. 6.5 / Thm 3 text)."""
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
     return 2.0 * delta * (1.5 + math.exp(epsilon) + delta)

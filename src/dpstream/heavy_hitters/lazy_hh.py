@@ -1,4 +1,4 @@
-"""LazyHH: k-heavy hitters under continual observation with a lazily refreshed output (seed 004, Alg. 6)."""
+"""LazyHH: k-heavy hitters under continual observation with a lazily refreshed output (Holland, Alg. 6)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from dpstream.validation import check_delta, check_epsilon, check_open_interval,
 
 
 class LazyHH(BlockTracker):
-    """LazyHH (seed 004, Alg. 6) over a d x k~ ``LazyCMS``.
+    """LazyHH (Holland, Alg. 6) over a d x k~ ``LazyCMS``.
 
     Privacy: replace-one neighbouring streams (X, X' of the same length T differ in one position
     x_l != x_l'); the whole output sequence (the reported (item, estimate) set after every update) is

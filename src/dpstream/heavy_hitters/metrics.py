@@ -1,4 +1,4 @@
-"""Heavy-hitter accuracy (seed 004, Sec. 6.2).
+"""Heavy-hitter accuracy (Holland, Sec. 6.2).
 
 Precision, recall and ARE of the reported items at an output step t, where the true heavy hitters are the items with
 frequency >= t/k at that time.

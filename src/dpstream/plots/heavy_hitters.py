@@ -1,4 +1,4 @@
-"""Figure 4 panels (seed 004, Sec. 6.5).
+"""Figure 4 panels (Holland, Sec. 6.5).
 
 Heavy hitters on a trace, one line per tracker (mean over trials, min-max band). The paper's claims are rules in
 ``dpstream.claims.heavy_hitters``.

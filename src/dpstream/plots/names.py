@@ -22,7 +22,7 @@ class Style(NamedTuple):
 
 # config name -> (the paper's name, style); the order is the legend order
 MECHANISMS: dict[str, tuple[str, Style]] = {
-    # seed 004, Figure 3: CMS variants solid, CS variants dashed
+    # Holland, Figure 3: CMS variants solid, CS variants dashed
     "cms": ("CMS (non-private)", Style("tab:blue", "o", "-")),
     "cs": ("CS (non-private)", Style("tab:orange", "s", "--")),
     "punctualcms": ("PunctualCMS", Style("tab:green", "^", "-")),
@@ -39,12 +39,12 @@ MECHANISMS: dict[str, tuple[str, Style]] = {
     "lazycms_derived_analytic": ("LazyCMS, derived, analytic", Style("tab:pink", "p", "-")),
     "punctualcms_derived_analytic": ("PunctualCMS, derived, analytic", Style("tab:olive", "<", "-")),
     "lazycms_blt_analytic": ("LazyCMS, BLT, analytic", Style("tab:red", "8", "-.")),
-    # seed 004, Figure 4
+    # Holland, Figure 4
     "lazyhh": ("LazyHH", Style("tab:purple", "X", "-")),
     "lazyhh_derived": ("LazyHH, derived noise", Style("tab:pink", "X", ":")),
     "cms_heap": ("CMS + heap (non-private)", Style("tab:blue", "s", "-.")),
     "punctual_hh": ("PunctualHH", Style("tab:green", "v", ":")),
-    # seeds 000 / 001: sparse vector family
+    # Kaplan, Mansour, Stemmer; the SVT notes: sparse vector family
     "svt_tm": ("ThresholdMonitor", Style("tab:orange", "o", "-")),
     "svt_sparse": ("Sparse", Style("tab:blue", "s", "--")),
     "svt_sparse_short": ("Sparse (cutoff c/2)", Style("tab:cyan", "v", "-.")),
@@ -55,7 +55,7 @@ MECHANISMS: dict[str, tuple[str, Style]] = {
     "svt_theory": ("SVT theory", Style("tab:gray", "p", "-")),
     "svt_audit": ("SVT audit", Style("tab:gray", "h", "--")),
     "svt_audit_power": ("SVT audit power (NOT private at ratio > 1)", Style("tab:gray", "h", ":")),
-    # seeds 002 / 003: query release
+    # the iterative-construction notes; Hsu, Roth, Ullman: query release
     "qr_laplace": ("Laplace", Style("tab:gray", "x", ":")),
     "qr_pmw": ("PMW", Style("tab:orange", "s", "-")),
     "qr_pmw_online": ("Online PMW", Style("tab:brown", "v", "-.")),

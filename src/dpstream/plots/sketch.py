@@ -1,4 +1,4 @@
-"""Figure 3 panels (seed 004): one line per sketch, mean over trials with a min-max band.
+"""Figure 3 panels (Holland): one line per sketch, mean over trials with a min-max band.
 
 The paper's claims for each panel are rules in ``dpstream.claims.sketch``.
 """

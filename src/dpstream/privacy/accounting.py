@@ -3,9 +3,9 @@
 Scalar composition formulas, their inversion, Sparse's threshold scale and Sparse's pure-vs-approximate choice
 (composition over ``Privacy`` statements: ``dpstream.privacy.composition``).
 
-Composition is Dwork, Rothblum and Vadhan's advanced composition (seed 000 Thm B.1; seed 002 notes): l adaptively
+Composition is Dwork, Rothblum and Vadhan's advanced composition (Kaplan, Mansour, Stemmer Thm B.1; the iterative-construction notes): l adaptively
 composed eps-DP steps are (sqrt(2 l ln(1/delta^)) eps + l eps (e^eps - 1), delta^)-DP; basic composition gives
-l eps. Sparse (seed 001 notes): c AboveThreshold rounds, threshold noise sigma = 2c/eps (pure, basic composition)
+l eps. Sparse (the SVT notes): c AboveThreshold rounds, threshold noise sigma = 2c/eps (pure, basic composition)
 or sqrt(32 c ln(1/delta))/eps (approximate, advanced composition, checked exactly: ``sparse_advanced_certified``).
 Every Laplace scale is built on ``dpstream.privacy.calibration.laplace_scale``.
 """
@@ -125,7 +125,7 @@ def check_sparse_advanced(epsilon: float, c: float, delta: float) -> None:
 
 
 def sparse_sigma(epsilon: float, c: float, delta: float = 0.0, kappa: float = 1.0) -> float:
-    """Threshold noise scale of Sparse (seed 001).
+    """Threshold noise scale of Sparse (the SVT notes).
 
     sigma = 2c/eps if delta = 0, else sqrt(32 c ln(1/delta))/eps, times ``kappa`` (``check_kappa``; kappa < 1 is NOT
     privacy-certified), for sensitivity-1 queries.

@@ -28,7 +28,7 @@ def _check_l2_sensitivity(l2_sensitivity: float) -> float:
 def classic_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) -> float:
     """Classical Gaussian mechanism: sigma = Delta_2 * sqrt(2 ln(1.25/delta)) / epsilon.
 
-    (Dwork and Roth, Thm A.1; seed 004 Sec. 2.) The theorem is stated for epsilon < 1; the Lazy
+    (Dwork and Roth, Thm A.1; Holland, Sec. 2.) The theorem is stated for epsilon < 1; the Lazy
     Sketch paper applies it for larger epsilon too, and so do we (documented, not hidden).
     """
     epsilon = check_epsilon(epsilon)
@@ -86,13 +86,13 @@ def laplace_scale(l1_sensitivity: float, epsilon: float) -> float:
 
 
 def gauss_bm_levels(horizon: int) -> int:
-    """Tree levels of a binary mechanism over ``horizon`` steps: h = ceil(log2(horizon + 1)) (seed 004, Alg. 1)."""
+    """Tree levels of a binary mechanism over ``horizon`` steps: h = ceil(log2(horizon + 1)) (Holland, Alg. 1)."""
     horizon = check_positive_int(horizon, "horizon")
     return max(1, math.ceil(math.log2(horizon + 1)))
 
 
 def gauss_bm_sigma(horizon: int, epsilon: float, delta: float, m: int, calibration: str = "classic") -> float:
-    """Per-node noise of GaussBM(T, eps, delta, m): sigma = sqrt(2 h m ln(1.25/delta)) / eps (seed 004, Alg. 1).
+    """Per-node noise of GaussBM(T, eps, delta, m): sigma = sqrt(2 h m ln(1.25/delta)) / eps (Holland, Alg. 1).
 
     One neighbour changes each of at most ``m`` counters by 1 at one step; that step touches h nodes
     of each counter, so the L2 sensitivity of all node values is sqrt(h m). ``calibration="analytic"`` gives
@@ -122,7 +122,7 @@ def cell_neighbour_m(signed: bool, depth: int) -> int:
 
     Replacing x by x' moves, in each row i, the pushed increment of cell h_i(x) by -c_i(x) and of cell
     h_i(x') by +c_i(x'), at one step each. Count-Min (c = 1): two cells move by 1, or, when h_i(x) = h_i(x'),
-    one cell by 0; squared L2 change <= 2 per row, so m = 2d (seed 004, Thm 2). Count Sketch (c = g_i = +-1):
+    one cell by 0; squared L2 change <= 2 per row, so m = 2d (Holland, Thm 2). Count Sketch (c = g_i = +-1):
     when h_i(x) = h_i(x') and g_i(x) = -g_i(x') that one cell moves by 2, squared change 4 per row, 4d in
     all. ERRATUM: the paper's Thm 2 proof drops the colliding cells and calibrates CS with m = 2d too; with
     sigma from m = 2d the exact Gaussian privacy curve (Balle and Wang 2018) gives delta = 2.2e-3 instead of

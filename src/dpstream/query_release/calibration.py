@@ -1,4 +1,4 @@
-"""Privacy accounting and theory bounds of the query-release family (seed 002 notes, seed 003 Hsu-Roth-Ullman).
+"""Privacy accounting and theory bounds of the query-release family (the iterative-construction notes, Hsu, Roth, Ullman).
 
 Every noise scale and every accounted epsilon of the family. Composition (``composed_epsilon``: basic or
 Dwork-Rothblum-Vadhan, whichever is smaller), its inversion (``per_step_epsilon``) and Sparse's scale come from
@@ -22,7 +22,7 @@ def laplace_answer_scale(n: int, epsilon: float, delta: float, k: int) -> float:
     return laplace_scale(1.0 / check_positive_int(n, "n"), per_step_epsilon(epsilon, delta, k))
 
 
-# ---- Iterative construction (seed 002) -------------------------------------------------------------------------
+# ---- Iterative construction (the iterative-construction notes) -------------------------------------------------------------------------
 
 def ic_step_epsilon(epsilon: float, delta: float, rounds: int) -> float:
     """eps0 of IC: each of the ``rounds`` rounds runs two eps0-DP steps (distinguisher, Laplace answer)."""
@@ -30,7 +30,7 @@ def ic_step_epsilon(epsilon: float, delta: float, rounds: int) -> float:
 
 
 def mw_rounds(alpha: float, universe_size: int) -> int:
-    """T(alpha) = 4 ln|X| / alpha^2 of the multiplicative-weights database update (seed 002)."""
+    """T(alpha) = 4 ln|X| / alpha^2 of the multiplicative-weights database update (the iterative-construction notes)."""
     return max(1, math.ceil(4 * math.log(universe_size) / alpha**2))
 
 

@@ -1,4 +1,4 @@
-"""Iterative construction IC (seed 002 notes) with pluggable database updates; PMW, MWEM, Laplace baseline.
+"""Iterative construction IC (the iterative-construction notes) with pluggable database updates; PMW, MWEM, Laplace baseline.
 
 Neighbouring relation of every mechanism here: replace-one-record databases of public size n; all queries
 1/n-sensitive. Privacy: (epsilon, delta)-DP (delta = 0: pure epsilon-DP), accounted by ``calibration``.
@@ -72,7 +72,7 @@ def exponential_mechanism(scores: np.ndarray, eps0: float, sensitivity: float, n
 
 
 class IterativeConstruction:
-    """IC(D, alpha, eps0) with the exponential-mechanism distinguisher (seed 002).
+    """IC(D, alpha, eps0) with the exponential-mechanism distinguisher (the iterative-construction notes).
 
     Per round: f = EM over Q with score |f(D) - f(S)| (sensitivity 1/n); v = f(D) + Lap(1/(n eps0)); stop when
     |v - f(S)| < 3 alpha / 4 (``alpha`` = 0: never stop), else update S. ``rounds`` defaults to T(alpha/2).

@@ -1,4 +1,4 @@
-"""Frequency sketches under continual observation (seed 004): CMS / CS baselines, Punctual and Lazy.
+"""Frequency sketches under continual observation (Holland): CMS / CS baselines, Punctual and Lazy.
 
 All six share one core (``core.SketchCore``) parameterised by the estimator (Count-Min or Count
 Sketch) and the push schedule (exact, Punctual = Alg. 3, Lazy = Alg. 5); kernels in ``_kernels``,

@@ -30,7 +30,7 @@ DERIVED_BLOCK = 2048
 
 @njit(cache=True)
 def exact_extend(keys: np.ndarray, params: np.ndarray, signed: bool, counts: np.ndarray) -> None:
-    """Non-private CMS / CS: C[i, h_i(x)] += c for every row (seed 004, Sec. 2.2)."""
+    """Non-private CMS / CS: C[i, h_i(x)] += c for every row (Holland, Sec. 2.2)."""
     depth, width = counts.shape
     cols = np.empty((depth, BLOCK), dtype=np.int64)
     incs = np.empty((depth, BLOCK), dtype=np.int64)

@@ -1,6 +1,6 @@
 """The one sketch core shared by CMS / CS and their Punctual / Lazy private versions.
 
-Two independent choices make a sketch (seed 004, Sec. 2.2 and 4):
+Two independent choices make a sketch (Holland, Sec. 2.2 and 4):
 
 - the *estimator*: CMS adds 1 and answers with the min over rows; CS adds the sign g_i(x) and
   answers with the median over rows of g_i(x) times the cell (Alg. 4);
@@ -336,7 +336,7 @@ class SketchCore(serial.Serialisable):
     ) -> Self:
         """The widest sketch that fits ``kilobytes`` (KB = 1000 bytes) under the memory model ``model``.
 
-        "paper" (seed 004, Sec. 6.4, inferred; gives widths 2000 / 55 / 33 for CMS / Lazy / Punctual at
+        "paper" (Holland, Sec. 6.4, inferred; gives widths 2000 / 55 / 33 for CMS / Lazy / Punctual at
         24 KB, d = 3, T = 2^20): CMS / CS 4 bytes per cell; a private cell 12 bytes per tree level, with
         floor(log2 T) levels (Punctual) or floor(log2(T / (d w))) levels (Lazy, solved as the largest
         fixed point in w). "actual": the bytes ``memory_bytes`` reports, i.e. the levels really allocated

@@ -1,4 +1,4 @@
-"""Non-private Count-Min and Count sketches (seed 004, Sec. 2.2): the baselines of Figure 3."""
+"""Non-private Count-Min and Count sketches (Holland, Sec. 2.2): the baselines of Figure 3."""
 
 from __future__ import annotations
 

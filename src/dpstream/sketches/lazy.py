@@ -1,4 +1,4 @@
-"""LazySketch (seed 004, Alg. 5): exact pending counts P pushed one column per step into counter cells."""
+"""LazySketch (Holland, Alg. 5): exact pending counts P pushed one column per step into counter cells."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ class LazySchedule(PrivateSchedule):
 
 
 class LazyCMS(SketchCore):
-    """LazySketch with Count-Min rows (seed 004, Alg. 5, queried with Alg. 4).
+    """LazySketch with Count-Min rows (Holland, Alg. 5, queried with Alg. 4).
 
     Privacy: (epsilon, delta)-DP under continual observation for replace-one neighbouring streams
     (Thm 2): each cell ``O[i][j]`` sees a stream of ceil(horizon / w) pushes, a replaced item changes one
@@ -81,7 +81,7 @@ class LazyCMS(SketchCore):
 
 
 class LazyCS(SketchCore):
-    """LazySketch with Count-Sketch rows (seed 004, Alg. 5, queried with Alg. 4).
+    """LazySketch with Count-Sketch rows (Holland, Alg. 5, queried with Alg. 4).
 
     Privacy: (epsilon, delta)-DP under continual observation for replace-one neighbouring streams
     (Thm 2, corrected): each cell is GaussBM(ceil(horizon / w), epsilon, delta, m=4d), NOT the paper's m = 2d:

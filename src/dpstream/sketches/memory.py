@@ -1,6 +1,6 @@
 """Memory models of the sketches: bytes at a given width, and the largest width that fits a budget.
 
-Model "paper" (seed 004, Sec. 6.4; inferred, it reproduces the paper's widths 2000 / 55 / 33 at
+Model "paper" (Holland, Sec. 6.4; inferred, it reproduces the paper's widths 2000 / 55 / 33 at
 24 KB, d = 3, T = 2^20): KB = 1000 bytes; a CMS / CS cell is 4 bytes; a private cell is 12 bytes
 (int32 count + double noise) per tree level, with floor(log2 T) levels for Punctual and
 floor(log2(T / (d w))) levels for Lazy (at least 1).

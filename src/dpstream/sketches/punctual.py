@@ -1,4 +1,4 @@
-"""PunctualSketch (seed 004, Alg. 3; Epasto et al. 2023): every cell is a counter (GaussBM) stepped at every item."""
+"""PunctualSketch (Holland, Alg. 3; Epasto et al. 2023): every cell is a counter (GaussBM) stepped at every item."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ class PunctualSchedule(PrivateSchedule):
 
 
 class PunctualCMS(SketchCore):
-    """PunctualSketch with Count-Min rows (seed 004, Alg. 3 and Alg. 4; Epasto et al. 2023).
+    """PunctualSketch with Count-Min rows (Holland, Alg. 3 and Alg. 4; Epasto et al. 2023).
 
     Privacy: (epsilon, delta)-DP under continual observation for replace-one neighbouring streams: a
     replaced item changes the increments of at most 2d cells by 1, so the d*w cell streams are
@@ -55,7 +55,7 @@ class PunctualCMS(SketchCore):
 
 
 class PunctualCS(SketchCore):
-    """PunctualSketch with Count-Sketch rows (seed 004, Alg. 3 and Alg. 4; Epasto et al. 2023).
+    """PunctualSketch with Count-Sketch rows (Holland, Alg. 3 and Alg. 4; Epasto et al. 2023).
 
     Privacy: (epsilon, delta)-DP under continual observation for replace-one neighbouring streams;
     each cell is GaussBM(horizon, epsilon, delta, m=4d) (Thm 1; Sec. 4.1), NOT the paper's m = 2d: when x and

@@ -1,4 +1,4 @@
-"""The sparse vector family (seed 000 Kaplan, Mansour, Stemmer; seed 001 notes): mechanisms, calibration, theory."""
+"""The sparse vector family (Kaplan, Mansour, Stemmer; the SVT notes): mechanisms, calibration, theory."""
 
 from dpstream.privacy.accounting import sparse_sigma
 from dpstream.svt.calibration import MonitorCalibration, calibrate

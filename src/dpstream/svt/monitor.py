@@ -1,4 +1,4 @@
-"""ThresholdMonitor (seed 000, Alg. 3) and ThresholdMonitorEvolving (Alg. 5) on one compiled core."""
+"""ThresholdMonitor (Kaplan, Mansour, Stemmer, Alg. 3) and ThresholdMonitorEvolving (Alg. 5) on one compiled core."""
 
 from __future__ import annotations
 

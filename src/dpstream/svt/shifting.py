@@ -1,4 +1,4 @@
-"""Shifting heavy hitters (seed 000, Sec. 4, Thm 4.7) and the paper's two baselines (Sec. 1.1.2).
+"""Shifting heavy hitters (Kaplan, Mansour, Stemmer, Sec. 4, Thm 4.7) and the paper's two baselines (Sec. 1.1.2).
 
 Input (vectorised): ``holdings`` (m, A) int, the element each user group ("atom", ``sizes`` users)
 holds at each step, or PRIVATE (-1) when each of its users holds a distinct element of weight 1.

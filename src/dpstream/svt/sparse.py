@@ -1,4 +1,4 @@
-"""AboveThreshold, Sparse and NumericSparse (seed 001 notes; Dwork and Roth Sec. 3.6) on one parameterised core."""
+"""AboveThreshold, Sparse and NumericSparse (the SVT notes; Dwork and Roth Sec. 3.6) on one parameterised core."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ class GeneralisedSparse:
 
 
 class AboveThreshold(GeneralisedSparse):
-    """AboveThreshold (seed 001; Dwork and Roth Alg. 1): t^ = t + Lap(2/eps), TOP iff f_i + Lap(4/eps) >= t^, halt.
+    """AboveThreshold (the SVT notes; Dwork and Roth Alg. 1): t^ = t + Lap(2/eps), TOP iff f_i + Lap(4/eps) >= t^, halt.
 
     Privacy: (epsilon, 0)-DP for any number of sensitivity-1 queries under any neighbouring relation
     that makes them sensitivity 1 (for linear queries with f_i(x) in [0, 1]: add/remove one record).
@@ -165,7 +165,7 @@ class AboveThreshold(GeneralisedSparse):
 
 
 class Sparse(GeneralisedSparse):
-    """Sparse (seed 001): c restarts of AboveThreshold; T^ = t + Lap(sigma) redrawn after each TOP, nu_i = Lap(2 sigma).
+    """Sparse (the SVT notes): c restarts of AboveThreshold; T^ = t + Lap(sigma) redrawn after each TOP, nu_i = Lap(2 sigma).
 
     sigma = 2c/eps (delta = 0) or sqrt(32 c ln(1/delta))/eps; halts at the c-th TOP (cutoff fixed in advance).
     Privacy: (epsilon, delta)-DP (pure if delta = 0: basic composition; else advanced composition, checked
@@ -199,7 +199,7 @@ class Sparse(GeneralisedSparse):
 
 
 class NumericSparse(GeneralisedSparse):
-    """NumericSparse (seed 001; Dwork and Roth Alg. 3, budget halved): Sparse releasing f_i + Lap(sigma) per TOP.
+    """NumericSparse (the SVT notes; Dwork and Roth Alg. 3, budget halved): Sparse releasing f_i + Lap(sigma) per TOP.
 
     The selection is Sparse at (eps/2, delta/2) with scale sigma; each TOP's answer gets fresh
     Lap(sigma) noise, an (eps/2, delta/2) release of c sensitivity-1 answers (sigma = 2c/(eps/2) is

@@ -1,8 +1,8 @@
 """Accuracy and privacy formulas of the sparse vector family, one function per statement.
 
 (alpha, beta)-accuracy: with probability >= 1 - beta every TOP query has f_i >= t - alpha and every
-BOTTOM query f_i <= t + alpha. Natural logs throughout. Sources: seed 001 (notes) for AboveThreshold
-and Sparse, seed 000 (Kaplan, Mansour, Stemmer) for ThresholdMonitor and shifting heavy hitters; the
+BOTTOM query f_i <= t + alpha. Natural logs throughout. Sources: the SVT notes for AboveThreshold
+and Sparse, Kaplan, Mansour, Stemmer for ThresholdMonitor and shifting heavy hitters; the
 notes' Sparse accuracy print is garbled, we follow the spec's re-derivation (AboveThreshold bound at
 eps' = eps/c or eps/sqrt(8 c ln(1/delta)) and beta/c, union bound over the c restarts).
 """

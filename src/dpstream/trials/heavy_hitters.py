@@ -1,4 +1,4 @@
-"""One heavy-hitter trial (seed 004, Sec. 6.5, Figure 4): a tracker (LazyHH or a baseline) on a trace.
+"""One heavy-hitter trial (Holland, Sec. 6.5, Figure 4): a tracker (LazyHH or a baseline) on a trace.
 
 Builds the trace (``data`` config) and the tracker (``mechanism`` config, mechanism seed), feeds the
 trace in blocks (only the tracker's ``extend`` calls are timed) and measures precision, recall and ARE

@@ -1,4 +1,4 @@
-"""One frequency-estimation trial of a sketch on a stream (seed 004, Sec. 6, Figure 3).
+"""One frequency-estimation trial of a sketch on a stream (Holland, Sec. 6, Figure 3).
 
 Builds the stream (data seed) and the sketch (mechanism seed) and feeds the stream in chunks ending
 at the release times (``dpstream.metrics.release_times``, T the last). At each release time t it
