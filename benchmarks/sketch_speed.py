@@ -103,7 +103,8 @@ def main() -> None:
     stream = zipf_stream(length=args.length, universe=10**6, skew=1.3, seed=np.random.SeedSequence(0))
     rows = [*sketch_rows(stream, args.repeats), lazy_hh_row(stream[: args.hh_length], args.repeats)]
     command = " ".join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
-    record = {"title": "Derived noise and mod-p hashing against their references", "command": command, "machine": machine(),
+    record = {"title": "Derived noise and mod-p hashing against their references", "command": command,
+              "machine": machine(),
               "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1) + "\n")

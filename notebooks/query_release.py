@@ -12,7 +12,8 @@
 # ---
 
 # %% [markdown]
-# # Query release: iterative construction and private equilibrium computation (the iterative-construction notes and Hsu, Roth, Ullman)
+# # Query release: iterative construction and private equilibrium computation
+# (the iterative-construction notes; Hsu, Roth, Ullman)
 #
 # PMW, the median mechanism, MWEM and independent Laplace answers against the Hsu-Roth-Ullman query-release game
 # with analyst privacy, always beside the uniform-distribution line. The papers have no experiments; these follow the
@@ -24,7 +25,7 @@
 # `DPSTREAM_RESULTS=results/smoke` to read those rows instead.
 
 # %%
-"""Notebook of the query-release experiments (the iterative-construction notes and Hsu, Roth, Ullman); the markdown cells explain each figure."""
+"""Notebook of the query-release experiments (iterative-construction notes; Hsu, Roth, Ullman)."""
 import pandas as pd
 
 from dpstream.harness.report import verdict_summary

@@ -23,7 +23,7 @@
 # `DPSTREAM_RESULTS=results/smoke` to read those rows instead.
 
 # %%
-"""Notebook of the sparse vector experiments (Kaplan, Mansour, Stemmer and the SVT notes); the markdown cells explain each figure."""
+"""Notebook of the sparse vector experiments (Kaplan, Mansour, Stemmer; the SVT notes), explained in markdown."""
 import pandas as pd
 
 from dpstream.harness.report import verdict_summary

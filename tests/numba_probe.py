@@ -39,8 +39,8 @@ def gauss_bm() -> None:
     """GaussBM with every counter of ``dpstream.counters``: one batch of pushes and a release each."""
     import numpy as np
 
-    from dpstream.counters.gauss_bm import GaussBM
     from dpstream.counters import COUNTERS
+    from dpstream.counters.gauss_bm import GaussBM
 
     for counter, node_noise in COUNTERS:
         bm = GaussBM(n=8, horizon=64, epsilon=1.0, delta=1e-3, seed=0, counter=counter, node_noise=node_noise)

@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from dpstream.counters.gauss_bm import GaussBM
-from dpstream.privacy.calibration import CALIBRATIONS
 from dpstream.counters import COUNTERS, NODE_NOISES
+from dpstream.counters.gauss_bm import GaussBM
 from dpstream.hashing import HASH_FAMILIES
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
+from dpstream.privacy.calibration import CALIBRATIONS
 from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS
 from dpstream.svt.monitor import ThresholdMonitor, ThresholdMonitorEvolving
 

@@ -4,8 +4,8 @@
 import numpy as np
 import pytest
 
-from dpstream.counters.gauss_bm import GaussBM
 from dpstream.counters import COUNTERS
+from dpstream.counters.gauss_bm import GaussBM
 from dpstream.hashing import HASH_FAMILIES
 from dpstream.heavy_hitters import CMSHeap
 from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS

@@ -300,11 +300,7 @@ def main(argv: list[str] | None = None) -> None:
         if full_error():
             raise
         fail(exc, typed_overrides(args))
-    natural = natural_data(args)  # a mechanism named alone runs on data of a kind it reads
-    if natural:
-        print(f"note: mechanism={dict(typed_overrides(args))['mechanism']} runs on {' '.join(natural)} "
-              "(name data=... to choose)", file=sys.stderr, flush=True)
-        args = [*args, *natural]
+    args = with_natural_data(args)
     if wants_job_config(args):
         print(show_job(args))
         return
@@ -312,6 +308,20 @@ def main(argv: list[str] | None = None) -> None:
     if not {"-m", "--multirun"} & set(args):
         app()
         return
+    run_sweep(args)
+
+
+def with_natural_data(args: list[str]) -> list[str]:
+    """``args`` plus the data overrides of a mechanism named alone (data of a kind it reads), said on stderr."""
+    natural = natural_data(args)
+    if natural:
+        print(f"note: mechanism={dict(typed_overrides(args))['mechanism']} runs on {' '.join(natural)} "
+              "(name data=... to choose)", file=sys.stderr, flush=True)
+    return [*args, *natural]
+
+
+def run_sweep(args: list[str]) -> None:
+    """A multirun; Ctrl-C stops it with one line (how many trials were saved) and exit code 130."""
     store_root = Path(next((v for k, v in typed_overrides(args) if k == "results_dir"), "results"))
     before = stored_trials(store_root)
     os.environ[MAIN_PID] = str(os.getpid())  # the sweep's jobs (launcher workers) leave Ctrl-C to this process

@@ -61,7 +61,8 @@ def test_a_from_bytes_that_drops_an_option_fails_naming_it():
     check_mechanism(analytic, only=("serialisation",))
     forgetful = replace(analytic, name="ForgetfulLazyCMS", factory=ForgetfulLazyCMS)
     with pytest.raises(MechanismCheckError, match=r"ForgetfulLazyCMS: serialisation: ForgetfulLazyCMS\.from_bytes\("
-                                                  r"to_bytes\(\)\) failed: .*calibration='analytic' read back as 'classic'"):
+                                                  r"to_bytes\(\)\) failed: .*calibration='analytic' read back as "
+                                                  r"'classic'"):
         check_mechanism(forgetful, only=("serialisation",))
 
 

@@ -430,7 +430,7 @@ def fast_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link
                     etype = _be16(buf, p + off)
             off, version = off + 2, _version(etype)
         elif link == 101:
-            off, version = 0, np.int64(buf[p]) >> 4 if caplen > 0 else 0
+            off, version = 0, np.int64(buf[p]) >> 4 if caplen > 0 else 0  # type: ignore[assignment]
         else:
             off, version = _l3(buf, p, caplen, link, big)
         if version < 0:

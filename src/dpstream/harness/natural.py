@@ -14,14 +14,15 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from dpstream.harness.config import CONF_DIR, as_mapping, data_kinds, data_options, load_option, options
+from dpstream.harness.config import CONF_DIR, ConfDirs, as_mapping, data_kinds, data_options, load_option, options
 
 
 def _typed(args: list[str]) -> dict[str, str]:
     return dict(a.split("=", 1) for a in args if "=" in a and not a.startswith(("-", "+", "~")))
 
 
-def _default_data(conf_dir: Path) -> str:
+def _default_data(conf_dirs: ConfDirs) -> str:
+    conf_dir = conf_dirs if isinstance(conf_dirs, Path) else conf_dirs[0]  # the package's config comes first
     config = as_mapping(OmegaConf.to_container(OmegaConf.load(conf_dir / "config.yaml")), "config.yaml")
     for entry in config["defaults"]:
         if isinstance(entry, dict) and "data" in entry:
@@ -73,7 +74,7 @@ def _stem(data: dict[str, Any], every: dict[str, dict[str, Any]]) -> str:
     return next((stem for stem, d in every.items() if d.get("name") == data.get("name")), str(data.get("name")))
 
 
-def accepting_experiments(stem: str, conf_dir: Path, profile: str) -> list[str]:
+def accepting_experiments(stem: str, conf_dir: ConfDirs, profile: str) -> list[str]:
     """The experiments (not aggregates) that can run on data option ``stem``: same kind, sweeping nothing it lacks."""
     from dpstream.harness.config import load_experiment
 
@@ -88,7 +89,7 @@ def accepting_experiments(stem: str, conf_dir: Path, profile: str) -> list[str]:
     return out
 
 
-def check_panel_data(spec: dict[str, Any], trials: list[dict[str, Any]], conf_dir: Path, profile: str) -> None:
+def check_panel_data(spec: dict[str, Any], trials: list[dict[str, Any]], conf_dir: ConfDirs, profile: str) -> None:
     """Fit an experiment to the data the user chose (``experiment=fig3b data=items data.path=...``).
 
     A data parameter the experiment fixes for its own data (fig3b's ``data.skew``) is dropped when the chosen data

@@ -120,4 +120,5 @@ class PunctualHH(BlockTracker):
     @classmethod
     def _allocation_bytes(cls, args: dict[str, Any]) -> int:
         universe = 8 * serial.size_arg(args, "universe_size")  # the int64 universe the tracker queries
-        return universe + PunctualCMS._allocation_bytes({**args, "counter": "binary", "node_noise": "stored", "hash_family": "modp"})
+        sketch = {**args, "counter": "binary", "node_noise": "stored", "hash_family": "modp"}
+        return universe + PunctualCMS._allocation_bytes(sketch)

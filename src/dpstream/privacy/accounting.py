@@ -3,7 +3,8 @@
 Scalar composition formulas, their inversion, Sparse's threshold scale and Sparse's pure-vs-approximate choice
 (composition over ``Privacy`` statements: ``dpstream.privacy.composition``).
 
-Composition is Dwork, Rothblum and Vadhan's advanced composition (Kaplan, Mansour, Stemmer Thm B.1; the iterative-construction notes): l adaptively
+Composition is Dwork, Rothblum and Vadhan's advanced composition (Kaplan, Mansour,
+Stemmer, Thm B.1; the iterative-construction notes): l adaptively
 composed eps-DP steps are (sqrt(2 l ln(1/delta^)) eps + l eps (e^eps - 1), delta^)-DP; basic composition gives
 l eps. Sparse (the SVT notes): c AboveThreshold rounds, threshold noise sigma = 2c/eps (pure, basic composition)
 or sqrt(32 c ln(1/delta))/eps (approximate, advanced composition, checked exactly: ``sparse_advanced_certified``).

@@ -1,4 +1,4 @@
-"""Privacy accounting and theory bounds of the query-release family (the iterative-construction notes, Hsu, Roth, Ullman).
+"""Privacy accounting and theory bounds of the query-release family (iterative-construction notes; Hsu, Roth, Ullman).
 
 Every noise scale and every accounted epsilon of the family. Composition (``composed_epsilon``: basic or
 Dwork-Rothblum-Vadhan, whichever is smaller), its inversion (``per_step_epsilon``) and Sparse's scale come from
@@ -22,7 +22,7 @@ def laplace_answer_scale(n: int, epsilon: float, delta: float, k: int) -> float:
     return laplace_scale(1.0 / check_positive_int(n, "n"), per_step_epsilon(epsilon, delta, k))
 
 
-# ---- Iterative construction (the iterative-construction notes) -------------------------------------------------------------------------
+# ---- Iterative construction (the iterative-construction notes) ---------------------------------------------------
 
 def ic_step_epsilon(epsilon: float, delta: float, rounds: int) -> float:
     """eps0 of IC: each of the ``rounds`` rounds runs two eps0-DP steps (distinguisher, Laplace answer)."""

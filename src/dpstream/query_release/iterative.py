@@ -1,4 +1,4 @@
-"""Iterative construction IC (the iterative-construction notes) with pluggable database updates; PMW, MWEM, Laplace baseline.
+"""Iterative construction IC (iterative-construction notes) with pluggable database updates; PMW, MWEM, Laplace.
 
 Neighbouring relation of every mechanism here: replace-one-record databases of public size n; all queries
 1/n-sensitive. Privacy: (epsilon, delta)-DP (delta = 0: pure epsilon-DP), accounted by ``calibration``.

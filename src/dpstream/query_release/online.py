@@ -1,4 +1,4 @@
-"""Online iterative construction (the iterative-construction notes, "Online versions"): numeric sparse decides when to update.
+"""Online iterative construction (iterative-construction notes, "Online versions"): numeric sparse decides updates.
 
 Queries arrive one at a time (here: the workload in a seeded random order). For each f, numeric sparse tests
 |f(D) - f(S^t)| against the threshold 3 alpha / 4 with cutoff c = T(alpha/2): on BOTTOM the answer is f(S^t)

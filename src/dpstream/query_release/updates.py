@@ -1,4 +1,4 @@
-"""Database update algorithms (DUAs) for iterative construction (the iterative-construction notes): MW, MWEM's MW, median mechanism.
+"""Database update algorithms (DUAs) of iterative construction (iterative-construction notes): MW, MWEM's MW, median.
 
 A DUA holds a synthetic state S, reports f(S) for every query (``current``) and moves S after a noisy answer v to a
 query j (``update``). ``rounds(alpha)`` is its T(alpha): no database update sequence at accuracy alpha is longer.

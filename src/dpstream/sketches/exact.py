@@ -19,7 +19,7 @@ class ExactSchedule(Schedule):
         self,
         epsilon: float | None,
         delta: float | None,
-        noise_seed: np.random.SeedSequence,
+        noise_seed: np.random.SeedSequence | None,
         kappa: float,
         counter: type[Counter],
     ) -> None:

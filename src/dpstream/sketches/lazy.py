@@ -31,7 +31,7 @@ class LazySchedule(PrivateSchedule):
         self,
         epsilon: float | None,
         delta: float | None,
-        noise_seed: np.random.SeedSequence,
+        noise_seed: np.random.SeedSequence | None,
         kappa: float,
         counter: type[Counter],
     ) -> None:

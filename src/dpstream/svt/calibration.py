@@ -1,6 +1,7 @@
 """Noise calibration of ThresholdMonitor (the sparse vector family's per-family formulas; Sparse's are in accounting).
 
-Sparse / AboveThreshold follow the SVT notes; ThresholdMonitor follows Kaplan, Mansour, Stemmer, Algorithm 3, Theorem 3.2 (Option A) and Theorem 3.8 with the composition theorem
+Sparse / AboveThreshold follow the SVT notes; ThresholdMonitor follows Kaplan, Mansour, Stemmer, Algorithm 3,
+Theorem 3.2 (Option A) and Theorem 3.8 with the composition theorem
 B.1 (Option B). Every scale is built on ``dpstream.privacy.calibration.laplace_scale``; composition, Sparse's scale and
 the noise multiplier kappa are in ``dpstream.privacy.accounting``.
 """
@@ -19,7 +20,7 @@ from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 
 def monitor_delta_cap(epsilon: float, delta: float) -> float:
-    """Delta = b ln(b) with b = ln(1/delta)/eps (Kaplan, Mansour, Stemmer, Alg. 3, step 2): cap of v and scale/10 of w."""
+    """Delta = b ln(b), b = ln(1/delta)/eps (Kaplan, Mansour, Stemmer, Alg. 3, step 2): cap of v and scale/10 of w."""
     b = math.log(1.0 / delta) / epsilon
     return b * math.log(b)
 

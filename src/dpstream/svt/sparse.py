@@ -165,7 +165,7 @@ class AboveThreshold(GeneralisedSparse):
 
 
 class Sparse(GeneralisedSparse):
-    """Sparse (the SVT notes): c restarts of AboveThreshold; T^ = t + Lap(sigma) redrawn after each TOP, nu_i = Lap(2 sigma).
+    """Sparse (SVT notes): c restarts of AboveThreshold; T^ = t + Lap(sigma) redrawn per TOP, nu_i = Lap(2 sigma).
 
     sigma = 2c/eps (delta = 0) or sqrt(32 c ln(1/delta))/eps; halts at the c-th TOP (cutoff fixed in advance).
     Privacy: (epsilon, delta)-DP (pure if delta = 0: basic composition; else advanced composition, checked
