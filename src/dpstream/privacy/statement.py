@@ -9,6 +9,8 @@ from typing import Literal
 from dpstream.validation import check_delta, check_epsilon
 
 Notion = Literal["pure", "approximate", "computational"]
+"""How a guarantee holds: pure (delta = 0), approximate (delta > 0), or computational (against a bounded adversary:
+noise derived from a pseudorandom function)."""
 
 
 class Relation(StrEnum):

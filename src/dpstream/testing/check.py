@@ -211,6 +211,7 @@ CHECKS: dict[str, tuple[Callable[[MechanismSpec], bool], Callable[[MechanismSpec
     "reproducibility": (lambda s: True, _reproducibility, ""),
     "serialisation": (lambda s: hasattr(s.build(), "to_bytes"), _serialisation, "no to_bytes"),
 }
+"""The checks by name: (applies to a spec, run it and return the failures, why it was skipped otherwise)."""
 
 
 def check_mechanism(spec: MechanismSpec, *, only: tuple[str, ...] = (), raise_on_failure: bool = True) -> CheckReport:
