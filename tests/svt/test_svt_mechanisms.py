@@ -132,9 +132,9 @@ def test_kappa_multiplies_every_noise_scale_and_is_not_certified():
     assert_laplace_scale(res.noise["query"], 2 * kappa * sparse_sigma(1.0, 5))
     at = AboveThreshold(epsilon=0.5, threshold=0.0, seed=1, kappa=kappa)
     assert at.threshold_scale == pytest.approx(kappa * 2 / 0.5) and at.query_scale == pytest.approx(kappa * 4 / 0.5)
-    assert not (tm.certified or sv.certified or at.certified or low.certified)
+    assert not (tm.certified or sv.certified or at.certified) and tm.kappa == low.kappa == kappa
     tm = ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=0.0, k=3)
-    assert tm.certified and Sparse(epsilon=1.0, threshold=0.0, c=5).certified and full.certified
+    assert tm.certified and Sparse(epsilon=1.0, threshold=0.0, c=5).certified and tm.kappa == full.kappa == 1.0
 
 
 @pytest.mark.parametrize("kappa", [0.0, -0.5, 1.01, float("nan"), "x"])

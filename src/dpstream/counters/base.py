@@ -20,7 +20,7 @@ from dpstream import serial
 from dpstream.counters import _kernels as kernels
 from dpstream.noise import NoiseSource, SeedLike, noise_mode
 from dpstream.privacy.calibration import CALIBRATIONS, gauss_bm_levels, gaussian_sigma
-from dpstream.privacy.statement import Notion, certify
+from dpstream.privacy.statement import Certified, Notion
 from dpstream.validation import check_allocation, check_delta, check_epsilon, check_positive_int
 
 STEP_BYTES = 8
@@ -33,7 +33,7 @@ COUNT_DTYPES = ("int32", "int64")
 """The count dtypes a counter keeps its exact counts in (by name)."""
 
 
-class Counter(serial.Serialisable, ABC):
+class Counter(Certified, serial.Serialisable, ABC):
     """``n`` continual counters over ``horizon`` steps each.
 
     Privacy: (epsilon, delta)-DP for m-neighbouring inputs (one neighbour changes at most m counters, each by at
@@ -95,7 +95,6 @@ class Counter(serial.Serialisable, ABC):
         self.calibration = calibration
         self.sigma = gaussian_sigma(self.l2_sensitivity(self.horizon, self.m), self.epsilon, self.delta, calibration)
         self.kappa = kappa
-        self.certified = certify(kappa=kappa)
         self._noise_scale = self.sigma * kappa
         self._noise = NoiseSource(seed)
         self.count_dtype = count_dtype

@@ -9,7 +9,7 @@ import numpy as np
 from dpstream import serial
 from dpstream.counters import counter_class, popcount
 from dpstream.noise import SeedLike, noise_mode
-from dpstream.privacy.statement import Privacy, Relation
+from dpstream.privacy.statement import Certified, Privacy, Relation
 
 __all__ = ["GaussBM", "popcount"]
 
@@ -25,7 +25,7 @@ def next_steps(steps: np.ndarray, js: np.ndarray) -> np.ndarray:
     return out
 
 
-class GaussBM(serial.Serialisable):
+class GaussBM(Certified, serial.Serialisable):
     """n independent Gaussian binary-mechanism counters, each with one preallocated node per tree level.
 
     Privacy (Thm 1): for m-neighbouring inputs (one neighbour changes at most ``m`` counters, each by at
@@ -106,7 +106,7 @@ class GaussBM(serial.Serialisable):
         self._counter_arg = counter  # as given: a package name, or "module:Class" for a counter of one's own
         self.n, self.horizon, self.epsilon, self.delta, self.m = c.n, c.horizon, c.epsilon, c.delta, c.m
         self.calibration = c.calibration
-        self.levels, self.sigma, self.certified = c.levels, c.sigma, c.certified
+        self.levels, self.sigma = c.levels, c.sigma
         self.deployable = bool(getattr(c, "deployable", False))  # exact discrete noise keyed from OS entropy only
         self._steps = c._steps if c.tracks_steps else np.zeros(self.n, dtype=np.int64)
 

@@ -19,6 +19,7 @@ import numpy as np
 from dpstream import serial
 from dpstream.hashing import canonical_keys
 from dpstream.noise import noise_mode
+from dpstream.privacy.statement import Certified
 from dpstream.validation import check_positive_int
 
 
@@ -56,7 +57,7 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
     return values[np.concatenate(([True], values[1:] != values[:-1]))] if values.size else values
 
 
-class BlockTracker(serial.Serialisable):
+class BlockTracker(Certified, serial.Serialisable):
     """Base class: feeds ``sketch`` and refreshes the output every ``period`` updates (see module doc).
 
     ``to_bytes`` / ``from_bytes`` save and restore the exact state, the sketch's included (SECRET, see

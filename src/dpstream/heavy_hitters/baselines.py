@@ -41,7 +41,7 @@ class CMSHeap(BlockTracker):
     no Python code runs per item. Deviation: it is not item-for-item the per-arrival heap.
     """
 
-    certified = False
+    private = False
     privacy = None  # NOT private
 
     def __init__(self, *, k: int, horizon: int, width: int | None = None, depth: int = 3,
@@ -74,8 +74,6 @@ class PunctualHH(BlockTracker):
     so it is only feasible for small universes: items must be integers in [0, universe_size), and
     ``universe_size`` above ``max_universe`` is refused. ``period`` = 1 outputs after every update.
     """
-
-    certified = True
 
     def __init__(self, *, k: int, universe_size: int, epsilon: float, delta: float, horizon: int,
                  width: int | None = None, depth: int = 3, memory_kb: float | None = None, period: int = 1,

@@ -44,8 +44,6 @@ class LazyHH(BlockTracker):
     calibrations' noise (``noise_term``): unchanged wherever the analytic sigma is the smaller (eps below ~7).
     """
 
-    certified = True
-
     def __init__(self, *, k: int, k_tilde: int, epsilon: float, delta: float, beta: float, horizon: int,
                  seed: SeedLike = None, node_noise: str = "stored", hash_family: str = "modp",
                  calibration: str = "classic") -> None:

@@ -8,7 +8,7 @@ formulas in ``accounting``; per-family noise-scale formulas live beside their fa
 """
 
 from dpstream.privacy.composition import compose, compose_advanced
-from dpstream.privacy.statement import AnalystRelation, Notion, Privacy, Relation, certify
+from dpstream.privacy.statement import AnalystRelation, Certified, Notion, Privacy, Relation, certify
 
-__all__ = ["AnalystRelation", "Notion", "Privacy", "Relation", "certify", "compose",
+__all__ = ["AnalystRelation", "Certified", "Notion", "Privacy", "Relation", "certify", "compose",
            "compose_advanced"]

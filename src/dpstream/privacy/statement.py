@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from dpstream.validation import check_delta, check_epsilon
 
@@ -78,3 +78,29 @@ def certify(*, private: bool = True, kappa: float = 1.0, paper_constants: bool =
     is None and its rows say ``certified: False``.
     """
     return bool(private) and kappa == 1.0 and bool(paper_constants)
+
+
+class Certified:
+    """``certified`` by the one rule (``certify``) from what a mechanism knows of itself; never set by hand.
+
+    A mechanism overrides the defaults where they differ, as a class attribute or in its constructor: ``private``
+    (False for a non-private baseline or a setting with no privacy theorem), ``kappa`` (the noise multiplier,
+    1 = calibrated) and ``paper_constants`` (False when the constants are not the ones its privacy theorem is proved
+    for). A class that assigns ``certified`` itself is refused when it is defined.
+    """
+
+    private: bool = True
+    kappa: float = 1.0
+    paper_constants: bool = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse a class-level ``certified``: it comes from ``certify`` only."""
+        super().__init_subclass__(**kwargs)
+        if "certified" in vars(cls):
+            raise TypeError(f"{cls.__name__} sets certified itself; set private, kappa or paper_constants instead "
+                            "(certified = dpstream.privacy.certify of them)")
+
+    @property
+    def certified(self) -> bool:
+        """``certify(private=..., kappa=..., paper_constants=...)`` of this mechanism."""
+        return certify(private=self.private, kappa=self.kappa, paper_constants=self.paper_constants)

@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from dpstream.noise import NoiseSource, SeedLike
-from dpstream.privacy.statement import AnalystRelation, Privacy, certify
+from dpstream.privacy.statement import AnalystRelation, Certified, Privacy
 from dpstream.query_release.calibration import (
     ALG5_PAPER_CONSTANTS,
     alg5_accuracy,
@@ -41,15 +41,13 @@ from dpstream.query_release.workloads import Workload
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 
 
-class AnalystPrivateMW:
+class AnalystPrivateMW(Certified):
     """Algorithm 5 with the paper's constants (s 128, n^ 32, sigma 20000, tau 80000): certified.
 
     Parameters as printed (``calibration.alg5_parameters``): eta = n^{-2/5}, T = n^{4/5} ln|X|, R = 2 s T; k is the
     stream length (the workload size). Privacy: (eps_data, delta)-DP for replace-one neighbouring databases of
     size n (Thm 5.6) and (eps_analyst, delta) one-query-to-many-analyst privacy (Thm 5.8), see the module docstring.
     """
-
-    certified = True
 
     def __init__(self, *, workload: Workload, epsilon: float, delta: float, n: int, beta: float = 0.05,
                  seed: SeedLike = None, constants: dict[str, float] | None = None) -> None:
@@ -61,7 +59,7 @@ class AnalystPrivateMW:
         self.beta = check_open_interval(beta, "beta", 0.0, 1.0)
         self.universe_size = 2 ** check_dense(workload.d)
         self.constants = {**ALG5_PAPER_CONSTANTS, **(constants or {})}
-        self.certified = certify(private=type(self).certified, paper_constants=self.constants == ALG5_PAPER_CONSTANTS)
+        self.paper_constants = self.constants == ALG5_PAPER_CONSTANTS
         p = alg5_parameters(self.n, self.epsilon, self.delta, workload.n_queries, self.universe_size, self.beta,
                             self.constants)
         self.eta, self.s, self.sigma, self.tau = p["eta"], p["s"], p["sigma"], p["tau"]
@@ -148,10 +146,9 @@ class AnalystPrivateMWScaledUNCERTIFIED(AnalystPrivateMW):
     show how far from the nominal eps the run is), every output says ``certified: False`` and ``privacy`` is None.
     """
 
-    certified = False
-
     def __init__(self, *, workload: Workload, epsilon: float, delta: float, n: int, c_s: float, c_n_hat: float,
                  c_sigma: float, c_tau: float, beta: float = 0.05, seed: SeedLike = None) -> None:
         """Algorithm 5 with the constants c_s, c_n_hat, c_sigma, c_tau in place of the paper's."""
         super().__init__(workload=workload, epsilon=epsilon, delta=delta, n=n, beta=beta, seed=seed,
                          constants={"s": c_s, "n_hat": c_n_hat, "sigma": c_sigma, "tau": c_tau})
+        self.paper_constants = False  # never certified, even at the paper's numbers

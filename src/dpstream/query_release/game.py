@@ -18,7 +18,7 @@ import numpy as np
 
 from dpstream.noise import NoiseSource, SeedLike, as_seed_sequence, children
 from dpstream.privacy.accounting import composed_epsilon
-from dpstream.privacy.statement import AnalystRelation, Privacy
+from dpstream.privacy.statement import AnalystRelation, Certified, Privacy
 from dpstream.query_release._kernels import sample_index, sparse_scan
 from dpstream.query_release.calibration import (
     hru_analyst_epsilon,
@@ -63,7 +63,7 @@ def play_game(player: QueryPlayer | AnalystPlayer, universe_size: int, rounds: i
     return records, {"round": np.array(curve_t), "max_error": np.array(curve_err)}
 
 
-class _ReleaseInputs:
+class _ReleaseInputs(Certified):
     """The inputs Algorithms 3 and 4 share, stored by ``_check_release_inputs``."""
 
     workload: Workload
@@ -101,8 +101,6 @@ class PrivateEquilibriumRelease(_ReleaseInputs):
     Privacy: (eps_data, delta)-DP for replace-one neighbouring databases and (eps_analyst, delta)
     one-query-to-many-analyst privacy of D^, both accounted per run (see the module docstring).
     """
-
-    certified = True
 
     def __init__(self, *, workload: Workload, analysts: np.ndarray, epsilon: float, delta: float, n: int,
                  rounds: int | None = None, rounds_rule: str = "paper", s_factor: float = 24.0,
@@ -184,8 +182,6 @@ class AnalystEquilibriumRelease(_ReleaseInputs):
     changes): eps_analyst of D^ from Lemma 3.8 with sigma = 1/s, at delta; clean-up coupling as in Alg 3 (not
     certified).
     """
-
-    certified = True
 
     def __init__(self, *, workload: Workload, analysts: np.ndarray, epsilon: float, delta: float, n: int,
                  rounds: int | None = None, s: float | None = None, eta: float | None = None,

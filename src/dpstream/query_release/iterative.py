@@ -14,7 +14,7 @@ import numpy as np
 from dpstream.noise import NoiseSource, SeedLike
 from dpstream.privacy.accounting import composed_epsilon
 from dpstream.privacy.composition import compose_advanced
-from dpstream.privacy.statement import AnalystRelation, Privacy, Relation
+from dpstream.privacy.statement import AnalystRelation, Certified, Privacy, Relation
 from dpstream.query_release.calibration import ic_step_epsilon, laplace_answer_scale
 from dpstream.query_release.updates import MultiplicativeWeights, MWEMUpdate
 from dpstream.query_release.workloads import Workload
@@ -71,7 +71,7 @@ def exponential_mechanism(scores: np.ndarray, eps0: float, sensitivity: float, n
     return int(np.argmax(eps0 * scores / (2 * sensitivity) + noise.rng.gumbel(size=scores.size)))
 
 
-class IterativeConstruction:
+class IterativeConstruction(Certified):
     """IC(D, alpha, eps0) with the exponential-mechanism distinguisher (the iterative-construction notes).
 
     Per round: f = EM over Q with score |f(D) - f(S)| (sensitivity 1/n); v = f(D) + Lap(1/(n eps0)); stop when
@@ -80,8 +80,6 @@ class IterativeConstruction:
     ``privacy.epsilon`` is that composition (<= epsilon).
     ``average``: output the mean of the states' answers over rounds (MWEM) instead of the last state.
     """
-
-    certified = True
 
     def __init__(self, *, update: DatabaseUpdate, epsilon: float, delta: float, n: int, alpha: float = 0.0,
                  rounds: int | None = None, average: bool = False, seed: SeedLike = None) -> None:
@@ -152,15 +150,13 @@ def mwem(*, workload: Workload, epsilon: float, delta: float, n: int, rounds: in
                                  rounds=rounds, average=True, seed=seed)
 
 
-class LaplaceRelease:
+class LaplaceRelease(Certified):
     """Independent Laplace answers to all k queries: q(D) + Lap(b), b from ``laplace_answer_scale``.
 
     Privacy: (epsilon, delta)-DP for replace-one neighbours of size n (k-fold composition, DRV if delta > 0).
     ``privacy`` is that nominal (epsilon, delta): the scale is fitted to each release's k, and ``Release.eps_data``
     records the composition actually accounted (equal up to the root finder's round-off).
     """
-
-    certified = True
 
     def __init__(self, *, epsilon: float, delta: float, n: int, seed: SeedLike = None) -> None:
         """Validate (epsilon, delta, n) and seed the noise source."""

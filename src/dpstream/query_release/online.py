@@ -12,7 +12,7 @@ import numpy as np
 
 from dpstream.noise import NoiseSource, SeedLike
 from dpstream.privacy.accounting import best_sparse_sigma
-from dpstream.privacy.statement import Privacy
+from dpstream.privacy.statement import Certified, Privacy
 from dpstream.query_release._kernels import first_above
 from dpstream.query_release.iterative import DatabaseUpdate, Release, check_delta_or_zero, data_privacy
 from dpstream.query_release.updates import MultiplicativeWeights
@@ -30,7 +30,7 @@ def online_sigma(epsilon: float, delta: float, cutoff: int) -> float:
     return best_sparse_sigma(epsilon / 2, cutoff, delta / 2)
 
 
-class OnlineIC:
+class OnlineIC(Certified):
     """IC driven by NumericSparse (local, adaptive: the synopsis changes after each TOP).
 
     Privacy: (epsilon, delta)-DP for replace-one neighbouring databases of size n. NumericSparse with cutoff c on
@@ -39,8 +39,6 @@ class OnlineIC:
     The svt package's NumericSparse runs over a fixed answer vector; here the answers change after every TOP, so
     the scan is local (same calibration).
     """
-
-    certified = True
 
     def __init__(self, *, update: DatabaseUpdate, epsilon: float, delta: float, n: int, alpha: float,
                  cutoff: int | None = None, seed: SeedLike = None) -> None:

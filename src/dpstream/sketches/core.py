@@ -29,7 +29,7 @@ from dpstream.counters import Counter, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
 from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
 from dpstream.privacy.calibration import cell_neighbour_m
-from dpstream.privacy.statement import Privacy, Relation, certify
+from dpstream.privacy.statement import Certified, Privacy, Relation
 from dpstream.sketches import _kernels as kernels
 from dpstream.sketches import memory
 from dpstream.validation import check_allocation, check_choice, check_delta, check_epsilon, check_positive_int
@@ -212,7 +212,7 @@ PRIVATE_MERGE = (
 )
 
 
-class SketchCore(serial.Serialisable):
+class SketchCore(Certified, serial.Serialisable):
     """A d x w frequency sketch: ``_estimator`` and ``_schedule`` are set by each public class.
 
     ``to_bytes`` / ``from_bytes`` (``serial``) save and restore the exact state (the bytes are SECRET: noise
@@ -285,7 +285,6 @@ class SketchCore(serial.Serialisable):
         self.variant = variant
         self.kappa = kappa
         self.counter, self.node_noise, self.calibration = variant.counter, variant.node_noise, variant.calibration
-        self.certified = certify(private=self._schedule.private, kappa=kappa)  # never for CMS / CS
         # exact discrete noise keyed from OS entropy (no seed): the only noise fit to deploy (docs/secure-noise.md)
         secure_key = variant.node_noise == "discrete_secure" and seed is None
         self.deployable = self.certified and secure_key
@@ -357,8 +356,8 @@ class SketchCore(serial.Serialisable):
                    counter=counter, node_noise=node_noise, calibration=calibration, hash_family=hash_family)
 
     @property
-    def private(self) -> bool:
-        """Whether the released cells are differentially private."""
+    def private(self) -> bool:  # type: ignore[override]  # fixed by the schedule
+        """Whether the released cells are differentially private (never for CMS / CS: ``certified`` False)."""
         return self._schedule.private
 
     @property

@@ -15,7 +15,6 @@ from scipy.optimize import brentq
 
 from dpstream.privacy.accounting import advanced_composition, check_kappa
 from dpstream.privacy.calibration import laplace_scale
-from dpstream.privacy.statement import certify
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 
@@ -43,11 +42,6 @@ class MonitorCalibration:
     epsilon_a: float
     epsilon_b: float
     kappa: float = 1.0
-
-    @property
-    def certified(self) -> bool:
-        """True at the calibrated noise (option A or B, kappa = 1); kappa < 1 buys no privacy guarantee."""
-        return certify(kappa=self.kappa, paper_constants=self.option in ("A", "B"))
 
     @property
     def log_inv_delta(self) -> float:

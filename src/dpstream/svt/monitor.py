@@ -9,7 +9,7 @@ import numpy as np
 
 from dpstream import serial
 from dpstream.noise import NoiseSource, SeedLike, noise_mode
-from dpstream.privacy.statement import Privacy, Relation
+from dpstream.privacy.statement import Certified, Privacy, Relation
 from dpstream.svt import _kernels
 from dpstream.svt.calibration import MonitorCalibration, calibrate
 from dpstream.svt.queries import as_linear_queries, check_counts
@@ -17,7 +17,7 @@ from dpstream.svt.sparse import SVTRun
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 
-class _MonitorCore(serial.Serialisable):
+class _MonitorCore(Certified, serial.Serialisable):
     """Alg. 3's loop with noise from ``calibration``: w = Lap(10 Delta), v = Lap(b), v_bar = min(v, Delta).
 
     No noisy threshold (t is used exactly), fresh w and v per query, v capped from above only, w never
@@ -110,7 +110,7 @@ class ThresholdMonitor(_MonitorCore):
         """Validate (epsilon, delta) and calibrate the noise (``calibrate``, scaled by ``kappa``)."""
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         super().__init__(calibrate(epsilon, delta, k, kappa), threshold, seed)
-        self.certified = self.calibration.certified
+        self.kappa, self.paper_constants = self.calibration.kappa, self.calibration.option in ("A", "B")
         self._args = {"epsilon": epsilon, "delta": delta, "threshold": self.threshold, "k": self.k,
                       "kappa": self.calibration.kappa}
 
@@ -130,8 +130,6 @@ class ThresholdMonitorEvolving(_MonitorCore):
     neighbours over the whole stream (Thm 4.4), calibrated through group privacy to be safe:
     calibrate(eps/2, delta/(1 + e^{eps/2}), k), since replace = remove + add costs (2 eps, (1 + e^eps) delta).
     """
-
-    certified = True
 
     def __init__(
         self, *, epsilon: float, delta: float, threshold: float, k: int, seed: SeedLike = None

@@ -21,7 +21,7 @@ from scipy import sparse
 from dpstream.noise import NoiseSource, SeedLike, children
 from dpstream.privacy.accounting import advanced_per_step_epsilon, sparse_prefers_pure
 from dpstream.privacy.calibration import laplace_scale
-from dpstream.privacy.statement import Privacy, Relation
+from dpstream.privacy.statement import Certified, Privacy, Relation
 from dpstream.svt.calibration import MonitorCalibration
 from dpstream.svt.monitor import ThresholdMonitorEvolving
 from dpstream.svt.sparse import Sparse
@@ -151,15 +151,13 @@ class HHResult:
     threshold: float
 
 
-class ShiftingHeavyHitters:
+class ShiftingHeavyHitters(Certified):
     """Thm 4.7: TME with cap k*, t = 2B, queried with f_x = 1{y = x} for every x at every step.
 
     Guarantee (w.p. >= 1 - beta): never reports a weight-0 element; reports every x with w_i(x) >= tau = 3B.
     Privacy: (epsilon, delta)-DP for replace-one-user neighbours over the whole stream (Thm 4.4, via
     ``ThresholdMonitorEvolving``'s group-privacy calibration).
     """
-
-    certified = True
 
     def __init__(
         self,
@@ -231,14 +229,12 @@ class _HistogramCore:
         return HHResult(reported, zero, private, self.threshold)
 
 
-class HistogramEveryStep:
+class HistogramEveryStep(Certified):
     """Baseline (a): a Laplace histogram at every step, composed over m steps (error grows like sqrt(m)).
 
     Privacy: (epsilon, delta)-DP for replace-one-user neighbours: each step's histogram has L1
     sensitivity 2, Lap(2/eps_s) with eps_s from basic or advanced composition over m steps.
     """
-
-    certified = True
 
     def __init__(
         self, *, epsilon: float, delta: float, m: int, domain_size: int, beta: float, seed: SeedLike = None
@@ -261,7 +257,7 @@ class HistogramEveryStep:
         return self.core.release(rows, np.ones((n_runs, holdings.shape[0]), dtype=bool), n_runs)
 
 
-class SparseThenHistogram:
+class SparseThenHistogram(Certified):
     """Baseline (b): Sparse on q_i = max_x w_i(x) finds <= c heavy steps; a Laplace histogram at those only.
 
     Budget halves: Sparse at (eps/2, delta/2) (q_i has sensitivity 1 for replace-one-user), histograms
@@ -269,8 +265,6 @@ class SparseThenHistogram:
     Sparse's threshold is alpha_Sparse + 1, so steps whose heaviest element has weight 1 (everyone
     holds a private element) are skipped and steps with an element of weight >= 2 alpha_Sparse + 1 are found.
     """
-
-    certified = True
 
     def __init__(
         self,

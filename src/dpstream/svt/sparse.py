@@ -9,7 +9,7 @@ import numpy as np
 from dpstream.noise import NoiseSource, SeedLike
 from dpstream.privacy.accounting import sparse_sigma
 from dpstream.privacy.composition import compose
-from dpstream.privacy.statement import Privacy, Relation, certify
+from dpstream.privacy.statement import Certified, Privacy, Relation
 from dpstream.svt import _kernels
 from dpstream.svt.queries import query_answers
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
@@ -45,7 +45,7 @@ def _laplace(noise: NoiseSource, scale: float, shape: tuple[int, int]) -> np.nda
     return noise.laplace(scale, shape) if scale > 0 else np.zeros(shape)
 
 
-class GeneralisedSparse:
+class GeneralisedSparse(Certified):
     """The shared core: noisy threshold, per-query noise, optional cutoff, redraw and release.
 
     Not a mechanism by itself, NOT private as such (``privacy`` is None): its privacy depends on the parameters.
@@ -53,7 +53,7 @@ class GeneralisedSparse:
     ``dpstream.audit.negative_controls`` builds known-broken ones on it.
     """
 
-    certified = False
+    private = False
 
     def __init__(
         self,
@@ -156,7 +156,7 @@ class AboveThreshold(GeneralisedSparse):
         sigma = sparse_sigma(check_epsilon(epsilon), 1, kappa=kappa)
         super().__init__(threshold=threshold, cutoff=1, threshold_scale=sigma, query_scale=2.0 * sigma, seed=seed)
         self.epsilon, self.delta = float(epsilon), 0.0
-        self.certified = certify(kappa=kappa)
+        self.private, self.kappa = True, kappa
 
     @property
     def privacy(self) -> Privacy | None:
@@ -190,7 +190,7 @@ class Sparse(GeneralisedSparse):
         super().__init__(threshold=threshold, cutoff=c, threshold_scale=sigma, query_scale=2.0 * sigma, seed=seed)
         self.epsilon, self.delta = epsilon, delta
         self.sigma = sigma
-        self.certified = certify(kappa=kappa)
+        self.private, self.kappa = True, kappa
 
     @property
     def privacy(self) -> Privacy | None:
@@ -208,7 +208,7 @@ class NumericSparse(GeneralisedSparse):
     rather than Dwork and Roth's 8/9 : 1/9 split.
     """
 
-    certified = True
+    private = True
 
     def __init__(
         self, *, epsilon: float, threshold: float, c: int, delta: float = 0.0, seed: SeedLike = None
