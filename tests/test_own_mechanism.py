@@ -7,6 +7,7 @@ their own contract test. This test puts that directory on the path as a research
 most 6 files per mechanism, all outside ``src/`` and ``tests/``.
 """
 
+import math
 import re
 
 import pytest
@@ -69,6 +70,9 @@ def test_a_one_point_experiment_runs_the_toy_svt_variant_beside_sparse(own, tmp_
     assert wide["mechanism._target_"] == "toy_svt.WideQuerySparse" and wide["certified"]
     assert wide["n_runs"] == sparse["n_runs"] == 20 and wide["c"] == sparse["c"] == 10
     assert wide["emp_alpha"] != sparse["emp_alpha"]  # wider query noise: other (and here larger) errors
+    # no accuracy theorem for the variant: NaN (never Sparse's bound), while Sparse keeps its own
+    assert math.isnan(wide["theory_alpha"]) and math.isnan(wide["emp_over_theory"])
+    assert math.isfinite(sparse["theory_alpha"]) and sparse["theory_alpha"] > 0
 
 
 def test_a_one_point_experiment_runs_the_toy_counter_as_the_cells_of_lazycms(own, tmp_path):

@@ -137,3 +137,17 @@ def test_atoms_trial_rejects_kappa_outside_unit_interval():
     p = params("svt_tm", c=100, runs=5, n_near=20, n_far=20)
     with pytest.raises(ValueError, match=r"kappa must be in \(0, 1\].*got 2"):
         trials.atoms_trial({**p, "mechanism": {**p["mechanism"], "kappa": 2}}, seed())
+
+
+def test_a_variant_without_its_own_bound_gets_nan_theory_alpha_never_its_base_class_bound():
+    class Variant(Sparse):
+        pass
+
+    p = params("svt_sparse", c=100, runs=5, n_near=20, n_far=20)
+    design = atoms_design(c=100, k_star=1, threshold=1.0, margin=0.5, n_near=20, n_far=20, order="random",
+                          rng=np.random.default_rng(0))
+    info = {"cutoff": 100, "composition": "pure"}
+    assert trials._theory_alpha(Sparse, p, design, info) > 0  # Sparse's own bound
+    with pytest.warns(UserWarning, match="theory_alpha of Variant is NaN: no accuracy bound is registered"):
+        assert np.isnan(trials._theory_alpha(Variant, p, design, info))
+

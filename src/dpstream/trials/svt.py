@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -135,15 +136,38 @@ def _runner(cls: type, name: str | None) -> Callable:
                      f"subclasses, not {cls.__name__}")
 
 
-def _theory_alpha(params: dict[str, Any], design: AtomsDesign, info: dict[str, Any]) -> float:
-    """The accuracy bound at the run's noise: alpha is linear in the noise scales, so kappa x the calibrated bound."""
-    eps, delta, beta = params["epsilon"], params["delta"], params["mechanism"]["beta"]
-    kappa = _kappa(params["mechanism"])
-    if "k" in info:
-        return kappa * T.alpha_monitor_total(eps, delta, info["k"], design.m, beta)
+def _alpha_monitor(params: dict[str, Any], design: AtomsDesign, info: dict[str, Any]) -> float:
+    """ThresholdMonitor's accuracy theorem (Kaplan, Mansour, Stemmer) at cap k."""
+    return T.alpha_monitor_total(params["epsilon"], params["delta"], info["k"], design.m, params["mechanism"]["beta"])
+
+
+def _alpha_sparse(params: dict[str, Any], design: AtomsDesign, info: dict[str, Any]) -> float:
+    """Sparse's (and AboveThreshold's, at cutoff 1) accuracy bound at the run's cutoff and composition."""
+    eps, beta = params["epsilon"], params["mechanism"]["beta"]
     if info["composition"] == "pure":
-        return kappa * T.alpha_sparse_pure(eps, info["cutoff"], design.m, beta)
-    return kappa * T.alpha_sparse_approx(eps, delta, info["cutoff"], design.m, beta)
+        return T.alpha_sparse_pure(eps, info["cutoff"], design.m, beta)
+    return T.alpha_sparse_approx(eps, params["delta"], info["cutoff"], design.m, beta)
+
+
+THEORY: dict[type, Callable[[dict[str, Any], AtomsDesign, dict[str, Any]], float]] = {
+    ThresholdMonitor: _alpha_monitor, Sparse: _alpha_sparse, AboveThreshold: _alpha_sparse}
+"""The accuracy bound of each mechanism class, at calibrated noise. Keyed by the exact class: a subclass (a variant
+run as its base by ``RUNNERS``) has no bound until one is added here for it; its ``theory_alpha`` is NaN."""
+
+
+def _theory_alpha(cls: type, params: dict[str, Any], design: AtomsDesign, info: dict[str, Any]) -> float:
+    """The accuracy bound at the run's noise: alpha is linear in the noise scales, so kappa x the calibrated bound.
+
+    NaN, with a warning saying why, for a class without its own entry in ``THEORY``: another mechanism's bound
+    (its base class's) is no statement about it.
+    """
+    bound = THEORY.get(cls)
+    if bound is None:
+        warnings.warn(f"theory_alpha of {cls.__name__} is NaN: no accuracy bound is registered for it in "
+                      f"dpstream.trials.svt.THEORY (registered: {', '.join(c.__name__ for c in THEORY)})",
+                      stacklevel=2)
+        return math.nan
+    return _kappa(params["mechanism"]) * bound(params, design, info)
 
 
 @row_columns("c", "k_star", "m", "n_runs", "threshold", "margin_eval", "emp_alpha", "theory_alpha",
@@ -155,6 +179,7 @@ def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
 
     ``mechanism.kappa`` < 1 scales every noise scale, the evaluation margin and theory_alpha by kappa (so the
     database shrinks by kappa): the row says ``kappa`` and ``certified: False`` (NOT privacy-certified).
+    ``theory_alpha`` (and ``emp_over_theory``) is NaN for a mechanism class without a bound in ``THEORY``.
     """
     started = time.perf_counter()
     data_seed, mech_seed = children(seed, 2)
@@ -168,7 +193,8 @@ def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     design = build.factory(data, DESIGN_OWN)(c=c, k_star=k_star, threshold=2.0 * margin, margin=margin,
                                              rng=np.random.default_rng(data_seed))
     make = build.factory(mech, ATOMS_OWN)
-    runner = _runner(target_class(make), mech.get("name"))
+    cls = target_class(make)
+    runner = _runner(cls, mech.get("name"))
     heavy = design.kind == HEAVY
     crit, recall, fp, processed, viol_s, viol_si = [], [], [], [], [], []
     info: dict[str, Any] = {}
@@ -184,7 +210,7 @@ def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     crit_all = np.concatenate(crit)
     emp = quantile_margin(crit_all, beta)
     emp = emp if np.isfinite(emp) else math.nan  # no margin succeeds; NaN, not inf (the JSON store has no inf)
-    theory = _theory_alpha(params, design, info)
+    theory = _theory_alpha(cls, params, design, info)
     viol = np.concatenate(viol_s)
     return {
         "c": design.c,
