@@ -151,3 +151,14 @@ def test_a_variant_without_its_own_bound_gets_nan_theory_alpha_never_its_base_cl
     with pytest.warns(UserWarning, match="theory_alpha of Variant is NaN: no accuracy bound is registered"):
         assert np.isnan(trials._theory_alpha(Variant, p, design, info))
 
+
+def test_sparse_critical_margin_takes_one_threshold_per_run_or_one_per_top_and_names_any_other_shape():
+    d = atoms_design(c=4, k_star=1, threshold=10.0, margin=2.0, n_near=5, n_far=5, order="random",
+                     rng=np.random.default_rng(0))
+    rng = np.random.default_rng(1)
+    once, query = rng.laplace(size=(7, 1)), rng.laplace(size=(7, d.m))
+    # a threshold drawn once is the same as the same value redrawn at every TOP (integers of the design: exact)
+    assert np.array_equal(sparse_critical_margin(d, once, query, 6), sparse_critical_margin(d, np.repeat(once, 6, 1),
+                                                                                          query, 6))
+    with pytest.raises(ValueError, match=r"thr must hold 1 threshold draw per run .* cutoff = 6 .*got 2"):
+        sparse_critical_margin(d, np.repeat(once, 2, 1), query, 6)

@@ -105,9 +105,10 @@ def monitor_critical_margin(design: AtomsDesign, w: np.ndarray, v: np.ndarray, c
 
 
 def sparse_critical_margin(design: AtomsDesign, thr: np.ndarray, query: np.ndarray, cutoff: int) -> np.ndarray:
-    """Per run: the smallest gamma at which Sparse (cutoff, threshold redrawn per TOP) is correct.
+    """Per run: the smallest gamma at which Sparse (cutoff, threshold redrawn per TOP or drawn once) is correct.
 
-    inf if the cutoff is below the number of heavy queries (it must halt before reporting them all).
+    ``thr``: (runs, cutoff) thresholds, one per TOP, or (runs, 1) for a variant that never redraws. inf if the
+    cutoff is below the number of heavy queries (it must halt before reporting them all).
     """
     n_runs = query.shape[0]
     if cutoff < design.c:
@@ -115,7 +116,11 @@ def sparse_critical_margin(design: AtomsDesign, thr: np.ndarray, query: np.ndarr
     heavy = design.kind == HEAVY
     before = np.cumsum(heavy) - heavy  # TOPs before each query on the canonical path
     processed = before < cutoff
-    theta = thr[:, np.minimum(before, cutoff - 1)]
+    n_thr = thr.shape[1]  # one threshold per run (drawn once), or one per TOP (redrawn after each)
+    if n_thr not in (1, cutoff):
+        raise ValueError(f"thr must hold 1 threshold draw per run (no redraw) or cutoff = {cutoff} (one per TOP), "
+                         f"got {n_thr}")
+    theta = thr[:, np.minimum(before, n_thr - 1)]
     gap = query - theta  # noisy value minus noisy threshold, without the answer's offset from t
     need = np.full(n_runs, -np.inf)
     need = np.maximum(need, (-gap[:, heavy]).max(axis=1))
