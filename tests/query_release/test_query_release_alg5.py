@@ -63,7 +63,7 @@ def test_paper_constants_meet_theorem_5_6_and_5_8_at_every_scale(n: int, d: int,
 
 def test_paper_constants_release_the_uniform_distribution() -> None:
     work, true, uniform = problem(500, 8)
-    release = AnalystPrivateMW(workload=work, epsilon=1.0, delta=1e-6, n=500, seed=1).release(true)
+    release = AnalystPrivateMW(workload=work, epsilon=1.0, delta=1e-6, n=500, seed=1).run(true)
     assert release.info["bad_rounds"] == 0 and release.info["epochs"] == 0
     assert np.array_equal(release.answers, uniform)
     assert release.eps_data <= 1.0 and release.eps_analyst <= 1.0 and release.info["p_any_bad_bound"] < 1e-12
@@ -72,7 +72,7 @@ def test_paper_constants_release_the_uniform_distribution() -> None:
 def test_bad_rounds_add_exactly_the_calibrated_laplace_noise() -> None:
     work, true, _ = problem(1000, 8)
     mech = AnalystPrivateMWScaledUNCERTIFIED(workload=work, epsilon=1.0, delta=1e-6, n=1000, seed=2, **SCALED)
-    release = mech.release(true)
+    release = mech.run(true)
     z = release.trace["z"]
     # KS of the 6,561 drawn z_i against Lap(sigma) from calibration.alg5_parameters, at p > 1e-6
     assert stats.kstest(z / mech.sigma, stats.laplace.cdf).pvalue > 1e-6
@@ -123,7 +123,7 @@ def test_halts_at_R_bad_rounds_or_T_epochs_leaving_a_stream_suffix_unanswered(s:
     mech = AnalystPrivateMWScaledUNCERTIFIED(workload=work, epsilon=100.0, delta=1e-6, n=200, c_s=s / base,
                                              c_n_hat=1.0, c_sigma=1e-9,
                                              c_tau=1e-9, seed=4)
-    release = mech.release(true)
+    release = mech.run(true)
     answered = np.isfinite(release.answers[release.trace["order"]])
     k_done = int(answered.sum())
     assert release.info["halted"] and answered[:k_done].all() and not answered[k_done:].any()
@@ -183,5 +183,5 @@ def test_other_constants_are_not_certified_even_through_the_base_class() -> None
     other = AnalystPrivateMW(workload=work, epsilon=1.0, delta=1e-6, n=200, seed=0, constants={"sigma": 1.0})
     assert paper.certified and paper.privacy is not None
     assert not other.certified and other.privacy is None
-    info = other.release(true).info
+    info = other.run(true).info
     assert info["certified"] is False and info["constants"] == "scaled_UNCERTIFIED"

@@ -49,7 +49,7 @@ def tiny_problem(d: int = 2, n: int = 1000, seed: int = 0) -> tuple[Conjunctions
 
 def test_pmw_on_tiny_universe_converges_to_the_data() -> None:
     work, true = tiny_problem()
-    release = pmw(workload=work, epsilon=1e4, delta=1e-6, n=1000, alpha=0.1, seed=0).release(true)
+    release = pmw(workload=work, epsilon=1e4, delta=1e-6, n=1000, alpha=0.1, seed=0).run(true)
     # IC theorem: error <= alpha once the Laplace and EM noise are negligible (eps = 1e4, n = 1000)
     assert np.abs(release.answers - true).max() <= 0.1
     uniform = work.answers(np.full(4, 0.25))
@@ -77,7 +77,7 @@ def test_median_mechanism_learns_nonlinear_query() -> None:
     answers = np.column_stack([q(net) for q in queries])
     true = np.array([q(data) for q in queries])
     dua = MedianMechanism(answers)
-    release = IterativeConstruction(update=dua, epsilon=1e3, delta=1e-6, n=12, alpha=0.2, seed=1).release(true)
+    release = IterativeConstruction(update=dua, epsilon=1e3, delta=1e-6, n=12, alpha=0.2, seed=1).run(true)
     assert np.abs(release.answers - true).max() <= 0.2
 
 
@@ -85,7 +85,7 @@ def test_median_mechanism_learns_nonlinear_query() -> None:
 
 def test_laplace_release_noise_matches_calibrated_scale() -> None:
     true = np.full(20_000, 0.5)
-    release = LaplaceRelease(epsilon=2.0, delta=1e-6, n=500, seed=3).release(true)
+    release = LaplaceRelease(epsilon=2.0, delta=1e-6, n=500, seed=3).run(true)
     scale = laplace_answer_scale(500, 2.0, 1e-6, 20_000)
     assert release.info["laplace_scale"] == scale
     # KS test of the added noise against Lap(scale), 20 000 draws
@@ -97,7 +97,7 @@ def test_ic_measurement_noise_matches_laplace_one_over_n_eps0() -> None:
     work, true = tiny_problem(d=3)
     ic = IterativeConstruction(update=MultiplicativeWeights(work, eta=0.01), epsilon=5.0, delta=1e-6, n=1000, alpha=0.0,
                                rounds=3000, seed=4)
-    release = ic.release(true)
+    release = ic.run(true)
     assert ic.noise_scale == 1 / (1000 * ic_step_epsilon(5.0, 1e-6, 3000))
     noise = release.trace["noisy"] - true[release.trace["chosen"]]
     assert stats.kstest(noise, stats.laplace(scale=ic.noise_scale).cdf).pvalue > P_REJECT
@@ -123,7 +123,7 @@ def test_hru_laplace_answers_match_calibrated_scale() -> None:
         mech = PrivateEquilibriumRelease(workload=work, analysts=owners, epsilon=0.2, delta=1e-6, n=800, rounds=50,
                                          s=400.0, eta=eta,
                                          seed=seed)
-        release = mech.release(true)
+        release = mech.run(true)
         flagged = release.trace["flagged"]
         np.testing.assert_allclose(release.answers[flagged] - true[flagged], release.trace["laplace_noise"])
         noise.append(release.trace["laplace_noise"])
@@ -179,7 +179,7 @@ def test_uncapped_game_with_large_eps_learns_below_uniform() -> None:
     owners = assign_analysts(work.n_queries, 4, seed=0)
     release = PrivateEquilibriumRelease(workload=work, analysts=owners, epsilon=1e4, delta=1e-6, n=1000, rounds=1500,
                                         s=1.0,
-                                        eta=0.1, seed=0).release(true)
+                                        eta=0.1, seed=0).run(true)
     uniform = work.answers(np.full(32, 1 / 32))
     assert release.info["synopsis_max_error"] < 0.5 * np.abs(uniform - true).max()
 
@@ -188,7 +188,7 @@ def test_game_reports_both_epsilons() -> None:
     work, true = tiny_problem(d=6, n=200)
     release = PrivateEquilibriumRelease(workload=work, analysts=assign_analysts(work.n_queries, 3, seed=0),
                                         epsilon=1.0, delta=1e-6, n=200,
-                                        rounds_rule="data_private", seed=0).release(true)
+                                        rounds_rule="data_private", seed=0).run(true)
     assert 0 < release.eps_data <= 1.0
     assert release.eps_analyst is not None and release.eps_analyst > 0
     assert release.info["analyst_cleanup_certified"] is False
@@ -241,7 +241,7 @@ def test_online_pmw_answer_noise_matches_numeric_sparse_sigma() -> None:
 
     work, true = tiny_problem(d=6, n=1000)
     mech = online_pmw(workload=work, epsilon=20.0, delta=1e-6, n=1000, alpha=0.02, cutoff=400, seed=2)
-    release = mech.release(true)
+    release = mech.run(true)
     assert mech.sigma == min(sparse_sigma(10.0, 400), sparse_sigma(10.0, 400, 5e-7)) / 1000
     order, tops = release.trace["order"], release.info["tops"]
     assert tops > 200
@@ -256,7 +256,7 @@ def test_online_pmw_on_tiny_universe_beats_uniform() -> None:
     from dpstream.query_release.online import online_pmw
 
     work, true = tiny_problem(d=3, n=1000)
-    release = online_pmw(workload=work, epsilon=1e3, delta=1e-6, n=1000, alpha=0.1, seed=0).release(true)
+    release = online_pmw(workload=work, epsilon=1e3, delta=1e-6, n=1000, alpha=0.1, seed=0).run(true)
     uniform = work.answers(np.full(8, 1 / 8))
     assert np.abs(release.answers - true).max() <= 0.1 < np.abs(uniform - true).max()
 
@@ -272,7 +272,16 @@ def test_alg4_rejects_s_not_below_number_of_analysts_and_reports_both_epsilons()
         AnalystEquilibriumRelease(workload=work, analysts=owners, epsilon=1.0, delta=1e-6,
                                   n=300)  # paper s = 12 T >> 20
     release = AnalystEquilibriumRelease(workload=work, analysts=owners, epsilon=1e3, delta=1e-6, n=300, rounds=300,
-                                        s=5.0, eta=0.2, seed=0).release(true)
+                                        s=5.0, eta=0.2, seed=0).run(true)
     assert release.eps_data > 0 and release.eps_analyst > 0 and release.delta_data == pytest.approx(4e-6 / 3)
     uniform = work.answers(np.full(16, 1 / 16))
     assert release.info["synopsis_max_error"] < np.abs(uniform - true).max()
+
+
+@pytest.mark.parametrize("n_runs", [0, 2, True])
+def test_run_is_one_adaptive_pass_and_names_any_other_n_runs(n_runs) -> None:
+    work, true = tiny_problem()
+    mech = LaplaceRelease(epsilon=2.0, delta=1e-6, n=500, seed=3)
+    assert mech.run(true, n_runs=1).answers.shape == true.shape
+    with pytest.raises(ValueError, match=rf"n_runs must be 1 .*got {n_runs!r}"):
+        mech.run(true, n_runs=n_runs)

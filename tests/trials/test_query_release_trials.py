@@ -58,8 +58,8 @@ def test_certified_only_when_every_stated_privacy_is_within_the_budget(eps_data,
 def test_row_is_not_certified_when_the_release_states_eps_analyst_above_the_budget(monkeypatch) -> None:
     # Constructed case: the Laplace baseline at eps = 1 made to state eps_analyst = 2 (> eps): the row must say so.
     from dpstream.query_release import LaplaceRelease
-    stated = LaplaceRelease.release
-    monkeypatch.setattr(LaplaceRelease, "release", lambda self, true: dataclasses.replace(stated(self, true),
+    stated = LaplaceRelease.run
+    monkeypatch.setattr(LaplaceRelease, "run", lambda self, true: dataclasses.replace(stated(self, true),
                                                                                       eps_analyst=2.0))
     params = {"epsilon": 1.0, "delta": 1e-6, "data": option("data", "qr_mixture", n=300, d=6),
               "mechanism": option("mechanism", "qr_laplace")}

@@ -36,7 +36,7 @@ from dpstream.query_release.calibration import (
     alg5_parameters,
 )
 from dpstream.query_release.data import check_dense
-from dpstream.query_release.iterative import Release, data_privacy
+from dpstream.query_release.iterative import Release, check_one_run, data_privacy
 from dpstream.query_release.workloads import Workload
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 
@@ -92,8 +92,9 @@ class AnalystPrivateMW(Certified):
         d_next = np.exp(log_d - log_d.max())
         return self.noise.rng.multinomial(self.n_hat, d_next / d_next.sum()) / self.n_hat
 
-    def release(self, true_answers: np.ndarray) -> Release:
+    def run(self, true_answers: np.ndarray, *, n_runs: int = 1) -> Release:
         """Answer the stream (the workload in a seeded random order); answers returned in workload order."""
+        check_one_run(n_runs)
         true_answers = np.asarray(true_answers, dtype=np.float64)
         k = true_answers.size
         order = self.noise.rng.permutation(k)

@@ -30,7 +30,7 @@ from dpstream.query_release.calibration import (
 )
 from dpstream.query_release.data import check_dense
 from dpstream.query_release.gamma import gamma_projection
-from dpstream.query_release.iterative import Release, data_privacy, pmw
+from dpstream.query_release.iterative import Release, check_one_run, data_privacy, pmw
 from dpstream.query_release.players import AnalystPlayer, QueryPlayer
 from dpstream.query_release.workloads import Workload
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
@@ -142,8 +142,9 @@ class PrivateEquilibriumRelease(_ReleaseInputs):
         player = QueryPlayer(self.workload, np.asarray(true_answers, dtype=np.float64))
         return play_game(player, self.universe_size, self.rounds, self.eta, self.s, self.noise, record_every)
 
-    def release(self, true_answers: np.ndarray) -> Release:
+    def run(self, true_answers: np.ndarray, *, n_runs: int = 1) -> Release:
         """Algorithm 3 end to end on the true answers q(D) of the base queries (curve: every ``record_every``)."""
+        check_one_run(n_runs)
         true_answers = np.asarray(true_answers, dtype=np.float64)
         records, curve = self.play(true_answers, self.record_every)
         synopsis = self.workload.answers(np.bincount(records, minlength=self.universe_size) / self.rounds)
@@ -219,8 +220,9 @@ class AnalystEquilibriumRelease(_ReleaseInputs):
                             hru_analyst_epsilon(self.eta, self.rounds, self.s, self.delta, negations=False),
                             AnalystRelation.ONE_ANALYST_TO_MANY)
 
-    def release(self, true_answers: np.ndarray) -> Release:
+    def run(self, true_answers: np.ndarray, *, n_runs: int = 1) -> Release:
         """Algorithm 4 end to end; answers are D^'s except for flagged analysts' queries (their PMW answers)."""
+        check_one_run(n_runs)
         true_answers = np.asarray(true_answers, dtype=np.float64)
         player = AnalystPlayer(self.workload, self.analysts, true_answers)
         records, _ = play_game(player, self.universe_size, self.rounds, self.eta, self.s, self.noise)
@@ -234,7 +236,7 @@ class AnalystEquilibriumRelease(_ReleaseInputs):
             idx = player.members[int(analyst)]
             mw = pmw(workload=self.workload.restrict(idx), epsilon=self.mw_epsilon, delta=self.mw_delta, n=self.n,
                      alpha=self.mw_alpha, rounds=self.mw_rounds, seed=child)
-            answers[idx] = mw.release(true_answers[idx]).answers
+            answers[idx] = mw.run(true_answers[idx]).answers
         privacy = self.privacy
         return Release(
             answers=answers, eps_data=privacy.epsilon, delta_data=privacy.delta, rounds=self.rounds,

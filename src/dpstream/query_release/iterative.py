@@ -59,6 +59,17 @@ class DatabaseUpdate(Protocol):
         """Move S after the noisy answer ``v`` to query ``j`` (``current_j`` = f_j(S))."""
 
 
+def check_one_run(n_runs: int) -> None:
+    """``n_runs`` of a query release's ``run``: 1 only.
+
+    A query release is one adaptive pass over the workload whose rounds depend on its own noise; independent runs
+    are independent mechanisms (one per seed), not a batch of one.
+    """
+    if isinstance(n_runs, bool) or n_runs != 1:
+        raise ValueError(f"n_runs must be 1 (a query release is one adaptive run: build one mechanism per seed for "
+                         f"more), got {n_runs!r}")
+
+
 def check_delta_or_zero(delta: float) -> float:
     """Delta in [0, 1): 0 selects pure DP."""
     if isinstance(delta, bool) or not isinstance(delta, int | float) or not (0.0 <= delta < 1.0):
@@ -104,8 +115,9 @@ class IterativeConstruction(Certified):
         """(eps_data, delta) for replace-one-record neighbours: 2 x rounds eps0-DP steps composed."""
         return compose_advanced(data_privacy(self.eps0, 0.0), 2 * self.rounds, self.delta)
 
-    def release(self, true_answers: np.ndarray) -> Release:
+    def run(self, true_answers: np.ndarray, *, n_runs: int = 1) -> Release:
         """Run IC against the true answers f(D) of every query; return the synthetic answers f(S)."""
+        check_one_run(n_runs)
         true_answers = np.asarray(true_answers, dtype=np.float64)
         current = self.update.current()
         total = np.zeros_like(current)
@@ -170,8 +182,9 @@ class LaplaceRelease(Certified):
         """(epsilon, delta) for replace-one-record neighbours (pure if delta = 0)."""
         return data_privacy(self.epsilon, self.delta)
 
-    def release(self, true_answers: np.ndarray) -> Release:
+    def run(self, true_answers: np.ndarray, *, n_runs: int = 1) -> Release:
         """q(D) + Lap(b) for every query, b fitted to their number k."""
+        check_one_run(n_runs)
         true_answers = np.asarray(true_answers, dtype=np.float64)
         scale = laplace_answer_scale(self.n, self.epsilon, self.delta, true_answers.size)
         eps_data = composed_epsilon(1.0 / (self.n * scale), true_answers.size, self.delta)

@@ -14,7 +14,7 @@ from dpstream.noise import NoiseSource, SeedLike
 from dpstream.privacy.accounting import best_sparse_sigma
 from dpstream.privacy.statement import Certified, Privacy
 from dpstream.query_release._kernels import first_above
-from dpstream.query_release.iterative import DatabaseUpdate, Release, check_delta_or_zero, data_privacy
+from dpstream.query_release.iterative import DatabaseUpdate, Release, check_delta_or_zero, check_one_run, data_privacy
 from dpstream.query_release.updates import MultiplicativeWeights
 from dpstream.query_release.workloads import Workload
 from dpstream.validation import check_epsilon, check_open_interval, check_positive_int
@@ -57,8 +57,9 @@ class OnlineIC(Certified):
         """(epsilon, delta) for replace-one-record neighbours (pure if delta = 0)."""
         return data_privacy(self.epsilon, self.delta)
 
-    def release(self, true_answers: np.ndarray) -> Release:
+    def run(self, true_answers: np.ndarray, *, n_runs: int = 1) -> Release:
         """Answer every query in a seeded random arrival order; answers returned in workload order."""
+        check_one_run(n_runs)
         true_answers = np.asarray(true_answers, dtype=np.float64)
         m = true_answers.size
         order = self.noise.rng.permutation(m)

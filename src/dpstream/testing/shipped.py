@@ -62,13 +62,13 @@ def _shifting(mech: Any) -> np.ndarray:
 
 
 def _release(mech: Any) -> np.ndarray:
-    release = mech.release(TRUE)
+    release = mech.run(TRUE)
     return np.concatenate([np.nan_to_num(release.answers, nan=-1.0),
                            *(np.ravel(v).astype(float) for v in release.trace.values())])
 
 
 def _accounted(mech: Any) -> tuple[float, float, float | None]:
-    release = mech.release(TRUE)
+    release = mech.run(TRUE)
     return release.eps_data, release.delta_data, release.eps_analyst
 
 

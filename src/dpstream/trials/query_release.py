@@ -90,7 +90,7 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     mechanism = build.call(build.factory(params["mechanism"]), workload=workload, analysts=analysts,
                            epsilon=params["epsilon"], delta=params["delta"], n=params["data"]["n"], seed=mech_seed)
     started = time.perf_counter()
-    release = mechanism.release(true)
+    release = mechanism.run(true)
     seconds = time.perf_counter() - started
     uniform = workload.answers(np.full(hist.size, 1.0 / hist.size))
     row: Row = {**error_metrics(release.answers, true), **error_metrics(uniform, true, "uniform_"),
@@ -131,15 +131,15 @@ def _toy_release(kind: str, params: dict[str, Any], net: np.ndarray, queries: To
     mech, n = params["mechanism"], params["data"]["n"]
     delta = 0.0 if mech.get("pure", False) else params["delta"]
     if kind == "laplace":
-        return LaplaceRelease(epsilon=params["epsilon"], delta=delta, n=n, seed=seed).release(true)
+        return LaplaceRelease(epsilon=params["epsilon"], delta=delta, n=n, seed=seed).run(true)
     if kind == "median":
         dua = MedianMechanism(queries.evaluate(net))
         return IterativeConstruction(update=dua, epsilon=params["epsilon"], delta=delta, n=n, alpha=mech["alpha"],
-                                     seed=seed).release(true)
+                                     seed=seed).run(true)
     work = MatrixWorkload(queries.subsets)  # |X| must be a power of two (4 or 8 here)
     ic = pmw(workload=work, epsilon=params["epsilon"], delta=delta, n=n, alpha=mech["alpha"],
              rounds=mech.get("rounds"), seed=seed)
-    release = ic.release(true[: queries.n_linear])
+    release = ic.run(true[: queries.n_linear])
     update = ic.update
     if not isinstance(update, MultiplicativeWeights):  # pmw always builds one: its histogram answers the rest
         raise TypeError(f"pmw built a {type(update).__name__}, not MultiplicativeWeights")
