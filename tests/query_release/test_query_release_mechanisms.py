@@ -261,6 +261,27 @@ def test_online_pmw_on_tiny_universe_beats_uniform() -> None:
     assert np.abs(release.answers - true).max() <= 0.1 < np.abs(uniform - true).max()
 
 
+def test_game_budgets_are_the_composition_of_their_parts_and_equal_the_paper_formulas() -> None:
+    # the statements are composed with dpstream.privacy.compose; the formulas add the same terms in another order:
+    # equal to float round-off (rel 1e-12)
+    from dpstream.query_release.game import AnalystEquilibriumRelease
+
+    work, _ = tiny_problem(d=6, n=200)
+    alg3 = PrivateEquilibriumRelease(workload=work, analysts=assign_analysts(work.n_queries, 3, seed=0), epsilon=1.0,
+                                     delta=1e-6, n=200, rounds_rule="data_private", seed=0)
+    stated = alg3.privacy
+    assert stated.epsilon == pytest.approx(hru_data_epsilon(200, 1.0, 1e-6, alg3.eta, alg3.rounds, alg3.s), rel=1e-12)
+    assert stated.delta == pytest.approx(1e-6, rel=1e-12)  # delta/3 each: game, Sparse, Laplace answers
+    assert stated.eps_analyst == hru_analyst_epsilon(alg3.eta, alg3.rounds, alg3.s, 1e-6)  # Lemma 3.8, not composed
+    work4, _ = tiny_problem(d=4, n=300)
+    alg4 = AnalystEquilibriumRelease(workload=work4, analysts=assign_analysts(work4.n_queries, 20, seed=0),
+                                     epsilon=1.0, delta=1e-6, n=300, rounds=300, s=5.0, eta=0.2, seed=0)
+    game = composed_epsilon(2 * 0.2 * 300 / 300, 600, 1e-6 / 3)
+    by_hand = game + 1.0 / 3 + composed_epsilon(alg4.mw_epsilon, 5, 1e-6 / 3)
+    assert alg4.privacy.epsilon == pytest.approx(by_hand, rel=1e-12)
+    assert alg4.privacy.delta == pytest.approx(4e-6 / 3, rel=1e-12)  # 3 x delta/3 + 5 PMW runs at delta/15
+
+
 # ---- Algorithm 4 --------------------------------------------------------------------------------------------
 
 def test_alg4_rejects_s_not_below_number_of_analysts_and_reports_both_epsilons() -> None:

@@ -1,9 +1,10 @@
 """Private equilibrium query release (Hsu, Roth, Ullman, Algorithm 3), errata of the spec applied.
 
 Neighbouring relations and guarantees (reported per run, never assumed):
-- data: replace-one-record databases of public size n; (eps_data, delta)-DP with eps_data ACCOUNTED by
-  ``hru_data_epsilon`` (game: 2T steps of 2 eta T / n, DRV composition at delta/3; Sparse at (eps/3, delta/3);
-  Laplace on <= s answers at delta/3). With the paper's T = n L it is far above the nominal eps (erratum 2).
+- data: replace-one-record databases of public size n; (eps_data, delta)-DP, the composition of its parts'
+  statements (``privacy``; the formula is ``hru_data_epsilon``): game, 2T steps of 2 eta T / n, DRV composition at
+  delta/3; Sparse at (eps/3, delta/3); Laplace on <= s answers at delta/3. With the paper's T = n L it is far above
+  the nominal eps (erratum 2).
 - analysts: one-query-to-many-analyst (Def 2.3): one query of one analyst changes; eps_analyst of the shared
   synopsis D^ from Lemma 3.8 with sigma = 2/s (erratum 3, ``hru_analyst_epsilon``), at delta. The clean-up uses
   textbook Sparse, whose TOP/BOTTOM bits of different queries are coupled (erratum 4), so its analyst privacy is
@@ -17,13 +18,11 @@ import math
 import numpy as np
 
 from dpstream.noise import NoiseSource, SeedLike, as_seed_sequence, children
-from dpstream.privacy.accounting import composed_epsilon
+from dpstream.privacy.composition import compose, compose_advanced
 from dpstream.privacy.statement import AnalystRelation, Certified, Privacy
 from dpstream.query_release._kernels import sample_index, sparse_scan
 from dpstream.query_release.calibration import (
     hru_analyst_epsilon,
-    hru_data_epsilon,
-    hru_game_epsilon,
     hru_laplace_scale,
     hru_parameters,
     hru_sparse_sigma,
@@ -61,6 +60,14 @@ def play_game(player: QueryPlayer | AnalystPlayer, universe_size: int, rounds: i
             curve_t.append(t + 1)
             curve_err.append(tracker.running_max_error())
     return records, {"round": np.array(curve_t), "max_error": np.array(curve_err)}
+
+
+def game_privacy(n: int, eta: float, rounds: int, delta: float) -> Privacy:
+    """The released x_1..x_T (Thm 3.3 proof): 2T steps, each (2 eta T / n)-DP, composed at slack delta/3.
+
+    Replace-one-record databases of size n; advanced composition (``compose_advanced``, as ``hru_game_epsilon``).
+    """
+    return compose_advanced(data_privacy(2 * eta * rounds / n, 0.0), 2 * rounds, delta / 3)
 
 
 class _ReleaseInputs(Certified):
@@ -130,11 +137,16 @@ class PrivateEquilibriumRelease(_ReleaseInputs):
     def privacy(self) -> Privacy:
         """(eps_data, delta) and eps_analyst, both accounted from the configuration.
 
-        eps_data for replace-one-record databases, eps_analyst for one query to many analysts (``hru_data_epsilon``,
-        ``hru_analyst_epsilon``).
+        eps_data for replace-one-record databases: the composition (``compose``) of its parts' statements, the game
+        (``game_privacy``), the clean-up Sparse at (eps/3, delta/3) (``hru_sparse_sigma``) and the Laplace answers to
+        at most s flagged queries composed at delta/3 (``compose_advanced``); equal to ``hru_data_epsilon``.
+        eps_analyst for one query to many analysts (Lemma 3.8, ``hru_analyst_epsilon``) is not a composition.
         """
-        return data_privacy(hru_data_epsilon(self.n, self.epsilon, self.delta, self.eta, self.rounds, self.s),
-                            self.delta, hru_analyst_epsilon(self.eta, self.rounds, self.s, self.delta),
+        answer = data_privacy((1.0 / self.n) / self.laplace_scale, 0.0)  # one answer of sensitivity 1/n
+        data = compose(game_privacy(self.n, self.eta, self.rounds, self.delta),
+                       data_privacy(self.epsilon / 3, self.delta / 3),
+                       compose_advanced(answer, max(1, math.floor(self.s)), self.delta / 3))
+        return data_privacy(data.epsilon, data.delta, hru_analyst_epsilon(self.eta, self.rounds, self.s, self.delta),
                             AnalystRelation.ONE_QUERY_TO_MANY)
 
     def play(self, true_answers: np.ndarray, record_every: int = 0) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -211,12 +223,16 @@ class AnalystEquilibriumRelease(_ReleaseInputs):
     def privacy(self) -> Privacy:
         """(eps_data, 4 delta / 3) and eps_analyst of D^, accounted from the configuration.
 
-        eps_data for replace-one-record databases (game, Sparse eps/3, s PMW runs at delta/3); eps_analyst for one
-        analyst to many (sigma = 1/s).
+        eps_data for replace-one-record databases: the composition (``compose``) of its parts' statements, the game
+        (``game_privacy``), the clean-up Sparse at (eps/3, delta/3) and at most s PMW runs, each (eps', delta'),
+        composed at slack delta/3 (``compose_advanced``): delta = delta/3 + delta/3 + floor(s) delta' + delta/3, i.e.
+        4 delta / 3 at integer s. eps_analyst for one analyst to many (Lemma 3.8, sigma = 1/s) is not a composition.
         """
-        eps_mw = composed_epsilon(self.mw_epsilon, max(1, math.floor(self.s)), self.delta / 3)
-        return data_privacy(hru_game_epsilon(self.n, self.eta, self.rounds, self.delta) + self.epsilon / 3 + eps_mw,
-                            4 * self.delta / 3,
+        runs = compose_advanced(data_privacy(self.mw_epsilon, self.mw_delta), max(1, math.floor(self.s)),
+                                self.delta / 3)
+        data = compose(game_privacy(self.n, self.eta, self.rounds, self.delta),
+                       data_privacy(self.epsilon / 3, self.delta / 3), runs)
+        return data_privacy(data.epsilon, data.delta,
                             hru_analyst_epsilon(self.eta, self.rounds, self.s, self.delta, negations=False),
                             AnalystRelation.ONE_ANALYST_TO_MANY)
 

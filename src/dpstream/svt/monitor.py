@@ -129,6 +129,8 @@ class ThresholdMonitorEvolving(_MonitorCore):
     never deleted from the population. Privacy: (epsilon, delta)-DP for replace-one-user
     neighbours over the whole stream (Thm 4.4), calibrated through group privacy to be safe:
     calibrate(eps/2, delta/(1 + e^{eps/2}), k), since replace = remove + add costs (2 eps, (1 + e^eps) delta).
+    That step is group privacy (a group of two add/remove neighbours), not a composition of parts' statements, so
+    the budget is stated directly, not with ``dpstream.privacy.compose``.
     """
 
     def __init__(
