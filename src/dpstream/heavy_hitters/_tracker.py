@@ -168,7 +168,7 @@ class BlockTracker(Certified, serial.Serialisable):
 
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:
         stored = dict(scalars["sketch_args"])
-        deployable = stored.pop("deployable", False)  # restored below: a rebuilt sketch has a fresh OS-entropy key
+        deployable = stored.pop("deployable")  # restored below: a rebuilt sketch has a fresh OS-entropy key
         current = {k: v for k, v in self._sketch._serial_args().items() if k != "deployable"}
         serial.check_same("the sketch's arguments", stored, current)
         self._sketch._restore_deployable(deployable)
