@@ -450,10 +450,7 @@ def fast_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link
         else:
             other += 1
         pos += blen
-    counts[C_RECORDS] += records
-    counts[C_NON_IPV4] += other
-    counts[C_SHORT] += short
-    counts[C_IPV6] += v6
+    _flush(counts, records, other, short, v6)
     return pos, n
 
 
