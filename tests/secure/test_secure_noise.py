@@ -233,3 +233,14 @@ def test_noiseless_discrete_secure_is_exact_and_uncertified() -> None:
     reference.extend(keys)
     assert np.array_equal(sketch.query_many(np.arange(7)), reference.query_many(np.arange(7)))
     assert not sketch.certified and not sketch.deployable
+
+
+@pytest.mark.parametrize("sensitivity_sq", [1, 21, 136])
+def test_l2_sensitivity_inverts_the_calibration(sensitivity_sq):
+    # sigma^2 is rounded up, so it covers at least the sensitivity it was calibrated for; the grid is fine enough
+    # (power-of-two denominator) that it covers less than twice that
+    from dpstream.secure.privacy import discrete_gaussian_l2_sensitivity, discrete_gaussian_sigma2
+
+    sigma2 = discrete_gaussian_sigma2(sensitivity_sq, 0.5, 1e-3)
+    covered = discrete_gaussian_l2_sensitivity(sigma2, 0.5, 1e-3) ** 2
+    assert sensitivity_sq <= round(covered) < 2 * sensitivity_sq

@@ -30,6 +30,7 @@ import numpy as np
 
 from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
 from dpstream.counters import Counter
+from dpstream.counters.discrete import DiscreteSecureBinary
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.hashing import bucket_many
 from dpstream.heavy_hitters import LazyHH
@@ -43,6 +44,7 @@ from dpstream.query_release.game import AnalystEquilibriumRelease
 from dpstream.query_release.iterative import IterativeConstruction
 from dpstream.query_release.online import OnlineIC, online_pmw, online_sigma
 from dpstream.query_release.workloads import Workload
+from dpstream.secure.privacy import discrete_gaussian_l2_sensitivity
 from dpstream.sketches import LazyCMS, LazyCS, PunctualCMS, PunctualCS
 from dpstream.sketches.core import PrivateSchedule, SketchCore
 from dpstream.svt import (
@@ -77,7 +79,13 @@ def tree_positions(horizon: int) -> np.ndarray:
 
 
 def gauss_bm_assumed(bm: GaussBM | Counter) -> Sensitivity:
-    """The L2 sensitivity a GaussBM's (or counter array's) sigma is calibrated for (sqrt(h m) when it is right)."""
+    """The L2 sensitivity a GaussBM's (or counter array's) sigma is calibrated for (sqrt(h m) when it is right).
+
+    Exact discrete Gaussian node noise is inverted with its own calibration (``secure.privacy``), not the Gaussian's.
+    """
+    counter = bm.counter if isinstance(bm, GaussBM) else bm
+    if isinstance(counter, DiscreteSecureBinary):
+        return Sensitivity("l2", discrete_gaussian_l2_sensitivity(counter.sigma2, bm.epsilon, bm.delta))
     return Sensitivity("l2", gaussian_l2_sensitivity(bm.sigma, bm.epsilon, bm.delta, bm.calibration))
 
 
@@ -412,6 +420,8 @@ register("PunctualCMS_beyond")(lambda: sketch_case(PunctualCMS, **BEYOND))
 register("LazyCS_honaker")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=512, counter="honaker"))
 register("PunctualCS_blt")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64, counter="blt"))
 register("LazyCMS_blt_analytic")(lambda: sketch_case(LazyCMS, counter="blt", calibration="analytic"))
+register("LazyCS_discrete_secure")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024,
+                                                    node_noise="discrete_secure"))
 
 
 @register("GaussBM")
@@ -434,6 +444,12 @@ def _gauss_bm_blt() -> SensitivityCase:
 def _gauss_bm_beyond() -> SensitivityCase:
     bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, node_noise="derived", calibration="analytic")
     return GaussBMCase("GaussBM (derived noise, analytic calibration)", bm)
+
+
+@register("GaussBM_discrete_secure")
+def _gauss_bm_discrete_secure() -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, node_noise="discrete_secure")
+    return GaussBMCase("GaussBM (exact discrete Gaussian node noise)", bm)
 
 
 @register("LazyHH")

@@ -51,6 +51,23 @@ def discrete_gaussian_delta(l2_sensitivity_sq: int, sigma2: Fraction, epsilon: f
     return zcdp_delta(l2_sensitivity_sq / (2 * float(sigma2)), epsilon)
 
 
+def discrete_gaussian_l2_sensitivity(sigma2: Fraction, epsilon: float, delta: float) -> float:
+    """The largest L2 sensitivity N_Z(0, sigma2) covers at (epsilon, delta), inverting ``discrete_gaussian_sigma2``.
+
+    sqrt of the largest integer Delta_2^2 with ``discrete_gaussian_delta`` <= ``delta`` (0 when none).
+    """
+    if discrete_gaussian_delta(1, sigma2, epsilon) > delta:
+        return 0.0
+    hi = 2
+    while discrete_gaussian_delta(hi, sigma2, epsilon) <= delta:
+        hi *= 2
+    lo = hi // 2  # delta grows with the squared sensitivity: lo is covered, hi is not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if discrete_gaussian_delta(mid, sigma2, epsilon) <= delta else (lo, mid)
+    return math.sqrt(lo)
+
+
 def grid_denominator(sigma2: float) -> int:
     """The largest power-of-two denominator b whose sigma^2 grid stays in the sampler's int64 range at ``sigma2``."""
     t = math.isqrt(math.ceil(sigma2)) + 1
