@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from dpstream.secure.cdt import _dgauss_ct
 from dpstream.secure.samplers import _dgauss, _fresh
 
 
@@ -37,6 +38,26 @@ def noise_sums(key: np.ndarray, a: np.int64, b: np.int64, t: np.int64, cells: np
                 node_nonce(cells[k], level, s >> level, nonce)
                 _fresh(st)
                 total += _dgauss(a, b, t, key, nonce, buf, st)
+            level += 1
+        out[k] = total
+    return out
+
+
+@njit(cache=True)
+def noise_sums_ct(key: np.ndarray, hi: np.ndarray, lo: np.ndarray, cells: np.ndarray, steps: np.ndarray,
+                  st: np.ndarray) -> np.ndarray:
+    """``noise_sums`` with the constant-time table sampler (``cdt``): 4 words and one full table scan per node."""
+    out = np.zeros(cells.shape[0], dtype=np.int64)
+    buf = np.empty(16, dtype=np.uint32)
+    nonce = np.empty(3, dtype=np.uint32)
+    for k in range(cells.shape[0]):
+        s = steps[k]
+        total = np.int64(0)
+        level = np.int64(0)
+        while s >> level:
+            if (s >> level) & 1:  # the step is public: which nodes a release uses depends on the time alone
+                node_nonce(cells[k], level, s >> level, nonce)
+                total += _dgauss_ct(hi, lo, key, nonce, buf, st)
             level += 1
         out[k] = total
     return out
