@@ -36,6 +36,12 @@ class DiscreteSecureBinary(BinaryTree):
     Key: ``seed=None`` takes 32 bytes from ``secrets.token_bytes`` (``deployable``); a seed derives it
     reproducibly from the seed (certified when calibrated, NOT deployable: whoever knows the seed knows the noise).
     The key is never shown in ``repr`` or results; ``to_bytes`` state files hold it and are SECRET.
+
+    Timing (level 1, always on): a release at step s draws every node of s's block of 2^``block_levels`` steps
+    (``secure.release.block_noise_sums``), using those s needs, so its work is the same at every step of the block:
+    an observer who times a release learns at most the total work of its block. The other nodes are recomputed, not
+    kept (no node is stored ahead, ``memory_bytes`` is unchanged): storing a block per cell would cost 2^k values
+    per cell, more than a sketch cell's own bytes. Values are the same as without blocks (nodes are derived).
     """
 
     node_noise = "discrete_secure"
@@ -45,6 +51,8 @@ class DiscreteSecureBinary(BinaryTree):
     draws_per_push = 0
     fixed_bytes = KEY_BYTES
     notion = "computational"
+    block_levels = 1
+    """Timing level 1: a release draws every node of its block of 2^k steps (``release.block_noise_sums``)."""
 
     def __init__(self, *, seed: SeedLike = None, **kwargs: Any) -> None:
         """As ``Counter``; the key from OS entropy when ``seed`` is None, else from the seed (not deployable)."""
@@ -101,7 +109,7 @@ class DiscreteSecureBinary(BinaryTree):
 
     def _noise_sums(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         a, b, t = self._abt
-        return secure_release.noise_sums(self._key, a, b, t, cells, steps, self._st)
+        return secure_release.block_noise_sums(self._key, a, b, t, self.block_levels, cells, steps, self._st)
 
     def __repr__(self) -> str:
         """Dimensions and calibration, never the key."""

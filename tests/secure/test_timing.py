@@ -1,6 +1,8 @@
-"""The constant-time discrete Gaussian (``secure.cdt``, ``node_noise="discrete_secure_ct"``).
+"""Timing levels of the discrete secure noise (docs/secure-noise.md).
 
-Its distribution, fixed work per draw and per release, the delta it costs, and no float on its decision path.
+Level 2, the constant-time discrete Gaussian (``secure.cdt``, ``node_noise="discrete_secure_ct"``): its distribution,
+fixed work per draw and per release, the delta it costs, and no float on its decision path. Level 1, block drawing
+of the exact rejection sampler (``release.block_noise_sums``): the same values, the same work at every step of a block.
 """
 
 from __future__ import annotations
@@ -138,8 +140,8 @@ def test_blt_refuses_constant_time_in_one_line() -> None:
     assert "\n" not in str(info.value)
 
 
-def test_no_float_on_the_constant_time_decision_path() -> None:
-    # as test_secure_noise.test_no_float_on_the_decision_path, for the table sampler and its release loop
+def test_no_float_on_the_constant_time_and_block_decision_paths() -> None:
+    # as test_secure_noise.test_no_float_on_the_decision_path, for the table sampler and both new release loops
     key, nonce = np.zeros(8, np.uint32), np.zeros(3, np.uint32)
     buf, st = np.zeros(16, np.uint32), samplers.new_state()
     hi, lo = cdt.cdt_table(10, 1, 30)
@@ -147,6 +149,8 @@ def test_no_float_on_the_constant_time_decision_path() -> None:
         (cdt._dgauss_ct, (hi, lo, key, nonce, buf, st)),
         (cdt.discrete_gaussian_ct_batch, (key, np.zeros((2, 3), np.uint32), hi, lo, st)),
         (release.noise_sums_ct, (key, hi, lo, np.arange(3), np.array([5, 6, 7]), st)),
+        (release.block_noise_sums, (key, np.int64(10), np.int64(1), np.int64(4), np.int64(2), np.arange(3),
+                                    np.array([5, 6, 7]), st)),
     ]
     for fn, args in calls:
         fresh = numba.njit(fn.py_func)
@@ -154,3 +158,34 @@ def test_no_float_on_the_constant_time_decision_path() -> None:
         for ir in fresh.inspect_llvm().values():
             found = [tok for tok in FLOAT_TOKENS if tok in ir]
             assert not found, f"{fn.py_func.__name__}: {found}"
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3])
+def test_block_release_has_the_same_values_and_the_same_work_across_its_block(k: int) -> None:
+    # level 1: the nodes are derived from the key, so drawing the whole block changes no value; the words a release
+    # consumes (the rejection sampler's work) are the same at every step of a block of 2^k steps
+    a, b, t = samplers.gaussian_params(2791, 1)
+    key = chacha.key_words(bytes(range(32)))
+    cells, steps = np.repeat(np.arange(20), 70), np.tile(np.arange(1, 71), 20)
+    reference = release.noise_sums(key, a, b, t, cells, steps, samplers.new_state())
+    assert np.array_equal(release.block_noise_sums(key, a, b, t, k, cells, steps, samplers.new_state()), reference)
+    words = {}
+    for s in range(1, 71):
+        st = samplers.new_state()
+        release.block_noise_sums(key, a, b, t, k, np.array([7]), np.array([s]), st)
+        words.setdefault(s >> k, set()).add(int(st[4]))
+    assert all(len(w) == 1 for w in words.values())
+    if k == 0:  # without blocks the work varies from step to step (the leak level 1 closes)
+        assert len({next(iter(w)) for w in words.values()}) > 1
+
+
+def test_discrete_secure_counter_draws_in_blocks() -> None:
+    cls = counter_class("binary", "discrete_secure")
+    counter = cls(n=4, horizon=1000, epsilon=1.0, delta=1e-6, m=6, seed=3)
+    k = cls.block_levels
+    assert k >= 1
+    before = counter.words_consumed
+    counter.release(np.arange(4), np.full(4, 2 << k))
+    first = counter.words_consumed - before
+    counter.release(np.arange(4), np.full(4, (2 << k) + (1 << k) - 1))  # the last step of the same block
+    assert counter.words_consumed - before == 2 * first
