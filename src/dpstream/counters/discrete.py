@@ -109,7 +109,7 @@ class DiscreteSecureBinary(BinaryTree):
 
     def _noise_sums(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         a, b, t = self._abt
-        return secure_release.block_noise_sums(self._key, a, b, t, self.block_levels, cells, steps, self._st)
+        return secure_release.block_noise_sums(self._key, a, b, t, np.int64(self.block_levels), cells, steps, self._st)
 
     def __repr__(self) -> str:
         """Dimensions and calibration, never the key."""

@@ -90,12 +90,12 @@ def block_noise_sums(key: np.ndarray, a: np.int64, b: np.int64, t: np.int64, k: 
                 _fresh(st)
                 used = np.int64((s >> level) == index)
                 total += used * _dgauss(a, b, t, key, nonce, buf, st)
-        level = k
-        while s >> level:
-            if (s >> level) & 1:  # bits >= k are the block's: the same for every step in it
-                node_nonce(cells[c], level, s >> level, nonce)
+        high = k
+        while s >> high:
+            if (s >> high) & 1:  # bits >= k are the block's: the same for every step in it
+                node_nonce(cells[c], high, s >> high, nonce)
                 _fresh(st)
                 total += _dgauss(a, b, t, key, nonce, buf, st)
-            level += 1
+            high += 1
         out[c] = total
     return out
