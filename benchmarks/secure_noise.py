@@ -10,6 +10,9 @@ secure noise is slower, with its order-statistic 95% interval):
 - LazyCMS at 24 KB (d = 3, model "actual"): the whole stream plus a release of every cell at each of 16 release times,
   discrete secure vs Philox derived (target ratio >= 0.2) and, on a short stream, vs stored nodes under
   ``noise_mode("secure")`` (OpenDP samplers; target ratio >= 100);
+- timing levels on the same LazyCMS work: level 1 (blocks of 2^k steps, always on) vs the same sketch drawing only the
+  nodes each release uses (k = 0; target: at most 1.25x the cost, ratio >= 0.8), and level 2 (constant time) vs
+  Philox derived (for reference beside the exact sampler's row, target ratio >= 0.2);
 - accuracy: ARE of the top-15 over the 16 release times, paired per trial (same data and hashes) against the Philox
   version with the analytic calibration (the tightest Gaussian one) and with the classic one (the papers' default),
   mean ratio and 95% t interval over the trials (target: within [0.9, 1.1]).
@@ -122,6 +125,28 @@ def lazycms_speed(length: int, short_length: int, repeats: int) -> list[dict]:
     return rows
 
 
+def timing_levels_speed(length: int, repeats: int) -> list[dict]:
+    """LazyCMS stream + 16 full releases: blocks vs no blocks (exact sampler), constant time vs Philox derived."""
+    items = _stream(length, 1)
+
+    def exact(block_levels: int) -> None:
+        sketch = _lazycms("discrete_secure", length)
+        sketch._state.counters.block_levels = block_levels  # the instance's own: no other sketch sees it
+        _run(sketch, items)
+
+    k = counter_class("binary", "discrete_secure").block_levels
+    exact(0)
+    arms = {"LazyCMS discrete_secure, no blocks": lambda: exact(0),
+            f"LazyCMS discrete_secure, blocks of 2^{k}": lambda: exact(k)}
+    rows = [_row(interleaved_ratios(arms, "LazyCMS discrete_secure, no blocks", repeats)[
+        f"LazyCMS discrete_secure, blocks of 2^{k}"], 0.8)]
+    _run(_lazycms("discrete_secure_ct", 1024), items[:1024])
+    arms = {f"LazyCMS {noise}": (lambda n=noise: _run(_lazycms(n, length), items))
+            for noise in ("derived", "discrete_secure_ct")}
+    rows.append(_row(interleaved_ratios(arms, "LazyCMS derived", repeats)["LazyCMS discrete_secure_ct"], 0.2))
+    return rows
+
+
 def _mean_are(sketch: LazyCMS, items: np.ndarray) -> float:
     ares = []
     for end in np.linspace(0, items.size, RELEASES + 1).astype(int)[1:]:
@@ -163,6 +188,7 @@ def main() -> None:
     rows = [per_draw(args.draws, args.repeats)]
     rows.append(constant_time_per_draw(args.draws, args.repeats))
     rows += lazycms_speed(1 << args.log2_length, 1 << args.log2_short, args.repeats)
+    rows += timing_levels_speed(1 << args.log2_length, args.repeats)
     rows += [accuracy(1 << args.log2_length, args.trials, calibration) for calibration in ("analytic", "classic")]
     out = {"title": "Exact discrete Gaussian node noise (ChaCha20) vs Philox normals and OpenDP",
            "command": "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
