@@ -4,9 +4,15 @@ Rows (``dpstream.harness.timing.interleaved_ratios``: median ratio reference tim
 secure noise is slower, with its order-statistic 95% interval):
 - per draw: one node value per cell through ``Counter.release`` (generator included), discrete secure vs the Philox
   normal of derived noise (target: the discrete draw costs <= 8x, i.e. ratio >= 1/8);
+- per draw, constant time: the same with ``node_noise="discrete_secure_ct"`` (target: <= 40x the cost, ratio >= 1/40);
+  the row also gives its budget (keystream words and table entries per draw) and the delta it costs
+  (``sampler_delta``) at the row's parameters and for LazyCMS at 24 KB, T = 2^20;
 - LazyCMS at 24 KB (d = 3, model "actual"): the whole stream plus a release of every cell at each of 16 release times,
   discrete secure vs Philox derived (target ratio >= 0.2) and, on a short stream, vs stored nodes under
   ``noise_mode("secure")`` (OpenDP samplers; target ratio >= 100);
+- timing levels on the same LazyCMS work: level 1 (blocks of 2^k steps, always on) vs the same sketch drawing only the
+  nodes each release uses (k = 0; target: at most 1.25x the cost, ratio >= 0.8), and level 2 (constant time) vs
+  Philox derived (for reference beside the exact sampler's row, target ratio >= 0.2);
 - accuracy: ARE of the top-15 over the 16 release times, paired per trial (same data and hashes) against the Philox
   version with the analytic calibration (the tightest Gaussian one) and with the classic one (the papers' default),
   mean ratio and 95% t interval over the trials (target: within [0.9, 1.1]).
@@ -30,6 +36,7 @@ from dpstream.counters import counter_class
 from dpstream.harness.timing import interleaved_ratios
 from dpstream.metrics import average_relative_error
 from dpstream.noise import noise_mode
+from dpstream.secure import cdt
 from dpstream.sketches import LazyCMS
 
 RESULTS = Path(__file__).parent / "results" / "secure_noise.json"
@@ -52,6 +59,32 @@ def per_draw(n: int, repeats: int) -> dict:
         counter.release(cells[:8], steps[:8])  # compile
         arms[f"{noise} draw"] = (lambda c=counter, x=cells, s=steps: c.release(x, s))
     return _row(interleaved_ratios(arms, "derived draw", repeats)["discrete_secure draw"], 1 / 8)
+
+
+def constant_time_per_draw(n: int, repeats: int) -> dict:
+    """One node value for each of ``n`` cells, constant-time discrete secure vs Philox normal; with its budget."""
+    arms, counters = {}, {}
+    for noise in ("derived", "discrete_secure_ct"):
+        counter = counter_class("binary", noise)(n=n, horizon=1 << 20, epsilon=EPS, delta=DELTA, m=2 * DEPTH, seed=0)
+        cells, steps = np.arange(n), np.ones(n, dtype=np.int64)
+        counter.release(cells[:8], steps[:8])  # compile
+        arms[f"{noise} draw"] = (lambda c=counter, x=cells, s=steps: c.release(x, s))
+        counters[noise] = counter
+    row = _row(interleaved_ratios(arms, "derived draw", repeats)["discrete_secure_ct draw"], 1 / 40)
+    ct = counters["discrete_secure_ct"]
+    sketch = LazyCMS.from_memory(kilobytes=KB, depth=DEPTH, epsilon=EPS, delta=DELTA, horizon=1 << 20, seed=0,
+                                 model="actual", node_noise="discrete_secure_ct")
+    cells = sketch._state.counters
+    row |= {"words_per_draw": cdt.CT_WORDS, "table_size": ct.table_size, "sigma2": float(ct.sigma2),
+            "sampler_delta": ct.sampler_delta, "draws_bound": ct.draws_bound,
+            "lazycms_24kb_T2^20": {"width": sketch.width, "table_size": cells.table_size,
+                                   "sigma2": float(cells.sigma2), "sampler_delta": cells.sampler_delta,
+                                   "draws_bound": cells.draws_bound, "table_bytes": cells.table_bytes}}
+    print(f"  budget: {cdt.CT_WORDS} words and {ct.table_size} table entries per draw (sigma^2 = "
+          f"{float(ct.sigma2):.1f}), sampler delta {ct.sampler_delta:.3g} over {ct.draws_bound} draws; "
+          f"LazyCMS 24 KB T = 2^20: K = "
+          f"{cells.table_size}, sampler delta {cells.sampler_delta:.3g} of delta = {DELTA:g}")
+    return row
 
 
 def _stream(length: int, seed: int) -> np.ndarray:
@@ -89,6 +122,28 @@ def lazycms_speed(length: int, short_length: int, repeats: int) -> list[dict]:
             "LazyCMS discrete_secure (short)": lambda: _run(_lazycms("discrete_secure", short_length), short)}
     rows.append(_row(interleaved_ratios(arms, "LazyCMS stored, noise=secure (OpenDP)", 5)[
         "LazyCMS discrete_secure (short)"], 100.0))
+    return rows
+
+
+def timing_levels_speed(length: int, repeats: int) -> list[dict]:
+    """LazyCMS stream + 16 full releases: blocks vs no blocks (exact sampler), constant time vs Philox derived."""
+    items = _stream(length, 1)
+
+    def exact(block_levels: int) -> None:
+        sketch = _lazycms("discrete_secure", length)
+        sketch._state.counters.block_levels = block_levels  # the instance's own: no other sketch sees it
+        _run(sketch, items)
+
+    k = counter_class("binary", "discrete_secure").block_levels
+    exact(0)
+    arms = {"LazyCMS discrete_secure, no blocks": lambda: exact(0),
+            f"LazyCMS discrete_secure, blocks of 2^{k}": lambda: exact(k)}
+    rows = [_row(interleaved_ratios(arms, "LazyCMS discrete_secure, no blocks", repeats)[
+        f"LazyCMS discrete_secure, blocks of 2^{k}"], 0.8)]
+    _run(_lazycms("discrete_secure_ct", 1024), items[:1024])
+    arms = {f"LazyCMS {noise}": (lambda n=noise: _run(_lazycms(n, length), items))
+            for noise in ("derived", "discrete_secure_ct")}
+    rows.append(_row(interleaved_ratios(arms, "LazyCMS derived", repeats)["LazyCMS discrete_secure_ct"], 0.2))
     return rows
 
 
@@ -131,7 +186,9 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=50000)
     args = parser.parse_args()
     rows = [per_draw(args.draws, args.repeats)]
+    rows.append(constant_time_per_draw(args.draws, args.repeats))
     rows += lazycms_speed(1 << args.log2_length, 1 << args.log2_short, args.repeats)
+    rows += timing_levels_speed(1 << args.log2_length, args.repeats)
     rows += [accuracy(1 << args.log2_length, args.trials, calibration) for calibration in ("analytic", "classic")]
     out = {"title": "Exact discrete Gaussian node noise (ChaCha20) vs Philox normals and OpenDP",
            "command": "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),

@@ -85,7 +85,8 @@ def gauss_bm_assumed(bm: GaussBM | Counter) -> Sensitivity:
     """
     counter = bm.counter if isinstance(bm, GaussBM) else bm
     if isinstance(counter, DiscreteSecureBinary):
-        return Sensitivity("l2", discrete_gaussian_l2_sensitivity(counter.sigma2, bm.epsilon, bm.delta))
+        covered = discrete_gaussian_l2_sensitivity(counter.sigma2, bm.epsilon, counter.calibration_delta)
+        return Sensitivity("l2", covered)
     return Sensitivity("l2", gaussian_l2_sensitivity(bm.sigma, bm.epsilon, bm.delta, bm.calibration))
 
 
@@ -450,6 +451,12 @@ def _gauss_bm_beyond() -> SensitivityCase:
 def _gauss_bm_discrete_secure() -> SensitivityCase:
     bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, node_noise="discrete_secure")
     return GaussBMCase("GaussBM (exact discrete Gaussian node noise)", bm)
+
+
+@register("GaussBM_discrete_secure_ct")
+def _gauss_bm_discrete_secure_ct() -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, node_noise="discrete_secure_ct")
+    return GaussBMCase("GaussBM (constant-time discrete Gaussian node noise)", bm)
 
 
 @register("LazyHH")
