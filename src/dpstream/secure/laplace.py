@@ -5,9 +5,10 @@ Laplace of scale t/s, P(y) proportional to exp(-|y| s / t) on the integers (``sa
 at scale b to an integer query of sensitivity Delta is (Delta / b, 0)-DP: the pmf ratio at integer shifts of at most
 Delta is at most exp(Delta / b), the same bound as the continuous Laplace density's.
 
-Grid (``laplace_grid``): a calibrated float scale b is rounded UP to t/s with s a power of two chosen so that t is
-about 2^32 (``NUMERATOR_BITS``): t/s >= b and t/s - b < 1/s, a relative excess below 2^-31 (s = 1 and t = ceil(b) for
-b >= 2^32). Since the noise scale only grows, every epsilon computed for b holds for t/s.
+Grid (``laplace_grid``): a calibrated float scale b is rounded UP to t/s with s <= 2^32 a power of two chosen so that
+t is in (2^31, 2^32] (``NUMERATOR_BITS``) where it can be: t/s >= b and t/s - b < 1/s, a relative excess below
+1/(t - 1) <= 2^-31 for b in [1/2, 2^32] (s = 1 and t = ceil(b) above, s = 2^32 below). Since the noise scale only
+grows, every epsilon computed for b holds for t/s.
 
 Range (int64): t <= 2^40 (``LAPLACE_MAX_SCALE``) and the geometric part V of a draw below vcap = 2^60 // t, so every
 draw has |y| < 2^60 (``NOISE_BOUND``); with answers and thresholds of magnitude <= 2^60 (``VALUE_BOUND``), no sum of an

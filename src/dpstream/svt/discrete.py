@@ -59,7 +59,7 @@ def _integer_array(values: np.ndarray, what: str) -> np.ndarray:
         bad = values[~finite | (values != np.round(values)) | (np.abs(np.where(finite, values, 0)) > _EXACT_FLOAT)]
     if bad.size:
         raise ValueError(f"svt_noise='discrete_secure' needs integer {what} of magnitude <= 2^60 (floats: integral, "
-                         f"<= 2^53), got {bad.flat[0]!r}")
+                         f"<= 2^53), got {bad.flat[0].item()!r}")
     return values.astype(np.int64)
 
 
@@ -83,7 +83,7 @@ def integer_linear(queries: object, who: str) -> LinearQueries:
     bad = data[(data != 0.0) & (data != 1.0)]
     if bad.size:
         raise ValueError(f"svt_noise='discrete_secure' needs linear query values f_i(x) in {{0, 1}} (integer "
-                         f"answers), got {bad[0]!r}")
+                         f"answers), got {bad[0].item()!r}")
     return linear
 
 
