@@ -144,7 +144,9 @@ def test_accuracy_matches_the_continuous_svt_up_to_half_a_unit(margin: int) -> N
 
 def test_flags_keys_and_privacy() -> None:
     seeded = Sparse(epsilon=1.0, threshold=10, c=2, seed=1, svt_noise=DS)
-    assert seeded.certified and not seeded.deployable and seeded.privacy is not None
+    assert seeded.certified and not seeded.deployable and seeded.privacy.notion == "computational"  # type: ignore[union-attr]
+    assert NumericSparse(epsilon=1.0, threshold=10, c=2, svt_noise=DS).privacy.notion == "computational"
+    assert Sparse(epsilon=1.0, threshold=10, c=2).privacy.notion == "pure"  # type: ignore[union-attr]
     assert not seeded.run(ANSWERS).deployable
     private = Sparse(epsilon=1.0, threshold=10, c=2, svt_noise=DS)
     assert private.deployable and private.run(ANSWERS).deployable

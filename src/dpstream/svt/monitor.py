@@ -42,9 +42,11 @@ class _MonitorCore(Certified, serial.Serialisable):
     and v exact discrete Laplace at the calibrated scales rounded up to rationals t/s (``grids``), from a ChaCha20 key
     (``dpstream.secure.laplace``; nonces (role w or v, run call, run, query)), the cap floor(Delta) (on integers
     min(v, Delta) and min(v, floor(Delta)) decide alike), integer decisions; ``to_bytes`` writes the key and the
-    call count. NOT privacy-certified: Kaplan, Mansour, Stemmer prove Thm 3.2 / 3.8 for continuous Laplace noise
-    (their proof bounds the chance that w falls in an interval by its length); the discrete analogue is not proven
-    here, so ``certified``, ``deployable`` are False and ``privacy`` is None.
+    call count. NOT privacy-certified: Kaplan, Mansour, Stemmer's proof of Thm 3.2 treats W as discrete already
+    and shifts it by f_i(x') in {0, 1} (the same pmf ratio bound holds), but its bounds through v's tail (the
+    special-almost-tops, P(v >= Delta) = e^{-Delta/b} / 2) and Lemma 3.5's tail ratios are for the continuous Laplace;
+    the discrete tail P(v >= k) = e^{-k/b} / (1 + e^{-1/b}) is up to twice as large, so xi would have to be
+    re-derived. Until then ``certified``, ``deployable`` are False and ``privacy`` is None.
     """
 
     _args: dict[str, Any]

@@ -9,7 +9,7 @@ import numpy as np
 from dpstream.noise import NoiseSource, SeedLike
 from dpstream.privacy.accounting import sparse_sigma
 from dpstream.privacy.composition import compose
-from dpstream.privacy.statement import Certified, Privacy, Relation
+from dpstream.privacy.statement import Certified, Notion, Privacy, Relation
 from dpstream.secure.laplace import KeyedLaplace, laplace_grid
 from dpstream.svt import _kernels
 from dpstream.svt.discrete import CONTINUOUS, DISCRETE_SECURE, check_svt_noise, integer_answers, integer_value
@@ -19,9 +19,13 @@ from dpstream.validation import check_delta, check_epsilon, check_positive_int
 CHUNK = 1 << 16  # queries per noise draw when a run may halt early
 
 
-def sparse_privacy(epsilon: float, delta: float) -> Privacy:
-    """The ``Privacy`` of AboveThreshold / Sparse / NumericSparse at (epsilon, delta): pure when delta = 0."""
-    return Privacy(epsilon, delta, Relation.ADD_REMOVE_RECORD)
+def sparse_privacy(epsilon: float, delta: float, svt_noise: str = CONTINUOUS) -> Privacy:
+    """The ``Privacy`` of AboveThreshold / Sparse / NumericSparse at (epsilon, delta): pure when delta = 0.
+
+    Computational with ``svt_noise="discrete_secure"`` (noise from ChaCha20 as a pseudorandom function).
+    """
+    notion: Notion | None = "computational" if svt_noise == DISCRETE_SECURE else None
+    return Privacy(epsilon, delta, Relation.ADD_REMOVE_RECORD, notion)
 
 
 @dataclass
@@ -210,7 +214,7 @@ class AboveThreshold(GeneralisedSparse):
     @property
     def privacy(self) -> Privacy | None:
         """(epsilon, delta) for add/remove-one-record neighbours; None when kappa < 1 (NOT certified)."""
-        return sparse_privacy(self.epsilon, self.delta) if self.certified else None
+        return sparse_privacy(self.epsilon, self.delta, self.svt_noise) if self.certified else None
 
 
 class Sparse(GeneralisedSparse):
@@ -247,7 +251,7 @@ class Sparse(GeneralisedSparse):
     @property
     def privacy(self) -> Privacy | None:
         """(epsilon, delta), add/remove-one-record neighbours (pure if delta = 0); None if kappa < 1 (NOT certified)."""
-        return sparse_privacy(self.epsilon, self.delta) if self.certified else None
+        return sparse_privacy(self.epsilon, self.delta, self.svt_noise) if self.certified else None
 
 
 class NumericSparse(GeneralisedSparse):
@@ -286,5 +290,5 @@ class NumericSparse(GeneralisedSparse):
         The answers are c Laplace(sigma) releases of sensitivity-1 values: (eps/2, delta/2) by the composition
         Sparse's sigma is calibrated for (basic if delta = 0, else advanced).
         """
-        half = sparse_privacy(self.epsilon / 2.0, self.delta / 2.0)
+        half = sparse_privacy(self.epsilon / 2.0, self.delta / 2.0, self.svt_noise)
         return compose(half, half)
