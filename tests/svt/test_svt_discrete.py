@@ -73,6 +73,19 @@ def test_outputs_equal_a_reference_from_the_same_draws(make) -> None:
     assert not np.array_equal(lazy.noise["query"], noise["query"])
 
 
+def test_chunked_drawing_equals_drawing_at_once() -> None:
+    # run() without noise draws query noise in chunks of CHUNK queries, keyed by the query index: across a chunk
+    # boundary the values equal one bulk draw of the same call
+    from dpstream.svt.sparse import CHUNK
+
+    answers = np.zeros(CHUNK + 10, dtype=np.int64)  # far below the threshold: no run halts, every chunk is drawn
+    lazy = Sparse(epsilon=1.0, threshold=10**6, c=2, seed=9, svt_noise=DS).run(answers, n_runs=2)
+    bulk = Sparse(epsilon=1.0, threshold=10**6, c=2, seed=9, svt_noise=DS).draw_noise(answers.size, 2)
+    np.testing.assert_array_equal(lazy.noise["query"], bulk["query"])
+    np.testing.assert_array_equal(lazy.noise["threshold"], bulk["threshold"])
+    assert (lazy.outcomes == 0).all()
+
+
 def _reference_monitor(mech: _MonitorCore, q: np.ndarray, counts: np.ndarray, noise: dict) -> np.ndarray:
     """Kaplan, Mansour, Stemmer Alg. 3 by its definition on Python integers (q: 0/1 matrix)."""
     runs, m = noise["w"].shape
