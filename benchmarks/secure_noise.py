@@ -15,10 +15,15 @@ secure noise is slower, with its order-statistic 95% interval):
   Philox derived (for reference beside the exact sampler's row, target ratio >= 0.2);
 - accuracy: ARE of the top-15 over the 16 release times, paired per trial (same data and hashes) against the Philox
   version with the analytic calibration (the tightest Gaussian one) and with the classic one (the papers' default),
-  mean ratio and 95% t interval over the trials (target: within [0.9, 1.1]).
+  mean ratio and 95% t interval over the trials (target: within [0.9, 1.1]);
+- the sparse vector family with ``svt_noise="discrete_secure"`` (exact discrete Laplace, rational scale) against the
+  same mechanism with numpy Laplace noise, same work: one draw, Sparse over integer queries, ThresholdMonitor (target:
+  the per-draw bar of the discrete Gaussian, <= 8x the cost, i.e. ratio >= 1/8), and Sparse against Sparse with
+  OpenDP's Laplace under ``noise_mode("secure")`` (target: not slower). ``--only svt`` runs these rows alone
+  and replaces them in the results file, keeping the other rows.
 
 Usage:
-    python benchmarks/secure_noise.py [--log2-length 16] [--trials 20] [--repeats 7]
+    python benchmarks/secure_noise.py [--log2-length 16] [--trials 20] [--repeats 7] [--only svt]
 """
 
 from __future__ import annotations
@@ -37,7 +42,9 @@ from dpstream.harness.timing import interleaved_ratios
 from dpstream.metrics import average_relative_error
 from dpstream.noise import noise_mode
 from dpstream.secure import cdt
+from dpstream.secure.laplace import KeyedLaplace, laplace_grid
 from dpstream.sketches import LazyCMS
+from dpstream.svt import Sparse, ThresholdMonitor
 
 RESULTS = Path(__file__).parent / "results" / "secure_noise.json"
 KB, DEPTH, EPS, DELTA, TOP_K, RELEASES = 24, 3, 1.0, 1e-6, 15, 16
@@ -176,6 +183,79 @@ def accuracy(length: int, trials: int, calibration: str) -> dict:
     return row
 
 
+SVT_PREFIX = "SVT "
+
+
+def _svt_arms(make, work) -> dict:
+    """Continuous (numpy Laplace) and discrete secure arms of the same SVT work, each compiled once first."""
+    arms = {}
+    for noise in ("continuous", "discrete_secure"):
+        work(make(noise))
+        arms[f"{SVT_PREFIX}{noise}"] = (lambda n=noise: work(make(n)))
+    return arms
+
+
+def svt_speed(repeats: int, draws: int = 200_000, m: int = 4096, runs: int = 256) -> list[dict]:
+    """SVT rows: one draw, Sparse (eps 1, c 8) on m integer queries x runs, ThresholdMonitor (delta 1e-6, k 4)."""
+    rows = []
+    keyed, grid, rng = KeyedLaplace(0), laplace_grid(8.0), np.random.default_rng(0)
+    keyed.draw("query", grid, 0, 1, 0, 8)
+    arms = {f"{SVT_PREFIX}numpy Laplace draw": lambda: rng.laplace(0.0, 8.0, draws),
+            f"{SVT_PREFIX}discrete_secure Laplace draw": lambda: keyed.draw("query", grid, 0, 1, 0, draws)}
+    rows.append(_row(interleaved_ratios(arms, f"{SVT_PREFIX}numpy Laplace draw", repeats)[
+        f"{SVT_PREFIX}discrete_secure Laplace draw"], 1 / 8))
+    answers = np.random.default_rng(1).integers(0, 120, m)
+
+    def sparse_work(mech: Sparse) -> None:
+        mech.run(answers, n_runs=runs, noise=mech.draw_noise(m, runs))
+
+    arms = _svt_arms(lambda n: Sparse(epsilon=EPS, threshold=100, c=8, seed=0, svt_noise=n), sparse_work)
+    estimate = interleaved_ratios(arms, f"{SVT_PREFIX}continuous", repeats)[f"{SVT_PREFIX}discrete_secure"]
+    rows.append(_row(estimate, 1 / 8) | {"name": f"{SVT_PREFIX}Sparse discrete_secure ({m} queries x {runs} runs)"})
+    short = answers[: m // 8]
+
+    def opendp() -> None:
+        with noise_mode("secure"):
+            mech = Sparse(epsilon=EPS, threshold=100, c=8, seed=0)
+            mech.run(short, n_runs=runs // 8, noise=mech.draw_noise(short.size, runs // 8))
+
+    def discrete() -> None:
+        mech = Sparse(epsilon=EPS, threshold=100, c=8, seed=0, svt_noise="discrete_secure")
+        mech.run(short, n_runs=runs // 8, noise=mech.draw_noise(short.size, runs // 8))
+
+    opendp()
+    arms = {f"{SVT_PREFIX}Sparse continuous, noise=secure (OpenDP)": opendp, f"{SVT_PREFIX}Sparse discrete": discrete}
+    estimate = interleaved_ratios(arms, f"{SVT_PREFIX}Sparse continuous, noise=secure (OpenDP)", 5)[
+        f"{SVT_PREFIX}Sparse discrete"]
+    rows.append(_row(estimate, 1.0) | {"name": f"{SVT_PREFIX}Sparse discrete_secure ({m // 8} queries x {runs // 8} "
+                                               "runs)"})
+    atoms = np.random.default_rng(2).integers(0, 400, 64)
+    queries = (np.random.default_rng(3).random((m // 4, 64)) < 0.1).astype(float)
+
+    def monitor_work(mech: ThresholdMonitor) -> None:
+        mech.run(queries, atoms, n_runs=runs)
+
+    arms = _svt_arms(lambda n: ThresholdMonitor(epsilon=EPS, delta=DELTA, threshold=1500, k=4, seed=0, svt_noise=n),
+                     monitor_work)
+    estimate = interleaved_ratios(arms, f"{SVT_PREFIX}continuous", repeats)[f"{SVT_PREFIX}discrete_secure"]
+    rows.append(_row(estimate, 1 / 8) | {"name": f"{SVT_PREFIX}ThresholdMonitor discrete_secure ({m // 4} queries x "
+                                                 f"{runs} runs)"})
+    return rows
+
+
+def _write(rows: list[dict], only_svt: bool) -> None:
+    """Write the results file; with ``only_svt`` keep its other rows and replace the SVT ones."""
+    command = "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
+    if only_svt and RESULTS.exists():
+        old = json.loads(RESULTS.read_text())
+        rows = [r for r in old["rows"] if not r["name"].startswith(SVT_PREFIX)] + rows
+        command = old["command"].split(" ; ")[0] + " ; then the SVT rows by " + command
+    out = {"title": "Exact discrete Gaussian node noise (ChaCha20) vs Philox normals and OpenDP", "command": command,
+           "machine": f"{platform.machine()} {platform.processor() or platform.platform()}", "rows": rows}
+    RESULTS.write_text(json.dumps(out, indent=1))
+    print(f"wrote {RESULTS}")
+
+
 def main() -> None:
     """Run every row, print them and write ``benchmarks/results/secure_noise.json``."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -184,17 +264,18 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--draws", type=int, default=50000)
+    parser.add_argument("--only", choices=["svt"], default=None, help="run only these rows (replaced in the file)")
     args = parser.parse_args()
+    if args.only == "svt":
+        _write(svt_speed(args.repeats), only_svt=True)
+        return
     rows = [per_draw(args.draws, args.repeats)]
     rows.append(constant_time_per_draw(args.draws, args.repeats))
     rows += lazycms_speed(1 << args.log2_length, 1 << args.log2_short, args.repeats)
     rows += timing_levels_speed(1 << args.log2_length, args.repeats)
     rows += [accuracy(1 << args.log2_length, args.trials, calibration) for calibration in ("analytic", "classic")]
-    out = {"title": "Exact discrete Gaussian node noise (ChaCha20) vs Philox normals and OpenDP",
-           "command": "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-           "machine": f"{platform.machine()} {platform.processor() or platform.platform()}", "rows": rows}
-    RESULTS.write_text(json.dumps(out, indent=2))
-    print(f"wrote {RESULTS}")
+    rows += svt_speed(args.repeats)
+    _write(rows, only_svt=False)
 
 
 if __name__ == "__main__":
