@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpstream import serial
+from dpstream.counters.base import Counter
 from dpstream.noise import SeedLike, as_seed_sequence
 from dpstream.privacy.statement import Notion
 from dpstream.secure.chacha import KEY_BYTES, MAX_CELLS, key_words
@@ -25,30 +26,20 @@ from dpstream.secure.privacy import discrete_gaussian_sigma2
 from dpstream.secure.samplers import gaussian_params, new_state
 
 
-class DiscreteNoise:
-    """Mixin of a ``Counter`` whose node noise is N_Z(0, sigma^2) from a keyed ChaCha20 stream.
+class DiscreteNoise(Counter):
+    """Base of the counters whose node noise is N_Z(0, sigma^2) from a keyed ChaCha20 stream (put it first).
 
     ``_discrete_setup`` (called from the counter's ``_allocate``) sets ``sigma2`` (Fraction), ``sigma``, the
     sampler's integer parameters, ``deployable``, the key ``_key`` (8 uint32) and the sampler state ``_st``.
     """
 
     notion: ClassVar[Notion] = "computational"
-    node_noise: ClassVar[str]
-    n: int
-    levels: int
-    m: int
-    epsilon: float
-    delta: float
-    sigma: float
-    certified: bool
-    _noise: Any
-    _noise_scale: float
 
     def __init__(self, *, seed: SeedLike = None, **kwargs: Any) -> None:
         """As ``Counter``; the key from OS entropy when ``seed`` is None, else from the seed (not deployable)."""
         self._seeded = seed is not None
         self._seed = seed
-        super().__init__(seed=seed, **kwargs)  # type: ignore[call-arg]
+        super().__init__(seed=seed, **kwargs)
 
     def _discrete_setup(self) -> None:
         if self._noise.mode == "secure":
@@ -90,11 +81,11 @@ class DiscreteNoise:
         return {"sigma": self.sigma, "sigma2": str(self.sigma2)}
 
     def _state_scalars(self) -> dict[str, Any]:
-        return {**super()._state_scalars(), "deployable": self.deployable}  # type: ignore[misc]
+        return {**super()._state_scalars(), "deployable": self.deployable}
 
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:
         """As ``Counter``, then the written ``deployable``: a seeded counter stays not deployable when restored."""
-        super()._restore_scalars(scalars)  # type: ignore[misc]
+        super()._restore_scalars(scalars)
         deployable = scalars.get("deployable")
         if not isinstance(deployable, bool) or (deployable and not self.deployable):
             raise serial.SerialError(f"deployable={deployable!r}; allowed: false, or true for OS-entropy keyed noise")

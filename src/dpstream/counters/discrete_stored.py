@@ -27,7 +27,7 @@ DRAWN_BYTES = 8
 
 
 class StoredDiscreteDraws(DiscreteNoise):
-    """Mixin of a stored tree: ``draw`` returns the next N_Z(0, sigma^2) draws of the keyed stream, in order.
+    """Base of the stored trees (put it first): ``draw`` gives the next N_Z(0, sigma^2) draws of the keyed stream.
 
     State beside the tree's: the key (8 uint32) and ``drawn`` (1 int64), the number of the next draw, written by
     ``to_bytes`` so a restored counter goes on with fresh streams and never repeats one.
@@ -37,7 +37,7 @@ class StoredDiscreteDraws(DiscreteNoise):
     fixed_bytes = KEY_BYTES + DRAWN_BYTES
 
     def _allocate(self) -> None:
-        super()._allocate()  # type: ignore[misc]  # the stored tree's arrays
+        super()._allocate()  # type: ignore[safe-super]  # the stored tree after this class in the MRO allocates
         self._discrete_setup()
         self._drawn = np.zeros(1, dtype=np.int64)
 
@@ -52,10 +52,10 @@ class StoredDiscreteDraws(DiscreteNoise):
         return out.astype(np.float64)
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
-        return {**super()._state_arrays(), "key": self._key, "drawn": self._drawn}  # type: ignore[misc]
+        return {**super()._state_arrays(), "key": self._key, "drawn": self._drawn}
 
     def _restore_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        super()._restore_arrays(arrays)  # type: ignore[misc]
+        super()._restore_arrays(arrays)
         if self._drawn[0] < 0:
             raise ValueError(f"corrupt state: {type(self).__name__} drawn={int(self._drawn[0])} < 0")
 
