@@ -32,6 +32,7 @@ import numpy as np
 from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
 from dpstream.counters import Counter
 from dpstream.counters._discrete_noise import DiscreteNoise
+from dpstream.counters.discrete import DiscreteSecureBinary
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.hashing import bucket_many
 from dpstream.heavy_hitters import LazyHH
@@ -85,7 +86,9 @@ def gauss_bm_assumed(bm: GaussBM | Counter) -> Sensitivity:
     Exact discrete Gaussian node noise is inverted with its own calibration (``secure.privacy``), not the Gaussian's.
     """
     counter = bm.counter if isinstance(bm, GaussBM) else bm
-    if isinstance(counter, DiscreteNoise):
+    if isinstance(counter, DiscreteNoise):  # stored discrete nodes: the exact sampler, all of delta calibrated
+        return Sensitivity("l2", discrete_gaussian_l2_sensitivity(counter.sigma2, bm.epsilon, bm.delta))
+    if isinstance(counter, DiscreteSecureBinary):
         return Sensitivity("l2", discrete_gaussian_l2_sensitivity(counter.sigma2, bm.epsilon, bm.delta))
     return Sensitivity("l2", gaussian_l2_sensitivity(bm.sigma, bm.epsilon, bm.delta, bm.calibration))
 
@@ -459,19 +462,6 @@ def _gauss_bm_discrete_secure() -> SensitivityCase:
     return GaussBMCase("GaussBM (exact discrete Gaussian node noise)", bm)
 
 
-@register("GaussBM_discrete_secure_stored")
-def _gauss_bm_discrete_secure_stored() -> SensitivityCase:
-    bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, node_noise="discrete_secure_stored")
-    return GaussBMCase("GaussBM (exact discrete Gaussian node noise, stored)", bm)
-
-
-@register("GaussBM_honaker_discrete_secure_stored")
-def _gauss_bm_honaker_discrete_secure_stored() -> SensitivityCase:
-    bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="honaker",
-                 node_noise="discrete_secure_stored")
-    return GaussBMCase("GaussBM (Honaker over exact discrete Gaussian node noise)", bm)
-
-
 @register("LazyHH")
 def _lazy_hh() -> SensitivityCase:
     hh = LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0)
@@ -489,6 +479,19 @@ def _lazy_hh_derived() -> SensitivityCase:
 def _lazy_hh_discrete_secure() -> SensitivityCase:
     hh = LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0, node_noise="discrete_secure")
     return SketchCase("LazyHH, exact discrete Gaussian noise (its LazyCMS)", hh.sketch, 256, mechanism=hh)
+
+
+@register("GaussBM_discrete_secure_stored")
+def _gauss_bm_discrete_secure_stored() -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, node_noise="discrete_secure_stored")
+    return GaussBMCase("GaussBM (exact discrete Gaussian node noise, stored)", bm)
+
+
+@register("GaussBM_honaker_discrete_secure_stored")
+def _gauss_bm_honaker_discrete_secure_stored() -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="honaker",
+                 node_noise="discrete_secure_stored")
+    return GaussBMCase("GaussBM (Honaker over exact discrete Gaussian node noise)", bm)
 
 
 @register("PunctualHH")

@@ -36,8 +36,6 @@ NODE_NOISES = ("stored", "derived", "discrete_secure", "discrete_secure_stored")
 """The node-noise modes a sketch accepts (``node_noise=``): stored tree nodes, nodes derived from Philox, or exact
 discrete Gaussian nodes from a keyed ChaCha20 stream (``dpstream.secure``), derived at release or drawn once and
 stored."""
-SECURE_NODE_NOISES = ("discrete_secure", "discrete_secure_stored")
-"""The node-noise modes with exact discrete noise from a keyed generator: deployable when keyed from OS entropy."""
 
 
 def _own_counter(path: str) -> type[Counter]:
@@ -61,7 +59,7 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
         raise ValueError(f"unknown counter {counter!r}; allowed: {', '.join(names)}")
     if node_noise not in NODE_NOISES:
         raise ValueError(f"unknown node_noise {node_noise!r}; allowed: {', '.join(NODE_NOISES)}")
-    if counter == "blt" and node_noise in SECURE_NODE_NOISES:
+    if counter == "blt" and node_noise.startswith("discrete_secure"):
         raise ValueError(f"node_noise={node_noise!r} is not available with counter='blt': its factorisation adds "
                          "real-valued noise (A C^-1 z), so no exact integer noise certifies it; allowed: stored")
     if (counter, node_noise) not in COUNTERS:
@@ -70,6 +68,6 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
     return COUNTERS[counter, node_noise]
 
 
-__all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "SECURE_NODE_NOISES", "BLTCounter", "Counter", "DerivedBinary",
+__all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "BLTCounter", "Counter", "DerivedBinary",
            "DiscreteSecureBinary", "HonakerDiscreteSecure", "HonakerTree", "StoredBinary", "StoredDiscreteSecureBinary",
            "counter_class", "popcount"]

@@ -26,14 +26,36 @@ from dpstream.secure.privacy import discrete_gaussian_sigma2
 from dpstream.secure.samplers import gaussian_params, new_state
 
 
-class DiscreteNoise(Counter):
-    """Base of the counters whose node noise is N_Z(0, sigma^2) from a keyed ChaCha20 stream (put it first).
+class DiscreteFlags(Counter):
+    """Base of every counter with exact discrete Gaussian node noise from a keyed generator (put it first).
 
-    ``_discrete_setup`` (called from the counter's ``_allocate``) sets ``sigma2`` (Fraction), ``sigma``, the
-    sampler's integer parameters, ``deployable``, the key ``_key`` (8 uint32) and the sampler state ``_st``.
+    The guarantee is computational; ``deployable`` (keyed from OS entropy and certified) is written by ``to_bytes``
+    and kept by ``from_bytes``, so a restored seeded counter stays not deployable (its rebuild draws a fresh key
+    before the written one replaces it).
     """
 
     notion: ClassVar[Notion] = "computational"
+    deployable: bool
+
+    def _state_scalars(self) -> dict[str, Any]:
+        return {**super()._state_scalars(), "deployable": self.deployable}
+
+    def _restore_scalars(self, scalars: dict[str, Any]) -> None:
+        """As ``Counter``, then the written ``deployable``: a seeded counter stays not deployable when restored."""
+        super()._restore_scalars(scalars)
+        deployable = scalars.get("deployable")
+        if not isinstance(deployable, bool) or (deployable and not self.deployable):
+            raise serial.SerialError(f"deployable={deployable!r}; allowed: false, or true for OS-entropy keyed noise")
+        self.deployable = deployable
+
+
+class DiscreteNoise(DiscreteFlags):
+    """Base of the counters whose node noise is N_Z(0, sigma^2) drawn by ``secure.samplers`` (put it first).
+
+    ``_discrete_setup`` (called from the counter's ``_allocate``) sets ``sigma2`` (Fraction), ``sigma``, the
+    sampler's integer parameters, ``deployable``, the key ``_key`` (8 uint32) and the sampler state ``_st``, as
+    ``DiscreteSecureBinary`` does for its derived nodes.
+    """
 
     def __init__(self, *, seed: SeedLike = None, **kwargs: Any) -> None:
         """As ``Counter``; the key from OS entropy when ``seed`` is None, else from the seed (not deployable)."""
@@ -69,7 +91,7 @@ class DiscreteNoise(Counter):
 
     def __repr__(self) -> str:
         """Dimensions and calibration, never the key."""
-        return (f"{type(self).__name__}(n={self.n}, horizon={getattr(self, 'horizon', '?')}, epsilon={self.epsilon}, "
+        return (f"{type(self).__name__}(n={self.n}, horizon={self.horizon}, epsilon={self.epsilon}, "
                 f"delta={self.delta}, m={self.m}, sigma2={self.sigma2}, deployable={self.deployable})")
 
     @property
@@ -79,14 +101,3 @@ class DiscreteNoise(Counter):
 
     def _constants(self) -> dict[str, Any]:
         return {"sigma": self.sigma, "sigma2": str(self.sigma2)}
-
-    def _state_scalars(self) -> dict[str, Any]:
-        return {**super()._state_scalars(), "deployable": self.deployable}
-
-    def _restore_scalars(self, scalars: dict[str, Any]) -> None:
-        """As ``Counter``, then the written ``deployable``: a seeded counter stays not deployable when restored."""
-        super()._restore_scalars(scalars)
-        deployable = scalars.get("deployable")
-        if not isinstance(deployable, bool) or (deployable and not self.deployable):
-            raise serial.SerialError(f"deployable={deployable!r}; allowed: false, or true for OS-entropy keyed noise")
-        self.deployable = deployable

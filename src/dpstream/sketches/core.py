@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from dpstream import serial
-from dpstream.counters import SECURE_NODE_NOISES, Counter, counter_class
+from dpstream.counters import Counter, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
 from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
 from dpstream.privacy.calibration import cell_neighbour_m
@@ -286,7 +286,7 @@ class SketchCore(Certified, serial.Serialisable):
         self.kappa = kappa
         self.counter, self.node_noise, self.calibration = variant.counter, variant.node_noise, variant.calibration
         # exact discrete noise keyed from OS entropy (no seed): the only noise fit to deploy (docs/secure-noise.md)
-        secure_key = variant.node_noise in SECURE_NODE_NOISES and seed is None
+        secure_key = variant.node_noise.startswith("discrete_secure") and seed is None
         self.deployable = self.certified and secure_key
         cells = counter_class(variant.counter, variant.node_noise)
         needed = memory.sketch_bytes(self._schedule.kind, np.array([self.width]), self.depth, self.horizon, "actual",
