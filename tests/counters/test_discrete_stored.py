@@ -139,7 +139,7 @@ def test_flags_keys_and_repr() -> None:
         assert seeded.certified and not seeded.deployable and seeded.notion == "computational"
         private = cls(n=10, horizon=64, epsilon=1.0, delta=1e-6, m=4)
         assert private.certified and private.deployable
-        assert private._key.tobytes().hex() not in repr(private) and str(private._key[0]) not in repr(private)
+        assert private._key.tobytes().hex() not in repr(private) and "key" not in repr(private)
         assert private.sigma2 == discrete_gaussian_sigma2(private.levels * 4, 1.0, 1e-6)
         scaled = cls(n=10, horizon=64, epsilon=1.0, delta=1e-6, kappa=0.5)
         assert not scaled.certified and not scaled.deployable

@@ -70,6 +70,7 @@ class StoredDiscreteSecureBinary(StoredDiscreteDraws, StoredBinary):
     ``secure.privacy.discrete_gaussian_sigma2``. Every release is an integer. Key and flags: ``DiscreteNoise``.
 
     Memory (``memory_bytes``): the stored tree's exact partial sums, noisy sums and steps, the key and the draw count.
+    ``variance``: popcount(s) sigma^2, an upper bound (the discrete Gaussian's variance is slightly below sigma^2).
     """
 
 
