@@ -135,7 +135,8 @@ class BrokenGaussBMDiscreteTenthSigma(GaussBM):
 
     The noise multiplier kappa = 0.1 (``certified`` is False, as for any kappa != 1) with a claim of the calibrated
     (eps, delta): the node noise N_Z(0, sigma^2 / 100) is rho-zCDP with 100 times the rho the claim rests on
-    (``secure.privacy``), so its true epsilon at the same delta is far above the claim.
+    (``secure.privacy``), so its epsilon at the same delta is far above the claim: the zCDP conversion bounds it by
+    17.4 for the audited tree (horizon 8, m = 1, claimed (1, 1e-3)), where the calibrated tree has 1.
     """
 
     def __init__(self, *, n: int, horizon: int, epsilon: float, delta: float, m: int = 1, seed: SeedLike = None,
