@@ -5,7 +5,8 @@ estimates over discrete_secure_stored) carry a search audit of one counter (incr
 claimed (1, 1e-3)); ``check_mechanism`` runs it in tests/testing/test_mechanism_contract.py. Here the same audit, on
 the same inputs and runs, flags ``BrokenGaussBMDiscreteTenthSigma`` (a tenth of the calibrated sigma), so the pass is
 informative (at these 4000 runs it also flags sigma x 0.2 and 0.3, with certified bounds 3.0 and 2.8, but not
-sigma x 0.5: 0.44; the zCDP conversion bounds their epsilons by 17.4 at sigma x 0.1, 4.2 at x 0.3, 2.3 at x 0.5). Fixed seeds; a correct mechanism is flagged with probability <= alpha = 0.05 per audit.
+sigma x 0.5: 0.44; the zCDP conversion bounds their epsilons by 17.4 at sigma x 0.1, 4.2 at x 0.3, 2.3 at x 0.5).
+Fixed seeds; a correct mechanism is flagged with probability <= alpha = 0.05 per audit.
 """
 
 from __future__ import annotations
