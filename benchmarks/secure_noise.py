@@ -13,6 +13,10 @@ secure noise is slower, with its order-statistic 95% interval):
 - timing levels on the same LazyCMS work: level 1 (blocks of 2^k steps, always on) vs the same sketch drawing only the
   nodes each release uses (k = 0; target: at most 1.25x the cost, ratio >= 0.8), and level 2 (constant time) vs
   Philox derived (for reference beside the exact sampler's row, target ratio >= 0.2);
+- Honaker's estimates over stored exact discrete Gaussian nodes (``counter="honaker",
+  node_noise="discrete_secure_stored"``) in LazyCMS, the same stream and releases at the same width (that of the
+  Honaker sketch at 24 KB), vs Honaker over numpy's Gaussian and vs the Philox derived binary tree (target: the
+  LazyCMS bar above, ratio >= 0.2);
 - accuracy: ARE of the top-15 over the 16 release times, paired per trial (same data and hashes) against the Philox
   version with the analytic calibration (the tightest Gaussian one) and with the classic one (the papers' default),
   mean ratio and 95% t interval over the trials (target: within [0.9, 1.1]);
@@ -154,6 +158,30 @@ def timing_levels_speed(length: int, repeats: int) -> list[dict]:
     return rows
 
 
+def honaker_speed(length: int, repeats: int) -> list[dict]:
+    """LazyCMS with Honaker over stored discrete secure nodes vs Honaker over numpy noise and vs Philox derived."""
+    items = _stream(length, 2)
+    width = LazyCMS.from_memory(kilobytes=KB, depth=DEPTH, epsilon=EPS, delta=DELTA, horizon=length, seed=0,
+                                model="actual", counter="honaker").width
+    variants = {
+        "LazyCMS honaker discrete_secure_stored": {"counter": "honaker", "node_noise": "discrete_secure_stored"},
+        "LazyCMS honaker stored (numpy)": {"counter": "honaker", "node_noise": "stored"},
+        "LazyCMS derived (same width)": {"node_noise": "derived"},
+    }
+
+    def make(variant: dict, n: int) -> LazyCMS:
+        return LazyCMS(width=width, depth=DEPTH, epsilon=EPS, delta=DELTA, horizon=n, seed=0, **variant)
+
+    for variant in variants.values():
+        _run(make(variant, 1024), items[:1024])  # compile
+    arms = {name: (lambda v=variant: _run(make(v, length), items)) for name, variant in variants.items()}
+    rows = []
+    for reference in ("LazyCMS honaker stored (numpy)", "LazyCMS derived (same width)"):
+        pair = {k: arms[k] for k in ("LazyCMS honaker discrete_secure_stored", reference)}
+        rows.append(_row(interleaved_ratios(pair, reference, repeats)["LazyCMS honaker discrete_secure_stored"], 0.2))
+    return rows
+
+
 def _mean_are(sketch: LazyCMS, items: np.ndarray) -> float:
     ares = []
     for end in np.linspace(0, items.size, RELEASES + 1).astype(int)[1:]:
@@ -273,6 +301,7 @@ def main() -> None:
     rows.append(constant_time_per_draw(args.draws, args.repeats))
     rows += lazycms_speed(1 << args.log2_length, 1 << args.log2_short, args.repeats)
     rows += timing_levels_speed(1 << args.log2_length, args.repeats)
+    rows += honaker_speed(1 << args.log2_length, args.repeats)
     rows += [accuracy(1 << args.log2_length, args.trials, calibration) for calibration in ("analytic", "classic")]
     rows += svt_speed(args.repeats)
     _write(rows, only_svt=False)

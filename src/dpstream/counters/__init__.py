@@ -17,6 +17,7 @@ from dpstream.counters.base import Counter
 from dpstream.counters.binary import DerivedBinary, StoredBinary, popcount
 from dpstream.counters.blt import BLTCounter
 from dpstream.counters.discrete import ConstantTimeDiscreteBinary, DiscreteSecureBinary
+from dpstream.counters.discrete_stored import HonakerDiscreteSecure, StoredDiscreteSecureBinary
 from dpstream.counters.honaker import HonakerTree
 
 COUNTERS: dict[tuple[str, str], type[Counter]] = {
@@ -24,16 +25,19 @@ COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("binary", "derived"): DerivedBinary,
     ("binary", "discrete_secure"): DiscreteSecureBinary,
     ("binary", "discrete_secure_ct"): ConstantTimeDiscreteBinary,
+    ("binary", "discrete_secure_stored"): StoredDiscreteSecureBinary,
     ("honaker", "stored"): HonakerTree,
+    ("honaker", "discrete_secure_stored"): HonakerDiscreteSecure,
     ("blt", "stored"): BLTCounter,
 }
 """Every counter class by (counter, node noise)."""
 COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))
 """The counter names a sketch accepts (``counter=``)."""
-NODE_NOISES = ("stored", "derived", "discrete_secure", "discrete_secure_ct")
+NODE_NOISES = ("stored", "derived", "discrete_secure", "discrete_secure_ct", "discrete_secure_stored")
 """The node-noise modes a sketch accepts (``node_noise=``): stored tree nodes, nodes derived from Philox, exact
-discrete Gaussian nodes derived from a keyed ChaCha20 stream (``dpstream.secure``), or the same with a constant-time
-sampler (``discrete_secure_ct``: fixed work per draw, its small distance from exact added to delta)."""
+discrete Gaussian nodes derived at release from a keyed ChaCha20 stream (``dpstream.secure``), the same with a
+constant-time sampler (``discrete_secure_ct``: fixed work per draw, its small distance from exact added to delta), or
+exact discrete Gaussian nodes drawn once when they close and stored (``discrete_secure_stored``)."""
 
 
 def _own_counter(path: str) -> type[Counter]:
@@ -67,4 +71,5 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
 
 
 __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "BLTCounter", "ConstantTimeDiscreteBinary", "Counter",
-           "DerivedBinary", "DiscreteSecureBinary", "HonakerTree", "StoredBinary", "counter_class", "popcount"]
+           "DerivedBinary", "DiscreteSecureBinary", "HonakerDiscreteSecure", "HonakerTree", "StoredBinary",
+           "StoredDiscreteSecureBinary", "counter_class", "popcount"]

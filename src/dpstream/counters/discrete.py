@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from dpstream.counters import _kernels as kernels
+from dpstream.counters._discrete_noise import DiscreteFlags
 from dpstream.counters.binary import BinaryTree, DerivedState
 from dpstream.noise import SeedLike, as_seed_sequence
 from dpstream.secure import cdt
@@ -23,7 +24,7 @@ from dpstream.secure.privacy import discrete_gaussian_sigma2
 from dpstream.secure.samplers import gaussian_params, new_state
 
 
-class DiscreteSecureBinary(BinaryTree):
+class DiscreteSecureBinary(DiscreteFlags, BinaryTree):
     """Binary tree, node noise N_Z(0, sigma^2) derived from (key, cell, level, node index) by ChaCha20.
 
     Privacy: (epsilon, delta)-DP under continual observation for m-neighbouring inputs (at most m counters change,
