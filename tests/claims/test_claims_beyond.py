@@ -98,3 +98,16 @@ def test_hh_claim_is_an_equivalence_test():
     assert only(beyond.hh_claims(hh_table(0.6), {}), "LazyHH with derived") == "not confirmed"
     # noisy trials: the interval is wider than the margin, so equality cannot be shown
     assert only(beyond.hh_claims(hh_table(0.8, spread=0.2), {}), "LazyHH with derived") == "inconclusive"
+
+
+def test_the_secure_noise_claim_holds_inside_its_band_and_fails_outside():
+    def secure_table(ratio: float, jitter: float) -> pd.DataFrame:
+        are = {"lazycms_derived_analytic": 0.5, "lazycms_discrete_secure": 0.5 * ratio}
+        return table("memory_kb", KB, are, {}, trials=6, jitter=jitter)
+
+    same = beyond.secure_claim(secure_table(1.02, 0.01), "lazycms_discrete_secure", "lazycms_derived_analytic")
+    assert same.verdict == "confirmed"
+    worse = beyond.secure_claim(secure_table(1.3, 0.01), "lazycms_discrete_secure", "lazycms_derived_analytic")
+    assert worse.verdict == "not confirmed"  # 1.3x at every memory: wholly outside [0.9, 1.1]
+    noisy = beyond.secure_claim(secure_table(1.08, 0.2), "lazycms_discrete_secure", "lazycms_derived_analytic")
+    assert noisy.verdict == "inconclusive"  # intervals straddle 1.1

@@ -86,3 +86,11 @@ def test_committed_claims_are_the_rules_with_their_nulls(exp_id):
     assert fresh["nulls"].tolist() == committed["nulls"].tolist()
     confirmed = committed[committed["verdict"] == "confirmed"]
     assert not confirmed["nulls"].str.contains("cannot tell data from noise").any()
+
+
+def test_a_mechanism_plant_scales_that_arm_only():
+    from dpstream.claims.nulls import Planted, plant
+
+    df = pd.DataFrame({"mechanism.name": ["a", "b", "a"], "memory_kb": [8, 8, 24], "y": [1.0, 2.0, 3.0]})
+    out = plant(df, Planted("y", "memory_kb", 1.3, mechanism="a"))
+    assert out["y"].tolist() == pytest.approx([1.3, 2.0, 3.9], rel=1e-12)

@@ -32,6 +32,8 @@ NAMES = {
     "punctualcms_derived": "PunctualCMS derived", "lazycms_honaker": "LazyCMS Honaker", "lazycms_blt": "LazyCMS BLT",
     "lazycms_derived_analytic": "LazyCMS derived analytic", "punctualcms_derived_analytic":
     "PunctualCMS derived analytic", "lazycms_blt_analytic": "LazyCMS BLT analytic",
+    "lazycms_discrete_secure": "LazyCMS exact discrete (ChaCha20)",
+    "lazycms_discrete_secure_ct": "LazyCMS exact discrete, constant time (ChaCha20)",
 }
 PAPER = ("lazycms", "punctualcms")
 NEW = ("lazycms_analytic", "lazycms_derived", "punctualcms_derived", "lazycms_honaker", "lazycms_blt",
@@ -42,6 +44,13 @@ TARGET_RATIO = 0.1
 SPEED_RATIO = 0.5
 """Issue target: derived-noise Lazy and Punctual CMS update throughput >= 0.5x the non-private CMS."""
 METRICS = ("are_top15", "are_top15_mean_t")
+SECURE_BAND = (0.9, 1.1)
+"""Band of "exact discrete noise costs no accuracy": the per-trial ARE ratio to the Philox version within +-10%, the
+band of the secure-noise issue's own accuracy target (fixed before the run)."""
+SECURE_RULE = ("at every real memory of the grid, per trial r = are_top15_mean_t({a}) / are_top15_mean_t({b}) "
+               "(paired: same stream and hashes); 95% t interval of the geometric mean of r (log scale) inside "
+               "[{lo:g}, {hi:g}] at every memory: confirmed; entirely outside at some memory: not confirmed; otherwise "
+               "(or fewer than 3 trials): inconclusive")
 
 BEST_RULE = (f"at {TARGET_KB} KB: best = the new variant with the smallest trial-mean y; per trial r = y(best) / "
              f"y(LazyCMS, paper) (paired: same stream); 95% t interval of the geometric mean of r (log scale): at or "
@@ -127,7 +136,27 @@ def memory_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
         out.append(below_claim(df, f"{idea}: ARE over release times below the paper's {NAMES[paper]} at every real "
                                    "memory (eps 0.3)", new, paper, "memory_kb"))
     out += [speed_claim(df, m, experiment) for m in ("lazycms_derived", "punctualcms_derived")]
+    if not _mech(df, "lazycms_discrete_secure").empty:
+        out.append(secure_claim(df, "lazycms_discrete_secure", "lazycms_derived_analytic"))
     return out
+
+
+def secure_claim(df: pd.DataFrame, a: str, b: str) -> Claim:
+    """Exact discrete Gaussian noise keeps the accuracy of the Philox version at the same memory (ratio band)."""
+    results: list[bool | None] = []
+    parts: list[str] = []
+    for kb in sorted(df["memory_kb"].dropna().unique()):
+        where = {"memory_kb": kb}
+        ratio = (trial_values(df, "are_top15_mean_t", {**where, "mechanism.name": a})
+                 / trial_values(df, "are_top15_mean_t", {**where, "mechanism.name": b})).dropna()
+        centre, lo, hi = ratio_ci(ratio)
+        results.append(None if not np.isfinite(hi) else True if SECURE_BAND[0] <= lo and hi <= SECURE_BAND[1]
+                       else False if (hi < SECURE_BAND[0] or lo > SECURE_BAND[1]) else None)
+        parts.append(f"{kb:g} KB: {fmt_ci(centre, lo, hi)}")
+    claim = (f"{NAMES[a]} (deployable noise) costs no accuracy: its ARE over release times is within "
+             f"{SECURE_BAND[0]:g}..{SECURE_BAND[1]:g}x of {NAMES[b]} at every real memory")
+    return Claim(claim, SECURE_RULE.format(a=NAMES[a], b=NAMES[b], lo=SECURE_BAND[0], hi=SECURE_BAND[1]),
+                 "ratio " + "; ".join(parts), verdict_of(all_points(results)))
 
 
 def eps_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
