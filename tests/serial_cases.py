@@ -23,12 +23,14 @@ from dpstream.hashing import HASH_FAMILIES
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.privacy.calibration import CALIBRATIONS
 from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS
+from dpstream.sketches.estimators import ESTIMATORS
 from dpstream.svt.monitor import ThresholdMonitor, ThresholdMonitorEvolving
 
 OPTIONS: dict[str, tuple[Any, ...]] = {
     "node_noise": NODE_NOISES,
     "calibration": CALIBRATIONS,
     "hash_family": HASH_FAMILIES,
+    "estimator": ESTIMATORS,
     "count_dtype": (np.int32, np.int64),
     "kappa": (1.0, 0.5),
 }
