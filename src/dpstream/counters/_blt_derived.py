@@ -20,14 +20,14 @@ SPLIT_TAG = np.uint64(0x424C54) << np.uint64(40)
 
 
 @njit(cache=True, inline="always")
-def split_tag(level: np.int64, index: np.int64) -> np.uint64:
+def split_tag(level: int, index: int) -> np.uint64:
     """Counter word c1 of normal ``index`` of the split of a level-``level`` node."""
     return SPLIT_TAG | (np.uint64(index) << np.uint64(8)) | np.uint64(level)
 
 
 @njit(cache=True, inline="always")
-def split(key: np.ndarray, cell: np.int64, level: np.int64, node: np.int64, v: np.ndarray, d: np.int64,
-          child: np.int64, splits: np.ndarray, complements: np.ndarray, g: np.ndarray, both: np.ndarray) -> None:
+def split(key: np.ndarray, cell: int, level: int, node: int, v: np.ndarray, d: int,
+          child: int, splits: np.ndarray, complements: np.ndarray, g: np.ndarray, both: np.ndarray) -> None:
     """Halves (y_left; y_right) of node (``level``, ``node``) with coordinates v[:d], into ``both[:2 child]``.
 
     G v + G_perp g, g the node's 2 child - d fresh normals (``blt_tree``).
@@ -45,7 +45,7 @@ def split(key: np.ndarray, cell: np.int64, level: np.int64, node: np.int64, v: n
 
 
 @njit(cache=True, inline="always")
-def block_noise(y: np.ndarray, dim: np.int64, factor: np.ndarray, lag: np.int64, weights: np.ndarray,
+def block_noise(y: np.ndarray, dim: int, factor: np.ndarray, lag: int, weights: np.ndarray,
                 log_decay: np.ndarray) -> float:
     """w(lag)^T R^T y of a prefix block with coordinates y[:dim] and factor R (``factor``), ``lag`` = s - its end."""
     total = 0.0
@@ -58,7 +58,7 @@ def block_noise(y: np.ndarray, dim: np.int64, factor: np.ndarray, lag: np.int64,
 
 
 @njit(cache=True)
-def cell_noise(key: np.ndarray, cell: np.int64, s: np.int64, factors: np.ndarray, splits: np.ndarray,
+def cell_noise(key: np.ndarray, cell: int, s: int, factors: np.ndarray, splits: np.ndarray,
                complements: np.ndarray, dims: np.ndarray, weights: np.ndarray, log_decay: np.ndarray) -> float:
     """Unit-sigma BLT noise N_s of counter ``cell`` at step ``s`` (0 <= s < 2^H): the prefix's block vectors."""
     if s <= 0:
