@@ -5,18 +5,21 @@ define has the formula's covariance (deterministic, to rounding), the compiled r
 normals, and the sampled releases match the covariance across release times (not only the variance).
 """
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats
 
 from dpstream.counters import BLTCounter, DerivedBLT, counter_class
+from dpstream.counters._blt_derived import split_normals
 from dpstream.counters.blt_params import _prefix_noise_coefs, blt_from_decays, optimal_blt
 from dpstream.counters.blt_tree import block_tree
-from dpstream.counters.philox import node_normal
+from dpstream.counters.philox import philox_block
 from dpstream.noise import noise_mode
 from dpstream.sketches import LazyCMS
 
-SPLIT_TAG = (0x424C54 << 40)
+SPLIT_TAG = 0x424C54 << 40
 
 
 def formula_covariance(params, horizon):
@@ -80,17 +83,39 @@ def test_generation_has_exactly_the_blt_covariance_at_every_pair_of_steps(params
     assert np.max(np.abs(implied - want) / scale) < 1e-12
 
 
+def reference_normals(key, cell, level, node, count):
+    """Box-Muller (cos, sin) of Philox words (0, 1) and (2, 3), in plain Python (the documented derivation).
+
+    Block j has counter (node, tag | j << 8 | level, cell, 0).
+    """
+    out = []
+    for j in range((count + 3) // 4):
+        o = philox_block(np.array([node, SPLIT_TAG | (j << 8) | level, cell, 0], dtype=np.uint64), key)
+        for pair in range(2):
+            u1 = ((int(o[2 * pair]) >> 11) + 1) * 2.0**-53
+            u2 = (int(o[2 * pair + 1]) >> 11) * 2.0**-53
+            r = math.sqrt(-2.0 * math.log(u1))
+            out += [r * math.cos(2.0 * math.pi * u2), r * math.sin(2.0 * math.pi * u2)]
+    return out[:count]
+
+
+def test_split_normals_are_box_muller_of_the_keyed_philox_blocks():
+    key = np.array([0x0123456789ABCDEF, 0xFEDCBA9876543210], dtype=np.uint64)
+    for cell, level, node, count in ((0, 1, 0, 1), (7, 5, 3, 5), (2**40, 12, 2**20 - 1, 8)):
+        out = np.zeros(count)
+        split_normals(key, cell, level, node, count, out)
+        np.testing.assert_allclose(out, reference_normals(key, cell, level, node, count), rtol=1e-15, atol=1e-15)
+
+
 def _reference_noise(counter, cell, step):
     """N_s of ``cell`` by the dense linear map evaluated on the kernel's Philox normals, in the kernel's draw order."""
     tree, key = counter.tree, counter._key
     top = tree.levels
-    normals = [node_normal(key[0], key[1], np.uint64(0), np.uint64(SPLIT_TAG | (i << 8) | (top + 1)), np.uint64(cell))
-               for i in range(int(tree.dims[top]))]
+    normals = reference_normals(key, cell, top + 1, 0, int(tree.dims[top]))
     for level in range(top, 0, -1):
         d, child = int(tree.dims[level]), int(tree.dims[level - 1])
         for p in range(2 ** (top - level)):
-            normals += [node_normal(key[0], key[1], np.uint64(p), np.uint64(SPLIT_TAG | (i << 8) | level),
-                                    np.uint64(cell)) for i in range(2 * child - d)]
+            normals += reference_normals(key, cell, level, p, 2 * child - d)
     return linear_map(counter.params, 2 ** top - 1)[step - 1, :len(normals)] @ np.array(normals)
 
 

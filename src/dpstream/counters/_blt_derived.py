@@ -1,9 +1,9 @@
 """Compiled releases of the BLT counter with derived noise (``DerivedBLT``; the math in ``blt_tree``).
 
 A release at step s walks from the root (level H) to step s + 1's leaf: at level L it splits the node (L, s >> L) into
-its halves with the normals ``node_normal(key, s >> L, split_tag(L, i), cell)``, i < 2 d_{L-1} - d_L (the root's own
-d_H normals have level H + 1, index 0), and when bit L - 1 of s is set the left half is a block of the prefix (0, s]
-and adds w(s - e)^T R_{L-1}^T y_left. Every release whose path crosses a node regenerates the same node.
+its halves with 2 d_{L-1} - d_L fresh normals (``split_normals``; the root's own d_H normals have level H + 1, index
+0), and when bit L - 1 of s is set the left half is a block of the prefix (0, s] and adds w(s - e)^T R_{L-1}^T y_left.
+Every release whose path crosses a node regenerates the same node.
 """
 
 from __future__ import annotations
@@ -13,16 +13,38 @@ import math
 import numpy as np
 from numba import njit
 
-from dpstream.counters.philox import node_normal
+from dpstream.counters.philox import philox4x64
 
 SPLIT_TAG = np.uint64(0x424C54) << np.uint64(40)
 """High bits of the Philox counter word c1 of the BLT's splits ("BLT"), apart from the derived tree's (level alone)."""
+_S11 = np.uint64(11)
+_TWO_M53 = 1.0 / 9007199254740992.0  # 2^-53
 
 
 @njit(cache=True, inline="always")
-def split_tag(level: int, index: int) -> np.uint64:
-    """Counter word c1 of normal ``index`` of the split of a level-``level`` node."""
-    return SPLIT_TAG | (np.uint64(index) << np.uint64(8)) | np.uint64(level)
+def split_tag(level: int, block: int) -> np.uint64:
+    """Counter word c1 of Philox block ``block`` (normals 4 block..4 block + 3) of a level-``level`` node's split."""
+    return SPLIT_TAG | (np.uint64(block) << np.uint64(8)) | np.uint64(level)
+
+
+@njit(cache=True)
+def split_normals(key: np.ndarray, cell: int, level: int, node: int, count: int, out: np.ndarray) -> None:
+    """``count`` N(0, 1) values of the split of node (``level``, ``node``) of counter ``cell`` into ``out[:count]``.
+
+    Philox block j, counter (node, split_tag(level, j), cell, 0), gives normals 4j..4j+3: Box-Muller (cos and sin) on
+    two pairs of 53-bit uniforms (u1 in (0, 1], so the logarithm is finite), words (0, 1) and (2, 3).
+    """
+    for block in range((count + 3) // 4):
+        words = philox4x64(np.uint64(node), split_tag(level, block), np.uint64(cell), np.uint64(0), key[0], key[1])
+        for pair in range(2):
+            u1 = (np.float64(words[2 * pair] >> _S11) + 1.0) * _TWO_M53
+            u2 = np.float64(words[2 * pair + 1] >> _S11) * _TWO_M53
+            radius, angle = math.sqrt(-2.0 * math.log(u1)), 2.0 * math.pi * u2
+            i = 4 * block + 2 * pair
+            if i < count:
+                out[i] = radius * math.cos(angle)
+            if i + 1 < count:
+                out[i + 1] = radius * math.sin(angle)
 
 
 @njit(cache=True, inline="always")
@@ -30,11 +52,10 @@ def split(key: np.ndarray, cell: int, level: int, node: int, v: np.ndarray, d: i
           child: int, splits: np.ndarray, complements: np.ndarray, g: np.ndarray, both: np.ndarray) -> None:
     """Halves (y_left; y_right) of node (``level``, ``node``) with coordinates v[:d], into ``both[:2 child]``.
 
-    G v + G_perp g, g the node's 2 child - d fresh normals (``blt_tree``).
+    G v + G_perp g, g the node's 2 child - d fresh normals (``blt_tree``, ``split_normals``).
     """
     fresh = 2 * child - d
-    for i in range(fresh):
-        g[i] = node_normal(key[0], key[1], np.uint64(node), split_tag(level, i), np.uint64(cell))
+    split_normals(key, cell, level, node, fresh, g)
     for row in range(2 * child):
         acc = 0.0
         for i in range(d):
@@ -46,29 +67,38 @@ def split(key: np.ndarray, cell: int, level: int, node: int, v: np.ndarray, d: i
 
 @njit(cache=True, inline="always")
 def block_noise(y: np.ndarray, dim: int, factor: np.ndarray, lag: int, weights: np.ndarray,
-                log_decay: np.ndarray) -> float:
-    """w(lag)^T R^T y of a prefix block with coordinates y[:dim] and factor R (``factor``), ``lag`` = s - its end."""
+                log_decay: np.ndarray, w: np.ndarray) -> float:
+    """w(lag)^T R^T y of a prefix block with coordinates y[:dim] and factor R (``factor``), ``lag`` = s - its end.
+
+    ``w`` is scratch of length k + 1.
+    """
+    w[0] = weights[0]
+    for j in range(log_decay.shape[0]):
+        w[j + 1] = -weights[j + 1] * math.exp(lag * log_decay[j])
     total = 0.0
     for i in range(dim):
-        coef = weights[0] * factor[i, 0]
-        for j in range(log_decay.shape[0]):
-            coef -= weights[j + 1] * math.exp(lag * log_decay[j]) * factor[i, j + 1]
+        coef = 0.0
+        for j in range(w.shape[0]):
+            coef += w[j] * factor[i, j]
         total += coef * y[i]
     return total
 
 
 @njit(cache=True)
 def cell_noise(key: np.ndarray, cell: int, s: int, factors: np.ndarray, splits: np.ndarray,
-               complements: np.ndarray, dims: np.ndarray, weights: np.ndarray, log_decay: np.ndarray) -> float:
-    """Unit-sigma BLT noise N_s of counter ``cell`` at step ``s`` (0 <= s < 2^H): the prefix's block vectors."""
+               complements: np.ndarray, dims: np.ndarray, weights: np.ndarray, log_decay: np.ndarray,
+               scratch: np.ndarray) -> float:
+    """Unit-sigma BLT noise N_s of counter ``cell`` at step ``s`` (0 <= s < 2^H): the prefix's block vectors.
+
+    ``scratch``: 5 K float64 of work space.
+    """
     if s <= 0:
         return 0.0
     top = dims.shape[0] - 1
     width = factors.shape[1]
-    v, both, g = np.zeros(width), np.zeros(2 * width), np.zeros(width)
+    v, both, g, w = scratch[:width], scratch[width:3 * width], scratch[3 * width:4 * width], scratch[4 * width:]
     d = dims[top]
-    for i in range(d):
-        v[i] = node_normal(key[0], key[1], np.uint64(0), split_tag(top + 1, i), np.uint64(cell))
+    split_normals(key, cell, top + 1, 0, d, v)
     total = 0.0
     for level in range(top, 0, -1):
         child = dims[level - 1]
@@ -76,7 +106,7 @@ def cell_noise(key: np.ndarray, cell: int, s: int, factors: np.ndarray, splits: 
         right = (s >> (level - 1)) & 1
         if right:  # the left half (level - 1, (s >> (level - 1)) - 1) is a block of the prefix (0, s]
             lag = s - ((s >> (level - 1)) << (level - 1))
-            total += block_noise(both, child, factors[level - 1], lag, weights, log_decay)
+            total += block_noise(both, child, factors[level - 1], lag, weights, log_decay, w)
         for i in range(child):
             v[i] = both[i + right * child]
         d = child
@@ -89,7 +119,8 @@ def release(exact: np.ndarray, key: np.ndarray, scale: float, cells: np.ndarray,
             log_decay: np.ndarray) -> np.ndarray:
     """Exact prefix count of each cell plus ``scale`` times its BLT noise at its step (``cell_noise``)."""
     out = np.empty(cells.shape[0], dtype=np.float64)
+    scratch = np.zeros(5 * factors.shape[1])
     for k in range(cells.shape[0]):
-        noise = cell_noise(key, cells[k], steps[k], factors, splits, complements, dims, weights, log_decay)
+        noise = cell_noise(key, cells[k], steps[k], factors, splits, complements, dims, weights, log_decay, scratch)
         out[k] = np.float64(exact[0, cells[k]]) + scale * noise
     return out
