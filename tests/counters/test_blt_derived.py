@@ -68,7 +68,8 @@ def _random_params(seed, horizon):
 
 
 # optimal_blt(66) has two decays 3e-7 apart (a surplus buffer): inverting covariances there loses 5% of the variance
-CASES = [(optimal_blt(16, 4), 16), (optimal_blt(66, 4), 66), (optimal_blt(100, 4), 100), (optimal_blt(257, 4), 257),
+CASES = [(optimal_blt(2, 4), 1), (optimal_blt(3, 4), 3), (optimal_blt(8, 4), 8), (optimal_blt(16, 4), 16),
+         (optimal_blt(66, 4), 66), (optimal_blt(100, 4), 100), (optimal_blt(257, 4), 257),
          (_random_params(0, 40), 40), (blt_from_decays([0.5, 0.05, 5e-3, 5e-4], [0.7, 0.1, 0.01, 1e-3], 200), 200)]
 
 
