@@ -4,15 +4,30 @@ Rows (``dpstream.harness.timing.interleaved_ratios``: median ratio reference tim
 secure noise is slower, with its order-statistic 95% interval):
 - per draw: one node value per cell through ``Counter.release`` (generator included), discrete secure vs the Philox
   normal of derived noise (target: the discrete draw costs <= 8x, i.e. ratio >= 1/8);
+- per draw, constant time: the same with ``node_noise="discrete_secure_ct"`` (target: <= 40x the cost, ratio >= 1/40);
+  the row also gives its budget (keystream words and table entries per draw) and the delta it costs
+  (``sampler_delta``) at the row's parameters and for LazyCMS at 24 KB, T = 2^20;
 - LazyCMS at 24 KB (d = 3, model "actual"): the whole stream plus a release of every cell at each of 16 release times,
   discrete secure vs Philox derived (target ratio >= 0.2) and, on a short stream, vs stored nodes under
   ``noise_mode("secure")`` (OpenDP samplers; target ratio >= 100);
+- timing levels on the same LazyCMS work: level 1 (blocks of 2^k steps, always on) vs the same sketch drawing only the
+  nodes each release uses (k = 0; target: at most 1.25x the cost, ratio >= 0.8), and level 2 (constant time) vs
+  Philox derived (for reference beside the exact sampler's row, target ratio >= 0.2);
+- Honaker's estimates over stored exact discrete Gaussian nodes (``counter="honaker",
+  node_noise="discrete_secure_stored"``) in LazyCMS, the same stream and releases at the same width (that of the
+  Honaker sketch at 24 KB), vs Honaker over numpy's Gaussian and vs the Philox derived binary tree (target: the
+  LazyCMS bar above, ratio >= 0.2);
 - accuracy: ARE of the top-15 over the 16 release times, paired per trial (same data and hashes) against the Philox
   version with the analytic calibration (the tightest Gaussian one) and with the classic one (the papers' default),
-  mean ratio and 95% t interval over the trials (target: within [0.9, 1.1]).
+  mean ratio and 95% t interval over the trials (target: within [0.9, 1.1]);
+- the sparse vector family with ``svt_noise="discrete_secure"`` (exact discrete Laplace, rational scale) against the
+  same mechanism with numpy Laplace noise, same work: one draw, Sparse over integer queries, ThresholdMonitor (target:
+  the per-draw bar of the discrete Gaussian, <= 8x the cost, i.e. ratio >= 1/8), and Sparse against Sparse with
+  OpenDP's Laplace under ``noise_mode("secure")`` (target: not slower). ``--only svt`` runs these rows alone
+  and replaces them in the results file, keeping the other rows.
 
 Usage:
-    python benchmarks/secure_noise.py [--log2-length 16] [--trials 20] [--repeats 7]
+    python benchmarks/secure_noise.py [--log2-length 16] [--trials 20] [--repeats 7] [--only svt]
 """
 
 from __future__ import annotations
@@ -30,7 +45,10 @@ from dpstream.counters import counter_class
 from dpstream.harness.timing import interleaved_ratios
 from dpstream.metrics import average_relative_error
 from dpstream.noise import noise_mode
+from dpstream.secure import cdt
+from dpstream.secure.laplace import KeyedLaplace, laplace_grid
 from dpstream.sketches import LazyCMS
+from dpstream.svt import Sparse, ThresholdMonitor
 
 RESULTS = Path(__file__).parent / "results" / "secure_noise.json"
 KB, DEPTH, EPS, DELTA, TOP_K, RELEASES = 24, 3, 1.0, 1e-6, 15, 16
@@ -52,6 +70,32 @@ def per_draw(n: int, repeats: int) -> dict:
         counter.release(cells[:8], steps[:8])  # compile
         arms[f"{noise} draw"] = (lambda c=counter, x=cells, s=steps: c.release(x, s))
     return _row(interleaved_ratios(arms, "derived draw", repeats)["discrete_secure draw"], 1 / 8)
+
+
+def constant_time_per_draw(n: int, repeats: int) -> dict:
+    """One node value for each of ``n`` cells, constant-time discrete secure vs Philox normal; with its budget."""
+    arms, counters = {}, {}
+    for noise in ("derived", "discrete_secure_ct"):
+        counter = counter_class("binary", noise)(n=n, horizon=1 << 20, epsilon=EPS, delta=DELTA, m=2 * DEPTH, seed=0)
+        cells, steps = np.arange(n), np.ones(n, dtype=np.int64)
+        counter.release(cells[:8], steps[:8])  # compile
+        arms[f"{noise} draw"] = (lambda c=counter, x=cells, s=steps: c.release(x, s))
+        counters[noise] = counter
+    row = _row(interleaved_ratios(arms, "derived draw", repeats)["discrete_secure_ct draw"], 1 / 40)
+    ct = counters["discrete_secure_ct"]
+    sketch = LazyCMS.from_memory(kilobytes=KB, depth=DEPTH, epsilon=EPS, delta=DELTA, horizon=1 << 20, seed=0,
+                                 model="actual", node_noise="discrete_secure_ct")
+    cells = sketch._state.counters
+    row |= {"words_per_draw": cdt.CT_WORDS, "table_size": ct.table_size, "sigma2": float(ct.sigma2),
+            "sampler_delta": ct.sampler_delta, "draws_bound": ct.draws_bound,
+            "lazycms_24kb_T2^20": {"width": sketch.width, "table_size": cells.table_size,
+                                   "sigma2": float(cells.sigma2), "sampler_delta": cells.sampler_delta,
+                                   "draws_bound": cells.draws_bound, "table_bytes": cells.table_bytes}}
+    print(f"  budget: {cdt.CT_WORDS} words and {ct.table_size} table entries per draw (sigma^2 = "
+          f"{float(ct.sigma2):.1f}), sampler delta {ct.sampler_delta:.3g} over {ct.draws_bound} draws; "
+          f"LazyCMS 24 KB T = 2^20: K = "
+          f"{cells.table_size}, sampler delta {cells.sampler_delta:.3g} of delta = {DELTA:g}")
+    return row
 
 
 def _stream(length: int, seed: int) -> np.ndarray:
@@ -92,6 +136,52 @@ def lazycms_speed(length: int, short_length: int, repeats: int) -> list[dict]:
     return rows
 
 
+def timing_levels_speed(length: int, repeats: int) -> list[dict]:
+    """LazyCMS stream + 16 full releases: blocks vs no blocks (exact sampler), constant time vs Philox derived."""
+    items = _stream(length, 1)
+
+    def exact(block_levels: int) -> None:
+        sketch = _lazycms("discrete_secure", length)
+        sketch._state.counters.block_levels = block_levels  # the instance's own: no other sketch sees it
+        _run(sketch, items)
+
+    k = counter_class("binary", "discrete_secure").block_levels
+    exact(0)
+    arms = {"LazyCMS discrete_secure, no blocks": lambda: exact(0),
+            f"LazyCMS discrete_secure, blocks of 2^{k}": lambda: exact(k)}
+    rows = [_row(interleaved_ratios(arms, "LazyCMS discrete_secure, no blocks", repeats)[
+        f"LazyCMS discrete_secure, blocks of 2^{k}"], 0.8)]
+    _run(_lazycms("discrete_secure_ct", 1024), items[:1024])
+    arms = {f"LazyCMS {noise}": (lambda n=noise: _run(_lazycms(n, length), items))
+            for noise in ("derived", "discrete_secure_ct")}
+    rows.append(_row(interleaved_ratios(arms, "LazyCMS derived", repeats)["LazyCMS discrete_secure_ct"], 0.2))
+    return rows
+
+
+def honaker_speed(length: int, repeats: int) -> list[dict]:
+    """LazyCMS with Honaker over stored discrete secure nodes vs Honaker over numpy noise and vs Philox derived."""
+    items = _stream(length, 2)
+    width = LazyCMS.from_memory(kilobytes=KB, depth=DEPTH, epsilon=EPS, delta=DELTA, horizon=length, seed=0,
+                                model="actual", counter="honaker").width
+    variants = {
+        "LazyCMS honaker discrete_secure_stored": {"counter": "honaker", "node_noise": "discrete_secure_stored"},
+        "LazyCMS honaker stored (numpy)": {"counter": "honaker", "node_noise": "stored"},
+        "LazyCMS derived (same width)": {"node_noise": "derived"},
+    }
+
+    def make(variant: dict, n: int) -> LazyCMS:
+        return LazyCMS(width=width, depth=DEPTH, epsilon=EPS, delta=DELTA, horizon=n, seed=0, **variant)
+
+    for variant in variants.values():
+        _run(make(variant, 1024), items[:1024])  # compile
+    arms = {name: (lambda v=variant: _run(make(v, length), items)) for name, variant in variants.items()}
+    rows = []
+    for reference in ("LazyCMS honaker stored (numpy)", "LazyCMS derived (same width)"):
+        pair = {k: arms[k] for k in ("LazyCMS honaker discrete_secure_stored", reference)}
+        rows.append(_row(interleaved_ratios(pair, reference, repeats)["LazyCMS honaker discrete_secure_stored"], 0.2))
+    return rows
+
+
 def _mean_are(sketch: LazyCMS, items: np.ndarray) -> float:
     ares = []
     for end in np.linspace(0, items.size, RELEASES + 1).astype(int)[1:]:
@@ -121,6 +211,79 @@ def accuracy(length: int, trials: int, calibration: str) -> dict:
     return row
 
 
+SVT_PREFIX = "SVT "
+
+
+def _svt_arms(make, work) -> dict:
+    """Continuous (numpy Laplace) and discrete secure arms of the same SVT work, each compiled once first."""
+    arms = {}
+    for noise in ("continuous", "discrete_secure"):
+        work(make(noise))
+        arms[f"{SVT_PREFIX}{noise}"] = (lambda n=noise: work(make(n)))
+    return arms
+
+
+def svt_speed(repeats: int, draws: int = 200_000, m: int = 4096, runs: int = 256) -> list[dict]:
+    """SVT rows: one draw, Sparse (eps 1, c 8) on m integer queries x runs, ThresholdMonitor (delta 1e-6, k 4)."""
+    rows = []
+    keyed, grid, rng = KeyedLaplace(0), laplace_grid(8.0), np.random.default_rng(0)
+    keyed.draw("query", grid, 0, 1, 0, 8)
+    arms = {f"{SVT_PREFIX}numpy Laplace draw": lambda: rng.laplace(0.0, 8.0, draws),
+            f"{SVT_PREFIX}discrete_secure Laplace draw": lambda: keyed.draw("query", grid, 0, 1, 0, draws)}
+    rows.append(_row(interleaved_ratios(arms, f"{SVT_PREFIX}numpy Laplace draw", repeats)[
+        f"{SVT_PREFIX}discrete_secure Laplace draw"], 1 / 8))
+    answers = np.random.default_rng(1).integers(0, 120, m)
+
+    def sparse_work(mech: Sparse) -> None:
+        mech.run(answers, n_runs=runs, noise=mech.draw_noise(m, runs))
+
+    arms = _svt_arms(lambda n: Sparse(epsilon=EPS, threshold=100, c=8, seed=0, svt_noise=n), sparse_work)
+    estimate = interleaved_ratios(arms, f"{SVT_PREFIX}continuous", repeats)[f"{SVT_PREFIX}discrete_secure"]
+    rows.append(_row(estimate, 1 / 8) | {"name": f"{SVT_PREFIX}Sparse discrete_secure ({m} queries x {runs} runs)"})
+    short = answers[: m // 8]
+
+    def opendp() -> None:
+        with noise_mode("secure"):
+            mech = Sparse(epsilon=EPS, threshold=100, c=8, seed=0)
+            mech.run(short, n_runs=runs // 8, noise=mech.draw_noise(short.size, runs // 8))
+
+    def discrete() -> None:
+        mech = Sparse(epsilon=EPS, threshold=100, c=8, seed=0, svt_noise="discrete_secure")
+        mech.run(short, n_runs=runs // 8, noise=mech.draw_noise(short.size, runs // 8))
+
+    opendp()
+    arms = {f"{SVT_PREFIX}Sparse continuous, noise=secure (OpenDP)": opendp, f"{SVT_PREFIX}Sparse discrete": discrete}
+    estimate = interleaved_ratios(arms, f"{SVT_PREFIX}Sparse continuous, noise=secure (OpenDP)", 5)[
+        f"{SVT_PREFIX}Sparse discrete"]
+    rows.append(_row(estimate, 1.0) | {"name": f"{SVT_PREFIX}Sparse discrete_secure ({m // 8} queries x {runs // 8} "
+                                               "runs)"})
+    atoms = np.random.default_rng(2).integers(0, 400, 64)
+    queries = (np.random.default_rng(3).random((m // 4, 64)) < 0.1).astype(float)
+
+    def monitor_work(mech: ThresholdMonitor) -> None:
+        mech.run(queries, atoms, n_runs=runs)
+
+    arms = _svt_arms(lambda n: ThresholdMonitor(epsilon=EPS, delta=DELTA, threshold=1500, k=4, seed=0, svt_noise=n),
+                     monitor_work)
+    estimate = interleaved_ratios(arms, f"{SVT_PREFIX}continuous", repeats)[f"{SVT_PREFIX}discrete_secure"]
+    rows.append(_row(estimate, 1 / 8) | {"name": f"{SVT_PREFIX}ThresholdMonitor discrete_secure ({m // 4} queries x "
+                                                 f"{runs} runs)"})
+    return rows
+
+
+def _write(rows: list[dict], only_svt: bool) -> None:
+    """Write the results file; with ``only_svt`` keep its other rows and replace the SVT ones."""
+    command = "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
+    if only_svt and RESULTS.exists():
+        old = json.loads(RESULTS.read_text())
+        rows = [r for r in old["rows"] if not r["name"].startswith(SVT_PREFIX)] + rows
+        command = old["command"].split(" ; ")[0] + " ; then the SVT rows by " + command
+    out = {"title": "Exact discrete Gaussian node noise (ChaCha20) vs Philox normals and OpenDP", "command": command,
+           "machine": f"{platform.machine()} {platform.processor() or platform.platform()}", "rows": rows}
+    RESULTS.write_text(json.dumps(out, indent=1))
+    print(f"wrote {RESULTS}")
+
+
 def main() -> None:
     """Run every row, print them and write ``benchmarks/results/secure_noise.json``."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -129,15 +292,19 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--draws", type=int, default=50000)
+    parser.add_argument("--only", choices=["svt"], default=None, help="run only these rows (replaced in the file)")
     args = parser.parse_args()
+    if args.only == "svt":
+        _write(svt_speed(args.repeats), only_svt=True)
+        return
     rows = [per_draw(args.draws, args.repeats)]
+    rows.append(constant_time_per_draw(args.draws, args.repeats))
     rows += lazycms_speed(1 << args.log2_length, 1 << args.log2_short, args.repeats)
+    rows += timing_levels_speed(1 << args.log2_length, args.repeats)
+    rows += honaker_speed(1 << args.log2_length, args.repeats)
     rows += [accuracy(1 << args.log2_length, args.trials, calibration) for calibration in ("analytic", "classic")]
-    out = {"title": "Exact discrete Gaussian node noise (ChaCha20) vs Philox normals and OpenDP",
-           "command": "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-           "machine": f"{platform.machine()} {platform.processor() or platform.platform()}", "rows": rows}
-    RESULTS.write_text(json.dumps(out, indent=2))
-    print(f"wrote {RESULTS}")
+    rows += svt_speed(args.repeats)
+    _write(rows, only_svt=False)
 
 
 if __name__ == "__main__":
