@@ -7,8 +7,8 @@ calibration, width from the real bytes: 993 at T = 2^20 for both): a fresh sketc
 1.3) in the chunks ending at the 16 release times, the top-15 items queried after each chunk. Timed with
 ``dpstream.harness.timing.interleaved_ratios`` (ratio = reference time / candidate time: < 1 means the candidate is
 slower). Arms: the derived tree (reference), the derived BLT, the derived BLT with the trimmed-mean estimator. No
-target: the derived BLT's release regenerates one root-to-leaf path (O(k^2 log T)) per cell and query, against
-popcount(s) Philox draws with a node cache for the tree.
+target: a derived BLT release regenerates the levels where its root-to-leaf path leaves the memo's (O(k^2) each),
+the derived tree the nodes that changed (one Philox draw each).
 
 Writes ``benchmarks/results/derived_blt.json`` (shape: ``benchmarks/speed_page.py``) and prints the rows.
 """

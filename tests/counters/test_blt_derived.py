@@ -175,6 +175,17 @@ def test_releases_are_consistent_and_keyed():
     assert a.release(np.array([1]), np.array([77]))[0] == first[1] + 3  # a push adds its count, the noise stays
 
 
+def test_whole_table_releases_with_the_path_memo_equal_plain_releases_bit_for_bit():
+    counter = DerivedBLT(n=50, horizon=1054, epsilon=1.0, delta=1e-3, seed=3)
+    assert counter.noise_cache_bytes == 0
+    rng = np.random.default_rng(0)
+    sequence = [np.full(50, s) for s in (0, 1, 2, 3, 4, 511, 512, 513, 1054, 7)]  # forward, across powers, back
+    sequence += [rng.integers(0, 1055, 50) for _ in range(5)]  # every cell at its own step
+    for steps in sequence:
+        np.testing.assert_array_equal(counter.release_all(steps), counter.release(np.arange(50), steps))
+    assert counter.noise_cache_bytes == 50 * (11 + 1) * 10 * 8 + 50 * 8  # H = 11 levels and the root, 2 (k + 1)
+
+
 def test_same_sigma_variance_and_sensitivity_as_the_stored_blt_in_a_counter_of_the_exact_count_alone():
     kw = {"n": 10, "horizon": 1054, "epsilon": 0.3, "delta": 1e-3, "m": 6, "calibration": "analytic", "seed": 0}
     derived, stored = DerivedBLT(**kw), BLTCounter(**kw)

@@ -87,22 +87,29 @@ def block_noise(y: np.ndarray, dim: int, factor: np.ndarray, lag: int, weights: 
 @njit(cache=True)
 def cell_noise(key: np.ndarray, cell: int, s: int, factors: np.ndarray, splits: np.ndarray,
                complements: np.ndarray, dims: np.ndarray, weights: np.ndarray, log_decay: np.ndarray,
-               scratch: np.ndarray) -> float:
+               scratch: np.ndarray, memo: np.ndarray, known: int) -> float:
     """Unit-sigma BLT noise N_s of counter ``cell`` at step ``s`` (0 <= s < 2^H): the prefix's block vectors.
 
-    ``scratch``: 5 K float64 of work space.
+    ``scratch``: 3 K float64 of work space. ``memo`` (H + 1, 2 K) holds the path of step ``known`` (none when
+    ``known`` <= 0): row 0 the root's coordinates, row L the halves of node (L, known >> L); a node this release shares
+    with it (s >> L == known >> L) is read, not regenerated (the same floats), and the row is rewritten otherwise, so
+    ``memo`` ends holding the path of ``s``.
     """
     if s <= 0:
         return 0.0
     top = dims.shape[0] - 1
     width = factors.shape[1]
-    v, both, g, w = scratch[:width], scratch[width:3 * width], scratch[3 * width:4 * width], scratch[4 * width:]
+    v, g, w = scratch[:width], scratch[width:2 * width], scratch[2 * width:]
     d = dims[top]
-    split_normals(key, cell, top + 1, 0, d, v)
+    if known <= 0:
+        split_normals(key, cell, top + 1, 0, d, memo[0])
+    v[:d] = memo[0, :d]
     total = 0.0
     for level in range(top, 0, -1):
         child = dims[level - 1]
-        split(key, cell, level, s >> level, v, d, child, splits, complements, g, both)
+        both = memo[level]
+        if known <= 0 or (known >> level) != (s >> level):
+            split(key, cell, level, s >> level, v, d, child, splits, complements, g, both)
         right = (s >> (level - 1)) & 1
         if right:  # the left half (level - 1, (s >> (level - 1)) - 1) is a block of the prefix (0, s]
             lag = s - ((s >> (level - 1)) << (level - 1))
@@ -117,10 +124,34 @@ def cell_noise(key: np.ndarray, cell: int, s: int, factors: np.ndarray, splits: 
 def release(exact: np.ndarray, key: np.ndarray, scale: float, cells: np.ndarray, steps: np.ndarray,
             factors: np.ndarray, splits: np.ndarray, complements: np.ndarray, dims: np.ndarray, weights: np.ndarray,
             log_decay: np.ndarray) -> np.ndarray:
-    """Exact prefix count of each cell plus ``scale`` times its BLT noise at its step (``cell_noise``)."""
+    """Exact prefix count of each cell plus ``scale`` times its BLT noise at its step (``cell_noise``, no memo)."""
     out = np.empty(cells.shape[0], dtype=np.float64)
-    scratch = np.zeros(5 * factors.shape[1])
+    width = factors.shape[1]
+    scratch, memo = np.zeros(3 * width), np.zeros((dims.shape[0], 2 * width))
     for k in range(cells.shape[0]):
-        noise = cell_noise(key, cells[k], steps[k], factors, splits, complements, dims, weights, log_decay, scratch)
+        noise = cell_noise(key, cells[k], steps[k], factors, splits, complements, dims, weights, log_decay, scratch,
+                           memo, 0)
         out[k] = np.float64(exact[0, cells[k]]) + scale * noise
+    return out
+
+
+@njit(cache=True)
+def release_all_cached(exact: np.ndarray, key: np.ndarray, scale: float, steps: np.ndarray, factors: np.ndarray,
+                       splits: np.ndarray, complements: np.ndarray, dims: np.ndarray, weights: np.ndarray,
+                       log_decay: np.ndarray, memo: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """``release`` of every cell (cell j at ``steps[j]``) with the path memo of each, (n, H + 1, 2 K) and (n,).
+
+    The same floats as ``release``; a release regenerates only the levels where its path leaves the memo's (from step
+    s to s + 1: as many levels as s has trailing one bits, one on average, instead of all H).
+    """
+    n = steps.shape[0]
+    out = np.empty(n, dtype=np.float64)
+    scratch = np.zeros(3 * factors.shape[1])
+    for cell in range(n):
+        s = steps[cell]
+        noise = cell_noise(key, cell, s, factors, splits, complements, dims, weights, log_decay, scratch, memo[cell],
+                           known[cell])
+        if s > 0:
+            known[cell] = s
+        out[cell] = np.float64(exact[0, cell]) + scale * noise
     return out

@@ -30,6 +30,10 @@ class DerivedBLT(BLTCounter):
     stay secret: ``seed=None`` takes it from the operating system's entropy. ``noise=secure`` is refused.
 
     Work: a release costs O(k^2 log T) (one split per level on the path to its step); a push is one integer add.
+    Whole-table releases (``release_all``, what a sketch's query reads) keep a path memo per counter, (H + 1, 2 (k + 1))
+    float64: the split halves on its last released step's path, so the next release regenerates only the levels where
+    its path differs. It is a speed cache outside the state: not in ``memory_bytes`` (its size is
+    ``noise_cache_bytes``), not serialised, rebuilt on demand; it is as secret as the key.
     """
 
     node_noise = "derived"
@@ -70,12 +74,34 @@ class DerivedBLT(BLTCounter):
         """No draws at push time: the noise is derived at release."""
         return 0
 
+    def release_all(self, steps: np.ndarray) -> np.ndarray:
+        """Every counter's release at ``steps`` (n,), with the path memo (``_blt_derived.release_all_cached``)."""
+        steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), (self.n,)))
+        self._check_steps(steps)
+        cache = getattr(self, "_path_cache", None)
+        if cache is None or not np.array_equal(cache[0], self._key):  # the paths are a function of the key
+            width = 2 * self.tree.factors.shape[1]
+            cache = (self._key.copy(), np.zeros((self.n, self.tree.levels + 1, width)), np.zeros(self.n, np.int64))
+            self._path_cache = cache
+        t = self.tree
+        return _blt_derived.release_all_cached(self._exact, self._key, self._noise_scale, steps, t.factors, t.splits,
+                                               t.complements, t.dims, t.weights, t.log_decay, cache[1], cache[2])
+
+    @property
+    def noise_cache_bytes(self) -> int:
+        """Bytes of the path memo of ``release_all`` (0 before the first whole-table release)."""
+        cache = getattr(self, "_path_cache", None)
+        return 0 if cache is None else cache[1].nbytes + cache[2].nbytes
+
+    def _check_steps(self, steps: np.ndarray) -> None:
+        if steps.size and (steps.min() < 0 or steps.max() > self.horizon):
+            raise ValueError(f"steps must lie in [0, horizon={self.horizon}], got [{steps.min()}, {steps.max()}]")
+
     def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Exact counts plus the key-derived BLT noise of each cell at its step (``_blt_derived.release``)."""
         cells = np.ascontiguousarray(cells, dtype=np.int64)
         steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), cells.shape))
-        if steps.size and (steps.min() < 0 or steps.max() > self.horizon):
-            raise ValueError(f"steps must lie in [0, horizon={self.horizon}], got [{steps.min()}, {steps.max()}]")
+        self._check_steps(steps)
         t = self.tree
         return _blt_derived.release(self._exact, self._key, self._noise_scale, cells, steps, t.factors, t.splits,
                                     t.complements, t.dims, t.weights, t.log_decay)
