@@ -23,6 +23,7 @@ from dpstream.hashing import HASH_FAMILIES
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.privacy.calibration import CALIBRATIONS
 from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS
+from dpstream.sketches.estimators import ESTIMATORS
 from dpstream.svt.discrete import SVT_NOISES
 from dpstream.svt.monitor import ThresholdMonitor, ThresholdMonitorEvolving
 
@@ -30,6 +31,7 @@ OPTIONS: dict[str, tuple[Any, ...]] = {
     "node_noise": NODE_NOISES,
     "calibration": CALIBRATIONS,
     "hash_family": HASH_FAMILIES,
+    "estimator": ESTIMATORS,
     "count_dtype": (np.int32, np.int64),
     "kappa": (1.0, 0.5),
     "svt_noise": SVT_NOISES,

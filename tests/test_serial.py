@@ -22,7 +22,7 @@ from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS
 
 ALL = [CMS, CS, PunctualCMS, PunctualCS, LazyCMS, LazyCS]
 PRIVATE = [PunctualCMS, PunctualCS, LazyCMS, LazyCS]
-COUNTERS = [("binary", "stored"), ("binary", "derived"), ("honaker", "stored"), ("blt", "stored")]
+COUNTERS = [("binary", "stored"), ("binary", "derived"), ("honaker", "stored"), ("blt", "stored"), ("blt", "derived")]
 KW = {"width": 7, "depth": 3, "epsilon": 1.0, "delta": 1e-3, "horizon": 600, "seed": 11}
 KEYS = np.arange(-5, 60)
 
@@ -70,7 +70,8 @@ def test_restored_in_a_fresh_process(tmp_path):
     """No in-process cache (the BLT optimisation, numba, the generator) is needed for an exact restore."""
     stream = _stream(600)
     originals = {tmp_path / "LazyCMS.bin": LazyCMS(**KW, counter="blt"),
-                 tmp_path / "PunctualCS.bin": PunctualCS(**KW, node_noise="derived")}
+                 tmp_path / "PunctualCS.bin": PunctualCS(**KW, node_noise="derived"),
+                 tmp_path / "LazyCS.bin": LazyCS(**KW, counter="blt", node_noise="derived", estimator="trimmed_mean")}
     for path, sketch in originals.items():
         sketch.extend(stream[:233])
         path.write_bytes(sketch.to_bytes())

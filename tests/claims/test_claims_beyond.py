@@ -33,7 +33,10 @@ ALL = ("cms", "lazycms", "punctualcms") + beyond.NEW
 
 def memory_table(best: float, derived_speed: float, honaker: float = 0.9, jitter: float = 0.01) -> pd.DataFrame:
     are = {m: 0.5 for m in ALL} | {"cms": 0.01, "lazycms": 1.0, "punctualcms": 2.0, "lazycms_honaker": honaker,
-                                    "punctualcms_derived_analytic": best}
+                                    "punctualcms_derived_analytic": best,
+                                    # each lever below the configuration it improves on
+                                    "lazycms_blt_derived_analytic": 0.3, "lazycms_derived_analytic_trimmed": 0.4,
+                                    "lazycms_blt_derived_analytic_trimmed": 0.2}
     speed = {"cms": 3e7, "lazycms_derived": derived_speed * 3e7, "punctualcms_derived": derived_speed * 3e7}
     df = table("memory_kb", KB, are, speed, jitter=jitter)
     # interleaved A/B timing against CMS in one process: median ratio with an interval of +-5 * jitter

@@ -425,6 +425,7 @@ register("PunctualCMS_beyond")(lambda: sketch_case(PunctualCMS, **BEYOND))
 register("LazyCS_honaker")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=512, counter="honaker"))
 register("PunctualCS_blt")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64, counter="blt"))
 register("LazyCMS_blt_analytic")(lambda: sketch_case(LazyCMS, counter="blt", calibration="analytic"))
+register("LazyCMS_blt_derived")(lambda: sketch_case(LazyCMS, depth=3, width=8, horizon=1024, counter="blt", **BEYOND))
 register("LazyCS_discrete_secure")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024,
                                                     node_noise="discrete_secure"))
 register("LazyCMS_discrete_secure")(lambda: sketch_case(LazyCMS, node_noise="discrete_secure"))
@@ -449,6 +450,12 @@ def _gauss_bm_honaker() -> SensitivityCase:
 @register("GaussBM_blt")
 def _gauss_bm_blt() -> SensitivityCase:
     return GaussBMCase("GaussBM (BLT)", GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="blt"))
+
+
+@register("GaussBM_blt_derived")
+def _gauss_bm_blt_derived() -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="blt", node_noise="derived")
+    return GaussBMCase("GaussBM (BLT, noise derived from a key)", bm)
 
 
 @register("GaussBM_beyond")

@@ -1,7 +1,7 @@
 """Continual counters behind one interface (``Counter``).
 
 The binary tree with stored or derived node noise, Honaker's estimates on the binary tree, and the buffered linear
-Toeplitz (BLT) counter.
+Toeplitz (BLT) counter with its noise stored in buffers or derived from a key.
 
 ``counter_class(counter, node_noise)`` is the one place a configuration's choice becomes a class; an
 unknown or unavailable combination is an error naming it and listing what is allowed. A counter of your own, outside
@@ -16,6 +16,7 @@ import importlib
 from dpstream.counters.base import Counter
 from dpstream.counters.binary import DerivedBinary, StoredBinary, popcount
 from dpstream.counters.blt import BLTCounter
+from dpstream.counters.blt_derived import DerivedBLT
 from dpstream.counters.discrete import ConstantTimeDiscreteBinary, DiscreteSecureBinary
 from dpstream.counters.discrete_stored import HonakerDiscreteSecure, StoredDiscreteSecureBinary
 from dpstream.counters.honaker import HonakerTree
@@ -29,6 +30,7 @@ COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("honaker", "stored"): HonakerTree,
     ("honaker", "discrete_secure_stored"): HonakerDiscreteSecure,
     ("blt", "stored"): BLTCounter,
+    ("blt", "derived"): DerivedBLT,
 }
 """Every counter class by (counter, node noise)."""
 COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))
@@ -71,5 +73,5 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
 
 
 __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "BLTCounter", "ConstantTimeDiscreteBinary", "Counter",
-           "DerivedBinary", "DiscreteSecureBinary", "HonakerDiscreteSecure", "HonakerTree", "StoredBinary",
-           "StoredDiscreteSecureBinary", "counter_class", "popcount"]
+           "DerivedBLT", "DerivedBinary", "DiscreteSecureBinary", "HonakerDiscreteSecure", "HonakerTree",
+           "StoredBinary", "StoredDiscreteSecureBinary", "counter_class", "popcount"]

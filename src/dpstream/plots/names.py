@@ -39,6 +39,10 @@ MECHANISMS: dict[str, tuple[str, Style]] = {
     "lazycms_derived_analytic": ("LazyCMS, derived, analytic", Style("tab:pink", "p", "-")),
     "punctualcms_derived_analytic": ("PunctualCMS, derived, analytic", Style("tab:olive", "<", "-")),
     "lazycms_blt_analytic": ("LazyCMS, BLT, analytic", Style("tab:red", "8", "-.")),
+    "lazycms_blt_derived_analytic": ("LazyCMS, BLT, derived noise, analytic", Style("tab:red", "P", ":")),
+    "lazycms_derived_analytic_trimmed": ("LazyCMS, derived, analytic, trimmed mean", Style("tab:pink", "h", "--")),
+    "lazycms_blt_derived_analytic_trimmed": ("LazyCMS, BLT, derived noise, analytic, trimmed mean",
+                                             Style("tab:red", "X", "-")),
     # Holland, Figure 4
     "lazyhh": ("LazyHH", Style("tab:purple", "X", "-")),
     "lazyhh_derived": ("LazyHH, derived noise", Style("tab:pink", "X", ":")),

@@ -32,6 +32,7 @@ from dpstream.privacy.calibration import cell_neighbour_m
 from dpstream.privacy.statement import Certified, Privacy, Relation
 from dpstream.sketches import _kernels as kernels
 from dpstream.sketches import memory
+from dpstream.sketches.estimators import ESTIMATORS, trimmed_mean
 from dpstream.validation import check_allocation, check_choice, check_delta, check_epsilon, check_positive_int
 
 
@@ -47,13 +48,15 @@ class Variant:
     """Beyond-the-paper choices (defaults: the paper's).
 
     The cells' counter and node noise (``dpstream.counters``), the Gaussian calibration
-    (``calibration.CALIBRATIONS``) and the hash family (``hashing.HASH_FAMILIES``).
+    (``calibration.CALIBRATIONS``), the hash family (``hashing.HASH_FAMILIES``) and the estimator over rows
+    (``estimators.ESTIMATORS``: post-processing).
     """
 
     counter: str = "binary"
     node_noise: str = "stored"
     calibration: str = "classic"
     hash_family: str = "modp"
+    estimator: str = "alg4"
 
 
 UNBOUNDED = 2**62  # the horizon of a non-private sketch given none: any stream length, int64 counts
@@ -235,13 +238,15 @@ class SketchCore(Certified, serial.Serialisable):
         node_noise: str = "stored",
         calibration: str = "classic",
         hash_family: str = "modp",
+        estimator: str = "alg4",
     ) -> None:
         """Validate the dimensions, draw the hash parameters and build the schedule with the full noise.
 
-        ``counter``, ``node_noise``, ``calibration`` and ``hash_family`` are the beyond-the-paper ``Variant``.
+        ``counter``, ``node_noise``, ``calibration``, ``hash_family`` and ``estimator`` are the beyond-the-paper
+        ``Variant``.
         """
-        self._setup(width, depth, epsilon, delta, horizon, seed, Variant(counter, node_noise, calibration, hash_family),
-                    kappa=1.0)
+        self._setup(width, depth, epsilon, delta, horizon, seed,
+                    Variant(counter, node_noise, calibration, hash_family, estimator), kappa=1.0)
 
     @classmethod
     def _uncertified_noiseless(
@@ -257,14 +262,15 @@ class SketchCore(Certified, serial.Serialisable):
         node_noise: str = "stored",
         calibration: str = "classic",
         hash_family: str = "modp",
+        estimator: str = "alg4",
     ) -> Self:
         """TEST ONLY, NOT privacy-certified: the same sketch (same hashes) with the privacy noise switched off.
 
         The result has ``certified == False``; public constructors always add the full noise.
         """
         self = cls.__new__(cls)
-        self._setup(width, depth, epsilon, delta, horizon, seed, Variant(counter, node_noise, calibration, hash_family),
-                    kappa=0.0)
+        self._setup(width, depth, epsilon, delta, horizon, seed,
+                    Variant(counter, node_noise, calibration, hash_family, estimator), kappa=0.0)
         return self
 
     def _setup(
@@ -280,6 +286,7 @@ class SketchCore(Certified, serial.Serialisable):
     ) -> None:
         self.width = check_positive_int(width, "width")
         self.depth = check_positive_int(depth, "depth")
+        check_choice(variant.estimator, "estimator", ESTIMATORS)
         self.horizon = self._horizon(horizon)
         self.epsilon, self.delta = epsilon, delta
         self.variant = variant
@@ -332,6 +339,7 @@ class SketchCore(Certified, serial.Serialisable):
         node_noise: str = "stored",
         calibration: str = "classic",
         hash_family: str = "modp",
+        estimator: str = "alg4",
     ) -> Self:
         """The widest sketch that fits ``kilobytes`` (KB = 1000 bytes) under the memory model ``model``.
 
@@ -353,7 +361,8 @@ class SketchCore(Certified, serial.Serialisable):
         width = memory.width_for_memory(cls._schedule.kind, kilobytes, depth, horizon, model, cls.__name__, cells,
                                         hash_family)
         return cls(width=width, depth=depth, epsilon=epsilon, delta=delta, horizon=horizon, seed=seed,
-                   counter=counter, node_noise=node_noise, calibration=calibration, hash_family=hash_family)
+                   counter=counter, node_noise=node_noise, calibration=calibration, hash_family=hash_family,
+                   estimator=estimator)
 
     @property
     def private(self) -> bool:  # type: ignore[override]  # fixed by the schedule
@@ -411,6 +420,10 @@ class SketchCore(Certified, serial.Serialisable):
         return float(self._query_keys(np.array([canonical_key(x)], dtype=np.uint64))[0])
 
     def _query_keys(self, keys: np.ndarray) -> np.ndarray:
+        if self.variant.estimator == "trimmed_mean":
+            cells = self._state.cells()
+            variances = np.abs(self._rows(keys, self._state.cell_variances()))
+            return trimmed_mean(self._rows(keys, cells), variances, self._estimator.signed)
         return kernels.query_keys(keys, self._params, self._estimator.signed, self._state.cells())
 
     def variance_many(self, xs: np.ndarray) -> np.ndarray:
@@ -460,7 +473,8 @@ class SketchCore(Certified, serial.Serialisable):
     @classmethod
     def _rebuild(cls, args: dict[str, Any]) -> Self:
         self = cls.__new__(cls)
-        variant = Variant(args["counter"], args["node_noise"], args["calibration"], args["hash_family"])
+        variant = Variant(args["counter"], args["node_noise"], args["calibration"], args["hash_family"],
+                          args.get("estimator", "alg4"))  # a state without the key: the default, Alg. 4
         if args["kappa"] not in (0.0, 1.0) or not isinstance(args["kappa"], float):
             raise ValueError(f"kappa={args['kappa']!r}; allowed: 1.0, 0.0 (test only)")
         with noise_mode("numpy"):  # the stored mode is restored with the generator state
