@@ -43,6 +43,8 @@ MECHANISMS: dict[str, tuple[str, Style]] = {
     "lazycms_derived_analytic_trimmed": ("LazyCMS, derived, analytic, trimmed mean", Style("tab:pink", "h", "--")),
     "lazycms_blt_derived_analytic_trimmed": ("LazyCMS, BLT, derived noise, analytic, trimmed mean",
                                              Style("tab:red", "X", "-")),
+    "lazycms_discrete_secure": ("LazyCMS, exact discrete noise (ChaCha20)", Style("tab:gray", "D", "-")),
+    "lazycms_discrete_secure_ct": ("LazyCMS, exact discrete noise, constant time", Style("tab:gray", "d", "--")),
     # Holland, Figure 4
     "lazyhh": ("LazyHH", Style("tab:purple", "X", "-")),
     "lazyhh_derived": ("LazyHH, derived noise", Style("tab:pink", "X", ":")),
@@ -53,6 +55,9 @@ MECHANISMS: dict[str, tuple[str, Style]] = {
     "svt_sparse": ("Sparse", Style("tab:blue", "s", "--")),
     "svt_sparse_short": ("Sparse (cutoff c/2)", Style("tab:cyan", "v", "-.")),
     "svt_above_threshold": ("AboveThreshold", Style("tab:pink", "^", ":")),
+    "svt_sparse_discrete": ("Sparse, exact discrete Laplace", Style("tab:blue", "D", ":")),
+    "svt_tm_discrete_UNCERTIFIED": ("ThresholdMonitor, exact discrete Laplace (NOT privacy-certified)",
+                                    Style("tab:orange", "d", ":")),
     "svt_hh_tme": ("TME", Style("tab:green", "o", "-")),
     "svt_hh_histogram": ("Histogram every step", Style("tab:blue", "D", "--")),
     "svt_hh_sparse_histogram": ("Sparse + histogram", Style("tab:orange", "^", "-.")),
