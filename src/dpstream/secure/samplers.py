@@ -48,7 +48,7 @@ def _fresh(st: np.ndarray) -> None:
     st[3] = 0
 
 
-@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+@njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]  # numba option: no refcount
 def _word(key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray) -> np.int64:
     """The next 32-bit keystream word."""
     if st[1] >= 16:
@@ -61,7 +61,7 @@ def _word(key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray) -
     return w
 
 
-@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+@njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]  # numba option: no refcount
 def _bits(k: int, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray) -> np.int64:
     """Return k <= 32 fresh random bits as an integer in [0, 2^k).
 
@@ -76,16 +76,20 @@ def _bits(k: int, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.nd
     return r
 
 
-@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+@njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]  # numba option: no refcount
 def _bit_length(n: np.int64) -> int:
-    """Number of bits of n >= 0."""
+    """Number of bits of 0 <= n < 2^63: a binary search over shifts of 32, 16, ..., 1 (six steps, integers only)."""
     k = 0
-    while n >> k:
-        k += 1
-    return k
+    step = 32
+    while step:
+        if n >> step:
+            n >>= step
+            k += step
+        step >>= 1
+    return k + (1 if n else 0)
 
 
-@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+@njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]  # numba option: no refcount
 def _uniform_below(n: np.int64, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray) -> np.int64:
     """Uniform integer in [0, n), n in [1, 2^62]: ceil(log2 n) bits, rejected when >= n (accepts w.p. > 1/2)."""
     k = _bit_length(n - 1)
