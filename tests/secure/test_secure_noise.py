@@ -128,6 +128,7 @@ def _decision_path_calls() -> list[tuple[object, tuple]]:
     i = np.int64
     return [
         (chacha.block, (key, 1, nonce)),
+        (samplers._refill, (key, nonce, buf, st)),
         (samplers._word, (key, nonce, buf, st)),
         (samplers._bits, (5, key, nonce, buf, st)),
         (samplers._bit_length, (i(9),)),

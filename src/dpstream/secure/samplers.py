@@ -18,7 +18,9 @@ Gaussian (an attempt with V >= V_CAP is rejected), so |Y| < V_CAP t and the acce
 untruncated one is P(|Y| >= 64 sigma) < 2 exp(-2048), below any delta (``privacy`` adds it nonetheless).
 
 The internal functions are compiled without numba's reference counting (``_nrt=False``: they never allocate), which
-removes an atomic increment / decrement of every array argument at every call (most of the cost otherwise).
+removes an atomic increment / decrement of every array argument at every call (most of the cost otherwise). The
+per-word helpers (``_word``, ``_bits``, ``_bit_length``, ``_uniform_below``) are inlined into their callers; the
+ChaCha20 block stays out of line (``_refill``), which keeps the compile time at a few seconds.
 
 ``st`` (int64[5]): next block counter, word position in ``buf`` (16 = empty), bit reservoir, bits in it, words
 consumed so far (for the timing tests).
@@ -48,13 +50,19 @@ def _fresh(st: np.ndarray) -> None:
     st[3] = 0
 
 
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+def _refill(key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray) -> None:
+    """The next keystream block into ``buf``; the word position back to 0."""
+    chacha20_block(key, np.uint32(st[0]), nonce, buf)
+    st[0] += 1
+    st[1] = 0
+
+
 @njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]  # numba option: no refcount
 def _word(key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray) -> np.int64:
-    """The next 32-bit keystream word."""
+    """The next 32-bit keystream word (inlined; the block itself is computed out of line, in ``_refill``)."""
     if st[1] >= 16:
-        chacha20_block(key, np.uint32(st[0]), nonce, buf)
-        st[0] += 1
-        st[1] = 0
+        _refill(key, nonce, buf, st)
     w = np.int64(buf[st[1]])
     st[1] += 1
     st[4] += 1
