@@ -128,7 +128,7 @@ def accuracy(length: int, trials: int, calibration: str) -> dict:
     row = {"name": f"ARE ratio discrete_secure / derived ({calibration})",
            "reference": "LazyCMS derived (Philox), ARE paired per trial", "ratio": float(r.mean()),
            "low": float(r.mean() - half), "high": float(r.mean() + half), "coverage": 0.95, "trials": trials,
-           "length": length, "geometric_mean": float(np.exp(logs.mean())), "geometric_low": low,
+           "repeats": trials, "length": length, "geometric_mean": float(np.exp(logs.mean())), "geometric_low": low,
            "geometric_high": high, "log_ratio_sd": float(logs.std(ddof=1)), "target": "[0.9, 1.1]",
            "met": bool(r.mean() - half >= 0.9 and r.mean() + half <= 1.1)}
     print(f"{row['name']}: mean of ratios {r.mean():.3f} [{r.mean() - half:.3f}, {r.mean() + half:.3f}], geometric "
