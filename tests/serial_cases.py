@@ -23,6 +23,7 @@ from dpstream.hashing import HASH_FAMILIES
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.privacy.calibration import CALIBRATIONS
 from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS
+from dpstream.svt.discrete import SVT_NOISES
 from dpstream.svt.monitor import ThresholdMonitor, ThresholdMonitorEvolving
 
 OPTIONS: dict[str, tuple[Any, ...]] = {
@@ -31,6 +32,7 @@ OPTIONS: dict[str, tuple[Any, ...]] = {
     "hash_family": HASH_FAMILIES,
     "count_dtype": (np.int32, np.int64),
     "kappa": (1.0, 0.5),
+    "svt_noise": SVT_NOISES,
 }
 """Every value of every option a streaming object's constructor takes (``counter`` goes with ``node_noise``)."""
 NOT_STATE = {"seed", "memory_kb"}

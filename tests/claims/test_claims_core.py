@@ -207,3 +207,40 @@ def test_holm_refutes_only_what_survives_the_family_of_points():
     centre, lo, hi = ratio_ci([2.0, 4.0, 8.0])
     assert centre == pytest.approx(4.0, rel=1e-12) and lo < 4.0 < hi  # geometric mean, log-scale interval
     assert lo * hi == pytest.approx(16.0, rel=1e-9)  # symmetric on the log scale
+
+
+def test_deciding_effect_reports_the_point_whose_interval_reaches_highest():
+    from dpstream.claims.core import deciding_effect, paired_difference_ci
+
+    trials = pd.Index(range(5), name="trial")
+    low = pd.Series([1.0, 1.1, 0.9, 1.0, 1.05], index=trials)
+    below = (low - 0.5, low)                       # clearly below: interval near -0.5
+    near = (low + np.array([0.1, -0.2, 0.05, -0.1, 0.2]), low)  # straddles 0: the point that decides
+    text = deciding_effect([below, near], ["x 1", "x 2"])
+    mean, lo, hi = paired_difference_ci(*near)
+    assert "(x 2)" in text and f"{mean:+.3g} [{lo:+.3g}, {hi:+.3g}]" in text
+    assert "(x 1)" in deciding_effect([below, (low - 0.6, low)], ["x 1", "x 2"])  # -0.5 reaches higher than -0.6
+    assert "no point has 3 paired trials" in deciding_effect([(low[:2], low[:2])], ["x 1"])
+
+
+def test_trend_effect_is_the_per_trial_end_ratio_on_the_log_scale_or_a_difference():
+    from dpstream.claims.core import trend_effect
+
+    x = [1, 2, 4] * 4
+    trial = [t for t in range(4) for _ in range(3)]
+    halving = [10.0, 7.0, 5.0, 8.0, 6.0, 4.0, 12.0, 9.0, 6.0, 6.0, 4.0, 3.0]  # every trial ends at half its start
+    assert "x0.5 [0.5, 0.5]" in trend_effect(x, halving, trial)
+    signed = [1.0, 0.0, -1.0, 2.0, 0.5, 0.0, 0.5, 0.0, -1.5, 1.0, 1.0, -1.0]  # ends differ by -2 in every trial
+    assert "-2 [-2, -2] (per-trial difference)" in trend_effect(x, signed, trial)
+
+
+def test_flat_claim_prints_the_interval_it_judges_the_spread_by():
+    from dpstream.claims.core import spread_interval
+
+    rng = np.random.default_rng(3)
+    rows = pd.DataFrame({"mechanism.name": "m", "trial": np.repeat(np.arange(6), 3), "x": np.tile([1, 2, 3], 6),
+                         "y": 1.0 + rng.uniform(0, 0.2, 18)})
+    lo, hi = spread_interval(rows, "x", "y")
+    table = rows.pivot_table(index="trial", columns="x", values="y").to_numpy()
+    assert (lo, hi) == pytest.approx(mean_ci(table.max(axis=1) / table.min(axis=1)), rel=1e-12)
+    assert f"[{lo:.3g}, {hi:.3g}]" in flat_claim(rows, "c", ("m",), "x", "y", 1.5).measured

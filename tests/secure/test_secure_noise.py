@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from dpstream.counters import counter_class
-from dpstream.secure import chacha, release, samplers
+from dpstream.secure import chacha, release, samplers, sequential
 from dpstream.secure.privacy import (
     SMOOTHING_S2,
     discrete_gaussian_delta,
@@ -141,6 +141,7 @@ def _decision_path_calls() -> list[tuple[object, tuple]]:
         (samplers.discrete_gaussian_batch, (key, np.zeros((2, 3), np.uint32), i(10), i(1), i(4), st)),
         (samplers.discrete_laplace_batch, (key, np.zeros((2, 3), np.uint32), i(3), i(64), st)),
         (release.noise_sums, (key, i(10), i(1), i(4), np.arange(3), np.array([5, 6, 7]), st)),
+        (sequential.draws, (key, i(3), i(4), i(10), i(1), i(4), st)),
     ]
 
 

@@ -1,4 +1,4 @@
-"""Known-broken SVT variants, as NEGATIVE CONTROLS for the privacy auditors.
+"""Known-broken SVT variants and an under-noised binary tree, as NEGATIVE CONTROLS for the privacy auditors.
 
 None of them is private as claimed: never use them on data.
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from dpstream.counters.gauss_bm import GaussBM
 from dpstream.noise import SeedLike
 from dpstream.privacy.accounting import sparse_sigma
 from dpstream.svt._kernels import RELEASE_SAME
@@ -127,3 +128,19 @@ class BrokenThresholdMonitorUncalibrated(_MonitorCore):
         self.claimed_epsilon, self.claimed_delta = eps, delta
 
     privacy = None  # NOT private as claimed
+
+
+class BrokenGaussBMDiscreteTenthSigma(GaussBM):
+    """NOT PRIVATE as claimed. GaussBM with exact discrete Gaussian node noise at a TENTH of its calibrated sigma.
+
+    The noise multiplier kappa = 0.1 (``certified`` is False, as for any kappa != 1) with a claim of the calibrated
+    (eps, delta): the node noise N_Z(0, sigma^2 / 100) is rho-zCDP with 100 times the rho the claim rests on
+    (``secure.privacy``), so its epsilon at the same delta is far above the claim: the zCDP conversion bounds it by
+    17.4 for the audited tree (horizon 8, m = 1, claimed (1, 1e-3)), where the calibrated tree has 1.
+    """
+
+    def __init__(self, *, n: int, horizon: int, epsilon: float, delta: float, m: int = 1, seed: SeedLike = None,
+                 counter: str = "binary", node_noise: str = "discrete_secure") -> None:
+        """Store the claimed epsilon; the counters of ``GaussBM`` with node noise scaled by 0.1."""
+        self.claimed_epsilon = check_epsilon(epsilon)
+        self._setup(n, horizon, epsilon, delta, m, seed, counter, node_noise, "classic", kappa=0.1)

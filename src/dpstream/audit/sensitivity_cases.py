@@ -2,7 +2,8 @@
 
 - GaussBM and the private sketches (PunctualCMS/CS, LazyCMS/CS, LazyHH's LazyCMS, PunctualHH's PunctualCMS):
   L2 change of every released dyadic tree node of every cell (the node closing at a cell's step s covers
-  steps (s - lowbit(s), s]), computed with numpy from the per-cell pushed increment streams.
+  steps (s - lowbit(s), s]), computed with numpy from the per-cell pushed increment streams; with every counter
+  and node noise, the exact discrete Gaussian's (stored, derived, under Honaker's estimates) included.
 - Sparse vector family (AboveThreshold, Sparse, NumericSparse, ThresholdMonitor; their cases are registered from
   their mechanism specs, ``dpstream.testing.shipped``, with ``LinearQueryCase``): per-query change of
   linear query answers, add/remove one record.
@@ -30,6 +31,7 @@ import numpy as np
 
 from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
 from dpstream.counters import Counter
+from dpstream.counters._discrete_noise import DiscreteNoise
 from dpstream.counters.discrete import DiscreteSecureBinary
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.hashing import bucket_many
@@ -84,8 +86,11 @@ def gauss_bm_assumed(bm: GaussBM | Counter) -> Sensitivity:
     Exact discrete Gaussian node noise is inverted with its own calibration (``secure.privacy``), not the Gaussian's.
     """
     counter = bm.counter if isinstance(bm, GaussBM) else bm
-    if isinstance(counter, DiscreteSecureBinary):
+    if isinstance(counter, DiscreteNoise):  # stored discrete nodes: the exact sampler, all of delta calibrated
         return Sensitivity("l2", discrete_gaussian_l2_sensitivity(counter.sigma2, bm.epsilon, bm.delta))
+    if isinstance(counter, DiscreteSecureBinary):
+        covered = discrete_gaussian_l2_sensitivity(counter.sigma2, bm.epsilon, counter.calibration_delta)
+        return Sensitivity("l2", covered)
     return Sensitivity("l2", gaussian_l2_sensitivity(bm.sigma, bm.epsilon, bm.delta, bm.calibration))
 
 
@@ -422,6 +427,12 @@ register("PunctualCS_blt")(lambda: sketch_case(PunctualCS, depth=3, width=3, hor
 register("LazyCMS_blt_analytic")(lambda: sketch_case(LazyCMS, counter="blt", calibration="analytic"))
 register("LazyCS_discrete_secure")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024,
                                                     node_noise="discrete_secure"))
+register("LazyCMS_discrete_secure")(lambda: sketch_case(LazyCMS, node_noise="discrete_secure"))
+register("PunctualCS_discrete_secure_stored")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64,
+                                                                  node_noise="discrete_secure_stored"))
+register("LazyCS_honaker_discrete_secure_stored")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=512,
+                                                                      counter="honaker",
+                                                                      node_noise="discrete_secure_stored"))
 
 
 @register("GaussBM")
@@ -452,6 +463,12 @@ def _gauss_bm_discrete_secure() -> SensitivityCase:
     return GaussBMCase("GaussBM (exact discrete Gaussian node noise)", bm)
 
 
+@register("GaussBM_discrete_secure_ct")
+def _gauss_bm_discrete_secure_ct() -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, node_noise="discrete_secure_ct")
+    return GaussBMCase("GaussBM (constant-time discrete Gaussian node noise)", bm)
+
+
 @register("LazyHH")
 def _lazy_hh() -> SensitivityCase:
     hh = LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0)
@@ -463,6 +480,25 @@ def _lazy_hh_derived() -> SensitivityCase:
     hh = LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0, node_noise="derived",
                 hash_family="multiply_shift", calibration="analytic")
     return SketchCase("LazyHH, derived noise (its LazyCMS)", hh.sketch, 256, mechanism=hh)
+
+
+@register("LazyHH_discrete_secure")
+def _lazy_hh_discrete_secure() -> SensitivityCase:
+    hh = LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0, node_noise="discrete_secure")
+    return SketchCase("LazyHH, exact discrete Gaussian noise (its LazyCMS)", hh.sketch, 256, mechanism=hh)
+
+
+@register("GaussBM_discrete_secure_stored")
+def _gauss_bm_discrete_secure_stored() -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, node_noise="discrete_secure_stored")
+    return GaussBMCase("GaussBM (exact discrete Gaussian node noise, stored)", bm)
+
+
+@register("GaussBM_honaker_discrete_secure_stored")
+def _gauss_bm_honaker_discrete_secure_stored() -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="honaker",
+                 node_noise="discrete_secure_stored")
+    return GaussBMCase("GaussBM (Honaker over exact discrete Gaussian node noise)", bm)
 
 
 @register("PunctualHH")

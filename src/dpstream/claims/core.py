@@ -189,6 +189,25 @@ def flat_within(rows: pd.DataFrame, x: str, y: str, factor: float, paired: bool 
     return (False if lo > factor else None), mean
 
 
+def spread_interval(rows: pd.DataFrame, x: str, y: str, paired: bool = True) -> tuple[float, float]:
+    """The interval ``flat_within`` judges the spread by, NaN when it cannot decide.
+
+    Paired: the 95% t interval of the mean per-trial spread; not paired: [max lo / min hi, max hi / min lo] of the
+    per-point t intervals.
+    """
+    if not paired:
+        points = point_means(rows, x, y)
+        if len(points) < 2 or (points["n"] < MIN_TRIALS).any() or not points["lo"].min() > 0:
+            return np.nan, np.nan
+        return (float(points["lo"].max()) / float(points["hi"].min()),
+                float(points["hi"].max()) / float(points["lo"].min()))
+    table = rows.pivot_table(index="trial", columns=x, values=y, aggfunc="first").dropna()
+    if table.shape[1] < 2 or table.shape[0] < MIN_TRIALS:
+        return np.nan, np.nan
+    values = table.to_numpy(dtype=np.float64)
+    return mean_ci(values.max(axis=1) / np.where(values.min(axis=1) > 0, values.min(axis=1), np.nan))
+
+
 def trial_values(df: pd.DataFrame, y: str, where: dict[str, Any]) -> pd.Series:
     """``y`` of the rows matching every ``column: value`` of ``where``, indexed by ``trial``.
 
@@ -319,9 +338,12 @@ def flat_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y: 
     names = names or {}
     results, parts = [], []
     for m in mechs:
-        flat, spread = flat_within(df[df["mechanism.name"] == m], x, y, factor, paired)
+        rows = df[df["mechanism.name"] == m]
+        flat, spread = flat_within(rows, x, y, factor, paired)
         results.append(flat)
-        parts.append(f"{names.get(m, m)} " + (f"{spread:.2f}x" if np.isfinite(spread) else "too few trials or points"))
+        lo, hi = spread_interval(rows, x, y, paired)
+        parts.append(f"{names.get(m, m)} " + (f"{spread:.2f}x [{lo:.3g}, {hi:.3g}]" if np.isfinite(spread)
+                                                 else "too few trials or points"))
     rule = (FLAT_RULE if paired else FLAT_UNPAIRED_RULE).format(mechs=", ".join(names.get(m, m) for m in mechs), x=x,
                                                                  y=y, factor=factor)
     return Claim(claim, rule, "spread " + ", ".join(parts), verdict_of(all_points(results)))
@@ -431,3 +453,47 @@ def ratio_ci(ratios: Iterable[float]) -> tuple[float, float, float]:
     if x.size < MIN_TRIALS or np.any(x <= 0):
         return (float(np.exp(np.log(x).mean())) if x.size and np.all(x > 0) else np.nan), np.nan, np.nan
     return log_ratio_interval(x)
+
+
+def deciding_effect(pairs: list[tuple[pd.Series, pd.Series]], labels: list[str]) -> str:
+    """The effect of a rule "a below b at every point", at the point that decides it, with its interval.
+
+    A rule that must hold at every point stands or falls with the point whose 95% interval of mean(a - b) reaches
+    highest: that point's mean paired difference and interval are the rule's effect size (``paired_difference_ci``).
+    Points with fewer than ``MIN_TRIALS`` paired trials have no interval and are named as such.
+    """
+    best: tuple[float, str, float, float, float] | None = None
+    for (a, b), label in zip(pairs, labels, strict=True):
+        mean, lo, hi = paired_difference_ci(a, b)
+        if np.isfinite(hi) and (best is None or hi > best[0]):
+            best = (hi, label, mean, lo, hi)
+    if best is None:
+        return "effect: no point has 3 paired trials (no interval)"
+    _, label, mean, lo, hi = best
+    return f"effect at the deciding point ({label}): mean paired difference {mean:+.3g} [{lo:+.3g}, {hi:+.3g}]"
+
+
+def trend_effect(x: Iterable[float], y: Iterable[float], blocks: Iterable[Any]) -> str:
+    """The size of a trend over x, per block (trial): y at the largest x against y at the smallest, with its interval.
+
+    Positive y: the geometric mean of the per-trial ratios y(x_max) / y(x_min) and its 95% t interval on the log
+    scale (``ratio_ci``); otherwise the mean per-trial difference and its t interval (``mean_ci``). Fewer than
+    ``MIN_TRIALS`` trials with both ends: no interval.
+    """
+    frame = pd.DataFrame({"x": np.asarray(list(x), dtype=np.float64), "y": np.asarray(list(y), dtype=np.float64),
+                          "block": list(blocks)})
+    frame = frame[np.isfinite(frame["x"]) & np.isfinite(frame["y"])]
+    if frame["x"].nunique() < 2:
+        return "change: fewer than 2 x values"
+    x_lo, x_hi = frame["x"].min(), frame["x"].max()
+    ends = frame[frame["x"].isin([x_lo, x_hi])].pivot_table(index="block", columns="x", values="y",
+                                                             aggfunc="mean").dropna()
+    first, last = ends[x_lo].to_numpy(), ends[x_hi].to_numpy()
+    span = f"from x = {x_lo:.3g} to {x_hi:.3g}"
+    if len(ends) and np.all(first > 0) and np.all(last > 0):
+        centre, lo, hi = ratio_ci(last / first)
+        return f"change {span}: x{centre:.3g} [{lo:.3g}, {hi:.3g}] (per-trial ratio, log-scale interval)"
+    diff = last - first
+    lo, hi = mean_ci(diff)
+    centre = float(diff.mean()) if diff.size else np.nan
+    return f"change {span}: {centre:+.3g} [{lo:+.3g}, {hi:+.3g}] (per-trial difference)"

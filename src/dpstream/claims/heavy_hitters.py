@@ -154,6 +154,7 @@ def precision_claim(df: pd.DataFrame, claim: str, x: str, y: str = "precision",
     results, parts = [], []
     for m in mechs:
         points, undefined = [], []
+        worst: tuple[float, float, float, float] | None = None
         for v in sorted(df.loc[df["mechanism.name"] == m, x].unique()):
             vals = _at(df, y, {x: v}, m)
             if y == "precision":
@@ -164,8 +165,14 @@ def precision_claim(df: pd.DataFrame, claim: str, x: str, y: str = "precision",
                 continue
             results.append(all_one(vals))
             points.append(f"{v:g}: min {vals.min():.3g} ({vals.size} trials)")
+            lo, hi = mean_ci(vals)
+            if worst is None or vals.mean() < worst[1]:
+                worst = (v, float(vals.mean()), lo, hi)
         if not points:
             results.append(None)  # a mechanism that never reports cannot support "precision 1"
+        if worst is not None:
+            points.append(f"effect at the lowest point ({x} {worst[0]:g}): mean {y} {worst[1]:.3g} "
+                          f"[{worst[2]:.3g}, {worst[3]:.3g}]")
         parts.append(f"{NAMES[m]} " + ("; ".join(points) or "no point")
                      + (f"; nothing reported (n/a) at {x} {', '.join(undefined)}" if undefined else ""))
     rule = PRECISION_ONE.format(mechs=" and ".join(NAMES[m] for m in mechs), x=x, y=y, n=MIN_TRIALS)

@@ -27,9 +27,12 @@ from dpstream.claims.core import (
     Claim,
     all_points,
     below_at_points,
+    deciding_effect,
     mean_below,
     mean_ci,
     monotone_trend,
+    paired_difference_ci,
+    trend_effect,
     verdict_of,
 )
 from dpstream.claims.query_release_extra import TRIVIAL, trivial_baseline
@@ -177,8 +180,12 @@ def _beats_uniform(df: pd.DataFrame, x: list[str]) -> list[Claim]:
     out = []
     for name, sub in df.groupby("mechanism.name"):
         sub, dropped = drop_identical_eps(sub, ["max_error", "synopsis_max_error"])
-        results = below_at_points([(g.set_index("trial")["max_error"], g.set_index("trial")["uniform_max_error"])
-                                   for _, g in sub.groupby(x)])
+        groups = list(sub.groupby(x))
+        pairs = [(g.set_index("trial")["max_error"], g.set_index("trial")["uniform_max_error"]) for _, g in groups]
+        results = below_at_points(pairs)
+        effect = deciding_effect(pairs, [", ".join(f"{n.split('.')[-1]} {v:g}" for n, v in
+                                                   zip(x, np.atleast_1d(np.asarray(k)), strict=True))
+                                         for k, _ in groups])
         means = sub.groupby(x)[["max_error", "uniform_max_error"]].mean()
         out.append(Claim(
             f"{name} beats the uniform distribution (max error)",
@@ -189,7 +196,8 @@ def _beats_uniform(df: pd.DataFrame, x: list[str]) -> list[Claim]:
             f" shown above, {sum(r is None for r in results)} inconclusive; lower mean at "
             f"{int((means['max_error'] < means['uniform_max_error']).sum())}/{len(means)}; "
             f"{_trials_note(sub, x)}; eps_data accounted "
-            f"{sub['eps_data'].min():.3g}..{sub['eps_data'].max():.3g}" + "".join(f"; {d}" for d in dropped),
+            f"{sub['eps_data'].min():.3g}..{sub['eps_data'].max():.3g}" + "".join(f"; {d}" for d in dropped)
+            + f"; {effect}",
             verdict_of(all_points(results))))
     return out
 
@@ -207,8 +215,9 @@ def _game_trend(df: pd.DataFrame, name: str) -> Claim | None:
         mean_gap = gap.groupby(g["data.n"]).mean()
         released = g.groupby("data.n")["max_error"].mean()
         test = f"Page L {stat:.4g}, p {p:.2g}" if np.isfinite(p) else f"{g['trial'].nunique()} trials: inconclusive"
-        parts.append(f"eps={eps:g}: D^ - uniform {mean_gap.iloc[0]:+.3g} -> {mean_gap.iloc[-1]:+.3g}, {test} "
-                     f"(released max error incl. clean-up {released.iloc[0]:.3g} -> {released.iloc[-1]:.3g})")
+        parts.append(f"eps={eps:g}: D^ - uniform {mean_gap.iloc[0]:+.3g} -> {mean_gap.iloc[-1]:+.3g}, {test}, "
+                     f"{trend_effect(g['data.n'], gap, g['trial'])} (released max error incl. clean-up "
+                     f"{released.iloc[0]:.3g} -> {released.iloc[-1]:.3g})")
     parts += dropped
     return Claim(
         f"{name}: the game's error decreases with n (Alg 3 alpha = O~(1/(eps sqrt(n))))",
@@ -230,13 +239,15 @@ def error_vs_n_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Clai
         if claim is not None:
             out.append(claim)
     hru, lap = df[df["mechanism.name"] == "qr_hru_private"], df[df["mechanism.name"] == "qr_laplace"]
-    results, below = [], 0
+    results, below, pairs, labels = [], 0, [], []
     for key, g in hru.groupby(["epsilon", "data.n"]):
         other = lap[(lap["epsilon"] == key[0]) & (lap["data.n"] == key[1])]
         if other.empty:
             continue
         base = trivial_baseline(other).set_axis(other["trial"])
-        results.append(mean_below(g.set_index("trial")["max_error"], base))
+        pairs.append((g.set_index("trial")["max_error"], base))
+        labels.append(f"eps {key[0]:g}, n {key[1]:g}")
+        results.append(mean_below(*pairs[-1]))
         below += int(g["max_error"].mean() < base.mean())
     if results:
         out.append(Claim(
@@ -246,7 +257,8 @@ def error_vs_n_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Clai
             + ". Confirmed when every point holds. " + TRIVIAL,
             f"{below}/{len(results)} points with a lower mean than the trivial baseline; "
             f"{sum(r is True for r in results)} shown below, "
-            f"{sum(r is False for r in results)} shown above; {_trials_note(hru, ['epsilon', 'data.n'])}",
+            f"{sum(r is False for r in results)} shown above; {_trials_note(hru, ['epsilon', 'data.n'])}; "
+            f"{deciding_effect(pairs, labels)}",
             verdict_of(all_points(results))))
     return out
 
@@ -279,13 +291,20 @@ def error_vs_eps_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Cl
         else:
             holds = True if (at_hi is True and at_lo is False) else None
         word = {True: "shown below uniform", False: "shown above uniform", None: "inconclusive"}
+
+        def gap(eps: float) -> str:
+            g = hru[hru["epsilon"] == eps].set_index("trial")
+            mean, d_lo, d_hi = paired_difference_ci(g["max_error"], g["uniform_max_error"])
+            return f"mean(max_error - uniform) {mean:+.3g} [{d_lo:+.3g}, {d_hi:+.3g}]"
+
         out.append(Claim(
             "Alg 3 needs large eps to beat the uniform distribution at this n",
             "qr_hru_private vs the uniform distribution, 95% paired t interval over trials of mean(max_error - "
             "uniform_max_error): below 0 at the largest eps AND above 0 at the smallest eps (shown not to beat it, "
             "not merely not shown): confirmed; above 0 at the largest or below 0 at the smallest: not confirmed; "
             "else (a straddling end, fewer than 3 trials): inconclusive.",
-            f"eps = {lo:g}: {word[at_lo]}; eps = {hi:g}: {word[at_hi]}; {_trials_note(hru, ['epsilon'])}",
+            f"eps = {lo:g}: {word[at_lo]}, {gap(lo)}; eps = {hi:g}: {word[at_hi]}, {gap(hi)}; "
+            f"{_trials_note(hru, ['epsilon'])}",
             verdict_of(holds)))
     lap = df[df["mechanism.name"] == "qr_laplace"]
     if lap["epsilon"].nunique() >= 2:
@@ -348,7 +367,11 @@ def median_toy_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Clai
     """qr_median_toy (E10): the median mechanism on non-linear queries vs uniform; its error falls with n."""
     med = df[df["mechanism.kind"] == "median"]
     points = ["data.universe_size", "epsilon", "data.n"]
-    results = [_paired(g, "nonlinear_max_error", "uniform_nonlinear_max_error") for _, g in med.groupby(points)]
+    groups = list(med.groupby(points))
+    pairs = [(g.set_index("trial")["nonlinear_max_error"], g.set_index("trial")["uniform_nonlinear_max_error"])
+             for _, g in groups]
+    results = [mean_below(a, b) for a, b in pairs]
+    effect = deciding_effect(pairs, [f"|X| {k[0]:g}, eps {k[1]:g}, n {k[2]:g}" for k, _ in groups])
     out = [Claim(
         "The median mechanism handles any 1/n-sensitive query: it answers the non-linear max(h(a), h(b)) queries "
         "better than the uniform distribution",
@@ -357,14 +380,15 @@ def median_toy_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Clai
         + ". Confirmed when every point holds.",
         f"{sum(r is True for r in results)}/{len(results)} points shown below, {sum(r is False for r in results)} "
         f"shown above, {sum(r is None for r in results)} inconclusive; mean {med['nonlinear_max_error'].mean():.3f}"
-        f" vs uniform {med['uniform_nonlinear_max_error'].mean():.3f}; {_trials_note(med, points)}",
+        f" vs uniform {med['uniform_nonlinear_max_error'].mean():.3f}; {_trials_note(med, points)}; {effect}",
         verdict_of(all_points(results)))]
     trend, parts = [], []
     for (u, eps), g in med.groupby(["data.universe_size", "epsilon"]):
         holds, stat, p = monotone_trend(g["data.n"], g["max_error"], "decreasing", g["trial"])
         trend.append(holds)
         parts.append(f"|X|={u:g}, eps={eps:g}: " + (f"Page L {stat:.4g}, p {p:.2g}" if np.isfinite(p)
-                                                     else f"{g['trial'].nunique()} trials: inconclusive"))
+                                                     else f"{g['trial'].nunique()} trials: inconclusive")
+                     + f", {trend_effect(g['data.n'], g['max_error'], g['trial'])}")
     out.append(Claim(
         "The median mechanism's error falls with n for (eps, delta)-DP (~ 1/sqrt(n))",
         "For each (|X|, eps): Page's trend test of max_error over n with trials as blocks, decreasing at p < 0.05: "

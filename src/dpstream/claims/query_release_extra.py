@@ -14,26 +14,44 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from dpstream.claims.core import Claim, all_points, below_at_points, monotone_trend, verdict_of
+from dpstream.claims.core import (
+    Claim,
+    all_points,
+    below_at_points,
+    deciding_effect,
+    monotone_trend,
+    trend_effect,
+    verdict_of,
+)
 
 MECH, N, EPS, Q = "mechanism.name", "data.n", "epsilon", "data.n_queries"
 PAPER, SCALED = "qr_alg5", "qr_alg5_scaled_UNCERTIFIED"
 
 
-def _below_uniform_points(groups: Any) -> list[bool | None]:
-    """At every point, paired over trials: mean max error below the uniform line (refutation Holm-corrected)."""
-    return below_at_points([(g.set_index("trial")["max_error"], g.set_index("trial")["uniform_max_error"])
-                            for _, g in groups])
+def _label(key: Any, names: list[str]) -> str:
+    return ", ".join(f"{n.split('.')[-1]} {v:g}" for n, v in zip(names, np.atleast_1d(np.asarray(key)), strict=True))
 
 
-def _trend(g: pd.DataFrame, x: str, direction: Literal["increasing", "decreasing"]) -> tuple[bool | None, float, float]:
-    """Page's trend test of max_error over ``x`` with the trials as blocks."""
-    return monotone_trend(g[x], g["max_error"], direction, g["trial"])
+def _below_uniform_points(df: pd.DataFrame, keys: list[str]) -> tuple[list[bool | None], str]:
+    """At every point of ``keys``, paired over trials: mean max error below the uniform line.
+
+    The refutation side is Holm-corrected (``below_at_points``); the text is the effect at the deciding point.
+    """
+    groups = list(df.groupby(keys))
+    pairs = [(g.set_index("trial")["max_error"], g.set_index("trial")["uniform_max_error"]) for _, g in groups]
+    return below_at_points(pairs), deciding_effect(pairs, [_label(k, keys) for k, _ in groups])
 
 
-def _trend_text(trends: list[tuple[bool | None, float, float]]) -> str:
-    return "; ".join(f"Page L {stat:.4g}, p {p:.2g}" if np.isfinite(p) else "< 3 trials: inconclusive"
-                     for _, stat, p in trends) or "no rows"
+def _trends(df: pd.DataFrame, by: str, x: str,
+            direction: Literal["increasing", "decreasing"]) -> tuple[list[bool | None], str]:
+    """Per value of ``by``: Page's trend test of max_error over ``x`` with the trials as blocks, and its size."""
+    holds, parts = [], []
+    for key, g in df.groupby(by):
+        ok, stat, p = monotone_trend(g[x], g["max_error"], direction, g["trial"])
+        holds.append(ok)
+        test = f"Page L {stat:.4g}, p {p:.2g}" if np.isfinite(p) else "< 3 trials: inconclusive"
+        parts.append(f"{_label(key, [by])}: {test}; {trend_effect(g[x], g['max_error'], g['trial'])}")
+    return holds, "; ".join(parts) or "no rows"
 
 
 PAIRED = ("paired 95% t interval over trials: below 0 holds, above 0 fails (Holm-corrected over the points: a point "
@@ -63,15 +81,16 @@ def _below_other(df: pd.DataFrame, a: str, b: str, keys: list[str]) -> tuple[boo
     rows = df[df[MECH].isin([a, b])]
     if b == LAPLACE:
         rows = rows.assign(max_error=rows["max_error"].where(rows[MECH] != LAPLACE, trivial_baseline(rows)))
-    pairs = []
+    pairs, labels = [], []
     for key, g in rows.groupby(keys):
         wide = g.pivot_table(index="trial", columns=MECH, values="max_error")
         if a not in wide or b not in wide:
             continue
         pairs.append((wide[a], wide[b]))
         label = "/".join(f"{v:g}" for v in np.atleast_1d(np.asarray(key)))
+        labels.append(_label(key, keys))
         parts.append(f"{label}: {wide[a].mean():.3g} vs {wide[b].mean():.3g}")
-    return all_points(below_at_points(pairs)), parts
+    return all_points(below_at_points(pairs)), parts + [deciding_effect(pairs, labels)]
 
 
 LAPLACE = "qr_laplace"
@@ -122,17 +141,16 @@ def alg5_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
               RULE_ALG5_HALT, f"answered fraction min {df['answered_fraction'].min():.3g} over {len(df)} rows",
               verdict_of(all_points([bool(v) for v in df["answered_fraction"] >= 1.0]))),
     ]
-    points = _below_uniform_points(scaled.groupby([N, EPS]))
+    points, effect = _below_uniform_points(scaled, [N, EPS])
     means = scaled.groupby([N, EPS])[["max_error", "uniform_max_error"]].mean()
     out.append(Claim("scaled constants (NOT privacy-certified): Alg 5 beats the uniform distribution at laptop n",
                      RULE_ALG5_SCALED,
                      "; ".join(f"n {k[0]:g}, eps {k[1]:g}: {r.max_error:.3g} vs {r.uniform_max_error:.3g}"
-                               for k, r in zip(means.index, means.itertuples(), strict=True)),
+                               for k, r in zip(means.index, means.itertuples(), strict=True)) + f"; {effect}",
                      verdict_of(all_points(points))))
-    trends = [_trend(g, N, "decreasing") for _, g in scaled.groupby(EPS)]
+    trends, text = _trends(scaled, EPS, N, "decreasing")
     out.append(Claim("Thm 5.2 (scaled constants, NOT certified): error falls like n^{-2/5}", RULE_ALG5_TREND,
-                     _trend_text(trends),
-                     verdict_of(all_points([t[0] for t in trends]))))
+                     text, verdict_of(all_points(trends))))
     return out[:4] + [uncertified_cap(c) for c in out[4:]]
 
 
@@ -160,16 +178,16 @@ RULE_ALG4_PRIVACY = ("Alg 4's privacy theorem needs density s = 12 T (m > 12 T a
 def alg4_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     """Algorithm 4 against Algorithm 3 at d <= 8."""
     a4 = df[df[MECH] == ALG4]
-    points = _below_uniform_points(a4.groupby([EPS, N]))
+    points, effect = _below_uniform_points(a4, [EPS, N])
     means = a4.groupby([EPS, N])[["max_error", "uniform_max_error"]].mean()
-    trends = [_trend(g, N, "decreasing") for _, g in a4.groupby(EPS)]
+    trends, text = _trends(a4, EPS, N, "decreasing")
     vs, parts = _below_other(df, ALG3, ALG4, [EPS, N])
     return [
         Claim("Alg 4 releases answers better than the uniform distribution", RULE_ALG4_UNIFORM,
               "; ".join(f"eps {k[0]:g}, n {k[1]:g}: {r.max_error:.3g} vs {r.uniform_max_error:.3g}"
-                        for k, r in zip(means.index, means.itertuples(), strict=True)), verdict_of(all_points(points))),
-        Claim("Alg 4 error O~(1/(eps n^{1/3})): falls with n", RULE_ALG4_TREND, _trend_text(trends),
-              verdict_of(all_points([t[0] for t in trends]))),
+                        for k, r in zip(means.index, means.itertuples(), strict=True)) + f"; {effect}",
+              verdict_of(all_points(points))),
+        Claim("Alg 4 error O~(1/(eps n^{1/3})): falls with n", RULE_ALG4_TREND, text, verdict_of(all_points(trends))),
         Claim("Alg 3 (one-query privacy) is more accurate than Alg 4 (one-analyst privacy)", RULE_ALG4_VS_ALG3,
               "eps/n: Alg 3 vs Alg 4 " + "; ".join(parts), verdict_of(vs)),
         Claim("Alg 4 is (eps, 4 delta / 3)-DP for the data (as accounted)", RULE_ALG4_PRIVACY,
@@ -197,9 +215,9 @@ RULE_E4_UNIFORM = "{name}: mean max error below the uniform line at every (eps, 
 def error_vs_queries_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     """Spec E4: Laplace grows with |Q|; MW/game-based releases stay below it at large |Q|."""
     lap = df[df[MECH] == LAPLACE]
-    trends = [_trend(g, Q, "increasing") for _, g in lap.groupby(EPS)]
-    out = [Claim("independent Laplace error grows like sqrt(|Q|) log|Q|", RULE_E4_LAPLACE, _trend_text(trends),
-                 verdict_of(all_points([t[0] for t in trends])))]
+    trends, text = _trends(lap, EPS, Q, "increasing")
+    out = [Claim("independent Laplace error grows like sqrt(|Q|) log|Q|", RULE_E4_LAPLACE, text,
+                 verdict_of(all_points(trends)))]
     largest = df[df[Q] == df[Q].max()] if len(df) else df
     for name in sorted(set(df[MECH]) - {LAPLACE}):
         holds, parts = _below_other(largest, name, LAPLACE, [EPS])
@@ -207,9 +225,9 @@ def error_vs_queries_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> lis
                          RULE_E4_BELOW.format(name=name), f"|Q| = {df[Q].max():g}, eps: " + "; ".join(parts),
                          verdict_of(holds)))
         sub = df[df[MECH] == name]
-        points = _below_uniform_points(sub.groupby([EPS, Q]))
+        points, effect = _below_uniform_points(sub, [EPS, Q])
         out.append(Claim(f"{name} beats the uniform distribution at every |Q|", RULE_E4_UNIFORM.format(name=name),
-                         f"{sum(p is True for p in points)} of {len(points)} points below",
+                         f"{sum(p is True for p in points)} of {len(points)} points below; {effect}",
                          verdict_of(all_points(points))))
     return out
 
@@ -228,17 +246,17 @@ def error_vs_n_fair_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list
     zeros = "non-empty cells of 2^12 (mean over trials) " + ", ".join(f"n {k:g}: {v:.0f}" for k, v in cells.items())
     vs, parts = _below_other(df, ALG3, LAPLACE, [EPS, N])
     a3 = df[df[MECH] == ALG3]
-    trends = [_trend(g, N, "decreasing") for _, g in a3.groupby(EPS)]
-    points = _below_uniform_points(a3.groupby([EPS, N]))
+    trends, text = _trends(a3, EPS, N, "decreasing")
+    points, effect = _below_uniform_points(a3, [EPS, N])
     means = a3.groupby([EPS, N])[["max_error", "uniform_max_error"]].mean()
     return [
         Claim("Alg 3 beats independent Laplace (real data)", RULE_FAIR_VS_LAPLACE,
               "eps/n: Alg 3 vs Laplace " + "; ".join(parts) + f"; {zeros}", verdict_of(vs)),
-        Claim("Alg 3 error falls like 1/sqrt(n) (real data)", RULE_FAIR_TREND, _trend_text(trends),
-              verdict_of(all_points([t[0] for t in trends]))),
+        Claim("Alg 3 error falls like 1/sqrt(n) (real data)", RULE_FAIR_TREND, text, verdict_of(all_points(trends))),
         Claim("Alg 3 releases answers better than the uniform distribution (real data)", RULE_FAIR_UNIFORM,
               "; ".join(f"eps {k[0]:g}, n {k[1]:g}: {r.max_error:.3g} vs {r.uniform_max_error:.3g}"
-                        for k, r in zip(means.index, means.itertuples(), strict=True)), verdict_of(all_points(points))),
+                        for k, r in zip(means.index, means.itertuples(), strict=True)) + f"; {effect}",
+              verdict_of(all_points(points))),
     ]
 
 

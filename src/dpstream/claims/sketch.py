@@ -18,6 +18,7 @@ from dpstream.claims.core import (
     Claim,
     all_points,
     below_at_points,
+    deciding_effect,
     flat_claim,
     fmt_ci,
     mean_below,
@@ -26,6 +27,7 @@ from dpstream.claims.core import (
     ratio_ci,
     timing_claim,
     trend_claim,
+    trend_effect,
     trend_two_sided,
     trial_values,
     verdict_of,
@@ -224,6 +226,8 @@ def more_for_claim(df: pd.DataFrame, claim: str, x: str, pairs: list[tuple[str, 
     undecided = [f"({NAMES[a]}, {NAMES[b]})" for (a, b), r in zip(pairs, results, strict=True) if r is not True]
     if undecided:
         measured += "; not shown below 0: " + ", ".join(undecided)
+    measured += "; " + deciding_effect([(fraction[a], fraction[b]) for a, b in pairs],
+                                       [f"{NAMES[a]} vs {NAMES[b]}" for a, b in pairs])
     on_log = [mean_below(log_ratio[a], log_ratio[b]) for a, b in pairs]
     measured += (f"; sensitivity, same test on ln(ARE_first / ARE_last) (floor: half the smallest non-zero ARE): "
                  f"mean {', '.join(f'{NAMES[m]} {log_ratio[m].mean():.2f}' for m in ALL if m in log_ratio)}, "
@@ -246,7 +250,8 @@ def observable_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: st
         rows = _mech(df, m)
         holds, p_up, p_down = trend_two_sided(rows[x], rows[y], rows["trial"])
         results.append(holds)
-        parts.append(f"{NAMES[m]} p(rising) {p_up:.2g}, p(falling) {p_down:.2g}")
+        parts.append(f"{NAMES[m]} p(rising) {p_up:.2g}, p(falling) {p_down:.2g}, "
+                     f"{trend_effect(rows[x], rows[y], rows['trial'])}")
     return Claim(claim, OBSERVABLE.format(mechs=", ".join(NAMES[m] for m in mechs)), "; ".join(parts),
                  verdict_of(all_points(results)))
 

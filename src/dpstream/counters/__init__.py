@@ -16,22 +16,28 @@ import importlib
 from dpstream.counters.base import Counter
 from dpstream.counters.binary import DerivedBinary, StoredBinary, popcount
 from dpstream.counters.blt import BLTCounter
-from dpstream.counters.discrete import DiscreteSecureBinary
+from dpstream.counters.discrete import ConstantTimeDiscreteBinary, DiscreteSecureBinary
+from dpstream.counters.discrete_stored import HonakerDiscreteSecure, StoredDiscreteSecureBinary
 from dpstream.counters.honaker import HonakerTree
 
 COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("binary", "stored"): StoredBinary,
     ("binary", "derived"): DerivedBinary,
     ("binary", "discrete_secure"): DiscreteSecureBinary,
+    ("binary", "discrete_secure_ct"): ConstantTimeDiscreteBinary,
+    ("binary", "discrete_secure_stored"): StoredDiscreteSecureBinary,
     ("honaker", "stored"): HonakerTree,
+    ("honaker", "discrete_secure_stored"): HonakerDiscreteSecure,
     ("blt", "stored"): BLTCounter,
 }
 """Every counter class by (counter, node noise)."""
 COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))
 """The counter names a sketch accepts (``counter=``)."""
-NODE_NOISES = ("stored", "derived", "discrete_secure")
-"""The node-noise modes a sketch accepts (``node_noise=``): stored tree nodes, nodes derived from Philox, or exact
-discrete Gaussian nodes derived from a keyed ChaCha20 stream (``dpstream.secure``)."""
+NODE_NOISES = ("stored", "derived", "discrete_secure", "discrete_secure_ct", "discrete_secure_stored")
+"""The node-noise modes a sketch accepts (``node_noise=``): stored tree nodes, nodes derived from Philox, exact
+discrete Gaussian nodes derived at release from a keyed ChaCha20 stream (``dpstream.secure``), the same with a
+constant-time sampler (``discrete_secure_ct``: fixed work per draw, its small distance from exact added to delta), or
+exact discrete Gaussian nodes drawn once when they close and stored (``discrete_secure_stored``)."""
 
 
 def _own_counter(path: str) -> type[Counter]:
@@ -55,8 +61,8 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
         raise ValueError(f"unknown counter {counter!r}; allowed: {', '.join(names)}")
     if node_noise not in NODE_NOISES:
         raise ValueError(f"unknown node_noise {node_noise!r}; allowed: {', '.join(NODE_NOISES)}")
-    if counter == "blt" and node_noise == "discrete_secure":
-        raise ValueError("node_noise='discrete_secure' is not available with counter='blt': its factorisation adds "
+    if counter == "blt" and node_noise.startswith("discrete_secure"):
+        raise ValueError(f"node_noise={node_noise!r} is not available with counter='blt': its factorisation adds "
                          "real-valued noise (A C^-1 z), so no exact integer noise certifies it; allowed: stored")
     if (counter, node_noise) not in COUNTERS:
         allowed = ", ".join(n for c, n in COUNTERS if c == counter)
@@ -64,5 +70,6 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
     return COUNTERS[counter, node_noise]
 
 
-__all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "BLTCounter", "Counter", "DerivedBinary", "DiscreteSecureBinary",
-           "HonakerTree", "StoredBinary", "counter_class", "popcount"]
+__all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "BLTCounter", "ConstantTimeDiscreteBinary", "Counter",
+           "DerivedBinary", "DiscreteSecureBinary", "HonakerDiscreteSecure", "HonakerTree", "StoredBinary",
+           "StoredDiscreteSecureBinary", "counter_class", "popcount"]

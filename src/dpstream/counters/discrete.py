@@ -14,15 +14,17 @@ from typing import Any
 import numpy as np
 
 from dpstream.counters import _kernels as kernels
+from dpstream.counters._discrete_noise import DiscreteFlags
 from dpstream.counters.binary import BinaryTree, DerivedState
 from dpstream.noise import SeedLike, as_seed_sequence
+from dpstream.secure import cdt
 from dpstream.secure import release as secure_release
 from dpstream.secure.chacha import KEY_BYTES, MAX_CELLS, key_words
 from dpstream.secure.privacy import discrete_gaussian_sigma2
 from dpstream.secure.samplers import gaussian_params, new_state
 
 
-class DiscreteSecureBinary(BinaryTree):
+class DiscreteSecureBinary(DiscreteFlags, BinaryTree):
     """Binary tree, node noise N_Z(0, sigma^2) derived from (key, cell, level, node index) by ChaCha20.
 
     Privacy: (epsilon, delta)-DP under continual observation for m-neighbouring inputs (at most m counters change,
@@ -36,6 +38,12 @@ class DiscreteSecureBinary(BinaryTree):
     Key: ``seed=None`` takes 32 bytes from ``secrets.token_bytes`` (``deployable``); a seed derives it
     reproducibly from the seed (certified when calibrated, NOT deployable: whoever knows the seed knows the noise).
     The key is never shown in ``repr`` or results; ``to_bytes`` state files hold it and are SECRET.
+
+    Timing (level 1, always on): a release at step s draws every node of s's block of 2^``block_levels`` steps
+    (``secure.release.block_noise_sums``), using those s needs, so its work is the same at every step of the block:
+    an observer who times a release learns at most the total work of its block. The other nodes are recomputed, not
+    kept (no node is stored ahead, ``memory_bytes`` is unchanged): storing a block per cell would cost 2^k values
+    per cell, more than a sketch cell's own bytes. Values are the same as without blocks (nodes are derived).
     """
 
     node_noise = "discrete_secure"
@@ -45,6 +53,8 @@ class DiscreteSecureBinary(BinaryTree):
     draws_per_push = 0
     fixed_bytes = KEY_BYTES
     notion = "computational"
+    block_levels = 1
+    """Timing level 1: a release draws every node of its block of 2^k steps (``release.block_noise_sums``)."""
 
     def __init__(self, *, seed: SeedLike = None, **kwargs: Any) -> None:
         """As ``Counter``; the key from OS entropy when ``seed`` is None, else from the seed (not deployable)."""
@@ -64,14 +74,14 @@ class DiscreteSecureBinary(BinaryTree):
         if self.n > MAX_CELLS:
             raise ValueError(f"node_noise='discrete_secure' takes at most 2^32 counters, got n={self.n}")
         multiplier = self._noise_scale / self.sigma
-        self.sigma2 = discrete_gaussian_sigma2(self.levels * self.m, self.epsilon, self.delta)
+        self.sigma2 = discrete_gaussian_sigma2(self.levels * self.m, self.epsilon, self.calibration_delta)
         scaled = self.sigma2
         if multiplier != 1.0:  # NOT certified (base class): sigma^2 times multiplier^2, rounded up on the same grid
             b = self.sigma2.denominator
             scaled = Fraction(math.ceil(self.sigma2 * Fraction(multiplier) ** 2 * b), b)
         self._noiseless = scaled == 0
         if not self._noiseless:
-            self._abt = np.array(gaussian_params(scaled.numerator, scaled.denominator), dtype=np.int64)
+            self._prepare_sampler(scaled)
         self.sigma = math.sqrt(self.sigma2)
         self._noise_scale = math.sqrt(scaled)
         self.deployable = not self._seeded and self.certified
@@ -85,10 +95,28 @@ class DiscreteSecureBinary(BinaryTree):
         self.state = DerivedState(self._exact)
         self._st = new_state()
 
+    @property
+    def calibration_delta(self) -> float:
+        """The delta sigma^2 is calibrated for: all of ``delta`` (the exact sampler adds nothing)."""
+        return self.delta
+
+    @property
+    def sampler_delta(self) -> float:
+        """What the sampler adds to delta: 0 (exact up to the 2 exp(-2048) truncation ``secure.privacy`` states)."""
+        return 0.0
+
+    def _prepare_sampler(self, scaled: Fraction) -> None:
+        """Parameters of the rejection sampler for N_Z(0, scaled) (range-checked)."""
+        self._abt = np.array(gaussian_params(scaled.numerator, scaled.denominator), dtype=np.int64)
+
+    def _noise_sums(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        a, b, t = self._abt
+        return secure_release.block_noise_sums(self._key, a, b, t, np.int64(self.block_levels), cells, steps, self._st)
+
     def __repr__(self) -> str:
         """Dimensions and calibration, never the key."""
-        return (f"DiscreteSecureBinary(n={self.n}, horizon={self.horizon}, epsilon={self.epsilon}, delta={self.delta}, "
-                f"m={self.m}, sigma2={self.sigma2}, deployable={self.deployable})")
+        return (f"{type(self).__name__}(n={self.n}, horizon={self.horizon}, epsilon={self.epsilon}, "
+                f"delta={self.delta}, m={self.m}, sigma2={self.sigma2}, deployable={self.deployable})")
 
     def noise_count(self, steps: np.ndarray) -> int:
         """No draws at push time: the noise is derived at release."""
@@ -111,9 +139,7 @@ class DiscreteSecureBinary(BinaryTree):
         exact = self._exact[0, cells].astype(np.int64)
         if self._noiseless:
             return exact.astype(np.float64)
-        a, b, t = self._abt
-        noise = secure_release.noise_sums(self._key, a, b, t, np.ascontiguousarray(cells), steps, self._st)
-        return (exact + noise).astype(np.float64)
+        return (exact + self._noise_sums(np.ascontiguousarray(cells), steps)).astype(np.float64)
 
     @property
     def words_consumed(self) -> int:
@@ -124,3 +150,64 @@ class DiscreteSecureBinary(BinaryTree):
     def memory_bytes(self) -> int:
         """Bytes of the exact counts and the key."""
         return self._exact.nbytes + self._key.nbytes
+
+
+class ConstantTimeDiscreteBinary(DiscreteSecureBinary):
+    """``DiscreteSecureBinary`` whose node draws take the same work whatever their value (``secure.cdt``).
+
+    Each node value is one draw of a cumulative-table sampler for N_Z(0, sigma^2) truncated to [-K, K]: one ChaCha20
+    block, a fixed 4 keystream words (``words_consumed`` grows by 4 per node) and a full branch-free scan of the K
+    table entries. A release at step s draws popcount(s) nodes per cell, so the words and iterations of every release
+    are a function of the cells' steps (the time) alone. The table (2 x 8 bytes per entry) is a public constant of
+    (sigma^2, K), recomputed on restore: reported as ``table_bytes``, not in ``memory_bytes`` (the state).
+
+    Privacy: (epsilon, delta)-DP under continual observation for m-neighbouring inputs, COMPUTATIONALLY (as
+    ``DiscreteSecureBinary``), where delta is split: sigma^2 is calibrated for ``calibration_delta`` = delta (1 -
+    2^-10), and the sampler's distance to the exact discrete Gaussian, summed over every draw the stream can make,
+    ``sampler_delta`` = (1 + e^eps) N eta <= delta 2^-10 (``secure.cdt``: eta = P(|Y| > K) + (K + 1) 2^-126 per
+    draw; N = n x horizon, at least the number of distinct nodes the n counters can release over their horizon).
+    K is the smallest table size whose tail term fits half that share. ``privacy.sampler_delta`` of the sketches and
+    GaussBM built on it shows the term; the stated delta is the total.
+    """
+
+    node_noise = "discrete_secure_ct"
+    DELTA_SHARE = 2.0**-10
+    """The share of delta given to the sampler's distance from the exact discrete Gaussian."""
+
+    @property
+    def calibration_delta(self) -> float:
+        """The delta sigma^2 is calibrated for, delta (1 - 2^-10): the rest of delta is the sampler's."""
+        return self.delta * (1 - self.DELTA_SHARE)
+
+    @property
+    def sampler_delta(self) -> float:
+        """(1 + e^eps) N eta: the constant-time sampler's addition to delta (0 without noise)."""
+        return 0.0 if self._noiseless else self._sampler_delta
+
+    @property
+    def draws_bound(self) -> int:
+        """N = n x horizon: no counter releases more distinct nodes than it has steps."""
+        return self.n * self.horizon
+
+    def _prepare_sampler(self, scaled: Fraction) -> None:
+        gaussian_params(scaled.numerator, scaled.denominator)  # the same sigma range as the exact sampler
+        sigma2 = float(scaled)
+        self.table_size = cdt.table_size(sigma2, self.draws_bound, self.epsilon, self.delta * self.DELTA_SHARE)
+        self._hi, self._lo = cdt.cdt_table(scaled.numerator, scaled.denominator, self.table_size)
+        self._sampler_delta = cdt.sampler_delta(sigma2, self.table_size, self.draws_bound, self.epsilon)
+
+    def _noise_sums(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        return secure_release.noise_sums_ct(self._key, self._hi, self._lo, cells, steps, self._st)
+
+    def _constants(self) -> dict[str, Any]:
+        extra = {} if self._noiseless else {"table_size": self.table_size, "sampler_delta": self._sampler_delta}
+        return {**super()._constants(), **extra}
+
+    @property
+    def table_bytes(self) -> int:
+        """Bytes of the sampler's table (public, recomputed from sigma^2 and K; 0 without noise)."""
+        return 0 if self._noiseless else self._hi.nbytes + self._lo.nbytes
+
+    def variance(self, steps: np.ndarray | int) -> np.ndarray:
+        """popcount(s) sigma^2 (the truncated table's variance is below the discrete Gaussian's up to K^3 2^-126)."""
+        return super().variance(steps)

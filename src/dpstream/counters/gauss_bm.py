@@ -65,7 +65,8 @@ class GaussBM(Certified, serial.Serialisable):
     @property
     def privacy(self) -> Privacy:
         """(epsilon, delta) for m-neighbouring counter arrays; computational with derived node noise."""
-        return Privacy(self.epsilon, self.delta, Relation.M_NEIGHBOURING_COUNTERS, self.counter.notion)
+        return Privacy(self.epsilon, self.delta, Relation.M_NEIGHBOURING_COUNTERS, self.counter.notion,
+                       sampler_delta=getattr(self.counter, "sampler_delta", 0.0))
 
     def __init__(
         self,
@@ -200,6 +201,7 @@ class GaussBM(Certified, serial.Serialisable):
 
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:
         self.counter._restore_scalars(scalars)
+        self.deployable = bool(getattr(self.counter, "deployable", False))  # the counter's, as written
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
         own = {} if self.counter.tracks_steps else {"steps": self._steps}  # else the counter's own steps

@@ -75,7 +75,9 @@ class LazyHH(BlockTracker):
     @property
     def privacy(self) -> Privacy:
         """(epsilon, delta~) under continual observation for replace-one neighbouring streams (``final_delta``)."""
-        return Privacy(self.epsilon, self.delta_tilde, Relation.REPLACE_ONE_ITEM, self.sketch.privacy.notion)
+        sketch = self.sketch.privacy
+        return Privacy(self.epsilon, self.delta_tilde, Relation.REPLACE_ONE_ITEM, sketch.notion,
+                       sampler_delta=sketch.sampler_delta)
 
     def _serial_args(self) -> dict[str, Any]:
         return {"k": self.k, "k_tilde": self.k_tilde, "epsilon": self.epsilon, "delta": self.delta, "beta": self.beta,

@@ -39,6 +39,8 @@ class Privacy:
     pseudorandom function, see ``dpstream.counters``); left out, it is "pure" when delta = 0, else "approximate".
     ``eps_analyst``: the analyst-privacy epsilon of the query-release game (Hsu, Roth, Ullman, "Differential privacy
     for the analyst via private equilibrium computation") under ``analysts``; None where it does not apply.
+    ``sampler_delta``: the part of ``delta`` spent on a sampler's distance from its exact noise (the constant-time
+    discrete Gaussian, ``dpstream.secure.cdt``); 0 for exact samplers.
     """
 
     epsilon: float
@@ -47,6 +49,7 @@ class Privacy:
     notion: Notion | None = None
     eps_analyst: float | None = None
     analysts: AnalystRelation | None = None
+    sampler_delta: float = 0.0
 
     def __post_init__(self) -> None:
         """Validate epsilon, delta (0 for pure DP), the relations and eps_analyst; derive the notion."""
@@ -62,6 +65,8 @@ class Privacy:
             raise ValueError(f"notion must be pure, approximate or computational, got {self.notion!r}")
         if self.notion == "pure" and self.delta != 0.0:
             raise ValueError(f"notion='pure' needs delta=0, got delta={self.delta!r}")
+        if not 0.0 <= self.sampler_delta <= self.delta:
+            raise ValueError(f"sampler_delta must be in [0, delta={self.delta!r}], got {self.sampler_delta!r}")
         if self.eps_analyst is not None:
             check_epsilon(self.eps_analyst, "eps_analyst")
             if not isinstance(self.analysts, AnalystRelation):

@@ -165,6 +165,25 @@ def _dlaplace(t: np.int64, vcap: np.int64, key: np.ndarray, nonce: np.ndarray, b
 
 
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+def _dlaplace_rational(t: np.int64, s: np.int64, vcap: np.int64, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray,
+                       st: np.ndarray) -> np.int64:
+    """Discrete Laplace of rational scale t/s, P(y) proportional to exp(-|y| s / t) (Alg. 2 in full), |y| < vcap t / s.
+
+    X = U + t V as in ``_dlaplace_magnitude`` (geometric with P(X = x) proportional to exp(-x / t)), Y = floor(X / s)
+    (then P(Y = y) is proportional to exp(-y s / t)), a fair sign, and (sign negative, Y = 0) rejected.
+    """
+    while True:
+        x = _dlaplace_magnitude(t, vcap, key, nonce, buf, st)
+        if x < 0:
+            continue
+        y = x // s
+        sign = _bits(1, key, nonce, buf, st)
+        if sign == 1 and y == 0:
+            continue
+        return y if sign == 0 else -y
+
+
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
 def _dgauss(a: np.int64, b: np.int64, t: np.int64, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray,
             st: np.ndarray) -> np.int64:
     """Discrete Gaussian N_Z(0, a/b) with t = floor(sqrt(a/b)) + 1 (Alg. 3), conditioned on |y| < V_CAP t."""
@@ -197,6 +216,18 @@ def discrete_laplace_batch(key: np.ndarray, nonces: np.ndarray, t: np.int64, vca
     for i in range(nonces.shape[0]):
         _fresh(st)
         out[i] = _dlaplace(t, vcap, key, nonces[i], buf, st)
+    return out
+
+
+@njit(cache=True)
+def discrete_laplace_rational_batch(key: np.ndarray, nonces: np.ndarray, t: np.int64, s: np.int64, vcap: np.int64,
+                                    st: np.ndarray) -> np.ndarray:
+    """One discrete Laplace (scale t/s, |x| < vcap t / s) draw per nonce row, each from its own stream; int64."""
+    out = np.empty(nonces.shape[0], dtype=np.int64)
+    buf = np.empty(16, dtype=np.uint32)
+    for i in range(nonces.shape[0]):
+        _fresh(st)
+        out[i] = _dlaplace_rational(t, s, vcap, key, nonces[i], buf, st)
     return out
 
 

@@ -286,7 +286,7 @@ class SketchCore(Certified, serial.Serialisable):
         self.kappa = kappa
         self.counter, self.node_noise, self.calibration = variant.counter, variant.node_noise, variant.calibration
         # exact discrete noise keyed from OS entropy (no seed): the only noise fit to deploy (docs/secure-noise.md)
-        secure_key = variant.node_noise == "discrete_secure" and seed is None
+        secure_key = variant.node_noise.startswith("discrete_secure") and seed is None
         self.deployable = self.certified and secure_key
         cells = counter_class(variant.counter, variant.node_noise)
         needed = memory.sketch_bytes(self._schedule.kind, np.array([self.width]), self.depth, self.horizon, "actual",
@@ -369,7 +369,8 @@ class SketchCore(Certified, serial.Serialisable):
         if not isinstance(self._state, PrivateSchedule):
             return None
         cells = self._state.counters
-        return Privacy(cells.epsilon, cells.delta, Relation.REPLACE_ONE_ITEM, cells.notion)
+        return Privacy(cells.epsilon, cells.delta, Relation.REPLACE_ONE_ITEM, cells.notion,
+                       sampler_delta=getattr(cells, "sampler_delta", 0.0))
 
     @property
     def memory_bytes(self) -> int:

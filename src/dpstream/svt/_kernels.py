@@ -71,3 +71,32 @@ def monitor_pass(counts, indptr, indices, data, w, v, cap, threshold, k, out, va
                         state[a, 0] = 0.0
             else:
                 out[r, i] = 0
+
+
+@njit(cache=True)
+def monitor_pass_int(counts, indptr, indices, w, v, cap, threshold, k, out, values):
+    """``monitor_pass`` on integers (``svt_noise="discrete_secure"``).
+
+    f_i(x) in {0, 1} (the CSR pattern holds the ones); int64 counts, noise, cap (the floor of the real cap: equal
+    decisions on integers), threshold, k and values.
+    """
+    n_runs, m = w.shape
+    n_atoms = counts.shape[0]
+    state = np.empty((n_atoms, 2), dtype=np.int64)  # [live records of the atom (0 once removed), counter]
+    for r in range(n_runs):
+        state[:, 0] = counts
+        state[:, 1] = 0
+        for i in range(m):
+            value = np.int64(0)
+            for p in range(indptr[i], indptr[i + 1]):
+                value += state[indices[p], 0]
+            values[r, i] = value
+            if value + w[r, i] + min(v[r, i], cap) >= threshold:
+                out[r, i] = 1
+                for p in range(indptr[i], indptr[i + 1]):
+                    a = indices[p]
+                    state[a, 1] += 1
+                    if state[a, 1] >= k:
+                        state[a, 0] = 0
+            else:
+                out[r, i] = 0

@@ -10,8 +10,17 @@ import numpy as np
 from dpstream import serial
 from dpstream.noise import NoiseSource, SeedLike, noise_mode
 from dpstream.privacy.statement import Certified, Privacy, Relation
+from dpstream.secure.laplace import MAX_CALLS, KeyedLaplace, laplace_grid
 from dpstream.svt import _kernels
 from dpstream.svt.calibration import MonitorCalibration, calibrate
+from dpstream.svt.discrete import (
+    CONTINUOUS,
+    DISCRETE_SECURE,
+    check_svt_noise,
+    integer_counts,
+    integer_linear,
+    integer_value,
+)
 from dpstream.svt.queries import as_linear_queries, check_counts
 from dpstream.svt.sparse import SVTRun
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
@@ -28,20 +37,48 @@ class _MonitorCore(Certified, serial.Serialisable):
     monitor keeps its noise generator only, which ``to_bytes`` / ``from_bytes`` (``dpstream.serial``) write
     with the constructor arguments (SECRET, see ``serial.Serialisable.to_bytes``): a restored monitor's next
     runs draw the same noise as the original's.
+
+    ``svt_noise="discrete_secure"``: f_i(x) in {0, 1}, integer counts and threshold (one-line errors otherwise); w
+    and v exact discrete Laplace at the calibrated scales rounded up to rationals t/s (``grids``), from a ChaCha20 key
+    (``dpstream.secure.laplace``; nonces (role w or v, run call, run, query)), the cap floor(Delta) (on integers
+    min(v, Delta) and min(v, floor(Delta)) decide alike), integer decisions; ``to_bytes`` writes the key and the
+    call count. NOT privacy-certified: Kaplan, Mansour, Stemmer's proof of Thm 3.2 treats W as discrete already
+    and shifts it by f_i(x') in {0, 1} (the same pmf ratio bound holds), but its bounds through v's tail (the
+    special-almost-tops, P(v >= Delta) = e^{-Delta/b} / 2) and Lemma 3.5's tail ratios are for the continuous Laplace;
+    the discrete tail P(v >= k) = e^{-k/b} / (1 + e^{-1/b}) is up to twice as large, so xi would have to be
+    re-derived. Until then ``certified``, ``deployable`` are False and ``privacy`` is None.
     """
 
     _args: dict[str, Any]
 
-    def __init__(self, calibration: MonitorCalibration, threshold: float, seed: SeedLike) -> None:
+    def __init__(self, calibration: MonitorCalibration, threshold: float, seed: SeedLike,
+                 svt_noise: str = CONTINUOUS) -> None:
+        self.svt_noise = check_svt_noise(svt_noise)
         if not math.isfinite(threshold):
             raise ValueError(f"threshold must be a finite number, got {threshold!r}")
         self.calibration = calibration
-        self.threshold = float(threshold)
+        self.threshold: float | int = float(threshold)
         self.k = calibration.k
         self.noise = NoiseSource(seed)
+        self._keyed: KeyedLaplace | None = None
+        self.grids: dict[str, tuple[int, int]] = {}
+        if self.svt_noise == DISCRETE_SECURE:
+            self.threshold = integer_value(threshold, "threshold")
+            self.grids = {"w": laplace_grid(calibration.w_scale), "v": laplace_grid(calibration.v_scale)}
+            self.int_cap = math.floor(calibration.cap)
+            self.paper_constants = False  # see the class docstring: no proof for discrete noise here
+            self._keyed = KeyedLaplace(seed)
+
+    @property
+    def deployable(self) -> bool:
+        """Exact discrete noise keyed from OS entropy and a certified setting (never, for now: see the docstring)."""
+        return self._keyed is not None and not self._keyed.seeded and self.certified
 
     def draw_noise(self, m: int, n_runs: int = 1) -> dict[str, np.ndarray]:
         """Draw W (R, m) at scale 10 Delta, then v (R, m) at scale b = ln(1/delta)/eps (uncapped; the kernel caps)."""
+        if self._keyed is not None:
+            call = self._keyed.next_call()
+            return {role: self._keyed.draw(role, self.grids[role], call, n_runs, 0, m) for role in ("w", "v")}
         return {
             "w": self.noise.laplace(self.calibration.w_scale, (n_runs, m)),
             "v": self.noise.laplace(self.calibration.v_scale, (n_runs, m)),
@@ -53,6 +90,8 @@ class _MonitorCore(Certified, serial.Serialisable):
         """R independent runs over linear queries on the database ``counts`` (records per atom; required)."""
         if counts is None:
             raise ValueError(f"{type(self).__name__} runs linear queries on a database: counts is required, got None")
+        if self._keyed is not None:
+            return self._run_discrete(queries, counts, n_runs, noise)
         linear = as_linear_queries(queries, type(self).__name__)
         counts = check_counts(counts, linear.n_atoms)
         n_runs = check_positive_int(n_runs, "n_runs")
@@ -65,6 +104,20 @@ class _MonitorCore(Certified, serial.Serialisable):
             self.threshold, float(self.k), out, values,
         )  # fmt: skip
         return SVTRun(out, noise, values=values)
+
+    def _run_discrete(self, queries: object, counts: np.ndarray, n_runs: int, noise: dict | None) -> SVTRun:
+        """``run`` on integers: {0, 1} queries, integer counts, discrete noise, ``_kernels.monitor_pass_int``."""
+        linear = integer_linear(queries, type(self).__name__)
+        db = integer_counts(counts, linear.n_atoms)
+        n_runs = check_positive_int(n_runs, "n_runs")
+        noise = self.draw_noise(linear.m, n_runs) if noise is None else noise
+        q = linear.matrix.copy()
+        q.eliminate_zeros()  # the kernel reads the pattern as the ones
+        out = np.empty((n_runs, linear.m), dtype=np.int8)
+        values = np.empty((n_runs, linear.m), dtype=np.int64)
+        _kernels.monitor_pass_int(db, q.indptr.astype(np.int64), q.indices.astype(np.int64), noise["w"], noise["v"],
+                                  np.int64(self.int_cap), np.int64(self.threshold), np.int64(self.k), out, values)
+        return SVTRun(out, noise, values=values, deployable=self.deployable)
 
 
     # -- serialisation hooks (``dpstream.serial``) -------------------------------------------------------------
@@ -81,10 +134,21 @@ class _MonitorCore(Certified, serial.Serialisable):
         return 0
 
     def _state_scalars(self) -> dict[str, Any]:
-        return serial.noise_state(self.noise)
+        keyed = {} if self._keyed is None else {"svt_calls": self._keyed.calls, "deployable": self.deployable}
+        return {**serial.noise_state(self.noise), **keyed}
 
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:
         serial.restore_noise(self.noise, scalars)
+        if self._keyed is not None:
+            self._keyed.calls = serial.int_in(scalars["svt_calls"], "svt_calls", 0, MAX_CALLS)
+            deployable = scalars["deployable"]
+            if not isinstance(deployable, bool) or (deployable and not self.certified):
+                raise serial.SerialError(f"deployable={deployable!r}; allowed: false, or true for a certified "
+                                         "OS-entropy keyed monitor")
+            self._keyed.seeded = not deployable  # rebuilt from OS entropy; the written key and flag replace it
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        return {} if self._keyed is None else {"key": self._keyed.key}
 
 
 class ThresholdMonitor(_MonitorCore):
@@ -106,13 +170,15 @@ class ThresholdMonitor(_MonitorCore):
         k: int,
         seed: SeedLike = None,
         kappa: float = 1.0,
+        svt_noise: str = CONTINUOUS,
     ) -> None:
         """Validate (epsilon, delta) and calibrate the noise (``calibrate``, scaled by ``kappa``)."""
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
-        super().__init__(calibrate(epsilon, delta, k, kappa), threshold, seed)
-        self.kappa, self.paper_constants = self.calibration.kappa, self.calibration.option in ("A", "B")
+        super().__init__(calibrate(epsilon, delta, k, kappa), threshold, seed, svt_noise)
+        self.kappa = self.calibration.kappa
+        self.paper_constants = self.paper_constants and self.calibration.option in ("A", "B")
         self._args = {"epsilon": epsilon, "delta": delta, "threshold": self.threshold, "k": self.k,
-                      "kappa": self.calibration.kappa}
+                      "kappa": self.calibration.kappa, "svt_noise": self.svt_noise}
 
     @property
     def privacy(self) -> Privacy | None:
@@ -134,16 +200,21 @@ class ThresholdMonitorEvolving(_MonitorCore):
     """
 
     def __init__(
-        self, *, epsilon: float, delta: float, threshold: float, k: int, seed: SeedLike = None
+        self, *, epsilon: float, delta: float, threshold: float, k: int, seed: SeedLike = None,
+        svt_noise: str = CONTINUOUS,
     ) -> None:
         """Calibrate through group privacy: calibrate(eps/2, delta/(1 + e^{eps/2}), k)."""
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         cal = calibrate(epsilon / 2.0, delta / (1.0 + math.exp(epsilon / 2.0)), k)
-        super().__init__(cal, threshold, seed)
+        super().__init__(cal, threshold, seed, svt_noise)
         self.epsilon_total, self.delta_total = epsilon, delta
-        self._args = {"epsilon": epsilon, "delta": delta, "threshold": self.threshold, "k": self.k}
+        self._args = {"epsilon": epsilon, "delta": delta, "threshold": self.threshold, "k": self.k,
+                      "svt_noise": self.svt_noise}
 
     @property
-    def privacy(self) -> Privacy:
-        """(epsilon_total, delta_total) for replace-one-user neighbours over the whole stream (Thm 4.4)."""
-        return Privacy(self.epsilon_total, self.delta_total, Relation.REPLACE_ONE_USER)
+    def privacy(self) -> Privacy | None:
+        """(epsilon_total, delta_total), replace-one-user neighbours, whole stream (Thm 4.4); None if not certified.
+
+        Not certified: ``svt_noise="discrete_secure"`` (see ``_MonitorCore``).
+        """
+        return Privacy(self.epsilon_total, self.delta_total, Relation.REPLACE_ONE_USER) if self.certified else None

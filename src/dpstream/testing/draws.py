@@ -47,3 +47,24 @@ def svt_audit(factory: Callable[..., Any], config: dict[str, Any], answers: np.n
 
     return AuditCase(sampler, np.asarray(answers, dtype=np.float64), np.asarray(answers, dtype=np.float64) + 1.0,
                      claimed_epsilon, 0.0, n_runs)
+
+
+def gauss_bm_audit(factory: Callable[..., Any], config: dict[str, Any], data_1: np.ndarray, data_2: np.ndarray,
+                   claimed_epsilon: float, delta: float, n_runs: int = 4000) -> AuditCase:
+    """A search audit of a binary-mechanism counter array on one counter's increments ``data_1`` vs ``data_2``.
+
+    One run is one counter: ``factory(**config, n=n, seed=s)`` builds n independent counters (independent node
+    noise), every counter takes the same increments, and a run's output is its releases at steps 1..T. The
+    increments differ by 1 at one step: neighbours for m >= 1 (``Relation.M_NEIGHBOURING_COUNTERS``).
+    """
+    data_1, data_2 = np.asarray(data_1, dtype=np.int64), np.asarray(data_2, dtype=np.int64)
+
+    def sampler(data: np.ndarray, n: int, seed: np.random.SeedSequence) -> np.ndarray:
+        mechanism = factory(**config, n=n, seed=seed)
+        out = np.empty((n, data.shape[0]))
+        for step, c in enumerate(data):
+            mechanism.update_all(np.full(n, c, dtype=np.int64))
+            out[:, step] = mechanism.query_all()
+        return out
+
+    return AuditCase(sampler, data_1, data_2, claimed_epsilon, delta, n_runs)

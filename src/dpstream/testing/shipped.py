@@ -29,7 +29,7 @@ from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS
 from dpstream.svt import AboveThreshold, NumericSparse, Sparse, ThresholdMonitor, ThresholdMonitorEvolving, calibrate
 from dpstream.svt.shifting import HistogramEveryStep, ShiftingHeavyHitters, SparseThenHistogram
 from dpstream.svt.sparse import GeneralisedSparse
-from dpstream.testing.draws import gauss_bm_noise, sparse_noise, svt_audit
+from dpstream.testing.draws import gauss_bm_audit, gauss_bm_noise, sparse_noise, svt_audit
 from dpstream.testing.spec import MechanismSpec, NoiseDraws, register
 
 # ---- small inputs -------------------------------------------------------------------------------------------------
@@ -136,6 +136,34 @@ SHIFT = {"m": 6, "domain_size": 1000, "beta": 0.05}
 QR = {"epsilon": 1.0, "delta": 1e-6, "n": 200}
 SKETCH = {"width": 8, "depth": 2, "epsilon": 1.0, "delta": 1e-3, "horizon": 512}
 QR_NOISE = "tests/query_release/test_query_release_mechanisms.py::"
+PMF_TEST = "tests/secure/test_secure_noise.py::test_discrete_gaussian_matches_pmf"
+STORED_TEST = "tests/counters/test_discrete_stored.py::test_release_covariance_across_times_matches_the_formula"
+TREE_AUDIT: dict[str, Any] = {"horizon": 8, "epsilon": 1.0, "delta": 1e-3, "m": 1}
+STEP_ONE = (np.arange(TREE_AUDIT["horizon"]) == 0).astype(np.int64)  # +1 at step 1: inside one node of every level
+
+
+def discrete_bm_spec(counter: str, node_noise: str, noise_test: str) -> MechanismSpec:
+    """GaussBM with exact discrete Gaussian node noise: its sensitivity case and a search audit of one counter.
+
+    The audit's neighbours: a counter's increments all 0 against +1 at step 1, claimed (1, 1e-3).
+    """
+    name = "_".join(["GaussBM", *([counter] if counter != "binary" else []), node_noise])
+    config = {"n": 4000, "horizon": 16, "epsilon": 1.0, "delta": 1e-3, "m": 1, "counter": counter,
+              "node_noise": node_noise}
+    audit = gauss_bm_audit(GaussBM, {**TREE_AUDIT, "counter": counter, "node_noise": node_noise},
+                           np.zeros_like(STEP_ONE), STEP_ONE, TREE_AUDIT["epsilon"], TREE_AUDIT["delta"])
+    return MechanismSpec(name, GaussBM, lambda: dict(config), gauss_bm_output, noise_tests=(noise_test,),
+                         sensitivity=_named(name), audit=audit)
+
+
+def discrete_sketch_spec(cls: type, **variant: str) -> MechanismSpec:
+    """A sketch with exact discrete Gaussian cell noise: its sensitivity case; its noise is the counters'."""
+    name = "_".join([cls.__name__, *variant.values()])
+    test = PMF_TEST if variant["node_noise"] == "discrete_secure" else STORED_TEST
+    return MechanismSpec(name, cls, lambda: {**SKETCH, **variant}, sketch_output, noise_tests=(test,),
+                         sensitivity=_named(name),
+                         notes={"audit": "audited through its cells' counters (the GaussBM discrete specs); the "
+                                         "sketch's hashing is covered by the sensitivity probe"})
 ALG5_NOISE = "tests/query_release/test_query_release_alg5.py::"
 
 SPECS = [
@@ -230,6 +258,12 @@ SPECS = [
                   noise=lambda mech, c: gauss_bm_noise(mech, gauss_bm_sigma(c["horizon"], c["epsilon"], c["delta"],
                                                                             c["m"]), "(gauss_bm_sigma)"),
                   sensitivity=_named("GaussBM", "GaussBM_honaker", "GaussBM_blt", "GaussBM_beyond")),
+    discrete_bm_spec("binary", "discrete_secure", PMF_TEST),
+    discrete_bm_spec("binary", "discrete_secure_stored", STORED_TEST),
+    discrete_bm_spec("honaker", "discrete_secure_stored", STORED_TEST),
+    discrete_sketch_spec(LazyCMS, node_noise="discrete_secure"),
+    discrete_sketch_spec(PunctualCS, node_noise="discrete_secure_stored"),
+    discrete_sketch_spec(LazyCS, counter="honaker", node_noise="discrete_secure_stored"),
 ]
 for _spec in SPECS:
     register(_spec)

@@ -28,9 +28,9 @@ from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.heavy_hitters.metrics import BlockPrefixCounts, evaluate_prefix, summarise_release_times, summarise_steps
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, release_times
 from dpstream.noise import children
-from dpstream.trials import build, row_columns
+from dpstream.trials import build, row_columns, timing
 
-OWN_KEYS = ("metrics_every_output",)
+OWN_KEYS = ("metrics_every_output", timing.TIMING_KEY)
 """Mechanism keys this trial reads itself; every other one is a constructor argument of the tracker."""
 TRACKERS = (LazyHH, CMSHeap, PunctualHH)
 """Trackers swept together (fig4: ``mechanism.k_tilde`` zipped with ``memory_kb`` over LazyHH and CMSHeap): a key one
@@ -89,7 +89,7 @@ def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray,
              "pr_undefined", "precision_mean_t", "recall_mean_t", "are_mean_t", "n_release_times", "steps",
              "*_steps_mean", "*_steps_min", "length", "sketch_width", "sketch_depth", "output_period",
              "memory_bytes", "seconds", "us_per_update", "gamma", "delta_tilde", "tau_final", "rows_read",
-             "rows_skipped", "deployable")
+             "rows_skipped", "deployable", *timing.COLUMNS)
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
     """One Figure 4 trial: the tracker on the fixed trace, scored at the release times (module docstring)."""
     _data_seed, mech_seed = children(seed, 2)  # fixed order (docs/harness.md); the trace is fixed
@@ -120,6 +120,7 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
         "us_per_update": seconds / stream.size * 1e6,
         "deployable": bool(getattr(tracker, "deployable", False)),  # seeded trials never are (docs/secure-noise.md)
         **read,
+        **timing.interleaved_columns(params, lambda p: make_tracker(p, stream.size, mech_seed), stream, OWN_KEYS),
     })
     for name in ("gamma", "delta_tilde"):  # LazyHH's calibration, recorded with its results
         if hasattr(tracker, name):

@@ -4,7 +4,8 @@ Builds the stream (data seed) and the sketch (mechanism seed) and feeds the stre
 at the release times (``dpstream.metrics.release_times``, T the last). At each release time t it
 queries the top-15 items of the prefix x_1..x_t and takes their ARE against the exact prefix counts:
 ``are_top15`` is the ARE at T (the paper's metric), ``are_top15_mean_t`` / ``are_top15_max_t`` its
-mean / max over the release times (continual observation). Only the ``extend`` calls are timed.
+mean / max over the release times (continual observation). Only the ``extend`` calls are timed; with a timing
+spec the row also gets interleaved A/B ratios against a reference configuration (``dpstream.trials.timing``).
 A file source (``data=caida``, ``data=items``) adds the rows it read and skipped (``rows_read``, ``rows_skipped``).
 """
 
@@ -20,15 +21,16 @@ from dpstream.data.stream import load_stream
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, average_relative_error, prefix_top_k, release_times
 from dpstream.noise import children
 from dpstream.sketches.core import SketchCore
-from dpstream.trials import build, row_columns
+from dpstream.trials import build, row_columns, timing
 
 TOP_K = 15
 
 
-OWN_KEYS = ("memory_model",)
+OWN_KEYS = ("memory_model", timing.TIMING_KEY)
 """Mechanism keys this trial reads itself: the memory model that turns ``memory_kb`` into a width (default the
-paper's). Every other mechanism key is a constructor argument of the sketch (``build.factory``), e.g. its variant
-``counter / node_noise / calibration / hash_family`` (``sketches.core.Variant``)."""
+paper's) and the interleaved timing spec (``dpstream.trials.timing``). Every other mechanism key is a constructor
+argument of the sketch (``build.factory``), e.g. its variant ``counter / node_noise / calibration / hash_family``
+(``sketches.core.Variant``)."""
 
 
 def make_sketch(params: dict[str, Any], horizon: int, seed: np.random.SeedSequence) -> Any:
@@ -54,7 +56,7 @@ def _warm_up(cls: type) -> None:
 
 @row_columns("sketch_width", "sketch_depth", "length", "memory_bytes", "are_top15", "are_top15_mean_t",
              "are_top15_max_t", "n_release_times", "seconds", "updates_per_s", "rows_read", "rows_skipped",
-             "deployable")
+             "deployable", *timing.COLUMNS)
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
     """One Figure 3 trial: the sketch on the data seed's stream, ARE of the top-15 at the release times."""
     data_seed, mech_seed = children(seed, 2)
@@ -82,4 +84,5 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
         "updates_per_s": len(stream) / seconds if seconds > 0 else float("inf"),
         "deployable": bool(getattr(sketch, "deployable", False)),  # seeded trials never are (docs/secure-noise.md)
         **read,
+        **timing.interleaved_columns(params, lambda p: make_sketch(p, len(stream), mech_seed), stream, OWN_KEYS),
     }

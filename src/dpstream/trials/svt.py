@@ -30,6 +30,7 @@ from dpstream.svt.atoms import (
     sparse_critical_margin,
 )
 from dpstream.svt.calibration import calibrate, option_parameters
+from dpstream.svt.discrete import DISCRETE_SECURE
 from dpstream.svt.shifting import heavy_rows
 from dpstream.trials import build, row_columns
 
@@ -85,8 +86,10 @@ def _monitor(make: partial, params: dict[str, Any], design: AtomsDesign, n: int,
     tm = build.call(make, epsilon=params["epsilon"], delta=params["delta"], threshold=design.threshold, k=k, seed=seed)
     noise = tm.draw_noise(design.m, n)
     res = tm.run(design.queries, design.counts, n_runs=n, noise=noise)
-    crit = monitor_critical_margin(design, noise["w"], noise["v"], tm.calibration.cap, k)
-    info = {"k": k, "tm_option": tm.calibration.option, "noise_w_scale": tm.calibration.w_scale}
+    cap = tm.int_cap if tm.svt_noise == DISCRETE_SECURE else tm.calibration.cap  # the cap the decisions used
+    crit = monitor_critical_margin(design, noise["w"], noise["v"], cap, k)
+    info = {"k": k, "tm_option": tm.calibration.option, "noise_w_scale": tm.calibration.w_scale,
+            "certified": tm.certified}
     return res, res.values, crit, info
 
 
@@ -113,7 +116,8 @@ def _sparse(make: partial, params: dict[str, Any], design: AtomsDesign, n: int, 
         res = sv.run(design.queries, design.counts, n_runs=n)
         crit = np.full(n, np.inf)
     values = np.broadcast_to(design.queries.answers(design.counts), res.outcomes.shape)
-    return res, values, crit, {"cutoff": cutoff, "composition": comp, "noise_threshold_scale": sv.threshold_scale}
+    return res, values, crit, {"cutoff": cutoff, "composition": comp, "noise_threshold_scale": sv.threshold_scale,
+                               "certified": sv.certified}
 
 
 RUNNERS: dict[type, Callable] = {ThresholdMonitor: _monitor, Sparse: _sparse, AboveThreshold: _sparse}
@@ -189,6 +193,8 @@ def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     m_guess = c + data["n_near"] + data["n_far"]
     kappa = _kappa(mech)
     margin = kappa * data["margin_factor"] * T.alpha_monitor_total(eps, delta, k_star, m_guess, beta)
+    if mech.get("svt_noise") == DISCRETE_SECURE:  # integer design: threshold 2 margin, counts threshold +- margin
+        margin = float(math.ceil(margin))
     margin_fixed = kappa * T.alpha_monitor_total(eps, delta, 1, m_guess, beta)  # the same for every k*
     design = build.factory(data, DESIGN_OWN)(c=c, k_star=k_star, threshold=2.0 * margin, margin=margin,
                                              rng=np.random.default_rng(data_seed))
@@ -232,7 +238,7 @@ def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
         "violations_Si": float(np.concatenate(viol_si).mean()),
         **info,
         "kappa": kappa,
-        "certified": kappa == 1.0,  # kappa < 1: noise below the calibration, NOT privacy-certified
+        "certified": bool(info["certified"]),  # kappa < 1 or a setting without a proof: NOT privacy-certified
         "seconds": time.perf_counter() - started,
     }
 

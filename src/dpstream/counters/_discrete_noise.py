@@ -1,0 +1,103 @@
+"""Calibration, key and flags shared by the counters with exact discrete Gaussian node noise (``dpstream.secure``).
+
+Canonne, Kamath, Steinke, "The Discrete Gaussian for Differential Privacy" (2020): sigma^2 from
+``secure.privacy.discrete_gaussian_sigma2`` for the tree's squared L2 sensitivity h m (a rational rounded up; the
+counter's ``calibration`` is ignored, the discrete Gaussian has its own bound). The 256-bit ChaCha20 key comes from
+``secrets.token_bytes`` when no seed is given (``deployable``) and from the seed otherwise (certified when calibrated,
+NOT deployable: whoever knows the seed knows the noise). The key is never in ``repr`` or results; ``to_bytes`` state
+files hold it and are SECRET.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dpstream import serial
+from dpstream.counters.base import Counter
+from dpstream.noise import SeedLike, as_seed_sequence
+from dpstream.privacy.statement import Notion
+from dpstream.secure.chacha import KEY_BYTES, MAX_CELLS, key_words
+from dpstream.secure.privacy import discrete_gaussian_sigma2
+from dpstream.secure.samplers import gaussian_params, new_state
+
+
+class DiscreteFlags(Counter):
+    """Base of every counter with exact discrete Gaussian node noise from a keyed generator (put it first).
+
+    The guarantee is computational; ``deployable`` (keyed from OS entropy and certified) is written by ``to_bytes``
+    and kept by ``from_bytes``, so a restored seeded counter stays not deployable (its rebuild draws a fresh key
+    before the written one replaces it).
+    """
+
+    notion: ClassVar[Notion] = "computational"
+    deployable: bool
+
+    def _state_scalars(self) -> dict[str, Any]:
+        return {**super()._state_scalars(), "deployable": self.deployable}
+
+    def _restore_scalars(self, scalars: dict[str, Any]) -> None:
+        """As ``Counter``, then the written ``deployable``: a seeded counter stays not deployable when restored."""
+        super()._restore_scalars(scalars)
+        deployable = scalars.get("deployable")
+        if not isinstance(deployable, bool) or (deployable and not self.deployable):
+            raise serial.SerialError(f"deployable={deployable!r}; allowed: false, or true for OS-entropy keyed noise")
+        self.deployable = deployable
+
+
+class DiscreteNoise(DiscreteFlags):
+    """Base of the counters whose node noise is N_Z(0, sigma^2) drawn by ``secure.samplers`` (put it first).
+
+    ``_discrete_setup`` (called from the counter's ``_allocate``) sets ``sigma2`` (Fraction), ``sigma``, the
+    sampler's integer parameters, ``deployable``, the key ``_key`` (8 uint32) and the sampler state ``_st``, as
+    ``DiscreteSecureBinary`` does for its derived nodes.
+    """
+
+    def __init__(self, *, seed: SeedLike = None, **kwargs: Any) -> None:
+        """As ``Counter``; the key from OS entropy when ``seed`` is None, else from the seed (not deployable)."""
+        self._seeded = seed is not None
+        self._seed = seed
+        super().__init__(seed=seed, **kwargs)
+
+    def _discrete_setup(self) -> None:
+        if self._noise.mode == "secure":
+            raise ValueError(f"noise=secure is not available with node_noise={self.node_noise!r} (it has its own "
+                             "exact sampler); allowed: noise=numpy")
+        if self.n > MAX_CELLS:
+            raise ValueError(f"node_noise={self.node_noise!r} takes at most 2^32 counters, got n={self.n}")
+        multiplier = self._noise_scale / self.sigma
+        self.sigma2 = discrete_gaussian_sigma2(self.levels * self.m, self.epsilon, self.delta)
+        scaled = self.sigma2
+        if multiplier != 1.0:  # NOT certified (``Counter``): sigma^2 times multiplier^2, rounded up on the same grid
+            b = self.sigma2.denominator
+            scaled = Fraction(math.ceil(self.sigma2 * Fraction(multiplier) ** 2 * b), b)
+        self._noiseless = scaled == 0
+        if not self._noiseless:
+            self._abt = np.array(gaussian_params(scaled.numerator, scaled.denominator), dtype=np.int64)
+        self.sigma = math.sqrt(self.sigma2)
+        self._noise_scale = math.sqrt(scaled)
+        self.deployable = not self._seeded and self.certified
+        if self._seeded:
+            # words 8..15 of the seed's state stream: past the 8 that numpy's PCG64 takes from the same seed
+            raw = as_seed_sequence(self._seed).generate_state(16, np.uint32)[8:]
+            self._key = np.ascontiguousarray(raw, dtype=np.uint32)
+        else:
+            self._key = key_words(secrets.token_bytes(KEY_BYTES))
+        self._st = new_state()
+
+    def __repr__(self) -> str:
+        """Dimensions and calibration, never the key."""
+        return (f"{type(self).__name__}(n={self.n}, horizon={self.horizon}, epsilon={self.epsilon}, "
+                f"delta={self.delta}, m={self.m}, sigma2={self.sigma2}, deployable={self.deployable})")
+
+    @property
+    def words_consumed(self) -> int:
+        """32-bit generator words drawn so far (all draws)."""
+        return int(self._st[4])
+
+    def _constants(self) -> dict[str, Any]:
+        return {"sigma": self.sigma, "sigma2": str(self.sigma2)}

@@ -1,0 +1,191 @@
+"""Timing levels of the discrete secure noise (docs/secure-noise.md).
+
+Level 2, the constant-time discrete Gaussian (``secure.cdt``, ``node_noise="discrete_secure_ct"``): its distribution,
+fixed work per draw and per release, the delta it costs, and no float on its decision path. Level 1, block drawing
+of the exact rejection sampler (``release.block_noise_sums``): the same values, the same work at every step of a block.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numba
+import numpy as np
+import pytest
+from test_secure_noise import FLOAT_TOKENS, N_DRAWS, _chi_square_p, _nonces
+
+from dpstream.counters import counter_class
+from dpstream.counters.gauss_bm import GaussBM
+from dpstream.secure import cdt, chacha, release, samplers
+from dpstream.secure.privacy import discrete_gaussian_sigma2
+from dpstream.sketches import LazyCMS, PunctualCMS
+
+
+def _table(a: int, b: int) -> tuple[np.ndarray, np.ndarray, int]:
+    # a table whose distance from exact over 10^6 draws is below 1e-20: undetectable by the chi-square test
+    k = cdt.table_size(a / b, N_DRAWS, 1.0, 1e-12)
+    hi, lo = cdt.cdt_table(a, b, k)
+    return hi, lo, k
+
+
+@pytest.mark.parametrize(("a", "b"), [(1, 1), (5, 2), (10, 1), (1000, 3)])
+def test_constant_time_sampler_matches_pmf(a: int, b: int) -> None:
+    # fixed key and nonces; fails only when p < 1e-6 (the brief's level) for a correct sampler
+    hi, lo, k = _table(a, b)
+    key = chacha.key_words(bytes(range(50, 82)))
+    st = samplers.new_state()
+    draws = cdt.discrete_gaussian_ct_batch(key, _nonces(N_DRAWS, 1000 + a), hi, lo, st)
+    assert st[4] == cdt.CT_WORDS * N_DRAWS  # a fixed 4 words per draw, whatever the values
+    assert np.abs(draws).max() <= k
+    support = np.arange(-k, k + 1)
+    assert _chi_square_p(draws, -support.astype(float) ** 2 * b / (2 * a), support) > 1e-6
+
+
+@pytest.mark.parametrize(("a", "b"), [(1, 1), (5, 2), (1000, 3)])
+def test_table_is_the_floor_of_the_cumulative_pmf(a: int, b: int) -> None:
+    # an independent 60-digit evaluation (mpmath); the table's entries are within 1 unit of floor(C_j 2^127)
+    hi, lo, k = _table(a, b)
+    table = [(int(h) << 64) | int(x) for h, x in zip(hi, lo, strict=True)]
+    with mpmath.workdps(60):
+        s2 = mpmath.mpf(a) / b
+        last = k + int(20 * math.sqrt(a / b)) + 20
+        terms = [mpmath.exp(-mpmath.mpf(y) ** 2 / (2 * s2)) for y in range(last + 1)]
+        z = terms[0] + 2 * mpmath.fsum(terms[1:])
+        cumulative = [terms[0] + 2 * mpmath.fsum(terms[1:j + 1]) for j in range(k)]
+        exact = [int(mpmath.floor(c / z * mpmath.mpf(2) ** 127)) for c in cumulative]
+    assert all(abs(t - e) <= 1 for t, e in zip(table, exact, strict=True))
+    assert all(x < y for x, y in zip(table, table[1:], strict=False))  # strictly increasing: every value reachable
+
+
+def test_table_size_is_the_smallest_that_fits_the_share() -> None:
+    sigma2, draws, epsilon, budget = 1355.02, 2982 * 1055, 1.0, 1e-6 / 1024
+    k = cdt.table_size(sigma2, draws, epsilon, budget)
+    scale = (1 + math.e) * draws
+    assert scale * cdt.tail_bound(sigma2, k) <= budget / 2 < scale * cdt.tail_bound(sigma2, k - 1)
+    assert cdt.sampler_delta(sigma2, k, draws, epsilon) <= budget
+    with pytest.raises(ValueError, match="no constant-time table") as info:
+        cdt.table_size(sigma2, draws, epsilon, 1e-300)
+    assert "\n" not in str(info.value)
+
+
+def test_tail_bound_bounds_the_tail() -> None:
+    for sigma2, k in [(1.0, 3), (2.5, 6), (100.0, 35)]:
+        with mpmath.workdps(40):
+            ys = range(0, k + int(40 * math.sqrt(sigma2)) + 40)
+            w = [mpmath.exp(-mpmath.mpf(y) ** 2 / (2 * sigma2)) for y in ys]
+            tail = 2 * mpmath.fsum(w[k + 1:]) / (w[0] + 2 * mpmath.fsum(w[1:]))
+        assert tail <= cdt.tail_bound(sigma2, k)
+
+
+def test_counter_splits_delta_and_states_the_sampler_term() -> None:
+    cls = counter_class("binary", "discrete_secure_ct")
+    counter = cls(n=300, horizon=4096, epsilon=1.0, delta=1e-6, m=6, seed=1)
+    share = cls.DELTA_SHARE * 1e-6
+    assert counter.sigma2 == discrete_gaussian_sigma2(counter.levels * 6, 1.0, 1e-6 * (1 - cls.DELTA_SHARE))
+    assert 0 < counter.sampler_delta <= share
+    assert counter.sampler_delta == cdt.sampler_delta(float(counter.sigma2), counter.table_size, 300 * 4096, 1.0)
+    bm = GaussBM(n=300, horizon=4096, epsilon=1.0, delta=1e-6, m=6, seed=1, node_noise="discrete_secure_ct")
+    assert bm.privacy.sampler_delta == bm.counter.sampler_delta and bm.privacy.delta == 1e-6
+    exact = GaussBM(n=300, horizon=4096, epsilon=1.0, delta=1e-6, m=6, seed=1, node_noise="discrete_secure")
+    assert exact.privacy.sampler_delta == 0.0
+
+
+def _lazy_words(t: int, width: int, depth: int) -> int:
+    """4 words per node: popcount of each cell's step floor(t / w) + (j < t mod w), over every cell."""
+    steps = t // width + (np.arange(width) < t % width)
+    return cdt.CT_WORDS * depth * sum(int(s).bit_count() for s in steps)
+
+
+@pytest.mark.parametrize("cls", [LazyCMS, PunctualCMS])
+def test_words_before_each_release_depend_only_on_time_width_depth(cls) -> None:
+    # two sketches, different data and keys (one seeded, one from OS entropy): the same words at every release,
+    # and the formula's count
+    width, depth, horizon = 13, 3, 1500
+    kw = {"width": width, "depth": depth, "epsilon": 1.0, "delta": 1e-6, "horizon": horizon,
+          "node_noise": "discrete_secure_ct"}
+    sketches = [cls(**kw, seed=4), cls(**kw)]
+    streams = [np.zeros(horizon, dtype=np.int64), np.random.default_rng(9).integers(0, 10**6, horizon)]
+    sequences = []
+    for sketch, items in zip(sketches, streams, strict=True):
+        words, t = [], 0
+        for end in [1, 2, 7, 100, 101, 640, 1023, 1024, 1500]:
+            sketch.extend(items[t:end])
+            t = end
+            before = sketch._state.counters.words_consumed
+            sketch.query_many(np.arange(5))
+            words.append(sketch._state.counters.words_consumed - before)
+        sequences.append(words)
+    assert sequences[0] == sequences[1]
+    ends = [1, 2, 7, 100, 101, 640, 1023, 1024, 1500]
+    if cls is LazyCMS:
+        expected = [_lazy_words(t, width, depth) for t in ends]
+    else:  # every cell is at step t
+        expected = [cdt.CT_WORDS * width * depth * t.bit_count() for t in ends]
+    assert sequences[0] == expected
+
+
+def test_constant_time_sketch_releases_integers_and_flags() -> None:
+    seeded = LazyCMS(width=32, depth=3, epsilon=1.0, delta=1e-6, horizon=4096, seed=2, node_noise="discrete_secure_ct")
+    seeded.extend(np.arange(3000) % 40)
+    est = seeded.query_many(np.arange(40))
+    assert np.array_equal(est, np.round(est)) and seeded.certified and not seeded.deployable
+    private = LazyCMS(width=32, depth=3, epsilon=1.0, delta=1e-6, horizon=4096, node_noise="discrete_secure_ct")
+    assert private.deployable and 0 < private.privacy.sampler_delta <= 1e-6 / 1024
+
+
+def test_blt_refuses_constant_time_in_one_line() -> None:
+    with pytest.raises(ValueError, match="discrete_secure_ct") as info:
+        counter_class("blt", "discrete_secure_ct")
+    assert "\n" not in str(info.value)
+
+
+def test_no_float_on_the_constant_time_and_block_decision_paths() -> None:
+    # as test_secure_noise.test_no_float_on_the_decision_path, for the table sampler and both new release loops
+    key, nonce = np.zeros(8, np.uint32), np.zeros(3, np.uint32)
+    buf, st = np.zeros(16, np.uint32), samplers.new_state()
+    hi, lo = cdt.cdt_table(10, 1, 30)
+    calls = [
+        (cdt._dgauss_ct, (hi, lo, key, nonce, buf, st)),
+        (cdt.discrete_gaussian_ct_batch, (key, np.zeros((2, 3), np.uint32), hi, lo, st)),
+        (release.noise_sums_ct, (key, hi, lo, np.arange(3), np.array([5, 6, 7]), st)),
+        (release.block_noise_sums, (key, np.int64(10), np.int64(1), np.int64(4), np.int64(2), np.arange(3),
+                                    np.array([5, 6, 7]), st)),
+    ]
+    for fn, args in calls:
+        fresh = numba.njit(fn.py_func)
+        fresh(*args)
+        for ir in fresh.inspect_llvm().values():
+            found = [tok for tok in FLOAT_TOKENS if tok in ir]
+            assert not found, f"{fn.py_func.__name__}: {found}"
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3])
+def test_block_release_has_the_same_values_and_the_same_work_across_its_block(k: int) -> None:
+    # level 1: the nodes are derived from the key, so drawing the whole block changes no value; the words a release
+    # consumes (the rejection sampler's work) are the same at every step of a block of 2^k steps
+    a, b, t = samplers.gaussian_params(2791, 1)
+    key = chacha.key_words(bytes(range(32)))
+    cells, steps = np.repeat(np.arange(20), 70), np.tile(np.arange(1, 71), 20)
+    reference = release.noise_sums(key, a, b, t, cells, steps, samplers.new_state())
+    assert np.array_equal(release.block_noise_sums(key, a, b, t, k, cells, steps, samplers.new_state()), reference)
+    words = {}
+    for s in range(1, 71):
+        st = samplers.new_state()
+        release.block_noise_sums(key, a, b, t, k, np.array([7]), np.array([s]), st)
+        words.setdefault(s >> k, set()).add(int(st[4]))
+    assert all(len(w) == 1 for w in words.values())
+    if k == 0:  # without blocks the work varies from step to step (the leak level 1 closes)
+        assert len({next(iter(w)) for w in words.values()}) > 1
+
+
+def test_discrete_secure_counter_draws_in_blocks() -> None:
+    cls = counter_class("binary", "discrete_secure")
+    counter = cls(n=4, horizon=1000, epsilon=1.0, delta=1e-6, m=6, seed=3)
+    k = cls.block_levels
+    assert k >= 1
+    before = counter.words_consumed
+    counter.release(np.arange(4), np.full(4, 2 << k))
+    first = counter.words_consumed - before
+    counter.release(np.arange(4), np.full(4, (2 << k) + (1 << k) - 1))  # the last step of the same block
+    assert counter.words_consumed - before == 2 * first
