@@ -15,7 +15,7 @@ Gaussian (an attempt with V >= V_CAP is rejected), so |Y| < V_CAP t and the acce
 (|Y| t b - a)^2 / (2 a b t^2) has numerator < (V_CAP t^2 b)^2 <= 2^62. Hence the condition
 ``V_CAP * t^2 * b <= 2^31`` (``check_gaussian``). The output is then EXACTLY the discrete Gaussian conditioned on
 |Y| < V_CAP t (rejection preserves the shape of the target on the accepted set): its total variation distance to the
-untruncated one is P(|Y| >= 64 sigma) < 2 exp(-2048), below any delta (``privacy`` adds it nonetheless).
+untruncated one is P(|Y| >= 64 sigma) < 2 exp(-2048), below any delta (stated in ``privacy``, not added).
 
 The internal functions are compiled without numba's reference counting (``_nrt=False``: they never allocate), which
 removes an atomic increment / decrement of every array argument at every call (most of the cost otherwise). The
