@@ -29,10 +29,11 @@ class DiscreteSecureBinary(DiscreteFlags, BinaryTree):
 
     Privacy: (epsilon, delta)-DP under continual observation for m-neighbouring inputs (at most m counters change,
     each by at most 1 at one step), COMPUTATIONALLY (ChaCha20 as a pseudorandom function): the node sums have integer
-    L2 sensitivity sqrt(h m), and independent discrete Gaussian noise on them is rho-zCDP with rho = h m / (2
-    sigma^2), converted to (epsilon, delta) by Canonne, Kamath, Steinke (Cor. 13) in
-    ``secure.privacy.discrete_gaussian_sigma2``, which gives sigma^2 as a rational rounded up (``calibration`` is
-    ignored: the discrete Gaussian has its own bound). Every release is an integer.
+    L2 sensitivity sqrt(h m), and independent discrete Gaussian noise on them has the delta bound of
+    ``secure.privacy.discrete_gaussian_delta`` (the exact Gaussian curve at sigma^2 - s^2 plus a total-variation
+    term, or Canonne-Kamath-Steinke's zCDP conversion when smaller); ``secure.privacy.discrete_gaussian_sigma2``
+    gives sigma^2 as a rational rounded up (``calibration`` is ignored: the discrete Gaussian has its own bound).
+    Every release is an integer.
 
     Key: ``seed=None`` takes 32 bytes from ``secrets.token_bytes`` (``deployable``); a seed derives it
     reproducibly from the seed (certified when calibrated, NOT deployable: whoever knows the seed knows the noise).

@@ -15,10 +15,12 @@ Gaussian (an attempt with V >= V_CAP is rejected), so |Y| < V_CAP t and the acce
 (|Y| t b - a)^2 / (2 a b t^2) has numerator < (V_CAP t^2 b)^2 <= 2^62. Hence the condition
 ``V_CAP * t^2 * b <= 2^31`` (``check_gaussian``). The output is then EXACTLY the discrete Gaussian conditioned on
 |Y| < V_CAP t (rejection preserves the shape of the target on the accepted set): its total variation distance to the
-untruncated one is P(|Y| >= 64 sigma) < 2 exp(-2048), below any delta (``privacy`` adds it nonetheless).
+untruncated one is P(|Y| >= 64 sigma) < 2 exp(-2048), below any delta (stated in ``privacy``, not added).
 
 The internal functions are compiled without numba's reference counting (``_nrt=False``: they never allocate), which
-removes an atomic increment / decrement of every array argument at every call (most of the cost otherwise).
+removes an atomic increment / decrement of every array argument at every call (most of the cost otherwise). The
+per-word helpers (``_word``, ``_bits``, ``_bit_length``, ``_uniform_below``) are inlined into their callers; the
+ChaCha20 block stays out of line (``_refill``), which keeps the compile time at a few seconds.
 
 ``st`` (int64[5]): next block counter, word position in ``buf`` (16 = empty), bit reservoir, bits in it, words
 consumed so far (for the timing tests).
@@ -49,19 +51,25 @@ def _fresh(st: np.ndarray) -> None:
 
 
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+def _refill(key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray) -> None:
+    """The next keystream block into ``buf``; the word position back to 0."""
+    chacha20_block(key, np.uint32(st[0]), nonce, buf)
+    st[0] += 1
+    st[1] = 0
+
+
+@njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]  # numba option: no refcount
 def _word(key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray) -> np.int64:
-    """The next 32-bit keystream word."""
+    """The next 32-bit keystream word (inlined; the block itself is computed out of line, in ``_refill``)."""
     if st[1] >= 16:
-        chacha20_block(key, np.uint32(st[0]), nonce, buf)
-        st[0] += 1
-        st[1] = 0
+        _refill(key, nonce, buf, st)
     w = np.int64(buf[st[1]])
     st[1] += 1
     st[4] += 1
     return w
 
 
-@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+@njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]  # numba option: no refcount
 def _bits(k: int, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray) -> np.int64:
     """Return k <= 32 fresh random bits as an integer in [0, 2^k).
 
@@ -76,16 +84,20 @@ def _bits(k: int, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.nd
     return r
 
 
-@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+@njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]  # numba option: no refcount
 def _bit_length(n: np.int64) -> int:
-    """Number of bits of n >= 0."""
+    """Number of bits of 0 <= n < 2^63: a binary search over shifts of 32, 16, ..., 1 (six steps, integers only)."""
     k = 0
-    while n >> k:
-        k += 1
-    return k
+    step = 32
+    while step:
+        if n >> step:
+            n >>= step
+            k += step
+        step >>= 1
+    return k + (1 if n else 0)
 
 
-@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+@njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]  # numba option: no refcount
 def _uniform_below(n: np.int64, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray) -> np.int64:
     """Uniform integer in [0, n), n in [1, 2^62]: ceil(log2 n) bits, rejected when >= n (accepts w.p. > 1/2)."""
     k = _bit_length(n - 1)
