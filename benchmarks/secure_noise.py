@@ -203,9 +203,11 @@ def _mean_are(sketch: LazyCMS, items: np.ndarray) -> float:
 
 
 def accuracy(length: int, trials: int, calibration: str, first_trial: int = 0) -> dict:
-    """Paired per-trial ratio ARE(discrete secure) / ARE(Philox derived, ``calibration``) over trials
-    ``first_trial`` .. ``first_trial + trials - 1``: geometric mean and 95% t interval on the log scale (the target's
-    test), the mean of ratios and its t interval beside it."""
+    """Paired per-trial ratio ARE(discrete secure) / ARE(Philox derived, ``calibration``).
+
+    Over trials ``first_trial`` .. ``first_trial + trials - 1``: the geometric mean and its 95% t interval on the log
+    scale (the target's test), the mean of ratios and its t interval beside it.
+    """
     ratios = []
     for trial in range(first_trial, first_trial + trials):
         items = _stream(length, 100 + trial)
