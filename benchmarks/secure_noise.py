@@ -227,7 +227,7 @@ def accuracy(length: int, trials: int, calibration: str, first_trial: int = 0) -
            "mean_low": float(r.mean() - half), "mean_high": float(r.mean() + half),
            "log_ratio_sd": float(logs.std(ddof=1)), "target": "[0.9, 1.1]", "met": bool(low >= 0.9 and high <= 1.1)}
     print(f"{row['name']}: mean of ratios {r.mean():.3f} [{r.mean() - half:.3f}, {r.mean() + half:.3f}], geometric "
-          f"mean {row['geometric_mean']:.3f} [{low:.3f}, {high:.3f}], sd(log) {row['log_ratio_sd']:.3f} over "
+          f"mean {row['ratio']:.3f} [{low:.3f}, {high:.3f}], sd(log) {row['log_ratio_sd']:.3f} over "
           f"{trials} trials at T = {length}: met {row['met']}")
     return row
 

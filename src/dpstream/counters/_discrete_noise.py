@@ -52,9 +52,9 @@ class DiscreteFlags(Counter):
 class DiscreteNoise(DiscreteFlags):
     """Base of the counters whose node noise is N_Z(0, sigma^2) drawn by ``secure.samplers`` (put it first).
 
-    ``_discrete_setup`` (called from the counter's ``_allocate``) sets ``sigma2`` (Fraction), ``sigma``, the
-    sampler's integer parameters, ``deployable``, the key ``_key`` (8 uint32) and the sampler state ``_st``, as
-    ``DiscreteSecureBinary`` does for its derived nodes.
+    ``_discrete_setup`` (called from the counter's ``_allocate``) sets ``sigma2`` (Fraction, calibrated for
+    ``calibration_delta``), ``sigma``, the sampler's parameters (``_prepare_sampler``), ``deployable``, the key
+    ``_key`` (8 uint32) and the sampler state ``_st``.
     """
 
     def __init__(self, *, seed: SeedLike = None, **kwargs: Any) -> None:
@@ -70,14 +70,14 @@ class DiscreteNoise(DiscreteFlags):
         if self.n > MAX_CELLS:
             raise ValueError(f"node_noise={self.node_noise!r} takes at most 2^32 counters, got n={self.n}")
         multiplier = self._noise_scale / self.sigma
-        self.sigma2 = discrete_gaussian_sigma2(self.levels * self.m, self.epsilon, self.delta)
+        self.sigma2 = discrete_gaussian_sigma2(self.levels * self.m, self.epsilon, self.calibration_delta)
         scaled = self.sigma2
         if multiplier != 1.0:  # NOT certified (``Counter``): sigma^2 times multiplier^2, rounded up on the same grid
             b = self.sigma2.denominator
             scaled = Fraction(math.ceil(self.sigma2 * Fraction(multiplier) ** 2 * b), b)
         self._noiseless = scaled == 0
         if not self._noiseless:
-            self._abt = np.array(gaussian_params(scaled.numerator, scaled.denominator), dtype=np.int64)
+            self._prepare_sampler(scaled)
         self.sigma = math.sqrt(self.sigma2)
         self._noise_scale = math.sqrt(scaled)
         self.deployable = not self._seeded and self.certified
@@ -88,6 +88,20 @@ class DiscreteNoise(DiscreteFlags):
         else:
             self._key = key_words(secrets.token_bytes(KEY_BYTES))
         self._st = new_state()
+
+    @property
+    def calibration_delta(self) -> float:
+        """The delta sigma^2 is calibrated for: all of ``delta`` (the exact sampler adds nothing)."""
+        return self.delta
+
+    @property
+    def sampler_delta(self) -> float:
+        """What the sampler adds to delta: 0 (exact up to the 2 exp(-2048) truncation ``secure.privacy`` states)."""
+        return 0.0
+
+    def _prepare_sampler(self, scaled: Fraction) -> None:
+        """Parameters of the rejection sampler for N_Z(0, scaled) (range-checked)."""
+        self._abt = np.array(gaussian_params(scaled.numerator, scaled.denominator), dtype=np.int64)
 
     def __repr__(self) -> str:
         """Dimensions and calibration, never the key."""

@@ -6,25 +6,21 @@ Canonne, Kamath, Steinke, "The Discrete Gaussian for Differential Privacy" (2020
 
 from __future__ import annotations
 
-import math
-import secrets
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from dpstream.counters import _kernels as kernels
-from dpstream.counters._discrete_noise import DiscreteFlags
+from dpstream.counters._discrete_noise import DiscreteNoise
 from dpstream.counters.binary import BinaryTree, DerivedState
-from dpstream.noise import SeedLike, as_seed_sequence
 from dpstream.secure import cdt
 from dpstream.secure import release as secure_release
-from dpstream.secure.chacha import KEY_BYTES, MAX_CELLS, key_words
-from dpstream.secure.privacy import discrete_gaussian_sigma2
-from dpstream.secure.samplers import gaussian_params, new_state
+from dpstream.secure.chacha import KEY_BYTES
+from dpstream.secure.samplers import gaussian_params
 
 
-class DiscreteSecureBinary(DiscreteFlags, BinaryTree):
+class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
     """Binary tree, node noise N_Z(0, sigma^2) derived from (key, cell, level, node index) by ChaCha20.
 
     Privacy: (epsilon, delta)-DP under continual observation for m-neighbouring inputs (at most m counters change,
@@ -56,67 +52,19 @@ class DiscreteSecureBinary(DiscreteFlags, BinaryTree):
     block_levels = 1
     """Timing level 1: a release draws every node of its block of 2^k steps (``release.block_noise_sums``)."""
 
-    def __init__(self, *, seed: SeedLike = None, **kwargs: Any) -> None:
-        """As ``Counter``; the key from OS entropy when ``seed`` is None, else from the seed (not deployable)."""
-        self._seeded = seed is not None
-        self._seed = seed
-        super().__init__(seed=seed, **kwargs)
-
     @classmethod
     def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
         """The exact count alone (the key is ``fixed_bytes``)."""
         return count_bytes
 
     def _allocate(self) -> None:
-        if self._noise.mode == "secure":
-            raise ValueError("noise=secure is not available with node_noise='discrete_secure' (it has its own exact "
-                             "sampler); allowed: noise=numpy")
-        if self.n > MAX_CELLS:
-            raise ValueError(f"node_noise='discrete_secure' takes at most 2^32 counters, got n={self.n}")
-        multiplier = self._noise_scale / self.sigma
-        self.sigma2 = discrete_gaussian_sigma2(self.levels * self.m, self.epsilon, self.calibration_delta)
-        scaled = self.sigma2
-        if multiplier != 1.0:  # NOT certified (base class): sigma^2 times multiplier^2, rounded up on the same grid
-            b = self.sigma2.denominator
-            scaled = Fraction(math.ceil(self.sigma2 * Fraction(multiplier) ** 2 * b), b)
-        self._noiseless = scaled == 0
-        if not self._noiseless:
-            self._prepare_sampler(scaled)
-        self.sigma = math.sqrt(self.sigma2)
-        self._noise_scale = math.sqrt(scaled)
-        self.deployable = not self._seeded and self.certified
-        if self._seeded:
-            # words 8..15 of the seed's state stream: past the 8 that numpy's PCG64 takes from the same seed
-            raw = as_seed_sequence(self._seed).generate_state(16, np.uint32)[8:]
-            self._key = np.ascontiguousarray(raw, dtype=np.uint32)
-        else:
-            self._key = key_words(secrets.token_bytes(KEY_BYTES))
+        self._discrete_setup()
         self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
         self.state = DerivedState(self._exact)
-        self._st = new_state()
-
-    @property
-    def calibration_delta(self) -> float:
-        """The delta sigma^2 is calibrated for: all of ``delta`` (the exact sampler adds nothing)."""
-        return self.delta
-
-    @property
-    def sampler_delta(self) -> float:
-        """What the sampler adds to delta: 0 (exact up to the 2 exp(-2048) truncation ``secure.privacy`` states)."""
-        return 0.0
-
-    def _prepare_sampler(self, scaled: Fraction) -> None:
-        """Parameters of the rejection sampler for N_Z(0, scaled) (range-checked)."""
-        self._abt = np.array(gaussian_params(scaled.numerator, scaled.denominator), dtype=np.int64)
 
     def _noise_sums(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         a, b, t = self._abt
         return secure_release.block_noise_sums(self._key, a, b, t, np.int64(self.block_levels), cells, steps, self._st)
-
-    def __repr__(self) -> str:
-        """Dimensions and calibration, never the key."""
-        return (f"{type(self).__name__}(n={self.n}, horizon={self.horizon}, epsilon={self.epsilon}, "
-                f"delta={self.delta}, m={self.m}, sigma2={self.sigma2}, deployable={self.deployable})")
 
     def noise_count(self, steps: np.ndarray) -> int:
         """No draws at push time: the noise is derived at release."""
@@ -124,9 +72,6 @@ class DiscreteSecureBinary(DiscreteFlags, BinaryTree):
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
         return {**super()._state_arrays(), "key": self._key}
-
-    def _constants(self) -> dict[str, Any]:
-        return {"sigma": self.sigma, "sigma2": str(self.sigma2)}
 
     def variance(self, steps: np.ndarray | int) -> np.ndarray:
         """popcount(s) sigma^2: an upper bound (the discrete Gaussian's variance is slightly below sigma^2)."""
@@ -140,11 +85,6 @@ class DiscreteSecureBinary(DiscreteFlags, BinaryTree):
         if self._noiseless:
             return exact.astype(np.float64)
         return (exact + self._noise_sums(np.ascontiguousarray(cells), steps)).astype(np.float64)
-
-    @property
-    def words_consumed(self) -> int:
-        """32-bit generator words drawn so far (all releases)."""
-        return int(self._st[4])
 
     @property
     def memory_bytes(self) -> int:
