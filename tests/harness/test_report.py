@@ -165,3 +165,14 @@ def test_a_report_whose_summary_disagrees_with_the_claims_fails_the_check(tmp_pa
 def test_committed_report_html_agrees_with_the_committed_claims_tables():
     check_report_html((ROOT / "results" / "report.html").read_text(),
                       sorted((ROOT / "results" / "tables").glob("*.claims.csv")))
+
+
+def test_the_report_states_each_experiments_compute_cost_from_the_trial_wall_times():
+    import pandas as pd
+
+    from dpstream.harness.report import compute_cost
+
+    cost = compute_cost(pd.DataFrame({"trial_wall_s": [30.0, 90.0]}))
+    assert cost == "; computed in 2 min of trial wall time (one worker)"
+    assert "1 rows without it" in compute_cost(pd.DataFrame({"trial_wall_s": [60.0, None]}))
+    assert "not recorded" in compute_cost(pd.DataFrame({"x": [1]}))

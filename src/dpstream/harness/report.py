@@ -193,6 +193,20 @@ def claims_section(claims: pd.DataFrame, smoke: bool) -> tuple[list[str], str]:
     return md, page
 
 
+def compute_cost(df: pd.DataFrame) -> str:
+    """"; computed in X min of trial wall time" from the rows' ``trial_wall_s`` (the runner's), or a note without it.
+
+    The sum over rows is what the experiment costs from an empty store with one worker (n_jobs = 1), on the machine
+    and under the load the rows were computed with; rows from before the column existed are counted as missing.
+    """
+    if "trial_wall_s" not in df.columns or df["trial_wall_s"].isna().all():
+        return "; trial wall time not recorded (rows from before it was)"
+    known = df["trial_wall_s"].dropna()
+    missing = len(df) - len(known)
+    return (f"; computed in {known.sum() / 60:.3g} min of trial wall time (one worker)"
+            + (f", {missing} rows without it" if missing else ""))
+
+
 def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: dict[str, Any]) -> Path:
     """Write report.md and report.html into ``cfg['results_dir']``; return the Markdown path."""
     results_dir = Path(cfg["results_dir"])
@@ -215,7 +229,7 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
         if spec.get("paper_claim"):
             md += [f"Paper: {spec['paper_claim']}", ""]
             page += [f"<p><b>Paper:</b> {inline_html(spec['paper_claim'])}</p>"]
-        note = f"{len(df)} trial rows; table `tables/{exp_id}.csv`" + (
+        note = f"{len(df)} trial rows; table `tables/{exp_id}.csv`" + compute_cost(df) + (
             "; **contains NOT privacy-certified rows**" if uncertified(df) else "") + (
             f"; non-private baseline rows (privacy: {NOT_PRIVATE})" if not_private(df) else "")
         md += [note, ""]

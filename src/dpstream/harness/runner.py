@@ -52,6 +52,8 @@ from dpstream.validation import check_choice, check_delta, check_epsilon, check_
 BACKENDS = ("loky", "threading", "sequential", "dask")
 TIMING_SUFFIXES = ("_s", "_per_s", "seconds", "us_per_update")
 STORE_NAME = "trials.jsonl"
+TRIAL_WALL = "trial_wall_s"
+"""Column the runner adds to every computed row: the wall seconds of the whole trial (data, mechanism, metrics)."""
 FIGURE_FORMATS = ("png", "pdf", "svg")
 
 
@@ -63,6 +65,7 @@ def is_timing(column: str) -> bool:
 def execute_trial(trial_fn: str, params: dict[str, Any]) -> dict[str, Any]:
     """Run one trial (in a worker): seed from (params.seed, params.trial), return its metrics."""
     fn = import_object(trial_fn)
+    started = time.perf_counter()
     with noise_mode(params.get("noise", "numpy")):
         metrics = fn(params, trial_seed(params["seed"], params["trial"]))
     if not isinstance(metrics, dict):
@@ -71,7 +74,8 @@ def execute_trial(trial_fn: str, params: dict[str, Any]) -> dict[str, Any]:
     if extra:
         raise ValueError(f"trial function {trial_fn} returned undeclared column(s) {', '.join(extra)}: add them to "
                          "its @row_columns(...) (which recomputes its stored rows)")
-    return metrics
+    # the whole trial's wall time, added by the runner (not part of the store key): the report's cost per experiment
+    return {**metrics, TRIAL_WALL: time.perf_counter() - started}
 
 
 def store_key(params: dict[str, Any], trial_fn: str) -> str:
