@@ -80,7 +80,8 @@ def affine_mod_p(a: np.uint64, b: np.uint64, x: np.uint64) -> np.uint64:
 
     With a = a1 2^32 + a0 and x = x1 2^32 + x0 (a1, x1 < 2^29): a x = a1 x1 2^64 + m 2^32 + a0 x0 with
     m = a1 x0 + a0 x1 < 2^62; mod p, 2^64 = 8 and m 2^32 = (m >> 29) + (m & (2^29 - 1)) 2^32.
-    Every partial sum stays below 2^63.
+    The five terms sum below 3 2^61 + 2^33 + 8 < 2^63, so with b < 2^61 the total s < 2^64 does not wrap; one fold
+    (s & p) + (s >> 61) <= p + 7 < 2p, and one conditional subtraction of p ends in [0, p).
     """
     a1 = a >> _S32
     a0 = a & _LOW32
@@ -88,8 +89,8 @@ def affine_mod_p(a: np.uint64, b: np.uint64, x: np.uint64) -> np.uint64:
     x0 = x & _LOW32
     mid = a1 * x0 + a0 * x1
     low = a0 * x0
-    s = ((a1 * x1) << _S3) + (mid >> _S29) + ((mid & _LOW29) << _S32) + (low & _P) + (low >> _S61)
-    s = _fold(_fold(s) + b)
+    s = ((a1 * x1) << _S3) + (mid >> _S29) + ((mid & _LOW29) << _S32) + (low & _P) + (low >> _S61) + b
+    s = _fold(s)
     if s >= _P:
         s -= _P
     return s
