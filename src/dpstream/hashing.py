@@ -152,7 +152,8 @@ def _hash_rows_modp(
         row, inc = cols[i], incs[i]
         a, b = params[i, 0], params[i, 1]
         for k in range(m):
-            row[k] = mod_width(affine_mod_p(a, b, block[k]), width, inv)
+            # compiled, a Python int argument is an int64: numpy's scalar types cannot say so to mypy
+            row[k] = mod_width(affine_mod_p(a, b, block[k]), width, inv)  # type: ignore[arg-type]
         if signed:
             ga, gb = params[i, 2], params[i, 3]
             for k in range(m):
