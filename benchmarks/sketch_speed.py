@@ -11,9 +11,10 @@ sketch and runs ``extend`` over the whole stream (keys canonicalised inside, as 
   target >= 0.75.
 - CMS with mod-p hashing (the default; w 2000, d 3) against the bare compiled mod-p Count-Min loop of
   ``benchmarks/hashing.py:reference_loop_modp`` (the same hash family, width and arithmetic, one key at a time, no
-  blocks) over the same keys, canonicalised inside the timed call as ``extend`` does: target >= 0.8. The ratio to
-  the bare multiply-shift loop (``reference_loop``, the reference of ``benchmarks/beyond.py``) is printed beside it
-  but is not a target: it also prices the hash family (mod p against one multiply-shift word).
+  blocks) over the same keys, canonicalised inside the timed call as ``extend`` does: target >= 0.8. A second row
+  keeps the issue's reference, the bare multiply-shift loop (``reference_loop``, the reference of
+  ``benchmarks/beyond.py``), with the same target: that ratio also prices the hash family (mod p, two 32-bit limb
+  products and an exact mod w, against one multiply-shift word), so it is not a measure of the sketch's overhead.
 - LazyHH (k 128, k~ 512: the 80 KB point of Figure 4(b)) with node_noise="derived" against LazyHH with stored noise:
   time <= 1.3x, i.e. ratio >= 1 / 1.3.
 
@@ -75,8 +76,8 @@ def lazy_cms_row(stream: np.ndarray, repeats: int) -> dict[str, Any]:
     return row(estimate, 0.75, ">= 0.75x CMS (multiply-shift)")
 
 
-def cms_modp_rows(stream: np.ndarray, repeats: int) -> tuple[dict[str, Any], RatioEstimate]:
-    """CMS mod p against the bare mod-p loop (the row), and against the bare multiply-shift loop (printed only)."""
+def cms_modp_rows(stream: np.ndarray, repeats: int) -> list[dict[str, Any]]:
+    """CMS mod p against the bare mod-p loop (same family), and against the bare multiply-shift loop (cross-family)."""
     n = stream.size
     rng = np.random.default_rng(0)
     a, b = rng.integers(1, 2**63, DEPTH, dtype=np.uint64) | np.uint64(1), rng.integers(0, 2**63, DEPTH, dtype=np.uint64)
@@ -93,7 +94,8 @@ def cms_modp_rows(stream: np.ndarray, repeats: int) -> tuple[dict[str, Any], Rat
     vs_modp = interleaved_ratios({k: arms[k] for k in (bare, "CMS mod p (w 2000)")}, bare, repeats)
     cross = interleaved_ratios({k: arms[k] for k in ("bare multiply-shift loop (w 2000)", "CMS mod p (w 2000)")},
                                "bare multiply-shift loop (w 2000)", repeats)
-    return row(vs_modp["CMS mod p (w 2000)"], 0.8, ">= 0.8x the bare loop (mod p)"), cross["CMS mod p (w 2000)"]
+    return [row(vs_modp["CMS mod p (w 2000)"], 0.8, ">= 0.8x the bare loop (mod p)"),
+            row(cross["CMS mod p (w 2000)"], 0.8, ">= 0.8x the bare loop (multiply-shift: also prices the family)")]
 
 
 def lazy_hh_row(stream: np.ndarray, repeats: int) -> dict[str, Any]:
@@ -110,14 +112,14 @@ def lazy_hh_row(stream: np.ndarray, repeats: int) -> dict[str, Any]:
 def main() -> None:
     """Measure every row, print it, write the JSON record."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--length", type=int, default=1 << 21, help="stream length of the sketch rows")
+    parser.add_argument("--length", type=int, default=1 << 23, help="stream length of the sketch rows")
     parser.add_argument("--hh-length", type=int, default=1 << 19, help="stream length of the LazyHH row")
-    parser.add_argument("--repeats", type=int, default=7, help="interleaved repetitions (>= 5)")
+    parser.add_argument("--repeats", type=int, default=21, help="interleaved repetitions (>= 5)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     stream = zipf_stream(length=args.length, universe=10**6, skew=1.3, seed=np.random.SeedSequence(0))
-    cms_row, cross_family = cms_modp_rows(stream, args.repeats)
-    rows = [lazy_cms_row(stream, args.repeats), cms_row, lazy_hh_row(stream[: args.hh_length], args.repeats)]
+    rows = [lazy_cms_row(stream, args.repeats), *cms_modp_rows(stream, args.repeats),
+            lazy_hh_row(stream[: args.hh_length], args.repeats)]
     command = " ".join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
     record = {"title": "Derived noise and mod-p hashing against their references", "command": command,
               "machine": machine(),
@@ -127,7 +129,6 @@ def main() -> None:
     for r in rows:
         print(f"{r['name']} / {r['reference']}: {r['ratio']:.3f} [{r['low']:.3f}, {r['high']:.3f}] "
               f"target {r['target']}: {r['met']}")
-    print(f"not a target, the cost of the hash family: {cross_family}")
 
 
 if __name__ == "__main__":
