@@ -7,6 +7,9 @@ All loops run in one process over the same T canonical keys (seeded Zipf stream,
 - ``reference``: a bare compiled multiply-shift Count-Min loop: per key and row, one 64-bit multiply-add-shift
   H = (a_i x + b_i) >> 32 (universal, not the 2-word strongly universal vector hash), bucket (H w) >> 32,
   counts[i, bucket] += 1; no blocks, no ``hash_rows``.
+- ``reference_modp``: the bare loop with mod-p hashing, the reference of the same family as the default:
+  per key and row ((a_i x + b_i) mod p) mod w with the sketches' own arithmetic (``affine_mod_p``, ``mod_width``),
+  counts[i, bucket] += 1; no blocks, no ``hash_rows``.
 - ``hash_sum``: one (a x + b) >> 32 per key summed into one word (no table: the compiler vectorises it), the
   speed of the arithmetic alone.
 - ``hash_only_<family>``: ``hash_rows`` of all d rows per block of 256 keys, columns only (no counter writes).
@@ -28,7 +31,7 @@ import numpy as np
 from numba import njit
 
 from dpstream.data.zipf import zipf_stream
-from dpstream.hashing import HASH_FAMILIES, canonical_keys, draw_hash_params, hash_rows
+from dpstream.hashing import HASH_FAMILIES, affine_mod_p, canonical_keys, draw_hash_params, hash_rows, mod_width
 from dpstream.sketches._kernels import exact_extend
 
 BLOCK = 256
@@ -44,6 +47,21 @@ def reference_loop(keys: np.ndarray, a: np.ndarray, b: np.ndarray, counts: np.nd
         x = keys[k]
         for i in range(depth):
             counts[i, np.int64((((a[i] * x + b[i]) >> np.uint64(32)) * w) >> np.uint64(32))] += 1
+
+
+@njit(cache=True)
+def reference_loop_modp(keys: np.ndarray, params: np.ndarray, counts: np.ndarray) -> None:
+    """counts[i, ((a_i x + b_i) mod p) mod w] += 1 for every key and row: the bare mod-p update.
+
+    The same hash family and arithmetic as the sketches (``affine_mod_p``: Carter-Wegman mod p = 2^61 - 1 with the
+    Mersenne reduction; ``mod_width``: exact, division-free), one key at a time: no blocks, no ``hash_rows``.
+    """
+    depth, width = counts.shape
+    inv = 1.0 / width
+    for k in range(keys.shape[0]):
+        x = keys[k]
+        for i in range(depth):
+            counts[i, mod_width(affine_mod_p(params[i, 0], params[i, 1], x), width, inv)] += 1
 
 
 @njit(cache=True)
@@ -85,8 +103,10 @@ def measure(length: int, width: int, repeats: int) -> list[dict]:
     keys = canonical_keys(zipf_stream(length=length, universe=1_000_000, skew=1.3, seed=0))
     ab = draw_hash_params(DEPTH, 0, family="multiply_shift")
     ref_counts = np.zeros((DEPTH, width), dtype=np.int64)
+    modp = draw_hash_params(DEPTH, 0)
     runs: dict[str, Callable[[], object]] = {
         "reference": lambda: reference_loop(keys, ab[:, 0].copy(), ab[:, 1].copy(), ref_counts),
+        "reference_modp": lambda: reference_loop_modp(keys, modp, ref_counts),
         "hash_sum": lambda: hash_sum_loop(keys, ab[0, 0], ab[0, 1]),
     }
     for family in HASH_FAMILIES:

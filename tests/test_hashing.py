@@ -84,6 +84,16 @@ def test_out_of_range_integers_go_through_xxh64_of_8_byte_twos_complement():
     assert [canonical_key(int(k)) for k in unsigned] == expected_u
 
 
+def test_a_mixed_array_keeps_words_below_p_and_hashes_the_others():
+    rng = np.random.default_rng(4)
+    signed = rng.integers(-(2**63), 2**63 - 1, 5000, dtype=np.int64)
+    signed[:6] = [P - 1, P, -1, 0, P + 1, P - 2]
+    signed[rng.random(5000) < 0.5] &= P >> 1  # about half the words in [0, p)
+    expected = [canonical_key(int(k)) for k in signed]
+    assert canonical_keys(signed).tolist() == expected
+    assert canonical_keys(signed.view(np.uint64)).tolist() == [canonical_key(int(k)) for k in signed.view(np.uint64)]
+
+
 def test_integers_beyond_64_bits_use_their_signed_bytes():
     for k in (2**64, 2**70 + 5, -(2**63) - 1, -(2**100)):
         expected = _xxh_key(k.to_bytes(k.bit_length() // 8 + 1, "little", signed=True))

@@ -38,8 +38,9 @@ def exact_extend(keys: np.ndarray, params: np.ndarray, signed: bool, counts: np.
         m = min(BLOCK, keys.shape[0] - start)
         hash_rows(params, keys, start, m, width, signed, cols, incs)
         for i in range(depth):
+            row, col, inc = counts[i], cols[i], incs[i]  # one-dimensional views: simpler address arithmetic
             for k in range(m):
-                counts[i, cols[i, k]] += incs[i, k]
+                row[col[k]] += inc[k]
 
 
 def _punctual_extend(kind: int, external: Any) -> Callable[..., None]:
