@@ -12,30 +12,37 @@ transform of the block's first two words (53-bit uniforms; u1 in (0, 1], so the 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+from llvmlite import ir
 from numba import njit
+from numba.core import types
+from numba.extending import intrinsic
 
 _M0 = np.uint64(0xD2E7470EE14C6C93)
 _M1 = np.uint64(0xCA5A826395121157)
 _W0 = np.uint64(0x9E3779B97F4A7C15)
 _W1 = np.uint64(0xBB67AE8584CAA73B)
-_LOW32 = np.uint64(0xFFFFFFFF)
 _S11 = np.uint64(11)
-_S32 = np.uint64(32)
 _ONE = np.uint64(1)
 _TWO_M53 = 1.0 / 9007199254740992.0  # 2^-53
 ROUNDS = 10
 
 
-@njit(cache=True, inline="always")
-def _mulhilo(a: np.uint64, b: np.uint64) -> tuple[np.uint64, np.uint64]:
-    """(low, high) 64-bit words of the 128-bit product a b, from 32-bit limbs."""
-    a0, a1 = a & _LOW32, a >> _S32
-    b0, b1 = b & _LOW32, b >> _S32
-    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
-    mid = (p00 >> _S32) + (p01 & _LOW32) + (p10 & _LOW32)
-    return a * b, p11 + (p01 >> _S32) + (p10 >> _S32) + (mid >> _S32)
+@intrinsic
+def _mulhilo(typingctx: Any, a: Any, b: Any) -> tuple[Any, Any]:
+    """(low, high) 64-bit words of the 128-bit product a b of two uint64: one 64x64 -> 128-bit multiply in LLVM IR."""
+    sig = types.UniTuple(types.uint64, 2)(types.uint64, types.uint64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        wide, word = ir.IntType(128), ir.IntType(64)
+        product = builder.mul(builder.zext(args[0], wide), builder.zext(args[1], wide))
+        high = builder.lshr(product, ir.Constant(wide, 64))
+        words = (builder.trunc(product, word), builder.trunc(high, word))
+        return context.make_tuple(builder, signature.return_type, words)
+
+    return sig, codegen
 
 
 @njit(cache=True, inline="always")
