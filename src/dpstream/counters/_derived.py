@@ -32,12 +32,30 @@ def release(exact: np.ndarray, key: np.ndarray, scale: float, cells: np.ndarray,
     return out
 
 
+@njit(cache=True, inline="always")
+def _cached_cell(exact: np.ndarray, key: np.ndarray, scale: float, cell: int, s: int, nodes: np.ndarray,
+                 cached: np.ndarray) -> float:
+    """``release`` of one cell at step s from the node cache (see ``release_all_cached``); updates the cache."""
+    c = cached[cell]
+    total = 0.0
+    level = 0
+    while s >> level:
+        if (s >> level) & 1:
+            if not ((c >> level) & 1 and (c >> level) == (s >> level)):
+                nodes[cell, level] = node_normal(key[0], key[1], np.uint64(s >> level), np.uint64(level),
+                                                 np.uint64(cell))
+            total += nodes[cell, level]
+        level += 1
+    cached[cell] = s
+    return np.float64(exact[0, cell]) + scale * total
+
+
 @njit(cache=True)
 def release_all_cached(exact: np.ndarray, key: np.ndarray, scale: float, steps: np.ndarray, nodes: np.ndarray,
                        cached: np.ndarray) -> np.ndarray:
     """``release`` of every cell (cell j at ``steps[j]``), regenerating only the nodes not already in ``nodes``.
 
-    ``nodes[l, j]`` holds the unscaled normal of cell j's level-l node for step ``cached[j]`` whenever bit l of
+    ``nodes[j, l]`` holds the unscaled normal of cell j's level-l node for step ``cached[j]`` whenever bit l of
     ``cached[j]`` is set; a node of step s is reused when bit l is set in both and s >> l == cached >> l (the same
     node), else regenerated and stored. The sum runs in the same order over the same values as ``release``: the same
     floats. Successive whole-table releases one push apart regenerate one node per cell instead of popcount(s).
@@ -45,16 +63,21 @@ def release_all_cached(exact: np.ndarray, key: np.ndarray, scale: float, steps: 
     n = steps.shape[0]
     out = np.empty(n, dtype=np.float64)
     for cell in range(n):
-        s, c = steps[cell], cached[cell]
-        total = 0.0
-        level = 0
-        while s >> level:
-            if (s >> level) & 1:
-                if not ((c >> level) & 1 and (c >> level) == (s >> level)):
-                    nodes[level, cell] = node_normal(key[0], key[1], np.uint64(s >> level), np.uint64(level),
-                                                     np.uint64(cell))
-                total += nodes[level, cell]
-            level += 1
-        cached[cell] = s
-        out[cell] = np.float64(exact[0, cell]) + scale * total
+        out[cell] = _cached_cell(exact, key, scale, cell, steps[cell], nodes, cached)
+    return out
+
+
+@njit(cache=True)
+def release_wanted_cached(exact: np.ndarray, key: np.ndarray, scale: float, steps: np.ndarray, wanted: np.ndarray,
+                          nodes: np.ndarray, cached: np.ndarray) -> np.ndarray:
+    """``release_all_cached`` at the cells where ``wanted`` is set, NaN elsewhere (their cache entries untouched).
+
+    A cell skipped now keeps its older cached nodes: a later release regenerates only the nodes that differ, so a
+    node no reader asks for is never generated.
+    """
+    n = steps.shape[0]
+    out = np.full(n, np.nan)
+    for cell in range(n):
+        if wanted[cell]:
+            out[cell] = _cached_cell(exact, key, scale, cell, steps[cell], nodes, cached)
     return out

@@ -12,10 +12,11 @@ transform of the block's first two words (53-bit uniforms; u1 in (0, 1], so the 
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
-from llvmlite import ir
+from llvmlite import ir  # type: ignore[import-untyped]
 from numba import njit
 from numba.core import types
 from numba.extending import intrinsic
@@ -30,8 +31,7 @@ _TWO_M53 = 1.0 / 9007199254740992.0  # 2^-53
 ROUNDS = 10
 
 
-@intrinsic
-def _mulhilo(typingctx: Any, a: Any, b: Any) -> tuple[Any, Any]:
+def _mulhilo_ir(typingctx: Any, a: Any, b: Any) -> tuple[Any, Any]:
     """(low, high) 64-bit words of the 128-bit product a b of two uint64: one 64x64 -> 128-bit multiply in LLVM IR."""
     sig = types.UniTuple(types.uint64, 2)(types.uint64, types.uint64)
 
@@ -43,6 +43,9 @@ def _mulhilo(typingctx: Any, a: Any, b: Any) -> tuple[Any, Any]:
         return context.make_tuple(builder, signature.return_type, words)
 
     return sig, codegen
+
+
+_mulhilo = cast(Callable[[np.uint64, np.uint64], tuple[np.uint64, np.uint64]], intrinsic(_mulhilo_ir))
 
 
 @njit(cache=True, inline="always")

@@ -164,6 +164,21 @@ lazy_extend = specialise(_lazy_extend)
 
 
 @njit(cache=True)
+def touched_cells(keys: np.ndarray, params: np.ndarray, signed: bool, depth: int, width: int) -> np.ndarray:
+    """The cells a query of every key reads: bool mask over the d w cells, cell (i, h_i(x)) at i w + h_i(x)."""
+    cols = np.empty((depth, BLOCK), dtype=np.int64)
+    incs = np.empty((depth, BLOCK), dtype=np.int64)
+    wanted = np.zeros(depth * width, dtype=np.bool_)
+    for start in range(0, keys.shape[0], BLOCK):
+        m = min(BLOCK, keys.shape[0] - start)
+        hash_rows(params, keys, start, m, width, signed, cols, incs)
+        for i in range(depth):
+            for k in range(m):
+                wanted[i * width + cols[i, k]] = True
+    return wanted
+
+
+@njit(cache=True)
 def query_keys(keys: np.ndarray, params: np.ndarray, signed: bool, cells: np.ndarray) -> np.ndarray:
     """Alg. 4 for every canonical key x; reads d cells per key.
 

@@ -181,9 +181,15 @@ class PrivateSchedule(Schedule):
             kappa=kappa,
         )
 
-    def cells(self) -> np.ndarray:
-        """The counters' releases at the cells' current steps, shape (d, w)."""
-        return self.counters.release_all(self.cell_steps()).reshape(self.depth, self.width)
+    def cells(self, wanted: np.ndarray | None = None) -> np.ndarray:
+        """The counters' releases at the cells' current steps, shape (d, w).
+
+        ``wanted``: bool mask (d w,) of the cells the caller reads; the counters may leave the others NaN
+        (``Counter.release_wanted``).
+        """
+        steps = self.cell_steps()
+        released = self.counters.release_all(steps) if wanted is None else self.counters.release_wanted(steps, wanted)
+        return released.reshape(self.depth, self.width)
 
     def cell_variances(self) -> np.ndarray:
         """The counters' analytic noise variances at the cells' current steps, shape (d, w)."""
@@ -424,7 +430,19 @@ class SketchCore(Certified, serial.Serialisable):
             cells = self._state.cells()
             variances = np.abs(self._rows(keys, self._state.cell_variances()))
             return trimmed_mean(self._rows(keys, cells), variances, self._estimator.signed)
-        return kernels.query_keys(keys, self._params, self._estimator.signed, self._state.cells())
+        return kernels.query_keys(keys, self._params, self._estimator.signed, self._query_cells(keys))
+
+    def _query_cells(self, keys: np.ndarray) -> np.ndarray:
+        """The released cells a query of ``keys`` reads (others may be NaN), or the whole table.
+
+        Only the cells read when the counters release part of the table faster (derived node noise: the nodes of
+        cells no key reads are not generated).
+        """
+        counters = getattr(self._state, "counters", None)
+        if counters is None or not counters.partial_release:
+            return self._state.cells()
+        wanted = kernels.touched_cells(keys, self._params, self._estimator.signed, self.depth, self.width)
+        return self._state.cells(wanted)  # type: ignore[call-arg]  # a PrivateSchedule: it has counters
 
     def variance_many(self, xs: np.ndarray) -> np.ndarray:
         """Analytic noise variance of each row estimate v_i, shape (depth, len(xs)); 0 when non-private."""
