@@ -64,12 +64,23 @@ def philox4x64(
 
 
 @njit(cache=True, inline="always")
+def node_uniforms(k0: np.uint64, k1: np.uint64, c0: np.uint64, c1: np.uint64, c2: np.uint64) -> tuple[float, float]:
+    """The two 53-bit uniforms (u1 in (0, 1], u2 in [0, 1)) of ``node_normal``, from the block's first two words."""
+    o0, o1, _, _ = philox4x64(c0, c1, c2, np.uint64(0), k0, k1)
+    return (np.float64(o0 >> _S11) + 1.0) * _TWO_M53, np.float64(o1 >> _S11) * _TWO_M53
+
+
+@njit(cache=True, inline="always")
+def box_muller(u1: float, u2: float) -> float:
+    """sqrt(-2 ln u1) cos(2 pi u2): N(0, 1) for independent uniforms u1 in (0, 1], u2 in [0, 1)."""
+    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+
+
+@njit(cache=True, inline="always")
 def node_normal(k0: np.uint64, k1: np.uint64, c0: np.uint64, c1: np.uint64, c2: np.uint64) -> float:
     """One N(0, 1) value determined by the key and the counter (c0, c1, c2, 0): Box-Muller on two 53-bit uniforms."""
-    o0, o1, _, _ = philox4x64(c0, c1, c2, np.uint64(0), k0, k1)
-    u1 = (np.float64(o0 >> _S11) + 1.0) * _TWO_M53
-    u2 = np.float64(o1 >> _S11) * _TWO_M53
-    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+    u1, u2 = node_uniforms(k0, k1, c0, c1, c2)
+    return box_muller(u1, u2)
 
 
 @njit(cache=True)

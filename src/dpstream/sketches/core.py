@@ -60,6 +60,7 @@ class Variant:
 
 
 UNBOUNDED = 2**62  # the horizon of a non-private sketch given none: any stream length, int64 counts
+PARTIAL_QUERY_HASHES = 1 << 22  # a query's (key, row) pairs up to which it hashes once and releases the cells read
 COUNT_MIN = Estimator(signed=False)
 COUNT_SKETCH = Estimator(signed=True)
 
@@ -430,19 +431,14 @@ class SketchCore(Certified, serial.Serialisable):
             cells = self._state.cells()
             variances = np.abs(self._rows(keys, self._state.cell_variances()))
             return trimmed_mean(self._rows(keys, cells), variances, self._estimator.signed)
-        return kernels.query_keys(keys, self._params, self._estimator.signed, self._query_cells(keys))
-
-    def _query_cells(self, keys: np.ndarray) -> np.ndarray:
-        """The released cells a query of ``keys`` reads (others may be NaN), or the whole table.
-
-        Only the cells read when the counters release part of the table faster (derived node noise: the nodes of
-        cells no key reads are not generated).
-        """
+        signed = self._estimator.signed
         counters = getattr(self._state, "counters", None)
-        if counters is None or not counters.partial_release:
-            return self._state.cells()
-        wanted = kernels.touched_cells(keys, self._params, self._estimator.signed, self.depth, self.width)
-        return self._state.cells(wanted)  # type: ignore[call-arg]  # a PrivateSchedule: it has counters
+        if counters is not None and counters.partial_release and keys.size * self.depth <= PARTIAL_QUERY_HASHES:
+            # derived node noise: release only the cells the keys read (the others' nodes are not generated)
+            cols, incs, wanted = kernels.hash_keys(keys, self._params, signed, self.depth, self.width)
+            cells = self._state.cells(wanted)  # type: ignore[call-arg]  # a PrivateSchedule: it has counters
+            return kernels.query_hashed(cols, incs, signed, cells)
+        return kernels.query_keys(keys, self._params, signed, self._state.cells())
 
     def variance_many(self, xs: np.ndarray) -> np.ndarray:
         """Analytic noise variance of each row estimate v_i, shape (depth, len(xs)); 0 when non-private."""
