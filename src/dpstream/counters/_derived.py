@@ -84,13 +84,12 @@ def release_wanted_cached(exact: np.ndarray, key: np.ndarray, scale: float, step
         count += _popcount(new[i])
     _regenerate(key, steps, cells, new, count, nodes)
     out = np.full(n, np.nan)
+    levels = nodes.shape[1]
     for cell in cells:
         s = steps[cell]
-        m = s
         total = 0.0
-        while m:
-            total += nodes[cell, _trailing_zeros(m)]
-            m &= m - 1
+        for level in range(levels):  # adding 0.0 for a clear bit leaves the sum's bits as they are: it is never -0.0
+            total += nodes[cell, level] if (s >> level) & 1 else 0.0
         cached[cell] = s
         out[cell] = np.float64(exact[0, cell]) + scale * total
     return out
