@@ -133,10 +133,11 @@ class DerivedBinary(BinaryTree):
     from the operating system's entropy; a published seed publishes the noise. ``noise=secure`` is refused
     (no CSPRNG-keyed version is built).
 
-    Whole-table releases (``release_all``, what a sketch's query reads) keep a node cache: the node normals of every
-    counter's last released step, (n, levels) float64, so the next release regenerates only the nodes that changed
-    (one per counter after one push). It is a speed cache outside the state: not in ``memory_bytes`` (its size is
-    ``noise_cache_bytes``), not serialised, rebuilt on demand; it is as secret as the key.
+    Whole-table releases (``release_all``) and the releases of the cells a sketch's query reads (``release_wanted``)
+    keep a node cache: the node normals of every counter's last released step, (n, levels) float64, so the next
+    release regenerates only the nodes that changed (one per counter after one push), and none for a cell not read.
+    It is a speed cache outside the state: not in ``memory_bytes`` (its size is ``noise_cache_bytes``), not
+    serialised, rebuilt on demand; it is as secret as the key.
     """
 
     node_noise = "derived"
