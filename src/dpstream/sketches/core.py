@@ -60,7 +60,7 @@ class Variant:
 
 
 UNBOUNDED = 2**62  # the horizon of a non-private sketch given none: any stream length, int64 counts
-PARTIAL_QUERY_HASHES = 1 << 22  # a query's (key, row) pairs up to which it hashes once and releases the cells read
+PARTIAL_QUERY_HASHES = 1 << 20  # (key, row) pairs up to which a query hashes once (16 MB) and releases the cells read
 COUNT_MIN = Estimator(signed=False)
 COUNT_SKETCH = Estimator(signed=True)
 
