@@ -235,3 +235,36 @@ def test_lazy_hh_thresholds_cover_the_calibration_it_uses():
         tail = lazy_cms_noise_tail(4096, 16, eps, 1e-3, classic.depth, 1e-4)
         assert analytic.gamma >= tail * max(1.0, ratio) * (1 - 1e-12)
         assert (analytic.gamma > classic.gamma) == (ratio > 1.0 and tail * ratio > classic.gamma)
+
+
+def test_derived_cached_and_partial_releases_equal_the_uncached_release():
+    # the node cache and the partial releases (cells skipped for some steps, steps moving back and forth, the whole
+    # table after partial ones) must give exactly release()'s floats: integers and floats compared exactly
+    n, horizon = 40, 1000
+    counter = DerivedBinary(n=n, horizon=horizon, epsilon=0.5, delta=1e-3, m=2, seed=5)
+    counter._exact[0] = np.arange(n) * 3 - 50
+    rng = np.random.default_rng(2)
+    steps = rng.integers(0, horizon + 1, n)
+    for round_ in range(60):
+        steps = np.clip(steps + rng.integers(-3, 9, n) * (rng.random(n) < 0.8), 0, horizon)
+        expected = counter.release(np.arange(n), steps)
+        if round_ % 7 == 6:
+            assert np.array_equal(counter.release_all(steps), expected)
+            continue
+        wanted = rng.random(n) < 0.6
+        out = counter.release_wanted(steps, wanted)
+        assert np.array_equal(out[wanted], expected[wanted])
+        assert np.isnan(out[~wanted]).all()
+
+
+@pytest.mark.parametrize("cls", [LazyCMS, LazyCS])
+def test_derived_sketch_queries_read_only_their_cells_and_give_the_whole_table_estimates(cls):
+    # a query releases only the cells its keys hash to; its estimates equal Alg. 4 over the whole released table
+    sketch = cls(width=64, depth=5, epsilon=0.5, delta=1e-3, horizon=5000, seed=4, node_noise="derived")
+    rng = np.random.default_rng(3)
+    for block in range(5):
+        sketch.extend(rng.zipf(1.3, 1000) % 10_000)
+        keys = rng.integers(0, 10_000, 50 + 40 * block)
+        rows = sketch.row_estimates_many(keys)  # every cell released
+        whole = np.median(rows, axis=0) if cls is LazyCS else rows.min(axis=0)
+        assert np.array_equal(sketch.query_many(keys), whole)

@@ -7,10 +7,18 @@ same value, for every release whose step shares the prefix s >> l.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import cast
+
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe import numbers
 
-from dpstream.counters.philox import node_normal
+from dpstream.counters.philox import box_muller, node_normal, node_uniforms
+
+_leading_zeros = cast(Callable[[np.uint64], int], numbers.leading_zeros)  # numba intrinsics (clz, ctz)
+_trailing_zeros = cast(Callable[[int], int], numbers.trailing_zeros)
+_GROUPS = 8  # ranges of u2 that Box-Muller's cosine is applied in, one after the other
 
 
 @njit(cache=True)
@@ -32,29 +40,98 @@ def release(exact: np.ndarray, key: np.ndarray, scale: float, cells: np.ndarray,
     return out
 
 
+@njit(cache=True, inline="always")
+def _new_levels(s: int, c: int) -> int:
+    """Bit mask of the set bits l of step s whose node is not cached step c's.
+
+    c >> l != s >> l exactly for l up to the highest bit where s and c differ (steps are >= 0: at most bit 62).
+    """
+    x = s ^ c
+    if x == 0:
+        return 0
+    return s & ((1 << (64 - _leading_zeros(np.uint64(x)))) - 1)
+
+
 @njit(cache=True)
 def release_all_cached(exact: np.ndarray, key: np.ndarray, scale: float, steps: np.ndarray, nodes: np.ndarray,
                        cached: np.ndarray) -> np.ndarray:
     """``release`` of every cell (cell j at ``steps[j]``), regenerating only the nodes not already in ``nodes``.
 
-    ``nodes[l, j]`` holds the unscaled normal of cell j's level-l node for step ``cached[j]`` whenever bit l of
+    ``nodes[j, l]`` holds the unscaled normal of cell j's level-l node for step ``cached[j]`` whenever bit l of
     ``cached[j]`` is set; a node of step s is reused when bit l is set in both and s >> l == cached >> l (the same
     node), else regenerated and stored. The sum runs in the same order over the same values as ``release``: the same
     floats. Successive whole-table releases one push apart regenerate one node per cell instead of popcount(s).
     """
+    return release_wanted_cached(exact, key, scale, steps, np.ones(steps.shape[0], dtype=np.bool_), nodes, cached)
+
+
+@njit(cache=True)
+def release_wanted_cached(exact: np.ndarray, key: np.ndarray, scale: float, steps: np.ndarray, wanted: np.ndarray,
+                          nodes: np.ndarray, cached: np.ndarray) -> np.ndarray:
+    """``release_all_cached`` at the cells where ``wanted`` is set, NaN elsewhere (their cache entries untouched).
+
+    A cell skipped now keeps its older cached nodes: a later release regenerates only the nodes that differ, so a
+    node no reader asks for is never generated. Each node value is computed exactly as ``node_normal``, the Philox
+    uniforms of all new nodes first, then Box-Muller over them grouped by u2 (the cosine's branches on its argument's
+    range are then predictable); each cell's sum runs over its set bits from level 0 up, as in ``release``.
+    """
     n = steps.shape[0]
-    out = np.empty(n, dtype=np.float64)
-    for cell in range(n):
-        s, c = steps[cell], cached[cell]
+    cells = np.flatnonzero(wanted)
+    new = np.empty(cells.shape[0], dtype=np.int64)
+    count = 0
+    for i in range(cells.shape[0]):
+        new[i] = _new_levels(steps[cells[i]], cached[cells[i]])
+        count += _popcount(new[i])
+    _regenerate(key, steps, cells, new, count, nodes)
+    out = np.full(n, np.nan)
+    levels = nodes.shape[1]
+    for cell in cells:
+        s = steps[cell]
         total = 0.0
-        level = 0
-        while s >> level:
-            if (s >> level) & 1:
-                if not ((c >> level) & 1 and (c >> level) == (s >> level)):
-                    nodes[level, cell] = node_normal(key[0], key[1], np.uint64(s >> level), np.uint64(level),
-                                                     np.uint64(cell))
-                total += nodes[level, cell]
-            level += 1
+        for level in range(levels):  # adding 0.0 for a clear bit leaves the sum's bits as they are: it is never -0.0
+            total += nodes[cell, level] if (s >> level) & 1 else 0.0
         cached[cell] = s
         out[cell] = np.float64(exact[0, cell]) + scale * total
     return out
+
+
+@njit(cache=True, inline="always")
+def _popcount(m: int) -> int:
+    count = 0
+    while m:
+        count += 1
+        m &= m - 1
+    return count
+
+
+@njit(cache=True)
+def _regenerate(key: np.ndarray, steps: np.ndarray, cells: np.ndarray, new: np.ndarray, count: int,
+                nodes: np.ndarray) -> None:
+    """``nodes[cell, l] = node_normal(key, s >> l, l, cell)`` for each set bit l of ``new`` (``count`` in all)."""
+    where = np.empty(count, dtype=np.int64)  # cell * levels + l: the flat index into nodes
+    u1 = np.empty(count, dtype=np.float64)
+    u2 = np.empty(count, dtype=np.float64)
+    starts = np.zeros(_GROUPS + 1, dtype=np.int64)
+    levels = nodes.shape[1]
+    j = 0
+    for i in range(cells.shape[0]):
+        cell, s, m = cells[i], steps[cells[i]], new[i]
+        while m:
+            level = _trailing_zeros(m)
+            u1[j], u2[j] = node_uniforms(key[0], key[1], np.uint64(s >> level), np.uint64(level), np.uint64(cell))
+            where[j] = cell * levels + level
+            starts[int(u2[j] * _GROUPS) + 1] += 1
+            j += 1
+            m &= m - 1
+    for g in range(_GROUPS):
+        starts[g + 1] += starts[g]
+    order = np.empty(count, dtype=np.int64)
+    for j in range(count):
+        g = int(u2[j] * _GROUPS)
+        order[starts[g]] = j
+        starts[g] += 1
+    for node in order:
+        u1[node] = box_muller(u1[node], u2[node])  # in place: each u1 is read once
+    flat = nodes.reshape(-1)
+    for j in range(count):  # in cell order: sequential writes into the cache
+        flat[where[j]] = u1[j]

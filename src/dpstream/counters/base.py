@@ -64,6 +64,8 @@ class Counter(Certified, serial.Serialisable, ABC):
     """Memory model: bytes held once per counter array (a key), on top of ``bytes_per_counter`` each."""
     notion: ClassVar[Notion] = "approximate"
     """The sense of the (epsilon, delta) guarantee (``privacy.Privacy.notion``): computational for derived noise."""
+    partial_release: ClassVar[bool] = False
+    """Whether ``release_wanted`` saves work over ``release_all`` (a reader then says which cells it reads)."""
 
     def __init__(
         self,
@@ -131,6 +133,10 @@ class Counter(Certified, serial.Serialisable, ABC):
     def release_all(self, steps: np.ndarray) -> np.ndarray:
         """Released prefix sums of every counter, at steps ``steps`` (shape (n,))."""
         return self.release(np.arange(self.n), steps)
+
+    def release_wanted(self, steps: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+        """``release_all(steps)`` at the cells where the bool mask ``wanted`` (n,) is set; the others may be NaN."""
+        return self.release_all(steps)
 
     @abstractmethod
     def protected(self, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:

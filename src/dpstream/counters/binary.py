@@ -133,10 +133,11 @@ class DerivedBinary(BinaryTree):
     from the operating system's entropy; a published seed publishes the noise. ``noise=secure`` is refused
     (no CSPRNG-keyed version is built).
 
-    Whole-table releases (``release_all``, what a sketch's query reads) keep a node cache: the node normals of every
-    counter's last released step, (levels, n) float64, so the next release regenerates only the nodes that changed
-    (one per counter after one push). It is a speed cache outside the state: not in ``memory_bytes`` (its size is
-    ``noise_cache_bytes``), not serialised, rebuilt on demand; it is as secret as the key.
+    Whole-table releases (``release_all``) and the releases of the cells a sketch's query reads (``release_wanted``)
+    keep a node cache: the node normals of every counter's last released step, (n, levels) float64, so the next
+    release regenerates only the nodes that changed (one per counter after one push), and none for a cell not read.
+    It is a speed cache outside the state: not in ``memory_bytes`` (its size is ``noise_cache_bytes``), not
+    serialised, rebuilt on demand; it is as secret as the key.
     """
 
     node_noise = "derived"
@@ -146,6 +147,7 @@ class DerivedBinary(BinaryTree):
     draws_per_push = 0
     fixed_bytes = 16  # the 128-bit Philox key
     notion = "computational"
+    partial_release = True
 
     @classmethod
     def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
@@ -173,11 +175,29 @@ class DerivedBinary(BinaryTree):
         steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), (self.n,)))
         if steps.size and (steps.min() < 0 or steps.max() >> self.levels):  # outside the cache's levels
             return self.release(np.arange(self.n), steps)
+        cache = self._cache()
+        return _derived.release_all_cached(self._exact, self._key, self._noise_scale, steps, cache[1], cache[2])
+
+    def release_wanted(self, steps: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+        """``release_all`` at the cells ``wanted`` (bool, (n,)), NaN elsewhere (``_derived.release_wanted_cached``).
+
+        The nodes of the cells skipped are not generated; the cache keeps their older nodes for a later release.
+        """
+        steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), (self.n,)))
+        wanted = np.ascontiguousarray(np.broadcast_to(np.asarray(wanted, dtype=np.bool_), (self.n,)))
+        if steps.size and (steps.min() < 0 or steps.max() >> self.levels):  # outside the cache's levels
+            return np.where(wanted, self.release(np.arange(self.n), steps), np.nan)
+        cache = self._cache()
+        return _derived.release_wanted_cached(self._exact, self._key, self._noise_scale, steps, wanted, cache[1],
+                                              cache[2])
+
+    def _cache(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The node cache (key, nodes (n, levels), cached steps (n,)), rebuilt when the key changed."""
         cache = getattr(self, "_node_cache", None)
         if cache is None or not np.array_equal(cache[0], self._key):  # the nodes are a function of the key
-            cache = (self._key.copy(), np.zeros((self.levels, self.n)), np.zeros(self.n, dtype=np.int64))
+            cache = (self._key.copy(), np.zeros((self.n, self.levels)), np.zeros(self.n, dtype=np.int64))
             self._node_cache = cache
-        return _derived.release_all_cached(self._exact, self._key, self._noise_scale, steps, cache[1], cache[2])
+        return cache
 
     @property
     def noise_cache_bytes(self) -> int:

@@ -12,30 +12,40 @@ transform of the block's first two words (53-bit uniforms; u1 in (0, 1], so the 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
+from llvmlite import ir  # type: ignore[import-untyped]
 from numba import njit
+from numba.core import types
+from numba.extending import intrinsic
 
 _M0 = np.uint64(0xD2E7470EE14C6C93)
 _M1 = np.uint64(0xCA5A826395121157)
 _W0 = np.uint64(0x9E3779B97F4A7C15)
 _W1 = np.uint64(0xBB67AE8584CAA73B)
-_LOW32 = np.uint64(0xFFFFFFFF)
 _S11 = np.uint64(11)
-_S32 = np.uint64(32)
 _ONE = np.uint64(1)
 _TWO_M53 = 1.0 / 9007199254740992.0  # 2^-53
 ROUNDS = 10
 
 
-@njit(cache=True, inline="always")
-def _mulhilo(a: np.uint64, b: np.uint64) -> tuple[np.uint64, np.uint64]:
-    """(low, high) 64-bit words of the 128-bit product a b, from 32-bit limbs."""
-    a0, a1 = a & _LOW32, a >> _S32
-    b0, b1 = b & _LOW32, b >> _S32
-    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
-    mid = (p00 >> _S32) + (p01 & _LOW32) + (p10 & _LOW32)
-    return a * b, p11 + (p01 >> _S32) + (p10 >> _S32) + (mid >> _S32)
+def _mulhilo_ir(typingctx: Any, a: Any, b: Any) -> tuple[Any, Any]:
+    """(low, high) 64-bit words of the 128-bit product a b of two uint64: one 64x64 -> 128-bit multiply in LLVM IR."""
+    sig = types.UniTuple(types.uint64, 2)(types.uint64, types.uint64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        wide, word = ir.IntType(128), ir.IntType(64)
+        product = builder.mul(builder.zext(args[0], wide), builder.zext(args[1], wide))
+        high = builder.lshr(product, ir.Constant(wide, 64))
+        words = (builder.trunc(product, word), builder.trunc(high, word))
+        return context.make_tuple(builder, signature.return_type, words)
+
+    return sig, codegen
+
+
+_mulhilo = cast(Callable[[np.uint64, np.uint64], tuple[np.uint64, np.uint64]], intrinsic(_mulhilo_ir))
 
 
 @njit(cache=True, inline="always")
@@ -54,12 +64,23 @@ def philox4x64(
 
 
 @njit(cache=True, inline="always")
+def node_uniforms(k0: np.uint64, k1: np.uint64, c0: np.uint64, c1: np.uint64, c2: np.uint64) -> tuple[float, float]:
+    """The two 53-bit uniforms (u1 in (0, 1], u2 in [0, 1)) of ``node_normal``, from the block's first two words."""
+    o0, o1, _, _ = philox4x64(c0, c1, c2, np.uint64(0), k0, k1)
+    return (np.float64(o0 >> _S11) + 1.0) * _TWO_M53, np.float64(o1 >> _S11) * _TWO_M53
+
+
+@njit(cache=True, inline="always")
+def box_muller(u1: float, u2: float) -> float:
+    """sqrt(-2 ln u1) cos(2 pi u2): N(0, 1) for independent uniforms u1 in (0, 1], u2 in [0, 1)."""
+    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+
+
+@njit(cache=True, inline="always")
 def node_normal(k0: np.uint64, k1: np.uint64, c0: np.uint64, c1: np.uint64, c2: np.uint64) -> float:
     """One N(0, 1) value determined by the key and the counter (c0, c1, c2, 0): Box-Muller on two 53-bit uniforms."""
-    o0, o1, _, _ = philox4x64(c0, c1, c2, np.uint64(0), k0, k1)
-    u1 = (np.float64(o0 >> _S11) + 1.0) * _TWO_M53
-    u2 = np.float64(o1 >> _S11) * _TWO_M53
-    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+    u1, u2 = node_uniforms(k0, k1, c0, c1, c2)
+    return box_muller(u1, u2)
 
 
 @njit(cache=True)

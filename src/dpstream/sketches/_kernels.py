@@ -164,6 +164,22 @@ lazy_extend = specialise(_lazy_extend)
 """``lazy_extend(kind, external)(keys, params, signed, pending, t0, noise, *state)`` (``counters._kernels``)."""
 
 
+@njit(cache=True, inline="always")
+def _estimate(cells: np.ndarray, cols: np.ndarray, incs: np.ndarray, k: int, signed: bool, rows: np.ndarray) -> float:
+    """Alg. 4 for the key of column k of ``cols`` / ``incs`` (see ``query_keys``); ``rows`` is scratch (depth,)."""
+    depth = cells.shape[0]
+    half = depth // 2
+    if signed:
+        for i in range(depth):
+            rows[i] = incs[i, k] * np.float64(cells[i, cols[i, k]])
+        rows.sort()
+        return rows[half] if depth % 2 else (rows[half - 1] + rows[half]) / 2
+    v = np.float64(cells[0, cols[0, k]])
+    for i in range(1, depth):
+        v = min(v, np.float64(cells[i, cols[i, k]]))
+    return v
+
+
 @njit(cache=True)
 def query_keys(keys: np.ndarray, params: np.ndarray, signed: bool, cells: np.ndarray) -> np.ndarray:
     """Alg. 4 for every canonical key x; reads d cells per key.
@@ -176,19 +192,43 @@ def query_keys(keys: np.ndarray, params: np.ndarray, signed: bool, cells: np.nda
     incs = np.empty((depth, BLOCK), dtype=np.int64)
     rows = np.empty(depth, dtype=np.float64)
     out = np.empty(keys.shape[0], dtype=np.float64)
-    half = depth // 2
     for start in range(0, keys.shape[0], BLOCK):
         m = min(BLOCK, keys.shape[0] - start)
         hash_rows(params, keys, start, m, width, signed, cols, incs)
         for k in range(m):
-            if signed:
-                for i in range(depth):
-                    rows[i] = incs[i, k] * np.float64(cells[i, cols[i, k]])
-                rows.sort()
-                out[start + k] = rows[half] if depth % 2 else (rows[half - 1] + rows[half]) / 2
-            else:
-                v = np.float64(cells[0, cols[0, k]])
-                for i in range(1, depth):
-                    v = min(v, np.float64(cells[i, cols[i, k]]))
-                out[start + k] = v
+            out[start + k] = _estimate(cells, cols, incs, k, signed, rows)
+    return out
+
+
+@njit(cache=True)
+def hash_keys(keys: np.ndarray, params: np.ndarray, signed: bool, depth: int,
+              width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """h_i(x) and g_i(x) (or 1) of every key, (d, n) each, and the bool mask of the d w cells they name (i w + h_i(x)).
+
+    For ``query_hashed``: a query that releases only the cells it reads hashes its keys once.
+    """
+    n = keys.shape[0]
+    block_cols = np.empty((depth, BLOCK), dtype=np.int64)
+    block_incs = np.empty((depth, BLOCK), dtype=np.int64)
+    cols = np.empty((depth, n), dtype=np.int64)
+    incs = np.empty((depth, n), dtype=np.int64)
+    wanted = np.zeros(depth * width, dtype=np.bool_)
+    for start in range(0, n, BLOCK):
+        m = min(BLOCK, n - start)
+        hash_rows(params, keys, start, m, width, signed, block_cols, block_incs)
+        for i in range(depth):
+            for k in range(m):
+                cols[i, start + k] = block_cols[i, k]
+                incs[i, start + k] = block_incs[i, k]
+                wanted[i * width + block_cols[i, k]] = True
+    return cols, incs, wanted
+
+
+@njit(cache=True)
+def query_hashed(cols: np.ndarray, incs: np.ndarray, signed: bool, cells: np.ndarray) -> np.ndarray:
+    """``query_keys`` from the keys' hashes (``hash_keys``): the same floats."""
+    rows = np.empty(cells.shape[0], dtype=np.float64)
+    out = np.empty(cols.shape[1], dtype=np.float64)
+    for k in range(cols.shape[1]):
+        out[k] = _estimate(cells, cols, incs, k, signed, rows)
     return out

@@ -60,6 +60,7 @@ class Variant:
 
 
 UNBOUNDED = 2**62  # the horizon of a non-private sketch given none: any stream length, int64 counts
+PARTIAL_QUERY_HASHES = 1 << 20  # (key, row) pairs up to which a query hashes once (16 MB) and releases the cells read
 COUNT_MIN = Estimator(signed=False)
 COUNT_SKETCH = Estimator(signed=True)
 
@@ -181,9 +182,15 @@ class PrivateSchedule(Schedule):
             kappa=kappa,
         )
 
-    def cells(self) -> np.ndarray:
-        """The counters' releases at the cells' current steps, shape (d, w)."""
-        return self.counters.release_all(self.cell_steps()).reshape(self.depth, self.width)
+    def cells(self, wanted: np.ndarray | None = None) -> np.ndarray:
+        """The counters' releases at the cells' current steps, shape (d, w).
+
+        ``wanted``: bool mask (d w,) of the cells the caller reads; the counters may leave the others NaN
+        (``Counter.release_wanted``).
+        """
+        steps = self.cell_steps()
+        released = self.counters.release_all(steps) if wanted is None else self.counters.release_wanted(steps, wanted)
+        return released.reshape(self.depth, self.width)
 
     def cell_variances(self) -> np.ndarray:
         """The counters' analytic noise variances at the cells' current steps, shape (d, w)."""
@@ -424,7 +431,14 @@ class SketchCore(Certified, serial.Serialisable):
             cells = self._state.cells()
             variances = np.abs(self._rows(keys, self._state.cell_variances()))
             return trimmed_mean(self._rows(keys, cells), variances, self._estimator.signed)
-        return kernels.query_keys(keys, self._params, self._estimator.signed, self._state.cells())
+        signed = self._estimator.signed
+        counters = getattr(self._state, "counters", None)
+        if counters is not None and counters.partial_release and keys.size * self.depth <= PARTIAL_QUERY_HASHES:
+            # derived node noise: release only the cells the keys read (the others' nodes are not generated)
+            cols, incs, wanted = kernels.hash_keys(keys, self._params, signed, self.depth, self.width)
+            cells = self._state.cells(wanted)  # type: ignore[call-arg]  # a PrivateSchedule: it has counters
+            return kernels.query_hashed(cols, incs, signed, cells)
+        return kernels.query_keys(keys, self._params, signed, self._state.cells())
 
     def variance_many(self, xs: np.ndarray) -> np.ndarray:
         """Analytic noise variance of each row estimate v_i, shape (depth, len(xs)); 0 when non-private."""
