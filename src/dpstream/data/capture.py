@@ -22,6 +22,7 @@ scanned are released (``madvise(MADV_DONTNEED)``) after each window, so resident
 from __future__ import annotations
 
 import mmap
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ KNOWN_LINKTYPES = (0, 1, 12, 14, 101, 108, 113, 228, 229, 276)
 MAX_CAPLEN = 262144  # libpcap's and wiretap's largest snapshot length: a larger captured length is bogus
 MAX_INTERFACES = 65536  # interface table size (fixed, never sized from the file)
 WINDOW = 1 << 26  # bytes scanned between releases of the mapped pages
+HOST_BIG = int(sys.byteorder == "big")  # the fast pcapng loop reads 32-bit words in the host's byte order
 
 # status codes of the kernel
 OK, FULL, TRUNCATED = 0, 1, 2
@@ -80,6 +82,15 @@ def _u16(buf: np.ndarray, i: int, big: int) -> Any:
 def _u32(buf: np.ndarray, i: int, big: int) -> Any:
     a, b, c, d = np.int64(buf[i]), np.int64(buf[i + 1]), np.int64(buf[i + 2]), np.int64(buf[i + 3])
     return (a << 24) | (b << 16) | (c << 8) | d if big else (d << 24) | (c << 16) | (b << 8) | a
+
+
+@numba.njit(inline="always")
+def _w32(words: np.ndarray, i: int, swap: int) -> Any:
+    """The 32-bit field at byte offset ``i`` (a multiple of 4) of the file viewed as host-order ``words``."""
+    x = np.int64(words[i >> 2])
+    if swap:
+        x = ((x & 0xFF) << 24) | ((x & 0xFF00) << 8) | ((x >> 8) & 0xFF00) | (x >> 24)
+    return x
 
 
 @numba.njit(inline="always")
@@ -386,32 +397,27 @@ def scan_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link
     return pos, n, status, a, b
 
 
-@numba.njit(cache=True)
-def fast_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link: np.ndarray, if_snap: np.ndarray,  # noqa: C901
-                ipv6: int, out: np.ndarray, counts: np.ndarray) -> tuple[int, int]:
-    """The common blocks of a pcapng section in one flat loop: (next position, keys written).
-
-    Takes Enhanced and Simple Packet Blocks and skips other non-structural blocks, with the same length checks as
-    ``scan_pcapng``; it stops, leaving the block to ``scan_pcapng``, at a Section Header or Interface Description
-    Block, an obsolete Packet Block, any failed check or an unknown link type. Written as one loop without
-    tuple-returning helpers (those made the scan four times slower).
-    """
-    size, big, nif = buf.size, state[S_BIG], state[S_NIF]
+@numba.njit(inline="always")
+def _fast_body(buf: np.ndarray, words: np.ndarray, pos: int, stop: int, swap: int, nif: int,  # noqa: C901
+               if_link: np.ndarray, if_snap: np.ndarray, ipv6: int, out: np.ndarray,
+               counts: np.ndarray) -> tuple[int, int]:
+    """The loop of ``fast_pcapng``; ``swap`` (the file's byte order differs from the host's) is a constant here."""
+    size = buf.size
     link0, snap0 = if_link[0], if_snap[0]  # fixed within the loop: an Interface Description Block ends it
     n, records, other, short, v6 = 0, 0, 0, 0, 0
-    while pos < stop and n < out.size and size - pos >= 12 and nif > 0:
-        btype, blen = _u32(buf, pos, big), _u32(buf, pos + 4, big)
-        if blen < 16 or blen % 4 != 0 or blen > size - pos or _u32(buf, pos + blen - 4, big) != blen:
+    while pos < stop and n < out.size and size - pos >= 12:
+        btype, blen = _w32(words, pos, swap), _w32(words, pos + 4, swap)
+        if blen < 16 or blen % 4 != 0 or blen > size - pos or _w32(words, pos + blen - 4, swap) != blen:
             break
         if btype == 6:
             if blen < 32:
                 break
-            iface, caplen, p = _u32(buf, pos + 8, big), _u32(buf, pos + 20, big), pos + 28
+            iface, caplen, p = _w32(words, pos + 8, swap), _w32(words, pos + 20, swap), pos + 28
             if iface >= nif or caplen > blen - 32:
                 break
             link = if_link[iface]
         elif btype == 3:
-            caplen, p, link = _u32(buf, pos + 8, big), pos + 12, link0
+            caplen, p, link = _w32(words, pos + 8, swap), pos + 12, link0
             if 0 < snap0 < caplen:
                 caplen = snap0
             if caplen > blen - 16:
@@ -432,7 +438,7 @@ def fast_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link
         elif link == 101:
             off, version = 0, np.int64(buf[p]) >> 4 if caplen > 0 else 0  # type: ignore[assignment]
         else:
-            off, version = _l3(buf, p, caplen, link, big)
+            off, version = _l3(buf, p, caplen, link, swap ^ HOST_BIG)
         if version < 0:
             break
         records += 1
@@ -452,6 +458,25 @@ def fast_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link
         pos += blen
     _flush(counts, records, other, short, v6)
     return pos, n
+
+
+@numba.njit(cache=True)
+def fast_pcapng(buf: np.ndarray, words: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link: np.ndarray,
+                if_snap: np.ndarray, ipv6: int, out: np.ndarray, counts: np.ndarray) -> tuple[int, int]:
+    """The common blocks of a pcapng section in one flat loop: (next position, keys written).
+
+    Takes Enhanced and Simple Packet Blocks and skips other non-structural blocks, with the same length checks as
+    ``scan_pcapng``; it stops, leaving the block to ``scan_pcapng``, at a Section Header or Interface Description
+    Block, an obsolete Packet Block, any failed check or an unknown link type. Written as one loop without
+    tuple-returning helpers (those made the scan four times slower). Block fields are read as aligned 32-bit
+    ``words`` (the file as host-order uint32: pcapng blocks start at multiples of 4), with the byte order a
+    compile-time constant of each of the two copies of the loop: together 1.4x faster than byte-wise reads.
+    """
+    if pos % 4 != 0 or state[S_NIF] <= 0:  # word reads need an aligned block start; no interface: the checked loop
+        return pos, 0
+    if state[S_BIG] != HOST_BIG:
+        return _fast_body(buf, words, pos, stop, 1, state[S_NIF], if_link, if_snap, ipv6, out, counts)
+    return _fast_body(buf, words, pos, stop, 0, state[S_NIF], if_link, if_snap, ipv6, out, counts)
 
 
 @dataclass
@@ -521,6 +546,7 @@ def _scan_mapped(path: Path, fmt: str, mapped: mmap.mmap, size: int, state: np.n
     from tqdm import tqdm
 
     buf = np.frombuffer(mapped, dtype=np.uint8)
+    words = np.frombuffer(mapped, dtype=np.uint32, count=size // 4)  # the same bytes, for aligned 32-bit reads
     if_link = np.zeros(MAX_INTERFACES, dtype=np.int64)
     if_snap = np.zeros(MAX_INTERFACES, dtype=np.int64)
     raw = np.zeros(4, dtype=np.int64)
@@ -535,7 +561,7 @@ def _scan_mapped(path: Path, fmt: str, mapped: mmap.mmap, size: int, state: np.n
             if fmt == "pcap":
                 pos, got, status, a, b = scan_pcap(buf, pos, stop, state, mode, out[n:], raw)
             else:
-                pos, got = fast_pcapng(buf, pos, stop, state, if_link, if_snap, mode, out[n:], raw)
+                pos, got = fast_pcapng(buf, words, pos, stop, state, if_link, if_snap, mode, out[n:], raw)
                 n += got
                 status, a, b, got = OK, 0, 0, 0
                 if pos < stop and n < chunk:  # a block the fast loop leaves to the checked one
@@ -562,6 +588,6 @@ def _scan_mapped(path: Path, fmt: str, mapped: mmap.mmap, size: int, state: np.n
             yield out[:n]
         bar.update(size - released)
     finally:
-        del buf
+        del buf, words
         bar.close()
         counts.records, counts.non_ipv4, counts.too_short, counts.ipv6_keyed = (int(v) for v in raw)
