@@ -22,6 +22,7 @@ scanned are released (``madvise(MADV_DONTNEED)``) after each window, so resident
 from __future__ import annotations
 
 import mmap
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ KNOWN_LINKTYPES = (0, 1, 12, 14, 101, 108, 113, 228, 229, 276)
 MAX_CAPLEN = 262144  # libpcap's and wiretap's largest snapshot length: a larger captured length is bogus
 MAX_INTERFACES = 65536  # interface table size (fixed, never sized from the file)
 WINDOW = 1 << 26  # bytes scanned between releases of the mapped pages
+HOST_BIG = int(sys.byteorder == "big")  # the fast pcapng loop reads 32-bit words in the host's byte order
 
 # status codes of the kernel
 OK, FULL, TRUNCATED = 0, 1, 2
@@ -71,15 +73,40 @@ class MalformedCaptureError(ValueError):
 
 
 @numba.njit(inline="always")
+def _byte(buf: np.ndarray, i: int) -> Any:
+    """The byte at ``i`` (>= 0), read through an unsigned index.
+
+    An unsigned index spares the compiled code numba's negative-index wraparound (a compare and a select per read),
+    which made the fast pcapng loop 1.5x slower.
+    """
+    return np.int64(buf[np.uint64(i)])
+
+
+@numba.njit(inline="always")
+def _be32(buf: np.ndarray, i: int) -> Any:
+    """The big-endian 32-bit value at ``i`` (an IPv4 address)."""
+    return (_byte(buf, i) << 24) | (_byte(buf, i + 1) << 16) | (_byte(buf, i + 2) << 8) | _byte(buf, i + 3)
+
+
+@numba.njit(inline="always")
 def _u16(buf: np.ndarray, i: int, big: int) -> Any:
-    a, b = np.int64(buf[i]), np.int64(buf[i + 1])
+    a, b = _byte(buf, i), _byte(buf, i + 1)
     return (a << 8) | b if big else (b << 8) | a
 
 
 @numba.njit(inline="always")
 def _u32(buf: np.ndarray, i: int, big: int) -> Any:
-    a, b, c, d = np.int64(buf[i]), np.int64(buf[i + 1]), np.int64(buf[i + 2]), np.int64(buf[i + 3])
+    a, b, c, d = _byte(buf, i), _byte(buf, i + 1), _byte(buf, i + 2), _byte(buf, i + 3)
     return (a << 24) | (b << 16) | (c << 8) | d if big else (d << 24) | (c << 16) | (b << 8) | a
+
+
+@numba.njit(inline="always")
+def _w32(words: np.ndarray, i: int, swap: int) -> Any:
+    """The 32-bit field at byte offset ``i`` (a multiple of 4) of the file viewed as host-order ``words``."""
+    x = np.int64(words[np.uint64(i >> 2)])
+    if swap:
+        x = ((x & 0xFF) << 24) | ((x & 0xFF00) << 8) | ((x >> 8) & 0xFF00) | (x >> 24)
+    return x
 
 
 @numba.njit(inline="always")
@@ -87,7 +114,7 @@ def _ipv6_key(buf: np.ndarray, i: int) -> Any:
     """2^32 + a splitmix64-style mix of the 16 source bytes at ``i``, mod (2^61 - 1 - 2^32)."""
     h = np.uint64(0x9E3779B97F4A7C15)
     for j in range(16):
-        h = (h ^ np.uint64(buf[i + j])) * np.uint64(0xBF58476D1CE4E5B9)
+        h = (h ^ np.uint64(_byte(buf, i + j))) * np.uint64(0xBF58476D1CE4E5B9)
         h ^= h >> np.uint64(31)
     return np.int64(h % np.uint64((1 << 61) - 1 - (1 << 32))) + (np.int64(1) << 32)
 
@@ -99,7 +126,7 @@ def _version(etype: Any) -> int:
 
 @numba.njit(inline="always")
 def _be16(buf: np.ndarray, i: int) -> Any:
-    return (np.int64(buf[i]) << 8) | np.int64(buf[i + 1])
+    return (_byte(buf, i) << 8) | _byte(buf, i + 1)
 
 
 @numba.njit(inline="always")
@@ -107,43 +134,17 @@ def _is_vlan(etype: Any) -> bool:
     return etype == 0x8100 or etype == 0x88A8 or etype == 0x9100
 
 
-@numba.njit(cache=True)
-def _more_tags(buf: np.ndarray, p: int, caplen: int, off: int) -> tuple[int, Any]:
-    """Skip VLAN tags beyond the second (rare): (offset of the EtherType, EtherType)."""
-    etype = _be16(buf, p + off)
-    while _is_vlan(etype) and off + 6 <= caplen:
-        off += 4
-        etype = _be16(buf, p + off)
-    return off, etype
-
-
-@numba.njit(inline="always")
-def _ethernet(buf: np.ndarray, p: int, caplen: int) -> tuple[int, int]:
-    """Network header offset and IP version of an Ethernet frame, past any stacked VLAN tags.
-
-    The first two tags are unrolled (a loop here made the whole scan several times slower), more go to a loop.
-    """
-    if caplen < 14:
-        return 0, 0
-    off, etype = 12, _be16(buf, p + 12)
-    if _is_vlan(etype) and caplen >= 18:
-        off, etype = 16, _be16(buf, p + 16)
-        if _is_vlan(etype) and caplen >= 22:
-            off, etype = _more_tags(buf, p, caplen, 20)
-    return off + 2, _version(etype)
-
-
 @numba.njit(inline="always")
 def _cooked(buf: np.ndarray, p: int, caplen: int, link: int, big: int) -> tuple[int, int]:
-    """Linux cooked (SLL, SLL2) and BSD loopback headers; (offset, version) as ``_l3``."""
+    """Linux cooked (SLL, SLL2) and BSD loopback headers; (offset, version) as ``_network``."""
     if link == 113:
         if caplen < 16:
             return 0, 0
-        return 16, _version((np.int64(buf[p + 14]) << 8) | np.int64(buf[p + 15]))
+        return 16, _version(_be16(buf, p + 14))
     if link == 276:
         if caplen < 20:
             return 0, 0
-        return 20, _version((np.int64(buf[p]) << 8) | np.int64(buf[p + 1]))
+        return 20, _version(_be16(buf, p))
     if caplen < 4:
         return 0, 0
     fam = _u32(buf, p, 1 if link == 108 else big)
@@ -153,18 +154,22 @@ def _cooked(buf: np.ndarray, p: int, caplen: int, link: int, big: int) -> tuple[
 
 
 @numba.njit(inline="always")
-def _l3(buf: np.ndarray, p: int, caplen: int, link: int, big: int) -> tuple[int, int]:
+def _network(buf: np.ndarray, p: int, caplen: int, link: int, big: int) -> tuple[int, int]:
     """(offset of the network header within the frame at ``p``, 4 or 6 or 0 for not IP; -1: unknown link type).
 
-    Raw IP is tested first: with Ethernet first the compiled code was ten times slower on raw-IP packets.
+    The common link types first: Ethernet (past any stacked VLAN tags), then raw IP.
     """
-    if link == 101 or link == 12 or link == 14:
-        if caplen < 1:
-            return 0, 0
-        v = np.int64(buf[p]) >> 4
-        return 0, 4 if v == 4 else (6 if v == 6 else 0)
     if link == 1:
-        return _ethernet(buf, p, caplen)
+        off, etype = 12, 0
+        if caplen >= 14:
+            etype = _be16(buf, p + 12)
+            while _is_vlan(etype) and off + 6 <= caplen:
+                off += 4
+                etype = _be16(buf, p + off)
+        return off + 2, _version(etype)
+    if link == 101 or link == 12 or link == 14:
+        v = _byte(buf, p) >> 4 if caplen > 0 else 0
+        return 0, 4 if v == 4 else (6 if v == 6 else 0)
     if link == 228 or link == 229:
         return 0, 4 if link == 228 else 6
     if link == 113 or link == 276 or link == 0 or link == 108:
@@ -172,32 +177,22 @@ def _l3(buf: np.ndarray, p: int, caplen: int, link: int, big: int) -> tuple[int,
     return 0, -1
 
 
-K_IPV4, K_IPV6, K_OTHER, K_SHORT, K_UNKNOWN = 0, 1, 2, 3, 4
-"""What a frame gives: an IPv4 key, an IPv6 key, nothing (not IP, or IPv6 skipped), nothing (captured too short to
-hold the source), or an unknown link type."""
-
-
 @numba.njit(inline="always")
-def _key(buf: np.ndarray, p: int, caplen: int, link: int, big: int, ipv6: int) -> tuple[int, Any]:
-    """(kind, key) of the frame of ``caplen`` bytes at ``p``."""
-    off, version = _l3(buf, p, caplen, link, big)
-    if version == -1:
-        return K_UNKNOWN, 0
-    if version == 4:
-        if off + 16 > caplen:
-            return K_SHORT, 0
-        if np.int64(buf[p + off]) >> 4 != 4:
-            return K_OTHER, 0
-        q = p + off + 12
-        return K_IPV4, (np.int64(buf[q]) << 24) | (np.int64(buf[q + 1]) << 16) | (np.int64(buf[q + 2]) << 8) | \
-            np.int64(buf[q + 3])
-    if version == 6 and ipv6 == 1:
-        if off + 24 > caplen:
-            return K_SHORT, 0
-        if np.int64(buf[p + off]) >> 4 != 6:
-            return K_OTHER, 0
-        return K_IPV6, _ipv6_key(buf, p + off + 8)
-    return K_OTHER, 0
+def _store(buf: np.ndarray, p: int, off: int, version: int, caplen: int, ipv6: int, out: np.ndarray, n: int,
+           other: int, short: int, v6: int) -> tuple[int, int, int, int]:
+    """Key the frame at ``p`` (network header at ``off``) into ``out[n]``, or count why not: new (n, other, short, v6).
+
+    The one place every loop keys its frames.
+    """
+    if version == 4 and off + 16 <= caplen and _byte(buf, p + off) >> 4 == 4:
+        out[np.uint64(n)] = _be32(buf, p + off + 12)
+        return n + 1, other, short, v6
+    if version == 6 and ipv6 == 1 and off + 24 <= caplen and _byte(buf, p + off) >> 4 == 6:
+        out[np.uint64(n)] = _ipv6_key(buf, p + off + 8)
+        return n + 1, other, short, v6 + 1
+    if (version == 4 and off + 16 > caplen) or (version == 6 and ipv6 == 1 and off + 24 > caplen):
+        return n, other, short + 1, v6
+    return n, other + 1, short, v6
 
 
 @numba.njit(cache=True)
@@ -207,8 +202,8 @@ def scan_pcap(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, ipv6: int
 
     Returns (next position, keys written, status, a, b): the status is OK (reached ``stop`` or the end), FULL,
     TRUNCATED (the last record is cut short) or an error code with its values a, b at the returned position.
-    ``counts`` gains the records, non-IP, too-short and IPv6-keyed tallies. One flat loop (tuple-returning helpers
-    made it four times slower).
+    ``counts`` gains the records, non-IP, too-short and IPv6-keyed tallies. The tallies live in locals; the helpers
+    are inlined (``inline="always"``).
     """
     size, big, link = buf.size, state[S_BIG], state[S_LINK]
     limit = max(state[S_SNAP], MAX_CAPLEN)
@@ -229,39 +224,15 @@ def scan_pcap(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, ipv6: int
             status, a, b = TRUNCATED, caplen + 16, size - pos
             break
         p = pos + 16
-        off, version = _l3(buf, p, caplen, link, big)
+        off, version = _network(buf, p, caplen, link, big)
         if version < 0:
             status, a = E_LINK, link
             break
         records += 1
-        if version == 4 and off + 16 <= caplen and np.int64(buf[p + off]) >> 4 == 4:
-            q = p + off + 12
-            out[n] = (np.int64(buf[q]) << 24) | (np.int64(buf[q + 1]) << 16) | (np.int64(buf[q + 2]) << 8) | \
-                np.int64(buf[q + 3])
-            n += 1
-        elif version == 6 and ipv6 == 1 and off + 24 <= caplen and np.int64(buf[p + off]) >> 4 == 6:
-            out[n] = _ipv6_key(buf, p + off + 8)
-            n += 1
-            v6 += 1
-        elif (version == 4 and off + 16 > caplen) or (version == 6 and ipv6 == 1 and off + 24 > caplen):
-            short += 1
-        else:
-            other += 1
+        n, other, short, v6 = _store(buf, p, off, version, caplen, ipv6, out, n, other, short, v6)
         pos += 16 + caplen
     _flush(counts, records, other, short, v6)
     return pos, n, status, a, b
-
-
-@numba.njit(inline="always")
-def _tally(kind: int, key: int, out: np.ndarray, n: int, records: int, other: int, short: int,
-           v6: int) -> tuple[int, int, int, int, int]:
-    """Store a key or count why there is none: the new (records, other, short, v6, n)."""
-    if kind == K_IPV4 or kind == K_IPV6:
-        out[n] = key
-        return records + 1, other, short, v6 + (kind == K_IPV6), n + 1
-    if kind == K_SHORT:
-        return records + 1, other, short + 1, v6, n
-    return records + 1, other + 1, short, v6, n
 
 
 @numba.njit(inline="always")
@@ -338,19 +309,6 @@ def _packet_block(buf: np.ndarray, pos: int, btype: int, blen: int, big: int, ni
     return OK, pos + 28, caplen, if_link[iface], iface
 
 
-@numba.njit(inline="always")
-def _packet(buf: np.ndarray, pos: int, btype: int, blen: int, big: int, nif: int, if_link: np.ndarray,
-            if_snap: np.ndarray, ipv6: int) -> tuple[int, int, int, int, int]:
-    """(status, kind, key, a, b) of the packet block at ``pos`` (``_key``; a, b: the error's values)."""
-    status, data, caplen, link, iface = _packet_block(buf, pos, btype, blen, big, nif, if_link, if_snap)
-    if status != OK:
-        return status, K_OTHER, 0, data, caplen
-    kind, key = _key(buf, data, caplen, link, big, ipv6)
-    if kind == K_UNKNOWN:
-        return E_LINK, kind, 0, link, iface
-    return OK, kind, key, 0, 0
-
-
 @numba.njit(cache=True)
 def scan_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link: np.ndarray, if_snap: np.ndarray,
                 ipv6: int, out: np.ndarray, counts: np.ndarray) -> tuple[int, int, int, int, int]:
@@ -376,9 +334,15 @@ def scan_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link
             if_link[nif], if_snap[nif] = _u16(buf, pos + 8, big), _u32(buf, pos + 12, big)
             nif += 1
         elif status == OK and (btype == 6 or btype == 3 or btype == 2):
-            status, kind, key, a, b = _packet(buf, pos, btype, blen, big, nif, if_link, if_snap, ipv6)
-            if status == OK:
-                records, other, short, v6, n = _tally(kind, key, out, n, records, other, short, v6)
+            status, p, caplen, link, iface = _packet_block(buf, pos, btype, blen, big, nif, if_link, if_snap)
+            off, version = _network(buf, p, caplen, link, big) if status == OK else (0, 0)
+            if status != OK:
+                a, b = p, caplen
+            elif version < 0:
+                status, a, b = E_LINK, link, iface
+            else:
+                records += 1
+                n, other, short, v6 = _store(buf, p, off, version, caplen, ipv6, out, n, other, short, v6)
         if status == OK:
             pos += blen
     _flush(counts, records, other, short, v6)
@@ -386,32 +350,27 @@ def scan_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link
     return pos, n, status, a, b
 
 
-@numba.njit(cache=True)
-def fast_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link: np.ndarray, if_snap: np.ndarray,  # noqa: C901
-                ipv6: int, out: np.ndarray, counts: np.ndarray) -> tuple[int, int]:
-    """The common blocks of a pcapng section in one flat loop: (next position, keys written).
-
-    Takes Enhanced and Simple Packet Blocks and skips other non-structural blocks, with the same length checks as
-    ``scan_pcapng``; it stops, leaving the block to ``scan_pcapng``, at a Section Header or Interface Description
-    Block, an obsolete Packet Block, any failed check or an unknown link type. Written as one loop without
-    tuple-returning helpers (those made the scan four times slower).
-    """
-    size, big, nif = buf.size, state[S_BIG], state[S_NIF]
+@numba.njit(inline="always")
+def _fast_body(buf: np.ndarray, words: np.ndarray, pos: int, stop: int, swap: int, nif: int,  # noqa: C901
+               if_link: np.ndarray, if_snap: np.ndarray, ipv6: int, out: np.ndarray,
+               counts: np.ndarray) -> tuple[int, int]:
+    """The loop of ``fast_pcapng``; ``swap`` (the file's byte order differs from the host's) is a constant here."""
+    size = buf.size
     link0, snap0 = if_link[0], if_snap[0]  # fixed within the loop: an Interface Description Block ends it
     n, records, other, short, v6 = 0, 0, 0, 0, 0
-    while pos < stop and n < out.size and size - pos >= 12 and nif > 0:
-        btype, blen = _u32(buf, pos, big), _u32(buf, pos + 4, big)
-        if blen < 16 or blen % 4 != 0 or blen > size - pos or _u32(buf, pos + blen - 4, big) != blen:
+    while pos < stop and n < out.size and size - pos >= 12:
+        btype, blen = _w32(words, pos, swap), _w32(words, pos + 4, swap)
+        if blen < 16 or blen % 4 != 0 or blen > size - pos or _w32(words, pos + blen - 4, swap) != blen:
             break
         if btype == 6:
             if blen < 32:
                 break
-            iface, caplen, p = _u32(buf, pos + 8, big), _u32(buf, pos + 20, big), pos + 28
+            iface, caplen, p = _w32(words, pos + 8, swap), _w32(words, pos + 20, swap), pos + 28
             if iface >= nif or caplen > blen - 32:
                 break
-            link = if_link[iface]
+            link = if_link[np.uint64(iface)]
         elif btype == 3:
-            caplen, p, link = _u32(buf, pos + 8, big), pos + 12, link0
+            caplen, p, link = _w32(words, pos + 8, swap), pos + 12, link0
             if 0 < snap0 < caplen:
                 caplen = snap0
             if caplen > blen - 16:
@@ -421,7 +380,7 @@ def fast_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link
         else:
             pos += blen
             continue
-        if link == 1:  # the common link types spelled out first (through _l3 alone the loop ran 1.5x slower)
+        if link == 1:  # the common link types spelled out (through _network alone the loop ran 1.2x slower)
             off, etype = 12, 0
             if caplen >= 14:
                 etype = _be16(buf, p + 12)
@@ -430,28 +389,34 @@ def fast_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link
                     etype = _be16(buf, p + off)
             off, version = off + 2, _version(etype)
         elif link == 101:
-            off, version = 0, np.int64(buf[p]) >> 4 if caplen > 0 else 0  # type: ignore[assignment]
+            off, version = 0, _byte(buf, p) >> 4 if caplen > 0 else 0
         else:
-            off, version = _l3(buf, p, caplen, link, big)
+            off, version = _network(buf, p, caplen, link, swap ^ HOST_BIG)
         if version < 0:
             break
         records += 1
-        if version == 4 and off + 16 <= caplen and np.int64(buf[p + off]) >> 4 == 4:
-            q = p + off + 12
-            out[n] = (np.int64(buf[q]) << 24) | (np.int64(buf[q + 1]) << 16) | (np.int64(buf[q + 2]) << 8) | \
-                np.int64(buf[q + 3])
-            n += 1
-        elif version == 6 and ipv6 == 1 and off + 24 <= caplen and np.int64(buf[p + off]) >> 4 == 6:
-            out[n] = _ipv6_key(buf, p + off + 8)
-            n += 1
-            v6 += 1
-        elif (version == 4 and off + 16 > caplen) or (version == 6 and ipv6 == 1 and off + 24 > caplen):
-            short += 1
-        else:
-            other += 1
+        n, other, short, v6 = _store(buf, p, off, version, caplen, ipv6, out, n, other, short, v6)
         pos += blen
     _flush(counts, records, other, short, v6)
     return pos, n
+
+
+@numba.njit(cache=True)
+def fast_pcapng(buf: np.ndarray, words: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link: np.ndarray,
+                if_snap: np.ndarray, ipv6: int, out: np.ndarray, counts: np.ndarray) -> tuple[int, int]:
+    """The common blocks of a pcapng section in one flat loop: (next position, keys written).
+
+    Takes Enhanced and Simple Packet Blocks and skips other non-structural blocks, with the same length checks as
+    ``scan_pcapng``; it stops, leaving the block to ``scan_pcapng``, at a Section Header or Interface Description
+    Block, an obsolete Packet Block, any failed check or an unknown link type. Block fields are read as aligned
+    32-bit ``words`` (the file as host-order uint32: pcapng blocks start at multiples of 4), with the byte order a
+    compile-time constant of each of the two copies of the loop: together 1.4x faster than byte-wise reads.
+    """
+    if pos % 4 != 0 or state[S_NIF] <= 0:  # word reads need an aligned block start; no interface: the checked loop
+        return pos, 0
+    if state[S_BIG] != HOST_BIG:
+        return _fast_body(buf, words, pos, stop, 1, state[S_NIF], if_link, if_snap, ipv6, out, counts)
+    return _fast_body(buf, words, pos, stop, 0, state[S_NIF], if_link, if_snap, ipv6, out, counts)
 
 
 @dataclass
@@ -521,6 +486,7 @@ def _scan_mapped(path: Path, fmt: str, mapped: mmap.mmap, size: int, state: np.n
     from tqdm import tqdm
 
     buf = np.frombuffer(mapped, dtype=np.uint8)
+    words = np.frombuffer(mapped, dtype=np.uint32, count=size // 4)  # the same bytes, for aligned 32-bit reads
     if_link = np.zeros(MAX_INTERFACES, dtype=np.int64)
     if_snap = np.zeros(MAX_INTERFACES, dtype=np.int64)
     raw = np.zeros(4, dtype=np.int64)
@@ -535,7 +501,7 @@ def _scan_mapped(path: Path, fmt: str, mapped: mmap.mmap, size: int, state: np.n
             if fmt == "pcap":
                 pos, got, status, a, b = scan_pcap(buf, pos, stop, state, mode, out[n:], raw)
             else:
-                pos, got = fast_pcapng(buf, pos, stop, state, if_link, if_snap, mode, out[n:], raw)
+                pos, got = fast_pcapng(buf, words, pos, stop, state, if_link, if_snap, mode, out[n:], raw)
                 n += got
                 status, a, b, got = OK, 0, 0, 0
                 if pos < stop and n < chunk:  # a block the fast loop leaves to the checked one
@@ -562,6 +528,6 @@ def _scan_mapped(path: Path, fmt: str, mapped: mmap.mmap, size: int, state: np.n
             yield out[:n]
         bar.update(size - released)
     finally:
-        del buf
+        del buf, words
         bar.close()
         counts.records, counts.non_ipv4, counts.too_short, counts.ipv6_keyed = (int(v) for v in raw)
