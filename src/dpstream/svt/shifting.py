@@ -180,8 +180,8 @@ class ShiftingHeavyHitters(Certified):
         self.tau = self.bounds.tau
 
     @property
-    def privacy(self) -> Privacy:
-        """(epsilon, delta) for replace-one-user neighbours over the whole stream: its TME's."""
+    def privacy(self) -> Privacy | None:
+        """(epsilon, delta) for replace-one-user neighbours over the whole stream: its TME's (None if not certified)."""
         return self.tme.privacy
 
     def run(self, holdings: np.ndarray, sizes: np.ndarray, *, n_runs: int = 1) -> HHResult:
