@@ -60,6 +60,8 @@ from dpstream.sketches import LazyCMS
 from dpstream.svt import Sparse, ThresholdMonitor
 
 RESULTS = Path(__file__).parent / "results" / "secure_noise.json"
+SECURE = ("discrete_secure", "discrete_secure_ct")
+"""The exact (rejection) and the constant-time discrete Gaussian node noises, timed side by side."""
 KB, DEPTH, EPS, DELTA, TOP_K, RELEASES = 24, 3, 1.0, 1e-6, 15, 16
 HH_K, HH_EPS, HH_DELTA, HH_BETA = 128, 0.5, 1e-3, 5e-4
 
@@ -125,13 +127,16 @@ def _run(sketch: LazyCMS, items: np.ndarray) -> None:
 
 
 def lazycms_speed(length: int, short_length: int, repeats: int) -> list[dict]:
-    """LazyCMS: discrete secure vs Philox derived (``length``) and vs stored OpenDP noise (``short_length``)."""
+    """LazyCMS with exact and with constant-time discrete secure noise.
+
+    Against Philox derived noise over ``length`` items, and against stored OpenDP noise over ``short_length``.
+    """
     items = _stream(length, 1)
-    _run(_lazycms("discrete_secure", 1024), items[:1024])
-    _run(_lazycms("derived", 1024), items[:1024])
-    arms = {f"LazyCMS {noise}": (lambda n=noise: _run(_lazycms(n, length), items))
-            for noise in ("derived", "discrete_secure")}
-    rows = [_row(interleaved_ratios(arms, "LazyCMS derived", repeats)["LazyCMS discrete_secure"], 0.2)]
+    for noise in ("derived", *SECURE):
+        _run(_lazycms(noise, 1024), items[:1024])
+    arms = {f"LazyCMS {noise}": (lambda n=noise: _run(_lazycms(n, length), items)) for noise in ("derived", *SECURE)}
+    estimates = interleaved_ratios(arms, "LazyCMS derived", repeats)
+    rows = [_row(estimates[f"LazyCMS {noise}"], 0.2) for noise in SECURE]
     short = items[:short_length]
 
     def opendp() -> None:
@@ -140,10 +145,10 @@ def lazycms_speed(length: int, short_length: int, repeats: int) -> list[dict]:
 
     opendp()
     arms = {"LazyCMS stored, noise=secure (OpenDP)": opendp,
-            "LazyCMS discrete_secure (short)": lambda: _run(_lazycms("discrete_secure", short_length), short)}
-    rows.append(_row(interleaved_ratios(arms, "LazyCMS stored, noise=secure (OpenDP)", 5)[
-        "LazyCMS discrete_secure (short)"], 100.0))
-    return rows
+            **{f"LazyCMS {noise} (short)": (lambda n=noise: _run(_lazycms(n, short_length), short))
+               for noise in SECURE}}
+    estimates = interleaved_ratios(arms, "LazyCMS stored, noise=secure (OpenDP)", 5)
+    return rows + [_row(estimates[f"LazyCMS {noise} (short)"], 100.0) for noise in SECURE]
 
 
 def timing_levels_speed(length: int, repeats: int) -> list[dict]:
@@ -238,13 +243,16 @@ def _lazyhh(node_noise: str, length: int, seed: int = 0) -> LazyHH:
 
 
 def lazyhh_speed(length: int, short_length: int, repeats: int) -> list[dict]:
-    """LazyHH ``extend``: discrete secure vs Philox derived (``length``), vs stored OpenDP noise (``short_length``)."""
+    """LazyHH ``extend`` with exact and with constant-time discrete secure noise.
+
+    Against Philox derived noise over ``length`` items, and against stored OpenDP noise over ``short_length``.
+    """
     items = _stream(length, 2)
-    for noise in ("derived", "discrete_secure"):
+    for noise in ("derived", *SECURE):
         _lazyhh(noise, 1024).extend(items[:1024])  # compile
-    arms = {f"LazyHH {noise}": (lambda n=noise: _lazyhh(n, length).extend(items)) for noise in ("derived",
-                                                                                                 "discrete_secure")}
-    rows = [_row(interleaved_ratios(arms, "LazyHH derived", repeats)["LazyHH discrete_secure"], 0.2)]
+    arms = {f"LazyHH {noise}": (lambda n=noise: _lazyhh(n, length).extend(items)) for noise in ("derived", *SECURE)}
+    estimates = interleaved_ratios(arms, "LazyHH derived", repeats)
+    rows = [_row(estimates[f"LazyHH {noise}"], 0.2) for noise in SECURE]
     short = items[:short_length]
 
     def opendp() -> None:
@@ -253,10 +261,10 @@ def lazyhh_speed(length: int, short_length: int, repeats: int) -> list[dict]:
 
     opendp()
     arms = {"LazyHH stored, noise=secure (OpenDP)": opendp,
-            "LazyHH discrete_secure (short)": lambda: _lazyhh("discrete_secure", short_length).extend(short)}
-    rows.append(_row(interleaved_ratios(arms, "LazyHH stored, noise=secure (OpenDP)", 5)[
-        "LazyHH discrete_secure (short)"], 100.0))
-    return rows
+            **{f"LazyHH {noise} (short)": (lambda n=noise: _lazyhh(n, short_length).extend(short))
+               for noise in SECURE}}
+    estimates = interleaved_ratios(arms, "LazyHH stored, noise=secure (OpenDP)", 5)
+    return rows + [_row(estimates[f"LazyHH {noise} (short)"], 100.0) for noise in SECURE]
 
 
 SVT_PREFIX = "SVT "
