@@ -60,6 +60,22 @@ class DerivedState(NamedTuple):
     exact: np.ndarray
 
 
+class PhiloxDerived(Counter):
+    """Base of the counters whose node noise is derived from a 128-bit Philox key at release (put it first).
+
+    Nothing is drawn at push time; the pushes touch the exact sums only; the guarantee is computational (Philox as a
+    pseudorandom function).
+    """
+
+    node_noise = "derived"
+    kind = kernels.DERIVED
+    sparse_pushes = True
+    tracks_steps = False
+    draws_per_push = 0
+    fixed_bytes = 16  # the 128-bit Philox key
+    notion = "computational"
+
+
 class BinaryTree(Counter):
     """Calibration and variance shared by both node-noise choices: h levels, sigma for L2 sensitivity sqrt(h m)."""
 
@@ -120,7 +136,7 @@ class StoredBinary(BinaryTree):
         return self.released_view()
 
 
-class DerivedBinary(BinaryTree):
+class DerivedBinary(PhiloxDerived, BinaryTree):
     """The binary tree with derived node noise.
 
     Z(cell, level, s >> level) = sigma * N(0, 1) from Philox4x64-10 keyed by two 64-bit words of the noise seed
@@ -140,13 +156,6 @@ class DerivedBinary(BinaryTree):
     serialised, rebuilt on demand; it is as secret as the key.
     """
 
-    node_noise = "derived"
-    kind = kernels.DERIVED
-    sparse_pushes = True
-    tracks_steps = False
-    draws_per_push = 0
-    fixed_bytes = 16  # the 128-bit Philox key
-    notion = "computational"
     partial_release = True
 
     @classmethod

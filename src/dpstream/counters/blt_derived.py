@@ -12,14 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from dpstream.counters import _blt_derived
-from dpstream.counters import _kernels as kernels
 from dpstream.counters import blt_params as blt
-from dpstream.counters.binary import DerivedState
+from dpstream.counters.binary import DerivedState, PhiloxDerived
 from dpstream.counters.blt import BUFFERS, BLTCounter
 from dpstream.counters.blt_tree import block_tree, tree_bytes
 
 
-class DerivedBLT(BLTCounter):
+class DerivedBLT(PhiloxDerived, BLTCounter):
     """BLT noise sigma (A C^{-1} z)_s regenerated at each release from a 128-bit Philox key; one count per counter.
 
     Privacy: (epsilon, delta)-DP under continual observation for m-neighbouring counter arrays (at most m counters
@@ -36,13 +35,6 @@ class DerivedBLT(BLTCounter):
     ``noise_cache_bytes``), not serialised, rebuilt on demand; it is as secret as the key.
     """
 
-    node_noise = "derived"
-    kind = kernels.DERIVED
-    sparse_pushes = True
-    tracks_steps = False
-    draws_per_push = 0
-    fixed_bytes = 16  # the 128-bit Philox key
-    notion = "computational"
 
     @classmethod
     def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
