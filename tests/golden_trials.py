@@ -5,7 +5,8 @@ first trial runs through ``runner.execute_trial``; its row less timing columns (
 ``tests/data/golden_trials.json``, written by ``python tests/golden_trials.py`` BEFORE the Hydra-native construction
 refactor (commit 7ae5ddb). A refactor may change the overrides that reach a case (a key moved to another group) but
 never the recorded row: integers, strings and booleans exactly, floats to a relative 1e-9 (``tolerance.same``: rounding
-drifts by an ulp between CPUs and libm builds).
+drifts by an ulp between CPUs and libm builds). The heavy-hitter cases' rows are those of a trial that draws its stream
+from its own data seed (``trials.heavy_hitters.run_trial``, column ``trace_xxh3``).
 """
 
 from __future__ import annotations

@@ -72,6 +72,11 @@ def test_mean_below_flips_with_the_order_and_needs_trials():
         mean_below(pd.concat([a, a]), pd.concat([b, b]))
 
 
+def test_monotone_trend_over_trials_needs_three_x_values():
+    x, trial = np.repeat([1.0, 2.0], 5), np.tile(np.arange(5), 2)  # a clear rise at 2 points: Page's L cannot test it
+    assert monotone_trend(x, x + 0.01 * trial, "increasing", trial)[0] is None
+
+
 def test_monotone_trend_flips_and_rejects_a_flat_series():
     x = np.repeat([0.1, 0.3, 1.0, 2.0], 5)
     trial = np.tile(np.arange(5), 4)

@@ -233,8 +233,8 @@ def monotone_trend(x: Iterable[float], y: Iterable[float], direction: Literal["i
 
     With ``blocks`` (the trial of each value: one stream per trial), Page's trend test over the trials that
     have every x value, so trial-to-trial differences do not count as evidence (statistic: Page's L); it
-    needs ``MIN_TRIALS`` complete trials. Without blocks (one value per x, e.g. a quantile over many runs),
-    a Spearman rank test over the points (statistic: rho), needing at least 4 distinct x values.
+    needs ``MIN_TRIALS`` complete trials and 3 x values. Without blocks (one value per x, e.g. a quantile over many
+    runs), a Spearman rank test over the points (statistic: rho), needing at least 4 distinct x values.
     holds is True when p < 0.05 in the claimed direction; False when p < 0.05 in the OPPOSITE direction or
     y is exactly constant (decisively no trend); None otherwise (the data cannot decide).
     """
@@ -248,7 +248,7 @@ def monotone_trend(x: Iterable[float], y: Iterable[float], direction: Literal["i
         return False, 0.0, 1.0
     if blocks is not None:
         table = frame.pivot_table(index="block", columns="x", values="y", aggfunc="mean").dropna()
-        if table.shape[0] < MIN_TRIALS:
+        if table.shape[0] < MIN_TRIALS or table.shape[1] < 3:  # Page's L needs 3 or more x values
             return None, np.nan, np.nan
         data = table.to_numpy(dtype=np.float64)  # columns in increasing x: Page's predicted order
 

@@ -2,9 +2,10 @@
 
 The memory sweep (Fig. 4(a-c)) varies k~ for LazyHH; the paper's memory axis (20 KB per k of k~) is a
 label for it, not the bytes LazyHH holds (``memory_bytes``: 1.1 MB at k~ = k with d = 38 rows), so memory
-rules for LazyHH are stated in k~ and comparisons with the CMS baseline use real bytes. The trace is fixed
-and trials differ in the trackers' randomness only. Precision with nothing reported is undefined: such a
-trial is left out, and a grid point with no defined trial is outside the rule's domain.
+rules for LazyHH are stated in k~ and comparisons with the CMS baseline use real bytes. At paper scale each trial
+has its own synthetic trace (``data.trace_seed: null``; the trace is the unit of replication, ``trace_xxh3`` names it);
+with a fixed trace the trials differ in the trackers' randomness only. Precision with nothing reported is undefined:
+such a trial is left out, and a grid point with no defined trial is outside the rule's domain.
 """
 
 from __future__ import annotations
@@ -102,15 +103,24 @@ def _at(df: pd.DataFrame, y: str, where: dict[str, Any], mech: str = "lazyhh") -
 
 
 def trace_note(df: pd.DataFrame) -> str:
-    """Which trace the rows come from (``data.name``; synthetic or not) and its number of true heavy hitters."""
+    """Which trace(s) the rows come from and their number of true heavy hitters.
+
+    Names ``data.name``, synthetic or not, and how many distinct traces (by ``trace_xxh3``) the rows span.
+    """
     if "data.name" not in df.columns or df["data.name"].dropna().empty:
         return "trace: unknown (no data.name)"
     name = str(df["data.name"].dropna().iloc[0])
     synthetic = bool(df["data.synthetic"].iloc[0]) if "data.synthetic" in df.columns else "synthetic" in name
-    kind = f"synthetic {name.removesuffix('_synthetic')} trace" if synthetic else f"trace {name}"
-    n_true = (f", n_true {int(df['n_true'].iloc[0])}" if "n_true" in df.columns and df["n_true"].notna().any()
-              else "")
-    return f"on the {kind} (data.name {name}{n_true})"
+    hashes = df["trace_xxh3"].dropna().astype(str) if "trace_xxh3" in df.columns else pd.Series(dtype=str)
+    n_traces = hashes[hashes != ""].nunique()
+    count = f"{n_traces} distinct " if n_traces > 1 else ""
+    plural = "s" if n_traces > 1 else ""
+    kind = (f"{count}synthetic {name.removesuffix('_synthetic')} trace{plural}" if synthetic
+            else f"{count}trace{plural} {name}")
+    n_true = df["n_true"].dropna() if "n_true" in df.columns else pd.Series(dtype=float)
+    true = "" if n_true.empty else (f", n_true {int(n_true.min())}" if n_true.nunique() == 1
+                                    else f", n_true {int(n_true.min())}-{int(n_true.max())}")
+    return f"on the {kind} (data.name {name}{true})"
 
 
 def _with_trace(claim: Claim, df: pd.DataFrame) -> Claim:

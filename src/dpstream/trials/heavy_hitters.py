@@ -14,6 +14,8 @@ x_1..x_t):
 
 Precision with nothing reported and recall with no true heavy hitter are NaN (``pr_undefined`` says which).
 A file source (``data=caida``, ``data=items``) adds the rows it read and skipped (``rows_read``, ``rows_skipped``).
+A generated stream draws from the trial's data seed and is identified by ``trace_xxh3`` (its content hash), so a table
+shows which trials shared a trace: the unit of replication of Figure 4 is the trace.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import time
 from typing import Any
 
 import numpy as np
+import xxhash
 
 from dpstream.data.stream import load_stream
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
@@ -41,17 +44,33 @@ FEED_BLOCK = 1 << 22
 """Largest block fed at once (items), bounding the int64 copy of a memory-mapped trace."""
 
 TRACE_SEED = 0
-"""The data seed of every heavy-hitter trial: the trace is fixed (like the paper's single real trace), so a
-seeded generator (zipf, wordfreq's order) gives the same stream in every trial; trials differ in the
-tracker's randomness only."""
+"""The data seed of a heavy-hitter run outside a trial (``dpstream mechanism=lazyhh``, ``load_trace`` without a seed).
+
+A trial passes its own data seed instead: a real trace and ``caida_like`` with a fixed ``trace_seed`` ignore it (one
+trace in every trial, like the paper's), while ``caida_like`` with ``trace_seed: null``, zipf and wordfreq's order draw
+one stream per trial."""
 
 
-def load_trace(data: dict[str, Any], data_dir: str | None) -> tuple[np.ndarray, dict[str, int]]:
+def load_trace(data: dict[str, Any], data_dir: str | None,
+               seed: np.random.SeedSequence | None = None) -> tuple[np.ndarray, dict[str, int]]:
     """The data config's stream and the rows a file source read and skipped.
 
-    Loaded by ``dpstream.data.stream.load_stream`` with the fixed ``TRACE_SEED``.
+    Loaded by ``dpstream.data.stream.load_stream`` with ``seed`` (default: the fixed ``TRACE_SEED``).
     """
-    return load_stream(data, np.random.SeedSequence(TRACE_SEED), data_dir)
+    return load_stream(data, seed if seed is not None else np.random.SeedSequence(TRACE_SEED), data_dir)
+
+
+def trace_hash(stream: np.ndarray, read: dict[str, int]) -> str:
+    """The xxh3-64 hex digest of a generated stream's items (in blocks); "" for a file source (its file is hashed).
+
+    Equal digests mean the same trace, so a table shows its unit of replication.
+    """
+    if read:
+        return ""
+    digest = xxhash.xxh3_64()
+    for start in range(0, stream.size, FEED_BLOCK):
+        digest.update(np.ascontiguousarray(stream[start:start + FEED_BLOCK]).tobytes())
+    return digest.hexdigest()
 
 
 def make_tracker(params: dict[str, Any], horizon: int, seed: np.random.SeedSequence) -> Any:
@@ -89,11 +108,11 @@ def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray,
              "pr_undefined", "precision_mean_t", "recall_mean_t", "are_mean_t", "n_release_times", "steps",
              "*_steps_mean", "*_steps_min", "length", "sketch_width", "sketch_depth", "output_period",
              "memory_bytes", "seconds", "us_per_update", "gamma", "delta_tilde", "tau_final", "rows_read",
-             "rows_skipped", "deployable", *timing.COLUMNS)
+             "rows_skipped", "deployable", "trace_xxh3", *timing.COLUMNS)
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
     """One Figure 4 trial: the tracker on the fixed trace, scored at the release times (module docstring)."""
-    _data_seed, mech_seed = children(seed, 2)  # fixed order (docs/harness.md); the trace is fixed
-    stream, read = load_trace(params["data"], params.get("data_dir"))  # a trace: a memory map, fed block by block
+    data_seed, mech_seed = children(seed, 2)  # fixed order (docs/harness.md)
+    stream, read = load_trace(params["data"], params.get("data_dir"), data_seed)  # a memory map, fed block by block
     warm = make_tracker(params, stream.size, mech_seed)  # compile / load kernels outside the timing
     warm.extend(np.asarray(stream[:min(stream.size, 2 * warm.period)], dtype=np.int64))
     tracker = make_tracker(params, stream.size, mech_seed)
@@ -119,6 +138,7 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
         "seconds": seconds,
         "us_per_update": seconds / stream.size * 1e6,
         "deployable": bool(getattr(tracker, "deployable", False)),  # seeded trials never are (docs/secure-noise.md)
+        "trace_xxh3": trace_hash(stream, read),
         **read,
         **timing.interleaved_columns(params, lambda p: make_tracker(p, stream.size, mech_seed), stream, OWN_KEYS),
     })
