@@ -1,6 +1,9 @@
 """Peak memory of `dpstream mechanism=lazyhh data=caida` on a generated multi-GB capture (``make trace-memory``).
 
-    python benchmarks/trace_memory.py [--gigabytes 3] [--trials 1] [--keep]
+    python benchmarks/trace_memory.py [--gigabytes 3] [--trials 1] [--mechanism lazyhh] [--keep]
+
+``--mechanism lazycms`` (any sketch) measures the sketch trial instead: it feeds the memory-mapped keys block by block
+and counts the exact top 15 block by block too (``metrics.prefix_top_k``).
 
 Writes a pcap file of about the given size into a temporary directory under /tmp (Ethernet frames of 64 captured
 bytes: a 16-byte record header + 64 = 80 bytes per packet, so 3 GB is about 40 million packets; sources drawn from a
@@ -51,6 +54,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gigabytes", type=float, default=3.0)
     parser.add_argument("--trials", type=int, default=1)
+    parser.add_argument("--mechanism", default="lazyhh")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="dpstream-trace-memory-", dir="/tmp"))
@@ -61,7 +65,8 @@ def main() -> None:
         write_pcap(trace, packets)
         print(f"wrote {trace}: {trace.stat().st_size / 1e9:.2f} GB, {packets} packets "
               f"({time.perf_counter() - start:.0f} s)", flush=True)
-        command = [sys.executable, "-m", "dpstream.cli", "mechanism=lazyhh", "data=caida", f"data.path={trace}",
+        command = [sys.executable, "-m", "dpstream.cli", f"mechanism={args.mechanism}", "data=caida",
+                   f"data.path={trace}",
                    f"trials={args.trials}", f"data_dir={work / 'data'}", f"results_dir={work / 'results'}"]
         print("running:", " ".join(command[2:]), flush=True)
         start = time.perf_counter()

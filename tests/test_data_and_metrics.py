@@ -80,11 +80,12 @@ def test_release_times_short_streams_and_bad_input():
         release_times(2**20, 0)
 
 
-def test_prefix_top_k_equals_top_k_of_each_prefix():
+@pytest.mark.parametrize("block", [7, 1000, 1 << 22])  # blocks that split the prefixes anywhere, and one block
+def test_prefix_top_k_equals_top_k_of_each_prefix(block):
     stream = zipf_stream(length=30_000, universe=2000, skew=1.1, seed=4)
     stream[:20] = 7  # ties and a tiny prefix with fewer than k distinct items
-    times = np.array([5, 20, 21, 999, 1000, 17_777, 30_000])
-    for t, (items, counts) in zip(times, prefix_top_k(stream, 15, times), strict=True):
+    times = np.array([5, 20, 21, 999, 1000, 17_777, 29_000])  # the last item(s) after the last time are never read
+    for t, (items, counts) in zip(times, prefix_top_k(stream, 15, times, block), strict=True):
         want_items, want_counts = top_k(stream[:t], 15)
         assert items.tolist() == want_items.tolist() and counts.tolist() == want_counts.tolist()
     with pytest.raises(ValueError, match="strictly increasing"):

@@ -18,6 +18,8 @@ the hundreds or more at T = 2^20. Starting at T / 1000 made the mean and max ove
 stream of a few thousand items (5-100x the error at T, the max nearly always at the first time), i.e. a
 different question from the paper's; the grid still holds 16 times, 15 of them not powers of two."""
 FIRST_RELEASE_MIN = 1000
+BLOCK = 1 << 22
+"""Items read at once by ``prefix_top_k`` (a memory-mapped trace is never copied whole)."""
 
 
 def exact_counts(stream: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -69,21 +71,30 @@ def release_times(horizon: int, n: int = DEFAULT_RELEASE_TIMES) -> np.ndarray:
     return np.unique(grid)
 
 
-def prefix_top_k(stream: np.ndarray, k: int, times: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def prefix_top_k(stream: np.ndarray, k: int, times: np.ndarray,
+                 block: int = BLOCK) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """For each t of the increasing ``times``, ``top_k(stream[:t], k)`` (same items, counts, order, ties).
 
-    Vectorised: one ``np.unique`` of the stream, then per time one ``bincount`` of the new segment
-    added to the running counts and one stable sort of the distinct items (no loop over stream items).
+    Reads ``stream`` (an array or a memory-mapped trace) in blocks of ``block`` items, so memory is the distinct
+    items plus one block: a first pass collects the distinct items (``np.unique`` per block, merged), then per time
+    each new block's items are located among them (``searchsorted``) and counted (``bincount``), and the distinct
+    items are stably sorted by count (no loop over stream items).
     """
     times = np.asarray(times, dtype=np.int64)
+    block = check_positive_int(block, "block")
     if times.size and (np.any(np.diff(times) <= 0) or times[0] < 1 or times[-1] > len(stream)):
         raise ValueError(f"times must be strictly increasing in [1, len(stream)={len(stream)}], got {times.tolist()}")
-    items, ids = np.unique(stream, return_inverse=True)
+    end = int(times[-1]) if times.size else 0
+    items = np.unique(np.asarray(stream[:0]))
+    for start in range(0, end, block):
+        items = np.union1d(items, np.unique(np.asarray(stream[start:min(start + block, end)])))
     counts = np.zeros(items.size, dtype=np.int64)
     done = 0
     for t in times:
-        counts += np.bincount(ids[done:t], minlength=items.size)
-        done = t
+        for start in range(done, int(t), block):
+            ids = np.searchsorted(items, np.asarray(stream[start:min(start + block, int(t))]))
+            counts += np.bincount(ids, minlength=items.size)
+        done = int(t)
         order = np.argsort(-counts, kind="stable")[:k]  # ties: equal counts keep item order, as in top_k
         order = order[counts[order] > 0]
         yield items[order], counts[order]

@@ -18,7 +18,7 @@ from typing import Any, cast
 import numpy as np
 
 from dpstream.data.stream import load_stream
-from dpstream.metrics import DEFAULT_RELEASE_TIMES, average_relative_error, prefix_top_k, release_times
+from dpstream.metrics import BLOCK, DEFAULT_RELEASE_TIMES, average_relative_error, prefix_top_k, release_times
 from dpstream.noise import children
 from dpstream.sketches.core import SketchCore
 from dpstream.trials import build, row_columns, timing
@@ -66,9 +66,10 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
     times = release_times(len(stream), params.get("release_times", DEFAULT_RELEASE_TIMES))
     seconds, done, ares = 0.0, 0, []
     for t, (items, counts) in zip(times, prefix_top_k(stream, TOP_K, times), strict=True):
-        start = time.perf_counter()
-        sketch.extend(stream[done:t])
-        seconds += time.perf_counter() - start
+        for block in range(done, int(t), BLOCK):  # a memory-mapped trace is fed a block at a time, never copied whole
+            start = time.perf_counter()
+            sketch.extend(stream[block:min(block + BLOCK, int(t))])
+            seconds += time.perf_counter() - start
         done = t
         ares.append(average_relative_error(counts, sketch.query_many(items)))
     return {
