@@ -9,6 +9,7 @@ Tables: 5 trials per grid point, multiplicative noise N(1, 0.01^2) from a fixed 
 95% intervals and p < 0.05 tests decide them for any seed.
 """
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -239,6 +240,22 @@ def test_fig4a_are_trend_level_and_equal_memory_flip():
                                                                     160 * d["mechanism.k_tilde"]))
     equal = heavy_hitters.fig4a_claims(real, {})[-1]
     assert equal.verdict == "inconclusive" and "no equal-memory point" in equal.measured
+
+
+def test_fig4a_equal_memory_measured_carries_the_deciding_effect_with_its_interval():
+    fails = heavy_hitters.fig4a_claims(fig4a_table(False), {})[-1]  # CMS + heap 2x LazyHH's ARE at equal bytes
+    assert fails.verdict == "not confirmed"
+    effect = re.search(r"effect at the deciding point \(k~ \d+, width \d+\): mean paired difference "
+                       r"(\+[\d.e-]+) \[(\+[\d.e-]+), (\+[\d.e-]+)\]", fails.measured)
+    assert effect is not None, fails.measured
+    mean, lo, hi = (float(v) for v in effect.groups())
+    assert 0 < lo < mean < hi  # a positive difference (CMS + heap worse) with a non-zero-width interval
+    real = fig4a_table(True).assign(memory_bytes=lambda d: np.where(d["mechanism.name"] == "lazyhh",
+                                                                    8700 * d["mechanism.k_tilde"],
+                                                                    160 * d["mechanism.k_tilde"]))
+    nearest = heavy_hitters.fig4a_claims(real, {})[-1].measured
+    assert "effect: none decides" in nearest and "nearest pair (k~ 128, width 9984" in nearest
+    assert re.search(r"not deciding\): mean paired ARE\(CMS \+ heap\) - ARE\(LazyHH\) -[\d.e-]+ \[", nearest)
 
 
 def test_fig4a_are_level_straddling_the_factor_2_band_is_inconclusive():

@@ -19,6 +19,7 @@ from dpstream.claims.core import (
     MIN_TRIALS,
     Claim,
     all_points,
+    deciding_effect,
     flat_claim,
     fmt_ci,
     fmt_series,
@@ -26,6 +27,7 @@ from dpstream.claims.core import (
     mean_ci,
     mean_within,
     monotone_trend,
+    paired_difference_ci,
     point_means,
     timing_claim,
     trend_claim,
@@ -205,6 +207,28 @@ def _trend(df: pd.DataFrame, claim: str, x: str, y: str, direction: Literal["inc
                              verdict_of(holds)), df)
 
 
+def _equal_memory_effect(df: pd.DataFrame, lazy: pd.Series, cms: pd.Series, pairs: list[tuple[Any, Any]]) -> str:
+    """The effect of the equal-memory rule: mean paired ARE(CMS + heap) - ARE(LazyHH) with its 95% t interval.
+
+    With equal-memory pairs, at the pair that decides the rule (``deciding_effect``). Without one, nothing decides:
+    the pair nearest in real bytes is reported as a description, marked as not deciding.
+    """
+    def series(kt: Any, w: Any) -> tuple[pd.Series, pd.Series]:
+        return trial_values(df, "are", {"mechanism.name": "cms_heap", "sketch_width": w}), _at(df, "are", {K_TILDE: kt})
+
+    if pairs:
+        labels = [f"k~ {kt:g}, width {w:g}" for kt, w in pairs]
+        return "; " + deciding_effect([series(kt, w) for kt, w in pairs], labels)
+    if not (len(lazy) and len(cms)):
+        return ""
+    far = {(kt, w): max(lb, cb) / min(lb, cb) for kt, lb in lazy.items() for w, cb in cms.items()}
+    kt, w = min(far, key=far.__getitem__)
+    mean, lo, hi = paired_difference_ci(*series(kt, w))
+    return (f"; effect: none decides (no pair within x{EQUAL_BYTES:g} in bytes); nearest pair (k~ {kt:g}, width {w:g}: "
+            f"x{far[kt, w]:.3g} apart in bytes, not deciding): mean paired ARE(CMS + heap) - ARE(LazyHH) "
+            + (fmt_ci(mean, lo, hi) if np.isfinite(lo) else f"{mean:.3g} (too few paired trials: no interval)"))
+
+
 def _equal_memory_claim(df: pd.DataFrame) -> Claim:
     lazy = _lazy(df).groupby(K_TILDE)["memory_bytes"].first()
     cms = df[df["mechanism.name"] == "cms_heap"].groupby("sketch_width")["memory_bytes"].first()
@@ -216,7 +240,8 @@ def _equal_memory_claim(df: pd.DataFrame) -> Claim:
     means = (f"; mean ARE LazyHH {fmt_series(point_means(_lazy(df), K_TILDE, 'are')['mean'])} (by k~), CMS + heap "
              f"{fmt_series(point_means(df[df['mechanism.name'] == 'cms_heap'], 'sketch_width', 'are')['mean'])}"
              " (by width)")
-    measured = (f"{len(pairs)} equal-memory pairs; " if pairs else "no equal-memory point; ") + span + means
+    measured = ((f"{len(pairs)} equal-memory pairs; " if pairs else "no equal-memory point; ") + span + means
+                + _equal_memory_effect(df, lazy, cms, pairs))
     return _with_trace(Claim('"at the same memory level, the non-private CMS baseline ... achieves even lower ARE" '
                              "(at equal real bytes)", EQUAL_MEMORY.format(f=EQUAL_BYTES), measured,
                              verdict_of(all_points(results))), df)
