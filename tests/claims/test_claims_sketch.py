@@ -288,6 +288,17 @@ def test_fig4c_recall_and_precision_flip_with_mean_t():
     assert "deterministic on this one trace" in claims[2].measured  # recall identical in every trial
 
 
+def test_fig4c_deterministic_series_print_their_effect_without_a_zero_width_interval():
+    falls = heavy_hitters.fig4c_claims(fig4c_table(False), {})  # recall 0.9 - 0.1 k~/768 in every trial: falls
+    trend = falls[1]
+    assert trend.verdict == "not confirmed"
+    # 0.8 / (0.9 - 0.1 * 128 / 768) = 0.906, the same in every trial
+    assert ("effect: recall at mechanism.k_tilde 768 / at 128 x0.906 (zero spread over trials: one deterministic "
+            "series, no interval)") in trend.measured
+    precision = heavy_hitters.fig4c_claims(fig4c_table(True), {})[3]  # precision 1 in every trial
+    assert "mean precision 1 (zero spread over trials" in precision.measured and "[1, 1]" not in precision.measured
+
+
 def test_fig4c_precision_covers_the_cms_baseline_too():
     cms_fp = fig4c_table(True).assign(precision=lambda d: np.where(
         (d["mechanism.name"] == "cms_heap") & (d["trial"] == 3) & (d["mechanism.k_tilde"] == 256), 0.9, 1.0))
@@ -341,6 +352,7 @@ def test_fig4d_explained_direction_and_flat_once_recall_is_one_flip_literal_sent
     assert heavy_hitters.fig4d_claims(never, {})[-1].verdict == "inconclusive"
     unknown = fig4d_table(True).assign(recall=np.nan)  # recall missing: the premise "recall is 1" is not assumed
     assert "at 0 eps" in heavy_hitters.fig4d_claims(unknown, {})[-1].measured
+    assert "effect: none (the rule's domain" in heavy_hitters.fig4d_claims(unknown, {})[-1].measured
 
 
 def fig4e_table(ok: bool) -> pd.DataFrame:

@@ -17,6 +17,7 @@ import pandas as pd
 
 from dpstream.claims.core import (
     MIN_TRIALS,
+    ZERO_SPREAD,
     Claim,
     all_points,
     deciding_effect,
@@ -173,8 +174,9 @@ def precision_claim(df: pd.DataFrame, claim: str, x: str, y: str = "precision",
         if not points:
             results.append(None)  # a mechanism that never reports cannot support "precision 1"
         if worst is not None:
-            points.append(f"effect at the lowest point ({x} {worst[0]:g}): mean {y} {worst[1]:.3g} "
-                          f"[{worst[2]:.3g}, {worst[3]:.3g}]")
+            points.append(f"effect at the lowest point ({x} {worst[0]:g}): mean {y} "
+                          + (fmt_ci(*worst[1:]) if np.isfinite(worst[2]) else f"{worst[1]:.3g} (too few trials: no "
+                                                                               "interval)"))
         parts.append(f"{NAMES[m]} " + ("; ".join(points) or "no point")
                      + (f"; nothing reported (n/a) at {x} {', '.join(undefined)}" if undefined else ""))
     rule = PRECISION_ONE.format(mechs=" and ".join(NAMES[m] for m in mechs), x=x, y=y, n=MIN_TRIALS)
@@ -203,7 +205,10 @@ def _trend(df: pd.DataFrame, claim: str, x: str, y: str, direction: Literal["inc
         return _with_trace(replace(trend_claim(df, claim, ("lazyhh",), x, y, direction, names=NAMES), rule=rule), df)
     series = lazy.groupby(x)[y].first()
     holds, _, p = monotone_trend(series.index, series.to_numpy(), direction)
-    return _with_trace(Claim(claim, rule, f"{fmt_series(series)}; Spearman p {p:.2g}" + DETERMINISTIC,
+    first, last = float(series.iloc[0]), float(series.iloc[-1])
+    change = (f"x{last / first:.3g}" if first > 0 and last > 0 else f"{last - first:+.3g}")
+    effect = f"; effect: {y} at {x} {series.index[-1]:g} / at {series.index[0]:g} {change} ({ZERO_SPREAD})"
+    return _with_trace(Claim(claim, rule, f"{fmt_series(series)}; Spearman p {p:.2g}" + effect + DETERMINISTIC,
                              verdict_of(holds)), df)
 
 
@@ -321,7 +326,8 @@ def fig4d_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     full = [e for e in points if all_one(_at(df, "recall", {"epsilon": e})) is True]
     rows = lazy[np.isin(lazy["epsilon"], full)]
     flat = (flat_claim(rows, "", ("lazyhh",), "epsilon", "are", FLAT_ARE, names=NAMES) if len(full) >= 2
-            else Claim("", "", f"recall is 1 in every trial at {len(full)} eps ({full}): fewer than 2", "inconclusive"))
+            else Claim("", "", f"recall is 1 in every trial at {len(full)} eps ({full}): fewer than 2; effect: none "
+                               "(the rule's domain, the eps with recall 1, has no spread to measure)", "inconclusive"))
     return [literal, explained,
             _with_trace(Claim('"As recall approaches 1, the effect stabilizes, and further increases in eps have '
                               'negligible impact on ARE"', FLAT_ONCE_ONE.format(f=FLAT_ARE), flat.measured,

@@ -29,6 +29,7 @@ from dpstream.claims.core import (
     all_points,
     below_at_points,
     deciding_effect,
+    fmt_ci,
     mean_below,
     mean_ci,
     monotone_trend,
@@ -352,8 +353,7 @@ def error_vs_eps_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Cl
             "are one deterministic series, decided by its slope alone. "
             "(The slope of the implementation's own accounted noise scale is reported, not tested: testing against "
             "it would hold by construction, the trials share their noise draws up to scale.)",
-            f"slope {slope:.3g} [{s_lo:.3g}, {s_hi:.3g}] vs the claimed -1 (band {band[0]:.3g}..{band[1]:.3g})"
-            + ("; zero spread over trials: one deterministic series" if s_lo == s_hi else "") + "; "
+            f"slope {fmt_ci(slope, s_lo, s_hi)} vs the claimed -1 (band {band[0]:.3g}..{band[1]:.3g}); "
             f"the accounted Laplace scale's own slope is {scale:.3g}: the per-answer eps0 of DRV advanced "
             f"composition is non-linear in eps, so error ~ eps^{scale:.2f} here; {_trials_note(lap, ['epsilon'])}",
             verdict_of(holds)))
