@@ -114,6 +114,17 @@ def test_fig3a_flat_and_linear_flip_and_250x_is_inconclusive_with_the_extension_
     assert "Page's L" in claims[1].measured
 
 
+def test_fig3a_linear_measured_carries_the_time_ratio_with_its_interval():
+    falling = sketch.fig3a_claims(fig3a_table(False), {})[1]  # Punctual time 100 / kb: falls 40x over 8..320 KB
+    assert "the wall-clock rule alone would say 'not confirmed'" in falling.measured
+    # seconds(320 KB) / seconds(8 KB) = 8 / 320 = 0.025 per trial (x the 1% noise), widths 11.2 -> 448: x40
+    found = re.search(r"seconds change from x = 11\.2 to 448: x(0\.02\d*) \[(0\.02\d*), (0\.02\d*)\] "
+                      r"\(per-trial ratio, log-scale interval\) against the width ratio x40", falling.measured)
+    assert found is not None, falling.measured
+    mean, lo, hi = (float(v) for v in found.groups())
+    assert lo < mean < hi
+
+
 def fig3b_table(ok: bool) -> pd.DataFrame:
     def cols(m: str, kb: float) -> dict[str, float]:
         are = _are(m, 0.5 if ok else 2.0) * (8 / kb if ok else kb / 8)
@@ -295,6 +306,9 @@ def test_fig4c_deterministic_series_print_their_effect_without_a_zero_width_inte
     # 0.8 / (0.9 - 0.1 * 128 / 768) = 0.906, the same in every trial
     assert ("effect: recall at mechanism.k_tilde 768 / at 128 x0.906 (zero spread over trials: one deterministic "
             "series, no interval)") in trend.measured
+    # recall at k~ = 4k = 512: 0.9 - 0.1 * 512 / 768 = 0.833 in every trial
+    assert ("effect at the lowest point (mechanism.k_tilde 512): mean recall 0.833 (zero spread over trials"
+            in falls[2].measured) and falls[2].verdict == "not confirmed"
     precision = heavy_hitters.fig4c_claims(fig4c_table(True), {})[3]  # precision 1 in every trial
     assert "mean precision 1 (zero spread over trials" in precision.measured and "[1, 1]" not in precision.measured
 

@@ -183,9 +183,20 @@ def precision_claim(df: pd.DataFrame, claim: str, x: str, y: str = "precision",
     return _with_trace(Claim(claim, rule, " | ".join(parts), verdict_of(all_points(results))), df)
 
 
+def _lowest_mean(df: pd.DataFrame, x: str, y: str, points: list[float]) -> str:
+    """The effect of an "every trial is 1" rule: the mean of ``y`` at its lowest point, with its interval."""
+    means = {v: _at(df, y, {x: v}).dropna() for v in points}
+    means = {v: vals for v, vals in means.items() if vals.size}
+    if not means:
+        return ""
+    v = min(means, key=lambda k: float(means[k].mean()))
+    return f"; effect at the lowest point ({x} {v:g}): mean {y} {_ci(means[v])}"
+
+
 def _recall_one(df: pd.DataFrame, claim: str, x: str, points: list[float], where: str, y: str = "recall") -> Claim:
     results = [all_one(_at(df, y, {x: v})) for v in points]
-    measured = "; ".join(f"{v:g}: {_fmt_trials(_at(df, y, {x: v}))}" for v in points) or f"no {x} in the range"
+    measured = ("; ".join(f"{v:g}: {_fmt_trials(_at(df, y, {x: v}))}" for v in points) or f"no {x} in the range")
+    measured += _lowest_mean(df, x, y, points)
     rows = _lazy(df)[np.isin(_lazy(df)[x], points)]
     note = DETERMINISTIC if points and identical_trials(rows, x, y) else ""
     return _with_trace(Claim(claim, RECALL_ONE.format(where=where, y=y, n=MIN_TRIALS), measured + note,
