@@ -1,5 +1,7 @@
 """The shared claim vocabulary and statistics: each rule helper flips on a table where it is false."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -234,9 +236,24 @@ def test_trend_effect_is_the_per_trial_end_ratio_on_the_log_scale_or_a_differenc
     x = [1, 2, 4] * 4
     trial = [t for t in range(4) for _ in range(3)]
     halving = [10.0, 7.0, 5.0, 8.0, 6.0, 4.0, 12.0, 9.0, 6.0, 6.0, 4.0, 3.0]  # every trial ends at half its start
-    assert "x0.5 [0.5, 0.5]" in trend_effect(x, halving, trial)
+    # zero spread over trials: no zero-width interval, the series is named deterministic
+    assert "x0.5 (zero spread over trials: one deterministic series, no interval)" in trend_effect(x, halving, trial)
     signed = [1.0, 0.0, -1.0, 2.0, 0.5, 0.0, 0.5, 0.0, -1.5, 1.0, 1.0, -1.0]  # ends differ by -2 in every trial
-    assert "-2 [-2, -2] (per-trial difference)" in trend_effect(x, signed, trial)
+    assert "-2 (zero spread over trials: one deterministic series, no interval) (per-trial difference)" in \
+        trend_effect(x, signed, trial)
+    spread = [10.0, 7.0, 5.0, 8.0, 6.0, 4.0, 12.0, 9.0, 3.0, 6.0, 4.0, 3.0]  # trial 2 ends at 1/4: a real interval
+    assert re.search(r"x0\.4\d* \[0\.\d+, 0\.\d+\] \(per-trial ratio", trend_effect(x, spread, trial))
+
+
+def test_fmt_ci_says_deterministic_instead_of_a_zero_width_interval():
+    from dpstream.claims.core import ZERO_SPREAD, fmt_ci
+
+    lo, hi = mean_ci([0.7, 0.7, 0.7])  # copies of one outcome; equal up to rounding (relative 1e-9)
+    assert fmt_ci(0.7, lo, hi) == f"0.7 ({ZERO_SPREAD})"
+    assert fmt_ci(0.7, 0.7, 0.7 * (1 + 1e-12)) == f"0.7 ({ZERO_SPREAD})"
+    assert fmt_ci(0.7, 0.69, 0.71) == "0.7 [0.69, 0.71]"
+    assert fmt_ci(-0.5, -0.6, -0.4, sign=True) == "-0.5 [-0.6, -0.4]"
+    assert fmt_ci(0.7, np.nan, np.nan) == "0.7 [nan, nan]"  # no interval is not zero spread
 
 
 def test_flat_claim_prints_the_interval_it_judges_the_spread_by():

@@ -67,6 +67,19 @@ def test_convergence_bound_above_one_or_one_run_cannot_decide():
     assert convergence_claims(convergence_table([0.6, 0.8, 0.05], runs=1), {})[0].verdict == "inconclusive"
 
 
+def test_convergence_measured_carries_the_effect_with_its_interval():
+    # 1 of 3 runs over the bound: exact 95% interval of 1/3 is [0.0084, 0.906]
+    runs = pd.concat([convergence_table([0.6, 0.8, 0.05], runs=1), convergence_table([0.6, 0.1, 0.05], runs=2)])
+    claim = convergence_claims(runs.assign(trial=range(3)), {})[0]
+    assert claim.verdict == "not confirmed"
+    assert "runs over the bound 1/3 [0.0084, 0.906] (exact 95%)" in claim.measured
+    assert "over the deciding rounds: x" in claim.measured and "log-scale 95% t interval" in claim.measured
+    trivial = convergence_claims(convergence_table([0.6, 0.5], rounds=(100, 1000)), {})[0]
+    assert "effect: none, no round can decide" in trivial.measured  # no share over a bound that cannot be exceeded
+    one = convergence_claims(convergence_table([0.6, 0.8, 0.05], runs=1), {})[0]
+    assert "1 run(s): no interval" in one.measured
+
+
 # ---- E2, E3 -----------------------------------------------------------------------------------------------------
 
 def error_table(x: str, xs: list[float], trials: int, hru_learns: bool, fixed: dict) -> pd.DataFrame:

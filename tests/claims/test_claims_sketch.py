@@ -9,6 +9,7 @@ Tables: 5 trials per grid point, multiplicative noise N(1, 0.01^2) from a fixed 
 95% intervals and p < 0.05 tests decide them for any seed.
 """
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -111,6 +112,17 @@ def test_fig3a_flat_and_linear_flip_and_250x_is_inconclusive_with_the_extension_
     assert "lower interval end first >= 250x at 24 KB" in speedup.measured
     assert "at no memory of the grid" in sketch.fig3a_claims(fig3a_table(False), {})[-1].measured
     assert "Page's L" in claims[1].measured
+
+
+def test_fig3a_linear_measured_carries_the_time_ratio_with_its_interval():
+    falling = sketch.fig3a_claims(fig3a_table(False), {})[1]  # Punctual time 100 / kb: falls 40x over 8..320 KB
+    assert "the wall-clock rule alone would say 'not confirmed'" in falling.measured
+    # seconds(320 KB) / seconds(8 KB) = 8 / 320 = 0.025 per trial (x the 1% noise), widths 11.2 -> 448: x40
+    found = re.search(r"seconds change from x = 11\.2 to 448: x(0\.02\d*) \[(0\.02\d*), (0\.02\d*)\] "
+                      r"\(per-trial ratio, log-scale interval\) against the width ratio x40", falling.measured)
+    assert found is not None, falling.measured
+    mean, lo, hi = (float(v) for v in found.groups())
+    assert lo < mean < hi
 
 
 def fig3b_table(ok: bool) -> pd.DataFrame:
@@ -241,6 +253,22 @@ def test_fig4a_are_trend_level_and_equal_memory_flip():
     assert equal.verdict == "inconclusive" and "no equal-memory point" in equal.measured
 
 
+def test_fig4a_equal_memory_measured_carries_the_deciding_effect_with_its_interval():
+    fails = heavy_hitters.fig4a_claims(fig4a_table(False), {})[-1]  # CMS + heap 2x LazyHH's ARE at equal bytes
+    assert fails.verdict == "not confirmed"
+    effect = re.search(r"effect at the deciding point \(k~ \d+, width \d+\): mean paired difference "
+                       r"(\+[\d.e-]+) \[(\+[\d.e-]+), (\+[\d.e-]+)\]", fails.measured)
+    assert effect is not None, fails.measured
+    mean, lo, hi = (float(v) for v in effect.groups())
+    assert 0 < lo < mean < hi  # a positive difference (CMS + heap worse) with a non-zero-width interval
+    real = fig4a_table(True).assign(memory_bytes=lambda d: np.where(d["mechanism.name"] == "lazyhh",
+                                                                    8700 * d["mechanism.k_tilde"],
+                                                                    160 * d["mechanism.k_tilde"]))
+    nearest = heavy_hitters.fig4a_claims(real, {})[-1].measured
+    assert "effect: none decides" in nearest and "nearest pair (k~ 128, width 9984" in nearest
+    assert re.search(r"not deciding\): mean paired ARE\(CMS \+ heap\) - ARE\(LazyHH\) -[\d.e-]+ \[", nearest)
+
+
 def test_fig4a_are_level_straddling_the_factor_2_band_is_inconclusive():
     at4k = hh_table(lambda m, kt: {"are": 0.1})  # the band's upper end, +- 1% noise
     assert heavy_hitters.fig4a_claims(at4k, {})[1].verdict == "inconclusive"
@@ -269,6 +297,20 @@ def test_fig4c_recall_and_precision_flip_with_mean_t():
     assert sum("_mean_t" in c.claim for c in claims) == 2
     assert all("STRONGER than the paper" in c.claim for c in claims if "_mean_t" in c.claim)
     assert "deterministic on this one trace" in claims[2].measured  # recall identical in every trial
+
+
+def test_fig4c_deterministic_series_print_their_effect_without_a_zero_width_interval():
+    falls = heavy_hitters.fig4c_claims(fig4c_table(False), {})  # recall 0.9 - 0.1 k~/768 in every trial: falls
+    trend = falls[1]
+    assert trend.verdict == "not confirmed"
+    # 0.8 / (0.9 - 0.1 * 128 / 768) = 0.906, the same in every trial
+    assert ("effect: recall at mechanism.k_tilde 768 / at 128 x0.906 (zero spread over trials: one deterministic "
+            "series, no interval)") in trend.measured
+    # recall at k~ = 4k = 512: 0.9 - 0.1 * 512 / 768 = 0.833 in every trial
+    assert ("effect at the lowest point (mechanism.k_tilde 512): mean recall 0.833 (zero spread over trials"
+            in falls[2].measured) and falls[2].verdict == "not confirmed"
+    precision = heavy_hitters.fig4c_claims(fig4c_table(True), {})[3]  # precision 1 in every trial
+    assert "mean precision 1 (zero spread over trials" in precision.measured and "[1, 1]" not in precision.measured
 
 
 def test_fig4c_precision_covers_the_cms_baseline_too():
@@ -324,6 +366,7 @@ def test_fig4d_explained_direction_and_flat_once_recall_is_one_flip_literal_sent
     assert heavy_hitters.fig4d_claims(never, {})[-1].verdict == "inconclusive"
     unknown = fig4d_table(True).assign(recall=np.nan)  # recall missing: the premise "recall is 1" is not assumed
     assert "at 0 eps" in heavy_hitters.fig4d_claims(unknown, {})[-1].measured
+    assert "effect: none (the rule's domain" in heavy_hitters.fig4d_claims(unknown, {})[-1].measured
 
 
 def fig4e_table(ok: bool) -> pd.DataFrame:

@@ -99,6 +99,14 @@ def test_svt_c_crossover_within_tolerance_is_inconclusive():
     assert only(atoms_claims(df, {}), "Sparse becomes worse") == "inconclusive"
 
 
+def test_svt_c_crossover_measured_carries_the_ratio_with_its_interval():
+    # Sparse 1e4 against TM 1e5 x 3^2 at c = 1000: ratio 1/90 = 0.0111, x1.21 either way (two quantile errors of x1.1)
+    bad = atoms_claims(c_sweep(tm_growth=3.0, sparse_growth=lambda c: 1e4, halts=False), {})
+    crossover = [c for c in bad if c.claim.startswith("Sparse becomes worse")][0]
+    assert crossover.verdict == "not confirmed"
+    assert "Sparse/TM x0.0111 [0.00918, 0.0134]" in crossover.measured
+
+
 # ---- E1: k* sweep, cap sweep, order -----------------------------------------------------------------------------
 
 def kappa_sweep(tm_growth: float, sparse_growth, kappa: float = 0.1, certified: bool = False) -> pd.DataFrame:
@@ -206,6 +214,14 @@ def test_hh_claims_flip():
     linear = hh_claims(hh_table(tme_growth=1.0, theory_growth=2.0, hist_growth=100.0, success=1.0), {})
     assert only(linear, "Baseline (a)") == "not confirmed"  # grows ~ m, not ~ sqrt(m): two-sided rule
     assert only(good, "TME (k*=1) beats the per-step histogram") == "inconclusive"  # theory only
+
+
+def test_hh_baseline_a_measured_carries_the_growth_exponent_with_its_interval():
+    # grid step (1e9 / 1e3)^(1/27) = 1.6681; growth x100 [100 / 1.6681, 100 x 1.6681]; exponent 1 +- ln 1.6681 / ln 100
+    linear = hh_claims(hh_table(tme_growth=1.0, theory_growth=2.0, hist_growth=100.0, success=1.0), {})
+    claim = [c for c in linear if c.claim.startswith("Baseline (a)")][0]
+    assert claim.verdict == "not confirmed"
+    assert "growth x100 [59.9, 167], exponent 1 [0.889, 1.11] vs 0.5" in claim.measured
 
 
 def test_hh_tme_flat_in_m_is_inconclusive_below_the_grid_resolution():

@@ -288,6 +288,26 @@ def trend_two_sided(x: Iterable[float], y: Iterable[float],
     return None, p_up, p_down
 
 
+ZERO_SPREAD = "zero spread over trials: one deterministic series, no interval"
+"""What ``measured`` says instead of a zero-width interval: the trials are copies of one outcome."""
+
+
+def zero_width(lo: float, hi: float) -> bool:
+    """Is [lo, hi] a finite interval of zero width (up to rounding: relative 1e-9), i.e. trials with zero spread?"""
+    return bool(np.isfinite(lo) and np.isfinite(hi) and abs(hi - lo) <= 1e-9 * max(abs(lo), abs(hi)))
+
+
+def fmt_ci(mean: float, lo: float, hi: float, sign: bool = False) -> str:
+    """``mean [lo, hi]`` for the ``measured`` column (``sign``: with an explicit + or -).
+
+    A zero-width interval (``zero_width``) is not printed: the value is a single deterministic series and says so.
+    """
+    spec = "+.3g" if sign else ".3g"
+    if zero_width(lo, hi):
+        return f"{mean:{spec}} ({ZERO_SPREAD})"
+    return f"{mean:{spec}} [{lo:{spec}}, {hi:{spec}}]"
+
+
 TREND_RULE = ("for each of {mechs}: Page's trend test (trials as blocks) that {y} is {direction} in {x}, "
               "p < 0.05: confirmed; the opposite trend at p < 0.05 or a constant {y}: not confirmed; else "
               "inconclusive (a mechanism missing from the rows: inconclusive)")
@@ -301,7 +321,7 @@ FLAT_RULE = ("for each of {mechs}: per trial, spread = max over {x} of {y} / min
 def end_to_end(rows: pd.DataFrame, x: str, y: str) -> str:
     """The effect size of a trend: per trial y(last x) / y(first x), geometric mean and its log-scale 95% interval.
 
-    Empty when the ratio is not defined (a value <= 0, fewer than 2 grid values); zero spread says so.
+    Empty when the ratio is not defined (a value <= 0, fewer than 2 grid values); zero spread says so (``fmt_ci``).
     """
     if rows.empty or rows[x].nunique() < 2 or "trial" not in rows.columns:
         return ""
@@ -312,8 +332,7 @@ def end_to_end(rows: pd.DataFrame, x: str, y: str) -> str:
     centre, lo, hi = ratio_ci(ratio)
     if not np.isfinite(lo):
         return f", {y} last/first x{centre:.3g} ({ratio.size} trials: no interval)"
-    note = " (zero spread: one deterministic series)" if ratio.nunique() == 1 else ""
-    return f", {y} last/first x{centre:.3g} [{lo:.3g}, {hi:.3g}]{note}"
+    return f", {y} last/first x{fmt_ci(centre, lo, hi)}"
 
 
 def trend_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y: str,
@@ -342,16 +361,12 @@ def flat_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y: 
         flat, spread = flat_within(rows, x, y, factor, paired)
         results.append(flat)
         lo, hi = spread_interval(rows, x, y, paired)
-        parts.append(f"{names.get(m, m)} " + (f"{spread:.2f}x [{lo:.3g}, {hi:.3g}]" if np.isfinite(spread)
-                                                 else "too few trials or points"))
+        parts.append(f"{names.get(m, m)} " + (f"{spread:.2f}x " + (f"({ZERO_SPREAD})" if zero_width(lo, hi)
+                                                                      else f"[{lo:.3g}, {hi:.3g}]")
+                                                 if np.isfinite(spread) else "too few trials or points"))
     rule = (FLAT_RULE if paired else FLAT_UNPAIRED_RULE).format(mechs=", ".join(names.get(m, m) for m in mechs), x=x,
                                                                  y=y, factor=factor)
     return Claim(claim, rule, "spread " + ", ".join(parts), verdict_of(all_points(results)))
-
-
-def fmt_ci(mean: float, lo: float, hi: float) -> str:
-    """``mean [lo, hi]`` for the ``measured`` column."""
-    return f"{mean:.3g} [{lo:.3g}, {hi:.3g}]"
 
 
 def fmt_series(series: pd.Series, digits: int = 3) -> str:
@@ -470,7 +485,7 @@ def deciding_effect(pairs: list[tuple[pd.Series, pd.Series]], labels: list[str])
     if best is None:
         return "effect: no point has 3 paired trials (no interval)"
     _, label, mean, lo, hi = best
-    return f"effect at the deciding point ({label}): mean paired difference {mean:+.3g} [{lo:+.3g}, {hi:+.3g}]"
+    return f"effect at the deciding point ({label}): mean paired difference {fmt_ci(mean, lo, hi, sign=True)}"
 
 
 def trend_effect(x: Iterable[float], y: Iterable[float], blocks: Iterable[Any]) -> str:
@@ -492,8 +507,8 @@ def trend_effect(x: Iterable[float], y: Iterable[float], blocks: Iterable[Any]) 
     span = f"from x = {x_lo:.3g} to {x_hi:.3g}"
     if len(ends) and np.all(first > 0) and np.all(last > 0):
         centre, lo, hi = ratio_ci(last / first)
-        return f"change {span}: x{centre:.3g} [{lo:.3g}, {hi:.3g}] (per-trial ratio, log-scale interval)"
+        return f"change {span}: x{fmt_ci(centre, lo, hi)} (per-trial ratio, log-scale interval)"
     diff = last - first
     lo, hi = mean_ci(diff)
     centre = float(diff.mean()) if diff.size else np.nan
-    return f"change {span}: {centre:+.3g} [{lo:+.3g}, {hi:+.3g}] (per-trial difference)"
+    return f"change {span}: {fmt_ci(centre, lo, hi, sign=True)} (per-trial difference)"

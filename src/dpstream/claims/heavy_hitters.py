@@ -18,8 +18,10 @@ import pandas as pd
 
 from dpstream.claims.core import (
     MIN_TRIALS,
+    ZERO_SPREAD,
     Claim,
     all_points,
+    deciding_effect,
     flat_claim,
     fmt_ci,
     fmt_series,
@@ -27,6 +29,7 @@ from dpstream.claims.core import (
     mean_ci,
     mean_within,
     monotone_trend,
+    paired_difference_ci,
     point_means,
     timing_claim,
     trend_claim,
@@ -181,17 +184,29 @@ def precision_claim(df: pd.DataFrame, claim: str, x: str, y: str = "precision",
         if not points:
             results.append(None)  # a mechanism that never reports cannot support "precision 1"
         if worst is not None:
-            points.append(f"effect at the lowest point ({x} {worst[0]:g}): mean {y} {worst[1]:.3g} "
-                          f"[{worst[2]:.3g}, {worst[3]:.3g}]")
+            points.append(f"effect at the lowest point ({x} {worst[0]:g}): mean {y} "
+                          + (fmt_ci(*worst[1:]) if np.isfinite(worst[2]) else f"{worst[1]:.3g} (too few trials: no "
+                                                                               "interval)"))
         parts.append(f"{NAMES[m]} " + ("; ".join(points) or "no point")
                      + (f"; nothing reported (n/a) at {x} {', '.join(undefined)}" if undefined else ""))
     rule = PRECISION_ONE.format(mechs=" and ".join(NAMES[m] for m in mechs), x=x, y=y, n=MIN_TRIALS)
     return _with_trace(Claim(claim, rule, " | ".join(parts), verdict_of(all_points(results))), df)
 
 
+def _lowest_mean(df: pd.DataFrame, x: str, y: str, points: list[float]) -> str:
+    """The effect of an "every trial is 1" rule: the mean of ``y`` at its lowest point, with its interval."""
+    means = {v: _at(df, y, {x: v}).dropna() for v in points}
+    means = {v: vals for v, vals in means.items() if vals.size}
+    if not means:
+        return ""
+    v = min(means, key=lambda k: float(means[k].mean()))
+    return f"; effect at the lowest point ({x} {v:g}): mean {y} {_ci(means[v])}"
+
+
 def _recall_one(df: pd.DataFrame, claim: str, x: str, points: list[float], where: str, y: str = "recall") -> Claim:
     results = [all_one(_at(df, y, {x: v})) for v in points]
-    measured = "; ".join(f"{v:g}: {_fmt_trials(_at(df, y, {x: v}))}" for v in points) or f"no {x} in the range"
+    measured = ("; ".join(f"{v:g}: {_fmt_trials(_at(df, y, {x: v}))}" for v in points) or f"no {x} in the range")
+    measured += _lowest_mean(df, x, y, points)
     rows = _lazy(df)[np.isin(_lazy(df)[x], points)]
     note = DETERMINISTIC if points and identical_trials(rows, x, y) else ""
     return _with_trace(Claim(claim, RECALL_ONE.format(where=where, y=y, n=MIN_TRIALS), measured + note,
@@ -211,8 +226,33 @@ def _trend(df: pd.DataFrame, claim: str, x: str, y: str, direction: Literal["inc
         return _with_trace(replace(trend_claim(df, claim, ("lazyhh",), x, y, direction, names=NAMES), rule=rule), df)
     series = lazy.groupby(x)[y].first()
     holds, _, p = monotone_trend(series.index, series.to_numpy(), direction)
-    return _with_trace(Claim(claim, rule, f"{fmt_series(series)}; Spearman p {p:.2g}" + DETERMINISTIC,
+    first, last = float(series.iloc[0]), float(series.iloc[-1])
+    change = (f"x{last / first:.3g}" if first > 0 and last > 0 else f"{last - first:+.3g}")
+    effect = f"; effect: {y} at {x} {series.index[-1]:g} / at {series.index[0]:g} {change} ({ZERO_SPREAD})"
+    return _with_trace(Claim(claim, rule, f"{fmt_series(series)}; Spearman p {p:.2g}" + effect + DETERMINISTIC,
                              verdict_of(holds)), df)
+
+
+def _equal_memory_effect(df: pd.DataFrame, lazy: pd.Series, cms: pd.Series, pairs: list[tuple[Any, Any]]) -> str:
+    """The effect of the equal-memory rule: mean paired ARE(CMS + heap) - ARE(LazyHH) with its 95% t interval.
+
+    With equal-memory pairs, at the pair that decides the rule (``deciding_effect``). Without one, nothing decides:
+    the pair nearest in real bytes is reported as a description, marked as not deciding.
+    """
+    def series(kt: Any, w: Any) -> tuple[pd.Series, pd.Series]:
+        return trial_values(df, "are", {"mechanism.name": "cms_heap", "sketch_width": w}), _at(df, "are", {K_TILDE: kt})
+
+    if pairs:
+        labels = [f"k~ {kt:g}, width {w:g}" for kt, w in pairs]
+        return "; " + deciding_effect([series(kt, w) for kt, w in pairs], labels)
+    if not (len(lazy) and len(cms)):
+        return ""
+    far = {(kt, w): max(lb, cb) / min(lb, cb) for kt, lb in lazy.items() for w, cb in cms.items()}
+    kt, w = min(far, key=far.__getitem__)
+    mean, lo, hi = paired_difference_ci(*series(kt, w))
+    return (f"; effect: none decides (no pair within x{EQUAL_BYTES:g} in bytes); nearest pair (k~ {kt:g}, width {w:g}: "
+            f"x{far[kt, w]:.3g} apart in bytes, not deciding): mean paired ARE(CMS + heap) - ARE(LazyHH) "
+            + (fmt_ci(mean, lo, hi) if np.isfinite(lo) else f"{mean:.3g} (too few paired trials: no interval)"))
 
 
 def _equal_memory_claim(df: pd.DataFrame) -> Claim:
@@ -226,7 +266,8 @@ def _equal_memory_claim(df: pd.DataFrame) -> Claim:
     means = (f"; mean ARE LazyHH {fmt_series(point_means(_lazy(df), K_TILDE, 'are')['mean'])} (by k~), CMS + heap "
              f"{fmt_series(point_means(df[df['mechanism.name'] == 'cms_heap'], 'sketch_width', 'are')['mean'])}"
              " (by width)")
-    measured = (f"{len(pairs)} equal-memory pairs; " if pairs else "no equal-memory point; ") + span + means
+    measured = ((f"{len(pairs)} equal-memory pairs; " if pairs else "no equal-memory point; ") + span + means
+                + _equal_memory_effect(df, lazy, cms, pairs))
     return _with_trace(Claim('"at the same memory level, the non-private CMS baseline ... achieves even lower ARE" '
                              "(at equal real bytes)", EQUAL_MEMORY.format(f=EQUAL_BYTES), measured,
                              verdict_of(all_points(results))), df)
@@ -306,7 +347,8 @@ def fig4d_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     full = [e for e in points if all_one(_at(df, "recall", {"epsilon": e})) is True]
     rows = lazy[np.isin(lazy["epsilon"], full)]
     flat = (flat_claim(rows, "", ("lazyhh",), "epsilon", "are", FLAT_ARE, names=NAMES) if len(full) >= 2
-            else Claim("", "", f"recall is 1 in every trial at {len(full)} eps ({full}): fewer than 2", "inconclusive"))
+            else Claim("", "", f"recall is 1 in every trial at {len(full)} eps ({full}): fewer than 2; effect: none "
+                               "(the rule's domain, the eps with recall 1, has no spread to measure)", "inconclusive"))
     return [literal, explained,
             _with_trace(Claim('"As recall approaches 1, the effect stabilizes, and further increases in eps have '
                               'negligible impact on ARE"', FLAT_ONCE_ONE.format(f=FLAT_ARE), flat.measured,

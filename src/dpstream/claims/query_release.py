@@ -20,18 +20,21 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from dpstream.audit import audit, epsilon_lower_bound
+from dpstream.audit import audit, clopper_pearson, epsilon_lower_bound
 from dpstream.claims.core import (
     HOLM_NOTE,
+    LEVEL,
     MIN_TRIALS,
     Claim,
     all_points,
     below_at_points,
     deciding_effect,
+    fmt_ci,
     mean_below,
     mean_ci,
     monotone_trend,
     paired_difference_ci,
+    ratio_ci,
     trend_effect,
     verdict_of,
 )
@@ -145,12 +148,32 @@ def theory_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
 
 # ---- E1 -------------------------------------------------------------------------------------------------------
 
+def _convergence_effect(violated: list[bool], ratios: list[float], decidable: int) -> str:
+    """The effect of a convergence rule: the share of runs over the bound with its exact interval, and the headroom.
+
+    The rule compares the share of runs exceeding 4 rho(t) at a deciding round with beta: that share is printed with
+    its exact (Clopper-Pearson) 95% interval. The headroom is each run's largest max error / 4 rho(t) over the
+    deciding rounds (over every round when none decides, marked not deciding): the geometric mean over runs with its
+    95% t interval on the log scale (``ratio_ci``); fewer than ``MIN_TRIALS`` runs: no interval.
+    """
+    centre, lo, hi = ratio_ci(ratios)
+    headroom = (f"x{centre:.3g} [{lo:.3g}, {hi:.3g}] (geometric mean over runs, log-scale 95% t interval)"
+                if np.isfinite(lo) else f"x{centre:.3g} ({len(ratios)} run(s): no interval)")
+    if not decidable:
+        return ("effect: none, no round can decide (4 rho(t) >= 1 at every round); largest max error / 4 rho(t) "
+                f"over all rounds (not deciding): {headroom}")
+    low, high = clopper_pearson(sum(violated), len(violated), 1.0 - LEVEL)
+    return (f"effect: runs over the bound {sum(violated)}/{len(violated)} [{low:.3g}, {high:.3g}] (exact 95%); "
+            f"largest max error / 4 rho(t) over the deciding rounds: {headroom}")
+
+
 def convergence_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     """qr_convergence: max error <= 4 rho(t), decided only at rounds where 4 rho(t) < 1 (else trivially true)."""
     out = []
     for eta, g in df.groupby("mechanism.eta"):
         big_l = math.log(2 * 3 ** int(g["data.d"].iloc[0]))
         violated, decidable, min_bound = [], 0, math.inf
+        ratios, ratios_all = [], []
         for curve in g["curve"]:
             c = json.loads(curve)
             t, err = np.asarray(c["round"], dtype=np.float64), np.asarray(c["max_error"], dtype=np.float64)
@@ -159,6 +182,9 @@ def convergence_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Cla
             live = bound < TRIVIAL_ERROR
             decidable = max(decidable, int(live.sum()))
             violated.append(bool(np.any(err[live] > bound[live])))
+            ratios_all.append(float(np.max(err / bound)))
+            if live.any():
+                ratios.append(float(np.max(err[live] / bound[live])))
         if decidable == 0 or len(violated) < MIN_TRIALS:
             holds = None
         else:
@@ -169,7 +195,8 @@ def convergence_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Cla
             "Over >= 3 runs: confirmed when at most beta = 0.05 of the runs exceed 4 rho(t) at a deciding "
             "round, not confirmed otherwise; no deciding round or fewer than 3 runs: inconclusive.",
             f"{decidable} deciding rounds (smallest 4 rho = {min_bound:.3g}); {len(g)} run(s); final error "
-            f"{json.loads(g['curve'].iloc[0])['max_error'][-1]:.3g} (uniform {g['uniform_max_error'].mean():.3g})",
+            f"{json.loads(g['curve'].iloc[0])['max_error'][-1]:.3g} (uniform {g['uniform_max_error'].mean():.3g}); "
+            + _convergence_effect(violated, ratios if decidable else ratios_all, decidable),
             verdict_of(holds)))
     return out
 
@@ -326,8 +353,7 @@ def error_vs_eps_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Cl
             "are one deterministic series, decided by its slope alone. "
             "(The slope of the implementation's own accounted noise scale is reported, not tested: testing against "
             "it would hold by construction, the trials share their noise draws up to scale.)",
-            f"slope {slope:.3g} [{s_lo:.3g}, {s_hi:.3g}] vs the claimed -1 (band {band[0]:.3g}..{band[1]:.3g})"
-            + ("; zero spread over trials: one deterministic series" if s_lo == s_hi else "") + "; "
+            f"slope {fmt_ci(slope, s_lo, s_hi)} vs the claimed -1 (band {band[0]:.3g}..{band[1]:.3g}); "
             f"the accounted Laplace scale's own slope is {scale:.3g}: the per-answer eps0 of DRV advanced "
             f"composition is non-linear in eps, so error ~ eps^{scale:.2f} here; {_trials_note(lap, ['epsilon'])}",
             verdict_of(holds)))

@@ -147,7 +147,9 @@ def _linear_claim(df: pd.DataFrame, mech: str) -> Claim:
     widths = [int(w) for w in sorted(rows["sketch_width"].unique())]
     claim = Claim(f'"the Punctual variants exhibit a linear increase in update time as the sketch width '
                   f'increases" ({NAMES[mech]})', LINEAR.format(mech=NAMES[mech], r=LINEAR_R),
-                  f"Page's L {page_l:.0f} p {p:.2g}; Pearson r {r:.3f} over widths {widths}", verdict_of(holds))
+                  f"Page's L {page_l:.0f} p {p:.2g}; Pearson r {r:.3f} over widths {widths}; effect: seconds "
+                  + (trend_effect(rows["sketch_width"], rows["seconds"], rows["trial"]) if len(rows) else "no rows")
+                  + f" against the width ratio x{widths[-1] / widths[0] if widths else np.nan:.3g}", verdict_of(holds))
     w0 = float(rows["sketch_width"].min()) if len(rows) else np.nan
     return timing_claim(claim, rows, lambda row: (w0 / row["sketch_width"] / LINEAR_BAND,
                                                   w0 / row["sketch_width"] * LINEAR_BAND),
