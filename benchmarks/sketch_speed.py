@@ -1,6 +1,7 @@
 """Speed of the derived-noise paths and of mod-p hashing, as ratios to a reference in the same process.
 
-    python benchmarks/sketch_speed.py [--length N] [--hh-length N] [--repeats R] [--rows NAME ...] [--out PATH]
+    python benchmarks/sketch_speed.py [--length N] [--hh-length N] [--repeats R] [--rows NAME ...]
+                                      [--clock wall|cpu] [--out PATH]
 
 Every arm runs on the same seeded Zipf stream (skew 1.3, universe 10^6), timed with
 ``dpstream.harness.timing.interleaved_ratios`` (interleaved A/B repetitions, median ratio and its order-statistic
@@ -20,7 +21,9 @@ sketch and runs ``extend`` over the whole stream (keys canonicalised inside, as 
 
 Writes ``benchmarks/results/sketch_speed.json`` (shape: ``benchmarks/speed_page.py``) and prints the rows. With
 ``--rows`` (some of ``lazy_cms``, ``cms_modp``, ``lazy_hh``) only those rows are measured; they replace the rows of
-the same candidate and reference in the file, the others are kept.
+the same candidate and reference in the file, the others are kept. ``--clock cpu`` times the mod-p rows by the
+process's CPU time (``time.process_time``) instead of the wall clock: on a machine shared with other jobs the wall
+clock also counts the time the process waits for a core, which widens the interval without measuring the code.
 """
 
 from __future__ import annotations
@@ -116,14 +119,14 @@ def lazy_hh_row(stream: np.ndarray, repeats: int) -> dict[str, Any]:
     return row(estimate, 1 / 1.3, "time <= 1.3x LazyHH stored (ratio >= 0.77)")
 
 
-def merged(path: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def merged(path: Path, rows: list[dict[str, Any]], command: str) -> list[dict[str, Any]]:
     """The rows of the results file at ``path`` with those of the same (name, reference) as ``rows`` replaced.
 
-    A replaced or new row records its own command (``command``), since the file's command is the last run's.
+    Every row keeps the command that measured it (``command``: the file's own command names only the last run).
     """
-    command = " ".join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
     new = {(r["name"], r["reference"]): {**r, "command": command} for r in rows}
-    old = json.loads(path.read_text())["rows"] if path.exists() else []
+    record = json.loads(path.read_text()) if path.exists() else {"rows": []}
+    old = [{"command": record.get("command", "?"), **r} for r in record["rows"]]
     kept = [new.pop((r["name"], r["reference"]), r) for r in old]
     return kept + list(new.values())
 
@@ -148,7 +151,7 @@ def main() -> None:
     command = " ".join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
     record = {"title": "Derived noise and mod-p hashing against their references", "command": command,
               "machine": machine(),
-              "rows": merged(args.out, rows) if set(args.rows) != set(ROWS) else rows}
+              "rows": merged(args.out, rows, command) if set(args.rows) != set(ROWS) else rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1) + "\n")
     for r in rows:
