@@ -14,7 +14,7 @@ sketch and runs ``extend`` over the whole stream (keys canonicalised inside, as 
   ``benchmarks/hashing.py:reference_loop_modp`` (the same hash family, width and arithmetic, one key at a time, no
   blocks) over the same keys, canonicalised inside the timed call as ``extend`` does: target >= 0.8. A second row
   keeps the issue's reference, the bare multiply-shift loop (``reference_loop``, the reference of
-  ``benchmarks/beyond.py``), with the same target: that ratio also prices the hash family (mod p, two 32-bit limb
+  ``benchmarks/beyond.py``), with the same target: that ratio also prices the hash family (mod p, four 32-bit limb
   products and an exact mod w, against one multiply-shift word), so it is not a measure of the sketch's overhead.
 - LazyHH (k 128, k~ 512: the 80 KB point of Figure 4(b)) with node_noise="derived" against LazyHH with stored noise:
   time <= 1.3x, i.e. ratio >= 1 / 1.3.

@@ -11,8 +11,7 @@ A results file is one benchmark's run, in this shape (every speed benchmark writ
                "ratio": float, "low": float, "high": float, "coverage": float, "repeats": int,
                "candidate_seconds": float, "reference_seconds": float,  # dpstream.harness.timing
                "target": str,                           # the goal, in words ("ratio >= 0.75")
-               "met": true | false | null,              # RatioEstimate.decide: null = interval straddles the target
-               "command": str}]}                        # optional: a row measured by another command than the file's
+               "met": true | false | null}]}            # RatioEstimate.decide: null = interval straddles the target
 
 The page has one section per file (sorted by file name) with a table per section: candidate, reference, ratio
 (reference time / candidate time: > 1 means the candidate is faster), its interval and coverage, repetitions,
@@ -70,10 +69,6 @@ def section(name: str, record: dict[str, Any]) -> str:
         interval = f"[{r['low']:.3g}, {r['high']:.3g}]" + (f" ({coverage:.0%})" if coverage is not None else "")
         lines.append(f"| {r['name']} | {r['reference']} | {r['ratio']:.3g}x | {interval} | {r.get('repeats', '?')} "
                      f"| {r.get('target', '')} | {VERDICT.get(r.get('met'), '')} |")
-    others = [r for r in record["rows"] if r.get("command", record.get("command")) != record.get("command")]
-    if others:
-        lines += ["", "Rows measured by another command: " + "; ".join(
-            f"{r['name']} / {r['reference']}: `{r['command']}`" for r in others) + "."]
     return "\n".join(lines) + "\n"
 
 

@@ -28,15 +28,3 @@ def test_the_page_has_a_row_per_result_with_its_verdict_and_skips_a_malformed_fi
     assert "| fast | slow | 1.5x | [1.2, 1.8] (98%) | 7 | >= 1.1 | met |" in text
     assert "| other | slow | 1.5x | [1.2, 1.8] (98%) | 7 | >= 1.1 | inconclusive |" in text
     assert "skipped b.json" in capsys.readouterr().err
-
-
-def test_a_row_measured_by_another_command_names_it_under_the_table(tmp_path):
-    page = load_module()
-    row = {"name": "fast", "reference": "slow", "ratio": 1.5, "low": 1.2, "high": 1.8, "coverage": 0.98,
-           "repeats": 7, "candidate_seconds": 1.0, "reference_seconds": 1.5, "target": ">= 1.1", "met": True}
-    rows = [{**row, "command": "python benchmarks/a.py"},
-            {**row, "name": "own", "command": "python benchmarks/a.py -x"}]
-    (tmp_path / "a.json").write_text(json.dumps({"title": "Alpha", "command": "python benchmarks/a.py", "rows": rows}))
-    text = page.render(tmp_path)
-    assert "Rows measured by another command: own / slow: `python benchmarks/a.py -x`." in text
-    assert "fast / slow:" not in text
