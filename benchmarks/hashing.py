@@ -8,7 +8,8 @@ All loops run in one process over the same T canonical keys (seeded Zipf stream,
   H = (a_i x + b_i) >> 32 (universal, not the 2-word strongly universal vector hash), bucket (H w) >> 32,
   counts[i, bucket] += 1; no blocks, no ``hash_rows``.
 - ``reference_modp``: the bare loop with mod-p hashing, the reference of the same family as the default:
-  per key and row ((a_i x + b_i) mod p) mod w with the sketches' own arithmetic (``affine_mod_p``, ``mod_width``),
+  per key and row ((a_i x + b_i) mod p) mod w with the sketches' own arithmetic (``affine_mod_p``, then
+  ``mod_small_width`` or ``mod_width``),
   counts[i, bucket] += 1; no blocks, no ``hash_rows``.
 - ``hash_sum``: one (a x + b) >> 32 per key summed into one word (no table: the compiler vectorises it), the
   speed of the arithmetic alone.
@@ -31,7 +32,17 @@ import numpy as np
 from numba import njit
 
 from dpstream.data.zipf import zipf_stream
-from dpstream.hashing import HASH_FAMILIES, affine_mod_p, canonical_keys, draw_hash_params, hash_rows, mod_width
+from dpstream.hashing import (
+    HASH_FAMILIES,
+    SMALL_WIDTH,
+    affine_mod_p,
+    canonical_keys,
+    draw_hash_params,
+    hash_rows,
+    mod_small_width,
+    mod_width,
+    small_width_constants,
+)
 from dpstream.sketches._kernels import exact_extend
 
 BLOCK = 256
@@ -54,9 +65,17 @@ def reference_loop_modp(keys: np.ndarray, params: np.ndarray, counts: np.ndarray
     """counts[i, ((a_i x + b_i) mod p) mod w] += 1 for every key and row: the bare mod-p update.
 
     The same hash family and arithmetic as the sketches (``affine_mod_p``: Carter-Wegman mod p = 2^61 - 1 with the
-    Mersenne reduction; ``mod_width``: exact, division-free), one key at a time: no blocks, no ``hash_rows``.
+    Mersenne reduction; ``mod_small_width`` up to ``SMALL_WIDTH``, else ``mod_width``: exact, division-free), one
+    key at a time: no blocks, no ``hash_rows``.
     """
     depth, width = counts.shape
+    if width <= SMALL_WIDTH:
+        c32, inv_up = small_width_constants(width)
+        for k in range(keys.shape[0]):
+            x = keys[k]
+            for i in range(depth):
+                counts[i, mod_small_width(affine_mod_p(params[i, 0], params[i, 1], x), width, c32, inv_up)] += 1
+        return
     inv = 1.0 / width
     for k in range(keys.shape[0]):
         x = keys[k]

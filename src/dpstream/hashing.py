@@ -12,9 +12,10 @@ Keys are first made *canonical*: an integer in [0, p).
   (9 bytes or more), str as UTF-8, bytes as they are; the canonical key is
   ``xxhash.xxh64_intdigest(bytes) mod p`` (stable 64-bit xxHash, seed 0).
 
-``a x + b mod p`` is computed in uint64 with the Mersenne reduction (32-bit limbs), multiply-shift with
-wrapping uint64 products, so the same functions run inside numba kernels (``affine_mod_p``, ``bucket``,
-``sign``, ``multiply_shift``, ``hash_rows``) and over arrays (``bucket_many``, ``canonical_keys``). The
+``a x + b mod p`` is computed in uint64 with the Mersenne reduction (32-bit limbs), ``mod width`` exactly with a
+float reciprocal (no integer division), multiply-shift with wrapping uint64 products, so the same functions run
+inside numba kernels (``affine_mod_p``, ``bucket``, ``sign``, ``multiply_shift``, ``hash_rows``) and over arrays
+(``bucket_many``, ``canonical_keys``). The
 parameters of each row are drawn from the sketch's seed (``draw_hash_params``); they are public
 configuration, not privacy noise. The kernels tell the family from the parameter array's shape:
 (depth, 4) is mod-p, (depth, 6) is multiply-shift.
@@ -37,6 +38,9 @@ HASH_FAMILIES = ("modp", "multiply_shift")
 
 PARAMS_PER_ROW = {"modp": 4, "multiply_shift": 6}
 """Columns of the parameter array per family: (a, b, ga, gb) or (a0, a1, b, ga0, ga1, gb)."""
+
+SMALL_WIDTH = 1 << 20
+"""Widths up to this take the cheaper exact reduction ``mod_small_width`` (wider ones ``mod_width``)."""
 
 MAX_SHIFT_WIDTH = 1 << 32
 """Largest width of the multiply-shift family (the bucket is (h w) >> 32 of a 32-bit h, exact in uint64)."""
@@ -76,20 +80,21 @@ def _fold(s: np.uint64) -> np.uint64:
 
 @njit(cache=True, inline="always")
 def affine_mod_p(a: np.uint64, b: np.uint64, x: np.uint64) -> np.uint64:
-    """(a x + b) mod p for a, b, x in [0, p), exactly, in uint64 arithmetic.
+    """(a x + b) mod p for a, b, x in [0, 2^61), exactly, in uint64 arithmetic (four 32 x 32-bit products).
 
-    With a = a1 2^32 + a0 and x = x1 2^32 + x0 (a1, x1 < 2^29): a x = a1 x1 2^64 + m 2^32 + a0 x0 with
-    m = a1 x0 + a0 x1 < 2^62; mod p, 2^64 = 8 and m 2^32 = (m >> 29) + (m & (2^29 - 1)) 2^32.
-    The five terms sum below 3 2^61 + 2^33 + 8 < 2^63, so with b < 2^61 the total s < 2^64 does not wrap; one fold
-    (s & p) + (s >> 61) <= p + 7 < 2p, and one conditional subtraction of p ends in [0, p).
+    With a = a1 2^32 + a0 and x = x1 2^32 + x0 (a1, x1 < 2^29): a x = a1 x1 2^64 + m 2^32 + l0 with l = a0 x0,
+    l0 = l mod 2^32 and m = a1 x0 + a0 x1 + (l >> 32) < 2^62 (the high half of l carried into m). Mod p,
+    2^64 = 8 and m 2^32 = (m >> 29) + (m mod 2^29) 2^32, and (m mod 2^29) 2^32 + l0 is one 61-bit word
+    (disjoint bits). The four terms sum below 2^61 + 2^33 + 2^61 + 2^61 < 2^63 (no wrap); one fold
+    (s & p) + (s >> 61) <= p + 3 < 2p, and one conditional subtraction of p ends in [0, p).
     """
     a1 = a >> _S32
     a0 = a & _LOW32
     x1 = x >> _S32
     x0 = x & _LOW32
-    mid = a1 * x0 + a0 * x1
     low = a0 * x0
-    s = ((a1 * x1) << _S3) + (mid >> _S29) + ((mid & _LOW29) << _S32) + (low & _P) + (low >> _S61) + b
+    mid = a1 * x0 + a0 * x1 + (low >> _S32)
+    s = ((a1 * x1) << _S3) + (mid >> _S29) + (((mid & _LOW29) << _S32) | (low & _LOW32)) + b
     s = _fold(s)
     if s >= _P:
         s -= _P
@@ -103,6 +108,7 @@ def mod_width(v: np.uint64, width: np.int64, inv: float) -> np.int64:
     q = trunc(fl(v) * inv) is within 768 / width + 1 of v / width (three roundings of 2^-53), so
     r = v - q width has |r| <= width + 768; one more float quotient of the small r and a final +-width
     correction land exactly in [0, width). Division-free loops vectorise; tests compare with ``%``.
+    ``mod_small_width`` is cheaper for widths up to ``SMALL_WIDTH``.
     """
     q = np.uint64(np.float64(v) * inv)
     r = np.int64(v - q * np.uint64(width))
@@ -115,8 +121,33 @@ def mod_width(v: np.uint64, width: np.int64, inv: float) -> np.int64:
 
 
 @njit(cache=True, inline="always")
+def small_width_constants(width: np.int64) -> tuple[np.uint64, float]:
+    """(2^32 mod width, the double just above 1 / width): the constants of ``mod_small_width``."""
+    return np.uint64((1 << 32) % width), np.nextafter(1.0 / width, np.inf)
+
+
+@njit(cache=True, inline="always")
+def mod_small_width(v: np.uint64, width: np.int64, c32: np.uint64, inv_up: float) -> np.int64:
+    """Exact v mod width for v < 2^61 and width <= ``SMALL_WIDTH`` = 2^20, with one float quotient, no correction.
+
+    ``(c32, inv_up)`` = ``small_width_constants(width)``. t = (v >> 32) c32 + (v mod 2^32) = v mod width and
+    t < 2^29 2^20 + 2^32 < 2^50, so t is exact as a double. inv_up is fl(1/w) plus one ulp:
+    1/w < inv_up < (1/w)(1 + 2^-51). For t = k w + j (0 <= j < w), y = t inv_up lies in
+    [k, k + 1 - 1/(2w)): rounding y to a double keeps it >= k (k is a double) and below k + 1 (the gap
+    1/(2w) exceeds half a double's spacing near k + 1, (k + 1) 2^-53, as (k + 1) w <= t + w < 2^52), so
+    trunc(fl(y)) = k exactly and t - k w is v mod width.
+    """
+    t = (v >> _S32) * c32 + (v & _LOW32)
+    q = np.uint64(np.float64(t) * inv_up)
+    return np.int64(t - q * np.uint64(width))
+
+
+@njit(cache=True, inline="always")
 def bucket(a: np.uint64, b: np.uint64, x: np.uint64, width: np.int64) -> np.int64:
     """h(x) = ((a x + b) mod p) mod width, a column index in [0, width)."""
+    if width <= SMALL_WIDTH:
+        c32, inv_up = small_width_constants(width)
+        return mod_small_width(affine_mod_p(a, b, x), width, c32, inv_up)
     return mod_width(affine_mod_p(a, b, x), width, 1.0 / width)
 
 
@@ -141,19 +172,29 @@ def multiply_shift(a0: np.uint64, a1: np.uint64, b: np.uint64, x: np.uint64) -> 
 
 
 @njit(cache=True, inline="always")
+def _modp_columns(a: np.uint64, b: np.uint64, block: np.ndarray, width: int, row: np.ndarray) -> None:
+    """row[k] = ((a x + b) mod p) mod width for x = block[k]: one loop per width range, so it vectorises."""
+    if width <= SMALL_WIDTH:
+        c32, inv_up = small_width_constants(width)  # type: ignore[arg-type]
+        for k in range(block.shape[0]):
+            row[k] = mod_small_width(affine_mod_p(a, b, block[k]), width, c32, inv_up)  # type: ignore[arg-type]
+    else:
+        inv = 1.0 / width
+        for k in range(block.shape[0]):
+            # compiled, a Python int argument is an int64: numpy's scalar types cannot say so to mypy
+            row[k] = mod_width(affine_mod_p(a, b, block[k]), width, inv)  # type: ignore[arg-type]
+
+
+@njit(cache=True, inline="always")
 def _hash_rows_modp(
     params: np.ndarray, keys: np.ndarray, start: int, m: int, width: int, signed: bool, cols: np.ndarray,
     incs: np.ndarray,
 ) -> None:
-    inv = 1.0 / width
     block = keys[start : start + m]
     for i in range(params.shape[0]):
         # one-dimensional views: with them the compiler vectorises the loops (2D indexing ran half as fast)
         row, inc = cols[i], incs[i]
-        a, b = params[i, 0], params[i, 1]
-        for k in range(m):
-            # compiled, a Python int argument is an int64: numpy's scalar types cannot say so to mypy
-            row[k] = mod_width(affine_mod_p(a, b, block[k]), width, inv)  # type: ignore[arg-type]
+        _modp_columns(params[i, 0], params[i, 1], block, width, row)
         if signed:
             ga, gb = params[i, 2], params[i, 3]
             for k in range(m):

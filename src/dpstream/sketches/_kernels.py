@@ -28,6 +28,30 @@ DERIVED_BLOCK = 2048
 """Keys per block of the derived-noise Lazy loop: only the last w - 1 items of a block need the pending test."""
 
 
+@njit(cache=True, inline="always")
+def add_rows(counts: np.ndarray, cols: np.ndarray, incs: np.ndarray, m: int) -> None:
+    """counts[i, cols[i, k]] += incs[i, k] for every row i and k < m (the columns are in [0, w)).
+
+    Three rows per pass over k: a heavy key's cell in one row is a chain of dependent adds, and three independent
+    chains overlap. Unsigned indices skip the negative-index wraparound.
+    """
+    depth = counts.shape[0]
+    i = 0
+    while i + 3 <= depth:
+        r0, r1, r2 = counts[i], counts[i + 1], counts[i + 2]
+        c0, c1, c2 = cols[i], cols[i + 1], cols[i + 2]
+        g0, g1, g2 = incs[i], incs[i + 1], incs[i + 2]
+        for k in range(m):
+            r0[np.uint64(c0[k])] += g0[k]
+            r1[np.uint64(c1[k])] += g1[k]
+            r2[np.uint64(c2[k])] += g2[k]
+        i += 3
+    for j in range(i, depth):
+        row, col, inc = counts[j], cols[j], incs[j]  # one-dimensional views: simpler address arithmetic
+        for k in range(m):
+            row[np.uint64(col[k])] += inc[k]
+
+
 @njit(cache=True)
 def exact_extend(keys: np.ndarray, params: np.ndarray, signed: bool, counts: np.ndarray) -> None:
     """Non-private CMS / CS: C[i, h_i(x)] += c for every row (Holland, Sec. 2.2)."""
@@ -37,10 +61,7 @@ def exact_extend(keys: np.ndarray, params: np.ndarray, signed: bool, counts: np.
     for start in range(0, keys.shape[0], BLOCK):
         m = min(BLOCK, keys.shape[0] - start)
         hash_rows(params, keys, start, m, width, signed, cols, incs)
-        for i in range(depth):
-            row, col, inc = counts[i], cols[i], incs[i]  # one-dimensional views: simpler address arithmetic
-            for k in range(m):
-                row[col[k]] += inc[k]
+        add_rows(counts, cols, incs, m)
 
 
 def _punctual_extend(kind: int, external: Any) -> Callable[..., None]:
