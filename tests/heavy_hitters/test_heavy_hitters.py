@@ -14,6 +14,7 @@ from dpstream.heavy_hitters.calibration import (
     lazy_hh_depth,
     noise_term,
     noise_term_closed_form,
+    tau_many,
     thresholds,
 )
 from dpstream.heavy_hitters.metrics import (
@@ -26,6 +27,8 @@ from dpstream.heavy_hitters.metrics import (
 )
 from dpstream.metrics import release_times
 from dpstream.privacy.calibration import gauss_bm_sigma
+from dpstream.sketches import LazyCMS
+from dpstream.sketches import lazy as lazy_sketch
 from dpstream.trials.heavy_hitters import load_trace, make_tracker, run_trial
 
 BASE = {"k": 4, "k_tilde": 64, "epsilon": 4.0, "delta": 1e-3, "beta": 5e-4}
@@ -83,6 +86,13 @@ def test_thresholds_are_exactly_alg6_output():
     assert (th.lambda1, th.lambda2, th.tau1) == (17.0, 207.0, 250.0)
     assert th.tau2 == 100 + 17 + 2 * 207 and th.tau == th.tau2 + 1
     assert thresholds(t=10**6, k=4, k_tilde=10**4, gamma=7.0).tau == 250_001.0  # tau1 dominates
+
+
+def test_tau_many_is_thresholds_tau_to_the_bit():
+    times = np.concatenate([np.arange(1, 5000), np.array([2**20, 26_600_000, 10**12 + 7])])
+    for k, k_tilde, gamma in ((4, 64, 123.456), (128, 128, 4242.4242), (3, 7, 0.1)):
+        expected = [thresholds(int(t), k, k_tilde, gamma).tau for t in times]
+        assert tau_many(times, k, k_tilde, gamma).tolist() == expected
 
 
 def test_final_delta_is_2delta_times_three_halves_plus_e_eps_plus_delta():
@@ -162,6 +172,52 @@ def test_extend_equals_update_loop_and_any_chunking():
         np.testing.assert_array_equal(other.candidates, one.candidates)
         np.testing.assert_array_equal(other.estimate().items, one.estimate().items)
         np.testing.assert_array_equal(other.estimate().estimates, one.estimate().estimates)
+
+
+@pytest.mark.parametrize("node_noise", ["stored", "derived"])
+@pytest.mark.parametrize("noiseless", [False, True])
+def test_compiled_refreshes_equal_one_refresh_at_a_time(monkeypatch, node_noise, noiseless):
+    """``extend`` over whole periods (``LazyCMS.refreshes``, compiled) leaves the state and output of ``update``s.
+
+    Estimates tie at the top-k~ cut (two candidates whose smallest row is the same cell; exact counts in the noiseless
+    sketch): there the compiled loop hands the cut to numpy's argpartition (``keep_top``), as one refresh at a time
+    does.
+    """
+    stream, _ = planted_stream(3000, seed=2)
+    args = {**BASE, "k_tilde": 16, "horizon": stream.size, "seed": 7, "node_noise": node_noise}
+
+    def tracker() -> LazyHH:
+        hh = LazyHH(**args)
+        if noiseless:
+            hh._sketch = LazyCMS._uncertified_noiseless(width=16, depth=hh.depth, epsilon=hh.epsilon, delta=hh.delta,
+                                                         horizon=stream.size, seed=7, node_noise=node_noise)
+        return hh
+
+    calls = {"refreshes": 0, "ties": 0}
+    refreshes, keep_top = LazyCMS.refreshes, lazy_sketch.keep_top
+
+    def counted_refreshes(*a, **kw):
+        calls["refreshes"] += 1
+        return refreshes(*a, **kw)
+
+    def counted_keep_top(*a, **kw):
+        calls["ties"] += 1
+        return keep_top(*a, **kw)
+
+    monkeypatch.setattr(LazyCMS, "refreshes", counted_refreshes)
+    monkeypatch.setattr(lazy_sketch, "keep_top", counted_keep_top)
+    whole = tracker()
+    whole.extend(stream)
+    assert calls["refreshes"] == 1 and calls["ties"] > 0
+    one = tracker()
+    for x in stream:
+        one.update(int(x))
+    assert calls["refreshes"] == 1  # one item at a time never holds a whole period
+    np.testing.assert_array_equal(whole.candidates, one.candidates)
+    np.testing.assert_array_equal(whole.estimate().items, one.estimate().items)
+    np.testing.assert_array_equal(whole.estimate().estimates, one.estimate().estimates)
+    assert whole.estimate().time == one.estimate().time == stream.size - stream.size % 16
+    assert whole.to_bytes() == one.to_bytes()
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

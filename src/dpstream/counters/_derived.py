@@ -14,11 +14,10 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe import numbers
 
-from dpstream.counters.philox import box_muller, node_normal, node_uniforms
+from dpstream.counters.philox import node_normal
 
 _leading_zeros = cast(Callable[[np.uint64], int], numbers.leading_zeros)  # numba intrinsics (clz, ctz)
 _trailing_zeros = cast(Callable[[int], int], numbers.trailing_zeros)
-_GROUPS = 8  # ranges of u2 that Box-Muller's cosine is applied in, one after the other
 
 
 @njit(cache=True)
@@ -71,67 +70,26 @@ def release_wanted_cached(exact: np.ndarray, key: np.ndarray, scale: float, step
     """``release_all_cached`` at the cells where ``wanted`` is set, NaN elsewhere (their cache entries untouched).
 
     A cell skipped now keeps its older cached nodes: a later release regenerates only the nodes that differ, so a
-    node no reader asks for is never generated. Each node value is computed exactly as ``node_normal``, the Philox
-    uniforms of all new nodes first, then Box-Muller over them grouped by u2 (the cosine's branches on its argument's
-    range are then predictable); each cell's sum runs over its set bits from level 0 up, as in ``release``.
+    node no reader asks for is never generated. One pass over the cells: each new node is ``node_normal``, stored in
+    the cache, then the cell's sum runs over its set bits from level 0 up, as in ``release`` (its clear bits would add
+    0.0, which leaves a sum that is never -0.0 as it is).
     """
     n = steps.shape[0]
-    cells = np.flatnonzero(wanted)
-    new = np.empty(cells.shape[0], dtype=np.int64)
-    count = 0
-    for i in range(cells.shape[0]):
-        new[i] = _new_levels(steps[cells[i]], cached[cells[i]])
-        count += _popcount(new[i])
-    _regenerate(key, steps, cells, new, count, nodes)
     out = np.full(n, np.nan)
-    levels = nodes.shape[1]
-    for cell in cells:
+    for cell in range(n):
+        if not wanted[cell]:
+            continue
         s = steps[cell]
+        new = _new_levels(s, cached[cell])
+        while new:
+            level = _trailing_zeros(new)
+            nodes[cell, level] = node_normal(key[0], key[1], np.uint64(s >> level), np.uint64(level), np.uint64(cell))
+            new &= new - 1
         total = 0.0
-        for level in range(levels):  # adding 0.0 for a clear bit leaves the sum's bits as they are: it is never -0.0
-            total += nodes[cell, level] if (s >> level) & 1 else 0.0
+        bits = s
+        while bits:
+            total += nodes[cell, _trailing_zeros(bits)]
+            bits &= bits - 1
         cached[cell] = s
         out[cell] = np.float64(exact[0, cell]) + scale * total
     return out
-
-
-@njit(cache=True, inline="always")
-def _popcount(m: int) -> int:
-    count = 0
-    while m:
-        count += 1
-        m &= m - 1
-    return count
-
-
-@njit(cache=True)
-def _regenerate(key: np.ndarray, steps: np.ndarray, cells: np.ndarray, new: np.ndarray, count: int,
-                nodes: np.ndarray) -> None:
-    """``nodes[cell, l] = node_normal(key, s >> l, l, cell)`` for each set bit l of ``new`` (``count`` in all)."""
-    where = np.empty(count, dtype=np.int64)  # cell * levels + l: the flat index into nodes
-    u1 = np.empty(count, dtype=np.float64)
-    u2 = np.empty(count, dtype=np.float64)
-    starts = np.zeros(_GROUPS + 1, dtype=np.int64)
-    levels = nodes.shape[1]
-    j = 0
-    for i in range(cells.shape[0]):
-        cell, s, m = cells[i], steps[cells[i]], new[i]
-        while m:
-            level = _trailing_zeros(m)
-            u1[j], u2[j] = node_uniforms(key[0], key[1], np.uint64(s >> level), np.uint64(level), np.uint64(cell))
-            where[j] = cell * levels + level
-            starts[int(u2[j] * _GROUPS) + 1] += 1
-            j += 1
-            m &= m - 1
-    for g in range(_GROUPS):
-        starts[g + 1] += starts[g]
-    order = np.empty(count, dtype=np.int64)
-    for j in range(count):
-        g = int(u2[j] * _GROUPS)
-        order[starts[g]] = j
-        starts[g] += 1
-    for node in order:
-        u1[node] = box_muller(u1[node], u2[node])  # in place: each u1 is read once
-    flat = nodes.reshape(-1)
-    for j in range(count):  # in cell order: sequential writes into the cache
-        flat[where[j]] = u1[j]

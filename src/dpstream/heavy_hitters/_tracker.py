@@ -20,6 +20,8 @@ from dpstream import serial
 from dpstream.hashing import canonical_keys
 from dpstream.noise import noise_mode
 from dpstream.privacy.statement import Certified
+from dpstream.sketches._lazy_hh import keep_top
+from dpstream.sketches.lazy import REFRESH_ITEMS
 from dpstream.validation import check_positive_int
 
 
@@ -84,6 +86,10 @@ class BlockTracker(Certified, serial.Serialisable):
     def _reported_mask(self, estimates: np.ndarray, t: int) -> np.ndarray:
         raise NotImplementedError
 
+    def _thresholds_many(self, times: np.ndarray) -> np.ndarray | None:
+        """Tau at the output steps ``times`` if the variant reports estimates > tau (compiled refreshes), or None."""
+        return None
+
     # -- public API ----------------------------------------------------------------------------------
     @property
     def t(self) -> int:
@@ -105,8 +111,15 @@ class BlockTracker(Certified, serial.Serialisable):
         if self._t + items.size > self.horizon:
             raise ValueError(f"stream longer than horizon={self.horizon}: {self._t} items seen, "
                              f"{items.size} more given; set horizon to the stream length T = |X|")
+        compiled = self._universe is None and self._capacity is not None and hasattr(self._sketch, "refreshes")
         pos = 0
         while pos < items.size:
+            if compiled and self._since_refresh == 0:
+                done = self._refreshes(items[pos:])
+                compiled = done > 0
+                pos += done
+                if pos == items.size:
+                    break
             block = items[pos:pos + self.period - self._since_refresh]
             self._sketch.extend(block)
             if self._universe is None:
@@ -116,6 +129,25 @@ class BlockTracker(Certified, serial.Serialisable):
             self._since_refresh += block.size
             if self._since_refresh == self.period:
                 self._refresh()
+
+    def _refreshes(self, items: np.ndarray) -> int:
+        """Whole periods of ``items`` through the sketch's compiled refreshes (``LazyCMS.refreshes``): items consumed.
+
+        0 when there is no whole period or the sketch or the variant has no compiled path.
+        """
+        periods = min(items.size // self.period, max(1, REFRESH_ITEMS // self.period))
+        times = self._t + self.period * np.arange(1, periods + 1)
+        taus = self._thresholds_many(times) if periods else None
+        if taus is None:
+            return 0
+        whole = periods * self.period
+        result = self._sketch.refreshes(items[:whole], self.period, taus, self._capacity, self._candidates)
+        if result is None:
+            return 0
+        self._t += whole
+        self._candidates = result.candidates
+        self._output = HeavyHitters(result.items, result.estimates, self._t)
+        return whole
 
     def merge(self, other: BlockTracker) -> BlockTracker:
         """Not defined: the reported set depends on the order of the whole stream (block refreshes, evictions)."""
@@ -150,8 +182,7 @@ class BlockTracker(Certified, serial.Serialisable):
         self._output = HeavyHitters(cand[mask], estimates[mask], t)
         if self._universe is None:
             if self._capacity is not None and cand.size > self._capacity:
-                keep = np.argpartition(-estimates, self._capacity - 1)[:self._capacity]
-                cand = cand[np.sort(keep)]
+                cand = keep_top(cand, estimates, self._capacity)
             self._candidates = cand
             self._pending = []
         self._since_refresh = 0

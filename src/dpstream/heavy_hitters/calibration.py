@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from dpstream.privacy.calibration import cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 
@@ -91,3 +93,13 @@ def thresholds(t: int, k: int, k_tilde: int, gamma: float) -> Thresholds:
     tau1 = t / k
     tau2 = t / k_tilde + lambda1 + 2.0 * lambda2
     return Thresholds(lambda1, lambda2, tau1, tau2, max(tau1, tau2) + 1.0)
+
+
+def tau_many(times: np.ndarray, k: int, k_tilde: int, gamma: float) -> np.ndarray:
+    """``thresholds(t, ...).tau`` at every output step of ``times`` (int64), in the same float operations."""
+    t = np.asarray(times, dtype=np.int64)
+    lambda1 = gamma + k_tilde
+    lambda2 = 2.0 * t / k_tilde + gamma
+    tau1 = t / k
+    tau2 = t / k_tilde + lambda1 + 2.0 * lambda2
+    return np.maximum(tau1, tau2) + 1.0

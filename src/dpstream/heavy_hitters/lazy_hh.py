@@ -13,6 +13,7 @@ from dpstream.heavy_hitters.calibration import (
     final_delta,
     lazy_hh_depth,
     noise_term,
+    tau_many,
     thresholds,
 )
 from dpstream.noise import SeedLike
@@ -98,3 +99,6 @@ class LazyHH(BlockTracker):
 
     def _reported_mask(self, estimates: np.ndarray, t: int) -> np.ndarray:
         return estimates > self.thresholds(t).tau
+
+    def _thresholds_many(self, times: np.ndarray) -> np.ndarray:
+        return tau_many(times, self.k, self.k_tilde, self.gamma)

@@ -152,7 +152,7 @@ def _lazy_extend(kind: int, external: Any) -> Callable[..., None]:
         (step floor(t/w) + 1) and P[i, pos] = 0.
         """
         depth, width = pending.shape
-        block = DERIVED_BLOCK if kind == DERIVED else BLOCK
+        block = min(DERIVED_BLOCK if kind == DERIVED else BLOCK, max(keys.shape[0], 1))  # scratch no larger than needed
         cols = np.empty((depth, block), dtype=np.int64)
         incs = np.empty((depth, block), dtype=np.int64)
         pos = t0 % width
