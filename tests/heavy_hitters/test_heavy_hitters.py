@@ -7,6 +7,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
+from dpstream.data import zipf_stream
 from dpstream.heavy_hitters import CMSHeap, HeavyHitters, LazyHH, PunctualHH
 from dpstream.heavy_hitters.calibration import (
     final_delta,
@@ -220,6 +221,41 @@ def test_compiled_refreshes_equal_one_refresh_at_a_time(monkeypatch, node_noise,
     assert whole.to_bytes() == one.to_bytes()
 
 
+@pytest.mark.parametrize("node_noise", ["stored", "derived"])
+def test_compiled_refreshes_across_several_calls_equal_the_python_path(monkeypatch, node_noise):
+    """Several ``REFRESH_ITEMS`` blocks with a period that does not divide them: compiled equals refresh by refresh.
+
+    The compiled loop's later calls (their times, thresholds and noise offsets) leave the state and the outputs of
+    the refresh-by-refresh path, bit for bit. A Zipf stream at a large epsilon puts items near the threshold, so
+    thresholds taken at the wrong times change the reported sets (a loop that restarts its times at 0 each call fails).
+    """
+    stream = zipf_stream(length=3 * lazy_sketch.REFRESH_ITEMS + 1234, universe=3000, skew=1.1, seed=3)
+    args = {**BASE, "k": 16, "k_tilde": 23, "epsilon": 50.0, "horizon": stream.size, "seed": 11,
+            "node_noise": node_noise}
+    calls = {"refreshes": 0}
+    refreshes = LazyCMS.refreshes
+
+    def counted(*a, **kw):
+        calls["refreshes"] += 1
+        return refreshes(*a, **kw)
+
+    def run() -> tuple[LazyHH, list[list[int]]]:
+        hh, outputs = LazyHH(**args), []
+        for chunk in np.array_split(stream, 7):
+            hh.extend(chunk)
+            outputs.append(hh.estimate().items.tolist())
+        return hh, outputs
+
+    monkeypatch.setattr(LazyCMS, "refreshes", counted)
+    compiled, compiled_outputs = run()
+    assert calls["refreshes"] >= 3
+    monkeypatch.setattr(LazyCMS, "refreshes", lambda *a, **kw: None)  # every refresh through the Python path
+    python, python_outputs = run()
+    assert compiled_outputs == python_outputs
+    np.testing.assert_array_equal(compiled.candidates, python.candidates)
+    assert compiled.to_bytes() == python.to_bytes()
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_planted_heavy_items_reported_and_light_or_absent_never(seed):
     """At every output step t >= 16 384, both planted items are reported and no light or absent item is.
@@ -421,3 +457,20 @@ def test_trackers_refuse_to_merge_saying_why():
     tracker = LazyHH(k=2, k_tilde=8, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=512, seed=0)
     with pytest.raises(ValueError, match="cannot merge two LazyHH trackers: their reports depend on the order"):
         tracker.merge(tracker)
+
+
+def test_console_replay_is_the_trials_own_output(tmp_path):
+    """The command line lists what the trial reported: the replay uses the trial's data seed, not a fixed one."""
+    from dpstream.harness.console import replay_reported
+    from dpstream.noise import trial_seed
+
+    params = _params(tmp_path, "cms_heap", k=8, k_tilde=16) | {"memory_kb": None, "width": 16, "trial": 3}
+    params["data"] = {"name": "zipf", "_target_": "dpstream.data.zipf_stream", "length": 40_000, "universe": 2000,
+                      "skew": 1.3}
+    row = run_trial(params, trial_seed(0, 3))
+    pairs, time = replay_reported(params)
+    data_seed, mech_seed = trial_seed(0, 3).spawn(2)
+    tracker = make_tracker(params, 40_000, mech_seed)
+    tracker.extend(load_trace(params["data"], str(tmp_path), data_seed)[0])
+    assert time == row["output_time"] and len(pairs) == row["n_reported"] > 0
+    assert pairs == [(str(item), est) for item, est in tracker.estimate().pairs()]

@@ -102,24 +102,25 @@ def _labelled(item: int, labels: dict[int, str] | None, data: dict[str, Any]) ->
 def replay_reported(params: dict[str, Any]) -> tuple[list[tuple[str, float]], int]:
     """The (label, estimate) pairs trial ``params`` reports at its last output step, and that step.
 
-    The trial is replayed from its seed (the tracker and the trace are seeded, so this is the trial's own output).
+    The trial is replayed from its seed: the stream from its data seed and the tracker from its mechanism seed, as
+    ``trials.heavy_hitters.run_trial`` does, so this is the trial's own output. A trace is fed block by block.
     """
     from hydra.utils import get_method
 
     from dpstream.data.cache import FINGERPRINT_SUFFIX
     from dpstream.data.stream import CONFIG_ONLY, FileStream
     from dpstream.noise import children, trial_seed
-    from dpstream.trials.heavy_hitters import TRACE_SEED, make_tracker
+    from dpstream.trials.heavy_hitters import FEED_BLOCK, make_tracker
 
     data = params["data"]
+    data_seed, mech_seed = children(trial_seed(params["seed"], params["trial"]), 2)
     kwargs = {k: v for k, v in data.items() if k not in CONFIG_ONLY and not k.endswith(FINGERPRINT_SUFFIX)}
-    out = get_method(data["_target_"])(**kwargs, seed=np.random.SeedSequence(TRACE_SEED),
-                                       cache_dir=params.get("data_dir"))
+    out = get_method(data["_target_"])(**kwargs, seed=data_seed, cache_dir=params.get("data_dir"))
     labels = out.labels if isinstance(out, FileStream) else None
-    stream = np.asarray(out.items if isinstance(out, FileStream) else out).astype(np.int64)
-    _data_seed, mech_seed = children(trial_seed(params["seed"], params["trial"]), 2)
-    tracker = make_tracker(params, stream.size, mech_seed)
-    tracker.extend(stream)
+    stream = out.items if isinstance(out, FileStream) else out
+    tracker = make_tracker(params, len(stream), mech_seed)
+    for start in range(0, len(stream), FEED_BLOCK):
+        tracker.extend(np.asarray(stream[start:start + FEED_BLOCK], dtype=np.int64))
     reported = tracker.estimate()
     return [(_labelled(item, labels, data), est) for item, est in reported.pairs()], int(reported.time)
 

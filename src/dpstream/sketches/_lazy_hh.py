@@ -114,6 +114,9 @@ def estimates_at(kind: int, candidates: np.ndarray, params: np.ndarray, t: int, 
 
 
 def _lazy_hh_run(kind: int, external: Any) -> Callable[..., Any]:
+    if external is not None:  # cell_push knows the package's counter kinds only
+        raise ValueError("lazy_hh_run runs the stored and derived binary trees only, not a counter's own push kernel")
+
     def lazy_hh_run(items: np.ndarray, keys: np.ndarray, params: np.ndarray, pending: np.ndarray, t0: int,
                     period: int, noise: np.ndarray, taus: np.ndarray, capacity: int, candidates: np.ndarray,
                     derived_key: np.ndarray, scale: float, nodes: np.ndarray, cached: np.ndarray,

@@ -44,11 +44,11 @@ FEED_BLOCK = 1 << 22
 """Largest block fed at once (items), bounding the int64 copy of a memory-mapped trace."""
 
 TRACE_SEED = 0
-"""The data seed of a heavy-hitter run outside a trial (``dpstream mechanism=lazyhh``, ``load_trace`` without a seed).
+"""The data seed of ``load_trace`` called without one (a stream looked at outside a trial).
 
-A trial passes its own data seed instead: a real trace and ``caida_like`` with a fixed ``trace_seed`` ignore it (one
-trace in every trial, like the paper's), while ``caida_like`` with ``trace_seed: null``, zipf and wordfreq's order draw
-one stream per trial."""
+A trial (and the command line's replay of it, ``harness.console.replay_reported``) passes its own data seed
+instead: a real trace and ``caida_like`` with a fixed ``trace_seed`` ignore it (one trace in every trial, like the
+paper's), while ``caida_like`` with ``trace_seed: null``, zipf and wordfreq's order draw one stream per trial."""
 
 
 def load_trace(data: dict[str, Any], data_dir: str | None,
