@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpstream.query_release._kernels import query_log_weights
 from dpstream.query_release.workloads import Workload
 
 
@@ -30,8 +31,7 @@ class QueryPlayer:
 
     def log_weights(self, half_eta: float, out: np.ndarray) -> None:
         """Write the log-weights of the 2k actions into ``out`` at step size ``half_eta`` = eta/2."""
-        np.multiply(self.t * self.true - self.cum, half_eta, out=out[: self.k])
-        np.negative(out[: self.k], out=out[self.k:])
+        query_log_weights(self.true, self.cum, self.t, half_eta, out)
 
     def data_gain(self, action: int) -> np.ndarray:
         """The data player's gain of every universe element against ``action``."""
@@ -40,7 +40,7 @@ class QueryPlayer:
 
     def observe(self, x: int) -> None:
         """Add the data player's row ``x`` to the running sums."""
-        self.cum += self.workload.at_record(x)
+        self.workload.add_at_record(x, self.cum)
         self.t += 1
 
     def running_max_error(self) -> float:
