@@ -160,12 +160,18 @@ def sample_below(weights: np.ndarray, target: float) -> int:
 
 @njit(cache=True)
 def query_log_weights(true: np.ndarray, cum: np.ndarray, t: int, half_eta: float, out: np.ndarray) -> None:
-    """out[:k] = (t q(D) - sum_{j<t} q(x_j)) eta/2 and out[k:] = -out[:k] (actions q, then not-q), in one pass."""
+    """Max-shifted log-weights of the actions q, then not-q: out[:k] = v - m, out[k:] = -v - m.
+
+    v = (t q(D) - sum_{j<t} q(x_j)) eta/2 and m = max |v| (the largest log-weight, so the largest entry is 0).
+    """
     k = true.size
+    top = 0.0
+    for i in range(k):
+        top = max(top, abs((t * true[i] - cum[i]) * half_eta))
     for i in range(k):
         v = (t * true[i] - cum[i]) * half_eta
-        out[i] = v
-        out[k + i] = -v
+        out[i] = v - top
+        out[k + i] = -v - top
 
 
 @njit(cache=True)

@@ -53,7 +53,7 @@ def play_game(player: QueryPlayer | AnalystPlayer, universe_size: int, rounds: i
         raise ValueError("record_every needs a QueryPlayer: the max error curve is the query player's")
     for t in range(rounds):
         player.log_weights(half_eta, log_w)
-        _, total = gamma_projection_sum(log_w, s, projected)
+        _, total = gamma_projection_sum(log_w, s, projected, max_shifted=True)
         action = sample_below(projected, uniforms[t, 0] * total)
         records[t] = x = sample_index(np.exp(log_d - log_d.max()), uniforms[t, 1])
         log_d += half_eta * player.data_gain(action)

@@ -22,15 +22,19 @@ def gamma_projection(log_weights: np.ndarray, s: float, out: np.ndarray | None =
     return gamma_projection_sum(log_weights, s, out)[0]
 
 
-def gamma_projection_sum(log_weights: np.ndarray, s: float,
-                         out: np.ndarray | None = None) -> tuple[np.ndarray, float]:
-    """``gamma_projection`` and the sum of its entries added in index order (the total ``sample_index`` uses)."""
+def gamma_projection_sum(log_weights: np.ndarray, s: float, out: np.ndarray | None = None,
+                         max_shifted: bool = False) -> tuple[np.ndarray, float]:
+    """``gamma_projection`` and the sum of its entries added in index order (the total ``sample_index`` uses).
+
+    ``max_shifted``: the caller guarantees finite log-weights whose largest entry is 0 (as the players write
+    them), so the check and the shift are skipped.
+    """
     log_weights = np.ascontiguousarray(log_weights, dtype=np.float64)
     size = log_weights.size
     if isinstance(s, bool) or not (0 < s < size):
         raise ValueError(f"s must satisfy 0 < s < N_Q = {size} (number of actions), got s = {s!r}")
-    top = log_weights.max()
-    if not (np.isfinite(top) and np.isfinite(log_weights.min())):
+    top = 0.0 if max_shifted else log_weights.max()
+    if not (max_shifted or (np.isfinite(top) and np.isfinite(log_weights.min()))):
         raise ValueError("log_weights must be finite")
     if out is None:
         out = np.empty(size)
@@ -38,7 +42,7 @@ def gamma_projection_sum(log_weights: np.ndarray, s: float,
           or np.may_share_memory(out, log_weights)):
         raise ValueError(f"out must be a contiguous float64 array of shape ({size},) apart from log_weights, "
                          f"got {out.dtype} {out.shape}")
-    w = np.exp(np.subtract(log_weights, top, out=out), out=out)
+    w = np.exp(log_weights if max_shifted else np.subtract(log_weights, top, out=out), out=out)
     c = gamma_scale(w, log_weights, float(s), _BINS, top)
     if c > 0:
         return w, cap_scaled(w, c)
