@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpstream.query_release.gamma import _log_scale_exact, gamma_projection
+from dpstream.query_release.gamma import _log_scale_exact, gamma_projection, gamma_projection_sum
 
 
 @pytest.mark.parametrize("spread", [0.01, 1.0, 10.0, 1000.0])
@@ -48,3 +48,29 @@ def test_uniform_weights_stay_uniform() -> None:
 def test_rejects_s_not_below_number_of_actions(s: float) -> None:
     with pytest.raises(ValueError, match=r"s must satisfy 0 < s < N_Q = 10"):
         gamma_projection(np.zeros(10), s)
+
+
+def test_writing_into_out_gives_the_same_projection_and_its_sum() -> None:
+    log_w = np.random.default_rng(4).normal(size=7_000) * 4
+    out = np.full(7_000, np.nan)
+    projected, total = gamma_projection_sum(log_w, 600.0, out)
+    assert projected is out
+    np.testing.assert_array_equal(out, gamma_projection(log_w, 600.0))
+    assert total == pytest.approx(600.0, rel=1e-9)
+    assert total == float(np.cumsum(out)[-1])  # added in index order, as sample_index adds
+
+
+@pytest.mark.parametrize("bad", ["alias", "shape", "dtype"])
+def test_rejects_an_unusable_out(bad: str) -> None:
+    log_w = np.zeros(10)
+    out = {"alias": log_w, "shape": np.zeros(9), "dtype": np.zeros(10, dtype=np.float32)}[bad]
+    with pytest.raises(ValueError, match=r"out must be a contiguous float64 array of shape \(10,\)"):
+        gamma_projection(log_w, 4.0, out)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_rejects_log_weights_that_are_not_finite(bad: float) -> None:
+    log_w = np.zeros(10)
+    log_w[3] = bad
+    with pytest.raises(ValueError, match="log_weights must be finite"):
+        gamma_projection(log_w, 4.0)

@@ -306,3 +306,22 @@ def test_run_is_one_adaptive_pass_and_names_any_other_n_runs(n_runs) -> None:
     assert mech.run(true, n_runs=1).answers.shape == true.shape
     with pytest.raises(ValueError, match=rf"n_runs must be 1 .*got {n_runs!r}"):
         mech.run(true, n_runs=n_runs)
+
+
+def test_query_player_log_weights_are_eta_half_times_the_running_gaps_shifted_to_max_0() -> None:
+    from dpstream.query_release.players import QueryPlayer
+
+    work = Conjunctions(3)
+    true = work.answers(histogram(product_mixture(50, 3, seed=0), 3))
+    player = QueryPlayer(work, true)
+    for x in (5, 0, 5):
+        player.observe(x)
+    out = np.empty(2 * work.n_queries)
+    player.log_weights(0.3, out)
+    log_w = np.zeros(2 * work.n_queries)
+    log_w[:work.n_queries] = (3 * true - sum(work.at_record(x) for x in (5, 0, 5))) * 0.3
+    log_w[work.n_queries:] = -log_w[:work.n_queries]
+    np.testing.assert_array_equal(out, log_w - log_w.max())  # the same operations: exact
+    assert out.max() == 0.0
+    with pytest.raises(ValueError, match=r"out must have shape \(54,\)"):
+        player.log_weights(0.3, np.empty(27))

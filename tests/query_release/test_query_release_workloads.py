@@ -48,6 +48,29 @@ def test_conjunction_point_values_and_universe_vectors_agree_with_transform() ->
         np.testing.assert_array_equal(work.on_universe(j), full[j])
 
 
+@pytest.mark.parametrize("d", [1, 4])
+def test_conjunction_point_values_match_brute_force(d: int) -> None:
+    for x in range(2**d):
+        point = np.zeros(2**d)
+        point[x] = 1.0
+        np.testing.assert_array_equal(Conjunctions(d).at_record(x), brute_force_conjunctions(point, d))
+
+
+@pytest.mark.parametrize("index", [None, "marginals", "subset", "repeats"])
+def test_adding_a_record_equals_adding_its_point_values(index: str | None) -> None:
+    d = 5
+    full = Conjunctions(d)
+    work = {None: full, "marginals": KWayMarginals(d, 2), "subset": full.restrict(np.array([200, 3, 77, 150])),
+            "repeats": full.restrict(np.array([4, 242, 4, 0, 121]))}[index]
+    got = np.zeros(work.n_queries)
+    want = np.zeros(work.n_queries)
+    for x in (0, 7, 31, 7, 18):
+        work.add_at_record(x, got)
+        want += work.at_record(x)
+    np.testing.assert_array_equal(got, want)  # sums of 0/1 values: exact
+    assert want.max() >= 2  # record 7 twice: some query counted twice
+
+
 def test_kway_marginals_count_and_values() -> None:
     d, k = 5, 2
     work = KWayMarginals(d, k)

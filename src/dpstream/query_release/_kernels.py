@@ -1,4 +1,4 @@
-"""Compiled kernels of the query-release family: Gamma_s projection, sampling, sparse-vector scan."""
+"""Compiled kernels of the query-release family: Gamma_s projection, sampling, game updates, sparse-vector scan."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ from numba import njit
 
 
 @njit(cache=True)
-def gamma_scale(w: np.ndarray, log_w: np.ndarray, s: float, n_bins: int) -> float:
-    """Scale c of Gamma_s for weights ``w`` = exp(``log_w``) with max 1: sum_a min(1, c w_a) = s (-1.0: undecided).
+def gamma_scale(w: np.ndarray, log_w: np.ndarray, s: float, n_bins: int, shift: float) -> float:
+    """Scale c of Gamma_s for weights ``w`` = exp(``log_w`` - ``shift``) with max 1: sum_a min(1, c w_a) = s.
 
-    Three passes: (1) total and smallest positive weight; (2) histogram of -log w in ``n_bins`` bins, from which
-    F(tau) = #{w >= tau} + sum_{w < tau} w / tau (= s at tau = 1/c, decreasing in tau) is known at every bin edge,
-    locating the bin that holds 1/c; (3) that bin's weights are sorted and the capped prefix solved exactly.
+    Returns -1.0 when undecided. Three passes: (1) total and smallest positive weight; (2) histogram of -log w in
+    ``n_bins`` bins, from which F(tau) = #{w >= tau} + sum_{w < tau} w / tau (= s at tau = 1/c, decreasing in tau)
+    is known at every bin edge, locating the bin that holds 1/c; (3) that bin's weights are sorted and the capped
+    prefix solved exactly.
     """
     total, w_min = _total_and_min(w)
     c = s / total
@@ -21,22 +22,32 @@ def gamma_scale(w: np.ndarray, log_w: np.ndarray, s: float, n_bins: int) -> floa
     width = -np.log(w_min) / n_bins * (1.0 + 1e-12)  # bins of -log w, read from log_w (no per-entry log)
     if width <= 0.0:
         return -1.0
-    count, mass = _log_histogram(w, log_w, width, n_bins)
+    count, mass = _log_histogram(w, log_w, shift, width, n_bins)
     suffix = _suffix_sums(mass)
     hit, above = _locate_bin(count, suffix, width, s)
     if hit < 1:
         return -1.0
     b = hit - 1  # 1/c lies in bin b: (edge_hit, edge_b]
-    vals = _bin_values(w, log_w, width, n_bins, b, count[b])
+    vals = _bin_values(w, log_w, shift, width, n_bins, b, count[b])
     return _solve_capped(vals, suffix[hit], above - count[b], s)
 
 
 @njit(cache=True)
 def _total_and_min(w: np.ndarray) -> tuple[float, float]:
-    """Pass 1 of ``gamma_scale``: sum of ``w`` and its smallest positive entry (1.0 if none is below 1)."""
+    """Pass 1 of ``gamma_scale``: sum of ``w`` (added in index order) and its smallest positive entry (1.0 if none).
+
+    The minimum runs in 8 independent lanes, so it does not wait on the sum.
+    """
     total = 0.0
-    w_min = 1.0
-    for i in range(w.size):
+    lanes = np.ones(8)
+    n8 = w.size - w.size % 8
+    for i in range(0, n8, 8):
+        for j in range(8):
+            v = w[i + j]
+            total += v
+            lanes[j] = min(lanes[j], v) if v > 0.0 else lanes[j]
+    w_min = lanes.min()
+    for i in range(n8, w.size):
         total += w[i]
         if 0.0 < w[i] < w_min:
             w_min = w[i]
@@ -44,13 +55,14 @@ def _total_and_min(w: np.ndarray) -> tuple[float, float]:
 
 
 @njit(cache=True)
-def _log_histogram(w: np.ndarray, log_w: np.ndarray, width: float, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+def _log_histogram(w: np.ndarray, log_w: np.ndarray, shift: float, width: float,
+                   n_bins: int) -> tuple[np.ndarray, np.ndarray]:
     """Pass 2 of ``gamma_scale``: count and mass of the positive weights in ``n_bins`` bins of -log w."""
     count = np.zeros(n_bins, dtype=np.int64)
     mass = np.zeros(n_bins)
     for i in range(w.size):
         if w[i] > 0.0:
-            b = min(int(-log_w[i] / width), n_bins - 1)
+            b = min(int(-(log_w[i] - shift) / width), n_bins - 1)
             count[b] += 1
             mass[b] += w[i]
     return count, mass
@@ -79,12 +91,19 @@ def _locate_bin(count: np.ndarray, suffix: np.ndarray, width: float, s: float) -
 
 
 @njit(cache=True)
-def _bin_values(w: np.ndarray, log_w: np.ndarray, width: float, n_bins: int, b: int, size: int) -> np.ndarray:
-    """Pass 3 of ``gamma_scale``: the ``size`` positive weights of bin ``b``, largest first."""
+def _bin_values(w: np.ndarray, log_w: np.ndarray, shift: float, width: float, n_bins: int, b: int,
+                size: int) -> np.ndarray:
+    """Pass 3 of ``gamma_scale``: the ``size`` positive weights of bin ``b``, largest first.
+
+    A comparison against bin b's edges widened by half a bin skips the division for entries far from the bin.
+    """
     vals = np.empty(size)
+    low = (b - 0.5) * width
+    high = (b + 1.5) * width if b < n_bins - 1 else np.inf
     k = 0
     for i in range(w.size):
-        if w[i] > 0.0 and min(int(-log_w[i] / width), n_bins - 1) == b:
+        v = -(log_w[i] - shift)
+        if low <= v < high and w[i] > 0.0 and min(int(v / width), n_bins - 1) == b:
             vals[k] = w[i]
             k += 1
     return np.sort(vals)[::-1]
@@ -104,15 +123,73 @@ def _solve_capped(vals: np.ndarray, suffix_hit: float, capped0: int, s: float) -
 
 
 @njit(cache=True)
+def cap_scaled(w: np.ndarray, c: float) -> float:
+    """Set w to min(1, c w) in place, in one pass; returns the sum of the result, added in index order."""
+    total = 0.0
+    for i in range(w.size):
+        w[i] = min(w[i] * c, 1.0)
+        total += w[i]
+    return total
+
+
+@njit(cache=True)
+def index_order_sum(x: np.ndarray) -> float:
+    """Sum of ``x`` added in index order (the total ``sample_index`` draws against)."""
+    total = 0.0
+    for i in range(x.size):
+        total += x[i]
+    return total
+
+
+@njit(cache=True)
 def sample_index(weights: np.ndarray, u: float) -> int:
     """Index a with probability weights[a] / sum(weights), by inverse CDF at uniform ``u`` in [0, 1)."""
-    target = u * weights.sum()
+    return sample_below(weights, u * index_order_sum(weights))
+
+
+@njit(cache=True)
+def sample_below(weights: np.ndarray, target: float) -> int:
+    """First index whose running sum of ``weights`` (added in index order) exceeds ``target``; the last if none."""
     acc = 0.0
     for i in range(weights.size):
         acc += weights[i]
         if acc > target:
             return i
     return weights.size - 1
+
+
+@njit(cache=True)
+def query_log_weights(true: np.ndarray, cum: np.ndarray, t: int, half_eta: float, out: np.ndarray) -> None:
+    """Max-shifted log-weights of the actions q, then not-q: out[:k] = v - m, out[k:] = -v - m.
+
+    v = (t q(D) - sum_{j<t} q(x_j)) eta/2 and m = max |v| (the largest log-weight, so the largest entry is 0).
+    """
+    k = true.size
+    top = 0.0
+    for i in range(k):
+        top = max(top, abs((t * true[i] - cum[i]) * half_eta))
+    for i in range(k):
+        v = (t * true[i] - cum[i]) * half_eta
+        out[i] = v - top
+        out[k + i] = -v - top
+
+
+@njit(cache=True)
+def satisfied_conjunctions(x: int, d: int) -> np.ndarray:
+    """Indices of the 2^d conjunctions (ternary digits, most significant first) that record ``x`` satisfies.
+
+    Digit i is x's bit i or 2 ("any"): the conjunction's index grows by one digit per attribute.
+    """
+    idx = np.zeros(1 << d, dtype=np.int64)
+    size = 1
+    for i in range(d):
+        bit = (x >> (d - 1 - i)) & 1
+        for j in range(size):
+            base = idx[j] * 3
+            idx[j] = base + bit
+            idx[size + j] = base + 2
+        size *= 2
+    return idx
 
 
 @njit(cache=True)

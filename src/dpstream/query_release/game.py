@@ -20,7 +20,7 @@ import numpy as np
 from dpstream.noise import NoiseSource, SeedLike, as_seed_sequence, children
 from dpstream.privacy.composition import compose, compose_advanced
 from dpstream.privacy.statement import AnalystRelation, Certified, Privacy
-from dpstream.query_release._kernels import sample_index, sparse_scan
+from dpstream.query_release._kernels import sample_below, sample_index, sparse_scan
 from dpstream.query_release.calibration import (
     hru_analyst_epsilon,
     hru_laplace_scale,
@@ -28,7 +28,7 @@ from dpstream.query_release.calibration import (
     hru_sparse_sigma,
 )
 from dpstream.query_release.data import check_dense
-from dpstream.query_release.gamma import gamma_projection
+from dpstream.query_release.gamma import gamma_projection_sum
 from dpstream.query_release.iterative import Release, check_one_run, data_privacy, pmw
 from dpstream.query_release.players import AnalystPlayer, QueryPlayer
 from dpstream.query_release.workloads import Workload
@@ -44,6 +44,7 @@ def play_game(player: QueryPlayer | AnalystPlayer, universe_size: int, rounds: i
     half_eta = eta / 2
     log_d = np.zeros(universe_size)
     log_w = np.empty(player.n_actions)
+    projected = np.empty(player.n_actions)
     records = np.empty(rounds, dtype=np.int64)
     uniforms = noise.rng.random((rounds, 2))
     curve_t, curve_err = [], []
@@ -52,7 +53,8 @@ def play_game(player: QueryPlayer | AnalystPlayer, universe_size: int, rounds: i
         raise ValueError("record_every needs a QueryPlayer: the max error curve is the query player's")
     for t in range(rounds):
         player.log_weights(half_eta, log_w)
-        action = sample_index(gamma_projection(log_w, s), uniforms[t, 0])
+        _, total = gamma_projection_sum(log_w, s, projected, max_shifted=True)
+        action = sample_below(projected, uniforms[t, 0] * total)
         records[t] = x = sample_index(np.exp(log_d - log_d.max()), uniforms[t, 1])
         log_d += half_eta * player.data_gain(action)
         player.observe(x)

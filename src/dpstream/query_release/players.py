@@ -1,14 +1,16 @@
 """Column players of the private equilibrium games (Hsu, Roth, Ullman): queries (Alg 3) or analysts (Alg 4).
 
 A column player keeps what its multiplicative weights need from the rows x_1..x_{t-1} seen so far, writes its
-log-weights for round t (``log_weights``), tells the data player the gain of a chosen action over the universe
-(``data_gain``: the data player's log-weights move by (eta/2) x gain) and observes each new row (``observe``).
+log-weights for round t shifted so the largest is 0 (``log_weights``; Gamma_s does not depend on the shift), tells
+the data player the gain of a chosen action over the universe (``data_gain``: the data player's log-weights move by
+(eta/2) x gain) and observes each new row (``observe``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from dpstream.query_release._kernels import query_log_weights
 from dpstream.query_release.workloads import Workload
 
 
@@ -21,6 +23,8 @@ class QueryPlayer:
 
     def __init__(self, workload: Workload, true_answers: np.ndarray) -> None:
         """Start with no rows seen (t = 0)."""
+        if not np.all(np.isfinite(true_answers)):
+            raise ValueError("true_answers must be finite")
         self.workload = workload
         self.true = true_answers
         self.k = workload.n_queries
@@ -29,9 +33,10 @@ class QueryPlayer:
         self.t = 0
 
     def log_weights(self, half_eta: float, out: np.ndarray) -> None:
-        """Write the log-weights of the 2k actions into ``out`` at step size ``half_eta`` = eta/2."""
-        np.multiply(self.t * self.true - self.cum, half_eta, out=out[: self.k])
-        np.negative(out[: self.k], out=out[self.k:])
+        """Write the max-shifted log-weights of the 2k actions into ``out`` at step size ``half_eta`` = eta/2."""
+        if out.shape != (self.n_actions,):  # the compiled kernel writes out[k + i] unchecked
+            raise ValueError(f"out must have shape ({self.n_actions},) (actions q and not-q), got {out.shape}")
+        query_log_weights(self.true, self.cum, self.t, half_eta, out)
 
     def data_gain(self, action: int) -> np.ndarray:
         """The data player's gain of every universe element against ``action``."""
@@ -40,7 +45,7 @@ class QueryPlayer:
 
     def observe(self, x: int) -> None:
         """Add the data player's row ``x`` to the running sums."""
-        self.cum += self.workload.at_record(x)
+        self.workload.add_at_record(x, self.cum)
         self.t += 1
 
     def running_max_error(self) -> float:
@@ -71,8 +76,9 @@ class AnalystPlayer:
         self._gain: dict[int, np.ndarray] = {}
 
     def log_weights(self, half_eta: float, out: np.ndarray) -> None:
-        """Write the log-weights of the m analysts into ``out`` at step size ``half_eta`` = eta/2."""
+        """Write the max-shifted log-weights of the m analysts into ``out`` at step size ``half_eta`` = eta/2."""
         np.multiply(self.cum, half_eta, out=out)
+        out -= out.max()
 
     def data_gain(self, action: int) -> np.ndarray:
         """The data player's gain of every universe element against analyst ``action`` (cached)."""

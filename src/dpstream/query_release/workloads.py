@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from dpstream.noise import SeedLike, as_seed_sequence
+from dpstream.query_release._kernels import satisfied_conjunctions
 from dpstream.query_release.data import check_dense
 from dpstream.validation import check_positive_int
 
@@ -66,6 +67,10 @@ class Workload:
         """q(x) for every query q at record code x."""
         raise NotImplementedError
 
+    def add_at_record(self, x: int, out: np.ndarray) -> None:
+        """Add q(x) to ``out`` for every query q at record code x."""
+        out += self.at_record(x)
+
     def restrict(self, idx: np.ndarray) -> Workload:
         """The sub-workload of queries ``idx`` (in that order)."""
         raise NotImplementedError
@@ -83,22 +88,43 @@ class Conjunctions(Workload):
         self.d = check_dense(d, base=3, copies=2)
         self.index = None if index is None else np.asarray(index, dtype=np.int64)
         self.n_queries = 3**self.d if self.index is None else int(self.index.size)
+        self._position: np.ndarray | None = None
+        self._repeats = False
 
     def _select(self, full: np.ndarray) -> np.ndarray:
         return full if self.index is None else full[self.index]
+
+    def _position_map(self, index: np.ndarray) -> np.ndarray | None:
+        """Position in the subset ``index`` of each of the 3^d conjunctions (-1: absent); None when a query repeats."""
+        if self._position is None and not self._repeats:
+            self._repeats = np.unique(index).size < index.size
+            if not self._repeats:
+                self._position = np.full(3**self.d, -1, dtype=np.int64)
+                self._position[index] = np.arange(index.size)
+        return self._position
 
     def answers(self, hist: np.ndarray) -> np.ndarray:
         """Answers on the normalised histogram ``hist`` (2^d,), by the ternary transform."""
         return self._select(ternary_transform(hist, self.d))
 
     def at_record(self, x: int) -> np.ndarray:
-        """q(x) for every query, for one record ``x``."""
-        # Ternary transform of a point mass = Kronecker product of per-attribute rows [1 - x_i, x_i, 1].
-        out = np.ones(1)
-        for i in range(self.d):
-            bit = (int(x) >> (self.d - 1 - i)) & 1
-            out = np.multiply.outer(out, np.array([1.0 - bit, float(bit), 1.0])).reshape(-1)
-        return self._select(out)
+        """q(x) for every query, for one record ``x``: 1 on the 2^d conjunctions it satisfies, 0 elsewhere."""
+        full = np.zeros(3**self.d)
+        full[satisfied_conjunctions(int(x), self.d)] = 1.0
+        return self._select(full)
+
+    def add_at_record(self, x: int, out: np.ndarray) -> None:
+        """Add q(x) to ``out`` for every query: one at the 2^d conjunctions that ``x`` satisfies."""
+        idx = satisfied_conjunctions(int(x), self.d)
+        if self.index is None:
+            out[idx] += 1.0
+            return
+        position = self._position_map(self.index)
+        if position is None:  # a repeated query has two positions
+            out += self.at_record(x)
+            return
+        idx = position[idx]
+        out[idx[idx >= 0]] += 1.0
 
     def weighted_sum(self, weights: np.ndarray) -> np.ndarray:
         """sum_j weights_j q_j over the universe (the adjoint of ``answers``)."""
