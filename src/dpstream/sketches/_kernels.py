@@ -124,10 +124,9 @@ def lazy_block_derived(exact: np.ndarray, pending: np.ndarray, cols: np.ndarray,
             exact[0, i * width + c] += pending[i, c]
             pending[i, c] = 0
     sure = max(0, m - width + 1)  # items k < m - w + 1: the next push of every column is inside the block
+    add_rows(exact[0].reshape((depth, width)), cols, incs, sure)  # their adds go straight to the exact counts
     for i in range(depth):
         row = exact[0, i * width : (i + 1) * width]
-        for k in range(sure):
-            row[cols[i, k]] += incs[i, k]
         pos = (pos0 + sure) % width
         for k in range(sure, m):
             c = cols[i, k]
