@@ -143,17 +143,6 @@ def _reference_gamma_scale(w: np.ndarray, log_w: np.ndarray, s: float, n_bins: i
     return _solve_capped(vals, suffix[hit], above - count[hit - 1], s)
 
 
-@njit
-def _reference_sample_index(weights: np.ndarray, u: float) -> int:
-    target = u * weights.sum()
-    acc = 0.0
-    for i in range(weights.size):
-        acc += weights[i]
-        if acc > target:
-            return i
-    return weights.size - 1
-
-
 def _reference_at_record(x: int, d: int) -> np.ndarray:
     out = np.ones(1)
     for i in range(d):
@@ -179,8 +168,8 @@ def reference_play(game: PrivateEquilibriumRelease, true: np.ndarray, seed: np.r
         if c <= 0:
             raise RuntimeError("the reference covers the bucket solve only")
         w *= c
-        action = _reference_sample_index(np.minimum(w, 1.0, out=w), uniforms[t, 0])
-        records[t] = x = _reference_sample_index(np.exp(log_d - log_d.max()), uniforms[t, 1])
+        action = sample_index(np.minimum(w, 1.0, out=w), uniforms[t, 0])
+        records[t] = x = sample_index(np.exp(log_d - log_d.max()), uniforms[t, 1])
         values = work.on_universe(action % k)
         log_d += half_eta * (values if action < k else 1.0 - values)
         cum += _reference_at_record(x, work.d)
