@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+from test_ziggurat import reference_normal
 
 from dpstream.counters import DerivedBinary, StoredBinary, counter_class
 from dpstream.counters.blt_params import blt_noise_stream, noise_variance
@@ -35,14 +36,6 @@ def test_compiled_philox_equals_numpy_philox():
         expected = np.random.Philox(key=key, counter=counter).random_raw(4)
         counter[0] += U64(1)
         assert np.array_equal(philox_block(counter, key), expected)
-
-
-def reference_normal(key: np.ndarray, node: int, level: int, cell: int) -> float:
-    """Box-Muller of the first two Philox words, in plain Python (the documented derivation)."""
-    o = philox_block(np.array([node, level, cell, 0], dtype=np.uint64), key)
-    u1 = ((int(o[0]) >> 11) + 1) * 2.0**-53
-    u2 = (int(o[1]) >> 11) * 2.0**-53
-    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
 
 
 def test_derived_releases_equal_a_reference_that_stores_the_node_values():

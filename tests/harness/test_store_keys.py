@@ -11,7 +11,8 @@ from test_harness import fake_cfg, fake_conf
 
 from dpstream.harness.config import load_option
 from dpstream.harness.runner import run
-from dpstream.harness.store import STORE_FORMAT, ResultsStore, StoreError
+from dpstream.harness import store
+from dpstream.harness.store import STORE_FORMAT, ResultsStore, StoreError, trial_key
 from dpstream.trials import row_schema, undeclared
 
 
@@ -78,3 +79,12 @@ def test_every_trial_function_of_the_configs_declares_its_row_columns():
     functions |= {load_option(CONF_DIR, "experiment", n).get("trial") for n in options(CONF_DIR, "experiment")}
     missing = sorted(f for f in functions - {None} if row_schema(import_object(f)) is None)
     assert not missing, f"declare the row columns of {missing} with @row_columns(...)"
+
+
+def test_derived_node_noise_is_keyed_by_its_normal_transform(monkeypatch):
+    params = {"seed": 0, "trial": 1, "mechanism": {"name": "lazycms", "node_noise": "derived", "width": 8}}
+    stored = {**params, "mechanism": {**params["mechanism"], "node_noise": "stored"}}
+    before = trial_key(params), trial_key(stored)
+    monkeypatch.setattr(store, "NODE_NORMAL", "box-muller")
+    assert trial_key(params) != before[0], "derived noise of another transform must not reuse the stored rows"
+    assert trial_key(stored) == before[1], "stored node noise does not depend on the derived transform"

@@ -5,12 +5,14 @@ counter for each 128-bit key, designed to be indistinguishable from a random fun
 generator behind numpy's ``Philox`` bit generator (``numpy.random.Philox(key=k, counter=c)`` outputs
 ``philox4x64(c + 1, k)`` first: it increments before it generates; a test checks the two agree).
 
-``node_normal(key0, key1, c0, c1, c2)`` is one N(0, 1) value per counter (c0, c1, c2, 0) by the Box-Muller
-transform of the block's first two words (53-bit uniforms; u1 in (0, 1], so the logarithm is finite).
+``node_normal(key0, key1, c0, c1, c2)`` is one N(0, 1) value per node (c0, c1, c2) by the ziggurat method (Marsaglia,
+Tsang, "The ziggurat method for generating random variables", 2000; numpy's layout, ``ziggurat_tables``) over the node's
+words: block (c0, c1, c2, 0) first, then (c0, c1, c2, 1), ... in the rare draws that need more than one word.
 """
 
 from __future__ import annotations
 
+import decimal
 import math
 from collections.abc import Callable
 from typing import Any, cast
@@ -63,24 +65,104 @@ def philox4x64(
     return c0, c1, c2, c3
 
 
-@njit(cache=True, inline="always")
-def node_uniforms(k0: np.uint64, k1: np.uint64, c0: np.uint64, c1: np.uint64, c2: np.uint64) -> tuple[float, float]:
-    """The two 53-bit uniforms (u1 in (0, 1], u2 in [0, 1)) of ``node_normal``, from the block's first two words."""
-    o0, o1, _, _ = philox4x64(c0, c1, c2, np.uint64(0), k0, k1)
-    return (np.float64(o0 >> _S11) + 1.0) * _TWO_M53, np.float64(o1 >> _S11) * _TWO_M53
+NODE_NORMAL = "ziggurat"
+"""The transform of ``node_normal`` (words to a normal): results stores key derived-noise trials by it."""
+ZIGGURAT_R = "3.6541528853610087963519472518"
+"""The right edge r of the normal ziggurat's 256 layers (numpy's constant), as decimal digits."""
+ZIGGURAT_AREA = "0.0049286732339746519"
+"""The area of each layer, as decimal digits."""
+
+
+def ziggurat_tables(layers: int = 256) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(k, w, f) of the normal ziggurat: ``layers`` layers of area ``ZIGGURAT_AREA`` up to ``ZIGGURAT_R``.
+
+    Layer edges x_0 = 0 < x_1 < ... < x_{n-1} = r, from x_{n-1} = r down by f(x_{i-1}) = f(x_i) + area / x_i with
+    f(x) = exp(-x^2 / 2), in 40-digit decimal arithmetic (a float recursion loses ~13 digits at the narrow top layers).
+    For a 52-bit word b of layer i >= 1 the draw is x = b w_i (w_i = x_i 2^-52), accepted at once when b < k_i =
+    round(2^52 x_{i-1} / x_i) (x lies under layer i - 1's edge, inside the density); layer 0 is the base strip of width
+    area / f(r) with the tail beyond r. f_i = f(x_i) serves the wedge test. The layout and the constants are numpy's
+    ``random_standard_normal``'s; its own tables are rounded from another computation and differ in the last digits.
+    """
+    with decimal.localcontext() as context:
+        context.prec = 40
+        edge, strip = decimal.Decimal(ZIGGURAT_R), decimal.Decimal(ZIGGURAT_AREA)
+        edges = [edge]
+        for _ in range(layers - 2):
+            edges.append((-2 * ((-edges[-1] ** 2 / 2).exp() + strip / edges[-1]).ln()).sqrt())
+        edges.append(decimal.Decimal(0))
+        edges.reverse()
+        scale = decimal.Decimal(2) ** 52
+        k = [round(edge * (-edge ** 2 / 2).exp() / strip * scale)]
+        k += [round(edges[i - 1] / edges[i] * scale) for i in range(1, layers)]
+        w = [float(strip / (-edge ** 2 / 2).exp() / scale)] + [float(x / scale) for x in edges[1:]]
+        f = [float((-x ** 2 / 2).exp()) for x in edges]
+    return np.array(k, dtype=np.uint64), np.array(w), np.array(f)
+
+
+_K, _W, _F = ziggurat_tables()
+_R = float(ZIGGURAT_R)
+_INV_R = 1.0 / _R
+_MASK52 = np.uint64((1 << 52) - 1)
+_BYTE = np.uint64(0xFF)
+_NO_WORDS = np.zeros(0, dtype=np.uint64)
 
 
 @njit(cache=True, inline="always")
-def box_muller(u1: float, u2: float) -> float:
-    """sqrt(-2 ln u1) cos(2 pi u2): N(0, 1) for independent uniforms u1 in (0, 1], u2 in [0, 1)."""
-    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+def _layer(word: np.uint64) -> tuple[int, np.uint64, float]:
+    """A word's layer (low 8 bits), its 52-bit magnitude (bits 9..60) and the signed candidate (sign: bit 8)."""
+    layer = int(word & _BYTE)
+    magnitude = (word >> np.uint64(9)) & _MASK52
+    x = np.float64(magnitude) * _W[layer]
+    return layer, magnitude, -x if (word >> np.uint64(8)) & _ONE else x
+
+
+@njit(cache=True, inline="always")
+def node_word(k0: np.uint64, k1: np.uint64, c0: np.uint64, c1: np.uint64, c2: np.uint64, n: int,
+              words: np.ndarray) -> np.uint64:
+    """Word n of the node's stream: word n % 4 of the Philox block (c0, c1, c2, n // 4); ``words[n]`` if given."""
+    if words.shape[0]:
+        return words[n]
+    return philox4x64(c0, c1, c2, np.uint64(n >> 2), k0, k1)[n & 3]
+
+
+@njit(cache=True)
+def ziggurat(k0: np.uint64, k1: np.uint64, c0: np.uint64, c1: np.uint64, c2: np.uint64, words: np.ndarray) -> float:
+    """N(0, 1) by the ziggurat over the node's word stream (``node_word``): numpy's ``random_standard_normal``.
+
+    A word gives a layer and a candidate (``_layer``); the rare rejections draw the wedge's uniform or the tail
+    (Marsaglia's exponential method beyond r) from the following words, each a 53-bit uniform in [0, 1). A tail
+    value takes the sign bit of the word that chose the base layer (numpy takes bit 17 of that word).
+    """
+    n = 0
+    while True:
+        word = node_word(k0, k1, c0, c1, c2, n, words)
+        n += 1
+        layer, magnitude, x = _layer(word)
+        if magnitude < _K[layer]:
+            return x
+        if layer == 0:
+            while True:
+                xx = -_INV_R * math.log1p(-np.float64(node_word(k0, k1, c0, c1, c2, n, words) >> _S11) * _TWO_M53)
+                yy = -math.log1p(-np.float64(node_word(k0, k1, c0, c1, c2, n + 1, words) >> _S11) * _TWO_M53)
+                n += 2
+                if yy + yy > xx * xx:
+                    return -(_R + xx) if (word >> np.uint64(8)) & _ONE else _R + xx
+        u = np.float64(node_word(k0, k1, c0, c1, c2, n, words) >> _S11) * _TWO_M53
+        n += 1
+        if (_F[layer - 1] - _F[layer]) * u + _F[layer] < math.exp(-0.5 * x * x):
+            return x
 
 
 @njit(cache=True, inline="always")
 def node_normal(k0: np.uint64, k1: np.uint64, c0: np.uint64, c1: np.uint64, c2: np.uint64) -> float:
-    """One N(0, 1) value determined by the key and the counter (c0, c1, c2, 0): Box-Muller on two 53-bit uniforms."""
-    u1, u2 = node_uniforms(k0, k1, c0, c1, c2)
-    return box_muller(u1, u2)
+    """One N(0, 1) value determined by the key and the node (c0, c1, c2): the ziggurat over the node's Philox words.
+
+    Inlined: the first word decides 99% of draws (one Philox block); the rest go through ``ziggurat`` from word 0.
+    """
+    layer, magnitude, x = _layer(philox4x64(c0, c1, c2, np.uint64(0), k0, k1)[0])
+    if magnitude < _K[layer]:
+        return x
+    return ziggurat(k0, k1, c0, c1, c2, _NO_WORDS)
 
 
 @njit(cache=True)

@@ -18,6 +18,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from dpstream.counters.philox import NODE_NORMAL
+
 
 class StoreError(RuntimeError):
     """A results file that cannot be read as the store wrote it."""
@@ -26,6 +28,7 @@ class StoreError(RuntimeError):
 NOT_IN_KEY = ("data_dir",)  # where caches live does not change a result
 NOT_IN_MECHANISM_KEY = ("uses",)  # a declaration checked before the run (config.check_uses), not an input
 ROW_SCHEMA = "row_schema"  # the hashed entry holding the digest of the trial's declared row columns
+NODE_NORMAL_KEY = "node_normal"  # the hashed entry naming derived node noise's normal transform (``philox.NODE_NORMAL``)
 STORE_FORMAT = 2
 """Format of the store's keys and rows. 1: keys without the row schema, SVT designs in ``mechanism`` (no format file);
 2: keys hash the declared row columns, designs are data configs, ``dpstream.svt.shifting`` targets."""
@@ -36,13 +39,16 @@ def trial_key(params: dict[str, Any], row_schema: str | None = None) -> str:
 
     The config includes seed and trial index, and the content hash of every file input, ``<key>_xxh3`` (see
     ``config.fingerprint_inputs``); ``row_schema`` (``dpstream.trials.row_schema``): a trial that returns other
-    columns gets new keys.
+    columns gets new keys. A mechanism with derived node noise is also keyed by its normal transform
+    (``NODE_NORMAL``): its noise values are a function of the code, and rows of another transform are not reused.
     """
     keyed = {k: v for k, v in params.items() if k not in NOT_IN_KEY}
     if row_schema is not None:
         keyed[ROW_SCHEMA] = row_schema
     if isinstance(keyed.get("mechanism"), dict):
         keyed["mechanism"] = {k: v for k, v in keyed["mechanism"].items() if k not in NOT_IN_MECHANISM_KEY}
+        if keyed["mechanism"].get("node_noise") == "derived":
+            keyed[NODE_NORMAL_KEY] = NODE_NORMAL
     text = json.dumps(keyed, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
