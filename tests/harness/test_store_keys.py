@@ -9,9 +9,9 @@ import pytest
 from conftest import CONF_DIR
 from test_harness import fake_cfg, fake_conf
 
+from dpstream.harness import store
 from dpstream.harness.config import load_option
 from dpstream.harness.runner import run
-from dpstream.harness import store
 from dpstream.harness.store import STORE_FORMAT, ResultsStore, StoreError, trial_key
 from dpstream.trials import row_schema, undeclared
 

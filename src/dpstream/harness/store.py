@@ -28,7 +28,7 @@ class StoreError(RuntimeError):
 NOT_IN_KEY = ("data_dir",)  # where caches live does not change a result
 NOT_IN_MECHANISM_KEY = ("uses",)  # a declaration checked before the run (config.check_uses), not an input
 ROW_SCHEMA = "row_schema"  # the hashed entry holding the digest of the trial's declared row columns
-NODE_NORMAL_KEY = "node_normal"  # the hashed entry naming derived node noise's normal transform (``philox.NODE_NORMAL``)
+NODE_NORMAL_KEY = "node_normal"  # the hashed entry naming derived node noise's transform (``philox.NODE_NORMAL``)
 STORE_FORMAT = 2
 """Format of the store's keys and rows. 1: keys without the row schema, SVT designs in ``mechanism`` (no format file);
 2: keys hash the declared row columns, designs are data configs, ``dpstream.svt.shifting`` targets."""
