@@ -51,20 +51,33 @@ class Ticker:
         return self.now
 
 
-def test_the_items_grow_until_every_arm_takes_the_asked_time():
+class Fake:
+    """A stand-in mechanism that advances a fake clock by a known time per item."""
+
+    def __init__(self, clock: Ticker, per_item: float) -> None:
+        self.clock, self.per_item = clock, per_item
+
+    def extend(self, items: np.ndarray) -> None:
+        self.clock.now += self.per_item * items.size
+
+
+def test_each_arms_items_grow_until_it_takes_the_asked_time():
     clock = Ticker()
-
-    class Fake:
-        def __init__(self, per_item: float) -> None:
-            self.per_item = per_item
-
-        def extend(self, items: np.ndarray) -> None:
-            clock.now += self.per_item * items.size
-
-    # the faster arm decides: 1 us per item needs 4096 * 4^2 = 65536 items for 50 ms (16384 give 16 ms)
-    chunk = timing.calibrated_items(np.arange(1 << 20), [lambda: Fake(1e-6), lambda: Fake(1e-3)], 0.05, clock)
+    # 1 us per item needs 4096 * 4^2 = 65536 items for 50 ms (16384 give 16 ms); 1 ms per item needs 4096 (4.1 s)
+    chunk = timing.calibrated_items(np.arange(1 << 20), lambda: Fake(clock, 1e-6), 0.05, clock)
     assert chunk.size == 65536 and chunk.dtype == np.int64
-    assert timing.calibrated_items(np.arange(100), [lambda: Fake(1e-6)], 10.0, clock).size == 100  # the whole stream
+    assert timing.calibrated_items(np.arange(1 << 20), lambda: Fake(clock, 1e-3), 0.05, clock).size == 4096
+    assert timing.calibrated_items(np.arange(100), lambda: Fake(clock, 1e-6), 10.0, clock).size == 100  # whole stream
+
+
+def test_arms_fed_different_item_counts_give_the_ratio_of_per_item_times():
+    # candidate 4 us per item, reference 64 us: at 50 ms a call the candidate is fed 16384 items and the reference
+    # 4096, so a call of the reference takes ~4x a call of the candidate; the ratio must be per item, ~16 (sleep
+    # overshoot and load pull it towards 4, so > 10 separates the two readings)
+    p = params(reference={"mechanism.slow": 64}, seconds=0.05, repeats=5)
+    row = timing.interleaved_columns(p, build, np.arange(1 << 16))
+    assert 10.0 < row["interleaved_ratio"] < 24.0
+    assert row["interleaved_low"] <= row["interleaved_ratio"] <= row["interleaved_high"]
 
 
 def test_the_reference_overrides_keys_and_drops_its_own_timing_spec():

@@ -2,12 +2,14 @@
 
 A trial whose mechanism config carries ``timing`` (set by an experiment, e.g. ``fixed: {mechanism.timing:
 {reference: {memory_kb: 8}}}``) times its own mechanism against a reference configuration in the same process:
-``repeats`` (>= 5) interleaved rounds (``dpstream.harness.timing.interleaved_ratios``), each round feeding the first
-``items`` stream items to a fresh copy of each arm, built before the rounds. ``items`` is the smallest of 4^j x 4096
-(at most the stream) at which one call of each arm takes at least ``seconds``: a call of a few milliseconds is moved
-several-fold by one preemption on a loaded machine. The row gets the median ratio reference
-time / candidate time and its order-statistic interval (``INTERLEAVED`` columns of ``dpstream.claims.core``); the
-wall-clock ``seconds`` of separate trials, which load on a shared machine moves several-fold, decides nothing.
+``repeats`` (>= 5) interleaved rounds (``dpstream.harness.timing.interleaved_ratios``), each round feeding each arm's
+first n_arm stream items to a fresh copy of it, built before the rounds. n_arm is the smallest of 4^j x 4096 (at most
+the stream) at which one call of that arm takes at least ``seconds``: a call of a few milliseconds is moved
+several-fold by one preemption on a loaded machine, and an arm 40x slower than the other (Punctual at 320 KB against 8
+KB) is not fed 40x the time it needs. The row gets the median ratio of per-item times, reference / candidate (each
+round's time ratio times n_candidate / n_reference: 1 when the counts agree), and its order-statistic interval
+(``INTERLEAVED`` columns of ``dpstream.claims.core``); the wall-clock ``seconds`` of separate trials, which load on a
+shared machine moves several-fold, decides nothing.
 
 ``reference`` overrides keys of the trial's own parameters (dotted keys, e.g. ``mechanism.k_tilde``); ``mechanism:
 <name>`` swaps in another mechanism config by name, keeping the trial's own keys (e.g. the memory model). With
@@ -77,36 +79,33 @@ def interleaved_columns(params: dict[str, Any], build: Callable[[dict[str, Any]]
     if spec is None or (spec["mechanisms"] is not None and params["mechanism"]["name"] not in spec["mechanisms"]):
         return {}
     reference = reference_params(params, spec["reference"], keep)
-    items = calibrated_items(stream, [lambda: build(params), lambda: build(reference)], spec["seconds"])
+    items = [calibrated_items(stream, lambda p=p: build(p), spec["seconds"]) for p in (params, reference)]
     calls = spec["repeats"]
 
-    def arm(p: dict[str, Any]) -> Callable[[], object]:
-        return fresh_copies(lambda: build(p), lambda obj: obj.extend(items), calls)
+    def arm(p: dict[str, Any], chunk: np.ndarray) -> Callable[[], object]:
+        return fresh_copies(lambda: build(p), lambda obj: obj.extend(chunk), calls)
 
-    candidate, base = arm(params), arm(reference)
-    estimate = interleaved_ratios({"candidate": candidate, "reference": base}, "reference",
-                                  repeats=spec["repeats"])["candidate"]
-    return {"interleaved_ratio": estimate.ratio, "interleaved_low": estimate.low, "interleaved_high": estimate.high}
+    estimate = interleaved_ratios({"candidate": arm(params, items[0]), "reference": arm(reference, items[1])},
+                                  "reference", repeats=spec["repeats"])["candidate"]
+    per_item = items[0].size / items[1].size  # reference time / candidate time -> per-item times
+    return {"interleaved_ratio": estimate.ratio * per_item, "interleaved_low": estimate.low * per_item,
+            "interleaved_high": estimate.high * per_item}
 
 
-def calibrated_items(stream: Any, builds: list[Callable[[], Any]], seconds: float,
+def calibrated_items(stream: Any, build: Callable[[], Any], seconds: float,
                      clock: Callable[[], float] = time.perf_counter) -> np.ndarray:
-    """The first ``FIRST_ITEMS`` x 4^j items of ``stream`` (int64) at which feeding each build takes >= ``seconds``.
+    """The first ``FIRST_ITEMS`` x 4^j items of ``stream`` (int64) at which a new ``build()`` takes >= ``seconds``.
 
-    Each build is called once first (compiling or loading its kernels), outside the timed rounds.
+    The build is fed once first (compiling or loading its kernels), outside the timed calls.
     """
     items = min(FIRST_ITEMS, len(stream))
-    for build in builds:  # compile or load the kernels first: a first call's compilation is no measure of its work
-        build().extend(np.asarray(stream[:items], dtype=np.int64))
+    build().extend(np.asarray(stream[:items], dtype=np.int64))  # a first call's compilation is no measure of its work
     while True:
         chunk = np.asarray(stream[:items], dtype=np.int64)
-        slowest = []
-        for build in builds:
-            obj = build()
-            start = clock()
-            obj.extend(chunk)
-            slowest.append(clock() - start)
-        if min(slowest) >= seconds or items >= len(stream):
+        obj = build()
+        start = clock()
+        obj.extend(chunk)
+        if clock() - start >= seconds or items >= len(stream):
             return chunk
         items = min(4 * items, len(stream))
 
