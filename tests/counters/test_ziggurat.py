@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpstream import serial
+from dpstream.counters.gauss_bm import GaussBM
 from dpstream.counters.philox import (
     ZIGGURAT_AREA,
     ZIGGURAT_R,
@@ -127,3 +129,18 @@ def test_node_normals_are_standard_normal():
     # and beyond 4.5 (a point inside the tail): the tail's shape, not only its mass
     p = 2 * stats.norm.sf(4.5)
     assert abs(np.sum(np.abs(values) > 4.5) - n * p) < 5 * math.sqrt(n * p) + 1
+
+
+@pytest.mark.parametrize("written", [None, "box-muller"])
+def test_a_state_whose_nodes_another_transform_derived_is_refused(written):
+    bm = GaussBM(n=3, horizon=64, epsilon=1.0, delta=1e-3, seed=2, node_noise="derived")
+    bm.update_all(np.array([1, 0, 2]))
+    header, arrays = serial.unpack(bm.to_bytes())
+    assert header["state"]["node_normal"] == "ziggurat"
+    state = {k: v for k, v in header["state"].items() if k != "node_normal"}
+    if written is not None:
+        state["node_normal"] = written
+    older = serial.pack("GaussBM", header["args"], state, arrays)
+    with pytest.raises(serial.SerialError, match="node_normal='box-muller'.*nodes already released"):
+        GaussBM.from_bytes(older)
+    assert GaussBM.from_bytes(bm.to_bytes()).query(2) == bm.query(2)

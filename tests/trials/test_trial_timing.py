@@ -33,7 +33,7 @@ def test_no_spec_or_another_mechanism_gives_no_columns():
 
 
 def test_a_reference_four_times_slower_gives_a_ratio_near_four():
-    # the candidate sleeps 1 us per item, the reference 4 us: reference time / candidate time ~ 4 (sleep overshoot and
+    # the candidate sleeps 4 us per item, the reference 16 us: reference time / candidate time ~ 4 (sleep overshoot and
     # load only pull the ratio towards 1, so > 2.5 is a loose bound the true value 4 clears on any machine)
     p = params(reference={"mechanism.slow": 16}, seconds=0.004, repeats=5)
     row = timing.interleaved_columns(p, build, np.arange(1 << 16))
@@ -61,21 +61,40 @@ class Fake:
         self.clock.now += self.per_item * items.size
 
 
-def test_each_arms_items_grow_until_it_takes_the_asked_time():
+def test_the_slowest_arm_sets_the_items_and_a_faster_arm_feeds_more_copies():
     clock = Ticker()
-    # 1 us per item needs 4096 * 4^2 = 65536 items for 50 ms (16384 give 16 ms); 1 ms per item needs 4096 (4.1 s)
-    chunk = timing.calibrated_items(np.arange(1 << 20), lambda: Fake(clock, 1e-6), 0.05, clock)
-    assert chunk.size == 65536 and chunk.dtype == np.int64
-    assert timing.calibrated_items(np.arange(1 << 20), lambda: Fake(clock, 1e-3), 0.05, clock).size == 4096
-    assert timing.calibrated_items(np.arange(100), lambda: Fake(clock, 1e-6), 10.0, clock).size == 100  # whole stream
+    # 1 ms per item takes 4.1 s at 4096 items (>= 50 ms): those items; the 1 us arm takes 4.1 ms there: 13 copies
+    chunk, copies = timing.calibrated_work(np.arange(1 << 20), [lambda: Fake(clock, 1e-6), lambda: Fake(clock, 1e-3)],
+                                           0.05, clock)
+    assert chunk.size == 4096 and chunk.dtype == np.int64 and copies == [13, 1]
+    # two fast arms: 4096 * 4^2 = 65536 items make 65.5 ms (16384 give 16 ms), one copy each
+    chunk, copies = timing.calibrated_work(np.arange(1 << 20), [lambda: Fake(clock, 1e-6)] * 2, 0.05, clock)
+    assert chunk.size == 65536 and copies == [1, 1]
+    # the whole stream is too short: more copies, at most MAX_COPIES
+    chunk, copies = timing.calibrated_work(np.arange(100), [lambda: Fake(clock, 1e-6)], 10.0, clock)
+    assert chunk.size == 100 and copies == [timing.MAX_COPIES]
 
 
-def test_arms_fed_different_item_counts_give_the_ratio_of_per_item_times():
-    # candidate 4 us per item, reference 64 us: at 50 ms a call the candidate is fed 16384 items and the reference
-    # 4096, so a call of the reference takes ~4x a call of the candidate; the ratio must be per item, ~16 (sleep
-    # overshoot and load pull it towards 4, so > 10 separates the two readings)
+class Recorder(Sleeper):
+    """A ``Sleeper`` that records how many items each object was fed."""
+
+    fed: list[tuple[float, int]] = []
+
+    def extend(self, items: np.ndarray) -> None:
+        Recorder.fed.append((self.per_item, items.size))
+        super().extend(items)
+
+
+def test_arms_of_different_speed_do_the_same_work_per_object_and_report_per_item_times():
+    # candidate 4 us per item, reference 64 us: both arms get the 4096 items at which the reference takes 50 ms (the
+    # candidate would need 16384 alone) and the candidate feeds them to several objects per call; the ratio is per
+    # object, ~16 (sleep overshoot and load pull it towards 1 per call, so > 10 separates the readings)
+    Recorder.fed = []
     p = params(reference={"mechanism.slow": 64}, seconds=0.05, repeats=5)
-    row = timing.interleaved_columns(p, build, np.arange(1 << 16))
+    row = timing.interleaved_columns(p, lambda q: Recorder(1e-6 * q["mechanism"]["slow"]), np.arange(1 << 16))
+    assert {size for _, size in Recorder.fed[2:]} == {4096}, "every timed object does the same work"
+    timed = Recorder.fed[4:]  # after the two warm-ups and the calibration
+    assert sum(1 for per_item, _ in timed if per_item < 1e-5) >= 2 * sum(1 for per_item, _ in timed if per_item > 1e-5)
     assert 10.0 < row["interleaved_ratio"] < 24.0
     assert row["interleaved_low"] <= row["interleaved_ratio"] <= row["interleaved_high"]
 

@@ -1,8 +1,8 @@
 """Compiled releases of the binary tree with derived node noise (``DerivedBinary``).
 
 The node of level l that a release at step s uses (bit l of s set) is the dyadic interval ending at
-step (s >> l) << l; its noise is sigma * ``node_normal(key, s >> l, l, cell)``: the same node, hence the
-same value, for every release whose step shares the prefix s >> l.
+step (s >> l) << l; its noise is sigma * ``node_normal(key, s >> l, l, cell)`` (the ziggurat over the node's Philox
+words): the same node, hence the same value, for every release whose step shares the prefix s >> l.
 """
 
 from __future__ import annotations

@@ -12,14 +12,16 @@ function (the computational assumption numpy's own generators rest on as well; s
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from dpstream import serial
 from dpstream.counters import _derived
 from dpstream.counters import _kernels as kernels
 from dpstream.counters._bm_kernels import popcount
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES, Counter
+from dpstream.counters.philox import NODE_NORMAL
 from dpstream.privacy.calibration import gauss_bm_levels
 
 
@@ -178,6 +180,24 @@ class DerivedBinary(PhiloxDerived, BinaryTree):
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
         return {**super()._state_arrays(), "key": self._key}
+
+    def _constants(self) -> dict[str, Any]:
+        """As the tree's, and the node normal's transform (``philox.NODE_NORMAL``)."""
+        return {**super()._constants(), "node_normal": NODE_NORMAL}
+
+    def _restore_scalars(self, scalars: dict[str, Any]) -> None:
+        """Refuse a state whose nodes another transform derived (older states name none: Box-Muller), then restore.
+
+        Restored, it would release other values for nodes it has already released: two noisy copies of the same sums,
+        which the privacy guarantee does not cover.
+        """
+        found = scalars.get("node_normal", "box-muller")
+        if found != NODE_NORMAL:
+            raise serial.SerialError(f"node_normal={found!r}: this state's node noise was derived by another transform "
+                                     f"than this version's {NODE_NORMAL!r}; continuing it would release other noise "
+                                     "for nodes already released. Finish its stream with the dpstream version that "
+                                     "wrote it")
+        super()._restore_scalars(scalars)
 
     def release_all(self, steps: np.ndarray) -> np.ndarray:
         """Every counter's release at ``steps`` (n,), with the node cache (``_derived.release_all_cached``)."""

@@ -66,7 +66,8 @@ def philox4x64(
 
 
 NODE_NORMAL = "ziggurat"
-"""The transform of ``node_normal`` (words to a normal): results stores key derived-noise trials by it."""
+"""The transform of ``node_normal`` (words to a normal). Results stores key derived-noise trials by it and serialised
+derived counters carry it: give it a new name whenever node values change (the transform, its tables or its words)."""
 ZIGGURAT_R = "3.6541528853610087963519472518"
 """The right edge r of the normal ziggurat's 256 layers (numpy's constant), as decimal digits."""
 ZIGGURAT_AREA = "0.0049286732339746519"
