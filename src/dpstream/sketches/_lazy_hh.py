@@ -20,7 +20,7 @@ from numba import njit
 from dpstream.counters._derived import release_wanted_cached
 from dpstream.counters._kernels import DERIVED, cell_push, specialise
 from dpstream.hashing import _canonical_words, hash_rows
-from dpstream.sketches._kernels import BLOCK, DERIVED_BLOCK, hash_keys, lazy_block_derived, query_hashed
+from dpstream.sketches._kernels import block_keys, hash_keys, lazy_block_derived, query_hashed
 
 
 def keep_top(candidates: np.ndarray, estimates: np.ndarray, capacity: int) -> np.ndarray:
@@ -129,7 +129,7 @@ def _lazy_hh_run(kind: int, external: Any) -> Callable[..., Any]:
         counter's key, noise scale and node cache (``DerivedBinary``); unused for stored nodes.
         """
         depth, width = pending.shape
-        chunk = min(DERIVED_BLOCK if kind == DERIVED else BLOCK, period)
+        chunk = min(block_keys(kind, depth), period)
         cols = np.empty((depth, chunk), dtype=np.int64)
         incs = np.empty((depth, chunk), dtype=np.int64)
         cand = candidates
