@@ -49,7 +49,7 @@ BLOCK = 256
 DEPTH = 3
 
 
-@njit(cache=True)
+@njit  # not cached: it calls the package's kernels, whose changes numba's cache would not see here
 def reference_loop(keys: np.ndarray, a: np.ndarray, b: np.ndarray, counts: np.ndarray) -> None:
     """counts[i, ((a_i x + b_i) >> 32) w >> 32] += 1 for every key and row: the bare multiply-shift update."""
     depth, width = counts.shape
@@ -60,7 +60,7 @@ def reference_loop(keys: np.ndarray, a: np.ndarray, b: np.ndarray, counts: np.nd
             counts[i, np.int64((((a[i] * x + b[i]) >> np.uint64(32)) * w) >> np.uint64(32))] += 1
 
 
-@njit(cache=True)
+@njit  # not cached: it calls the package's kernels, whose changes numba's cache would not see here
 def reference_loop_modp(keys: np.ndarray, params: np.ndarray, counts: np.ndarray) -> None:
     """counts[i, ((a_i x + b_i) mod p) mod w] += 1 for every key and row: the bare mod-p update.
 
@@ -83,7 +83,7 @@ def reference_loop_modp(keys: np.ndarray, params: np.ndarray, counts: np.ndarray
             counts[i, mod_width(affine_mod_p(params[i, 0], params[i, 1], x), width, inv)] += 1
 
 
-@njit(cache=True)
+@njit  # not cached: it calls the package's kernels, whose changes numba's cache would not see here
 def hash_sum_loop(keys: np.ndarray, a: np.uint64, b: np.uint64) -> np.uint64:
     """Sum over keys of (a x + b) >> 32 (mod 2^64): one multiply-add-shift per key."""
     s = np.uint64(0)
@@ -92,7 +92,7 @@ def hash_sum_loop(keys: np.ndarray, a: np.uint64, b: np.uint64) -> np.uint64:
     return s
 
 
-@njit(cache=True)
+@njit  # not cached: it calls the package's kernels, whose changes numba's cache would not see here
 def hash_only_loop(keys: np.ndarray, params: np.ndarray, width: int) -> np.int64:
     """``hash_rows`` over every block of 256 keys; returns a checksum of the columns so nothing is elided."""
     cols = np.empty((params.shape[0], BLOCK), dtype=np.int64)

@@ -59,8 +59,10 @@ def load(path: Path) -> dict[str, Any] | None:
 
 def section(name: str, record: dict[str, Any]) -> str:
     """One file's section: heading, how it was run, the table."""
+    commands = list(dict.fromkeys(r["command"] for r in record["rows"] if r.get("command"))) or [
+        record.get("command", "?")]  # rows measured by separate runs keep their own commands
     lines = [f"## {record.get('title', name)}", "",
-             f"`{record.get('command', '?')}` on {record.get('machine', 'an unrecorded machine')}"
+             f"{' ; '.join(f'`{c}`' for c in commands)} on {record.get('machine', 'an unrecorded machine')}"
              f" (`benchmarks/results/{name}`).", "",
              "| candidate | reference | ratio | interval | repetitions | target | verdict |",
              "|---|---|---|---|---|---|---|"]

@@ -32,8 +32,9 @@ print(kernel(1))
 """
 
 
-def run(root: Path, clear: bool, cache_dir: str | None) -> int:
+def run(root: Path, clear: bool, cache_dir: str | None, xdg: Path) -> int:
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(xdg)  # numba's per-user cache, and clear_stale's view of it
     if cache_dir:
         env["NUMBA_CACHE_DIR"] = cache_dir
     code = RUN.format(root=str(root), src=str(SRC), clear=clear, package=str(root / "stalepkg"), cache_dir=cache_dir)
@@ -42,19 +43,36 @@ def run(root: Path, clear: bool, cache_dir: str | None) -> int:
     return int(done.stdout.split()[-1])
 
 
-@pytest.mark.parametrize("in_tree", [True, False])
-def test_a_changed_inlined_function_reaches_the_cached_kernel_only_with_clear_stale(tmp_path, in_tree):
-    cache_dir = None if in_tree else str(tmp_path / "numba_cache")
-    package = tmp_path / "stalepkg"
-    package.mkdir()
+@pytest.mark.parametrize("where", ["in_tree", "cache_dir", "user_wide", "symlinked_cache_dir"])
+def test_a_changed_inlined_function_reaches_the_cached_kernel_only_with_clear_stale(tmp_path, where):
+    cache_dir = None if where in ("in_tree", "user_wide") else str(tmp_path / "numba_cache")
+    real = tmp_path / "real"
+    package = real / "stalepkg"
+    package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "kernel.py").write_text(KERNEL)
     (package / "leaf.py").write_text(LEAF.format(value=10))
-    assert run(tmp_path, True, cache_dir) == 11
-    (package / "leaf.py").write_text(LEAF.format(value=20) + "# longer\n")  # new size and time stamp, leaf.py only
-    assert run(tmp_path, False, cache_dir) == 11, "numba's own check keeps the stale kernel (the defect)"
-    assert run(tmp_path, True, cache_dir) == 21
-    assert run(tmp_path, True, cache_dir) == 21  # the current digest: nothing cleared, the fresh cache serves
+    if where == "user_wide":  # a __pycache__ that cannot be a directory: numba falls back to its per-user cache
+        (package / "__pycache__").write_text("")
+    root = real
+    if where == "symlinked_cache_dir":  # imported through a link: numba names its cache from the unresolved path
+        root = tmp_path / "link"
+        root.symlink_to(real)
+    xdg = tmp_path / "xdg"
+    assert run(root, True, cache_dir, xdg) == 11
+    (package / "leaf.py").write_text(LEAF.format(value=20) + "# longer\n")  # leaf.py changes, kernel.py does not
+    assert run(root, False, cache_dir, xdg) == 11, "numba's own check keeps the stale kernel (the defect)"
+    assert run(root, True, cache_dir, xdg) == 21
+    assert run(root, True, cache_dir, xdg) == 21  # the current digest: nothing cleared, the fresh cache serves
+    if where == "user_wide":
+        assert list((xdg / "numba").rglob("*.nbi")), "the kernel was cached in numba's per-user directory"
+
+
+def test_numba_names_the_cache_directories_as_clear_stale_does(tmp_path):
+    from numba.core.caching import _CacheLocator
+
+    source = tmp_path / "pkg" / "mod.py"
+    assert _CacheLocator.get_suitable_cache_subpath(str(source)) == _numba_cache.numba_subpath(source.parent)
 
 
 def test_the_digest_follows_any_source_and_clearing_spares_other_files(tmp_path):

@@ -186,17 +186,19 @@ class DerivedBinary(PhiloxDerived, BinaryTree):
         return {**super()._constants(), "node_normal": NODE_NORMAL}
 
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:
-        """Refuse a state whose nodes another transform derived (older states name none: Box-Muller), then restore.
+        """Refuse a state whose nodes another transform derived, or that names none (older states), then restore.
 
         Restored, it would release other values for nodes it has already released: two noisy copies of the same sums,
         which the privacy guarantee does not cover.
         """
-        found = scalars.get("node_normal", "box-muller")
+        found = scalars.get("node_normal")
         if found != NODE_NORMAL:
-            raise serial.SerialError(f"node_normal={found!r}: this state's node noise was derived by another transform "
-                                     f"than this version's {NODE_NORMAL!r}; continuing it would release other noise "
-                                     "for nodes already released. Finish its stream with the dpstream version that "
-                                     "wrote it")
+            which = (f"node_normal={found!r}: this state's node noise was derived by another transform" if found else
+                     "this state names no node transform (written before dpstream recorded one: Box-Muller, or the "
+                     "ziggurat of the commits that introduced it)")
+            raise serial.SerialError(f"{which}, not this version's {NODE_NORMAL!r}; continuing it could release other "
+                                     "noise for nodes already released. Finish its stream with the dpstream version "
+                                     "that wrote it")
         super()._restore_scalars(scalars)
 
     def release_all(self, steps: np.ndarray) -> np.ndarray:

@@ -28,7 +28,7 @@ DERIVED_SCRATCH = 3 << 16
 """Entries of each scratch array of the derived-noise Lazy loop: blocks of 65536 keys at depth 3, 2048 or more deeper.
 
 Only the last w - 1 items of a block need the pending test, so a block far longer than w keeps almost every add on
-the Count-Min path: at w 993 derived LazyCMS updates at 0.35x CMS with blocks of 2048 keys and about 0.99x with 65536.
+the Count-Min path: at w 993 derived LazyCMS updates at 0.35x CMS with blocks of 2048 keys and 0.9-1.0x with 65536.
 """
 
 
