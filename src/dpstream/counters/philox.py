@@ -118,6 +118,12 @@ def _layer(word: np.uint64) -> tuple[int, np.uint64, float]:
 
 
 @njit(cache=True, inline="always")
+def _uniform(word: np.uint64) -> float:
+    """The 53-bit uniform in [0, 1) of a word's high bits."""
+    return np.float64(word >> _S11) * _TWO_M53
+
+
+@njit(cache=True, inline="always")
 def node_word(k0: np.uint64, k1: np.uint64, c0: np.uint64, c1: np.uint64, c2: np.uint64, n: int,
               words: np.ndarray) -> np.uint64:
     """Word n of the node's stream: word n % 4 of the Philox block (c0, c1, c2, n // 4); ``words[n]`` if given."""
@@ -143,12 +149,12 @@ def ziggurat(k0: np.uint64, k1: np.uint64, c0: np.uint64, c1: np.uint64, c2: np.
             return x
         if layer == 0:
             while True:
-                xx = -_INV_R * math.log1p(-np.float64(node_word(k0, k1, c0, c1, c2, n, words) >> _S11) * _TWO_M53)
-                yy = -math.log1p(-np.float64(node_word(k0, k1, c0, c1, c2, n + 1, words) >> _S11) * _TWO_M53)
+                xx = -_INV_R * math.log1p(-_uniform(node_word(k0, k1, c0, c1, c2, n, words)))
+                yy = -math.log1p(-_uniform(node_word(k0, k1, c0, c1, c2, n + 1, words)))
                 n += 2
                 if yy + yy > xx * xx:
                     return -(_R + xx) if (word >> np.uint64(8)) & _ONE else _R + xx
-        u = np.float64(node_word(k0, k1, c0, c1, c2, n, words) >> _S11) * _TWO_M53
+        u = _uniform(node_word(k0, k1, c0, c1, c2, n, words))
         n += 1
         if (_F[layer - 1] - _F[layer]) * u + _F[layer] < math.exp(-0.5 * x * x):
             return x
