@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 UV_VERSION := 0.13.9
 
-.PHONY: install lock lock-upgrade run test lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify docs soak
+.PHONY: install lock lock-upgrade run test test-long lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify docs soak
 
 $(STAMP): $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,9 +42,12 @@ lint: install  ## ruff (pyflakes, style, docstrings, complexity) over the repo, 
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
-test: install lint  ## lint (ruff + mypy), the documentation build (a broken reference fails), the whole test suite
+test: install lint  ## lint (ruff + mypy), the documentation build (a broken reference fails), the suite but `long`
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not long"
+
+test-long: install  ## the checks of a minute or more each (marked `long`: numba's cache across processes, serial fuzz)
+	$(PY) -m pytest -m long
 
 docs: install  ## the documentation site (mkdocs-material + mkdocstrings) into site/; open site/index.html
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict

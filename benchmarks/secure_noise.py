@@ -10,6 +10,8 @@ secure noise is slower, with its order-statistic 95% interval):
 - LazyCMS at 24 KB (d = 3, model "actual"): the whole stream plus a release of every cell at each of 16 release times,
   discrete secure vs Philox derived (target ratio >= 0.2) and, on a short stream, vs stored nodes under
   ``noise_mode("secure")`` (OpenDP samplers; target ratio >= 100);
+- the same LazyCMS rows at the paper's stream length (``lazycms_paper``, T = 2^20, ``--log2-paper``), where the
+  stream's updates weigh as much as in the paper's runs beside the 16 releases (target ratio >= 0.2);
 - timing levels on the same LazyCMS work: level 1 (blocks of 2^k steps, always on) vs the same sketch drawing only the
   nodes each release uses (k = 0; target: at most 1.25x the cost, ratio >= 0.8), and level 2 (constant time) vs
   Philox derived (for reference beside the exact sampler's row, target ratio >= 0.2);
@@ -31,8 +33,8 @@ secure noise is slower, with its order-statistic 95% interval):
   OpenDP's Laplace under ``noise_mode("secure")`` (target: not slower).
 
 Usage:
-    python benchmarks/secure_noise.py [--log2-length 16] [--trials 20] [--repeats 7]
-                                      [--only draw lazycms levels honaker lazyhh are svt]
+    python benchmarks/secure_noise.py [--log2-length 16] [--log2-paper 20] [--trials 20] [--repeats 7]
+                                      [--only draw lazycms lazycms_paper levels honaker lazyhh are svt]
 
 ``--only`` runs some groups and replaces their rows (by name and reference) in the existing results file, keeping
 the others; each row records the command that measured it.
@@ -149,6 +151,18 @@ def lazycms_speed(length: int, short_length: int, repeats: int) -> list[dict]:
                for noise in SECURE}}
     estimates = interleaved_ratios(arms, "LazyCMS stored, noise=secure (OpenDP)", 5)
     return rows + [_row(estimates[f"LazyCMS {noise} (short)"], 100.0) for noise in SECURE]
+
+
+def lazycms_paper_speed(log2_length: int, repeats: int) -> list[dict]:
+    """The LazyCMS same-work rows at the paper's stream length (T = 2^20 by default): exact and constant time."""
+    length, label = 1 << log2_length, f", T = 2^{log2_length}"
+    items = _stream(length, 1)
+    for noise in ("derived", *SECURE):
+        _run(_lazycms(noise, 1024), items[:1024])
+    arms = {f"LazyCMS {noise}{label}": (lambda n=noise: _run(_lazycms(n, length), items))
+            for noise in ("derived", *SECURE)}
+    estimates = interleaved_ratios(arms, f"LazyCMS derived{label}", repeats)
+    return [_row(estimates[f"LazyCMS {noise}{label}"], 0.2) for noise in SECURE]
 
 
 def timing_levels_speed(length: int, repeats: int) -> list[dict]:
@@ -327,7 +341,7 @@ def svt_speed(repeats: int, draws: int = 200_000, m: int = 4096, runs: int = 256
     return rows
 
 
-GROUPS = ("draw", "lazycms", "levels", "honaker", "lazyhh", "are", "svt")
+GROUPS = ("draw", "lazycms", "lazycms_paper", "levels", "honaker", "lazyhh", "are", "svt")
 
 
 def _write(rows: list[dict], partial: bool) -> None:
@@ -352,6 +366,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--log2-length", type=int, default=16)
     parser.add_argument("--log2-short", type=int, default=12)
+    parser.add_argument("--log2-paper", type=int, default=20, help="stream length of the lazycms_paper rows")
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--first-trial", type=int, default=1000,
                         help="the accuracy rows' first trial (1000..1039: trials no estimator or calibration was "
@@ -368,6 +383,8 @@ def main() -> None:
         rows += [per_draw(args.draws, args.repeats), constant_time_per_draw(args.draws, args.repeats)]
     if "lazycms" in args.only:
         rows += lazycms_speed(1 << args.log2_length, 1 << args.log2_short, args.repeats)
+    if "lazycms_paper" in args.only:
+        rows += lazycms_paper_speed(args.log2_paper, args.repeats)
     if "levels" in args.only:
         rows += timing_levels_speed(1 << args.log2_length, args.repeats)
     if "honaker" in args.only:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from numba import njit
 
 from dpstream.counters import DerivedBinary
@@ -39,6 +40,7 @@ def cache_files(cache: Path) -> list[str]:
     return sorted(str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file())
 
 
+@pytest.mark.long
 def test_the_second_and_third_process_compile_nothing_and_add_no_cache_file(tmp_path):
     # the default job and every mechanism family (sketches with every counter, heavy hitters with stored and
     # derived noise, SVT, query release, GaussBM with every counter)

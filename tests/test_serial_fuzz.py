@@ -19,6 +19,7 @@ from dpstream import serial
 PER_CLASS = 200
 
 
+@pytest.mark.long
 def test_seeded_fuzz_of_every_serialised_class():
     done = subprocess.run([sys.executable, str(TESTS / "fuzz_serial.py"), "--per-class", str(PER_CLASS), "--seed", "0"],
                           capture_output=True, text=True, env=child_env(OPENBLAS_NUM_THREADS="1"), timeout=900)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_secure_noise import FLOAT_TOKENS, N_DRAWS, _chi_square_p, _nonces
 
-from dpstream.secure import chacha, laplace, samplers
+from dpstream.secure import chacha, lanes, laplace, samplers
 from dpstream.svt import _kernels
 
 KEY = chacha.key_words(bytes(range(50, 82)))
@@ -86,7 +86,7 @@ def _calls() -> list[tuple[object, tuple]]:
     return [
         (samplers._dlaplace_rational, (i(7), i(3), i(64), key, nonce, buf, st)),
         (samplers.discrete_laplace_rational_batch, (key, np.zeros((2, 3), np.uint32), i(7), i(3), i(64), st)),
-        (laplace.laplace_block, (key, i(7), i(3), i(64), i(17), i(2), i(0), i(3), st)),
+        (laplace._laplace_block, (key, lanes.laplace(7, 3, 64), i(17), i(2), i(0), i(3), st)),
         (_kernels.sparse_pass, (np.arange(m, dtype=np.int64), i(3), np.zeros((r, 2), np.int64),
                                 np.zeros((r, m), np.int64), np.zeros((r, 2), np.int64), i(2), True, i(1),
                                 np.zeros(r, np.int64), np.zeros((r, m), np.int8), np.zeros((r, m), np.int64))),

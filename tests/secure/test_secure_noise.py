@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from dpstream.counters import counter_class
-from dpstream.secure import chacha, release, samplers, sequential
+from dpstream.secure import cdt, chacha, lanes, release, samplers, sequential
 from dpstream.secure.privacy import (
     SMOOTHING_S2,
     discrete_gaussian_delta,
@@ -52,6 +52,49 @@ def test_chacha20_encryption_rfc8439_2_4_2() -> None:
         "6e2e359a2568f98041ba0728dd0d6981e97e7aec1d4360c20a27afccfd9fae0bf91b65c5524733ab8f593dabcd62b357"
         "1639d624e65152ab8f530c359f0861d807ca0dbf500d6a6156a38e088a22b65e52bc514d16ccf806818ce91ab7793736"
         "5af90bbf74a35be6b40b8eedf2785e42874d")
+
+
+def test_chacha20_lanes_rfc8439_2_3_2_in_every_lane() -> None:
+    # the vectorised block of LANES streams: the RFC's block in each lane, the other lanes other nonces
+    key = chacha.key_words(RFC_KEY)
+    rfc = np.frombuffer(bytes.fromhex("000000090000004a00000000"), "<u4").astype(np.uint32)
+    rng = np.random.default_rng(5)
+    for lane in range(chacha.LANES):
+        nonces = rng.integers(0, 2**32, (3, chacha.LANES), dtype=np.uint32)
+        nonces[:, lane] = rfc
+        words = np.empty(16 * chacha.LANES, np.uint32)
+        chacha.chacha20_lanes(key, np.uint32(1), nonces, words)
+        by_lane = words.reshape(16, chacha.LANES).T
+        assert by_lane[lane].tolist() == chacha.block(key, 1, rfc).tolist()
+        other = (lane + 1) % chacha.LANES
+        assert by_lane[other].tolist() == chacha.block(key, 1, nonces[:, other].copy()).tolist()
+
+
+def test_lane_batched_draws_equal_one_stream_at_a_time() -> None:
+    # release, sequential and the table sampler draw LANES streams' first blocks at once: the values and the words
+    # consumed must be those of drawing each stream alone from block 0 (a count that is not a multiple of LANES)
+    key = chacha.key_words(RFC_KEY)
+    a, b, t = samplers.gaussian_params(9661861, 8192)
+    rng = np.random.default_rng(11)
+    n = 3 * chacha.LANES + 5
+    cells, steps = rng.integers(0, 1000, n), rng.integers(1, 1 << 12, n)
+    nodes = [(c, level, s >> level, k) for k, (c, s) in enumerate(zip(cells, steps, strict=True))
+             for level in range(12) if (s >> level) & 1]  # release order: cell by cell, levels upwards
+    nonces = np.array([(c, index, level) for c, level, index, _ in nodes], dtype=np.uint32)
+    rows = np.array([k for *_, k in nodes])
+    alone, batched = samplers.new_state(), samplers.new_state()
+    expected = np.bincount(rows, samplers.discrete_gaussian_batch(key, nonces, a, b, t, alone), n)
+    assert release.noise_sums(key, a, b, t, cells, steps, batched).tolist() == expected.tolist()
+    assert batched[4] == alone[4]
+    hi, lo = cdt.cdt_table(9661861, 8192, 200)
+    ct_alone = np.bincount(rows, cdt.discrete_gaussian_ct_batch(key, nonces, hi, lo, samplers.new_state()), n)
+    assert release.noise_sums_ct(key, hi, lo, cells, steps, samplers.new_state()).tolist() == ct_alone.tolist()
+    numbered = np.zeros((n, 3), np.uint32)
+    first = (1 << 32) - 9  # numbers crossing 2^32: word 1 changes
+    numbered[:, 0], numbered[:, 1] = (first + np.arange(n)) & 0xFFFFFFFF, (first + np.arange(n)) >> 32
+    numbered[:, 2] = sequential.STREAM_TAG
+    assert (sequential.draws(key, np.int64(first), np.int64(n), a, b, t, samplers.new_state()).tolist()
+            == samplers.discrete_gaussian_batch(key, numbered, a, b, t, samplers.new_state()).tolist())
 
 
 def _nonces(n: int, salt: int) -> np.ndarray:
@@ -140,8 +183,15 @@ def _decision_path_calls() -> list[tuple[object, tuple]]:
         (samplers._dgauss, (i(10), i(1), i(4), key, nonce, buf, st)),
         (samplers.discrete_gaussian_batch, (key, np.zeros((2, 3), np.uint32), i(10), i(1), i(4), st)),
         (samplers.discrete_laplace_batch, (key, np.zeros((2, 3), np.uint32), i(3), i(64), st)),
-        (release.noise_sums, (key, i(10), i(1), i(4), np.arange(3), np.array([5, 6, 7]), st)),
-        (sequential.draws, (key, i(3), i(4), i(10), i(1), i(4), st)),
+        (chacha.chacha20_lanes, (key, np.uint32(0), np.zeros((3, chacha.LANES), np.uint32),
+                                 np.zeros(16 * chacha.LANES, np.uint32))),
+        (samplers._primed, (np.zeros(16 * chacha.LANES, np.uint32), 3, buf, st)),
+        (lanes.queue, ()),
+        (lanes.draw_queued, (key, lanes.gaussian(10, 1, 4), lanes.NO_TABLE, lanes.NO_TABLE, *lanes.queue()[:3], 2,
+                             *lanes.queue()[3:], st, np.zeros(3, np.int64))),
+        (release._node_sums, (key, lanes.gaussian(10, 1, 4), lanes.NO_TABLE, lanes.NO_TABLE, i(2), np.arange(3),
+                              np.array([5, 6, 7]), st)),
+        (sequential._draws, (key, i(3), i(4), lanes.gaussian(10, 1, 4), st)),
     ]
 
 

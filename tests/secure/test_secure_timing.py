@@ -17,7 +17,7 @@ from test_secure_noise import FLOAT_TOKENS, N_DRAWS, _chi_square_p, _nonces
 
 from dpstream.counters import counter_class
 from dpstream.counters.gauss_bm import GaussBM
-from dpstream.secure import cdt, chacha, release, samplers
+from dpstream.secure import cdt, chacha, lanes, release, samplers
 from dpstream.secure.privacy import discrete_gaussian_sigma2
 from dpstream.sketches import LazyCMS, PunctualCMS
 
@@ -147,10 +147,11 @@ def test_no_float_on_the_constant_time_and_block_decision_paths() -> None:
     hi, lo = cdt.cdt_table(10, 1, 30)
     calls = [
         (cdt._dgauss_ct, (hi, lo, key, nonce, buf, st)),
+        (cdt._dgauss_ct_words, (hi, lo, np.uint32(1), np.uint32(2), np.uint32(3), np.uint32(4), st)),
         (cdt.discrete_gaussian_ct_batch, (key, np.zeros((2, 3), np.uint32), hi, lo, st)),
-        (release.noise_sums_ct, (key, hi, lo, np.arange(3), np.array([5, 6, 7]), st)),
-        (release.block_noise_sums, (key, np.int64(10), np.int64(1), np.int64(4), np.int64(2), np.arange(3),
-                                    np.array([5, 6, 7]), st)),
+        (lanes.draw_queued, (key, lanes.table(), hi, lo, *lanes.queue()[:3], 2, *lanes.queue()[3:], st,
+                             np.zeros(3, np.int64))),
+        (release._node_sums, (key, lanes.table(), hi, lo, np.int64(0), np.arange(3), np.array([5, 6, 7]), st)),
     ]
     for fn, args in calls:
         fresh = numba.njit(fn.py_func)

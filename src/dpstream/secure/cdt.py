@@ -109,20 +109,26 @@ def cdt_table(a: int, b: int, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
-def _dgauss_ct(hi: np.ndarray, lo: np.ndarray, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray,
-               st: np.ndarray) -> np.int64:
-    """One table draw from the stream of ``nonce``: one ChaCha20 block, 4 words, a full branch-free table scan."""
-    chacha20_block(key, np.uint32(0), nonce, buf)
+def _dgauss_ct_words(hi: np.ndarray, lo: np.ndarray, w0: np.uint32, w1: np.uint32, w2: np.uint32, w3: np.uint32,
+                     st: np.ndarray) -> np.int64:
+    """One table draw from the stream's first 4 words: u from 127 bits, the sign bit, a full branch-free scan."""
     st[4] += 4
-    w1 = np.uint64(buf[1])
-    u_hi = np.uint64(buf[0]) | ((w1 & np.uint64(0x7FFFFFFF)) << np.uint64(32))
-    u_lo = np.uint64(buf[2]) | (np.uint64(buf[3]) << np.uint64(32))
-    sign = np.int64(w1 >> np.uint64(31))
+    u_hi = np.uint64(w0) | ((np.uint64(w1) & np.uint64(0x7FFFFFFF)) << np.uint64(32))
+    u_lo = np.uint64(w2) | (np.uint64(w3) << np.uint64(32))
+    sign = np.int64(np.uint64(w1) >> np.uint64(31))
     m = np.int64(0)
     for j in range(hi.shape[0]):
         h = hi[j]
         m += np.int64((h < u_hi) | ((h == u_hi) & (lo[j] <= u_lo)))
     return m - 2 * sign * m
+
+
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+def _dgauss_ct(hi: np.ndarray, lo: np.ndarray, key: np.ndarray, nonce: np.ndarray, buf: np.ndarray,
+               st: np.ndarray) -> np.int64:
+    """One table draw from the stream of ``nonce``: one ChaCha20 block, 4 words, a full branch-free table scan."""
+    chacha20_block(key, np.uint32(0), nonce, buf)
+    return _dgauss_ct_words(hi, lo, buf[0], buf[1], buf[2], buf[3], st)
 
 
 @njit(cache=True)

@@ -10,6 +10,11 @@ low 32 bits of the node index, word 2 the level in its low 6 bits and the index'
 is injective for cells < 2^32, levels < 64 and indices < 2^58, so every node of every counter under one key gets
 its own keystream (the block counter then runs over that node's words), and the same node always gets the same
 one.
+
+``chacha20_lanes(key, counter, nonces, out)`` computes the same block for ``LANES`` nonces at once, word-major (word
+w of lane l at ``out[w * LANES + l]``): each quarter round is a loop over the lanes at fixed offsets, which the
+compiler turns into vector instructions (16 blocks in about the time of one or two scalar ones). The samplers start
+each stream from such a precomputed block 0 (``samplers._primed``); the values are those of ``chacha20_block``.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from numba import njit
 SIGMA_WORDS = np.array([0x61707865, 0x3320646E, 0x79622D32, 0x6B206574], dtype=np.uint32)
 """The constant "expand 32-byte k" as four little-endian words."""
 KEY_BYTES = 32
+LANES = 16
+"""Streams whose block ``chacha20_lanes`` computes at once (one 512-bit vector of 32-bit words)."""
 MAX_CELLS = 1 << 32
 MAX_LEVELS = 64
 MAX_INDEX = 1 << 58
@@ -67,6 +74,53 @@ def chacha20_block(key: np.ndarray, counter: np.uint32, nonce: np.ndarray, out: 
     out[4], out[5], out[6], out[7] = x4 + i4, x5 + i5, x6 + i6, x7 + i7
     out[8], out[9], out[10], out[11] = x8 + i8, x9 + i9, x10 + i10, x11 + i11
     out[12], out[13], out[14], out[15] = x12 + i12, x13 + i13, x14 + i14, x15 + i15
+
+
+@njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]  # numba option: no refcount
+def _quarter_lanes(x: np.ndarray, a: int, b: int, c: int, d: int) -> None:
+    """The quarter round on words (a, b, c, d) of every lane of the word-major state ``x`` (LANES x 16 uint32)."""
+    for lane in range(LANES):
+        xa, xb = x[a * LANES + lane], x[b * LANES + lane]
+        xc, xd = x[c * LANES + lane], x[d * LANES + lane]
+        xa, xb, xc, xd = _quarter(xa, xb, xc, xd)
+        x[a * LANES + lane], x[b * LANES + lane] = xa, xb
+        x[c * LANES + lane], x[d * LANES + lane] = xc, xd
+
+
+@njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]  # numba option: no refcount
+def _input_word(key: np.ndarray, counter: np.uint32, nonces: np.ndarray, word: int, lane: int) -> np.uint32:
+    """Word ``word`` of lane ``lane``'s input state (constants, key, counter, nonce)."""
+    if word < 4:
+        return np.uint32(SIGMA_WORDS[word])
+    if word < 12:
+        return np.uint32(key[word - 4])
+    if word == 12:
+        return counter
+    return np.uint32(nonces[word - 13, lane])
+
+
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+def chacha20_lanes(key: np.ndarray, counter: np.uint32, nonces: np.ndarray, out: np.ndarray) -> None:
+    """Block ``counter`` of the ``LANES`` streams whose nonces are the columns of ``nonces`` (3 x LANES uint32).
+
+    ``out`` (16 LANES uint32) receives word w of lane l at ``w * LANES + l``: ``chacha20_block`` of each lane.
+    """
+    for word in range(16):
+        for lane in range(LANES):
+            out[word * LANES + lane] = _input_word(key, counter, nonces, word, lane)
+    for _ in range(10):
+        _quarter_lanes(out, 0, 4, 8, 12)
+        _quarter_lanes(out, 1, 5, 9, 13)
+        _quarter_lanes(out, 2, 6, 10, 14)
+        _quarter_lanes(out, 3, 7, 11, 15)
+        _quarter_lanes(out, 0, 5, 10, 15)
+        _quarter_lanes(out, 1, 6, 11, 12)
+        _quarter_lanes(out, 2, 7, 8, 13)
+        _quarter_lanes(out, 3, 4, 9, 14)
+    for word in range(16):
+        for lane in range(LANES):
+            out[word * LANES + lane] = np.uint32(out[word * LANES + lane] + _input_word(key, counter, nonces, word,
+                                                                                         lane))
 
 
 @njit(cache=True)

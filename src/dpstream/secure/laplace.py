@@ -31,8 +31,9 @@ import numpy as np
 from numba import njit
 
 from dpstream.noise import SeedLike, as_seed_sequence
-from dpstream.secure.chacha import KEY_BYTES, key_words
-from dpstream.secure.samplers import LAPLACE_MAX_SCALE, _dlaplace_rational, _fresh, new_state
+from dpstream.secure import lanes
+from dpstream.secure.chacha import KEY_BYTES, LANES, key_words
+from dpstream.secure.samplers import LAPLACE_MAX_SCALE, new_state
 
 NUMERATOR_BITS = 32
 """The grid's numerator t is about 2^NUMERATOR_BITS (relative rounding below 2^-(NUMERATOR_BITS - 1))."""
@@ -75,20 +76,30 @@ def nonce_word(role: str, call: int) -> int:
 
 
 @njit(cache=True)
+def _laplace_block(key: np.ndarray, sampler: np.ndarray, word0: np.int64, n_runs: np.int64, start: np.int64,
+                   count: np.int64, st: np.ndarray) -> np.ndarray:
+    """``laplace_block``'s draws, run-major in one flat array."""
+    out = np.zeros(n_runs * count, dtype=np.int64)
+    nonces, rows, used, words, nonce, buf = lanes.queue()
+    queued = 0
+    for r in range(n_runs):
+        for i in range(count):
+            nonces[0, queued], nonces[1, queued], nonces[2, queued] = word0, r, start + i
+            rows[queued] = r * count + i
+            queued += 1
+            if queued == LANES or (r == n_runs - 1 and i == count - 1):
+                lanes.draw_queued(key, sampler, lanes.NO_TABLE, lanes.NO_TABLE, nonces, rows, used, queued, words,
+                                  nonce, buf, st, out)
+                queued = 0
+    return out
+
+
 def laplace_block(key: np.ndarray, t: np.int64, s: np.int64, vcap: np.int64, word0: np.int64, n_runs: np.int64,
                   start: np.int64, count: np.int64, st: np.ndarray) -> np.ndarray:
     """(n_runs, count) int64 draws of scale t/s; draw (r, i) from the stream of nonce (word0, r, start + i)."""
-    out = np.empty((n_runs, count), dtype=np.int64)
-    buf = np.empty(16, dtype=np.uint32)
-    nonce = np.empty(3, dtype=np.uint32)
-    nonce[0] = np.uint32(word0)
-    for r in range(n_runs):
-        nonce[1] = np.uint32(r)
-        for i in range(count):
-            nonce[2] = np.uint32(start + i)
-            _fresh(st)
-            out[r, i] = _dlaplace_rational(t, s, vcap, key, nonce, buf, st)
-    return out
+    flat = _laplace_block(key, lanes.laplace(t, s, vcap), np.int64(word0), np.int64(n_runs), np.int64(start),
+                          np.int64(count), st)
+    return flat.reshape(n_runs, count)
 
 
 def seed_key(seed: SeedLike) -> np.ndarray:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpstream.secure.chacha import chacha20_block
+from dpstream.secure.chacha import LANES, chacha20_block
 
 V_CAP = 64
 """Discrete Laplace attempts inside the discrete Gaussian with geometric part >= V_CAP are rejected."""
@@ -46,6 +46,21 @@ def _fresh(st: np.ndarray) -> None:
     """Start a new stream: block 0, empty buffer and reservoir (the words-consumed count runs on)."""
     st[0] = 0
     st[1] = 16
+    st[2] = 0
+    st[3] = 0
+
+
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+def _primed(words: np.ndarray, lane: int, buf: np.ndarray, st: np.ndarray) -> None:
+    """Start a new stream whose block 0 is lane ``lane`` of ``words`` (``chacha.chacha20_lanes``).
+
+    The state is the one ``_fresh`` and the first ``_refill`` leave (block 0 in ``buf``, next block 1), so every
+    draw and every count of words consumed is the same as from ``_fresh``.
+    """
+    for word in range(16):
+        buf[word] = words[word * LANES + lane]
+    st[0] = 1
+    st[1] = 0
     st[2] = 0
     st[3] = 0
 

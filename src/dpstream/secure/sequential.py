@@ -12,24 +12,31 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpstream.secure.samplers import _dgauss, _fresh
+from dpstream.secure import lanes
+from dpstream.secure.chacha import LANES
 
 STREAM_TAG = 0xFFFFFFFF
 """Word 2 of every sequential nonce."""
 
 
 @njit(cache=True)
+def _draws(key: np.ndarray, first: np.int64, count: int, sampler: np.ndarray, st: np.ndarray) -> np.ndarray:
+    out = np.zeros(count, dtype=np.int64)
+    nonces, rows, used, words, nonce, buf = lanes.queue()
+    nonces[2, :] = np.uint32(STREAM_TAG)
+    for start in range(0, count, LANES):
+        queued = min(LANES, count - start)
+        for lane in range(queued):
+            i = first + start + lane
+            nonces[0, lane] = np.uint32(i & 0xFFFFFFFF)
+            nonces[1, lane] = np.uint32(i >> 32)
+            rows[lane] = start + lane
+        lanes.draw_queued(key, sampler, lanes.NO_TABLE, lanes.NO_TABLE, nonces, rows, used, queued, words, nonce, buf,
+                          st, out)
+    return out
+
+
 def draws(key: np.ndarray, first: np.int64, count: np.int64, a: np.int64, b: np.int64, t: np.int64,
           st: np.ndarray) -> np.ndarray:
     """Draws number ``first`` .. ``first + count - 1`` of N_Z(0, a/b), each from its own stream (int64)."""
-    out = np.empty(count, dtype=np.int64)
-    buf = np.empty(16, dtype=np.uint32)
-    nonce = np.empty(3, dtype=np.uint32)
-    nonce[2] = np.uint32(STREAM_TAG)
-    for k in range(count):
-        i = first + k
-        nonce[0] = np.uint32(i & 0xFFFFFFFF)
-        nonce[1] = np.uint32(i >> 32)
-        _fresh(st)
-        out[k] = _dgauss(a, b, t, key, nonce, buf, st)
-    return out
+    return _draws(key, np.int64(first), int(count), lanes.gaussian(a, b, t), st)
