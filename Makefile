@@ -19,7 +19,7 @@ install: $(STAMP)  ## .venv with exactly the versions (and hashes) of requiremen
 
 # `make lock`: re-resolve pyproject.toml (all extras of `dev`) for Linux x86_64 / Python >= 3.11.5, keeping every
 # version already pinned in the lock (a new dependency gets the newest version that fits). `make lock-upgrade`: the
-# upgrade path (docs/CONTRIBUTING.md), every package at the newest version pyproject.toml allows. Then `make test`
+# upgrade path (docs/CONTRIBUTING.md), every package at the newest version pyproject.toml allows. Then `make test test-long`
 # reinstalls from the new lock and runs the tests; commit the lock if they pass.
 UV_COMPILE = $(VENV)/bin/uv pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.11.5 \
 	--python-platform x86_64-unknown-linux-gnu --custom-compile-command "make lock" --quiet -o $(LOCK)
@@ -29,11 +29,11 @@ $(VENV)/bin/uv:
 
 lock: $(VENV)/bin/uv
 	$(UV_COMPILE)
-	@echo "$(LOCK) regenerated: run 'make test' (reinstalls from it), commit it if the tests pass"
+	@echo "$(LOCK) regenerated: run 'make test test-long' (reinstalls from it), commit it if the tests pass"
 
 lock-upgrade: $(VENV)/bin/uv
 	$(UV_COMPILE) --upgrade
-	@echo "$(LOCK) upgraded: run 'make test' (reinstalls from it), commit it if the tests pass"
+	@echo "$(LOCK) upgraded: run 'make test test-long' (reinstalls from it), commit it if the tests pass"
 
 run: install  ## the default job: LazyCMS, 5 seeded trials on a Zipf stream of 2^20 items
 	$(PY) run.py

@@ -70,31 +70,55 @@ def test_chacha20_lanes_rfc8439_2_3_2_in_every_lane() -> None:
         assert by_lane[other].tolist() == chacha.block(key, 1, nonces[:, other].copy()).tolist()
 
 
-def test_lane_batched_draws_equal_one_stream_at_a_time() -> None:
+def _block_nodes(cells: np.ndarray, steps: np.ndarray, k: int) -> list[tuple[int, int, int, int, bool]]:
+    """(cell, level, index, row, used) of every node a release draws, in release order (level 1, blocks of 2^k)."""
+    nodes = []
+    for row, (cell, s) in enumerate(zip(cells.tolist(), steps.tolist(), strict=True)):
+        for level in range(k):  # the block's own nodes: odd indices of each level below k
+            first = (s >> k) << (k - level)
+            nodes += [(cell, level, i, row, (s >> level) == i) for i in range(first + 1, first + (1 << (k - level)), 2)]
+        nodes += [(cell, level, s >> level, row, True) for level in range(k, s.bit_length()) if (s >> level) & 1]
+    return nodes
+
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_lane_batched_draws_equal_one_stream_at_a_time(k: int) -> None:
     # release, sequential and the table sampler draw LANES streams' first blocks at once: the values and the words
-    # consumed must be those of drawing each stream alone from block 0 (a count that is not a multiple of LANES)
+    # consumed must be those of drawing each node's stream alone from block 0, over a node list built here (a count
+    # that is not a multiple of LANES, node indices past 2^32 so the nonce's third word carries index bits)
     key = chacha.key_words(RFC_KEY)
     a, b, t = samplers.gaussian_params(9661861, 8192)
     rng = np.random.default_rng(11)
     n = 3 * chacha.LANES + 5
     cells, steps = rng.integers(0, 1000, n), rng.integers(1, 1 << 12, n)
-    nodes = [(c, level, s >> level, k) for k, (c, s) in enumerate(zip(cells, steps, strict=True))
-             for level in range(12) if (s >> level) & 1]  # release order: cell by cell, levels upwards
-    nonces = np.array([(c, index, level) for c, level, index, _ in nodes], dtype=np.uint32)
-    rows = np.array([k for *_, k in nodes])
+    steps[:4] = rng.integers(1 << 40, 1 << 41, 4)
+    nodes = _block_nodes(cells, steps, k)
+    nonces = np.array([(c, i & 0xFFFFFFFF, level | ((i >> 32) << 6)) for c, level, i, _, _ in nodes], dtype=np.uint32)
+    rows, used = np.array([n[3] for n in nodes]), np.array([n[4] for n in nodes], dtype=float)
     alone, batched = samplers.new_state(), samplers.new_state()
-    expected = np.bincount(rows, samplers.discrete_gaussian_batch(key, nonces, a, b, t, alone), n)
-    assert release.noise_sums(key, a, b, t, cells, steps, batched).tolist() == expected.tolist()
+    expected = np.bincount(rows, used * samplers.discrete_gaussian_batch(key, nonces, a, b, t, alone), n)
+    assert release.block_noise_sums(key, a, b, t, k, cells, steps, batched).tolist() == expected.tolist()
     assert batched[4] == alone[4]
-    hi, lo = cdt.cdt_table(9661861, 8192, 200)
-    ct_alone = np.bincount(rows, cdt.discrete_gaussian_ct_batch(key, nonces, hi, lo, samplers.new_state()), n)
-    assert release.noise_sums_ct(key, hi, lo, cells, steps, samplers.new_state()).tolist() == ct_alone.tolist()
+    if k == 0:  # the table sampler: its 4 words of every node's first block
+        hi, lo = cdt.cdt_table(9661861, 8192, 200)
+        alone, batched = samplers.new_state(), samplers.new_state()
+        ct_alone = np.bincount(rows, cdt.discrete_gaussian_ct_batch(key, nonces, hi, lo, alone), n)
+        assert release.noise_sums_ct(key, hi, lo, cells, steps, batched).tolist() == ct_alone.tolist()
+        assert batched[4] == alone[4] == 4 * len(nodes)
+
+
+def test_sequential_draws_equal_one_stream_at_a_time() -> None:
+    # the stored tree's numbered draws, LANES first blocks at a time, against one stream per number (crossing 2^32)
+    key = chacha.key_words(RFC_KEY)
+    a, b, t = samplers.gaussian_params(9661861, 8192)
+    n, first = 3 * chacha.LANES + 5, (1 << 32) - 9
     numbered = np.zeros((n, 3), np.uint32)
-    first = (1 << 32) - 9  # numbers crossing 2^32: word 1 changes
     numbered[:, 0], numbered[:, 1] = (first + np.arange(n)) & 0xFFFFFFFF, (first + np.arange(n)) >> 32
     numbered[:, 2] = sequential.STREAM_TAG
-    assert (sequential.draws(key, np.int64(first), np.int64(n), a, b, t, samplers.new_state()).tolist()
-            == samplers.discrete_gaussian_batch(key, numbered, a, b, t, samplers.new_state()).tolist())
+    alone, batched = samplers.new_state(), samplers.new_state()
+    assert (sequential.draws(key, np.int64(first), np.int64(n), a, b, t, batched).tolist()
+            == samplers.discrete_gaussian_batch(key, numbered, a, b, t, alone).tolist())
+    assert batched[4] == alone[4]
 
 
 def _nonces(n: int, salt: int) -> np.ndarray:

@@ -5,15 +5,14 @@
 little-endian the words are the keystream bytes of RFC 8439 section 2.4 (tests check sections 2.3.2, 2.4.2 and
 appendix A.1).
 
-``node_nonce(cell, level, index)`` is the 96-bit nonce of one tree node: word 0 the cell (counter id), word 1 the
-low 32 bits of the node index, word 2 the level in its low 6 bits and the index's high 26 bits above them. The map
-is injective for cells < 2^32, levels < 64 and indices < 2^58, so every node of every counter under one key gets
-its own keystream (the block counter then runs over that node's words), and the same node always gets the same
-one.
+The samplers' streams are keyed by 96-bit nonces (``release.node_nonce`` for tree nodes: word 0 the cell, word 1
+the low 32 bits of the node index, word 2 the level in its low 6 bits and the index's high 26 bits above them,
+injective for cells < 2^32, levels < 64 and indices < 2^58), and the block counter runs over one stream's words.
 
 ``chacha20_lanes(key, counter, nonces, out)`` computes the same block for ``LANES`` nonces at once, word-major (word
 w of lane l at ``out[w * LANES + l]``): each quarter round is a loop over the lanes at fixed offsets, which the
-compiler turns into vector instructions (16 blocks in about the time of one or two scalar ones). The samplers start
+compiler turns into vector instructions (measured here: 17 ns a block against 120-190 ns for one block alone; 50 against
+290 ns under heavier load). The samplers start
 each stream from such a precomputed block 0 (``samplers._primed``); the values are those of ``chacha20_block``.
 """
 
