@@ -5,6 +5,8 @@ must be exactly what the current rules and nulls give, and no committed ``confir
 of its nulls. About 50 s of CPU over the 38 committed tables (most of it the Figure 3 sketch rules).
 """
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,6 +18,7 @@ from dpstream.claims.nulls import MAX_NULL_SHARE, TESTS, Planted, apply_nulls, n
 from dpstream.harness.config import CONF_DIR
 from dpstream.harness.rejudge import composed_config, judge
 from dpstream.harness.runner import claims_table, experiments_to_run
+from dpstream.harness.verify import UNSTABLE
 
 N = 20
 
@@ -77,20 +80,38 @@ def test_an_absence_rule_rejects_a_planted_real_effect():
 SPECS = {s["id"]: s for s in experiments_to_run(composed_config(ROOT / "results"), CONF_DIR) if s["id"] in TESTS}
 
 
+def _null_count(notes: pd.Series) -> int | None:
+    """The number of nulls the committed claims were judged with (None when no rule of the table has any)."""
+    counts = notes.str.extract(r"confirms on \d+/(\d+) ")[0].dropna().astype(int).unique()
+    assert len(counts) <= 1, counts
+    return int(counts[0]) if len(counts) else None
+
+
+def _seed_zero_verdict(row: dict) -> str:
+    """The committed verdict of the first seed: the listed outcome of an unstable claim, else the verdict itself."""
+    match = re.match(rf"inconclusive \({UNSTABLE}: seed \d+: ([a-z/ ]+?)(;|\))", row["measured"])
+    return match.group(1) if match else row["verdict"]
+
+
 @pytest.mark.parametrize("exp_id", sorted(SPECS))
 def test_committed_claims_are_the_rules_with_their_nulls(exp_id):
+    # make claims (N nulls, one table): every verdict and null note is recomputed. make verify (200 nulls, three
+    # seeds, the first seed's table committed): the rules are rerun on the committed table without nulls, and each
+    # committed first-seed verdict must be that verdict, or "inconclusive" where its nulls say it cannot tell data
+    # from noise; a verdict that differs across seeds must say so (its three outcomes in ``measured``)
     df = pd.read_csv(ROOT / "results" / "tables" / f"{exp_id}.csv")
-    fresh = judge(SPECS[exp_id], df, nulls=N)
     committed = pd.read_csv(ROOT / "results" / "tables" / f"{exp_id}.claims.csv", keep_default_na=False)
-    assert fresh["verdict"].tolist() == committed["verdict"].tolist()
-    assert fresh["nulls"].tolist() == committed["nulls"].tolist()
     confirmed = committed[committed["verdict"] == "confirmed"]
     assert not confirmed["nulls"].str.contains("cannot tell data from noise").any()
-
-
-def test_a_mechanism_plant_scales_that_arm_only():
-    from dpstream.claims.nulls import Planted, plant
-
-    df = pd.DataFrame({"mechanism.name": ["a", "b", "a"], "memory_kb": [8, 8, 24], "y": [1.0, 2.0, 3.0]})
-    out = plant(df, Planted("y", "memory_kb", 1.3, mechanism="a"))
-    assert out["y"].tolist() == pytest.approx([1.3, 2.0, 3.9], rel=1e-12)
+    if _null_count(committed["nulls"]) in (None, N):
+        fresh = judge(SPECS[exp_id], df, nulls=N)
+        assert fresh["verdict"].tolist() == committed["verdict"].tolist()
+        assert fresh["nulls"].tolist() == committed["nulls"].tolist()
+        return
+    data = judge(SPECS[exp_id], df)
+    for (_, row), rule in zip(committed.iterrows(), data["verdict"], strict=True):
+        first = _seed_zero_verdict(row.to_dict())
+        noise = "cannot tell data from noise" in row["nulls"]
+        assert first == rule or (noise and rule == "confirmed" and first == "inconclusive"), (row["claim"], first, rule)
+        if not row["measured"].startswith(f"inconclusive ({UNSTABLE}"):
+            assert row["verdict"] == first
