@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 UV_VERSION := 0.13.9
 
-.PHONY: install lock lock-upgrade run test test-long lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify docs soak
+.PHONY: install lock lock-upgrade run test test-long lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify verify-status docs soak
 
 $(STAMP): $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -95,7 +95,7 @@ trace-memory: install
 	$(PY) benchmarks/trace_memory.py --gigabytes $(TRACE_GB)
 
 clean:
-	rm -rf $(VENV) results/smoke .pytest_cache
+	rm -rf $(VENV) results/smoke .pytest_cache site
 
 # `make claims`: re-judge every claim from the committed trial tables (results/tables/*.csv), rewrite the
 # *.claims.csv and results/report.{md,html}, every comparative rule also on NULLS (default 20) permutation nulls
@@ -103,13 +103,15 @@ clean:
 claims: install
 	$(PY) -m dpstream.harness.rejudge results --nulls $${NULLS:-20}
 
-# `make verify`: EVERY experiment at 3 master seeds AT PAPER SCALE (hours per seed on 2 cores; the time per seed has
-# not been measured yet), each seed's trials in DPSTREAM_VERIFY_STORE (default ~/.cache/dpstream/verify, outside the
-# clone): an interrupted run resumes from it. Verdicts judged with 200 permutation nulls per comparative rule; a
-# verdict that differs between the seeds is "inconclusive (unstable across seeds)". Writes results/tables/*.claims.csv
-# and results/report.{md,html}. Smoke check: make verify VERIFY_ARGS="--profile smoke --nulls 5"
+# `make verify`: EVERY experiment at 3 master seeds AT PAPER SCALE (about 3.5 hours a seed on one loaded core,
+# docs/benchmarks.md), each seed's trials in DPSTREAM_VERIFY_STORE (default results/verify, committed: only its
+# store/trials.jsonl files are tracked): an interrupted run resumes from it, on this machine or any other clone.
+# Verdicts judged with 200 permutation nulls per comparative rule; a verdict that differs between the seeds is
+# "inconclusive (unstable across seeds)". Writes results/tables/*.claims.csv and results/report.{md,html}.
+# Smoke check (its own folder, not the committed results): make verify VERIFY_ARGS="--profile smoke --nulls 5 --out /tmp/verify-smoke"
 VERIFY_ARGS ?=
 verify: install
 	$(PY) -m dpstream.harness.verify --seeds 0 1 2 --nulls 200 $(VERIFY_ARGS)
 
-	rm -rf $(VENV) results/smoke .pytest_cache site
+verify-status: install  ## per seed and experiment, the trials make verify has stored and those still to run
+	$(PY) -m dpstream.harness.verify --seeds 0 1 2 --status $(VERIFY_ARGS)

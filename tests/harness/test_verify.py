@@ -1,8 +1,15 @@
-"""``make verify`` on the smoke profile: three master seeds into a store outside the clone, resumable, combined."""
+"""``make verify`` on the smoke profile: three master seeds into a store, resumable, combined; the store committed."""
+
+import shutil
+import subprocess
+from pathlib import Path
 
 import pandas as pd
+import pytest
 
-from dpstream.harness.verify import UNSTABLE, combine_seeds, seed_dir, verify
+from dpstream.harness.verify import UNSTABLE, combine_seeds, progress, seed_dir, verify, verify_store
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def claims(*verdicts: str) -> pd.DataFrame:
@@ -21,6 +28,8 @@ def test_a_verdict_that_differs_between_seeds_is_unstable_with_every_outcome():
 
 def test_verify_smoke_three_seeds_resumes_from_its_store(tmp_path, capsys):
     store, out = tmp_path / "store", tmp_path / "out"
+    before = progress(store, "smoke", (0, 1, 2), "svt_theory")
+    assert before["seed"].tolist() == [0, 1, 2] and (before["trials"] > 0).all() and (before["stored"] == 0).all()
     result = verify(seeds=(0, 1, 2), profile="smoke", experiment="svt_theory", nulls=2, out=out, store=store,
                     n_jobs=1)
     for seed in (0, 1, 2):
@@ -28,7 +37,27 @@ def test_verify_smoke_three_seeds_resumes_from_its_store(tmp_path, capsys):
     written = pd.read_csv(out / "tables" / "svt_theory.claims.csv", keep_default_na=False)
     assert written["verdict"].tolist() == result["claims"]["svt_theory"]["verdict"].tolist()
     assert written["measured"].str.contains("same verdict at seeds 0, 1, 2").all()
+    after = progress(store, "smoke", (0, 1, 2), "svt_theory")
+    assert after["stored"].tolist() == before["trials"].tolist()
     capsys.readouterr()
     verify(seeds=(0, 1, 2), profile="smoke", experiment="svt_theory", nulls=2, out=out, store=store, n_jobs=1)
     printed = capsys.readouterr().out
     assert printed.count("(0 computed") == 3  # every trial of every seed came from the store
+
+
+def test_the_default_store_is_beside_the_report_and_the_environment_overrides_it(monkeypatch, tmp_path):
+    monkeypatch.delenv("DPSTREAM_VERIFY_STORE", raising=False)
+    assert verify_store() == Path("results") / "verify"
+    assert verify_store(tmp_path / "out") == tmp_path / "out" / "verify"
+    monkeypatch.setenv("DPSTREAM_VERIFY_STORE", str(tmp_path / "elsewhere"))
+    assert verify_store(tmp_path / "out") == tmp_path / "elsewhere"
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(), reason="needs the git checkout")
+def test_git_tracks_a_seeds_trial_store_and_ignores_its_tables_and_figures():
+    seed = seed_dir(verify_store(Path("results")), "paper", 0)
+    paths = [str(seed / "store" / "trials.jsonl"), str(seed / "store" / "trials.format"),
+             str(seed / "tables" / "fig3a.csv"), str(seed / "figures" / "fig3a.png")]
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=REPO, capture_output=True,
+                             text=True).stdout.split()
+    assert ignored == paths[2:]

@@ -1,15 +1,20 @@
 """``make verify``: every experiment at 3 master seeds, verdicts that must agree across them, and the report.
 
 Each seed's trials go into its own results folder under the verify store (``DPSTREAM_VERIFY_STORE``, default
-``~/.cache/dpstream/verify``, outside the clone): ``<store>/<profile>/seed_<s>/`` with its results store, so an
+``<out>/verify``, i.e. ``results/verify`` in the clone): ``<store>/<profile>/seed_<s>/`` with its results store, so an
 interrupted run resumes where it stopped (stored trials are not recomputed) and the whole can be completed over
-several runs. Every seed's claims are judged with ``nulls`` permutation nulls per comparative rule
-(``dpstream.claims.nulls``); a verdict that is not the same at every seed becomes ``inconclusive (unstable across
-seeds)`` with the seeds' outcomes in ``measured``. The combined claims, the first seed's trial tables and figures and
-the report are written to ``out`` (default ``results``).
+several runs. The seeds' trial stores (``store/trials.jsonl``, a few MB a seed) are committed with the report they
+produce (their tables and figures are not: ``.gitignore``), so the run can be completed on another machine than the
+one that started it, and anyone can re-judge the committed report from the very trials behind it. ``--status``
+prints what is stored and what remains, computing nothing.
+
+Every seed's claims are judged with ``nulls`` permutation nulls per comparative rule (``dpstream.claims.nulls``); a
+verdict that is not the same at every seed becomes ``inconclusive (unstable across seeds)`` with the seeds' outcomes
+in ``measured``. The combined claims, the first seed's trial tables and figures and the report are written to ``out``
+(default ``results``).
 
 Usage: ``python -m dpstream.harness.verify [--seeds 0 1 2] [--profile paper] [--experiment all] [--nulls 200]
-[--out results]``. At paper scale one seed of everything takes hours on 2 cores.
+[--out results] [--status]``. At paper scale one seed of everything takes hours on 2 cores.
 """
 
 from __future__ import annotations
@@ -21,21 +26,23 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from omegaconf import DictConfig
 
 from dpstream.claims.core import VERDICTS
 from dpstream.harness.config import CONF_DIR
 from dpstream.harness.rejudge import composed_config, rejudge
 from dpstream.harness.report import write_report
-from dpstream.harness.runner import experiments_to_run, run, write_csv
+from dpstream.harness.runner import STORE_NAME, experiments_to_run, plan, run, store_key, trial_function, write_csv
+from dpstream.harness.store import ResultsStore
 
 SEEDS = (0, 1, 2)
 NULLS = 200
 UNSTABLE = "unstable across seeds"
 
 
-def verify_store() -> Path:
-    """The verify store: ``$DPSTREAM_VERIFY_STORE`` or ``~/.cache/dpstream/verify``."""
-    return Path(os.environ.get("DPSTREAM_VERIFY_STORE") or Path.home() / ".cache" / "dpstream" / "verify")
+def verify_store(out: Path = Path("results")) -> Path:
+    """The verify store: ``$DPSTREAM_VERIFY_STORE`` or ``<out>/verify`` (committed beside the report it produces)."""
+    return Path(os.environ.get("DPSTREAM_VERIFY_STORE") or out / "verify")
 
 
 def seed_dir(store: Path, profile: str, seed: int) -> Path:
@@ -43,17 +50,37 @@ def seed_dir(store: Path, profile: str, seed: int) -> Path:
     return store / profile / f"seed_{seed}"
 
 
-def run_seed(store: Path, profile: str, seed: int, experiment: str, n_jobs: int | None = None) -> Path:
-    """Run (or resume) every trial of ``experiment`` at master seed ``seed``; return its results folder."""
+def seed_config(store: Path, profile: str, seed: int, experiment: str, n_jobs: int | None = None) -> DictConfig:
+    """The composed config of ``experiment`` at master seed ``seed``, results in the seed's folder of ``store``."""
     from hydra import compose, initialize_config_dir
 
-    out = seed_dir(store, profile, seed)
-    overrides = [f"experiment={experiment}", f"profile={profile}", f"seed={seed}", f"results_dir={out}",
-                 *([f"n_jobs={n_jobs}"] if n_jobs else [])]
+    overrides = [f"experiment={experiment}", f"profile={profile}", f"seed={seed}",
+                 f"results_dir={seed_dir(store, profile, seed)}", *([f"n_jobs={n_jobs}"] if n_jobs else [])]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=overrides)
-    run(cfg, CONF_DIR, [])
-    return out
+        return compose(config_name="config", overrides=overrides)
+
+
+def run_seed(store: Path, profile: str, seed: int, experiment: str, n_jobs: int | None = None) -> Path:
+    """Run (or resume) every trial of ``experiment`` at master seed ``seed``; return its results folder."""
+    run(seed_config(store, profile, seed, experiment, n_jobs), CONF_DIR, [])
+    return seed_dir(store, profile, seed)
+
+
+def progress(store: Path, profile: str, seeds: tuple[int, ...], experiment: str = "all") -> pd.DataFrame:
+    """Per seed and experiment: trials planned and trials already in the seed's store (nothing is computed).
+
+    The keys are those a run would compute (``runner.plan``, ``runner.store_key``); an experiment whose trials
+    another one computes too (svt_kappa after svt_c) counts them under both.
+    """
+    rows = []
+    for seed in seeds:
+        planned = plan(seed_config(store, profile, seed, experiment), CONF_DIR, [])
+        stored = ResultsStore(seed_dir(store, profile, seed) / "store" / STORE_NAME)
+        for spec, all_params in planned.experiments:
+            keys = {store_key(p, trial_function(p, spec)) for p in all_params}
+            rows.append({"seed": seed, "experiment": spec["id"], "trials": len(keys),
+                         "stored": sum(key in stored for key in keys)})
+    return pd.DataFrame(rows, columns=["seed", "experiment", "trials", "stored"])
 
 
 def combine_seeds(per_seed: dict[int, pd.DataFrame]) -> pd.DataFrame:
@@ -84,7 +111,7 @@ def combine_seeds(per_seed: dict[int, pd.DataFrame]) -> pd.DataFrame:
 def verify(seeds: tuple[int, ...] = SEEDS, profile: str = "paper", experiment: str = "all", nulls: int = NULLS,
            out: Path = Path("results"), store: Path | None = None, n_jobs: int | None = None) -> dict[str, Any]:
     """Run every seed (resuming), judge each with its nulls, combine across seeds, write ``out``'s claims and report."""
-    store = store or verify_store()
+    store = store or verify_store(out)
     dirs = {s: run_seed(store, profile, s, experiment, n_jobs) for s in seeds}
     judged = {s: rejudge(d, experiment, profile, report=False, nulls=nulls) for s, d in dirs.items()}
     first = dirs[seeds[0]]
@@ -119,7 +146,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--nulls", type=int, default=NULLS)
     parser.add_argument("--out", type=Path, default=Path("results"))
     parser.add_argument("--n-jobs", type=int, default=None)
+    parser.add_argument("--status", action="store_true",
+                        help="print the trials stored and still to run, per seed and experiment; run nothing")
     args = parser.parse_args(argv)
+    if args.status:
+        store = verify_store(args.out)
+        table = progress(store, args.profile, tuple(args.seeds), args.experiment)
+        todo = table[table["stored"] < table["trials"]]
+        print(todo.to_string(index=False) if len(todo) else "every trial is stored")
+        for seed in args.seeds:
+            part = table[table["seed"] == seed]
+            print(f"seed {seed}: {int(part['stored'].sum())} of {int(part['trials'].sum())} trials stored in "
+                  f"{seed_dir(store, args.profile, seed)}; {int((part['stored'] < part['trials']).sum())} "
+                  "experiments to run")
+        return
     result = verify(tuple(args.seeds), args.profile, args.experiment, args.nulls, args.out, n_jobs=args.n_jobs)
     claims = pd.concat(result["claims"].values(), ignore_index=True)
     unstable = int(claims["measured"].str.startswith(f"inconclusive ({UNSTABLE}").sum())
