@@ -171,11 +171,12 @@ def test_flags_keys_and_privacy() -> None:
     for role, scale in (("threshold", seeded.threshold_scale), ("query", seeded.query_scale)):
         t, s = seeded.grids[role]  # type: ignore[misc]
         assert t / s >= scale and (t - 1) / s < scale
+    # ThresholdMonitor's statements and flags: test_svt_monitor_discrete.py
     monitor = ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=50, k=3, svt_noise=DS)
-    assert not monitor.certified and monitor.privacy is None and not monitor.deployable  # no proof for discrete w, v
+    assert monitor.certified and monitor.deployable and monitor.privacy.notion == "computational"  # type: ignore[union-attr]
     evolving = ThresholdMonitorEvolving(epsilon=1.0, delta=1e-6, threshold=50, k=3, svt_noise=DS)
-    assert evolving.privacy is None
-    assert ThresholdMonitorEvolving(epsilon=1.0, delta=1e-6, threshold=50, k=3).privacy is not None
+    assert evolving.privacy.notion == "computational"  # type: ignore[union-attr]
+    assert ThresholdMonitorEvolving(epsilon=1.0, delta=1e-6, threshold=50, k=3).privacy.notion == "approximate"  # type: ignore[union-attr]
 
 
 def test_monitor_state_holds_the_key_and_the_call_count() -> None:

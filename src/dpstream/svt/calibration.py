@@ -4,18 +4,27 @@ Sparse / AboveThreshold follow the SVT notes; ThresholdMonitor follows Kaplan, M
 Theorem 3.2 (Option A) and Theorem 3.8 with the composition theorem
 B.1 (Option B). Every scale is built on ``dpstream.privacy.calibration.laplace_scale``; composition, Sparse's scale and
 the noise multiplier kappa are in ``dpstream.privacy.accounting``.
+
+With ``svt_noise="discrete_secure"`` (exact discrete Laplace w and v, cap floor(Delta), {0, 1} queries) Theorem 3.2's
+xi is replaced by ``thm32_xi_discrete`` (the proof redone for discrete noise: docs/secure-noise.md), in both options.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from scipy.optimize import brentq
 
 from dpstream.privacy.accounting import advanced_composition, check_kappa
 from dpstream.privacy.calibration import laplace_scale
+from dpstream.secure.laplace import NUMERATOR_BITS
+from dpstream.svt.discrete import CONTINUOUS, DISCRETE_SECURE, check_svt_noise
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
+
+GRID_EXCESS = 2.0 ** -(NUMERATOR_BITS - 1)
+"""``secure.laplace.laplace_grid`` rounds a scale b >= 1/2 up to b' with b <= b' <= b (1 + GRID_EXCESS)."""
 
 
 def monitor_delta_cap(epsilon: float, delta: float) -> float:
@@ -31,6 +40,8 @@ class MonitorCalibration:
     ``epsilon``, ``delta`` are Alg. 3's NOISE parameters; ``epsilon_total``, ``delta_total`` the
     guarantee; ``option`` is "A" (Thm 3.2) or "B" (Thm 3.8), whichever gives the larger ``epsilon``.
     ``kappa`` < 1 multiplies every noise value (w, v and the cap on v) by kappa: NOT privacy-certified.
+    ``svt_noise``: the noise the constants are for (``thm32_xi`` for "continuous", ``thm32_xi_discrete`` for
+    "discrete_secure").
     """
 
     epsilon_total: float
@@ -42,6 +53,7 @@ class MonitorCalibration:
     epsilon_a: float
     epsilon_b: float
     kappa: float = 1.0
+    svt_noise: str = CONTINUOUS
 
     @property
     def log_inv_delta(self) -> float:
@@ -69,6 +81,37 @@ def thm32_xi(epsilon: float, delta: float, k: float) -> float:
     return 75.0 * (k + 1.0) * epsilon / math.log(1.0 / delta) + 25.0 * epsilon
 
 
+def discrete_cap_tail(epsilon: float, delta: float) -> float:
+    """A bound tau on P(v > floor(Delta)): tau = b^(-1/(1 + GRID_EXCESS)) / (1 + e^(-1/b)), b = ln(1/delta)/eps.
+
+    For v discrete Laplace at the grid scale b' in [b, b (1 + GRID_EXCESS)] and D = floor(Delta), Delta = b ln b:
+    P(v >= D + 1) = e^(-(D+1)/b') / (1 + e^(-1/b')) <= e^(-Delta/b') / (1 + e^(-1/b)) <= tau (D + 1 > Delta).
+    The continuous Laplace has P(v >= Delta) = 1 / (2b) = eps / (2 ln(1/delta)) in its place.
+    """
+    b = laplace_scale(math.log(1.0 / delta), epsilon)
+    return b ** (-1.0 / (1.0 + GRID_EXCESS)) / (1.0 + math.exp(-1.0 / b))
+
+
+def thm32_xi_discrete(epsilon: float, delta: float, k: float) -> float:
+    """Thm 3.2 redone for discrete Laplace w, v (docs/secure-noise.md): ThresholdMonitor is (xi', 3 delta)-DP.
+
+    xi' = (30 (k+1) + 10 L) (2 tau + eps/L) + (15 (k+1) + 5 L) eps/L, L = ln(1/delta), tau = ``discrete_cap_tail``.
+
+    The paper's step for a special-almost-top costs 2 eps/L (its tail eps/(2L) through e^x (1 - x/2) >= 1 at
+    x = eps/L); with the discrete tail it costs 2 tau + eps/L. At tau = eps/(2L) this is Thm 3.2's
+    75 (k+1) eps/L + 25 eps; the discrete tau is larger (2 b tau in (1, 1.245] for b >= 2), so xi' > xi.
+    Needs b = L/eps >= 2 (checked by ``calibrate``).
+    """
+    log_inv = math.log(1.0 / delta)
+    per_unit = epsilon / log_inv
+    return ((30.0 * (k + 1.0) + 10.0 * log_inv) * (2.0 * discrete_cap_tail(epsilon, delta) + per_unit)
+            + (15.0 * (k + 1.0) + 5.0 * log_inv) * per_unit)
+
+
+XI: dict[str, Callable[[float, float, float], float]] = {CONTINUOUS: thm32_xi, DISCRETE_SECURE: thm32_xi_discrete}
+"""Theorem 3.2's xi(eps, delta, k) for each ``svt_noise``."""
+
+
 def option_b_epochs(delta_total: float, k: int) -> int:
     """Number of epochs l of Option B: the smallest l with l >= k / ln(1/delta), delta = delta_total / (6 l).
 
@@ -86,31 +129,60 @@ def option_b_epochs(delta_total: float, k: int) -> int:
     return low
 
 
-def thm38_epsilon_total(epsilon: float, delta: float, k: int, delta_hat: float) -> tuple[float, float]:
+def thm38_epsilon_total(epsilon: float, delta: float, k: int, delta_hat: float,
+                        svt_noise: str = CONTINUOUS) -> tuple[float, float]:
     """Thm 3.8 made explicit: (eps0, delta0) of ThresholdMonitor(eps, delta, k) by epochs + Thm B.1.
 
     Each of l = ceil(k / ln(1/delta)) epochs is an Alg. 7 run with effective cap ln(1/delta), hence
-    (xi_e, 3 delta)-DP with xi_e = Thm 3.2's xi at k = ln(1/delta); composing l of them gives
-    eps0 = sqrt(2 l ln(1/delta^)) xi_e + l xi_e (e^xi_e - 1), delta0 = 3 l delta + delta^.
+    (xi_e, 3 delta)-DP with xi_e = Thm 3.2's xi at k = ln(1/delta) (``XI[svt_noise]``: the discrete xi' for
+    discrete noise); composing l of them gives eps0 = sqrt(2 l ln(1/delta^)) xi_e + l xi_e (e^xi_e - 1),
+    delta0 = 3 l delta + delta^.
     """
     log_inv = math.log(1.0 / delta)
     epochs = math.ceil(k / log_inv)
-    xi_e = thm32_xi(epsilon, delta, log_inv)
+    xi_e = XI[check_svt_noise(svt_noise)](epsilon, delta, log_inv)
     return advanced_composition(xi_e, epochs, delta_hat), 3.0 * epochs * delta + delta_hat
 
 
-def _option_a(epsilon_total: float, delta_total: float, k: int) -> tuple[float, float]:
+def largest_within(spent: Callable[[float], float], budget: float, high: float) -> float:
+    """The largest eps found by bisection with spent(eps) <= budget, for spent increasing in eps.
+
+    Unlike a root finder's answer, the returned eps never spends more than ``budget`` (in floating point).
+    """
+    while spent(high) <= budget:  # spent grows without bound in eps: terminates
+        high *= 2.0
+    low = 0.0
+    while True:
+        mid = 0.5 * (low + high)
+        if not low < mid < high:
+            break
+        low, high = (mid, high) if spent(mid) <= budget else (low, mid)
+    if low <= 0.0:
+        raise ValueError(f"no eps > 0 spends at most {budget!r}")
+    return low
+
+
+def _option_a(epsilon_total: float, delta_total: float, k: int, svt_noise: str) -> tuple[float, float]:
     delta = delta_total / 3.0
+    if svt_noise == DISCRETE_SECURE:  # xi' >= xi: the continuous eps spends at least the budget
+        eps_continuous = epsilon_total / (75.0 * (k + 1) / math.log(1.0 / delta) + 25.0)
+        return largest_within(lambda eps: thm32_xi_discrete(eps, delta, k), epsilon_total, eps_continuous), delta
     return epsilon_total / (75.0 * (k + 1) / math.log(1.0 / delta) + 25.0), delta
 
 
-def _option_b(epsilon_total: float, delta_total: float, k: int) -> tuple[float, float]:
+def _option_b(epsilon_total: float, delta_total: float, k: int, svt_noise: str) -> tuple[float, float]:
     epochs = option_b_epochs(delta_total, k)
     delta = delta_total / (6.0 * epochs)
     delta_hat = delta_total / 2.0
 
+    def spent(eps: float) -> float:
+        return thm38_epsilon_total(eps, delta, k, delta_hat, svt_noise)[0]
+
+    if svt_noise == DISCRETE_SECURE:
+        return largest_within(spent, epsilon_total, epsilon_total), delta
+
     def excess(eps: float) -> float:
-        return thm38_epsilon_total(eps, delta, k, delta_hat)[0] - epsilon_total
+        return spent(eps) - epsilon_total
 
     high = epsilon_total
     while excess(high) < 0:  # eps_total grows without bound in eps: terminates
@@ -118,25 +190,36 @@ def _option_b(epsilon_total: float, delta_total: float, k: int) -> tuple[float, 
     return brentq(excess, 1e-300, high, xtol=1e-15, rtol=1e-12), delta
 
 
-def option_parameters(epsilon_total: float, delta_total: float, k: int) -> dict[str, tuple[float, float]]:
-    """Alg. 3's noise parameters (eps, delta) under each option: {"A": (eps, delta), "B": (eps, delta)}."""
+def option_parameters(epsilon_total: float, delta_total: float, k: int,
+                      svt_noise: str = CONTINUOUS) -> dict[str, tuple[float, float]]:
+    """Alg. 3's noise parameters (eps, delta) under each option: {"A": (eps, delta), "B": (eps, delta)}.
+
+    ``svt_noise="discrete_secure"``: with ``thm32_xi_discrete`` in place of ``thm32_xi``, eps the largest that
+    spends at most epsilon_total (bisection, ``largest_within``).
+    """
     epsilon_total = check_epsilon(epsilon_total, "epsilon_total")
     delta_total = check_delta(delta_total, "delta_total")
     k = check_positive_int(k, "k")
-    return {"A": _option_a(epsilon_total, delta_total, k), "B": _option_b(epsilon_total, delta_total, k)}
+    svt_noise = check_svt_noise(svt_noise)
+    return {"A": _option_a(epsilon_total, delta_total, k, svt_noise),
+            "B": _option_b(epsilon_total, delta_total, k, svt_noise)}
 
 
-def calibrate(epsilon_total: float, delta_total: float, k: int, kappa: float = 1.0) -> MonitorCalibration:
+def calibrate(epsilon_total: float, delta_total: float, k: int, kappa: float = 1.0,
+              svt_noise: str = CONTINUOUS) -> MonitorCalibration:
     """Noise parameters (eps, delta) of ThresholdMonitor for an (epsilon_total, delta_total) guarantee with cap k.
 
     Option A (Thm 3.2): delta = delta_total/3, eps = eps_total / (75 (k+1)/ln(1/delta) + 25).
     Option B (Thm 3.8, see ``thm38_epsilon_total``): delta = delta_total / (6 l), eps solves eps0 = eps_total.
+    ``svt_noise="discrete_secure"``: the same with Thm 3.2's xi redone for discrete noise (``thm32_xi_discrete``),
+    eps the largest with xi'(eps) <= eps_total (A) or eps0 <= eps_total (B).
     Returns the option with the larger eps (less noise) and records which one was used. Raises when
-    Alg. 3's preconditions ln(1/delta)/eps >= 2 and eps <= ln(1/delta) fail. ``kappa`` < 1 scales every noise
-    value by kappa (``check_kappa``): NOT privacy-certified.
+    Alg. 3's preconditions ln(1/delta)/eps >= 2 and eps <= ln(1/delta) fail (the discrete proof needs the first
+    too). ``kappa`` < 1 scales every noise value by kappa (``check_kappa``): NOT privacy-certified.
     """
     kappa = check_kappa(kappa)
-    options = option_parameters(epsilon_total, delta_total, k)
+    svt_noise = check_svt_noise(svt_noise)
+    options = option_parameters(epsilon_total, delta_total, k, svt_noise)
     (eps_a, _), (eps_b, _) = options["A"], options["B"]
     option = "A" if eps_a >= eps_b else "B"
     eps, delta = options[option]
@@ -146,4 +229,4 @@ def calibrate(epsilon_total: float, delta_total: float, k: int, kappa: float = 1
             f"ThresholdMonitor needs ln(1/delta)/eps >= 2 and eps <= ln(1/delta); calibrate({epsilon_total}, "
             f"{delta_total}, {k}) gives eps={eps:.3g}, ln(1/delta)={log_inv:.3g}"
         )
-    return MonitorCalibration(epsilon_total, delta_total, k, eps, delta, option, eps_a, eps_b, kappa)
+    return MonitorCalibration(epsilon_total, delta_total, k, eps, delta, option, eps_a, eps_b, kappa, svt_noise)

@@ -9,7 +9,7 @@ import numpy as np
 
 from dpstream import serial
 from dpstream.noise import NoiseSource, SeedLike, noise_mode
-from dpstream.privacy.statement import Certified, Privacy, Relation
+from dpstream.privacy.statement import Certified, Notion, Privacy, Relation
 from dpstream.secure.laplace import MAX_CALLS, KeyedLaplace, laplace_grid
 from dpstream.svt import _kernels
 from dpstream.svt.calibration import MonitorCalibration, calibrate
@@ -42,11 +42,10 @@ class _MonitorCore(Certified, serial.Serialisable):
     and v exact discrete Laplace at the calibrated scales rounded up to rationals t/s (``grids``), from a ChaCha20 key
     (``dpstream.secure.laplace``; nonces (role w or v, run call, run, query)), the cap floor(Delta) (on integers
     min(v, Delta) and min(v, floor(Delta)) decide alike), integer decisions; ``to_bytes`` writes the key and the
-    call count. NOT privacy-certified: Kaplan, Mansour, Stemmer's proof of Thm 3.2 treats W as discrete already
-    and shifts it by f_i(x') in {0, 1} (the same pmf ratio bound holds), but its bounds through v's tail (the
-    special-almost-tops, P(v >= Delta) = e^{-Delta/b} / 2) and Lemma 3.5's tail ratios are for the continuous Laplace;
-    the discrete tail P(v >= k) = e^{-k/b} / (1 + e^{-1/b}) is up to twice as large, so xi would have to be
-    re-derived. Until then ``certified``, ``deployable`` are False and ``privacy`` is None.
+    call count. Calibrated with Thm 3.2 redone for discrete noise (``calibration.thm32_xi_discrete``, derivation in
+    docs/secure-noise.md: v's tail beyond the cap is e^{-(D+1)/b'} / (1 + e^{-1/b'}) instead of 1/(2b), which
+    raises the cost of a special-almost-top); the guarantee is computational (ChaCha20 as a pseudorandom
+    function). ``deployable`` when keyed from OS entropy (no seed).
     """
 
     _args: dict[str, Any]
@@ -66,13 +65,18 @@ class _MonitorCore(Certified, serial.Serialisable):
             self.threshold = integer_value(threshold, "threshold")
             self.grids = {"w": laplace_grid(calibration.w_scale), "v": laplace_grid(calibration.v_scale)}
             self.int_cap = math.floor(calibration.cap)
-            self.paper_constants = False  # see the class docstring: no proof for discrete noise here
+            self.paper_constants = calibration.svt_noise == DISCRETE_SECURE  # the discrete proof's constants
             self._keyed = KeyedLaplace(seed)
 
     @property
     def deployable(self) -> bool:
-        """Exact discrete noise keyed from OS entropy and a certified setting (never, for now: see the docstring)."""
+        """Exact discrete noise keyed from OS entropy (no seed) and a certified setting."""
         return self._keyed is not None and not self._keyed.seeded and self.certified
+
+    @property
+    def notion(self) -> Notion | None:
+        """"computational" with discrete noise (keyed ChaCha20 as a pseudorandom function), else by delta."""
+        return "computational" if self.svt_noise == DISCRETE_SECURE else None
 
     def draw_noise(self, m: int, n_runs: int = 1) -> dict[str, np.ndarray]:
         """Draw W (R, m) at scale 10 Delta, then v (R, m) at scale b = ln(1/delta)/eps (uncapped; the kernel caps)."""
@@ -159,6 +163,8 @@ class ThresholdMonitor(_MonitorCore):
     ``calibrate`` (Thm 3.2 = Option A or Thm 3.8 = Option B, whichever adds less noise; recorded in
     ``calibration.option``). Queries must be linear with f_i(x) in [0, 1]. Accuracy (Thm 3.1) is
     relative to the pruned database S_i. ``kappa`` < 1 scales all noise by kappa: NOT privacy-certified.
+    ``svt_noise="discrete_secure"``: the same (epsilon, delta) and neighbours, f_i(x) in {0, 1}, calibrated with
+    the discrete constants (``calibration.thm32_xi_discrete``), computationally (see ``_MonitorCore``).
     """
 
     def __init__(
@@ -174,7 +180,7 @@ class ThresholdMonitor(_MonitorCore):
     ) -> None:
         """Validate (epsilon, delta) and calibrate the noise (``calibrate``, scaled by ``kappa``)."""
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
-        super().__init__(calibrate(epsilon, delta, k, kappa), threshold, seed, svt_noise)
+        super().__init__(calibrate(epsilon, delta, k, kappa, svt_noise), threshold, seed, svt_noise)
         self.kappa = self.calibration.kappa
         self.paper_constants = self.paper_constants and self.calibration.option in ("A", "B")
         self._args = {"epsilon": epsilon, "delta": delta, "threshold": self.threshold, "k": self.k,
@@ -182,9 +188,13 @@ class ThresholdMonitor(_MonitorCore):
 
     @property
     def privacy(self) -> Privacy | None:
-        """(epsilon_total, delta_total) for add/remove-one-record neighbours; None when kappa < 1 (NOT certified)."""
+        """(epsilon_total, delta_total) for add/remove-one-record neighbours; None when kappa < 1 (NOT certified).
+
+        Computational with ``svt_noise="discrete_secure"``.
+        """
         cal = self.calibration
-        return Privacy(cal.epsilon_total, cal.delta_total, Relation.ADD_REMOVE_RECORD) if self.certified else None
+        return (Privacy(cal.epsilon_total, cal.delta_total, Relation.ADD_REMOVE_RECORD, self.notion)
+                if self.certified else None)
 
 
 class ThresholdMonitorEvolving(_MonitorCore):
@@ -196,7 +206,9 @@ class ThresholdMonitorEvolving(_MonitorCore):
     neighbours over the whole stream (Thm 4.4), calibrated through group privacy to be safe:
     calibrate(eps/2, delta/(1 + e^{eps/2}), k), since replace = remove + add costs (2 eps, (1 + e^eps) delta).
     That step is group privacy (a group of two add/remove neighbours), not a composition of parts' statements, so
-    the budget is stated directly, not with ``dpstream.privacy.compose``.
+    the budget is stated directly, not with ``dpstream.privacy.compose``. ``svt_noise="discrete_secure"``: the same
+    (epsilon, delta) and neighbours, f_i in {0, 1}, with ``calibrate``'s discrete constants, computationally
+    (Thm 4.4's reduction to ThresholdMonitor and group privacy do not depend on the noise).
     """
 
     def __init__(
@@ -205,7 +217,7 @@ class ThresholdMonitorEvolving(_MonitorCore):
     ) -> None:
         """Calibrate through group privacy: calibrate(eps/2, delta/(1 + e^{eps/2}), k)."""
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
-        cal = calibrate(epsilon / 2.0, delta / (1.0 + math.exp(epsilon / 2.0)), k)
+        cal = calibrate(epsilon / 2.0, delta / (1.0 + math.exp(epsilon / 2.0)), k, svt_noise=svt_noise)
         super().__init__(cal, threshold, seed, svt_noise)
         self.epsilon_total, self.delta_total = epsilon, delta
         self._args = {"epsilon": epsilon, "delta": delta, "threshold": self.threshold, "k": self.k,
@@ -213,8 +225,9 @@ class ThresholdMonitorEvolving(_MonitorCore):
 
     @property
     def privacy(self) -> Privacy | None:
-        """(epsilon_total, delta_total), replace-one-user neighbours, whole stream (Thm 4.4); None if not certified.
+        """(epsilon_total, delta_total), replace-one-user neighbours, whole stream (Thm 4.4).
 
-        Not certified: ``svt_noise="discrete_secure"`` (see ``_MonitorCore``).
+        Computational with ``svt_noise="discrete_secure"``.
         """
-        return Privacy(self.epsilon_total, self.delta_total, Relation.REPLACE_ONE_USER) if self.certified else None
+        return (Privacy(self.epsilon_total, self.delta_total, Relation.REPLACE_ONE_USER, self.notion)
+                if self.certified else None)
