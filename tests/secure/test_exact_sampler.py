@@ -116,6 +116,40 @@ def test_a_full_record_of_undecided_draws_raises_in_one_line() -> None:
     assert "\n" not in str(info.value)
 
 
+def test_a_slow_path_that_raises_leaves_no_record_for_the_next_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    # an interrupted settle (here exact.dgauss raising) must not add its draws into the next batch's rows
+    a, b, t = samplers.gaussian_params(5, 2)
+    st = samplers.new_state(capacity=6_000)
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(exact, "dgauss", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        samplers.discrete_gaussian_batch(KEY, _nonces(2000, 3), a, b, t, st, _chunks=1)
+    assert st[samplers.FLAGS_AT] == 0
+    monkeypatch.undo()
+    nonces = _nonces(2000, 4)
+    assert (samplers.discrete_gaussian_batch(KEY, nonces, a, b, t, st, _chunks=1).tolist()
+            == samplers.discrete_gaussian_batch(KEY, nonces, a, b, t, samplers.new_state()).tolist())
+
+
+def test_a_t_or_a_byte_count_the_table_is_not_laid_out_for_is_refused_in_one_line() -> None:
+    # the table's rows are placed for t = floor(sigma) + 1 and 16-byte entries: another t would read wrong rows
+    a, b, t = samplers.gaussian_params(5, 2)
+    for bad in ({"t": t + 1}, {"t": t - 1}, {"chunks": 0}, {"chunks": samplers.CHUNKS + 1}):
+        args = {"a": a, "b": b, "t": t, "chunks": samplers.CHUNKS} | bad
+        with pytest.raises(ValueError, match="t = |chunks must be") as info:
+            samplers.gaussian_sampler(**args)
+        assert "\n" not in str(info.value)
+
+
+def test_the_shared_tables_cannot_be_written() -> None:
+    for array in samplers.gaussian_table(5, 2)[0:2] + samplers.gaussian_table(5, 2)[3:]:
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 1
+
+
 def _counting_settle(monkeypatch: pytest.MonkeyPatch, module: object) -> list[int]:
     """Replace ``module.settle`` by one that records how many draws each call finds undecided."""
     seen: list[int] = []

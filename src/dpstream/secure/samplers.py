@@ -30,7 +30,7 @@ Range: the geometric part V of a discrete Laplace draw is capped at ``V_CAP`` fo
 with V >= V_CAP is rejected), so |Y| < V_CAP t. The output is EXACTLY the discrete Gaussian conditioned on |Y| <
 V_CAP t (rejection preserves the shape of the target on the accepted set): its total variation distance to the
 untruncated one is P(|Y| >= 64 sigma) < 2 exp(-2048), below any delta (stated in ``privacy``, not added). sigma^2 is
-limited by ``V_CAP * t^2 * b <= 2^31`` (``gaussian_params``), which bounds the table: at most 91,192 rows (1.46 MB,
+limited by ``V_CAP * t^2 * b <= 2^31`` (``gaussian_params``), which bounds the table: at most 91,204 rows (1.46 MB,
 sigma ~ 5790); 808 rows (15 KB with ``first_v``) at sigma^2 = 2250.
 
 The internal functions are compiled without numba's reference counting (``_nrt=False``: they never allocate), which
@@ -395,6 +395,12 @@ def gaussian_sampler(a: int, b: int, t: int, chunks: int = CHUNKS) -> tuple[np.n
 
     Kind 0 is ``lanes.GAUSSIAN``; ``chunks`` < CHUNKS (tests only) leaves more draws to ``settle``.
     """
+    if t != gaussian_params(a, b)[2]:
+        raise ValueError(f"t = {t!r} is not floor(sigma) + 1 = {gaussian_params(a, b)[2]} for sigma^2 = {a}/{b}: "
+                         "the table is laid out for that t (use gaussian_params)")
+    if not (isinstance(chunks, int) and 1 <= chunks <= CHUNKS):
+        raise ValueError(f"chunks must be an integer in [1, {CHUNKS}] (bytes of a {TABLE_BITS}-bit entry), "
+                         f"got {chunks!r}")
     hi, lo, y_rows, first_v = gaussian_table(a, b)
     head = np.array([0, a, b, t, (t - 1).bit_length(), y_rows, chunks], dtype=np.int64)
     return np.concatenate((head, first_v)), hi, lo
@@ -409,8 +415,8 @@ def settle(key: np.ndarray, a: int, b: int, t: int, st: np.ndarray, out: np.ndar
     flagged = int(st[FLAGS_AT])
     if not flagged:
         return
+    st[FLAGS_AT] = 0  # cleared first: a slow path that raises leaves no record for the next batch to settle
     if FLAGS_AT + 1 + FLAG_FIELDS * flagged > st.shape[0]:
-        st[FLAGS_AT] = 0
         raise RuntimeError(f"{flagged} draws went to the exact slow path, more than the sampler state records "
                            f"({(st.shape[0] - FLAGS_AT - 1) // FLAG_FIELDS}); no value was released")
     for i in range(flagged):
@@ -418,7 +424,6 @@ def settle(key: np.ndarray, a: int, b: int, t: int, st: np.ndarray, out: np.ndar
         value, total = exact.dgauss(key, np.array([n0, n1, n2], dtype=np.uint32), a, b, t)
         out[row] += used * value
         st[4] += total - words
-    st[FLAGS_AT] = 0
 
 
 @functools.lru_cache(maxsize=16)
@@ -448,6 +453,8 @@ def gaussian_table(a: int, b: int) -> tuple[np.ndarray, np.ndarray, int, np.ndar
     tops = [p >> (TABLE_BITS - CHUNK_BITS) for p in rows[:V_CAP]]
     first_v = np.array([sum(d > c for d in tops) if c not in tops else -1 - sum(d > c for d in tops)
                         for c in range(1 << CHUNK_BITS)], dtype=np.int64)
+    for shared in (hi, lo, first_v):  # one copy per (a, b) for every caller
+        shared.setflags(write=False)
     return hi, lo, y, first_v
 
 
