@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from dpstream.counters import counter_class
-from dpstream.secure import cdt, chacha, lanes, release, samplers, sequential
+from dpstream.secure import cdt, chacha, lanes, laplace, release, samplers, sequential
 from dpstream.secure.privacy import (
     SMOOTHING_S2,
     discrete_gaussian_delta,
@@ -158,10 +158,12 @@ def test_discrete_gaussian_matches_pmf(a: int, b: int) -> None:
 
 
 @pytest.mark.parametrize("t", [1, 3, 20])
-def test_discrete_laplace_matches_pmf(t: int) -> None:
-    vcap = samplers.laplace_cap(t)
+def test_integer_scale_discrete_laplace_matches_pmf(t: int) -> None:
+    # the rational-scale sampler at s = 1 (the integer scales); fails only when p < 1e-6 for a correct sampler
+    vcap = laplace.laplace_vcap(t)
     key = chacha.key_words(bytes(range(7, 39)))
-    draws = samplers.discrete_laplace_batch(key, _nonces(N_DRAWS, t), t, vcap, samplers.new_state())
+    draws = samplers.discrete_laplace_rational_batch(key, _nonces(N_DRAWS, t), np.int64(t), np.int64(1),
+                                                     np.int64(vcap), samplers.new_state())
     support = np.arange(-60 * t, 60 * t + 1)
     assert _chi_square_p(draws, -np.abs(support).astype(float) / t, support) > 1e-6
 
@@ -179,11 +181,11 @@ def test_same_nonce_same_value_and_streams_independent_of_order() -> None:
 
 
 def test_out_of_range_sigma_is_one_line_error() -> None:
-    with pytest.raises(ValueError, match="outside the exact sampler's int64 range") as info:
+    with pytest.raises(ValueError, match="outside the exact sampler's range") as info:
         samplers.gaussian_params(1 << 40, 1)
     assert "\n" not in str(info.value)
-    with pytest.raises(ValueError, match="discrete Laplace scale"):
-        samplers.laplace_cap(0)
+    with pytest.raises(ValueError, match="discrete Laplace numerator"):
+        laplace.laplace_vcap(0)
 
 
 FLOAT_TOKENS = ("double", "float ", "fcmp", "sitofp", "fptosi", "uitofp", "fptoui")
@@ -193,6 +195,9 @@ def _decision_path_calls() -> list[tuple[object, tuple]]:
     key, nonce = np.zeros(8, np.uint32), np.zeros(3, np.uint32)
     buf, st = np.zeros(16, np.uint32), samplers.new_state()
     i = np.int64
+    gaussian, hi, lo = lanes.gaussian(10, 1, 4)
+    first_v = gaussian[7:]
+    reservoir = (i(5), i(3), i(2))
     return [
         (chacha.block, (key, 1, nonce)),
         (samplers._refill, (key, nonce, buf, st)),
@@ -203,19 +208,21 @@ def _decision_path_calls() -> list[tuple[object, tuple]]:
         (samplers._bernoulli_exp_le1, (i(1), i(3), key, nonce, buf, st)),
         (samplers._bernoulli_exp, (i(7), i(3), key, nonce, buf, st)),
         (samplers._dlaplace_magnitude, (i(3), i(64), key, nonce, buf, st)),
-        (samplers._dlaplace, (i(3), i(64), key, nonce, buf, st)),
-        (samplers._dgauss, (i(10), i(1), i(4), key, nonce, buf, st)),
-        (samplers.discrete_gaussian_batch, (key, np.zeros((2, 3), np.uint32), i(10), i(1), i(4), st)),
-        (samplers.discrete_laplace_batch, (key, np.zeros((2, 3), np.uint32), i(3), i(64), st)),
+        (samplers._take, (i(9), *reservoir, key, nonce, buf, st)),
+        (samplers._byte, (hi, lo, i(3), 9)),
+        (samplers._below, (i(7), hi, lo, i(3), i(16), *reservoir, key, nonce, buf, st)),
+        (samplers._geometric, (i(0), first_v, hi, lo, i(16), *reservoir, key, nonce, buf, st)),
+        (samplers._dgauss, (gaussian, hi, lo, key, nonce, buf, st)),
+        (samplers._flag, (nonce, i(1), i(1), i(2), st)),
+        (samplers._gaussian_batch, (key, np.zeros((2, 3), np.uint32), gaussian, hi, lo, st)),
         (chacha.chacha20_lanes, (key, np.uint32(0), np.zeros((3, chacha.LANES), np.uint32),
                                  np.zeros(16 * chacha.LANES, np.uint32))),
         (samplers._primed, (np.zeros(16 * chacha.LANES, np.uint32), 3, buf, st)),
         (lanes.queue, ()),
-        (lanes.draw_queued, (key, lanes.gaussian(10, 1, 4), lanes.NO_TABLE, lanes.NO_TABLE, *lanes.queue()[:3], 2,
-                             *lanes.queue()[3:], st, np.zeros(3, np.int64))),
-        (release._node_sums, (key, lanes.gaussian(10, 1, 4), lanes.NO_TABLE, lanes.NO_TABLE, i(2), np.arange(3),
-                              np.array([5, 6, 7]), st)),
-        (sequential._draws, (key, i(3), i(4), lanes.gaussian(10, 1, 4), st)),
+        (lanes.draw_queued, (key, gaussian, hi, lo, *lanes.queue()[:3], 2, *lanes.queue()[3:], st,
+                             np.zeros(3, np.int64))),
+        (release._node_sums, (key, gaussian, hi, lo, i(2), np.arange(3), np.array([5, 6, 7]), st)),
+        (sequential._draws, (key, i(3), i(4), gaussian, hi, lo, st)),
     ]
 
 

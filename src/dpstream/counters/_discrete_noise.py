@@ -23,7 +23,7 @@ from dpstream.noise import SeedLike, as_seed_sequence
 from dpstream.privacy.statement import Notion
 from dpstream.secure.chacha import KEY_BYTES, MAX_CELLS, key_words
 from dpstream.secure.privacy import discrete_gaussian_sigma2
-from dpstream.secure.samplers import gaussian_params, new_state
+from dpstream.secure.samplers import CHUNKS, gaussian_params, gaussian_table, new_state
 
 
 class DiscreteFlags(Counter):
@@ -56,6 +56,9 @@ class DiscreteNoise(DiscreteFlags):
     ``calibration_delta``), ``sigma``, the sampler's parameters (``_prepare_sampler``), ``deployable``, the key
     ``_key`` (8 uint32) and the sampler state ``_st``.
     """
+
+    _chunks: int = CHUNKS
+    """Bytes of each table entry the exact sampler compares (tests lower it to send many draws to the slow path)."""
 
     def __init__(self, *, seed: SeedLike = None, **kwargs: Any) -> None:
         """As ``Counter``; the key from OS entropy when ``seed`` is None, else from the seed (not deployable)."""
@@ -100,8 +103,21 @@ class DiscreteNoise(DiscreteFlags):
         return 0.0
 
     def _prepare_sampler(self, scaled: Fraction) -> None:
-        """Parameters of the rejection sampler for N_Z(0, scaled) (range-checked)."""
+        """Parameters of the rejection sampler for N_Z(0, scaled) (range-checked) and its table (cached per sigma^2)."""
         self._abt = np.array(gaussian_params(scaled.numerator, scaled.denominator), dtype=np.int64)
+        gaussian_table(int(self._abt[0]), int(self._abt[1]))
+
+    @property
+    def table_bytes(self) -> int:
+        """Bytes of the exact sampler's table (0 without noise): not part of ``memory_bytes`` (the state).
+
+        The table is public, a function of sigma^2, computed on construction (and so on restore) and shared by the
+        counters of one sigma^2 (``samplers.gaussian_table``).
+        """
+        if self._noiseless:
+            return 0
+        hi, lo, _, first_v = gaussian_table(int(self._abt[0]), int(self._abt[1]))
+        return hi.nbytes + lo.nbytes + first_v.nbytes
 
     def __repr__(self) -> str:
         """Dimensions and calibration, never the key."""

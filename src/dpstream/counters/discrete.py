@@ -11,13 +11,14 @@ from typing import Any
 
 import numpy as np
 
+from dpstream import serial
 from dpstream.counters import _kernels as kernels
 from dpstream.counters._discrete_noise import DiscreteNoise
 from dpstream.counters.binary import BinaryTree, DerivedState
 from dpstream.secure import cdt
 from dpstream.secure import release as secure_release
 from dpstream.secure.chacha import KEY_BYTES
-from dpstream.secure.samplers import gaussian_params
+from dpstream.secure.samplers import EXACT_SAMPLER, gaussian_params
 
 
 class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
@@ -43,6 +44,8 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
     """
 
     node_noise = "discrete_secure"
+    exact_sampler: str | None = EXACT_SAMPLER
+    """The exact sampler's version, written by ``to_bytes`` and checked on restore (None: another sampler)."""
     kind = kernels.DERIVED  # pushes as the derived tree (the exact sums only); the noise differs at release
     sparse_pushes = True
     tracks_steps = False
@@ -64,7 +67,8 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
 
     def _noise_sums(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         a, b, t = self._abt
-        return secure_release.block_noise_sums(self._key, a, b, t, np.int64(self.block_levels), cells, steps, self._st)
+        return secure_release.block_noise_sums(self._key, a, b, t, np.int64(self.block_levels), cells, steps, self._st,
+                                               self._chunks)
 
     def noise_count(self, steps: np.ndarray) -> int:
         """No draws at push time: the noise is derived at release."""
@@ -72,6 +76,28 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
         return {**super()._state_arrays(), "key": self._key}
+
+    def _state_scalars(self) -> dict[str, Any]:
+        """As ``DiscreteNoise``, and the exact sampler's version (``samplers.EXACT_SAMPLER``) if it draws the nodes."""
+        scalars = super()._state_scalars()
+        if self.exact_sampler is not None:
+            scalars["exact_sampler"] = self.exact_sampler
+        return scalars
+
+    def _restore_scalars(self, scalars: dict[str, Any]) -> None:
+        """Refuse a state whose nodes another version of the exact sampler drew, then restore.
+
+        Restored, it would release other values for nodes it has already released (the nodes are drawn again at each
+        release): two noisy copies of the same sums, which the privacy guarantee does not cover.
+        """
+        found = scalars.get("exact_sampler")
+        if self.exact_sampler is not None and found != self.exact_sampler:
+            which = (f"exact_sampler={found!r}" if found else
+                     "this state names no exact sampler (written by the rejection sampler before the tables)")
+            raise serial.SerialError(f"{which}, not this version's {self.exact_sampler!r}: its node noise came from "
+                                     "another sampler and continuing it could release other noise for nodes already "
+                                     "released. Finish its stream with the dpstream version that wrote it")
+        super()._restore_scalars(scalars)
 
     def variance(self, steps: np.ndarray | int) -> np.ndarray:
         """popcount(s) sigma^2: an upper bound (the discrete Gaussian's variance is slightly below sigma^2)."""
@@ -111,6 +137,7 @@ class ConstantTimeDiscreteBinary(DiscreteSecureBinary):
     """
 
     node_noise = "discrete_secure_ct"
+    exact_sampler = None
     DELTA_SHARE = 2.0**-10
     """The share of delta given to the sampler's distance from the exact discrete Gaussian."""
 

@@ -47,7 +47,7 @@ class StoredDiscreteDraws(DiscreteNoise):
         if self._noiseless:
             return np.zeros(size)
         a, b, t = self._abt
-        out = sequential.draws(self._key, self._drawn[0], np.int64(size), a, b, t, self._st)
+        out = sequential.draws(self._key, self._drawn[0], np.int64(size), a, b, t, self._st, self._chunks)
         self._drawn[0] += size
         return out.astype(np.float64)
 

@@ -5,10 +5,14 @@ Every secure draw reads its own stream (key, nonce) from block 0. The callers (`
 all LANES streams in one vectorised pass (``chacha.chacha20_lanes``, the unused columns too, so the generator work of
 a batch is fixed), then draws the queued values in queue order: the table sampler (``cdt``) reads its 4 words from
 the block, a rejection sampler (``samplers``) starts from it (``samplers._primed``) and computes any further block
-itself. The values and the words consumed are those of drawing each stream alone.
+itself. The values and the words consumed are those of drawing each stream alone. A discrete Gaussian draw the
+compiled sampler leaves undecided (``samplers.TIE``) adds nothing here and is recorded in ``st``; the caller adds its
+exact value afterwards (``samplers.settle``).
 
-``sampler`` (int64[6]): kind (``GAUSSIAN``, ``TABLE`` or ``LAPLACE``) and its integers: N_Z(0, a/b) with t =
-floor(sigma) + 1 (a, b, t), or the discrete Laplace of scale t/s with the cap vcap (t, s, vcap).
+``sampler`` (int64[7]): kind (``GAUSSIAN``, ``TABLE`` or ``LAPLACE``) and its integers: N_Z(0, a/b) with t =
+floor(sigma) + 1 (a, b, t, k = bit_length(t - 1), the table's y rows, the bytes compared per entry, then 256
+first-byte counts: ``samplers.gaussian_sampler``; its table is passed as ``hi``, ``lo``), or the discrete Laplace of
+scale t/s with the cap vcap (t, s, vcap).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from numba import njit
 
 from dpstream.secure.cdt import _dgauss_ct_words
 from dpstream.secure.chacha import LANES, chacha20_lanes
-from dpstream.secure.samplers import _dgauss, _dlaplace_rational, _primed
+from dpstream.secure.samplers import CHUNKS, TIE, _dgauss, _dlaplace_rational, _flag, _primed, gaussian_sampler
 
 GAUSSIAN, TABLE, LAPLACE = 0, 1, 2
 Int = int | np.integer
@@ -26,19 +30,22 @@ NO_TABLE = np.zeros(0, dtype=np.uint64)
 """The table arguments of a sampler that has none."""
 
 
-def gaussian(a: Int, b: Int, t: Int) -> np.ndarray:
-    """The exact discrete Gaussian N_Z(0, a/b) (``samplers.gaussian_params`` gives a, b, t)."""
-    return np.array([GAUSSIAN, a, b, t, 1, 1], dtype=np.int64)
+def gaussian(a: Int, b: Int, t: Int, chunks: int = CHUNKS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The exact discrete Gaussian N_Z(0, a/b) (``samplers.gaussian_params`` gives a, b, t) and its table (hi, lo).
+
+    ``chunks`` (tests only: fewer makes undecided draws frequent) is the number of bytes of each entry compared.
+    """
+    return gaussian_sampler(int(a), int(b), int(t), chunks)
 
 
 def table() -> np.ndarray:
     """The constant-time table sampler (its table is passed as ``hi``, ``lo``)."""
-    return np.array([TABLE, 1, 1, 1, 1, 1], dtype=np.int64)
+    return np.array([TABLE, 1, 1, 1, 1, 1, 0], dtype=np.int64)
 
 
 def laplace(t: Int, s: Int, vcap: Int) -> np.ndarray:
     """The discrete Laplace of scale t/s, |y| < vcap t / s."""
-    return np.array([LAPLACE, 1, 1, t, s, vcap], dtype=np.int64)
+    return np.array([LAPLACE, 1, 1, t, s, vcap, 0], dtype=np.int64)
 
 
 @njit(cache=True)
@@ -63,7 +70,11 @@ def draw_queued(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.nda
             _primed(words, lane, buf, st)
             nonce[0], nonce[1], nonce[2] = nonces[0, lane], nonces[1, lane], nonces[2, lane]
             if kind == GAUSSIAN:
-                value = _dgauss(sampler[1], sampler[2], sampler[3], key, nonce, buf, st)
+                start = st[4]
+                value = _dgauss(sampler, hi, lo, key, nonce, buf, st)
+                if value == TIE:
+                    _flag(nonce, rows[lane], used[lane], st[4] - start, st)
+                    continue
             else:
                 value = _dlaplace_rational(sampler[3], sampler[4], sampler[5], key, nonce, buf, st)
         out[rows[lane]] += used[lane] * value

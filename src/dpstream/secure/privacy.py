@@ -31,7 +31,7 @@ Numerical error: delta_G = Phi(a) - e^epsilon Phi(b) is computed with ``math.erf
 ``FLOAT_MARGIN`` (A + B), far above that, and sigma_0 is rounded down.
 
 ``discrete_gaussian_sigma2`` returns the smallest sigma^2 = a / b on the sampler's grid (b a power of two, as fine as
-the overflow range ``samplers.gaussian_params`` allows) whose delta is <= the target: the real root rounded UP.
+the range ``samplers.gaussian_params`` allows) whose delta is <= the target: the real root rounded UP.
 The samplers' truncation at |y| < 64 t adds at most 2 exp(-2048) per draw to delta (``samplers``), below float
 precision for any stream length, and is stated rather than computed.
 """
@@ -133,7 +133,7 @@ def discrete_gaussian_l2_sensitivity(sigma2: Fraction, epsilon: float, delta: fl
 
 
 def grid_denominator(sigma2: float) -> int:
-    """The largest power-of-two denominator b whose sigma^2 grid stays in the sampler's int64 range at ``sigma2``."""
+    """The largest power-of-two denominator b whose sigma^2 grid stays in the exact sampler's range at ``sigma2``."""
     t = math.isqrt(math.ceil(sigma2)) + 1
     b = 1
     while V_CAP * t * t * (2 * b) <= MAX_PRODUCT:

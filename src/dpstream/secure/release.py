@@ -15,6 +15,7 @@ from numba import njit
 
 from dpstream.secure import lanes
 from dpstream.secure.chacha import LANES
+from dpstream.secure.samplers import CHUNKS, settle
 
 
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
@@ -62,18 +63,22 @@ def _node_sums(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndar
 
 
 def noise_sums(key: np.ndarray, a: np.int64, b: np.int64, t: np.int64, cells: np.ndarray, steps: np.ndarray,
-               st: np.ndarray) -> np.ndarray:
+               st: np.ndarray, _chunks: int = CHUNKS) -> np.ndarray:
     """Per (cell, step): the sum of its nodes' N_Z(0, a/b) draws over the set bits of step (int64)."""
-    return _node_sums(key, lanes.gaussian(a, b, t), lanes.NO_TABLE, lanes.NO_TABLE, np.int64(0), cells, steps, st)
+    return block_noise_sums(key, a, b, t, np.int64(0), cells, steps, st, _chunks)
 
 
 def block_noise_sums(key: np.ndarray, a: np.int64, b: np.int64, t: np.int64, k: np.int64, cells: np.ndarray,
-                     steps: np.ndarray, st: np.ndarray) -> np.ndarray:
+                     steps: np.ndarray, st: np.ndarray, _chunks: int = CHUNKS) -> np.ndarray:
     """``noise_sums`` drawing, for each (cell, step s), EVERY node of s's block of 2^k steps (block s >> k).
 
-    The work of a release is then the work of its whole block, the same for every step of the block.
+    The work of a release is then the work of its whole block, the same for every step of the block. Draws the
+    compiled sampler leaves undecided are added exactly afterwards (``samplers.settle``); ``_chunks``: tests only.
     """
-    return _node_sums(key, lanes.gaussian(a, b, t), lanes.NO_TABLE, lanes.NO_TABLE, np.int64(k), cells, steps, st)
+    sampler, hi, lo = lanes.gaussian(a, b, t, _chunks)
+    out = _node_sums(key, sampler, hi, lo, np.int64(k), cells, steps, st)
+    settle(key, int(a), int(b), int(t), st, out)
+    return out
 
 
 def noise_sums_ct(key: np.ndarray, hi: np.ndarray, lo: np.ndarray, cells: np.ndarray, steps: np.ndarray,

@@ -14,13 +14,15 @@ from numba import njit
 
 from dpstream.secure import lanes
 from dpstream.secure.chacha import LANES
+from dpstream.secure.samplers import CHUNKS, settle
 
 STREAM_TAG = 0xFFFFFFFF
 """Word 2 of every sequential nonce."""
 
 
 @njit(cache=True)
-def _draws(key: np.ndarray, first: np.int64, count: int, sampler: np.ndarray, st: np.ndarray) -> np.ndarray:
+def _draws(key: np.ndarray, first: np.int64, count: int, sampler: np.ndarray, hi: np.ndarray, lo: np.ndarray,
+           st: np.ndarray) -> np.ndarray:
     out = np.zeros(count, dtype=np.int64)
     nonces, rows, used, words, nonce, buf = lanes.queue()
     nonces[2, :] = np.uint32(STREAM_TAG)
@@ -31,12 +33,18 @@ def _draws(key: np.ndarray, first: np.int64, count: int, sampler: np.ndarray, st
             nonces[0, lane] = np.uint32(i & 0xFFFFFFFF)
             nonces[1, lane] = np.uint32(i >> 32)
             rows[lane] = start + lane
-        lanes.draw_queued(key, sampler, lanes.NO_TABLE, lanes.NO_TABLE, nonces, rows, used, queued, words, nonce, buf,
-                          st, out)
+        lanes.draw_queued(key, sampler, hi, lo, nonces, rows, used, queued, words, nonce, buf, st, out)
     return out
 
 
 def draws(key: np.ndarray, first: np.int64, count: np.int64, a: np.int64, b: np.int64, t: np.int64,
-          st: np.ndarray) -> np.ndarray:
-    """Draws number ``first`` .. ``first + count - 1`` of N_Z(0, a/b), each from its own stream (int64)."""
-    return _draws(key, np.int64(first), int(count), lanes.gaussian(a, b, t), st)
+          st: np.ndarray, _chunks: int = CHUNKS) -> np.ndarray:
+    """Draws number ``first`` .. ``first + count - 1`` of N_Z(0, a/b), each from its own stream (int64).
+
+    Draws the compiled sampler leaves undecided are added exactly afterwards (``samplers.settle``); ``_chunks``:
+    tests only.
+    """
+    sampler, hi, lo = lanes.gaussian(a, b, t, _chunks)
+    out = _draws(key, np.int64(first), int(count), sampler, hi, lo, st)
+    settle(key, int(a), int(b), int(t), st, out)
+    return out
