@@ -30,6 +30,7 @@ def test_verify_smoke_three_seeds_resumes_from_its_store(tmp_path, capsys):
     store, out = tmp_path / "store", tmp_path / "out"
     before = progress(store, "smoke", (0, 1, 2), "svt_theory")
     assert before["seed"].tolist() == [0, 1, 2] and (before["trials"] > 0).all() and (before["stored"] == 0).all()
+    assert not store.exists()  # counting wrote nothing
     result = verify(seeds=(0, 1, 2), profile="smoke", experiment="svt_theory", nulls=2, out=out, store=store,
                     n_jobs=1)
     for seed in (0, 1, 2):

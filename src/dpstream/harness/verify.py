@@ -75,7 +75,8 @@ def progress(store: Path, profile: str, seeds: tuple[int, ...], experiment: str 
     rows = []
     for seed in seeds:
         planned = plan(seed_config(store, profile, seed, experiment), CONF_DIR, [])
-        stored = ResultsStore(seed_dir(store, profile, seed) / "store" / STORE_NAME)
+        path = seed_dir(store, profile, seed) / "store" / STORE_NAME
+        stored: ResultsStore | set[str] = ResultsStore(path) if path.exists() else set()  # not started: create nothing
         for spec, all_params in planned.experiments:
             keys = {store_key(p, trial_function(p, spec)) for p in all_params}
             rows.append({"seed": seed, "experiment": spec["id"], "trials": len(keys),

@@ -395,8 +395,9 @@ def gaussian_sampler(a: int, b: int, t: int, chunks: int = CHUNKS) -> tuple[np.n
 
     Kind 0 is ``lanes.GAUSSIAN``; ``chunks`` < CHUNKS (tests only) leaves more draws to ``settle``.
     """
-    if t != gaussian_params(a, b)[2]:
-        raise ValueError(f"t = {t!r} is not floor(sigma) + 1 = {gaussian_params(a, b)[2]} for sigma^2 = {a}/{b}: "
+    expected = gaussian_params(a, b)[2]
+    if t != expected:
+        raise ValueError(f"t = {t!r} is not floor(sigma) + 1 = {expected} for sigma^2 = {a}/{b}: "
                          "the table is laid out for that t (use gaussian_params)")
     if not (isinstance(chunks, int) and 1 <= chunks <= CHUNKS):
         raise ValueError(f"chunks must be an integer in [1, {CHUNKS}] (bytes of a {TABLE_BITS}-bit entry), "
