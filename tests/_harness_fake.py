@@ -33,3 +33,11 @@ def claims(df, spec):
 def declared_trial(params, seed):
     """``run_trial`` with its row columns declared (tests of the row schema in the store key)."""
     return run_trial(params, seed)
+
+
+def stopped_while_aborting(params, seed):
+    """Ctrl-C whose unwinding raises a second error, as aborting a worker pool can."""
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        raise RuntimeError("the pool broke while aborting")  # noqa: B904 (the stop stays in __context__)

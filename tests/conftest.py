@@ -1,4 +1,5 @@
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -7,7 +8,16 @@ from dpstream.harness.config import CONF_DIR  # the package's config tree (conf/
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
-__all__ = ["CONF_DIR", "ROOT", "TESTS", "child_env"]
+__all__ = ["CONF_DIR", "ROOT", "TESTS", "child_env", "ctrl_c_as_at_a_terminal"]
+
+
+def ctrl_c_as_at_a_terminal() -> None:
+    """``preexec_fn`` of a child that a test stops with SIGINT: default SIGINT handling, as in a terminal.
+
+    A command started in the background by a non-interactive shell (``make test &``, a CI runner) inherits SIGINT
+    ignored, and Python then never raises ``KeyboardInterrupt``: the run would (rightly) ignore the test's Ctrl-C.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def child_env(**extra: str) -> dict[str, str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import CONF_DIR, child_env
+from conftest import CONF_DIR, child_env, ctrl_c_as_at_a_terminal
 from test_harness import fake_cfg, fake_conf
 
 from dpstream.cli import main, precheck
@@ -211,19 +211,25 @@ def test_stopping_a_parallel_run_leaves_no_worker_processes(tmp_path, signum):
         "name: slow\ntrial: _harness_fake:run_trial\nuses: [epsilon, delta]\ndata_kinds: [none]\nsleep: 2.0\n")
     proc = subprocess.Popen([*COMMAND, f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "mechanism=slow",
                              "data=none", "trials=20", "n_jobs=2", f"results_dir={tmp_path / 'r'}"],
-                            env=child_env(), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            env=child_env(), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=ctrl_c_as_at_a_terminal)
     deadline = time.time() + 60
     while time.time() < deadline and len(children(proc.pid)) < 3:  # two loky workers and a resource tracker
         time.sleep(0.1)
     spawned = children(proc.pid)
     assert len(spawned) >= 3, "the run should have started its workers"
     os.kill(proc.pid, signum)
-    assert proc.wait(timeout=20) == 128 + signum or proc.returncode == -signum
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    err = proc.communicate()[1].decode()
+    assert proc.returncode in (128 + signum, -signum), err[-3000:]
     # resource trackers leave when their pipe closes; workers are killed by joblib's abort
     while time.time() < deadline and any(Path(f"/proc/{p}").exists() for p in spawned):
         time.sleep(0.1)
     assert not [p for p in spawned if Path(f"/proc/{p}").exists()], "orphan worker processes left behind"
-    assert "stopped: finished trials are in the results store" in proc.stderr.read().decode()
+    assert "stopped: finished trials are in the results store" in err
 
 
 def test_results_are_read_from_the_working_directory(monkeypatch, tmp_path):

@@ -8,11 +8,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CONF_DIR, child_env
+from conftest import CONF_DIR, child_env, ctrl_c_as_at_a_terminal
 from test_cli import COMMAND, children
 
 import dpstream
 from dpstream.cli import catalog, main, one_line
+from dpstream.harness.runner import Terminated, stop_status
 
 
 def descendants(pid: int) -> set[int]:
@@ -88,7 +89,8 @@ def test_ctrl_c_of_a_sweep_prints_one_line_exits_130_and_leaves_no_worker(tmp_pa
     results = tmp_path / "r"
     proc = subprocess.Popen([*COMMAND, "-m", f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "mechanism=slow",
                              "data=none", "trials=30", "n_jobs=1", "epsilon=0.1,0.2", f"results_dir={results}"],
-                            env=child_env(), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            env=child_env(), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=ctrl_c_as_at_a_terminal)
     deadline = time.time() + 120
     store = list(results.rglob("trials.jsonl"))
     while time.time() < deadline and sum(len(p.read_text().splitlines()) for p in store) < 2:
@@ -112,3 +114,31 @@ def test_the_entry_point_answers_version_in_a_subprocess(tmp_path):
     out = subprocess.run([sys.executable, "-m", "dpstream", "--version"], capture_output=True, text=True,
                          cwd=tmp_path, timeout=120, env=child_env())
     assert out.returncode == 0 and out.stdout.strip() == f"dpstream {dpstream.__version__}"
+
+
+def test_an_error_raised_while_a_stop_unwinds_ends_the_run_as_stopped(tmp_path, capsys, monkeypatch):
+    (tmp_path / "conf" / "mechanism").mkdir(parents=True)
+    (tmp_path / "conf" / "mechanism" / "broken.yaml").write_text(
+        "name: broken\ntrial: _harness_fake:stopped_while_aborting\nuses: [epsilon, delta]\ndata_kinds: [none]\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main([f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "mechanism=broken", "data=none", "trials=1",
+              "n_jobs=1", f"results_dir={tmp_path / 'r'}"])
+    assert stop.value.code == 130
+    assert "stopped: finished trials are in the results store" in capsys.readouterr().err
+
+
+def test_stop_status_follows_the_exception_chain():
+    def raised_during(first: BaseException) -> RuntimeError:
+        try:
+            try:
+                raise first
+            except BaseException:
+                raise RuntimeError("while aborting")  # noqa: B904
+        except RuntimeError as second:
+            return second
+
+    assert stop_status(KeyboardInterrupt()) == 130 and stop_status(Terminated(143)) == 143
+    assert stop_status(raised_during(KeyboardInterrupt())) == 130
+    assert stop_status(raised_during(Terminated(143))) == 143
+    assert stop_status(raised_during(ValueError("bad"))) is None and stop_status(RuntimeError()) is None

@@ -239,7 +239,7 @@ def fail(exc: ValueError, typed: list[tuple[str, str]]) -> NoReturn:
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def app(cfg: DictConfig) -> None:
     """The Hydra task: run the composed config (``dpstream.harness.runner.run``)."""
-    from dpstream.harness.runner import Terminated, run  # imported here so that --help and errors stay fast
+    from dpstream.harness.runner import run, stop_status  # imported here so that --help and errors stay fast
 
     hydra_cfg = HydraConfig.get()
     if os.environ.get(MAIN_PID, str(os.getpid())) != str(os.getpid()):
@@ -253,14 +253,15 @@ def app(cfg: DictConfig) -> None:
     try:
         own = [Path(p.removeprefix("file://")) for p in hydra_cfg.searchpath if p.startswith("file://")]
         frames = run(cfg, conf_dir=[CONF_DIR, *own], overrides=overrides)
-    except ValueError as exc:
-        if full_error():
+    except BaseException as exc:
+        status = stop_status(exc)
+        if status is not None:
+            print("\nstopped: finished trials are in the results store; the same command resumes the run",
+                  file=sys.stderr, flush=True)
+            raise SystemExit(status) from None
+        if not isinstance(exc, ValueError) or full_error():
             raise
         fail(exc, typed_overrides(overrides))
-    except (KeyboardInterrupt, Terminated) as stop:
-        print("\nstopped: finished trials are in the results store; the same command resumes the run",
-              file=sys.stderr, flush=True)
-        raise SystemExit(143 if isinstance(stop, Terminated) else 130) from None
     if hydra_cfg.mode == RunMode.MULTIRUN:
         job = ",".join(overrides)
         rows = pd.concat([df.assign(multirun_job=job) for df in frames], ignore_index=True)
@@ -322,13 +323,17 @@ def with_natural_data(args: list[str]) -> list[str]:
 
 def run_sweep(args: list[str]) -> None:
     """A multirun; Ctrl-C stops it with one line (how many trials were saved) and exit code 130."""
+    from dpstream.harness.runner import stop_status
+
     store_root = Path(next((v for k, v in typed_overrides(args) if k == "results_dir"), "results"))
     before = stored_trials(store_root)
     os.environ[MAIN_PID] = str(os.getpid())  # the sweep's jobs (launcher workers) leave Ctrl-C to this process
     interrupted = False
     try:
         app()
-    except KeyboardInterrupt:
+    except BaseException as exc:
+        if stop_status(exc) is None:
+            raise
         interrupted = True
     if interrupted:  # outside the handler: the traceback no longer holds the launcher's pool, so it can be freed
         stop_launcher_workers()

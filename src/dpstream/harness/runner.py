@@ -152,6 +152,24 @@ class Terminated(SystemExit):
     """SIGTERM of the main process, raised where it is waiting for trials (exit status 128 + 15)."""
 
 
+def stop_status(exc: BaseException) -> int | None:
+    """Exit status of the stop behind ``exc`` (Ctrl-C: 130, SIGTERM: 143), or None for an ordinary error.
+
+    Aborting the worker pool while a stop unwinds can raise a second exception; the stop is then in that
+    exception's chain (``__cause__`` / ``__context__``) and the run still ends as stopped, not as failed.
+    """
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, Terminated):
+            return 143
+        if isinstance(link, KeyboardInterrupt):
+            return 130
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return None
+
+
 @contextlib.contextmanager
 def workers_die_with_the_run(backend: str) -> Iterator[None]:
     """Turn SIGTERM into an exception in the main thread, as SIGINT already is (``KeyboardInterrupt``).
