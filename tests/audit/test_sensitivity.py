@@ -28,6 +28,8 @@ SHIPPED = {
     "GaussBM", "PunctualCMS", "PunctualCS", "LazyCMS", "LazyCS", "LazyHH", "PunctualHH", "AboveThreshold", "Sparse",
     "NumericSparse", "ThresholdMonitor", "ShiftingHeavyHitters", "HistogramEveryStep", "SparseThenHistogram_sparse",
     "SparseThenHistogram_histogram", "LaplaceRelease", "PMW", "MWEM", "OnlinePMW", "PrivateEquilibriumRelease_cleanup",
+    *(f"{n}_discrete_secure" for n in ("AboveThreshold", "Sparse", "Sparse_approx", "NumericSparse", "ThresholdMonitor",
+                                       "ThresholdMonitorEvolving")),
 }
 
 

@@ -1,18 +1,20 @@
-"""``dpstream.testing.check_mechanism`` can fail: three deliberately broken variants of shipped mechanisms.
+"""``dpstream.testing.check_mechanism`` can fail: deliberately broken variants of shipped mechanisms.
 
 Each fails the check its breakage concerns, with a message naming what is wrong; the unbroken mechanism passes the
-same check (so the failure is the breakage's).
+same check (so the failure is the breakage's). The discrete Laplace law of the noise check has its own tests.
 """
 
 from dataclasses import replace
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from dpstream.audit.sensitivity import REGISTRY
 from dpstream.sketches import LazyCMS, core
-from dpstream.svt import Sparse
+from dpstream.svt import AboveThreshold, Sparse
 from dpstream.testing import MechanismCheckError, NoiseDraws, check_mechanism, noise_scale_error, registered
+from dpstream.testing.check import discrete_laplace_moments
 
 
 class QuietSparse(Sparse):
@@ -73,6 +75,43 @@ def test_noise_scale_error_accepts_the_right_scale_and_names_a_wrong_shape():
     # a Gaussian with the Laplace's mean |x| (sigma = 2 sqrt(pi/2)): right scale estimate, wrong shape
     shape = noise_scale_error(NoiseDraws("Lap(2)", rng.normal(0, 2.0 * np.sqrt(np.pi / 2), 4000), 2.0, "laplace"))
     assert shape is not None and "Kolmogorov-Smirnov" in shape
+
+
+@pytest.mark.parametrize("b", [0.3, 1.0, 2.5, 12.0])
+def test_discrete_laplace_moments_are_scipys(b):
+    law = stats.dlaplace(1.0 / b)  # pmf proportional to exp(-|y| / b) on the integers
+    mean_abs, variance = discrete_laplace_moments(b)
+    assert mean_abs == pytest.approx(law.expect(abs), rel=1e-9) and variance == pytest.approx(law.var(), rel=1e-9)
+
+
+def test_noise_scale_error_on_a_discrete_law_names_scale_shape_and_non_integers():
+    # 4000 draws, fixed seed: the right law passes; 0.7 of the scale fails on mean |y| (about 0.67 +- 0.016); a
+    # rounded Gaussian with the law's mean |y| fails the chi-square (p about 1e-71); non-integers are refused
+    rng, b = np.random.default_rng(0), 4.0
+    assert noise_scale_error(NoiseDraws("DLap(4)", stats.dlaplace.rvs(1 / b, size=4000, random_state=rng), b,
+                                        "discrete_laplace")) is None
+    quiet = stats.dlaplace.rvs(1 / (0.7 * b), size=4000, random_state=rng)
+    assert "drawn mean |y| is 0.6" in noise_scale_error(NoiseDraws("DLap(4)", quiet, b, "discrete_laplace"))
+    gauss = np.round(rng.normal(0.0, discrete_laplace_moments(b)[0] * np.sqrt(np.pi / 2), 4000))
+    assert "chi-square p = " in noise_scale_error(NoiseDraws("DLap(4)", gauss, b, "discrete_laplace"))
+    assert "must be integers" in noise_scale_error(NoiseDraws("DLap(4)", rng.laplace(0, b, 4000), b,
+                                                              "discrete_laplace"))
+
+
+class ApproximateAboveThreshold(AboveThreshold):
+    """AboveThreshold stating its (epsilon, 0) as "approximate"."""
+
+    @property
+    def privacy(self):
+        return replace(super().privacy, notion="approximate")
+
+
+def test_a_notion_that_does_not_fit_delta_fails_but_computational_fits_delta_0():
+    check_mechanism(registered()["AboveThreshold_discrete_secure"], only=("privacy",))  # computational, delta = 0
+    wrong = replace(registered()["AboveThreshold"], name="ApproximateAboveThreshold",
+                    factory=ApproximateAboveThreshold)
+    with pytest.raises(MechanismCheckError, match="notion 'approximate' does not fit delta = 0.0"):
+        check_mechanism(wrong, only=("privacy",))
 
 
 def test_unknown_check_names_are_an_error():

@@ -4,9 +4,10 @@
   L2 change of every released dyadic tree node of every cell (the node closing at a cell's step s covers
   steps (s - lowbit(s), s]), computed with numpy from the per-cell pushed increment streams; with every counter
   and node noise, the exact discrete Gaussian's (stored, derived, under Honaker's estimates) included.
-- Sparse vector family (AboveThreshold, Sparse, NumericSparse, ThresholdMonitor; their cases are registered from
-  their mechanism specs, ``dpstream.testing.shipped``, with ``LinearQueryCase``): per-query change of
-  linear query answers, add/remove one record.
+- Sparse vector family (AboveThreshold, Sparse, NumericSparse, ThresholdMonitor, and with
+  ``svt_noise="discrete_secure"`` ThresholdMonitorEvolving too; their cases are registered from their mechanism
+  specs, ``dpstream.testing.shipped``, with ``LinearQueryCase``): per-query change of linear query answers,
+  add/remove one record.
 - Shifting heavy hitters (TME queries f_x = 1{y = x}, Sparse over the step maxima, Laplace histograms):
   per-query / per-step L1 change of the user weights, replace one user.
 - Query release (Laplace baseline, PMW, MWEM, online PMW, the clean-up Sparse + Laplace of Hsu-Roth-Ullman
@@ -256,9 +257,14 @@ class LinearQueryCase:
                 yield Neighbours(f"{verb} one record of atom {atom}", base, other)
 
 
-def svt_queries(rng: np.random.Generator, m: int = 30, atoms: int = 12) -> LinearQueries:
-    """Random linear queries with values in [0, 1], plus the extreme rows: all ones, a single 1, all zeros."""
+def svt_queries(rng: np.random.Generator, m: int = 30, atoms: int = 12, binary: bool = False) -> LinearQueries:
+    """Random linear queries with values in [0, 1], plus the extreme rows: all ones, a single 1, all zeros.
+
+    ``binary``: values in {0, 1} (the queries ``svt_noise="discrete_secure"`` takes, ``svt.discrete``).
+    """
     matrix = rng.uniform(0.0, 1.0, size=(m, atoms)) * (rng.uniform(size=(m, atoms)) < 0.5)
+    if binary:
+        matrix = np.ceil(matrix)  # every nonzero value becomes 1
     matrix[0], matrix[1], matrix[2] = 1.0, np.eye(atoms)[0], 0.0
     return LinearQueries.from_matrix(matrix)
 

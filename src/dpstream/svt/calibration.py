@@ -230,3 +230,14 @@ def calibrate(epsilon_total: float, delta_total: float, k: int, kappa: float = 1
             f"{delta_total}, {k}) gives eps={eps:.3g}, ln(1/delta)={log_inv:.3g}"
         )
     return MonitorCalibration(epsilon_total, delta_total, k, eps, delta, option, eps_a, eps_b, kappa, svt_noise)
+
+
+def calibrate_evolving(epsilon_total: float, delta_total: float, k: int,
+                       svt_noise: str = CONTINUOUS) -> MonitorCalibration:
+    """ThresholdMonitorEvolving's noise (Alg. 5, Thm 4.4): ``calibrate(eps/2, delta/(1 + e^{eps/2}), k)``.
+
+    Replace one user = remove + add, a group of two add/remove neighbours: (2 eps, (1 + e^eps) delta) by group
+    privacy.
+    """
+    return calibrate(epsilon_total / 2.0, delta_total / (1.0 + math.exp(epsilon_total / 2.0)), k,
+                     svt_noise=svt_noise)

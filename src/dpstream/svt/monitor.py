@@ -12,7 +12,7 @@ from dpstream.noise import NoiseSource, SeedLike, noise_mode
 from dpstream.privacy.statement import Certified, Notion, Privacy, Relation
 from dpstream.secure.laplace import MAX_CALLS, KeyedLaplace, laplace_grid
 from dpstream.svt import _kernels
-from dpstream.svt.calibration import MonitorCalibration, calibrate
+from dpstream.svt.calibration import MonitorCalibration, calibrate, calibrate_evolving
 from dpstream.svt.discrete import (
     CONTINUOUS,
     DISCRETE_SECURE,
@@ -215,10 +215,9 @@ class ThresholdMonitorEvolving(_MonitorCore):
         self, *, epsilon: float, delta: float, threshold: float, k: int, seed: SeedLike = None,
         svt_noise: str = CONTINUOUS,
     ) -> None:
-        """Calibrate through group privacy: calibrate(eps/2, delta/(1 + e^{eps/2}), k)."""
+        """Calibrate through group privacy: ``calibrate_evolving`` = calibrate(eps/2, delta/(1 + e^{eps/2}), k)."""
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
-        cal = calibrate(epsilon / 2.0, delta / (1.0 + math.exp(epsilon / 2.0)), k, svt_noise=svt_noise)
-        super().__init__(cal, threshold, seed, svt_noise)
+        super().__init__(calibrate_evolving(epsilon, delta, k, svt_noise), threshold, seed, svt_noise)
         self.epsilon_total, self.delta_total = epsilon, delta
         self._args = {"epsilon": epsilon, "delta": delta, "threshold": self.threshold, "k": self.k,
                       "svt_noise": self.svt_noise}

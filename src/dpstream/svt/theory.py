@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from scipy.optimize import brentq
 
-from dpstream.svt.calibration import calibrate, monitor_delta_cap, thm32_xi, thm38_epsilon_total
+from dpstream.svt.calibration import calibrate, calibrate_evolving, monitor_delta_cap, thm32_xi, thm38_epsilon_total
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 
 
@@ -101,10 +101,10 @@ def heavy_hitter_tau(
 ) -> HeavyHitterBounds:
     """Thm 4.7: shifting heavy hitters through TME calibrated at cap k*, group privacy for replace-one users.
 
-    (eps~, delta~) = calibrate(eps/2, delta/(1+e^{eps/2}), k*) (replace-one = remove + add, group of 2);
+    (eps~, delta~) = calibrate_evolving(eps, delta, k*) = calibrate(eps/2, delta/(1+e^{eps/2}), k*) (group of 2);
     Delta1 = Delta(eps~, delta~); Delta2 = ln(1/delta~)/eps~; B = ln(2 m |X| / beta)(10 Delta1 + Delta2).
     """
-    cal = calibrate(epsilon / 2.0, delta / (1.0 + math.exp(epsilon / 2.0)), k_star)
+    cal = calibrate_evolving(epsilon, delta, k_star)
     beta = check_open_interval(beta, "beta", 0.0, 1.0)
     big_b = math.log(2.0 * m * domain_size / beta) * (cal.w_scale + cal.v_scale)
     return HeavyHitterBounds(big_b, 2.0 * big_b, 3.0 * big_b)

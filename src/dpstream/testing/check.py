@@ -29,8 +29,10 @@ from dpstream.testing.spec import MechanismSpec, NoiseDraws
 BAD_VALUES = {"epsilon": (-0.5, 0.0, math.inf), "delta": (-1e-3, 1.5)}
 STANDARD_ERRORS = 5.0
 """Noise scale tolerance in standard errors of its estimate: a correct mechanism fails with probability ~6e-7."""
-KS_P_MIN = 1e-6
-"""Smallest Kolmogorov-Smirnov p-value accepted for the shape of the noise at its stated scale."""
+SHAPE_P_MIN = 1e-6
+"""Smallest goodness-of-fit p-value accepted for the shape of the noise at its stated scale."""
+CHI_SQUARE_BINS = 40
+"""Bins of about equal mass under a discrete law for its chi-square shape test (about 100 draws each at 4000)."""
 
 
 class MechanismCheckError(AssertionError):
@@ -87,7 +89,8 @@ def _privacy(spec: MechanismSpec) -> list[str]:
     errors = []
     if not isinstance(statement.relation, Relation):
         errors.append(f"privacy: relation must be a dpstream.privacy.Relation, got {statement.relation!r}")
-    if (statement.notion == "pure") != (statement.delta == 0):
+    # pure is delta = 0 and approximate delta > 0; computational holds at any delta (e.g. (epsilon, 0) from keyed noise)
+    if statement.notion != "computational" and (statement.notion == "pure") != (statement.delta == 0):
         errors.append(f"privacy: notion {statement.notion!r} does not fit delta = {statement.delta!r}")
     errors += _budget(spec, statement, mech, config)
     if getattr(mech, "certified", True) is False:
@@ -114,32 +117,71 @@ def _budget(spec: MechanismSpec, statement: Privacy, mech: Any, config: dict[str
     return errors
 
 
+def discrete_laplace_moments(scale: float) -> tuple[float, float]:
+    """E|y| and Var y of the discrete Laplace of scale b, P(y) proportional to exp(-|y| / b) on the integers.
+
+    With q = e^{-1/b} (Canonne, Kamath, Steinke, "The Discrete Gaussian for Differential Privacy", Sec. 2):
+    E|y| = 2q / (1 - q^2) = 1 / sinh(1/b) and Var y = 2q / (1 - q)^2.
+    """
+    q = math.exp(-1.0 / scale)
+    return 1.0 / math.sinh(1.0 / scale), 2.0 * q / math.expm1(-1.0 / scale) ** 2
+
+
+def _scale_statistic(draws: NoiseDraws, x: np.ndarray) -> tuple[str, float, float, float]:
+    """(what, measured, the law's value, relative standard error) of the scale estimate of ``draws.kind``."""
+    n = x.size
+    if draws.kind == "gaussian":
+        return "scale", float(np.sqrt(np.mean(x**2))), draws.scale, 1.0 / math.sqrt(2.0 * n)
+    if draws.kind == "discrete_laplace":
+        mean_abs, variance = discrete_laplace_moments(draws.scale)
+        sd_abs = math.sqrt(variance - mean_abs**2)  # Var |y| = E y^2 - (E|y|)^2, E y = 0
+        return "mean |y|", float(np.mean(np.abs(x))), mean_abs, sd_abs / (mean_abs * math.sqrt(n))
+    return "scale", float(np.mean(np.abs(x))), draws.scale, 1.0 / math.sqrt(n)
+
+
+def _shape_p_value(draws: NoiseDraws, x: np.ndarray) -> tuple[str, float]:
+    """(test, p-value) of the fit of ``x`` to the stated law.
+
+    Kolmogorov-Smirnov for a continuous law; chi-square over ``CHI_SQUARE_BINS`` bins of about equal mass for the
+    discrete Laplace (Kolmogorov-Smirnov does not hold its level on ties: scipy then counts a whole atom against the
+    fit).
+    """
+    if draws.kind == "discrete_laplace":
+        law = stats.dlaplace(1.0 / draws.scale)  # pmf tanh(a/2) exp(-a |y|), a = 1/b
+        edges = np.unique(law.ppf(np.linspace(0.0, 1.0, CHI_SQUARE_BINS + 1)[1:-1]))  # bin j: (edges[j-1], edges[j]]
+        observed = np.bincount(np.searchsorted(edges, x, side="left"), minlength=edges.size + 1)
+        expected = np.diff(np.concatenate(([0.0], law.cdf(edges), [1.0]))) * x.size
+        return "chi-square", float(stats.chisquare(observed, expected).pvalue)
+    dist = stats.laplace(scale=draws.scale) if draws.kind == "laplace" else stats.norm(scale=draws.scale)
+    return "Kolmogorov-Smirnov", float(stats.kstest(x, dist.cdf).pvalue)
+
+
 def noise_scale_error(draws: NoiseDraws) -> str | None:
     """Why ``draws`` do not follow their formula, or None.
 
     The scale estimate (Laplace: mean |x|, standard error b / sqrt(n); Gaussian: root mean square, standard error
-    about sigma / sqrt(2 n)) must be within ``STANDARD_ERRORS`` standard errors of the formula's scale, and the
-    Kolmogorov-Smirnov test against the stated distribution must not reject at ``KS_P_MIN``.
+    about sigma / sqrt(2 n); discrete Laplace: mean |y| against ``discrete_laplace_moments``, its standard error from
+    the law's variance) must be within ``STANDARD_ERRORS`` standard errors of the formula's, and the goodness-of-fit
+    test against the stated distribution (``_shape_p_value``; a discrete law's draws must be integers) must not
+    reject at ``SHAPE_P_MIN``.
     """
     x = np.asarray(draws.samples, dtype=np.float64).ravel()
     x = x[np.isfinite(x)]
     n = x.size
     if n < 100:
         return f"noise: {draws.formula}: only {n} draws (need >= 100)"
-    if draws.kind == "laplace":
-        measured, relative_se = float(np.mean(np.abs(x))), 1.0 / math.sqrt(n)
-        dist = stats.laplace(scale=draws.scale)
-    else:
-        measured, relative_se = float(np.sqrt(np.mean(x**2))), 1.0 / math.sqrt(2.0 * n)
-        dist = stats.norm(scale=draws.scale)
-    ratio = measured / draws.scale
+    if draws.kind == "discrete_laplace" and not np.array_equal(x, np.round(x)):
+        first = float(x[x != np.round(x)][0])
+        return f"noise: {draws.formula}: draws of a discrete law must be integers, got {first!r}"
+    what, measured, expected, relative_se = _scale_statistic(draws, x)
+    ratio = measured / expected
     tolerance = STANDARD_ERRORS * relative_se
     if abs(ratio - 1.0) > tolerance:
-        return (f"noise: {draws.formula}: drawn scale is {ratio:.3f} x the formula's {draws.scale:.6g} (allowed "
+        return (f"noise: {draws.formula}: drawn {what} is {ratio:.3f} x the formula's {expected:.6g} (allowed "
                 f"1 +- {tolerance:.3f}: {STANDARD_ERRORS:g} standard errors over {n} draws)")
-    p_value = float(stats.kstest(x, dist.cdf).pvalue)
-    if p_value < KS_P_MIN:
-        return f"noise: {draws.formula}: not {draws.kind}(0, {draws.scale:.6g}) (Kolmogorov-Smirnov p = {p_value:.2g})"
+    test, p_value = _shape_p_value(draws, x)
+    if p_value < SHAPE_P_MIN:
+        return f"noise: {draws.formula}: not {draws.kind}(0, {draws.scale:.6g}) ({test} p = {p_value:.2g})"
     return None
 
 

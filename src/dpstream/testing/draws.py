@@ -7,29 +7,42 @@ from typing import Any
 
 import numpy as np
 
+from dpstream.secure.laplace import laplace_grid
+from dpstream.svt.discrete import CONTINUOUS, DISCRETE_SECURE, check_svt_noise
 from dpstream.testing.spec import AuditCase, NoiseDraws
 
 DRAWS = 4000
 """Noise values per formula: the scale is then checked to about 5 / sqrt(4000) = 8% (Laplace)."""
 
 
+def svt_draws(what: str, samples: np.ndarray, scale: float, formula: str = "",
+              svt_noise: str = CONTINUOUS) -> NoiseDraws:
+    """``samples`` against the law a sparse-vector mechanism draws its calibrated ``scale`` from.
+
+    Laplace(scale); with ``svt_noise="discrete_secure"`` the discrete Laplace at ``scale`` rounded up to the grid t/s
+    (``secure.laplace.laplace_grid``, the rounding the mechanism applies). ``what`` and ``formula`` name it in
+    messages.
+    """
+    if check_svt_noise(svt_noise) == DISCRETE_SECURE:
+        t, s = laplace_grid(scale)
+        return NoiseDraws(f"{what} DLap({t}/{s}) {formula}".strip(), samples, t / s, "discrete_laplace")
+    return NoiseDraws(f"{what} Lap({scale:.6g}) {formula}".strip(), samples, scale, "laplace")
+
+
 def sparse_noise(mechanism: Any, threshold_scale: float, query_scale: float, answer_scale: float | None = None,
-                 formula: str = "") -> list[NoiseDraws]:
+                 formula: str = "", svt_noise: str = CONTINUOUS) -> list[NoiseDraws]:
     """Threshold, query (and released answer) noise of a sparse-vector mechanism (``draw_noise``) against scales.
 
     The scales are those the calibration gives at the configuration (e.g. ``sparse_sigma(eps, c, delta)`` and twice
-    it); ``formula`` names the calibration in messages.
+    it); ``formula`` names the calibration in messages; ``svt_noise`` the law they are drawn from (``svt_draws``).
     """
     n_thr = max(1, DRAWS // max(1, mechanism.cutoff or 1))
     drawn = mechanism.draw_noise(DRAWS, n_runs=n_thr)
-    out = [NoiseDraws(f"threshold noise Lap({threshold_scale:.6g}) {formula}".strip(), drawn["threshold"],
-                      threshold_scale, "laplace"),
-           NoiseDraws(f"query noise Lap({query_scale:.6g}) {formula}".strip(), drawn["query"][0], query_scale,
-                      "laplace")]
+    scales = {"threshold": (threshold_scale, drawn["threshold"]), "query": (query_scale, drawn["query"][0])}
     if answer_scale is not None:
-        out.append(NoiseDraws(f"answer noise Lap({answer_scale:.6g}) {formula}".strip(), drawn["answer"],
-                              answer_scale, "laplace"))
-    return out
+        scales["answer"] = (answer_scale, drawn["answer"])
+    return [svt_draws(f"{role} noise", samples, scale, formula, svt_noise)
+            for role, (scale, samples) in scales.items()]
 
 
 def gauss_bm_noise(mechanism: Any, sigma: float, formula: str = "") -> list[NoiseDraws]:

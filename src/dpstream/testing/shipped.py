@@ -6,6 +6,8 @@ cases, the noise-test index and the class list of ``tests/testing/test_mechanism
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -26,15 +28,26 @@ from dpstream.query_release.iterative import IterativeConstruction, mwem, pmw
 from dpstream.query_release.online import OnlineIC, online_pmw
 from dpstream.query_release.updates import MultiplicativeWeights
 from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS
-from dpstream.svt import AboveThreshold, NumericSparse, Sparse, ThresholdMonitor, ThresholdMonitorEvolving, calibrate
+from dpstream.svt import (
+    AboveThreshold,
+    MonitorCalibration,
+    NumericSparse,
+    Sparse,
+    ThresholdMonitor,
+    ThresholdMonitorEvolving,
+    calibrate,
+)
+from dpstream.svt.calibration import calibrate_evolving
+from dpstream.svt.discrete import CONTINUOUS, DISCRETE_SECURE
 from dpstream.svt.shifting import HistogramEveryStep, ShiftingHeavyHitters, SparseThenHistogram
 from dpstream.svt.sparse import GeneralisedSparse
-from dpstream.testing.draws import gauss_bm_audit, gauss_bm_noise, sparse_noise, svt_audit
+from dpstream.testing.draws import gauss_bm_audit, gauss_bm_noise, sparse_noise, svt_audit, svt_draws
 from dpstream.testing.spec import MechanismSpec, NoiseDraws, register
 
 # ---- small inputs -------------------------------------------------------------------------------------------------
 
 ANSWERS = np.linspace(0.0, 10.0, 40)  # around the threshold 5: outcomes and noise both vary with the seed
+INTEGER_ANSWERS = np.rint(ANSWERS).astype(np.int64)  # the same, rounded: svt_noise="discrete_secure" takes integers
 MONITOR_QUERIES = sparse.csr_matrix(np.ones((12, 1)))
 WORK = Conjunctions(3)
 TRUE = WORK.answers(histogram(product_mixture(200, 3, seed=0), 3))
@@ -43,9 +56,9 @@ HOLDINGS = np.array([[0, 0, 5], [1, 1, 2], [3, 3, 3], [0, 6, 2], [4, 4, 7], [0, 
 SIZES = np.array([0.6, 0.4, 0.02])  # x the threshold: weights 1.0 (steps 0, 1, 4) and 1.02 (step 2)
 
 
-def svt_output(mech: Any) -> np.ndarray:
-    """Outcomes and noise of 4 runs over ``ANSWERS``."""
-    res = mech.run(ANSWERS, n_runs=4)
+def svt_output(mech: Any, answers: np.ndarray = ANSWERS) -> np.ndarray:
+    """Outcomes and noise of 4 runs over ``answers``."""
+    res = mech.run(answers, n_runs=4)
     return np.concatenate([res.outcomes.ravel(), *(v.ravel() for v in res.noise.values())])
 
 
@@ -98,40 +111,68 @@ def _named(*names: str) -> tuple:
 
 def _sparse_noise(mech: Any, config: dict[str, Any]) -> list[NoiseDraws]:
     sigma = sparse_sigma(config["epsilon"], config.get("c", 1), config.get("delta", 0.0))
-    return sparse_noise(mech, sigma, 2.0 * sigma, formula="(sigma = sparse_sigma(eps, c, delta))")
+    return sparse_noise(mech, sigma, 2.0 * sigma, formula="(sigma = sparse_sigma(eps, c, delta))",
+                        svt_noise=config.get("svt_noise", CONTINUOUS))
 
 
 def _numeric_noise(mech: Any, config: dict[str, Any]) -> list[NoiseDraws]:
     sigma = sparse_sigma(config["epsilon"] / 2.0, config["c"], config.get("delta", 0.0) / 2.0)
-    return sparse_noise(mech, sigma, 2.0 * sigma, sigma, formula="(sigma = sparse_sigma(eps/2, c, delta/2))")
+    return sparse_noise(mech, sigma, 2.0 * sigma, sigma, formula="(sigma = sparse_sigma(eps/2, c, delta/2))",
+                        svt_noise=config.get("svt_noise", CONTINUOUS))
 
 
-def _monitor_noise(mech: Any, config: dict[str, Any]) -> list[NoiseDraws]:
-    cal = calibrate(config["epsilon"], config["delta"], config["k"])
+def _monitor_noise(mech: Any, config: dict[str, Any],
+                   calibration: Callable[..., MonitorCalibration] = calibrate) -> list[NoiseDraws]:
+    """The w and v noise against the scales of ``calibration`` (``calibrate``; ``calibrate_evolving`` for TME)."""
+    svt_noise = config.get("svt_noise", CONTINUOUS)
+    cal = calibration(config["epsilon"], config["delta"], config["k"], svt_noise=svt_noise)
     drawn = mech.draw_noise(4000)
-    return [NoiseDraws(f"w noise Lap({cal.w_scale:.6g}) (calibrate)", drawn["w"], cal.w_scale, "laplace"),
-            NoiseDraws(f"v noise Lap({cal.v_scale:.6g}) (calibrate)", drawn["v"], cal.v_scale, "laplace")]
+    return [svt_draws(f"{role} noise", drawn[role], scale, f"({calibration.__name__})", svt_noise)
+            for role, scale in (("w", cal.w_scale), ("v", cal.v_scale))]
 
 
 def svt_spec(name: str, factory: Any, config: dict[str, Any], noise: Any, claimed: float | None = None,
-             **fields: Any) -> MechanismSpec:
+             svt_noise: str = CONTINUOUS, **fields: Any) -> MechanismSpec:
     """A sparse-vector mechanism over ``ANSWERS``.
 
     Its linear-query probe case is registered for the probe under ``name``; with ``claimed``, a search audit
-    against that epsilon.
+    against that epsilon. With ``svt_noise="discrete_secure"`` (its input rules, ``svt.discrete``): named
+    ``<name>_discrete_secure``, over ``INTEGER_ANSWERS``, probed with {0, 1} queries.
     """
+    discrete = svt_noise == DISCRETE_SECURE
+    if discrete:
+        name, config = f"{name}_{svt_noise}", {**config, "svt_noise": svt_noise}
+    answers = INTEGER_ANSWERS if discrete else ANSWERS
 
     def probe_case() -> cases.LinearQueryCase:
-        return cases.LinearQueryCase(name, factory(**config, seed=0), cases.svt_queries(np.random.default_rng(1)))
+        queries = cases.svt_queries(np.random.default_rng(1), binary=discrete)
+        return cases.LinearQueryCase(name, factory(**config, seed=0), queries)
 
     if name not in REGISTRY:
         register_case(name)(probe_case)
-    audit = None if claimed is None else svt_audit(factory, config, ANSWERS, claimed)
-    return MechanismSpec(name, factory, lambda: dict(config), fields.pop("output", svt_output), noise=noise,
-                         sensitivity=(probe_case,), audit=audit, **fields)
+    audit = None if claimed is None else svt_audit(factory, config, answers, claimed)
+    output = fields.pop("output", partial(svt_output, answers=answers))
+    return MechanismSpec(name, factory, lambda: dict(config), output, noise=noise, sensitivity=(probe_case,),
+                         audit=audit, **fields)
 
 
-THRESHOLD = {"threshold": 5.0}
+def svt_family(svt_noise: str) -> list[MechanismSpec]:
+    """AboveThreshold, Sparse (pure and approximate), NumericSparse and ThresholdMonitor with ``svt_noise``.
+
+    Search audits of the pure-epsilon ones (AboveThreshold, Sparse with delta = 0) against their epsilon.
+    """
+    spec = partial(svt_spec, svt_noise=svt_noise)
+    return [
+        spec("AboveThreshold", AboveThreshold, {"epsilon": 1.0, **THRESHOLD}, _sparse_noise, claimed=1.0),
+        spec("Sparse", Sparse, {"epsilon": 1.0, **THRESHOLD, "c": 3}, _sparse_noise, claimed=1.0),
+        spec("Sparse_approx", Sparse, {"epsilon": 1.0, **THRESHOLD, "c": 3, "delta": 1e-6}, _sparse_noise),
+        spec("NumericSparse", NumericSparse, {"epsilon": 1.0, **THRESHOLD, "c": 3}, _numeric_noise),
+        spec("ThresholdMonitor", ThresholdMonitor, {"epsilon": 1.0, "delta": 1e-6, **THRESHOLD, "k": 3},
+             _monitor_noise, output=_monitor),
+    ]
+
+
+THRESHOLD = {"threshold": 5.0}  # an integer too (svt_noise="discrete_secure" takes an integral float)
 SHIFT = {"m": 6, "domain_size": 1000, "beta": 0.05}
 QR = {"epsilon": 1.0, "delta": 1e-6, "n": 200}
 SKETCH = {"width": 8, "depth": 2, "epsilon": 1.0, "delta": 1e-3, "horizon": 512}
@@ -167,12 +208,11 @@ def discrete_sketch_spec(cls: type, **variant: str) -> MechanismSpec:
 ALG5_NOISE = "tests/query_release/test_query_release_alg5.py::"
 
 SPECS = [
-    svt_spec("AboveThreshold", AboveThreshold, {"epsilon": 1.0, **THRESHOLD}, _sparse_noise, claimed=1.0),
-    svt_spec("Sparse", Sparse, {"epsilon": 1.0, **THRESHOLD, "c": 3}, _sparse_noise, claimed=1.0),
-    svt_spec("Sparse_approx", Sparse, {"epsilon": 1.0, **THRESHOLD, "c": 3, "delta": 1e-6}, _sparse_noise),
-    svt_spec("NumericSparse", NumericSparse, {"epsilon": 1.0, **THRESHOLD, "c": 3}, _numeric_noise),
-    svt_spec("ThresholdMonitor", ThresholdMonitor, {"epsilon": 1.0, "delta": 1e-6, **THRESHOLD, "k": 3},
-             _monitor_noise, output=_monitor),
+    *svt_family(CONTINUOUS),
+    *svt_family(DISCRETE_SECURE),
+    # its probe: add/remove one record on {0, 1} queries, the neighbours calibrate_evolving's group of two is built on
+    svt_spec("ThresholdMonitorEvolving", ThresholdMonitorEvolving, {"epsilon": 1.0, "delta": 1e-6, **THRESHOLD, "k": 3},
+             partial(_monitor_noise, calibration=calibrate_evolving), svt_noise=DISCRETE_SECURE, output=_monitor),
     MechanismSpec("GeneralisedSparse", GeneralisedSparse,
                   lambda: {**THRESHOLD, "cutoff": 3, "threshold_scale": 1.0, "query_scale": 2.0}, svt_output, None),
     MechanismSpec("ThresholdMonitorEvolving", ThresholdMonitorEvolving,

@@ -8,14 +8,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-NoiseKind = Literal["laplace", "gaussian"]
+NoiseKind = Literal["laplace", "gaussian", "discrete_laplace"]
 
 
 @dataclass(frozen=True)
 class NoiseDraws:
     """Noise a mechanism drew, to compare against its formula: ``samples`` should be i.i.d. ``kind``(0, ``scale``).
 
-    ``scale`` (Laplace b or Gaussian sigma) must come from the calibration code evaluated at the configuration, never
+    ``scale`` (Laplace b, Gaussian sigma, or the discrete Laplace's b: P(y) proportional to exp(-|y| / b) on the
+    integers) must come from the calibration code evaluated at the configuration, never
     from the mechanism's own attribute: the check compares what was drawn with what the formula says.
     ``formula`` names it in messages (e.g. "threshold noise Lap(sigma), sigma = sparse_sigma(eps, c, delta)").
     """
