@@ -5,7 +5,9 @@ None of them is private as claimed: never use them on data.
 Lyu, Su and Li (2017, "Understanding the Sparse Vector Technique") Alg. 3, 4, 5, 6; Sparse with too
 little noise (half of it; query noise Lap(sigma)); ThresholdMonitor without ``calibrate``. The SVT
 variants are ``GeneralisedSparse`` with the variant's noise, sensitivity Delta = 1; ``claimed_epsilon``
-is what was claimed, the docstring says what it really is.
+is what was claimed, the docstring says what it really is. Each takes ``svt_noise`` as the certified
+mechanisms do (``svt.discrete``): with "discrete_secure" it is the same variant over exact discrete Laplace noise at
+its scales rounded up (the discrete SVT audit's controls), just as far from its claim.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dpstream.noise import SeedLike
 from dpstream.privacy.accounting import sparse_sigma
 from dpstream.svt._kernels import RELEASE_SAME
 from dpstream.svt.calibration import MonitorCalibration
+from dpstream.svt.discrete import CONTINUOUS
 from dpstream.svt.monitor import _MonitorCore
 from dpstream.svt.sparse import GeneralisedSparse
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
@@ -28,11 +31,12 @@ class BrokenSVTNoQueryNoise(GeneralisedSparse):
     Claimed eps-DP; actually infinity-DP: (BOTTOM, TOP) on answers (0, 1) is impossible on (1, 0).
     """
 
-    def __init__(self, *, epsilon: float, threshold: float, seed: SeedLike = None) -> None:
+    def __init__(self, *, epsilon: float, threshold: float, seed: SeedLike = None,
+                 svt_noise: str = CONTINUOUS) -> None:
         """Store the claimed epsilon; threshold noise Lap(2/eps), no query noise, no cutoff."""
         self.claimed_epsilon = check_epsilon(epsilon)
         super().__init__(threshold=threshold, cutoff=None, threshold_scale=2.0 / epsilon, query_scale=0.0, redraw=False,
-                         seed=seed)
+                         seed=seed, svt_noise=svt_noise)
 
 
 class BrokenSVTUnscaledQueryNoise(GeneralisedSparse):
@@ -42,11 +46,12 @@ class BrokenSVTUnscaledQueryNoise(GeneralisedSparse):
     ((1 + 6c)/4) eps-DP (Lyu et al. Thm 4).
     """
 
-    def __init__(self, *, epsilon: float, threshold: float, c: int, seed: SeedLike = None) -> None:
+    def __init__(self, *, epsilon: float, threshold: float, c: int, seed: SeedLike = None,
+                 svt_noise: str = CONTINUOUS) -> None:
         """Store the claimed epsilon; threshold noise Lap(4/eps), query noise Lap(4/(3 eps)), cutoff c."""
         self.claimed_epsilon = check_epsilon(epsilon)
         super().__init__(threshold=threshold, cutoff=c, threshold_scale=4.0 / epsilon,
-                         query_scale=4.0 / (3.0 * epsilon), redraw=False, seed=seed)
+                         query_scale=4.0 / (3.0 * epsilon), redraw=False, seed=seed, svt_noise=svt_noise)
 
 
 class BrokenSVTNoCutoff(GeneralisedSparse):
@@ -55,11 +60,12 @@ class BrokenSVTNoCutoff(GeneralisedSparse):
     Claimed eps-DP; actually infinity-DP: each extra TOP costs up to eps more.
     """
 
-    def __init__(self, *, epsilon: float, threshold: float, seed: SeedLike = None) -> None:
+    def __init__(self, *, epsilon: float, threshold: float, seed: SeedLike = None,
+                 svt_noise: str = CONTINUOUS) -> None:
         """Store the claimed epsilon; threshold and query noise Lap(2/eps), no cutoff."""
         self.claimed_epsilon = check_epsilon(epsilon)
         super().__init__(threshold=threshold, cutoff=None, threshold_scale=2.0 / epsilon, query_scale=2.0 / epsilon,
-                         redraw=False, seed=seed)
+                         redraw=False, seed=seed, svt_noise=svt_noise)
 
 
 class BrokenSparseHalfNoise(GeneralisedSparse):
@@ -69,11 +75,13 @@ class BrokenSparseHalfNoise(GeneralisedSparse):
     arbitrarily close to 2 eps.
     """
 
-    def __init__(self, *, epsilon: float, threshold: float, c: int, seed: SeedLike = None) -> None:
+    def __init__(self, *, epsilon: float, threshold: float, c: int, seed: SeedLike = None,
+                 svt_noise: str = CONTINUOUS) -> None:
         """Store the claimed epsilon; Sparse's sigma = 2c/eps, threshold noise Lap(sigma/2)."""
         self.claimed_epsilon = check_epsilon(epsilon)
         sigma = sparse_sigma(epsilon, c)
-        super().__init__(threshold=threshold, cutoff=c, threshold_scale=sigma / 2.0, query_scale=sigma, seed=seed)
+        super().__init__(threshold=threshold, cutoff=c, threshold_scale=sigma / 2.0, query_scale=sigma, seed=seed,
+                         svt_noise=svt_noise)
 
 
 class BrokenSparseQueryNoiseSigma(GeneralisedSparse):
@@ -83,11 +91,13 @@ class BrokenSparseQueryNoiseSigma(GeneralisedSparse):
     TOP query (shifted by 2): actually (1.5 eps)-DP, approached by the pinning inputs.
     """
 
-    def __init__(self, *, epsilon: float, threshold: float, c: int, seed: SeedLike = None) -> None:
+    def __init__(self, *, epsilon: float, threshold: float, c: int, seed: SeedLike = None,
+                 svt_noise: str = CONTINUOUS) -> None:
         """Store the claimed epsilon; Sparse's sigma = 2c/eps, query noise Lap(sigma)."""
         self.claimed_epsilon = check_epsilon(epsilon)
         sigma = sparse_sigma(epsilon, c)
-        super().__init__(threshold=threshold, cutoff=c, threshold_scale=sigma, query_scale=sigma, seed=seed)
+        super().__init__(threshold=threshold, cutoff=c, threshold_scale=sigma, query_scale=sigma, seed=seed,
+                         svt_noise=svt_noise)
 
 
 class LyuAlg3NumericSparseSameNoise(GeneralisedSparse):
@@ -99,12 +109,13 @@ class LyuAlg3NumericSparseSameNoise(GeneralisedSparse):
     before a TOP pays its own query noise (up to eps/(4c) each, without bound as BOTTOMs accumulate).
     """
 
-    def __init__(self, *, epsilon: float, threshold: float, c: int, seed: SeedLike = None) -> None:
+    def __init__(self, *, epsilon: float, threshold: float, c: int, seed: SeedLike = None,
+                 svt_noise: str = CONTINUOUS) -> None:
         """Store the claimed epsilon; threshold noise Lap(2/eps), query noise Lap(4c/eps), released as compared."""
         self.claimed_epsilon = check_epsilon(epsilon)
         c = check_positive_int(c, "c")
         super().__init__(threshold=threshold, cutoff=c, threshold_scale=2.0 / epsilon, query_scale=4.0 * c / epsilon,
-                         redraw=False, release=RELEASE_SAME, seed=seed)
+                         redraw=False, release=RELEASE_SAME, seed=seed, svt_noise=svt_noise)
 
 
 class BrokenThresholdMonitorUncalibrated(_MonitorCore):
@@ -116,18 +127,20 @@ class BrokenThresholdMonitorUncalibrated(_MonitorCore):
     leak like m Laplace releases at scale ~10 Delta (true eps grows like m / (10 Delta)).
     """
 
-    def __init__(self, *, epsilon: float, delta: float, threshold: float, k: int, seed: SeedLike = None) -> None:
+    def __init__(self, *, epsilon: float, delta: float, threshold: float, k: int, seed: SeedLike = None,
+                 svt_noise: str = CONTINUOUS) -> None:
         """Alg. 3's noise at the claimed (eps, delta), skipping ``calibrate``; rejects (eps, delta) out of range."""
         eps, delta = check_epsilon(epsilon), check_delta(delta)
         log_inv = math.log(1.0 / delta)
         if not (log_inv / eps >= 2.0 and eps <= log_inv):
             raise ValueError(f"Alg. 3 needs ln(1/delta)/eps >= 2 and eps <= ln(1/delta), got eps={eps}, delta={delta}")
         k = check_positive_int(k, "k")
-        cal = MonitorCalibration(eps, delta, k, eps, delta, "uncalibrated", math.nan, math.nan)
-        super().__init__(cal, threshold, seed)
+        cal = MonitorCalibration(eps, delta, k, eps, delta, "uncalibrated", math.nan, math.nan, svt_noise=svt_noise)
+        super().__init__(cal, threshold, seed, svt_noise)
         self.claimed_epsilon, self.claimed_delta = eps, delta
 
-    privacy = None  # NOT private as claimed
+    private = False  # NOT private as claimed: never certified, never deployable
+    privacy = None
 
 
 class BrokenGaussBMDiscreteTenthSigma(GaussBM):

@@ -13,6 +13,10 @@ with add/remove one record on many queries near the threshold and a cap k no run
 
 Each case names its matching control (``pair``, for controls): the same inputs and runs on a
 broken variant; a correct mechanism's pass is informative only if its paired controls are flagged.
+
+``svt_noise="discrete_secure"`` (``svt.discrete``) gives the same cases over exact discrete Laplace noise, named
+``<case>_discrete_secure``, every mechanism and control built with that noise: the inputs are already integers,
+only the thresholds between two answers (swap, ThresholdMonitor) move up from the half step to the next integer.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from dpstream.audit.negative_controls import (
 from dpstream.audit.search import search_audit
 from dpstream.audit.tester import AuditResult, Sampler, audit
 from dpstream.svt import AboveThreshold, NumericSparse, Sparse, SVTRun, ThresholdMonitor
+from dpstream.svt.discrete import CONTINUOUS, check_svt_noise
 from dpstream.validation import check_choice, check_epsilon
 
 EPSILON = 1.0
@@ -114,27 +119,36 @@ def _swap_event(res: Any) -> np.ndarray:
     return (res.outcomes[:, 0] == 0) & (res.outcomes[:, 1] == 1)
 
 
-def _monitor_sampler(build: Callable[..., Any], epsilon: float) -> Sampler:
+def _just_above(answer: float, svt_noise: str) -> float:
+    """The threshold just above ``answer``: answer + 0.5, or answer + 1 with discrete noise (integer thresholds)."""
+    return answer + (0.5 if svt_noise == CONTINUOUS else 1.0)
+
+
+def _monitor_sampler(build: Callable[..., Any], epsilon: float, svt_noise: str) -> Sampler:
     queries = sparse.csr_matrix(np.ones((TM_QUERIES, 1)))  # one atom; f_i(x) = 1 for every record
+    threshold = _just_above(TM_RECORDS, svt_noise)
 
     def sampler(counts: np.ndarray, n: int, seed: np.random.SeedSequence) -> Any:
-        tm = build(epsilon=epsilon, delta=TM_DELTA, threshold=TM_RECORDS + 0.5, k=TM_QUERIES, seed=seed)
+        tm = build(epsilon=epsilon, delta=TM_DELTA, threshold=threshold, k=TM_QUERIES, seed=seed, svt_noise=svt_noise)
         return tm.run(queries, counts, n_runs=n)
 
     return sampler
 
 
-def svt_cases(ratio: float = 1.0, epsilon: float = EPSILON) -> list[AuditCase]:
+def svt_cases(ratio: float = 1.0, epsilon: float = EPSILON, svt_noise: str = CONTINUOUS) -> list[AuditCase]:
     """Every audited (mechanism, neighbours), claiming ``epsilon``.
 
     Negative controls are ``broken`` and name their ``pair``.
 
     ``ratio`` > 1 (power study): every mechanism is BUILT at ratio * epsilon but still CLAIMS epsilon, so a
-    correct one has true epsilon up to ratio times its claim.
+    correct one has true epsilon up to ratio times its claim. ``svt_noise``: the noise every mechanism and control
+    is built with; "discrete_secure" names each case ``<case>_discrete_secure`` (module docstring).
     """
     epsilon = check_epsilon(epsilon)
     eps = ratio * epsilon
+    suffix = "" if check_svt_noise(svt_noise) == CONTINUOUS else f"_{svt_noise}"
     swap = (np.array([0.0, 1.0]), np.array([1.0, 0.0]))
+    t_swap = _just_above(0.0, svt_noise)
     sens1 = "answers differ by <= 1 per query (sensitivity 1)"
     pin = _pinning(M_PIN, 1)
     cross = _pinning(M_CROSS, C_CROSS, crossed=True)
@@ -145,18 +159,18 @@ def svt_cases(ratio: float = 1.0, epsilon: float = EPSILON) -> list[AuditCase]:
     def case(name, mechanism, broken, factory, inputs, runs, pair="", neighbours=sens1, delta=0.0, sampler=None):
         data_1, data_2, event = inputs if len(inputs) == 3 else (*inputs, None)
         sampler = sampler or _outcomes(factory)
-        return AuditCase(
-            name, mechanism, broken, epsilon, delta, sampler, data_1, data_2, event, neighbours, runs, pair
-        )
+        label = f"{mechanism}, {svt_noise}" if suffix else mechanism
+        return AuditCase(name + suffix, label, broken, epsilon, delta, sampler, data_1, data_2, event, neighbours,
+                         runs, pair and pair + suffix)
 
     def make(cls: type, **kw: Any) -> Callable[[np.random.SeedSequence], Any]:
-        return lambda s: cls(epsilon=eps, seed=s, **kw)
+        return lambda s: cls(epsilon=eps, seed=s, svt_noise=svt_noise, **kw)
 
     return [
-        case("above_threshold_swap", "AboveThreshold", False, make(AboveThreshold, threshold=0.5),
+        case("above_threshold_swap", "AboveThreshold", False, make(AboveThreshold, threshold=t_swap),
              (*swap, _swap_event), 40_000),
         case("broken_no_query_noise_swap", "BrokenSVTNoQueryNoise (Lyu Alg. 5)", True,
-             make(BrokenSVTNoQueryNoise, threshold=0.5), (*swap, _swap_event), 40_000,
+             make(BrokenSVTNoQueryNoise, threshold=t_swap), (*swap, _swap_event), 40_000,
              "above_threshold_swap"),
         case("above_threshold_pinning", "AboveThreshold", False, make(AboveThreshold, threshold=0.0),
              pin, 100_000),
@@ -178,14 +192,14 @@ def svt_cases(ratio: float = 1.0, epsilon: float = EPSILON) -> list[AuditCase]:
              make(LyuAlg3NumericSparseSameNoise, threshold=0.0, c=1), shift, 2_400_000,
              "numeric_sparse_shifted", neighbours="every answer + 1 (sensitivity 1)"),
         case("threshold_monitor_add_remove", "ThresholdMonitor (calibrated)", False, None, records, 4000,
-             neighbours=add_remove, delta=TM_DELTA, sampler=_monitor_sampler(ThresholdMonitor, eps)),
+             neighbours=add_remove, delta=TM_DELTA, sampler=_monitor_sampler(ThresholdMonitor, eps, svt_noise)),
         case("broken_threshold_monitor_uncalibrated", "BrokenThresholdMonitorUncalibrated", True, None, records,
              4000, "threshold_monitor_add_remove", add_remove, TM_DELTA,
-             _monitor_sampler(BrokenThresholdMonitorUncalibrated, eps)),
+             _monitor_sampler(BrokenThresholdMonitorUncalibrated, eps, svt_noise)),
     ]  # fmt: skip
 
 
-def svt_case(name: str, ratio: float = 1.0, epsilon: float = EPSILON) -> AuditCase:
-    """The audit case called ``name``, claiming ``epsilon`` (mechanism built at ratio * epsilon, see ``svt_cases``)."""
-    cases = {c.name: c for c in svt_cases(ratio, epsilon)}
+def svt_case(name: str, ratio: float = 1.0, epsilon: float = EPSILON, svt_noise: str = CONTINUOUS) -> AuditCase:
+    """The audit case called ``name`` of ``svt_cases(ratio, epsilon, svt_noise)``."""
+    cases = {c.name: c for c in svt_cases(ratio, epsilon, svt_noise)}
     return cases[check_choice(name, "audit case", list(cases))]
