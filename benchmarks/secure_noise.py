@@ -8,8 +8,8 @@ secure noise is slower, with its order-statistic 95% interval):
   the row also gives its budget (keystream words and table entries per draw) and the delta it costs
   (``sampler_delta``) at the row's parameters and for LazyCMS at 24 KB, T = 2^20;
 - LazyCMS at 24 KB (d = 3, model "actual"): the whole stream plus a release of every cell at each of 16 release times,
-  discrete secure vs Philox derived (target ratio >= 0.2) and, on a short stream, vs stored nodes under
-  ``noise_mode("secure")`` (OpenDP samplers; target ratio >= 100);
+  discrete secure vs Philox derived (target ratio >= 0.2) and vs stored nodes under ``noise_mode("secure")``
+  (OpenDP samplers; target ratio >= 100), on a short stream and on the same stream as the Philox rows;
 - the same LazyCMS rows at the paper's stream length (``lazycms_paper``, T = 2^20, ``--log2-paper``), where the
   stream's updates weigh as much as in the paper's runs beside the 16 releases (target ratio >= 0.2);
 - timing levels on the same LazyCMS work: level 1 (blocks of 2^k steps, always on) vs the same sketch drawing only the
@@ -131,7 +131,8 @@ def _run(sketch: LazyCMS, items: np.ndarray) -> None:
 def lazycms_speed(length: int, short_length: int, repeats: int) -> list[dict]:
     """LazyCMS with exact and with constant-time discrete secure noise.
 
-    Against Philox derived noise over ``length`` items, and against stored OpenDP noise over ``short_length``.
+    Against Philox derived noise over ``length`` items, and against stored OpenDP noise over ``short_length`` items
+    and over ``length`` (the Philox rows' work; fewer repetitions, OpenDP takes seconds).
     """
     items = _stream(length, 1)
     for noise in ("derived", *SECURE):
@@ -139,18 +140,24 @@ def lazycms_speed(length: int, short_length: int, repeats: int) -> list[dict]:
     arms = {f"LazyCMS {noise}": (lambda n=noise: _run(_lazycms(n, length), items)) for noise in ("derived", *SECURE)}
     estimates = interleaved_ratios(arms, "LazyCMS derived", repeats)
     rows = [_row(estimates[f"LazyCMS {noise}"], 0.2) for noise in SECURE]
-    short = items[:short_length]
+    return (rows + _against_opendp(items[:short_length], " (short)", 5)
+            + _against_opendp(items, f", T = 2^{length.bit_length() - 1}", 5))
+
+
+def _against_opendp(items: np.ndarray, label: str, repeats: int) -> list[dict]:
+    """LazyCMS over ``items`` with discrete secure noise vs stored nodes under ``noise_mode("secure")`` (OpenDP)."""
+    length = items.size
 
     def opendp() -> None:
         with noise_mode("secure"):
-            _run(_lazycms("stored", short_length), short)
+            _run(_lazycms("stored", length), items)
 
     opendp()
-    arms = {"LazyCMS stored, noise=secure (OpenDP)": opendp,
-            **{f"LazyCMS {noise} (short)": (lambda n=noise: _run(_lazycms(n, short_length), short))
-               for noise in SECURE}}
-    estimates = interleaved_ratios(arms, "LazyCMS stored, noise=secure (OpenDP)", 5)
-    return rows + [_row(estimates[f"LazyCMS {noise} (short)"], 100.0) for noise in SECURE]
+    reference = "LazyCMS stored, noise=secure (OpenDP)" + ("" if label == " (short)" else label)
+    arms = {reference: opendp,
+            **{f"LazyCMS {noise}{label}": (lambda n=noise: _run(_lazycms(n, length), items)) for noise in SECURE}}
+    estimates = interleaved_ratios(arms, reference, repeats)
+    return [_row(estimates[f"LazyCMS {noise}{label}"], 100.0) for noise in SECURE]
 
 
 def lazycms_paper_speed(log2_length: int, repeats: int) -> list[dict]:

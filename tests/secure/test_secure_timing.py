@@ -91,10 +91,28 @@ def test_counter_splits_delta_and_states_the_sampler_term() -> None:
     assert exact.privacy.sampler_delta == 0.0
 
 
-def _lazy_words(t: int, width: int, depth: int) -> int:
-    """4 words per node: popcount of each cell's step floor(t / w) + (j < t mod w), over every cell."""
-    steps = t // width + (np.arange(width) < t % width)
-    return cdt.CT_WORDS * depth * sum(int(s).bit_count() for s in steps)
+def _drawn(k: int, s: int, previous: int) -> int:
+    """Nodes a cached release at step s draws (``release.cached_noise_sums``).
+
+    The 2^k - 1 of its block below level k, and those of its set bits >= k whose node the cell's previous block
+    (-1: none) does not share.
+    """
+    return (1 << k) - 1 + sum(1 for level in range(k, s.bit_length())
+                              if s >> level & 1 and (previous < 0 or previous >> level != s >> level))
+
+
+def _expected_words(step_sequences: list[np.ndarray], k: int = 0) -> list[int]:
+    """4 words per drawn node, per whole-table release, each cell's blocks followed as the cache follows them."""
+    n = step_sequences[0].size
+    current, previous, words = [-1] * n, [-1] * n, []
+    for steps in step_sequences:
+        total = 0
+        for cell, s in enumerate(int(x) for x in steps):
+            if current[cell] < 0 or current[cell] >> k != s >> k:
+                previous[cell], current[cell] = current[cell], s
+            total += _drawn(k, s, previous[cell])
+        words.append(cdt.CT_WORDS * total)
+    return words
 
 
 @pytest.mark.parametrize("cls", [LazyCMS, PunctualCMS])
@@ -118,11 +136,11 @@ def test_words_before_each_release_depend_only_on_time_width_depth(cls) -> None:
         sequences.append(words)
     assert sequences[0] == sequences[1]
     ends = [1, 2, 7, 100, 101, 640, 1023, 1024, 1500]
-    if cls is LazyCMS:
-        expected = [_lazy_words(t, width, depth) for t in ends]
+    if cls is LazyCMS:  # cell j of each row at floor(t / w) + (j < t mod w)
+        steps = [np.tile(t // width + (np.arange(width) < t % width), depth) for t in ends]
     else:  # every cell is at step t
-        expected = [cdt.CT_WORDS * width * depth * t.bit_count() for t in ends]
-    assert sequences[0] == expected
+        steps = [np.full(width * depth, t) for t in ends]
+    assert sequences[0] == _expected_words(steps)
 
 
 def test_constant_time_sketch_releases_integers_and_flags() -> None:
@@ -152,6 +170,9 @@ def test_no_float_on_the_constant_time_and_block_decision_paths() -> None:
         (lanes.draw_queued, (key, lanes.table(), hi, lo, *lanes.queue()[:3], 2, *lanes.queue()[3:], st,
                              np.zeros(3, np.int64))),
         (release._node_sums, (key, lanes.table(), hi, lo, np.int64(0), np.arange(3), np.array([5, 6, 7]), st)),
+        (release._cached_draws, (key, lanes.table(), hi, lo, np.int64(0), np.array([5, 6, 7]), st,
+                                 np.zeros((3, 4), np.int64), np.full((2, 3), -1, np.int64))),
+        (release._cached_sums, (np.zeros((3, 4), np.int64), np.int64(0), np.array([5, 6, 7]))),
     ]
     for fn, args in calls:
         fresh = numba.njit(fn.py_func)
@@ -190,3 +211,62 @@ def test_discrete_secure_counter_draws_in_blocks() -> None:
     first = counter.words_consumed - before
     counter.release(np.arange(4), np.full(4, (2 << k) + (1 << k) - 1))  # the last step of the same block
     assert counter.words_consumed - before == 2 * first
+
+
+def _histories(rng: np.random.Generator, n: int, horizon: int) -> list[np.ndarray]:
+    """Whole-table release steps: steps that advance one or a few at a time, repeat, jump back and start at 0."""
+    steps, out = np.zeros(n, dtype=np.int64), []
+    for _ in range(60):
+        move = rng.integers(0, 4)
+        steps = (steps + rng.integers(0, 3, n) if move < 2 else steps if move == 2 else
+                 rng.integers(0, horizon, n))
+        steps = np.minimum(steps, horizon - 1)
+        out.append(steps.copy())
+    return out
+
+
+@pytest.mark.parametrize(("noise", "chunks"), [("discrete_secure", None), ("discrete_secure", 1),
+                                               ("discrete_secure_ct", None)])
+def test_cached_whole_table_release_has_release_values(noise: str, chunks: int | None) -> None:
+    # the node cache changes no value: every release_all equals release of the same cells at the same steps, after
+    # any history; chunks=1 sends about 1 comparison in 256 to the exact slow path (ties settled into the cache)
+    cls = counter_class("binary", noise)
+    counter, reference = (cls(n=40, horizon=700, epsilon=1.0, delta=1e-6, m=6, seed=5) for _ in range(2))
+    if chunks:
+        counter._chunks = chunks
+        counter._st = samplers.new_state(capacity=4096)
+    for steps in _histories(np.random.default_rng(3), 40, 700):
+        assert np.array_equal(counter.release_all(steps), reference.release(np.arange(40), steps))
+    k = counter._sampler()[3]
+    assert counter.noise_cache_bytes == 40 * 8 * (1 + counter.levels - k) + 2 * 40 * 8
+    assert counter.memory_bytes == counter._exact.nbytes + counter._key.nbytes
+
+
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_cached_release_draws_its_blocks_new_nodes_and_the_same_at_every_step_of_a_block(k: int) -> None:
+    # with the table sampler every node costs 4 words, so the words count the nodes drawn: D(s) of each release
+    # (``_drawn``), the same for every release inside one block whatever the cache held before it
+    hi, lo, _ = _table(2791, 1)
+    key = chacha.key_words(bytes(range(32)))
+    n, levels = 30, 11
+    nodes, blocks = np.zeros((n, 1 + levels - k), dtype=np.int64), np.full((2, n), -1, dtype=np.int64)
+    history = _histories(np.random.default_rng(4), n, 1 << levels)
+    words = []
+    for steps in history:
+        st = samplers.new_state()
+        release.cached_noise_sums(key, lanes.table(), hi, lo, k, steps, st, nodes, blocks)
+        words.append(int(st[4]))
+    assert words == _expected_words(history, k)
+    # one cell released at every step of a stream, by the exact (rejection) sampler: its work, which depends on the
+    # values drawn, is the same at every step of each block
+    a, b, t = samplers.gaussian_params(2791, 1)
+    sampler, hi, lo = lanes.gaussian(a, b, t)
+    nodes, blocks = np.zeros((1, 1 + levels - k), dtype=np.int64), np.full((2, 1), -1, dtype=np.int64)
+    per_block: dict[int, set[int]] = {}
+    for s in range(300):
+        st = samplers.new_state()
+        release.cached_noise_sums(key, sampler, hi, lo, k, np.array([s]), st, nodes, blocks)
+        per_block.setdefault(s >> k, set()).add(int(st[4]))
+    assert all(len(w) == 1 for w in per_block.values())
+    if k == 0:  # without blocks the work of the one new node shows (the leak level 1 closes)
+        assert len({next(iter(w)) for w in per_block.values()}) > 1

@@ -15,7 +15,7 @@ from dpstream import serial
 from dpstream.counters import _kernels as kernels
 from dpstream.counters._discrete_noise import DiscreteNoise
 from dpstream.counters.binary import BinaryTree, DerivedState
-from dpstream.secure import cdt
+from dpstream.secure import cdt, lanes
 from dpstream.secure import release as secure_release
 from dpstream.secure.chacha import KEY_BYTES
 from dpstream.secure.samplers import EXACT_SAMPLER, gaussian_params
@@ -41,6 +41,15 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
     an observer who times a release learns at most the total work of its block. The other nodes are recomputed, not
     kept (no node is stored ahead, ``memory_bytes`` is unchanged): storing a block per cell would cost 2^k values
     per cell, more than a sketch cell's own bytes. Values are the same as without blocks (nodes are derived).
+
+    Whole-table releases (``release_all``: every sketch query and LazyHH refresh) keep a node cache: the nodes of
+    levels >= k of each counter's current block, (n, 1 + h - k) int64, and a step of its current and previous
+    block. A release then draws the block's 2^k - 1 nodes below level k and only those of its nodes >= k that the
+    previous block does not share (``secure.release.cached_noise_sums``): the same set at every step of the block,
+    fixed by the release times alone, so the level-1 property holds with fewer draws (one push apart: 2 nodes a
+    cell instead of popcount + 1). The cache holds only nodes the current block uses, none ahead. It is a speed
+    cache outside the state, as ``DerivedBinary``'s: not in ``memory_bytes`` (its size is ``noise_cache_bytes``),
+    not serialised, rebuilt on demand; it is as secret as the key.
     """
 
     node_noise = "discrete_secure"
@@ -69,6 +78,11 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
         a, b, t = self._abt
         return secure_release.block_noise_sums(self._key, a, b, t, np.int64(self.block_levels), cells, steps, self._st,
                                                self._chunks)
+
+    def _sampler(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """The draws' sampler for ``secure.lanes`` (sampler, hi, lo) and the timing block levels k."""
+        a, b, t = self._abt
+        return (*lanes.gaussian(a, b, t, self._chunks), self.block_levels)
 
     def noise_count(self, steps: np.ndarray) -> int:
         """No draws at push time: the noise is derived at release."""
@@ -112,9 +126,38 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
             return exact.astype(np.float64)
         return (exact + self._noise_sums(np.ascontiguousarray(cells), steps)).astype(np.float64)
 
+    def release_all(self, steps: np.ndarray) -> np.ndarray:
+        """Every counter's release at ``steps`` (n,), drawing only the nodes not kept from earlier blocks.
+
+        ``secure.release.cached_noise_sums``: the values are ``release``'s; the node cache is described in the class
+        doc.
+        """
+        steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), (self.n,)))
+        if self._noiseless or (steps.size and (steps.min() < 0 or steps.max() >> self.levels)):
+            return self.release(np.arange(self.n), steps)
+        sampler, hi, lo, k = self._sampler()
+        nodes, blocks = self._node_cache(k)
+        noise = secure_release.cached_noise_sums(self._key, sampler, hi, lo, k, steps, self._st, nodes, blocks)
+        return (self._exact[0].astype(np.int64) + noise).astype(np.float64)
+
+    def _node_cache(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The node cache (nodes (n, 1 + h - k), blocks (2, n)), new when the key or k changed (nodes are the key's)."""
+        cache = getattr(self, "_kept_nodes", None)
+        if cache is None or cache[0] != k or not np.array_equal(cache[1], self._key):
+            nodes = np.zeros((self.n, 1 + max(self.levels - k, 0)), dtype=np.int64)
+            cache = (k, self._key.copy(), nodes, np.full((2, self.n), -1, dtype=np.int64))
+            self._kept_nodes = cache
+        return cache[2], cache[3]
+
+    @property
+    def noise_cache_bytes(self) -> int:
+        """Bytes of the node cache of ``release_all`` (0 before the first whole-table release)."""
+        cache = getattr(self, "_kept_nodes", None)
+        return 0 if cache is None else cache[2].nbytes + cache[3].nbytes
+
     @property
     def memory_bytes(self) -> int:
-        """Bytes of the exact counts and the key."""
+        """Bytes of the exact counts and the key (the node cache is not state: ``noise_cache_bytes``)."""
         return self._exact.nbytes + self._key.nbytes
 
 
@@ -124,8 +167,10 @@ class ConstantTimeDiscreteBinary(DiscreteSecureBinary):
     Each node value is one draw of a cumulative-table sampler for N_Z(0, sigma^2) truncated to [-K, K]: one ChaCha20
     block, a fixed 4 keystream words (``words_consumed`` grows by 4 per node) and a full branch-free scan of the K
     table entries. A release at step s draws popcount(s) nodes per cell, so the words and iterations of every release
-    are a function of the cells' steps (the time) alone. The table (2 x 8 bytes per entry) is a public constant of
-    (sigma^2, K), recomputed on restore: reported as ``table_bytes``, not in ``memory_bytes`` (the state).
+    are a function of the cells' steps (the time) alone; a whole-table release, with the node cache (k = 0), draws
+    only the nodes of s that the cell's previous release step does not share, a function of the release times. The
+    table (2 x 8 bytes per entry) is a public constant of (sigma^2, K), recomputed on restore: reported as
+    ``table_bytes``, not in ``memory_bytes`` (the state).
 
     Privacy: (epsilon, delta)-DP under continual observation for m-neighbouring inputs, COMPUTATIONALLY (as
     ``DiscreteSecureBinary``), where delta is split: sigma^2 is calibrated for ``calibration_delta`` = delta (1 -
@@ -165,6 +210,10 @@ class ConstantTimeDiscreteBinary(DiscreteSecureBinary):
 
     def _noise_sums(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         return secure_release.noise_sums_ct(self._key, self._hi, self._lo, cells, steps, self._st)
+
+    def _sampler(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """The table sampler and no blocks (k = 0): every draw's work is fixed already."""
+        return lanes.table(), self._hi, self._lo, 0
 
     def _constants(self) -> dict[str, Any]:
         extra = {} if self._noiseless else {"table_size": self.table_size, "sampler_delta": self._sampler_delta}

@@ -6,6 +6,8 @@ draw from the ChaCha20 stream with nonce (cell, index low 32 bits, level | index
 
 ``block_noise_sums`` (timing level 1) draws every node of a step's block of 2^k steps, ``noise_sums_ct`` (level 2)
 uses the constant-time table sampler (``cdt``). The nodes are drawn ``chacha.LANES`` at a time (``lanes``).
+``cached_noise_sums`` is a whole-table release that keeps the nodes of levels >= k it drew, so that a release draws
+only the nodes its block does not share with the cell's previous block (module doc of ``counters.discrete``).
 """
 
 from __future__ import annotations
@@ -85,3 +87,84 @@ def noise_sums_ct(key: np.ndarray, hi: np.ndarray, lo: np.ndarray, cells: np.nda
                   st: np.ndarray) -> np.ndarray:
     """``noise_sums`` with the constant-time table sampler (``cdt``): 4 words and one full table scan per node."""
     return _node_sums(key, lanes.table(), hi, lo, np.int64(0), cells, steps, st)
+
+
+@njit(cache=True)
+def _cached_draws(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndarray, k: np.int64,
+                  steps: np.ndarray, st: np.ndarray, nodes: np.ndarray, blocks: np.ndarray) -> None:
+    """Draw, for cell c at step s = steps[c], the nodes D(s) of ``cached_noise_sums``, into ``nodes``.
+
+    ``nodes`` (n, 1 + h - k): column 0 receives the sum of the in-block nodes s uses (zeroed first), column 1 + l - k
+    the node of level l >= k (zeroed, then drawn, when it is in D(s)). ``blocks`` (2, n): a step of the cell's
+    current block and of its previous one (-1: none), advanced when s enters a new block.
+    """
+    nonces, rows, used, words, nonce, buf = lanes.queue()
+    flat = nodes.reshape(-1)
+    width = nodes.shape[1]
+    queued = 0
+    for c in range(steps.shape[0]):
+        s = steps[c]
+        if blocks[0, c] < 0 or (blocks[0, c] >> k) != (s >> k):
+            blocks[1, c] = blocks[0, c]
+            blocks[0, c] = s
+        previous = blocks[1, c]
+        base = c * width
+        flat[base] = 0
+        for level in range(k + width - 1):
+            if level < k:  # the block's own nodes, all drawn: the odd indices of level l inside it
+                first = (s >> k) << (k - level)
+                indices, stride, last = first + 1, np.int64(2), first + (np.int64(1) << (k - level))
+                row = base
+            elif (s >> level) & 1 and (previous < 0 or (previous >> level) != (s >> level)):
+                indices, stride, last = s >> level, np.int64(1), (s >> level) + 1
+                row = base + 1 + level - k
+                flat[row] = 0
+            elif s >> level:
+                continue
+            else:
+                break
+            for index in range(indices, last, stride):
+                node_nonce(c, level, index, nonces, queued)
+                rows[queued], used[queued] = row, np.int64((s >> level) == index)
+                queued += 1
+                if queued == LANES:
+                    lanes.draw_queued(key, sampler, hi, lo, nonces, rows, used, queued, words, nonce, buf, st, flat)
+                    queued = 0
+    if queued:
+        lanes.draw_queued(key, sampler, hi, lo, nonces, rows, used, queued, words, nonce, buf, st, flat)
+
+
+@njit(cache=True)
+def _cached_sums(nodes: np.ndarray, k: np.int64, steps: np.ndarray) -> np.ndarray:
+    """Per cell: its in-block sum (column 0) plus its cached nodes of the set bits >= k of its step."""
+    out = np.empty(steps.shape[0], dtype=np.int64)
+    for c in range(steps.shape[0]):
+        total = nodes[c, 0]
+        high = steps[c] >> k
+        column = 1
+        while high:
+            if high & 1:
+                total += nodes[c, column]
+            high >>= 1
+            column += 1
+        out[c] = total
+    return out
+
+
+def cached_noise_sums(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndarray, k: int,
+                      steps: np.ndarray, st: np.ndarray, nodes: np.ndarray, blocks: np.ndarray) -> np.ndarray:
+    """The noise sums of every cell c at ``steps[c]`` (a whole-table release), keeping its drawn nodes in ``nodes``.
+
+    A release at step s (block B = s >> k) draws D(s): the 2^k - 1 nodes of levels < k inside B (as
+    ``block_noise_sums``) and the nodes of levels >= k on the set bits of s that B does not share with P, the cell's
+    previous block (all of them if it has none); the other nodes s uses are B's and were drawn, and kept, at an
+    earlier release. D(s) is the same set for every step of B (it depends on B and P only), so every release inside
+    a block does the same work, a part of what the block alone would cost. ``nodes`` (n, 1 + h - k) and ``blocks``
+    (2, n, int64, -1 at first) are the cache, ``sampler``, ``hi``, ``lo``: ``lanes.gaussian`` or ``lanes.table``.
+    Steps must be below 2^h. The values are those of ``block_noise_sums`` (the nodes are derived).
+    """
+    steps = np.ascontiguousarray(steps, dtype=np.int64)
+    _cached_draws(key, sampler, hi, lo, np.int64(k), steps, st, nodes, blocks)
+    if sampler[0] == lanes.GAUSSIAN:
+        settle(key, int(sampler[1]), int(sampler[2]), int(sampler[3]), st, nodes.reshape(-1))
+    return _cached_sums(nodes, np.int64(k), steps)
