@@ -28,6 +28,25 @@ def node_nonce(cell: np.int64, level: np.int64, index: np.int64, nonces: np.ndar
     nonces[2, lane] = np.uint32((level & 63) | ((index >> 32) << 6))
 
 
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+def _enqueue(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndarray, cell: np.int64, level: int,
+             indices: np.int64, stride: np.int64, last: np.int64, s: np.int64, row: np.int64, nonces: np.ndarray,
+             rows: np.ndarray, used: np.ndarray, queued: int, words: np.ndarray, nonce: np.ndarray, buf: np.ndarray,
+             st: np.ndarray, out: np.ndarray) -> int:
+    """Queue the nodes of ``level`` at ``indices``, ``indices + stride``, ... < ``last`` of ``cell``; new queue length.
+
+    Those step s uses are added to ``out[row]`` (the others times 0); the queue is drawn whenever it is full.
+    """
+    for index in range(indices, last, stride):
+        node_nonce(cell, level, index, nonces, queued)
+        rows[queued], used[queued] = row, np.int64((s >> level) == index)
+        queued += 1
+        if queued == LANES:
+            lanes.draw_queued(key, sampler, hi, lo, nonces, rows, used, queued, words, nonce, buf, st, out)
+            queued = 0
+    return queued
+
+
 @njit(cache=True)
 def _node_sums(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndarray, k: np.int64,
                cells: np.ndarray, steps: np.ndarray, st: np.ndarray) -> np.ndarray:
@@ -52,13 +71,8 @@ def _node_sums(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndar
                 continue
             else:
                 break
-            for index in range(indices, last, stride):
-                node_nonce(cells[c], level, index, nonces, queued)
-                rows[queued], used[queued] = c, np.int64((s >> level) == index)
-                queued += 1
-                if queued == LANES:
-                    lanes.draw_queued(key, sampler, hi, lo, nonces, rows, used, queued, words, nonce, buf, st, out)
-                    queued = 0
+            queued = _enqueue(key, sampler, hi, lo, cells[c], level, indices, stride, last, s, np.int64(c), nonces,
+                              rows, used, queued, words, nonce, buf, st, out)
     if queued:
         lanes.draw_queued(key, sampler, hi, lo, nonces, rows, used, queued, words, nonce, buf, st, out)
     return out
@@ -123,13 +137,8 @@ def _cached_draws(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.n
                 continue
             else:
                 break
-            for index in range(indices, last, stride):
-                node_nonce(c, level, index, nonces, queued)
-                rows[queued], used[queued] = row, np.int64((s >> level) == index)
-                queued += 1
-                if queued == LANES:
-                    lanes.draw_queued(key, sampler, hi, lo, nonces, rows, used, queued, words, nonce, buf, st, flat)
-                    queued = 0
+            queued = _enqueue(key, sampler, hi, lo, np.int64(c), level, indices, stride, last, s, row, nonces, rows,
+                              used, queued, words, nonce, buf, st, flat)
     if queued:
         lanes.draw_queued(key, sampler, hi, lo, nonces, rows, used, queued, words, nonce, buf, st, flat)
 
