@@ -38,18 +38,20 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
 
     Timing (level 1, always on): a release at step s draws every node of s's block of 2^``block_levels`` steps
     (``secure.release.block_noise_sums``), using those s needs, so its work is the same at every step of the block:
-    an observer who times a release learns at most the total work of its block. The other nodes are recomputed, not
-    kept (no node is stored ahead, ``memory_bytes`` is unchanged): storing a block per cell would cost 2^k values
-    per cell, more than a sketch cell's own bytes. Values are the same as without blocks (nodes are derived).
+    an observer who times a release learns at most the total work of its block. The block's other nodes are drawn
+    again at each release, not kept: a node drawn ahead of its use would have to be counted in ``memory_bytes``
+    (2^k - 1 values per cell, at 24 KB a third of a LazyCMS's width). Values are the same as without blocks (nodes
+    are derived).
 
-    Whole-table releases (``release_all``: every sketch query and LazyHH refresh) keep a node cache: the nodes of
-    levels >= k of each counter's current block, (n, 1 + h - k) int64, and a step of its current and previous
-    block. A release then draws the block's 2^k - 1 nodes below level k and only those of its nodes >= k that the
-    previous block does not share (``secure.release.cached_noise_sums``): the same set at every step of the block,
-    fixed by the release times alone, so the level-1 property holds with fewer draws (one push apart: 2 nodes a
-    cell instead of popcount + 1). The cache holds only nodes the current block uses, none ahead. It is a speed
-    cache outside the state, as ``DerivedBinary``'s: not in ``memory_bytes`` (its size is ``noise_cache_bytes``),
-    not serialised, rebuilt on demand; it is as secret as the key.
+    Whole-table releases (``release_all``: every sketch query and LazyHH refresh) keep a node cache: per counter,
+    one node for each level >= k (the last node of that level a release used) and a step of its current and
+    previous block, (n, 1 + h - k) and (2, n) int64. A release then draws the block's 2^k - 1 nodes below level k
+    and only those of its nodes >= k that the previous block does not share (``secure.release.cached_noise_sums``):
+    the same set at every step of the block, fixed by the release times alone, so the level-1 property holds with
+    fewer draws (one push apart: 2 nodes a cell instead of popcount + 1). Every node in the cache has been used by
+    a release already; none is drawn ahead. It is a speed cache outside the state, as ``DerivedBinary``'s: not in
+    ``memory_bytes`` (its size is ``noise_cache_bytes``, several times the counts' bytes), not serialised, dropped
+    when a release raises and rebuilt on demand; it is as secret as the key.
     """
 
     node_noise = "discrete_secure"
@@ -137,7 +139,11 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
             return self.release(np.arange(self.n), steps)
         sampler, hi, lo, k = self._sampler()
         nodes, blocks = self._node_cache(k)
-        noise = secure_release.cached_noise_sums(self._key, sampler, hi, lo, k, steps, self._st, nodes, blocks)
+        try:
+            noise = secure_release.cached_noise_sums(self._key, sampler, hi, lo, k, steps, self._st, nodes, blocks)
+        except BaseException:  # the cache may hold draws not yet settled: drop it, the next release rebuilds it
+            self._kept_nodes = None
+            raise
         return (self._exact[0].astype(np.int64) + noise).astype(np.float64)
 
     def _node_cache(self, k: int) -> tuple[np.ndarray, np.ndarray]:
