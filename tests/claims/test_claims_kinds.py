@@ -37,3 +37,21 @@ def test_headline_counts_each_sentence_once_and_no_implementation_check():
     tally = tally_table(rows).set_index("kind")
     assert tally.loc["paper claims (each sentence once)", "total"] == 1
     assert tally.loc["implementation checks", "confirmed"] == 2
+
+
+def test_headline_counts_a_quoted_sentence_once_whatever_surrounds_it():
+    # the same quoted sentence on two mechanisms, a metric variant and another figure: one sentence, combined
+    text = '"the Punctual variants exhibit a linear increase"'
+    rows = pd.DataFrame({"experiment": ["fig3a", "fig3a", "fig3a", "fig3d"],
+                         "claim": [f"{text} (PunctualCMS)", f"{text} (PunctualCS)", f"{text} [on mean_t]",
+                                   f"Fig. 3(b) text {text}"],
+                         "rule": "r", "measured": "",
+                         "verdict": ["confirmed", "confirmed", "inconclusive", "confirmed"]})
+    rows = pd.concat([classify(e, g) for e, g in rows.groupby("experiment", sort=False)])
+    head = headline(rows)
+    assert head["claim"].tolist() == ["the Punctual variants exhibit a linear increase"]
+    assert head["verdict"].tolist() == ["inconclusive"] and head["experiments"].tolist() == ["fig3a, fig3d"]
+
+
+def test_laplace_growth_in_the_number_of_queries_is_an_implementation_check():
+    assert kind_of("qr_error_vs_queries", "independent Laplace error grows like sqrt(|Q|) log|Q|")[0] == IMPLEMENTATION

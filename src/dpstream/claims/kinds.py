@@ -5,10 +5,13 @@ paper's own formula, an auditor's self-test, a feasibility computation) checks t
 its own section and never counted in the paper tally. ``KINDS`` lists, per experiment, the claim texts (prefixes) that
 are not paper claims, with the reason; everything else of a paper experiment is a paper claim. The headline counts each
 paper sentence once (``headline``): the same sentence checked in several experiments is combined like the points of
-one rule (any ``not confirmed`` refutes, any ``inconclusive`` leaves it undecided).
+one rule (any ``not confirmed`` refutes, any ``inconclusive`` leaves it undecided); a sentence is a claim's quoted
+passage (``sentence``), so the checks of one sentence on several mechanisms or metric variants count once.
 """
 
 from __future__ import annotations
+
+import re
 
 import pandas as pd
 
@@ -62,6 +65,10 @@ KINDS: dict[str, dict[str, tuple[str, str]]] = {
                                       "early"),
     },
     "qr_alg4": {"Alg 4 is (eps, 4 delta / 3)-DP": (IMPLEMENTATION, "the accounting recomputes the paper's formula")},
+    "qr_error_vs_queries": {
+        "independent Laplace error grows like sqrt(|Q|) log|Q|": (
+            IMPLEMENTATION, CALIBRATION + " (the Laplace scale is laplace_answer_scale(n, eps, delta, |Q|), which "
+                            "grows like sqrt(|Q|) log|Q| by construction; the rule tests the direction only)")},
     "beyond_hh": {"": (IMPLEMENTATION, "cannot fail: the threshold decides the output in both arms (an "
                                        "equivalence of the two arms' reports by design)")},
     **{e: {"": (OURS, "dpstream's own hypothesis, not a paper's sentence")} for e in ("beyond_memory", "beyond_eps")},
@@ -97,12 +104,23 @@ def combine(verdicts: list[str]) -> str:
     return "inconclusive" if "inconclusive" in decided else "confirmed"
 
 
-def headline(claims: pd.DataFrame) -> pd.DataFrame:
-    """The paper tally: paper claims only, each sentence (claim text) once, its verdicts combined (``combine``).
+def sentence(claim: str) -> str:
+    """The paper's sentence a claim checks: its first double-quoted passage, else the whole claim text.
 
-    Columns: ``claim``, ``experiments`` (comma-separated), ``verdict``.
+    Checks of one quoted sentence differ only in what surrounds the quote (the mechanism, the metric variant, the
+    figure it is tested on), so they count as one sentence.
+    """
+    match = re.search(r'"([^"]+)"', claim)
+    return match.group(1) if match else claim
+
+
+def headline(claims: pd.DataFrame) -> pd.DataFrame:
+    """The paper tally: paper claims only, each sentence (``sentence``) once, its verdicts combined (``combine``).
+
+    Columns: ``claim`` (the sentence), ``experiments`` (comma-separated, each once), ``verdict``.
     """
     paper = claims[claims["kind"] == PAPER]
-    rows = [{"claim": text, "experiments": ", ".join(g["experiment"]), "verdict": combine(list(g["verdict"]))}
-            for text, g in paper.groupby("claim", sort=False)]
+    rows = [{"claim": text, "experiments": ", ".join(dict.fromkeys(g["experiment"])),
+             "verdict": combine(list(g["verdict"]))}
+            for text, g in paper.groupby(paper["claim"].map(sentence), sort=False)]
     return pd.DataFrame(rows, columns=["claim", "experiments", "verdict"])

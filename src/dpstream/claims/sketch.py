@@ -221,8 +221,8 @@ def more_for_claim(df: pd.DataFrame, claim: str, x: str, pairs: list[tuple[str, 
     mechs = {m for pair in pairs for m in pair}
     fraction = {m: _removed_fraction(df, m, x) for m in mechs}
     log_ratio = {m: _log_ratio(df, m, x) for m in mechs}
-    results = [mean_below(fraction[a], fraction[b]) for a, b in pairs]
-    rule = MORE_FOR.format(x=x, pairs=", ".join(f"({NAMES[a]}, {NAMES[b]})" for a, b in pairs))
+    results = below_at_points([(fraction[a], fraction[b]) for a, b in pairs])
+    rule = MORE_FOR.format(x=x, pairs=", ".join(f"({NAMES[a]}, {NAMES[b]})" for a, b in pairs)) + HOLM_NOTE
     measured = "mean fraction removed " + ", ".join(f"{NAMES[m]} {fraction[m].mean():.3f}"
                                                    for m in ALL if m in fraction)
     undecided = [f"({NAMES[a]}, {NAMES[b]})" for (a, b), r in zip(pairs, results, strict=True) if r is not True]
@@ -286,25 +286,53 @@ def fig3e_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
     return out
 
 
+def fig3f_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
+    """Fig. 3(f), skew 2.1: ARE falls as eps grows (noise-dominated), per private sketch, by a factor >= 2."""
+    return [clear_decrease_claim(df, m) for m in PRIVATE] + [noise_dominated_claim(df, m) for m in PRIVATE]
+
+
+def _end_ratio(df: pd.DataFrame, mech: str) -> tuple[pd.Series, float, float]:
+    """Per trial ARE(smallest eps) / ARE(largest eps) of ``mech``, with those two eps."""
+    grid = _grid(df, "epsilon")
+    ratio = (trial_values(df, "are_top15", {"mechanism.name": mech, "epsilon": grid[0]})
+             / trial_values(df, "are_top15", {"mechanism.name": mech, "epsilon": grid[-1]})).dropna()
+    return ratio, grid[0], grid[-1]
+
+
+def _at_least(ratio: pd.Series, cut: float) -> tuple[bool | None, str]:
+    """Is the geometric mean ratio >= ``cut`` (its 95% log-scale interval above), and the interval as text."""
+    centre, lo, hi = ratio_ci(ratio)
+    holds = None if not np.isfinite(lo) else True if lo >= cut else False if hi < cut else None
+    text = (fmt_ci(centre, lo, hi) + " (geometric mean, t interval on the log scale)" if ratio.size
+            else "no paired trials")
+    return holds, text + f" ({ratio.size} trials)"
+
+
+def clear_decrease_claim(df: pd.DataFrame, mech: str) -> Claim:
+    """Fig. 3(f) "a clear decrease in ARE as eps increases": a decreasing trend AND by more than a limited effect.
+
+    "Clear" is tested against fig3e's "limited effect" cut (``LIMITED_EPS``, fixed before any run): the ARE must
+    fall by at least that factor between the grid's ends, so the package never calls one effect both limited and
+    clear.
+    """
+    trend = trend_claim(df, f'"we observe a clear decrease in ARE as eps increases" (skew 2.1, {NAMES[mech]})',
+                        (mech,), "epsilon", "are_top15", "decreasing", names=NAMES)
+    ratio, lo_eps, hi_eps = _end_ratio(df, mech)
+    size, text = _at_least(ratio, LIMITED_EPS)
+    trend_holds = {"confirmed": True, "not confirmed": False}.get(trend.verdict)
+    rule = (trend.rule + f"; and 'clear': per trial ARE(eps = {lo_eps:g}) / ARE(eps = {hi_eps:g}), " + CI
+            + f" of the geometric mean >= {LIMITED_EPS:g} (more than fig3e's 'limited effect', fixed before the run): "
+            "both hold: confirmed; either fails (the ratio's upper end < the cut): not confirmed; otherwise "
+            "inconclusive")
+    return Claim(trend.claim, rule, f"{trend.measured}; ARE(eps={lo_eps:g}) / ARE(eps={hi_eps:g}): {text}",
+                 verdict_of(all_points([trend_holds, size])))
+
+
 def noise_dominated_claim(df: pd.DataFrame, mech: str) -> Claim:
     """Fig. 3(f) "ARE decreases approximately linearly with 1/eps": ARE(eps_min) / ARE(eps_max) >= 2 per trial."""
-    grid = _grid(df, "epsilon")
-    lo_eps, hi_eps = grid[0], grid[-1]
-    ratio = (trial_values(df, "are_top15", {"mechanism.name": mech, "epsilon": lo_eps})
-             / trial_values(df, "are_top15", {"mechanism.name": mech, "epsilon": hi_eps})).dropna()
-    centre, lo, hi = ratio_ci(ratio)
-    holds = None if not np.isfinite(lo) else True if lo >= NOISE_RATIO else False if hi < NOISE_RATIO else None
+    ratio, lo_eps, hi_eps = _end_ratio(df, mech)
+    holds, text = _at_least(ratio, NOISE_RATIO)
     return Claim(f'"Initially, ARE decreases approximately linearly with 1/eps before saturating" (skew 2.1, '
                  f"{NAMES[mech]})",
                  NOISE_DOMINATED.format(mech=NAMES[mech], lo=lo_eps, hi=hi_eps, span=hi_eps / lo_eps, r=NOISE_RATIO),
-                 f"ARE(eps={lo_eps:g}) / ARE(eps={hi_eps:g}): "
-                 + (fmt_ci(centre, lo, hi) + " (geometric mean, t interval on the log scale)" if ratio.size
-                    else "no paired trials")
-                 + f" ({ratio.size} trials)", verdict_of(holds))
-
-
-def fig3f_claims(df: pd.DataFrame, experiment: dict[str, Any]) -> list[Claim]:
-    """Fig. 3(f), skew 2.1: ARE falls as eps grows (noise-dominated), per private sketch, by a factor >= 2."""
-    out = [trend_claim(df, f'"we observe a clear decrease in ARE as eps increases" (skew 2.1, {NAMES[m]})', (m,),
-                       "epsilon", "are_top15", "decreasing", names=NAMES) for m in PRIVATE]
-    return out + [noise_dominated_claim(df, m) for m in PRIVATE]
+                 f"ARE(eps={lo_eps:g}) / ARE(eps={hi_eps:g}): {text}", verdict_of(holds))
