@@ -26,6 +26,14 @@ def test_a_verdict_that_differs_between_seeds_is_unstable_with_every_outcome():
     assert "same verdict at seeds 0, 1, 2" in out["measured"].iloc[0]
 
 
+def test_each_seeds_null_outcome_is_kept_where_they_differ():
+    per_seed = {s: claims("confirmed", "confirmed").assign(nulls=["confirms on 0/200", f"confirms on {s}/200"])
+                for s in (0, 1, 2)}
+    out = combine_seeds(per_seed)
+    assert out["nulls"].tolist() == ["confirms on 0/200", "seed 0: confirms on 0/200; seed 1: confirms on 1/200; "
+                                                          "seed 2: confirms on 2/200"]
+
+
 def test_verify_smoke_three_seeds_resumes_from_its_store(tmp_path, capsys):
     store, out = tmp_path / "store", tmp_path / "out"
     before = progress(store, "smoke", (0, 1, 2), "svt_theory")

@@ -88,7 +88,8 @@ def combine_seeds(per_seed: dict[int, pd.DataFrame]) -> pd.DataFrame:
     """One claims table from the same experiment's claims at several seeds.
 
     The same verdict at every seed stands (with the first seed's measurement); otherwise ``inconclusive`` with
-    ``measured`` starting "inconclusive (unstable across seeds)" and listing every seed's verdict.
+    ``measured`` starting "inconclusive (unstable across seeds)" and listing every seed's verdict. The ``nulls``
+    column (each seed's own permutation nulls) lists every seed's outcome where they differ.
     """
     seeds = sorted(per_seed)
     first = per_seed[seeds[0]].reset_index(drop=True)
@@ -105,6 +106,10 @@ def combine_seeds(per_seed: dict[int, pd.DataFrame]) -> pd.DataFrame:
             listing = "; ".join(f"seed {s}: {v}" for s, v in outcomes.items())
             measured.append(f"inconclusive ({UNSTABLE}: {listing}); seed {seeds[0]}: {row['measured']}")
     out = first.assign(verdict=verdicts, measured=measured)
+    if "nulls" in first:  # each seed is judged with its own nulls: one outcome when they agree, else every seed's
+        out["nulls"] = [per_seed[seeds[0]]["nulls"].iloc[i] if len({str(per_seed[s]["nulls"].iloc[i]) for s in seeds})
+                        == 1 else "; ".join(f"seed {s}: {per_seed[s]['nulls'].iloc[i]}" for s in seeds)
+                        for i in range(len(first))]
     assert set(out["verdict"]) <= set(VERDICTS)
     return out
 
