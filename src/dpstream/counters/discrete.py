@@ -65,6 +65,8 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
     notion = "computational"
     block_levels = 1
     """Timing level 1: a release draws every node of its block of 2^k steps (``release.block_noise_sums``)."""
+    _kept_nodes: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
+    """The node cache of ``release_all``: (k, key, nodes, blocks), or None before the first (or after a failed) one."""
 
     @classmethod
     def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
@@ -148,7 +150,7 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
 
     def _node_cache(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The node cache (nodes (n, 1 + h - k), blocks (2, n)), new when the key or k changed (nodes are the key's)."""
-        cache = getattr(self, "_kept_nodes", None)
+        cache = self._kept_nodes
         if cache is None or cache[0] != k or not np.array_equal(cache[1], self._key):
             nodes = np.zeros((self.n, 1 + max(self.levels - k, 0)), dtype=np.int64)
             cache = (k, self._key.copy(), nodes, np.full((2, self.n), -1, dtype=np.int64))
@@ -158,7 +160,7 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
     @property
     def noise_cache_bytes(self) -> int:
         """Bytes of the node cache of ``release_all`` (0 before the first whole-table release)."""
-        cache = getattr(self, "_kept_nodes", None)
+        cache = self._kept_nodes
         return 0 if cache is None else cache[2].nbytes + cache[3].nbytes
 
     @property
