@@ -65,6 +65,10 @@ KINDS: dict[str, dict[str, tuple[str, str]]] = {
                                       "early"),
     },
     "qr_alg4": {"Alg 4 is (eps, 4 delta / 3)-DP": (IMPLEMENTATION, "the accounting recomputes the paper's formula")},
+    "fig4d": {'"only the heaviest items are reported': (
+        OURS, "the paper's explanation, read as the opposite direction of its literal sentence on the same rows: "
+              "whenever the data decide, one of the two is confirmed and the other refuted, so it is not independent "
+              "support of the paper (the literal sentence is the paper claim)")},
     "qr_error_vs_queries": {
         "independent Laplace error grows like sqrt(|Q|) log|Q|": (
             IMPLEMENTATION, CALIBRATION + " (the Laplace scale is laplace_answer_scale(n, eps, delta, |Q|), which "
@@ -108,7 +112,8 @@ def sentence(claim: str) -> str:
     """The paper's sentence a claim checks: its first double-quoted passage, else the whole claim text.
 
     Checks of one quoted sentence differ only in what surrounds the quote (the mechanism, the metric variant, the
-    figure it is tested on), so they count as one sentence.
+    figure it is tested on), so they count as one sentence; ``headline`` also counts a quote that begins another
+    (the sentence's first clause) as that sentence.
     """
     match = re.search(r'"([^"]+)"', claim)
     return match.group(1) if match else claim
@@ -120,7 +125,9 @@ def headline(claims: pd.DataFrame) -> pd.DataFrame:
     Columns: ``claim`` (the sentence), ``experiments`` (comma-separated, each once), ``verdict``.
     """
     paper = claims[claims["kind"] == PAPER]
+    keys = paper["claim"].map(sentence)
+    full = {k: max((o for o in keys if o.startswith(k.rstrip(" .,;:"))), key=len) for k in set(keys)}
     rows = [{"claim": text, "experiments": ", ".join(dict.fromkeys(g["experiment"])),
              "verdict": combine(list(g["verdict"]))}
-            for text, g in paper.groupby(paper["claim"].map(sentence), sort=False)]
+            for text, g in paper.groupby(keys.map(full), sort=False)]
     return pd.DataFrame(rows, columns=["claim", "experiments", "verdict"])
