@@ -96,6 +96,11 @@ class BinaryTree(Counter):
         """popcount(s) sigma^2: one independent node noise per set bit of s."""
         return popcount(steps) * self._noise_scale**2
 
+    def _table_steps(self, steps: np.ndarray) -> tuple[np.ndarray, bool]:
+        """``steps`` as a contiguous int64 (n,) array, and whether all lie in [0, 2^levels) (a node cache's levels)."""
+        steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), (self.n,)))
+        return steps, not (steps.size and (steps.min() < 0 or steps.max() >> self.levels))
+
 
 class StoredBinary(BinaryTree):
     """Alg. 1 with one preallocated node per level (``_bm_kernels.push``); one noise per push.
@@ -203,8 +208,8 @@ class DerivedBinary(PhiloxDerived, BinaryTree):
 
     def release_all(self, steps: np.ndarray) -> np.ndarray:
         """Every counter's release at ``steps`` (n,), with the node cache (``_derived.release_all_cached``)."""
-        steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), (self.n,)))
-        if steps.size and (steps.min() < 0 or steps.max() >> self.levels):  # outside the cache's levels
+        steps, cacheable = self._table_steps(steps)
+        if not cacheable:
             return self.release(np.arange(self.n), steps)
         cache = self._cache()
         return _derived.release_all_cached(self._exact, self._key, self._noise_scale, steps, cache[1], cache[2])
@@ -214,9 +219,9 @@ class DerivedBinary(PhiloxDerived, BinaryTree):
 
         The nodes of the cells skipped are not generated; the cache keeps their older nodes for a later release.
         """
-        steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), (self.n,)))
+        steps, cacheable = self._table_steps(steps)
         wanted = np.ascontiguousarray(np.broadcast_to(np.asarray(wanted, dtype=np.bool_), (self.n,)))
-        if steps.size and (steps.min() < 0 or steps.max() >> self.levels):  # outside the cache's levels
+        if not cacheable:
             return np.where(wanted, self.release(np.arange(self.n), steps), np.nan)
         cache = self._cache()
         return _derived.release_wanted_cached(self._exact, self._key, self._noise_scale, steps, wanted, cache[1],

@@ -79,9 +79,7 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
         self.state = DerivedState(self._exact)
 
     def _noise_sums(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        a, b, t = self._abt
-        return secure_release.block_noise_sums(self._key, a, b, t, np.int64(self.block_levels), cells, steps, self._st,
-                                               self._chunks)
+        return secure_release.sampled_noise_sums(self._key, *self._sampler(), cells, steps, self._st)
 
     def _sampler(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """The draws' sampler for ``secure.lanes`` (sampler, hi, lo) and the timing block levels k."""
@@ -136,8 +134,8 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
         ``secure.release.cached_noise_sums``: the values are ``release``'s; the node cache is described in the class
         doc.
         """
-        steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), (self.n,)))
-        if self._noiseless or (steps.size and (steps.min() < 0 or steps.max() >> self.levels)):
+        steps, cacheable = self._table_steps(steps)
+        if self._noiseless or not cacheable:
             return self.release(np.arange(self.n), steps)
         sampler, hi, lo, k = self._sampler()
         nodes, blocks = self._node_cache(k)
@@ -215,9 +213,6 @@ class ConstantTimeDiscreteBinary(DiscreteSecureBinary):
         self.table_size = cdt.table_size(sigma2, self.draws_bound, self.epsilon, self.delta * self.DELTA_SHARE)
         self._hi, self._lo = cdt.cdt_table(scaled.numerator, scaled.denominator, self.table_size)
         self._sampler_delta = cdt.sampler_delta(sigma2, self.table_size, self.draws_bound, self.epsilon)
-
-    def _noise_sums(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        return secure_release.noise_sums_ct(self._key, self._hi, self._lo, cells, steps, self._st)
 
     def _sampler(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """The table sampler and no blocks (k = 0): every draw's work is fixed already."""

@@ -91,16 +91,30 @@ def block_noise_sums(key: np.ndarray, a: np.int64, b: np.int64, t: np.int64, k: 
     The work of a release is then the work of its whole block, the same for every step of the block. Draws the
     compiled sampler leaves undecided are added exactly afterwards (``samplers.settle``); ``_chunks``: tests only.
     """
-    sampler, hi, lo = lanes.gaussian(a, b, t, _chunks)
-    out = _node_sums(key, sampler, hi, lo, np.int64(k), cells, steps, st)
-    settle(key, int(a), int(b), int(t), st, out)
-    return out
+    return sampled_noise_sums(key, *lanes.gaussian(a, b, t, _chunks), int(k), cells, steps, st)
 
 
 def noise_sums_ct(key: np.ndarray, hi: np.ndarray, lo: np.ndarray, cells: np.ndarray, steps: np.ndarray,
                   st: np.ndarray) -> np.ndarray:
     """``noise_sums`` with the constant-time table sampler (``cdt``): 4 words and one full table scan per node."""
-    return _node_sums(key, lanes.table(), hi, lo, np.int64(0), cells, steps, st)
+    return sampled_noise_sums(key, lanes.table(), hi, lo, 0, cells, steps, st)
+
+
+def sampled_noise_sums(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndarray, k: int,
+                       cells: np.ndarray, steps: np.ndarray, st: np.ndarray) -> np.ndarray:
+    """Per (cell, step): the sum of the nodes the step uses (int64), every node of its block of 2^k steps drawn.
+
+    ``sampler``, ``hi``, ``lo``: ``lanes.gaussian`` or ``lanes.table``; undecided draws are settled exactly.
+    """
+    out = _node_sums(key, sampler, hi, lo, np.int64(k), cells, steps, st)
+    _settle(key, sampler, st, out)
+    return out
+
+
+def _settle(key: np.ndarray, sampler: np.ndarray, st: np.ndarray, out: np.ndarray) -> None:
+    """``samplers.settle`` for a discrete Gaussian sampler (the table sampler leaves no draw undecided)."""
+    if sampler[0] == lanes.GAUSSIAN:
+        settle(key, int(sampler[1]), int(sampler[2]), int(sampler[3]), st, out)
 
 
 @njit(cache=True)
@@ -174,6 +188,5 @@ def cached_noise_sums(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: 
     """
     steps = np.ascontiguousarray(steps, dtype=np.int64)
     _cached_draws(key, sampler, hi, lo, np.int64(k), steps, st, nodes, blocks)
-    if sampler[0] == lanes.GAUSSIAN:
-        settle(key, int(sampler[1]), int(sampler[2]), int(sampler[3]), st, nodes.reshape(-1))
+    _settle(key, sampler, st, nodes.reshape(-1))
     return _cached_sums(nodes, np.int64(k), steps)
