@@ -222,8 +222,9 @@ def _decision_path_calls() -> list[tuple[object, tuple]]:
         (lanes.draw_queued, (key, gaussian, hi, lo, *lanes.queue()[:3], 2, *lanes.queue()[3:], st,
                              np.zeros(3, np.int64))),
         (release._node_sums, (key, gaussian, hi, lo, i(2), np.arange(3), np.array([5, 6, 7]), st)),
-        (release._cached_draws, (key, gaussian, hi, lo, i(1), np.array([5, 6, 7]), st, np.zeros((3, 4), np.int64),
-                                 np.full((2, 3), -1, np.int64))),
+        *((release._cached_draws, (key, gaussian, hi, lo, i(2), ahead, np.array([5, 6, 7]), st,
+                                   np.zeros((3, 5), np.int64), np.full((2, 3), -1, np.int64)))
+          for ahead in (False, True)),
         (sequential._draws, (key, i(3), i(4), gaussian, hi, lo, st)),
     ]
 

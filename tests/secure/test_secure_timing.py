@@ -101,15 +101,24 @@ def _drawn(k: int, s: int, previous: int) -> int:
                               if s >> level & 1 and (previous < 0 or previous >> level != s >> level))
 
 
-def _expected_words(step_sequences: list[np.ndarray], k: int = 0) -> list[int]:
-    """4 words per drawn node, per whole-table release, each cell's blocks followed as the cache follows them."""
+def _expected_words(step_sequences: list[np.ndarray], k: int = 0, ahead: bool = False) -> list[int]:
+    """4 words per drawn node, per whole-table release, each cell's blocks followed as the cache follows them.
+
+    A cell released at the step of its last release draws nothing; with ``ahead``, nor one released in the block of
+    its last release.
+    """
     n = step_sequences[0].size
     current, previous, words = [-1] * n, [-1] * n, []
     for steps in step_sequences:
         total = 0
         for cell, s in enumerate(int(x) for x in steps):
-            if current[cell] < 0 or current[cell] >> k != s >> k:
-                previous[cell], current[cell] = current[cell], s
+            same_block = current[cell] >= 0 and current[cell] >> k == s >> k
+            if current[cell] == s or (ahead and same_block):
+                current[cell] = s
+                continue
+            if not same_block:
+                previous[cell] = current[cell]
+            current[cell] = s
             total += _drawn(k, s, previous[cell])
         words.append(cdt.CT_WORDS * total)
     return words
@@ -170,9 +179,14 @@ def test_no_float_on_the_constant_time_and_block_decision_paths() -> None:
         (lanes.draw_queued, (key, lanes.table(), hi, lo, *lanes.queue()[:3], 2, *lanes.queue()[3:], st,
                              np.zeros(3, np.int64))),
         (release._node_sums, (key, lanes.table(), hi, lo, np.int64(0), np.arange(3), np.array([5, 6, 7]), st)),
-        (release._cached_draws, (key, lanes.table(), hi, lo, np.int64(0), np.array([5, 6, 7]), st,
-                                 np.zeros((3, 4), np.int64), np.full((2, 3), -1, np.int64))),
-        (release._cached_sums, (np.zeros((3, 4), np.int64), np.int64(0), np.array([5, 6, 7]))),
+        *((release._cached_draws, (key, lanes.table(), hi, lo, np.int64(2), ahead, np.array([5, 6, 7]), st,
+                                   np.zeros((3, 5), np.int64), np.full((2, 3), -1, np.int64)))
+          for ahead in (False, True)),
+        *((release._cached_sums, (np.zeros((3, 5), np.int64), np.int64(2), ahead, np.array([5, 6, 7])))
+          for ahead in (False, True)),
+        (release._advance, (np.full((2, 3), -1, np.int64), 1, np.int64(5), np.int64(1), True)),
+        (release._enqueue_kept, (key, lanes.table(), hi, lo, np.int64(1), np.int64(2), 0, np.int64(5), np.int64(0),
+                                 *lanes.queue()[:3], 0, *lanes.queue()[3:], st, np.zeros(8, np.int64))),
     ]
     for fn, args in calls:
         fresh = numba.njit(fn.py_func)
@@ -226,6 +240,7 @@ def _histories(rng: np.random.Generator, n: int, horizon: int) -> list[np.ndarra
 
 
 @pytest.mark.parametrize(("noise", "chunks"), [("discrete_secure", None), ("discrete_secure", 1),
+                                               ("discrete_secure_ahead", None), ("discrete_secure_ahead", 1),
                                                ("discrete_secure_ct", None)])
 def test_cached_whole_table_release_has_release_values(noise: str, chunks: int | None) -> None:
     # the node cache changes no value: every release_all equals release of the same cells at the same steps, after
@@ -238,25 +253,33 @@ def test_cached_whole_table_release_has_release_values(noise: str, chunks: int |
     for steps in _histories(np.random.default_rng(3), 40, 700):
         assert np.array_equal(counter.release_all(steps), reference.release(np.arange(40), steps))
     k = counter._sampler()[3]
-    assert counter.noise_cache_bytes == 40 * 8 * (1 + counter.levels - k) + 2 * 40 * 8
-    assert counter.memory_bytes == counter._exact.nbytes + counter._key.nbytes
+    ahead = ((1 << k) - 1) * 40 * 8 if counter.keeps_block else 0  # the nodes kept ahead: state, not cache
+    assert counter.noise_cache_bytes == 40 * 8 * (1 + counter.levels - k) + 2 * 40 * 8 - (ahead and 40 * 8)
+    assert counter.memory_bytes == counter._exact.nbytes + counter._key.nbytes + ahead
+    assert counter.memory_bytes == 40 * cls.bytes_per_counter(700, counter._exact.itemsize) + cls.fixed_bytes
 
 
 @pytest.mark.parametrize("k", [0, 1, 2])
 def test_cached_release_draws_its_blocks_new_nodes_and_the_same_at_every_step_of_a_block(k: int) -> None:
     # with the table sampler every node costs 4 words, so the words count the nodes drawn: D(s) of each release
-    # (``_drawn``), the same for every release inside one block whatever the cache held before it
+    # (``_drawn``), the same for every release inside one block whatever the cache held before it; with ``ahead``
+    # D(s) at a cell's first release in a block and nothing at its later ones
     hi, lo, _ = _table(2791, 1)
     key = chacha.key_words(bytes(range(32)))
     n, levels = 30, 11
-    nodes, blocks = np.zeros((n, 1 + levels - k), dtype=np.int64), np.full((2, n), -1, dtype=np.int64)
     history = _histories(np.random.default_rng(4), n, 1 << levels)
-    words = []
-    for steps in history:
-        st = samplers.new_state()
-        release.cached_noise_sums(key, lanes.table(), hi, lo, k, steps, st, nodes, blocks)
-        words.append(int(st[4]))
-    assert words == _expected_words(history, k)
+    for ahead in (False, True):
+        kept = (1 << k) - 1 if ahead else 1
+        nodes, blocks = np.zeros((n, kept + levels - k), dtype=np.int64), np.full((2, n), -1, dtype=np.int64)
+        words = []
+        for steps in history:
+            st = samplers.new_state()
+            sums = release.cached_noise_sums(key, lanes.table(), hi, lo, k, steps, st, nodes, blocks, ahead)
+            words.append(int(st[4]))
+            uncached = release.sampled_noise_sums(key, lanes.table(), hi, lo, k, np.arange(n), steps,
+                                                  samplers.new_state())
+            assert np.array_equal(sums, uncached)
+        assert words == _expected_words(history, k, ahead)
     # one cell released at every step of a stream, by the exact (rejection) sampler: its work, which depends on the
     # values drawn, is the same at every step of each block
     a, b, t = samplers.gaussian_params(2791, 1)
@@ -272,9 +295,11 @@ def test_cached_release_draws_its_blocks_new_nodes_and_the_same_at_every_step_of
         assert len({next(iter(w)) for w in per_block.values()}) > 1
 
 
-def test_cached_release_survives_a_change_of_key_or_block_levels_and_the_last_step() -> None:
+@pytest.mark.parametrize("noise", ["discrete_secure", "discrete_secure_ahead"])
+def test_cached_release_survives_a_change_of_key_or_block_levels_and_the_last_step(noise: str) -> None:
     # the cache belongs to one key and one k: replacing either, and steps up to 2^levels - 1, keep release's values
-    cls = counter_class("binary", "discrete_secure")
+    # (k = 2 with the nodes kept ahead: three in-block columns)
+    cls = counter_class("binary", noise)
     counter = cls(n=12, horizon=1000, epsilon=1.0, delta=1e-6, m=6, seed=6)
     last = (1 << counter.levels) - 1
     for steps in (np.full(12, 5), np.full(12, 6), np.arange(12) + last - 11, np.full(12, last)):
@@ -304,13 +329,33 @@ def test_a_release_that_raises_drops_the_cache() -> None:
 
 def test_whole_table_releases_one_push_apart_do_the_same_work_inside_each_block() -> None:
     # every cell at step s, s = 0, 1, 2, ... (a LazyHH refresh at every period): the exact sampler's words, which
-    # depend on the values drawn, are the same at both steps of each block of 2
-    counter = counter_class("binary", "discrete_secure")(n=25, horizon=300, epsilon=1.0, delta=1e-6, m=6, seed=7)
-    assert counter.block_levels == 1
-    per_block: dict[int, set[int]] = {}
+    # depend on the values drawn, are the same at both steps of each block of 2; keeping the block's node ahead,
+    # the block's first step does the work of the two (the same words) and its second none
+    made = {noise: counter_class("binary", noise)(n=25, horizon=300, epsilon=1.0, delta=1e-6, m=6, seed=7)
+            for noise in ("discrete_secure", "discrete_secure_ahead")}
+    assert made["discrete_secure"].block_levels == made["discrete_secure_ahead"].block_levels == 1
+    work: dict[str, list[int]] = {noise: [] for noise in made}
     for s in range(200):
-        before = counter.words_consumed
-        counter.release_all(np.full(25, s))
-        per_block.setdefault(s >> 1, set()).add(counter.words_consumed - before)
-    assert all(len(w) == 1 for w in per_block.values())
-    assert len({next(iter(w)) for w in per_block.values()}) > 1  # the work does vary from block to block
+        for noise, counter in made.items():
+            before = counter.words_consumed
+            released = counter.release_all(np.full(25, s))
+            work[noise].append(counter.words_consumed - before)
+        assert np.array_equal(released, made["discrete_secure"].release_all(np.full(25, s)))
+    plain, ahead = np.array(work["discrete_secure"]), np.array(work["discrete_secure_ahead"])
+    assert np.array_equal(plain[0::2], plain[1::2])
+    assert len(set(plain[0::2].tolist())) > 1  # the work does vary from block to block
+    assert np.array_equal(ahead[0::2], plain[0::2]) and not ahead[1::2].any()
+
+
+def test_a_whole_table_release_at_the_same_steps_again_draws_nothing() -> None:
+    # a sketch queried twice between two pushes: the second release reads its sums from the cache, the same values
+    counter = counter_class("binary", "discrete_secure")(n=30, horizon=300, epsilon=1.0, delta=1e-6, m=6, seed=8)
+    steps = np.arange(30) + 5
+    first = counter.release_all(steps)
+    before = counter.words_consumed
+    assert np.array_equal(counter.release_all(steps), first)
+    assert counter.words_consumed == before
+    moved = steps.copy()
+    moved[::3] += 1  # the cells pushed since draw their new step's nodes, the others nothing
+    assert np.array_equal(counter.release_all(moved), counter.release(np.arange(30), moved))
+    assert counter.words_consumed > before

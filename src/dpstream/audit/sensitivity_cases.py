@@ -495,10 +495,14 @@ def _lazy_hh_derived() -> SensitivityCase:
     return SketchCase("LazyHH, derived noise (its LazyCMS)", hh.sketch, 256, mechanism=hh)
 
 
-@register("LazyHH_discrete_secure")
-def _lazy_hh_discrete_secure() -> SensitivityCase:
-    hh = LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0, node_noise="discrete_secure")
-    return SketchCase("LazyHH, exact discrete Gaussian noise (its LazyCMS)", hh.sketch, 256, mechanism=hh)
+def _lazy_hh_discrete(node_noise: str, label: str) -> SensitivityCase:
+    hh = LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0, node_noise=node_noise)
+    return SketchCase(f"LazyHH, {label} (its LazyCMS)", hh.sketch, 256, mechanism=hh)
+
+
+register("LazyHH_discrete_secure")(lambda: _lazy_hh_discrete("discrete_secure", "exact discrete Gaussian noise"))
+register("LazyHH_discrete_secure_ahead")(lambda: _lazy_hh_discrete("discrete_secure_ahead",
+                                                                   "exact discrete Gaussian noise, blocks kept ahead"))
 
 
 @register("GaussBM_discrete_secure_stored")

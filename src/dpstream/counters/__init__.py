@@ -17,7 +17,7 @@ from dpstream.counters.base import Counter
 from dpstream.counters.binary import DerivedBinary, StoredBinary, popcount
 from dpstream.counters.blt import BLTCounter
 from dpstream.counters.blt_derived import DerivedBLT
-from dpstream.counters.discrete import ConstantTimeDiscreteBinary, DiscreteSecureBinary
+from dpstream.counters.discrete import AheadDiscreteBinary, ConstantTimeDiscreteBinary, DiscreteSecureBinary
 from dpstream.counters.discrete_stored import HonakerDiscreteSecure, StoredDiscreteSecureBinary
 from dpstream.counters.honaker import HonakerTree
 
@@ -25,6 +25,7 @@ COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("binary", "stored"): StoredBinary,
     ("binary", "derived"): DerivedBinary,
     ("binary", "discrete_secure"): DiscreteSecureBinary,
+    ("binary", "discrete_secure_ahead"): AheadDiscreteBinary,
     ("binary", "discrete_secure_ct"): ConstantTimeDiscreteBinary,
     ("binary", "discrete_secure_stored"): StoredDiscreteSecureBinary,
     ("honaker", "stored"): HonakerTree,
@@ -35,9 +36,11 @@ COUNTERS: dict[tuple[str, str], type[Counter]] = {
 """Every counter class by (counter, node noise)."""
 COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))
 """The counter names a sketch accepts (``counter=``)."""
-NODE_NOISES = ("stored", "derived", "discrete_secure", "discrete_secure_ct", "discrete_secure_stored")
+NODE_NOISES = ("stored", "derived", "discrete_secure", "discrete_secure_ahead", "discrete_secure_ct",
+               "discrete_secure_stored")
 """The node-noise modes a sketch accepts (``node_noise=``): stored tree nodes, nodes derived from Philox, exact
-discrete Gaussian nodes derived at release from a keyed ChaCha20 stream (``dpstream.secure``), the same with a
+discrete Gaussian nodes derived at release from a keyed ChaCha20 stream (``dpstream.secure``), the same keeping a
+block's nodes drawn ahead (``discrete_secure_ahead``: fewer draws, 8 more bytes a counter), the same with a
 constant-time sampler (``discrete_secure_ct``: fixed work per draw, its small distance from exact added to delta), or
 exact discrete Gaussian nodes drawn once when they close and stored (``discrete_secure_stored``)."""
 
@@ -72,6 +75,7 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
     return COUNTERS[counter, node_noise]
 
 
-__all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "BLTCounter", "ConstantTimeDiscreteBinary", "Counter",
-           "DerivedBLT", "DerivedBinary", "DiscreteSecureBinary", "HonakerDiscreteSecure", "HonakerTree",
-           "StoredBinary", "StoredDiscreteSecureBinary", "counter_class", "popcount"]
+__all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "AheadDiscreteBinary", "BLTCounter",
+           "ConstantTimeDiscreteBinary", "Counter", "DerivedBLT", "DerivedBinary", "DiscreteSecureBinary",
+           "HonakerDiscreteSecure", "HonakerTree", "StoredBinary", "StoredDiscreteSecureBinary", "counter_class",
+           "popcount"]

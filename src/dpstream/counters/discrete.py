@@ -65,6 +65,8 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
     notion = "computational"
     block_levels = 1
     """Timing level 1: a release draws every node of its block of 2^k steps (``release.block_noise_sums``)."""
+    keeps_block = False
+    """Whether whole-table releases keep the block's nodes below level k, drawn ahead (``AheadDiscreteBinary``)."""
     _kept_nodes: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
     """The node cache of ``release_all``: (k, key, nodes, blocks), or None before the first (or after a failed) one."""
 
@@ -140,7 +142,8 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
         sampler, hi, lo, k = self._sampler()
         nodes, blocks = self._node_cache(k)
         try:
-            noise = secure_release.cached_noise_sums(self._key, sampler, hi, lo, k, steps, self._st, nodes, blocks)
+            noise = secure_release.cached_noise_sums(self._key, sampler, hi, lo, k, steps, self._st, nodes, blocks,
+                                                     self.keeps_block)
         except BaseException:  # the cache may hold draws not yet settled: drop it, the next release rebuilds it
             self._kept_nodes = None
             raise
@@ -150,7 +153,8 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
         """The node cache (nodes (n, 1 + h - k), blocks (2, n)), new when the key or k changed (nodes are the key's)."""
         cache = self._kept_nodes
         if cache is None or cache[0] != k or not np.array_equal(cache[1], self._key):
-            nodes = np.zeros((self.n, 1 + max(self.levels - k, 0)), dtype=np.int64)
+            in_block = (1 << k) - 1 if self.keeps_block else 1
+            nodes = np.zeros((self.n, in_block + max(self.levels - k, 0)), dtype=np.int64)
             cache = (k, self._key.copy(), nodes, np.full((2, self.n), -1, dtype=np.int64))
             self._kept_nodes = cache
         return cache[2], cache[3]
@@ -165,6 +169,48 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
     def memory_bytes(self) -> int:
         """Bytes of the exact counts and the key (the node cache is not state: ``noise_cache_bytes``)."""
         return self._exact.nbytes + self._key.nbytes
+
+
+class AheadDiscreteBinary(DiscreteSecureBinary):
+    """``DiscreteSecureBinary`` whose whole-table releases keep the nodes of a block drawn at its first release.
+
+    The same values, privacy statement (computational (epsilon, delta)-DP under continual observation for
+    m-neighbouring inputs, as ``DiscreteSecureBinary``), key and partial releases. A whole-table release
+    (``release_all``) at a cell's first step in a block of 2^k steps draws D(s), which holds the block's 2^k - 1 nodes
+    below level k, and keeps those nodes; the cell's later releases in the block draw nothing
+    (``secure.release.cached_noise_sums`` with ``ahead``). Timing level 1 as the issue states it: the block's nodes
+    are drawn when the block starts, so a release reveals the work of its whole block or none. Half the draws of
+    ``DiscreteSecureBinary`` where releases are one push apart (a LazyHH refresh at every period).
+
+    Memory: the kept nodes are drawn ahead of their use, so they are state: 2^k - 1 int64 per counter (8 bytes at
+    k = 1) in ``bytes_per_counter`` and ``memory_bytes``, which at a fixed budget buys fewer counters (a LazyCMS at 24
+    KB, int64 counts: two thirds of the width); the rest of the node cache stays ``noise_cache_bytes``.
+    """
+
+    node_noise = "discrete_secure_ahead"
+    keeps_block = True
+    AHEAD_BYTES = 8
+    """Bytes of one node kept ahead (an int64 in the node cache)."""
+
+    @classmethod
+    def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
+        """The exact count and the 2^k - 1 nodes of a block kept ahead."""
+        return count_bytes + cls.AHEAD_BYTES * ((1 << cls.block_levels) - 1)
+
+    @property
+    def _ahead_bytes(self) -> int:
+        return self.n * self.AHEAD_BYTES * ((1 << self.block_levels) - 1)
+
+    @property
+    def noise_cache_bytes(self) -> int:
+        """The node cache without the nodes kept ahead (those are in ``memory_bytes``)."""
+        cache = self._kept_nodes
+        return 0 if cache is None else super().noise_cache_bytes - self.n * self.AHEAD_BYTES * ((1 << cache[0]) - 1)
+
+    @property
+    def memory_bytes(self) -> int:
+        """The exact counts, the key and the nodes kept ahead (2^k - 1 per counter, reserved from the start)."""
+        return super().memory_bytes + self._ahead_bytes
 
 
 class ConstantTimeDiscreteBinary(DiscreteSecureBinary):

@@ -31,7 +31,7 @@ NOT_IN_MECHANISM_KEY = ("uses",)  # a declaration checked before the run (config
 ROW_SCHEMA = "row_schema"  # the hashed entry holding the digest of the trial's declared row columns
 NODE_NORMAL_KEY = "node_normal"  # the hashed entry naming derived node noise's transform (``philox.NODE_NORMAL``)
 EXACT_SAMPLER_KEY = "exact_sampler"  # the hashed entry naming the exact discrete sampler (``samplers.EXACT_SAMPLER``)
-EXACT_NODE_NOISES = ("discrete_secure", "discrete_secure_stored")
+EXACT_NODE_NOISES = ("discrete_secure", "discrete_secure_ahead", "discrete_secure_stored")
 """Node noises drawn by the exact discrete Gaussian sampler (``discrete_secure_ct`` has its own table sampler)."""
 STORE_FORMAT = 2
 """Format of the store's keys and rows. 1: keys without the row schema, SVT designs in ``mechanism`` (no format file);

@@ -117,35 +117,76 @@ def _settle(key: np.ndarray, sampler: np.ndarray, st: np.ndarray, out: np.ndarra
         settle(key, int(sampler[1]), int(sampler[2]), int(sampler[3]), st, out)
 
 
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+def _in_block_column(k: np.int64, level: int, index: np.int64) -> np.int64:
+    """Column of an in-block node (level < k, odd index) among its block's 2^k - 1: level by level, index order."""
+    return (np.int64(1) << k) - (np.int64(1) << (k - level)) + ((index & ((np.int64(1) << (k - level)) - 1)) >> 1)
+
+
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+def _enqueue_kept(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndarray, cell: np.int64, k: np.int64,
+                  level: int, s: np.int64, base: np.int64, nonces: np.ndarray, rows: np.ndarray, used: np.ndarray,
+                  queued: int, words: np.ndarray, nonce: np.ndarray, buf: np.ndarray, st: np.ndarray,
+                  out: np.ndarray) -> int:
+    """Queue the nodes of ``level`` < k inside s's block, each to be added whole to ``out[base + its column]``.
+
+    Each is queued as the node of a step that uses it (index << level), so its weight is 1.
+    """
+    first = (s >> k) << (k - level)
+    for index in range(first + 1, first + (np.int64(1) << (k - level)), 2):
+        queued = _enqueue(key, sampler, hi, lo, cell, level, index, np.int64(1), index + 1, index << level,
+                          base + _in_block_column(k, level, index), nonces, rows, used, queued, words, nonce, buf,
+                          st, out)
+    return queued
+
+
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba option: no reference counting
+def _advance(blocks: np.ndarray, c: int, s: np.int64, k: np.int64, ahead: bool) -> bool:
+    """Note cell c's release at step s in ``blocks``; whether it draws (not at its last step, nor, ``ahead``, block)."""
+    last_step = blocks[0, c]
+    same_block = last_step >= 0 and (last_step >> k) == (s >> k)
+    blocks[0, c] = s
+    if not same_block:
+        blocks[1, c] = last_step
+    return not (last_step == s or (ahead and same_block))
+
+
 @njit(cache=True)
-def _cached_draws(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndarray, k: np.int64,
+def _cached_draws(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndarray, k: np.int64, ahead: bool,
                   steps: np.ndarray, st: np.ndarray, nodes: np.ndarray, blocks: np.ndarray) -> None:
     """Draw, for cell c at step s = steps[c], the nodes D(s) of ``cached_noise_sums``, into ``nodes``.
 
-    ``nodes`` (n, 1 + h - k): column 0 receives the sum of the in-block nodes s uses (zeroed first), column 1 + l - k
-    the node of level l >= k (zeroed, then drawn, when it is in D(s)). ``blocks`` (2, n): a step of the cell's
-    current block and of its previous one (-1: none), advanced when s enters a new block.
+    ``nodes`` (n, b + h - k): its first b columns receive the in-block nodes (zeroed first): b = 1, the sum of those
+    s uses, or, ``ahead``, b = 2^k - 1, each node in its own column (``_in_block_column``); column b + l - k the node
+    of level l >= k (zeroed, then drawn, when it is in D(s)). ``blocks`` (2, n): the cell's last release step (-1:
+    none) and a step of its previous block, which moves when s enters a new block. A cell released at the same step
+    as last time, or, ``ahead``, in the same block, draws nothing: the cache holds every node s uses.
     """
     nonces, rows, used, words, nonce, buf = lanes.queue()
     flat = nodes.reshape(-1)
     width = nodes.shape[1]
+    kept = (np.int64(1) << k) - 1 if ahead else np.int64(1)
     queued = 0
     for c in range(steps.shape[0]):
         s = steps[c]
-        if blocks[0, c] < 0 or (blocks[0, c] >> k) != (s >> k):
-            blocks[1, c] = blocks[0, c]
-            blocks[0, c] = s
+        if not _advance(blocks, c, s, k, ahead):
+            continue
         previous = blocks[1, c]
         base = c * width
-        flat[base] = 0
-        for level in range(k + width - 1):
+        for column in range(kept):
+            flat[base + column] = 0
+        for level in range(k + width - kept):
+            if level < k and ahead:  # the block's own nodes, each kept whole in its column
+                queued = _enqueue_kept(key, sampler, hi, lo, np.int64(c), k, level, s, base, nonces, rows, used,
+                                       queued, words, nonce, buf, st, flat)
+                continue
             if level < k:  # the block's own nodes, all drawn: the odd indices of level l inside it
                 first = (s >> k) << (k - level)
                 indices, stride, last = first + 1, np.int64(2), first + (np.int64(1) << (k - level))
                 row = base
             elif (s >> level) & 1 and (previous < 0 or (previous >> level) != (s >> level)):
                 indices, stride, last = s >> level, np.int64(1), (s >> level) + 1
-                row = base + 1 + level - k
+                row = base + kept + level - k
                 flat[row] = 0
             elif s >> level:
                 continue
@@ -158,13 +199,24 @@ def _cached_draws(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.n
 
 
 @njit(cache=True)
-def _cached_sums(nodes: np.ndarray, k: np.int64, steps: np.ndarray) -> np.ndarray:
-    """Per cell: its in-block sum (column 0) plus its cached nodes of the set bits >= k of its step."""
+def _cached_sums(nodes: np.ndarray, k: np.int64, ahead: bool, steps: np.ndarray) -> np.ndarray:
+    """Per cell: its in-block nodes its step uses, plus its cached nodes of the set bits >= k of its step.
+
+    The in-block nodes: column 0 (their sum), or, ``ahead``, the columns of the set bits < k (``_in_block_column``).
+    """
     out = np.empty(steps.shape[0], dtype=np.int64)
+    kept = (np.int64(1) << k) - 1 if ahead else np.int64(1)
     for c in range(steps.shape[0]):
-        total = nodes[c, 0]
-        high = steps[c] >> k
-        column = 1
+        s = steps[c]
+        total = np.int64(0)
+        if ahead:
+            for level in range(k):
+                if (s >> level) & 1:
+                    total += nodes[c, _in_block_column(k, level, s >> level)]
+        else:
+            total = nodes[c, 0]
+        high = s >> k
+        column = kept
         while high:
             if high & 1:
                 total += nodes[c, column]
@@ -175,18 +227,24 @@ def _cached_sums(nodes: np.ndarray, k: np.int64, steps: np.ndarray) -> np.ndarra
 
 
 def cached_noise_sums(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndarray, k: int,
-                      steps: np.ndarray, st: np.ndarray, nodes: np.ndarray, blocks: np.ndarray) -> np.ndarray:
+                      steps: np.ndarray, st: np.ndarray, nodes: np.ndarray, blocks: np.ndarray,
+                      ahead: bool = False) -> np.ndarray:
     """The noise sums of every cell c at ``steps[c]`` (a whole-table release), keeping its drawn nodes in ``nodes``.
 
     A release at step s (block B = s >> k) draws D(s): the 2^k - 1 nodes of levels < k inside B (as
     ``block_noise_sums``) and the nodes of levels >= k on the set bits of s that B does not share with P, the cell's
     previous block (all of them if it has none); the other nodes s uses are B's and were drawn, and kept, at an
     earlier release. D(s) is the same set for every step of B (it depends on B and P only), so every release inside
-    a block does the same work, a part of what the block alone would cost. ``nodes`` (n, 1 + h - k) and ``blocks``
-    (2, n, int64, -1 at first) are the cache, ``sampler``, ``hi``, ``lo``: ``lanes.gaussian`` or ``lanes.table``.
-    Steps must be below 2^h. The values are those of ``block_noise_sums`` (the nodes are derived).
+    a block does the same work, a part of what the block alone would cost. A cell released again at the step of its
+    last release draws nothing (its sums are kept): whether a step repeats is fixed by the release times.
+
+    ``ahead``: the block's 2^k - 1 nodes below level k are kept too, each in its own column, so only a cell's first
+    release in a block draws (D(s) of that step) and its later releases in the block none: the nodes of the block's
+    later steps are drawn ahead of their use. ``nodes`` (n, 1 + h - k; 2^k - 1 + h - k with ``ahead``) and
+    ``blocks`` (2, n, int64, -1 at first) are the cache, ``sampler``, ``hi``, ``lo``: ``lanes.gaussian`` or
+    ``lanes.table``. Steps must be below 2^h. The values are those of ``block_noise_sums`` (the nodes are derived).
     """
     steps = np.ascontiguousarray(steps, dtype=np.int64)
-    _cached_draws(key, sampler, hi, lo, np.int64(k), steps, st, nodes, blocks)
+    _cached_draws(key, sampler, hi, lo, np.int64(k), ahead, steps, st, nodes, blocks)
     _settle(key, sampler, st, nodes.reshape(-1))
-    return _cached_sums(nodes, np.int64(k), steps)
+    return _cached_sums(nodes, np.int64(k), ahead, steps)
