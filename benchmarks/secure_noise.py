@@ -63,9 +63,9 @@ from dpstream.svt import Sparse, ThresholdMonitor
 
 RESULTS = Path(__file__).parent / "results" / "secure_noise.json"
 SECURE = ("discrete_secure", "discrete_secure_ct")
-HH_SECURE = (*SECURE, "discrete_secure_ahead")
-"""LazyHH's rows add the block kept ahead (its width is k~, not a budget, so the kept nodes only add memory)."""
 """The exact (rejection) and the constant-time discrete Gaussian node noises, timed side by side."""
+HH_SECURE = (*SECURE, "discrete_secure_ahead")
+"""LazyHH's rows add the block kept ahead (its width is k~, not a budget: the kept nodes only add memory)."""
 KB, DEPTH, EPS, DELTA, TOP_K, RELEASES = 24, 3, 1.0, 1e-6, 15, 16
 HH_K, HH_EPS, HH_DELTA, HH_BETA = 128, 0.5, 1e-3, 5e-4
 
@@ -137,13 +137,18 @@ def lazycms_speed(length: int, short_length: int, repeats: int) -> list[dict]:
     and over ``length`` (the Philox rows' work; fewer repetitions, OpenDP takes seconds).
     """
     items = _stream(length, 1)
-    for noise in ("derived", *SECURE):
-        _run(_lazycms(noise, 1024), items[:1024])
     arms = {f"LazyCMS {noise}": (lambda n=noise: _run(_lazycms(n, length), items)) for noise in ("derived", *SECURE)}
-    estimates = interleaved_ratios(arms, "LazyCMS derived", repeats)
+    estimates = interleaved_ratios(_warmed(arms), "LazyCMS derived", repeats)
     rows = [_row(estimates[f"LazyCMS {noise}"], 0.2) for noise in SECURE]
-    return (rows + _against_opendp(items[:short_length], " (short)", 5)
+    return (rows + _against_opendp(items[:short_length], " (short)", repeats)
             + _against_opendp(items, f", T = 2^{length.bit_length() - 1}", 5))
+
+
+def _warmed(arms: dict) -> dict:
+    """``arms`` after one untimed call of each (compiles its kernels, builds its sampler's table for this horizon)."""
+    for arm in arms.values():
+        arm()
+    return arms
 
 
 def _against_opendp(items: np.ndarray, label: str, repeats: int) -> list[dict]:
@@ -154,11 +159,10 @@ def _against_opendp(items: np.ndarray, label: str, repeats: int) -> list[dict]:
         with noise_mode("secure"):
             _run(_lazycms("stored", length), items)
 
-    opendp()
     reference = "LazyCMS stored, noise=secure (OpenDP)" + ("" if label == " (short)" else label)
     arms = {reference: opendp,
             **{f"LazyCMS {noise}{label}": (lambda n=noise: _run(_lazycms(n, length), items)) for noise in SECURE}}
-    estimates = interleaved_ratios(arms, reference, repeats)
+    estimates = interleaved_ratios(_warmed(arms), reference, repeats)
     return [_row(estimates[f"LazyCMS {noise}{label}"], 100.0) for noise in SECURE]
 
 
@@ -166,11 +170,9 @@ def lazycms_paper_speed(log2_length: int, repeats: int) -> list[dict]:
     """The LazyCMS same-work rows at the paper's stream length (T = 2^20 by default): exact and constant time."""
     length, label = 1 << log2_length, f", T = 2^{log2_length}"
     items = _stream(length, 1)
-    for noise in ("derived", *SECURE):
-        _run(_lazycms(noise, 1024), items[:1024])
     arms = {f"LazyCMS {noise}{label}": (lambda n=noise: _run(_lazycms(n, length), items))
             for noise in ("derived", *SECURE)}
-    estimates = interleaved_ratios(arms, f"LazyCMS derived{label}", repeats)
+    estimates = interleaved_ratios(_warmed(arms), f"LazyCMS derived{label}", repeats)
     return [_row(estimates[f"LazyCMS {noise}{label}"], 0.2) for noise in SECURE]
 
 
@@ -271,10 +273,8 @@ def lazyhh_speed(length: int, short_length: int, repeats: int) -> list[dict]:
     Against Philox derived noise over ``length`` items, and against stored OpenDP noise over ``short_length``.
     """
     items = _stream(length, 2)
-    for noise in ("derived", *HH_SECURE):
-        _lazyhh(noise, 1024).extend(items[:1024])  # compile
     arms = {f"LazyHH {noise}": (lambda n=noise: _lazyhh(n, length).extend(items)) for noise in ("derived", *HH_SECURE)}
-    estimates = interleaved_ratios(arms, "LazyHH derived", repeats)
+    estimates = interleaved_ratios(_warmed(arms), "LazyHH derived", repeats)
     rows = [_row(estimates[f"LazyHH {noise}"], 0.2) for noise in HH_SECURE]
     short = items[:short_length]
 
@@ -282,11 +282,10 @@ def lazyhh_speed(length: int, short_length: int, repeats: int) -> list[dict]:
         with noise_mode("secure"):
             _lazyhh("stored", short_length).extend(short)
 
-    opendp()
     arms = {"LazyHH stored, noise=secure (OpenDP)": opendp,
             **{f"LazyHH {noise} (short)": (lambda n=noise: _lazyhh(n, short_length).extend(short))
                for noise in HH_SECURE}}
-    estimates = interleaved_ratios(arms, "LazyHH stored, noise=secure (OpenDP)", 5)
+    estimates = interleaved_ratios(_warmed(arms), "LazyHH stored, noise=secure (OpenDP)", 5)
     return rows + [_row(estimates[f"LazyHH {noise} (short)"], 100.0) for noise in HH_SECURE]
 
 

@@ -91,12 +91,13 @@ def test_derived_node_noise_is_keyed_by_its_normal_transform(monkeypatch):
 
 
 def test_exact_discrete_node_noise_is_keyed_by_its_sampler(monkeypatch):
-    noises = ("discrete_secure", "discrete_secure_stored", "discrete_secure_ct", "derived")
+    noises = ("discrete_secure", "discrete_secure_ahead", "discrete_secure_stored", "discrete_secure_ct", "derived")
     params = {n: {"seed": 0, "trial": 1, "mechanism": {"name": "lazycms", "node_noise": n, "width": 8}} for n in noises}
     before = {n: trial_key(p) for n, p in params.items()}
     monkeypatch.setattr(store, "EXACT_SAMPLER", "rejection-2020")
     after = {n: trial_key(p) for n, p in params.items()}
     assert after["discrete_secure"] != before["discrete_secure"], "rows of another exact sampler must not be reused"
+    assert after["discrete_secure_ahead"] != before["discrete_secure_ahead"]
     assert after["discrete_secure_stored"] != before["discrete_secure_stored"]
     assert after["discrete_secure_ct"] == before["discrete_secure_ct"], "the table sampler does not use it"
     assert after["derived"] == before["derived"]

@@ -312,10 +312,11 @@ def test_cached_release_survives_a_change_of_key_or_block_levels_and_the_last_st
     assert np.array_equal(counter.release_all(steps), counter.release(np.arange(12), steps))
 
 
-def test_a_release_that_raises_drops_the_cache() -> None:
+@pytest.mark.parametrize("noise", ["discrete_secure", "discrete_secure_ahead"])
+def test_a_release_that_raises_drops_the_cache(noise: str) -> None:
     # settle refuses more undecided draws than its state records; the cached draws of that release are unsettled,
     # so the cache must not be reused (a tied node kept as 0 would be released without its noise)
-    counter = counter_class("binary", "discrete_secure")(n=200, horizon=64, epsilon=1.0, delta=1e-6, m=6, seed=3)
+    counter = counter_class("binary", noise)(n=200, horizon=64, epsilon=1.0, delta=1e-6, m=6, seed=3)
     counter._chunks = 1
     counter._st = samplers.new_state(capacity=1)
     with pytest.raises(RuntimeError, match="slow path"):
@@ -347,9 +348,10 @@ def test_whole_table_releases_one_push_apart_do_the_same_work_inside_each_block(
     assert np.array_equal(ahead[0::2], plain[0::2]) and not ahead[1::2].any()
 
 
-def test_a_whole_table_release_at_the_same_steps_again_draws_nothing() -> None:
+@pytest.mark.parametrize("noise", ["discrete_secure", "discrete_secure_ahead", "discrete_secure_ct"])
+def test_a_whole_table_release_at_the_same_steps_again_draws_nothing(noise: str) -> None:
     # a sketch queried twice between two pushes: the second release reads its sums from the cache, the same values
-    counter = counter_class("binary", "discrete_secure")(n=30, horizon=300, epsilon=1.0, delta=1e-6, m=6, seed=8)
+    counter = counter_class("binary", noise)(n=30, horizon=300, epsilon=1.0, delta=1e-6, m=6, seed=8)
     steps = np.arange(30) + 5
     first = counter.release_all(steps)
     before = counter.words_consumed
@@ -357,5 +359,26 @@ def test_a_whole_table_release_at_the_same_steps_again_draws_nothing() -> None:
     assert counter.words_consumed == before
     moved = steps.copy()
     moved[::3] += 1  # the cells pushed since draw their new step's nodes, the others nothing
-    assert np.array_equal(counter.release_all(moved), counter.release(np.arange(30), moved))
-    assert counter.words_consumed > before
+    released = counter.release_all(moved)
+    drawn = counter.words_consumed - before
+    assert np.array_equal(released, counter.release(np.arange(30), moved))
+    if noise == "discrete_secure_ct":  # 4 words a node: exactly the moved cells' new nodes
+        assert drawn == _expected_words([steps, steps, moved])[2] > 0
+    else:
+        assert drawn > 0
+
+
+def test_cached_release_refuses_a_cache_of_the_wrong_shape() -> None:
+    # a cache laid out for another k, another in-block layout or fewer levels would read and write other columns
+    hi, lo, _ = _table(2791, 1)
+    key = chacha.key_words(bytes(range(32)))
+    steps = np.array([5, 6, 7])
+    blocks = np.full((2, 3), -1, dtype=np.int64)
+    with pytest.raises(ValueError, match="in-block column"):
+        release.cached_noise_sums(key, lanes.table(), hi, lo, 3, steps, samplers.new_state(),
+                                  np.zeros((3, 5), np.int64), blocks, True)
+    with pytest.raises(ValueError, match="past the node cache"):
+        release.cached_noise_sums(key, lanes.table(), hi, lo, 1, np.array([5, 6, 64]), samplers.new_state(),
+                                  np.zeros((3, 6), np.int64), blocks, False)
+    assert release.cached_noise_sums(key, lanes.table(), hi, lo, 1, np.array([5, 6, 63]), samplers.new_state(),
+                                     np.zeros((3, 6), np.int64), blocks, False).shape == (3,)

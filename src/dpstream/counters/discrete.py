@@ -38,18 +38,19 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
 
     Timing (level 1, always on): a release at step s draws every node of s's block of 2^``block_levels`` steps
     (``secure.release.block_noise_sums``), using those s needs, so its work is the same at every step of the block:
-    an observer who times a release learns at most the total work of its block. The block's other nodes are drawn
-    again at each release, not kept: a node drawn ahead of its use would have to be counted in ``memory_bytes``
-    (2^k - 1 values per cell, at 24 KB a third of a LazyCMS's width). Values are the same as without blocks (nodes
-    are derived).
+    an observer who times a release learns at most the total work of its block. Here the block's other nodes are
+    drawn again at each release, not kept: a node drawn ahead of its use is counted in ``memory_bytes`` (2^k - 1
+    values per cell, at 24 KB half a LazyCMS's width), which ``AheadDiscreteBinary`` pays for. Values are the
+    same as without blocks (nodes are derived).
 
     Whole-table releases (``release_all``: every sketch query and LazyHH refresh) keep a node cache: per counter,
-    one node for each level >= k (the last node of that level a release used) and a step of its current and
-    previous block, (n, 1 + h - k) and (2, n) int64. A release then draws the block's 2^k - 1 nodes below level k
-    and only those of its nodes >= k that the previous block does not share (``secure.release.cached_noise_sums``):
+    one node for each level >= k (the last node of that level a release used), its last release step and a step of
+    its previous block, (n, 1 + h - k) and (2, n) int64. A release then draws the block's 2^k - 1 nodes below level
+    k and only those of its nodes >= k that the previous block does not share (``secure.release.cached_noise_sums``):
     the same set at every step of the block, fixed by the release times alone, so the level-1 property holds with
-    fewer draws (one push apart: 2 nodes a cell instead of popcount + 1). Every node in the cache has been used by
-    a release already; none is drawn ahead. It is a speed cache outside the state, as ``DerivedBinary``'s: not in
+    fewer draws (one push apart: 2 nodes a cell instead of popcount + 1); a release at the cell's last release step
+    draws nothing. Every node in the cache has been used by a release already; in this class none is drawn ahead.
+    It is a speed cache outside the state, as ``DerivedBinary``'s: not in
     ``memory_bytes`` (its size is ``noise_cache_bytes``, several times the counts' bytes), not serialised, dropped
     when a release raises and rebuilt on demand; it is as secret as the key.
     """
@@ -150,11 +151,16 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
         return (self._exact[0].astype(np.int64) + noise).astype(np.float64)
 
     def _node_cache(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The node cache (nodes (n, 1 + h - k), blocks (2, n)), new when the key or k changed (nodes are the key's)."""
+        """The node cache (nodes (n, b + h - k), blocks (2, n)), new when the key, k or b changed (nodes are the key's).
+
+        b: 1 column for the in-block sum, or, ``keeps_block``, 2^k - 1, one per in-block node.
+        """
         cache = self._kept_nodes
-        if cache is None or cache[0] != k or not np.array_equal(cache[1], self._key):
-            in_block = (1 << k) - 1 if self.keeps_block else 1
-            nodes = np.zeros((self.n, in_block + max(self.levels - k, 0)), dtype=np.int64)
+        in_block = (1 << k) - 1 if self.keeps_block else 1
+        width = in_block + max(self.levels - k, 0)
+        if (cache is None or cache[0] != k or cache[2].shape[1] != width
+                or not np.array_equal(cache[1], self._key)):
+            nodes = np.zeros((self.n, width), dtype=np.int64)
             cache = (k, self._key.copy(), nodes, np.full((2, self.n), -1, dtype=np.int64))
             self._kept_nodes = cache
         return cache[2], cache[3]
@@ -179,12 +185,14 @@ class AheadDiscreteBinary(DiscreteSecureBinary):
     (``release_all``) at a cell's first step in a block of 2^k steps draws D(s), which holds the block's 2^k - 1 nodes
     below level k, and keeps those nodes; the cell's later releases in the block draw nothing
     (``secure.release.cached_noise_sums`` with ``ahead``). Timing level 1 as the issue states it: the block's nodes
-    are drawn when the block starts, so a release reveals the work of its whole block or none. Half the draws of
-    ``DiscreteSecureBinary`` where releases are one push apart (a LazyHH refresh at every period).
+    are drawn at once, at the cell's first whole-table release in the block (whichever step of it that is), so a
+    release reveals the work of its whole block or none. Half the draws of ``DiscreteSecureBinary`` where releases
+    are one push apart (a LazyHH refresh at every period). Partial releases (``release``) draw the whole block each
+    time, as ``DiscreteSecureBinary``'s.
 
     Memory: the kept nodes are drawn ahead of their use, so they are state: 2^k - 1 int64 per counter (8 bytes at
     k = 1) in ``bytes_per_counter`` and ``memory_bytes``, which at a fixed budget buys fewer counters (a LazyCMS at 24
-    KB, int64 counts: two thirds of the width); the rest of the node cache stays ``noise_cache_bytes``.
+    KB, int64 counts: 497 columns instead of 994); the rest of the node cache stays ``noise_cache_bytes``.
     """
 
     node_noise = "discrete_secure_ahead"
@@ -198,10 +206,6 @@ class AheadDiscreteBinary(DiscreteSecureBinary):
         return count_bytes + cls.AHEAD_BYTES * ((1 << cls.block_levels) - 1)
 
     @property
-    def _ahead_bytes(self) -> int:
-        return self.n * self.AHEAD_BYTES * ((1 << self.block_levels) - 1)
-
-    @property
     def noise_cache_bytes(self) -> int:
         """The node cache without the nodes kept ahead (those are in ``memory_bytes``)."""
         cache = self._kept_nodes
@@ -209,8 +213,9 @@ class AheadDiscreteBinary(DiscreteSecureBinary):
 
     @property
     def memory_bytes(self) -> int:
-        """The exact counts, the key and the nodes kept ahead (2^k - 1 per counter, reserved from the start)."""
-        return super().memory_bytes + self._ahead_bytes
+        """The exact counts, the key and the nodes kept ahead: n ``bytes_per_counter`` + the key, from the start."""
+        count_bytes = self._exact.itemsize
+        return self.n * type(self).bytes_per_counter(self.horizon, count_bytes) + self.fixed_bytes
 
 
 class ConstantTimeDiscreteBinary(DiscreteSecureBinary):

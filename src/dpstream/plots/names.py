@@ -48,6 +48,7 @@ MECHANISMS: dict[str, tuple[str, Style]] = {
     # Holland, Figure 4
     "lazyhh": ("LazyHH", Style("tab:purple", "X", "-")),
     "lazyhh_derived": ("LazyHH, derived noise", Style("tab:pink", "X", ":")),
+    "lazyhh_discrete_secure_ahead": ("LazyHH, exact discrete noise, blocks kept", Style("tab:gray", "X", "-.")),
     "cms_heap": ("CMS + heap (non-private)", Style("tab:blue", "s", "-.")),
     "punctual_hh": ("PunctualHH", Style("tab:green", "v", ":")),
     # Kaplan, Mansour, Stemmer; the SVT notes: sparse vector family

@@ -245,6 +245,12 @@ def cached_noise_sums(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: 
     ``lanes.table``. Steps must be below 2^h. The values are those of ``block_noise_sums`` (the nodes are derived).
     """
     steps = np.ascontiguousarray(steps, dtype=np.int64)
+    kept = (1 << k) - 1 if ahead else 1
+    if nodes.ndim != 2 or nodes.shape[1] < kept or blocks.shape != (2, nodes.shape[0]) or steps.size != nodes.shape[0]:
+        raise ValueError(f"node cache of shape {nodes.shape} (blocks {blocks.shape}) does not fit {steps.size} cells "
+                         f"with {kept} in-block column(s) (k = {k}, ahead = {ahead})")
+    if steps.size and int(steps.max()) >> k >= 1 << (nodes.shape[1] - kept):
+        raise ValueError(f"step {int(steps.max())} is past the node cache's {nodes.shape[1] - kept + k} levels")
     _cached_draws(key, sampler, hi, lo, np.int64(k), ahead, steps, st, nodes, blocks)
     _settle(key, sampler, st, nodes.reshape(-1))
     return _cached_sums(nodes, np.int64(k), ahead, steps)
