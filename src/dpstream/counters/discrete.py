@@ -156,8 +156,7 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
         b: 1 column for the in-block sum, or, ``keeps_block``, 2^k - 1, one per in-block node.
         """
         cache = self._kept_nodes
-        in_block = (1 << k) - 1 if self.keeps_block else 1
-        width = in_block + max(self.levels - k, 0)
+        width = int(secure_release.in_block_columns(np.int64(k), self.keeps_block)) + max(self.levels - k, 0)
         if (cache is None or cache[0] != k or cache[2].shape[1] != width
                 or not np.array_equal(cache[1], self._key)):
             nodes = np.zeros((self.n, width), dtype=np.int64)

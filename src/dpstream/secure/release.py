@@ -47,6 +47,22 @@ def _enqueue(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndarra
     return queued
 
 
+@njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]  # numba option: no refcount
+def _block_level(s: np.int64, k: np.int64, level: int) -> tuple[np.int64, np.int64, np.int64]:
+    """(first, stride, end) of the nodes of ``level`` < k in block B = s >> k.
+
+    They are the odd indices in [B 2^(k-l), (B + 1) 2^(k-l)).
+    """
+    first = (s >> k) << (k - level)
+    return first + 1, np.int64(2), first + (np.int64(1) << (k - level))
+
+
+@njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]  # numba option: no refcount
+def in_block_columns(k: np.int64, ahead: bool) -> np.int64:
+    """Node-cache columns before the levels >= k: the in-block sum, or, ``ahead``, each of the 2^k - 1 nodes."""
+    return (np.int64(1) << k) - 1 if ahead else np.int64(1)
+
+
 @njit(cache=True)
 def _node_sums(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndarray, k: np.int64,
                cells: np.ndarray, steps: np.ndarray, st: np.ndarray) -> np.ndarray:
@@ -63,8 +79,7 @@ def _node_sums(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndar
         s = steps[c]
         for level in range(64):  # s < 2^63: the break comes at level 63 at the latest
             if level < k:  # the block's own nodes, all drawn: the odd indices of level l inside it
-                first = (s >> k) << (k - level)
-                indices, stride, last = first + 1, np.int64(2), first + (np.int64(1) << (k - level))
+                indices, stride, last = _block_level(s, k, level)
             elif (s >> level) & 1:  # the step is public: which nodes a release uses depends on the time alone
                 indices, stride, last = s >> level, np.int64(1), (s >> level) + 1
             elif s >> level:
@@ -132,8 +147,8 @@ def _enqueue_kept(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.n
 
     Each is queued as the node of a step that uses it (index << level), so its weight is 1.
     """
-    first = (s >> k) << (k - level)
-    for index in range(first + 1, first + (np.int64(1) << (k - level)), 2):
+    first, stride, end = _block_level(s, k, level)
+    for index in range(first, end, stride):
         queued = _enqueue(key, sampler, hi, lo, cell, level, index, np.int64(1), index + 1, index << level,
                           base + _in_block_column(k, level, index), nonces, rows, used, queued, words, nonce, buf,
                           st, out)
@@ -165,7 +180,7 @@ def _cached_draws(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.n
     nonces, rows, used, words, nonce, buf = lanes.queue()
     flat = nodes.reshape(-1)
     width = nodes.shape[1]
-    kept = (np.int64(1) << k) - 1 if ahead else np.int64(1)
+    kept = in_block_columns(k, ahead)
     queued = 0
     for c in range(steps.shape[0]):
         s = steps[c]
@@ -181,8 +196,7 @@ def _cached_draws(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.n
                                        queued, words, nonce, buf, st, flat)
                 continue
             if level < k:  # the block's own nodes, all drawn: the odd indices of level l inside it
-                first = (s >> k) << (k - level)
-                indices, stride, last = first + 1, np.int64(2), first + (np.int64(1) << (k - level))
+                indices, stride, last = _block_level(s, k, level)
                 row = base
             elif (s >> level) & 1 and (previous < 0 or (previous >> level) != (s >> level)):
                 indices, stride, last = s >> level, np.int64(1), (s >> level) + 1
@@ -205,7 +219,7 @@ def _cached_sums(nodes: np.ndarray, k: np.int64, ahead: bool, steps: np.ndarray)
     The in-block nodes: column 0 (their sum), or, ``ahead``, the columns of the set bits < k (``_in_block_column``).
     """
     out = np.empty(steps.shape[0], dtype=np.int64)
-    kept = (np.int64(1) << k) - 1 if ahead else np.int64(1)
+    kept = in_block_columns(k, ahead)
     for c in range(steps.shape[0]):
         s = steps[c]
         total = np.int64(0)
@@ -245,7 +259,7 @@ def cached_noise_sums(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: 
     ``lanes.table``. Steps must be below 2^h. The values are those of ``block_noise_sums`` (the nodes are derived).
     """
     steps = np.ascontiguousarray(steps, dtype=np.int64)
-    kept = (1 << k) - 1 if ahead else 1
+    kept = int(in_block_columns(np.int64(k), ahead))
     if nodes.ndim != 2 or nodes.shape[1] < kept or blocks.shape != (2, nodes.shape[0]) or steps.size != nodes.shape[0]:
         raise ValueError(f"node cache of shape {nodes.shape} (blocks {blocks.shape}) does not fit {steps.size} cells "
                          f"with {kept} in-block column(s) (k = {k}, ahead = {ahead})")
