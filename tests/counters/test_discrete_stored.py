@@ -1,7 +1,8 @@
 """The stored binary tree and Honaker's estimates over exact discrete Gaussian node noise (discrete_secure_stored).
 
 The releases' covariance across times against the formula (the node variance of N_Z(0, sigma^2) times the linear map
-of each estimator), Honaker's lower variance, integer releases, batching, flags, keys, memory and refusals.
+of each estimator), Honaker's lower variance, integer releases, batching, flags, keys, memory and refusals. The
+covariance test also runs the derived ``discrete_secure`` and ``discrete_secure_ahead`` trees through their node caches.
 """
 
 from __future__ import annotations
@@ -56,10 +57,13 @@ def honaker_map(horizon: int) -> np.ndarray:
     return np.column_stack(cols)
 
 
-def releases(counter_name: str, n: int, seed: int) -> tuple[np.ndarray, object]:
-    """(horizon, n) releases at steps 1..horizon of n counters fed zeros: the noise alone."""
-    counter = counter_class(counter_name, "discrete_secure_stored")(n=n, horizon=HORIZON, epsilon=1.0, delta=1e-3,
-                                                                    seed=seed)
+def releases(counter_name: str, n: int, seed: int, node_noise: str = "discrete_secure_stored") -> tuple[np.ndarray,
+                                                                                                       object]:
+    """(horizon, n) releases at steps 1..horizon of n counters fed zeros: the noise alone.
+
+    Every step is released, so the derived node noises run their node cache one push apart (the kept block too).
+    """
+    counter = counter_class(counter_name, node_noise)(n=n, horizon=HORIZON, epsilon=1.0, delta=1e-3, seed=seed)
     out = np.empty((HORIZON, n))
     cells = np.arange(n)
     for s in range(1, HORIZON + 1):
@@ -70,10 +74,15 @@ def releases(counter_name: str, n: int, seed: int) -> tuple[np.ndarray, object]:
 
 @pytest.fixture(scope="module")
 def noise() -> dict[str, np.ndarray]:
-    return {name: releases(name, N_COUNTERS, seed)[0] for name, seed in (("binary", 1), ("honaker", 2))}
+    stored = {name: releases(name, N_COUNTERS, seed)[0] for name, seed in (("binary", 1), ("honaker", 2))}
+    derived = {noise: releases("binary", N_COUNTERS, seed, noise)[0]
+               for noise, seed in (("discrete_secure", 5), ("discrete_secure_ahead", 6))}
+    return {**stored, **derived}
 
 
-@pytest.mark.parametrize(("name", "linear_map"), [("binary", binary_map), ("honaker", honaker_map)])
+@pytest.mark.parametrize(("name", "linear_map"), [("binary", binary_map), ("honaker", honaker_map),
+                                                 ("discrete_secure", binary_map),
+                                                 ("discrete_secure_ahead", binary_map)])
 def test_release_covariance_across_times_matches_the_formula(noise, name, linear_map) -> None:
     x = noise[name]
     sigma2 = discrete_gaussian_sigma2(HORIZON.bit_length(), 1.0, 1e-3)  # h m = 4 levels, m = 1
