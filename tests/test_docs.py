@@ -167,6 +167,19 @@ def test_the_site_has_every_page_of_the_nav(site):
     assert (site / "figures" / "fig3a.png").exists()  # the committed figures are served with the site
 
 
+def test_the_api_reference_shows_constructors_and_inherited_methods(site):
+    sketches = (site / "api" / "sketches" / "index.html").read_text()
+    signature = sketches[sketches.index('id="dpstream.sketches.LazyCMS"'):][:4000]
+    assert all(f"{name}:" in re.sub(r"<[^>]+>", "", signature) for name in ("width", "depth", "epsilon", "horizon"))
+    for method in ("update", "extend", "query", "query_many", "query_interval", "query_interval_many", "from_memory",
+                   "to_bytes", "from_bytes", "merge"):
+        assert f'id="dpstream.sketches.LazyCMS.{method}"' in sketches, method
+    assert 'id="dpstream.sketches.LazyCMS.refreshes"' not in sketches  # the trackers' internal compiled path
+    trackers = (site / "api" / "heavy_hitters" / "index.html").read_text()
+    for method in ("update", "extend", "estimate", "query", "query_many", "to_bytes"):
+        assert f'id="dpstream.heavy_hitters.LazyHH.{method}"' in trackers, method
+
+
 def test_every_public_mechanism_is_in_the_privacy_table():
     table = (ROOT / "docs" / "privacy.md").read_text()
     documented = set(re.findall(r"`(\w+)`", table))

@@ -119,11 +119,6 @@ class DiscreteNoise(DiscreteFlags):
         hi, lo, _, first_v = gaussian_table(int(self._abt[0]), int(self._abt[1]))
         return hi.nbytes + lo.nbytes + first_v.nbytes
 
-    def __repr__(self) -> str:
-        """Dimensions and calibration, never the key."""
-        return (f"{type(self).__name__}(n={self.n}, horizon={self.horizon}, epsilon={self.epsilon}, "
-                f"delta={self.delta}, m={self.m}, sigma2={self.sigma2}, deployable={self.deployable})")
-
     @property
     def words_consumed(self) -> int:
         """32-bit generator words drawn so far (all draws)."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
 from dpstream import serial
 from dpstream.counters import counter_class, popcount
+from dpstream.intervals import Interval, normal_halfwidth
 from dpstream.noise import SeedLike, noise_mode
 from dpstream.privacy.statement import Certified, Privacy, Relation
 
@@ -61,6 +62,8 @@ class GaussBM(Certified, serial.Serialisable):
     other counters of ``dpstream.counters``. The state lives in ``counter``; ``to_bytes`` / ``from_bytes``
     (``dpstream.serial``) write it with the arguments and the steps (SECRET, see ``serial.Serialisable.to_bytes``).
     """
+
+    _repr_attrs: ClassVar[dict[str, str]] = {"counter": "_counter_arg", "node_noise": "counter.node_noise"}
 
     @property
     def privacy(self) -> Privacy:
@@ -162,9 +165,35 @@ class GaussBM(Certified, serial.Serialisable):
         """Released prefix sum of counter ``j`` (Alg. 1 query)."""
         return float(self.counter.release(np.array([j]), self._steps[[j]])[0])
 
+    def query_many(self, js: np.ndarray) -> np.ndarray:
+        """Released prefix sums of counters ``js`` (float64)."""
+        js = self._indices(js)
+        return np.array(self.counter.release(js, self._steps[js]), dtype=np.float64)
+
     def query_all(self) -> np.ndarray:
-        """Released prefix sums of all counters (float64, shape (n,))."""
+        """Released prefix sums of all counters (float64, shape (n,)): the release of Alg. 2."""
         return np.array(self.counter.release(np.arange(self.n), self._steps), dtype=np.float64)
+
+    def query_interval_many(self, js: np.ndarray, confidence: float = 0.95) -> Interval:
+        """Released prefix sums of counters ``js`` with intervals covering the noise (``dpstream.intervals``).
+
+        Each holds the exact prefix sum with probability ``confidence``: estimate +- z sqrt(popcount(s) sigma^2)
+        at the counter's step s (the counter's ``variance``), z the normal quantile at (1 + confidence) / 2.
+        """
+        js = self._indices(js)
+        estimates = np.array(self.counter.release(js, self._steps[js]), dtype=np.float64)
+        half = normal_halfwidth(self.counter.variance(self._steps[js]), confidence)
+        return Interval(estimates, estimates - half, estimates + half)
+
+    def query_interval(self, j: int, confidence: float = 0.95) -> Interval:
+        """Counter ``j``'s released prefix sum and interval (floats), as ``query_interval_many``."""
+        return Interval(*(float(np.asarray(v)[0]) for v in self.query_interval_many(np.array([j]), confidence)))
+
+    def _indices(self, js: np.ndarray) -> np.ndarray:
+        js = np.asarray(js)
+        if js.ndim != 1 or js.dtype.kind not in "iu" or (js.size and (js.min() < 0 or js.max() >= self.n)):
+            raise ValueError(f"js must be a 1-D integer array of counter indices in [0, {self.n}), got {js!r:.80}")
+        return js.astype(np.int64)
 
     def variance(self, step: int | np.ndarray | None = None) -> np.ndarray:
         """Analytic noise variance popcount(step) sigma^2 of a released prefix sum (default: each counter)."""

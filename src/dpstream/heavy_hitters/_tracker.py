@@ -12,7 +12,7 @@ sketch, the period, the capacity and the threshold.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Self
+from typing import Any, ClassVar, NamedTuple, Self
 
 import numpy as np
 
@@ -66,6 +66,7 @@ class BlockTracker(Certified, serial.Serialisable):
     ``serial.Serialisable.to_bytes``); a variant supplies its constructor arguments (``_serial_args``).
     """
 
+    _repr_attrs: ClassVar[dict[str, str]] = {"width": "sketch.width", "depth": "sketch.depth"}
     _OWN_ARRAYS = {"candidates": np.int64, "pending": np.int64, "output_items": np.int64,
                    "output_estimates": np.float64}
 
@@ -157,6 +158,23 @@ class BlockTracker(Certified, serial.Serialisable):
     def estimate(self) -> HeavyHitters:
         """The current output: the set computed at the last refresh point (held in between)."""
         return self._output
+
+    def query_many(self, xs: Any, *, clip: bool = False) -> np.ndarray:
+        """The estimates the current output holds for ``xs``: NaN for an item it does not report.
+
+        Read from the output alone (post-processing of what the tracker releases). ``clip``: each estimate clipped
+        to [0, t] at the output step t (the range of a count).
+        """
+        keys, out = as_items(xs), self._output
+        order = np.argsort(out.items, kind="stable")
+        at = np.minimum(np.searchsorted(out.items, keys, sorter=order), max(out.items.size - 1, 0))
+        found = out.items[order[at]] == keys if out.items.size else np.zeros(keys.size, dtype=bool)
+        estimates = np.where(found, out.estimates[order[at]] if out.items.size else 0.0, np.nan)
+        return np.clip(estimates, 0, out.time) if clip else estimates
+
+    def query(self, x: int, *, clip: bool = False) -> float:
+        """The estimate the current output holds for ``x`` (NaN when not reported), as ``query_many``."""
+        return float(self.query_many(np.array([x]), clip=clip)[0])
 
     @property
     def candidates(self) -> np.ndarray:

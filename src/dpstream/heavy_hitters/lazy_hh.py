@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -44,6 +44,9 @@ class LazyHH(BlockTracker):
     , ``hash_family="multiply_shift"`` and ``calibration="analytic"``. The thresholds bound the larger of the two
     calibrations' noise (``noise_term``): unchanged wherever the analytic sigma is the smaller (eps below ~7).
     """
+
+    _repr_attrs: ClassVar[dict[str, str]] = {"node_noise": "sketch.node_noise", "calibration": "sketch.calibration",
+                                             "hash_family": "sketch.variant.hash_family"}
 
     def __init__(self, *, k: int, k_tilde: int, epsilon: float, delta: float, beta: float, horizon: int,
                  seed: SeedLike = None, node_noise: str = "stored", hash_family: str = "modp",

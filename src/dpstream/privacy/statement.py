@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
+from dpstream._repr import ParamsRepr
 from dpstream.validation import check_delta, check_epsilon
 
 Notion = Literal["pure", "approximate", "computational"]
@@ -85,8 +86,10 @@ def certify(*, private: bool = True, kappa: float = 1.0, paper_constants: bool =
     return bool(private) and kappa == 1.0 and bool(paper_constants)
 
 
-class Certified:
+class Certified(ParamsRepr):
     """``certified`` by the one rule (``certify``) from what a mechanism knows of itself; never set by hand.
+
+    Every mechanism derives from it, and so has a ``repr`` with its parameters (``ParamsRepr``).
 
     A mechanism overrides the defaults where they differ, as a class attribute or in its constructor: ``private``
     (False for a non-private baseline or a setting with no privacy theorem), ``kappa`` (the noise multiplier,

@@ -22,6 +22,7 @@ Only the paper's constants are certified; ``AnalystPrivateMWScaledUNCERTIFIED`` 
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
@@ -146,6 +147,9 @@ class AnalystPrivateMWScaledUNCERTIFIED(AnalystPrivateMW):
     moves at laptop n. eps_data and eps_analyst are still computed by the paper's formulas (``accounted``, so they
     show how far from the nominal eps the run is), every output says ``certified: False`` and ``privacy`` is None.
     """
+
+    _repr_attrs: ClassVar[dict[str, str]] = {"c_s": "constants.s", "c_n_hat": "constants.n_hat",
+                                             "c_sigma": "constants.sigma", "c_tau": "constants.tau"}
 
     def __init__(self, *, workload: Workload, epsilon: float, delta: float, n: int, c_s: float, c_n_hat: float,
                  c_sigma: float, c_tau: float, beta: float = 0.05, seed: SeedLike = None) -> None:

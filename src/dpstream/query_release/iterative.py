@@ -47,6 +47,16 @@ class Release:
     info: dict[str, float | int | bool | str] = field(default_factory=dict)
     trace: dict[str, np.ndarray] = field(default_factory=dict)
 
+    def clipped(self, low: float = 0.0, high: float = 1.0) -> np.ndarray:
+        """The answers clipped to [low, high] (post-processing: no privacy cost); ``answers`` stays raw.
+
+        The default is the range of every workload here: linear queries with q(x) in [0, 1] on a normalised
+        histogram answer in [0, 1]. A clipped answer is never further from a true answer in the range.
+        """
+        if not low <= high:
+            raise ValueError(f"low must be <= high, got low={low!r}, high={high!r}")
+        return np.clip(self.answers, low, high)
+
 
 class DatabaseUpdate(Protocol):
     """The DUA interface IC runs against (see ``dpstream.query_release.updates``)."""

@@ -11,12 +11,13 @@ import math
 
 import numpy as np
 
+from dpstream._repr import ParamsRepr
 from dpstream.query_release.calibration import mw_rounds
 from dpstream.query_release.workloads import Workload
 from dpstream.validation import check_positive_int
 
 
-class MultiplicativeWeights:
+class MultiplicativeWeights(ParamsRepr):
     """MW update: D <- D e^{-eta f} if v < f(D^t) else D e^{+eta f}, renormalised; T(alpha) = 4 ln|X| / alpha^2."""
 
     def __init__(self, workload: Workload, eta: float) -> None:
@@ -80,7 +81,7 @@ def size_n_databases(universe_size: int, n: int) -> np.ndarray:
     return (np.diff(edges, axis=1) - 1).astype(np.float64) / n
 
 
-class MedianMechanism:
+class MedianMechanism(ParamsRepr):
     """Median-mechanism update over a candidate set S (an alpha-net); f(S) = lower median of f over S.
 
     If v < f(S) remove {D': f(D') >= f(S)} else remove {D': f(D') <= f(S)} (non-strict, so ties still halve);

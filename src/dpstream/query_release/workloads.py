@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from dpstream._repr import ParamsRepr
 from dpstream.noise import SeedLike, as_seed_sequence
 from dpstream.query_release._kernels import satisfied_conjunctions
 from dpstream.query_release.data import check_dense
@@ -49,7 +50,7 @@ def conjunction_digits(index: np.ndarray | int, d: int) -> np.ndarray:
     return (index[..., None] // powers) % 3
 
 
-class Workload:
+class Workload(ParamsRepr):
     """A set of linear queries q: {0,1}^d -> [0, 1]; subclasses implement the three evaluations."""
 
     d: int

@@ -27,6 +27,7 @@ import numpy as np
 from dpstream import serial
 from dpstream.counters import Counter, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
+from dpstream.intervals import Interval, clipped, rows_halfwidth
 from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
 from dpstream.privacy.calibration import cell_neighbour_m
 from dpstream.privacy.statement import Certified, Privacy, Relation
@@ -231,6 +232,7 @@ class SketchCore(Certified, serial.Serialisable):
 
     _estimator: ClassVar[Estimator]
     _schedule: ClassVar[type[Schedule]]
+    _repr_attrs: ClassVar[dict[str, str]] = {"hash_family": "variant.hash_family", "estimator": "variant.estimator"}
 
     def __init__(
         self,
@@ -418,13 +420,40 @@ class SketchCore(Certified, serial.Serialisable):
         """Per-row estimates v_i of Alg. 4 for every key, shape (depth, len(xs))."""
         return self._rows(canonical_keys(xs), self._state.cells())
 
-    def query_many(self, xs: np.ndarray) -> np.ndarray:
-        """Frequency estimates of ``xs`` (Alg. 4: min over rows for CMS, median for CS), float64."""
-        return self._query_keys(canonical_keys(xs))
+    def query_many(self, xs: np.ndarray, *, clip: bool = False) -> np.ndarray:
+        """Frequency estimates of ``xs`` (Alg. 4: min over rows for CMS, median for CS), float64.
 
-    def query(self, x: int | str | bytes) -> float:
-        """Frequency estimate of one key (Alg. 4)."""
-        return float(self._query_keys(np.array([canonical_key(x)], dtype=np.uint64))[0])
+        ``clip``: each estimate clipped to [0, t], the range of a count after t items (post-processing: no privacy
+        cost); the raw estimate otherwise.
+        """
+        estimates = self._query_keys(canonical_keys(xs))
+        return np.clip(estimates, 0, self.t) if clip else estimates
+
+    def query(self, x: int | str | bytes, *, clip: bool = False) -> float:
+        """Frequency estimate of one key (Alg. 4); ``clip`` as in ``query_many``."""
+        estimate = float(self._query_keys(np.array([canonical_key(x)], dtype=np.uint64))[0])
+        return min(max(estimate, 0.0), float(self.t)) if clip else estimate
+
+    def query_interval_many(self, xs: np.ndarray, confidence: float = 0.95, *, clip: bool = False) -> Interval:
+        """Estimates of ``xs`` with intervals covering the privacy noise (``dpstream.intervals``): arrays.
+
+        Each interval holds, with probability at least ``confidence``, what this sketch would answer without its
+        noise (the same hashes and pushes): not the collision bias (Count-Min: upward; Count Sketch: either sign)
+        nor the lazy lag (downward). ``clip``: estimates and ends clipped to [0, t]. Alg. 4's estimator only.
+        """
+        if self.variant.estimator != "alg4":
+            raise ValueError(f"intervals are stated for estimator='alg4' (min / median over rows), not "
+                             f"estimator={self.variant.estimator!r}")
+        keys = canonical_keys(xs)
+        estimates = self._query_keys(keys)
+        half = rows_halfwidth(np.abs(self._rows(keys, self._state.cell_variances())), confidence)
+        interval = Interval(estimates, estimates - half, estimates + half)
+        return clipped(interval, 0, self.t) if clip else interval
+
+    def query_interval(self, x: int | str | bytes, confidence: float = 0.95, *, clip: bool = False) -> Interval:
+        """One key's estimate and interval (floats), as ``query_interval_many``."""
+        many = self.query_interval_many(np.array([canonical_key(x)], dtype=np.uint64), confidence, clip=clip)
+        return Interval(*(float(np.asarray(v)[0]) for v in many))
 
     def _query_keys(self, keys: np.ndarray) -> np.ndarray:
         if self.variant.estimator == "trimmed_mean":

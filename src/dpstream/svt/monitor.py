@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -49,6 +49,7 @@ class _MonitorCore(Certified, serial.Serialisable):
     """
 
     _args: dict[str, Any]
+    _repr_attrs: ClassVar[dict[str, str]] = {"epsilon": "_args.epsilon", "delta": "_args.delta"}
 
     def __init__(self, calibration: MonitorCalibration, threshold: float, seed: SeedLike,
                  svt_noise: str = CONTINUOUS) -> None:

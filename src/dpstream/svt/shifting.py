@@ -177,6 +177,7 @@ class ShiftingHeavyHitters(Certified):
             epsilon=epsilon, delta=delta, threshold=self.bounds.threshold, k=k_star, seed=seed
         )
         self.domain_size = domain_size
+        self.epsilon, self.delta, self.k_star, self.m, self.beta = epsilon, delta, k_star, m, beta
         self.tau = self.bounds.tau
 
     @property
@@ -243,7 +244,7 @@ class HistogramEveryStep(Certified):
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         check_open_interval(beta, "beta", 0.0, 1.0)
         self.core = _HistogramCore(epsilon, delta, check_positive_int(m, "m"), domain_size, beta, NoiseSource(seed))
-        self.domain_size, self.epsilon, self.delta = domain_size, epsilon, delta
+        self.domain_size, self.epsilon, self.delta, self.m, self.beta = domain_size, epsilon, delta, m, beta
         self.tau = histogram_tau(epsilon, delta, m, domain_size, beta)
 
     @property
@@ -292,7 +293,7 @@ class SparseThenHistogram(Certified):
             seed=sparse_seed,
         )  # fmt: skip
         self.tau = max(self.sparse_threshold + alpha, self.core.threshold + self.core.scale * math.log(2 * c / beta))
-        self.domain_size, self.epsilon, self.delta = domain_size, epsilon, delta
+        self.domain_size, self.epsilon, self.delta, self.c, self.m, self.beta = domain_size, epsilon, delta, c, m, beta
 
     @property
     def privacy(self) -> Privacy:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -49,6 +50,18 @@ class SVTRun:
         """Queries processed before halting, per run."""
         return (self.outcomes >= 0).sum(axis=-1)
 
+    def clipped(self, low: float, high: float) -> np.ndarray:
+        """The released answers clipped to the queries' range [low, high] (post-processing: no privacy cost).
+
+        ``released`` stays raw; NaN (not released) stays NaN (the int64 answers of ``svt_noise="discrete_secure"``:
+        read them where ``outcomes == 1``). Raises ``ValueError`` when nothing is released.
+        """
+        if self.released is None:
+            raise ValueError("this run released no answers (only NumericSparse releases them)")
+        if not low <= high:
+            raise ValueError(f"low must be <= high, got low={low!r}, high={high!r}")
+        return np.clip(self.released, low, high)
+
 
 def _laplace(noise: NoiseSource, scale: float, shape: tuple[int, int]) -> np.ndarray:
     return noise.laplace(scale, shape) if scale > 0 else np.zeros(shape)
@@ -68,6 +81,7 @@ class GeneralisedSparse(Certified):
     """
 
     private = False
+    _repr_attrs: ClassVar[dict[str, str]] = {"c": "cutoff"}
 
     def __init__(
         self,
