@@ -4,7 +4,7 @@ A toy sparse vector variant (``toy_svt.py``) and a toy continual counter (``toy_
 ``tests/``, with their configs in the researcher's own config dir (``conf/``, reached by ``hydra.searchpath``) and
 their own contract test. This test puts that directory on the path as a researcher would (``PYTHONPATH``), runs
 ``check_mechanism`` over both and one experiment point of each through the harness, and checks that the docs list at
-most 6 files per mechanism, all outside ``src/`` and ``tests/``.
+most 4 files per mechanism, all outside ``src/`` and ``tests/``.
 """
 
 import math
@@ -39,11 +39,11 @@ def walkthrough_lists() -> dict[str, list[str]]:
             for name, body in zip(parts[1::2], parts[2::2], strict=True)}
 
 
-def test_the_walkthrough_lists_at_most_six_files_per_mechanism_all_outside_the_package_and_tests():
+def test_the_walkthrough_lists_at_most_four_files_per_mechanism_all_outside_the_package_and_tests():
     lists = walkthrough_lists()
     assert set(lists) == {"A new SVT variant", "A new continual counter"}
     for name, files in lists.items():
-        assert 1 <= len(files) <= 6, (name, files)
+        assert 1 <= len(files) <= 4, (name, files)
         for path in files:
             assert not path.startswith(("src/", "tests/")), path
             assert (ROOT / path).is_file(), path  # the example's file of that step

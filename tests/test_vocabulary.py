@@ -27,9 +27,7 @@ INTERVALS = ("query_interval", "query_interval_many")
 
 @pytest.mark.parametrize("cls", STREAMING, ids=lambda c: c.__name__)
 def test_every_streaming_object_answers_the_same_verbs(cls) -> None:
-    missing = [verb for verb in VERBS if not callable(getattr(cls, verb, None))]
-    if cls in (*SKETCHES, GaussBM):
-        missing += [verb for verb in INTERVALS if not callable(getattr(cls, verb, None))]
+    missing = [verb for verb in (*VERBS, *INTERVALS) if not callable(getattr(cls, verb, None))]
     assert missing == []
 
 
@@ -99,13 +97,18 @@ def test_counts_clipped_to_their_range_and_raw_kept() -> None:
 
 def test_tracker_answers_from_its_output() -> None:
     stream = np.random.default_rng(0).permutation(np.concatenate([np.full(3000, 7), np.arange(1000) % 50 + 100]))
-    hh = LazyHH(k=2, k_tilde=16, epsilon=4.0, delta=1e-3, beta=5e-4, horizon=stream.size, seed=0)
+    hh = LazyHH(k=2, k_tilde=16, epsilon=4.0, delta=1e-3, beta=5e-4, horizon=stream.size + 5, seed=0)
     hh.extend(stream)
     out = hh.estimate()
     assert 7 in out.items.tolist()
     answers = hh.query_many(np.concatenate([out.items, [123456]]))
     assert np.array_equal(answers[:-1], out.estimates) and np.isnan(answers[-1])
     assert hh.query(7) == out.estimates[out.items.tolist().index(7)]
+    at_output = hh.query_interval(7)
+    assert at_output == hh.sketch.query_interval(7)  # t is an output step: the sketch's own interval
+    hh.extend(np.full(5, 7))  # the output is held until the next output step, its interval too
+    assert hh.query_interval(7) == at_output and hh.sketch.query_interval(7) != at_output
+    assert np.isnan(hh.query_interval(123456).lower)
 
 
 def test_query_release_answers_clipped_to_their_range() -> None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from dpstream import serial
 from dpstream.hashing import canonical_keys
+from dpstream.intervals import Interval, clipped
 from dpstream.noise import noise_mode
 from dpstream.privacy.statement import Certified
 from dpstream.sketches._lazy_hh import keep_top
@@ -175,6 +176,25 @@ class BlockTracker(Certified, serial.Serialisable):
     def query(self, x: int, *, clip: bool = False) -> float:
         """The estimate the current output holds for ``x`` (NaN when not reported), as ``query_many``."""
         return float(self.query_many(np.array([x]), clip=clip)[0])
+
+    def query_interval_many(self, xs: Any, confidence: float = 0.95, *, clip: bool = False) -> Interval:
+        """The output's estimates of ``xs`` with intervals covering the noise (NaN for items not reported).
+
+        The sketch's interval (``SketchCore.query_interval_many``) for its release at the output step: with
+        probability at least ``confidence`` it holds what the sketch would have answered there without its noise.
+        The reported items were chosen for their estimates (above the threshold), so per-item intervals undercover
+        them; ``docs/guide/api.md`` says how to cover every candidate. ``clip``: clipped to [0, t] at the output step.
+        """
+        keys, out = as_items(xs), self._output
+        estimates = self.query_many(keys)
+        half = self._sketch._halfwidths(canonical_keys(keys), confidence, out.time)
+        interval = Interval(estimates, estimates - half, estimates + half)
+        return clipped(interval, 0, out.time) if clip else interval
+
+    def query_interval(self, x: int, confidence: float = 0.95, *, clip: bool = False) -> Interval:
+        """One item's reported estimate and interval (floats), as ``query_interval_many``."""
+        many = self.query_interval_many(np.array([x]), confidence, clip=clip)
+        return Interval(*(float(np.asarray(v)[0]) for v in many))
 
     @property
     def candidates(self) -> np.ndarray:

@@ -116,8 +116,8 @@ class Schedule(ABC):
         """The released (d, w) cell values (a view of the state: read it before the next update)."""
 
     @abstractmethod
-    def cell_variances(self) -> np.ndarray:
-        """Analytic noise variance of every released cell, shape (d, w)."""
+    def cell_variances(self, t: int | None = None) -> np.ndarray:
+        """Analytic noise variance of every released cell after ``t`` items (default: now), shape (d, w)."""
 
     @property
     @abstractmethod
@@ -160,8 +160,8 @@ class PrivateSchedule(Schedule):
         """How many steps each cell's counter sees."""
 
     @abstractmethod
-    def cell_steps(self) -> np.ndarray:
-        """Each cell's current step (how many pushes it has had), shape (d w,)."""
+    def cell_steps(self, t: int | None = None) -> np.ndarray:
+        """Each cell's step (how many pushes it has had) after ``t`` items (default: now), shape (d w,)."""
 
     def _allocate(
         self,
@@ -193,9 +193,9 @@ class PrivateSchedule(Schedule):
         released = self.counters.release_all(steps) if wanted is None else self.counters.release_wanted(steps, wanted)
         return released.reshape(self.depth, self.width)
 
-    def cell_variances(self) -> np.ndarray:
-        """The counters' analytic noise variances at the cells' current steps, shape (d, w)."""
-        return self.counters.variance(self.cell_steps()).reshape(self.depth, self.width)
+    def cell_variances(self, t: int | None = None) -> np.ndarray:
+        """The counters' analytic noise variances at the cells' steps after ``t`` items (default: now), (d, w)."""
+        return self.counters.variance(self.cell_steps(t)).reshape(self.depth, self.width)
 
     @property
     def memory_bytes(self) -> int:
@@ -441,14 +441,18 @@ class SketchCore(Certified, serial.Serialisable):
         noise (the same hashes and pushes): not the collision bias (Count-Min: upward; Count Sketch: either sign)
         nor the lazy lag (downward). ``clip``: estimates and ends clipped to [0, t]. Alg. 4's estimator only.
         """
+        keys = canonical_keys(xs)
+        estimates = self._query_keys(keys)
+        half = self._halfwidths(keys, confidence, self.t)
+        interval = Interval(estimates, estimates - half, estimates + half)
+        return clipped(interval, 0, self.t) if clip else interval
+
+    def _halfwidths(self, keys: np.ndarray, confidence: float, t: int) -> np.ndarray:
+        """Half-widths of the keys' intervals for the release after ``t`` items (``intervals.rows_halfwidth``)."""
         if self.variant.estimator != "alg4":
             raise ValueError(f"intervals are stated for estimator='alg4' (min / median over rows), not "
                              f"estimator={self.variant.estimator!r}")
-        keys = canonical_keys(xs)
-        estimates = self._query_keys(keys)
-        half = rows_halfwidth(np.abs(self._rows(keys, self._state.cell_variances())), confidence)
-        interval = Interval(estimates, estimates - half, estimates + half)
-        return clipped(interval, 0, self.t) if clip else interval
+        return rows_halfwidth(np.abs(self._rows(keys, self._state.cell_variances(t))), confidence)
 
     def query_interval(self, x: int | str | bytes, confidence: float = 0.95, *, clip: bool = False) -> Interval:
         """One key's estimate and interval (floats), as ``query_interval_many``."""

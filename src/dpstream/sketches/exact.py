@@ -40,7 +40,7 @@ class ExactSchedule(Schedule):
     def _state_arrays(self) -> dict[str, np.ndarray]:
         return {"counts": self.counts}
 
-    def cell_variances(self) -> np.ndarray:
+    def cell_variances(self, t: int | None = None) -> np.ndarray:
         """Zero everywhere: no noise."""
         return np.zeros(self.counts.shape)
 

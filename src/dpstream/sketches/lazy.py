@@ -56,18 +56,19 @@ class LazySchedule(PrivateSchedule):
         super()._allocate(epsilon, delta, noise_seed, kappa, counter)
         self.pending = np.zeros((self.depth, self.width), dtype=self.count_dtype)
 
-    def cell_steps(self) -> np.ndarray:
+    def cell_steps(self, t: int | None = None) -> np.ndarray:
         """floor(t / w) + (1 if j < t mod w) pushes for column j, repeated over the d rows (read-only, (d w,)).
 
-        Computed once per t: a tracker reads it at every refresh, once to note the steps and once to release.
+        ``t``: default now. Computed once per t: a tracker reads it at every refresh, to note the steps and to release.
         """
+        t = self.t if t is None else t
         cached = getattr(self, "_steps_at", None)
-        if cached is None or cached[0] != self.t:
-            quotient, remainder = divmod(self.t, self.width)
+        if cached is None or cached[0] != t:
+            quotient, remainder = divmod(t, self.width)
             steps = np.full((self.depth, self.width), quotient, dtype=np.int64)
             steps[:, :remainder] += 1
             steps.flags.writeable = False
-            cached = self._steps_at = (self.t, steps.reshape(-1))
+            cached = self._steps_at = (t, steps.reshape(-1))
         return cached[1]
 
     def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:

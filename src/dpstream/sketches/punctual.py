@@ -23,9 +23,9 @@ class PunctualSchedule(PrivateSchedule):
         """``horizon``: every cell steps at every item."""
         return self.horizon
 
-    def cell_steps(self) -> np.ndarray:
-        """The item count t, for every cell."""
-        return np.full(self.depth * self.width, self.t, dtype=np.int64)
+    def cell_steps(self, t: int | None = None) -> np.ndarray:
+        """The item count t (default: now), for every cell."""
+        return np.full(self.depth * self.width, self.t if t is None else t, dtype=np.int64)
 
     def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
         """Alg. 3 over ``keys`` (``_kernels.punctual_extend``), noise pre-drawn in blocks of ``NOISE_BLOCK``."""
