@@ -128,3 +128,14 @@ def test_svt_released_answers_clipped_to_the_given_range() -> None:
     assert np.array_equal(np.isnan(clipped), np.isnan(released))
     assert np.nanmin(clipped) >= 0.0 and np.nanmax(clipped) <= 10.0
     assert np.nanmax(released) > 10.0 or np.nanmin(released) < 0.0  # eps = 0.2: the noise leaves the range
+
+
+def test_intervals_refuse_what_they_do_not_cover() -> None:
+    exact = CMS(width=16, depth=3, seed=0)
+    exact.extend(np.arange(100) % 7)
+    assert exact.query_interval(3) == (exact.query(3), exact.query(3), exact.query(3))  # no noise: no width
+    trimmed = LazyCMS(width=8, depth=3, epsilon=1.0, delta=1e-6, horizon=100, seed=0, estimator="trimmed_mean")
+    with pytest.raises(ValueError, match="estimator='alg4'"):
+        trimmed.query_interval(3)
+    with pytest.raises(ValueError, match=r"confidence must be a number in \(0, 1\), got 1.5"):
+        exact.query_interval(3, confidence=1.5)
