@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 from conftest import CONF_DIR, ROOT, child_env
 from test_cli import COMMAND, one_error_line
+from test_cli_reliability import descendants
 from test_harness import fake_cfg, fake_conf
 
 from dpstream.cli import main
@@ -216,21 +217,6 @@ def test_rows_without_a_checksum_load_as_the_committed_stores_do(tmp_path):
 # ---- finding 9: a killed sweep takes its workers with it -------------------------------------------------------
 
 
-def descendants(pid: int) -> set[int]:
-    """Every process below ``pid`` (from /proc)."""
-    parents = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {p for p, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
 def stored_lines(results: Path) -> int:
     return sum(p.read_bytes().count(b"\n") for p in results.rglob("trials.jsonl"))
 
@@ -243,12 +229,12 @@ def test_kill_minus_nine_of_a_sweep_leaves_no_worker_and_no_more_rows(tmp_path):
         "name: slow\ntrial: _harness_fake:run_trial\nuses: [epsilon, delta]\ndata_kinds: [none]\nsleep: 0.3\n")
     results = tmp_path / "r"
     proc = subprocess.Popen([*COMMAND, "-m", f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "mechanism=slow",
-                             "data=none", "trials=60", "n_jobs=2", "epsilon=0.1,0.2", f"results_dir={results}"],
+                             "data=none", "trials=60", "n_jobs=1", "epsilon=0.1,0.2", f"results_dir={results}"],
                             env=child_env(), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline and stored_lines(results) < 4:
         time.sleep(0.1)
-    workers = descendants(proc.pid)
+    workers = descendants(proc.pid)  # the launcher's workers, each running one job and appending its rows
     assert stored_lines(results) >= 4 and len(workers) >= 2, "the sweep should be running its jobs"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -260,6 +246,51 @@ def test_kill_minus_nine_of_a_sweep_leaves_no_worker_and_no_more_rows(tmp_path):
     rows = stored_lines(results)
     time.sleep(3)
     assert stored_lines(results) == rows, "no row is written after the kill"
+
+
+LIFELINE_CHILD = """
+import os, sys, time
+import dpstream.harness.lifeline as lifeline
+if sys.argv[1] == "poll":
+    lifeline._parent_death_signal = lambda: False  # where prctl is missing: the watching thread
+lifeline.die_with(os.getppid())
+print("armed", flush=True)
+time.sleep(60)
+"""
+MIDDLE = """
+import subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]], stdout=subprocess.PIPE, text=True)
+assert child.stdout.readline() == "armed\\n"
+print(child.pid, flush=True)
+child.wait()
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+@pytest.mark.parametrize("way", ["prctl", "poll"])
+def test_a_worker_armed_with_die_with_ends_when_its_parent_is_killed(way):
+    """A loky worker of a single run's trials arms the same lifeline (``runner._keyed``) as a multirun's job."""
+    middle = subprocess.Popen([sys.executable, "-c", MIDDLE, LIFELINE_CHILD, way], stdout=subprocess.PIPE, text=True,
+                              env=child_env())
+    child = int(middle.stdout.readline())
+    assert Path(f"/proc/{child}").exists()
+    os.kill(middle.pid, signal.SIGKILL)
+    middle.wait()
+    gone = time.time() + 5
+    while time.time() < gone and running(child):
+        time.sleep(0.02)
+    alive = running(child)
+    if alive:
+        os.kill(child, signal.SIGKILL)
+    assert not alive, "the child outlived its killed parent"
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie waiting to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 # ---- finding 11: names used as paths --------------------------------------------------------------------------
