@@ -185,6 +185,16 @@ def test_a_partial_last_line_is_cut_off_and_said(tmp_path, capsys):
     assert "cut off a partial last line (15 bytes of an interrupted write)" in capsys.readouterr().err
 
 
+def test_an_append_after_a_crashed_write_cuts_the_partial_line_first(tmp_path, capsys):
+    """A store opened before another process crashed mid-line: the next append must not glue onto the fragment."""
+    store = new_store(tmp_path)
+    with open(store.path, "ab") as fh:
+        fh.write(b'{"key": "x", "v')
+    store.append({"key": "b", "v": 2})
+    assert sorted(ResultsStore(store.path)._rows) == ["a", "b"]
+    assert "cut off a partial last line (15 bytes" in capsys.readouterr().err
+
+
 # ---- finding 10: a checksum catches a changed row ---------------------------------------------------------------
 
 

@@ -86,12 +86,35 @@ def row_digest(row: dict[str, Any]) -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def write_whole(fd: int, data: bytes) -> None:
-    """Write all of ``data`` at the end of ``fd`` (``O_APPEND``), or nothing: a failure truncates what went out.
+def whole_lines_end(fd: int) -> int:
+    """The size of ``fd``'s file up to its last newline: what is after it is a partial line."""
+    pos = os.fstat(fd).st_size
+    while pos > 0:
+        start = max(0, pos - 65536)
+        found = os.pread(fd, pos - start, start).rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        pos = start
+    return 0
 
-    An exclusive lock on the file keeps the line whole when several processes append (a multirun's jobs).
+
+def cut_partial_line(fd: int, path: Path) -> None:
+    """Truncate a partial last line off ``fd`` (the caller holds the file's exclusive lock), saying so on stderr."""
+    size, end = os.fstat(fd).st_size, whole_lines_end(fd)
+    if end < size:
+        os.ftruncate(fd, end)
+        print(f"note: results store {path}: cut off a partial last line ({size - end} bytes of an interrupted "
+              "write); every whole row before it is kept", file=sys.stderr, flush=True)
+
+
+def write_whole(fd: int, data: bytes, path: Path) -> None:
+    """Write all of ``data`` at the end of ``fd`` (``O_RDWR | O_APPEND``), or nothing: a failure truncates it again.
+
+    An exclusive lock on the file keeps lines whole when several processes append (a multirun's jobs); a partial line
+    a crashed writer left at the end is cut off first, so the new line never glues onto it.
     """
     fcntl.flock(fd, fcntl.LOCK_EX)
+    cut_partial_line(fd, path)
     start = os.fstat(fd).st_size
     view = memoryview(data)
     try:
@@ -143,13 +166,14 @@ class ResultsStore:
     def _load(self) -> None:
         if not self.path.exists():
             return
-        data = self.path.read_bytes()
+        with open(self.path, "rb") as fh:
+            fcntl.flock(fh, fcntl.LOCK_SH)  # never in the middle of another process's append
+            data = fh.read()
         end = data.rfind(b"\n") + 1
         if end < len(data):  # a partial last line left by a crash: cut it off, and say so
             with open(self.path, "r+b") as fh:
-                fh.truncate(end)
-            print(f"note: results store {self.path}: cut off a partial last line ({len(data) - end} bytes of an "
-                  "interrupted write); every whole row before it is kept", file=sys.stderr, flush=True)
+                fcntl.flock(fh, fcntl.LOCK_EX)
+                cut_partial_line(fh.fileno(), self.path)
             data = data[:end]
         for number, line in enumerate(data.splitlines(), start=1):
             if not line.strip():
@@ -193,9 +217,9 @@ class ResultsStore:
             return
         safe = json.loads(json.dumps({k: _json_safe(v) for k, v in row.items() if k != CHECKSUM}, default=str))
         line = json.dumps({**safe, CHECKSUM: row_digest(safe)}) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            write_whole(fd, line.encode())
+            write_whole(fd, line.encode(), self.path)
         except OSError as exc:
             raise StoreError(f"results store {self.path}: trial {key} could not be written ({exc.strerror or exc}); "
                              f"the {len(self._rows)} rows stored before it are intact") from exc
