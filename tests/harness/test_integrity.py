@@ -109,6 +109,14 @@ def test_the_committed_folders_hold_no_untracked_run_output():
 # ---- finding 7: two sweeps started in the same second keep their own tables ---------------------------------------
 
 
+def fake_mechanism(tmp_path: Path, sleep: float = 0.0) -> str:
+    """``mechanism=fake`` (``_harness_fake:run_trial``, ``sleep`` s a trial) in a config dir; returns its searchpath."""
+    (tmp_path / "conf" / "mechanism").mkdir(parents=True)
+    (tmp_path / "conf" / "mechanism" / "fake.yaml").write_text(
+        f"name: fake\ntrial: _harness_fake:run_trial\nuses: [epsilon, delta]\ndata_kinds: [none]\nsleep: {sleep}\n")
+    return f"hydra.searchpath=[file://{tmp_path / 'conf'}]"
+
+
 def test_two_sweeps_in_the_same_second_get_their_own_folders_and_tables(tmp_path, monkeypatch, capsys):
     class Frozen(datetime):
         @classmethod
@@ -120,14 +128,11 @@ def test_two_sweeps_in_the_same_second_get_their_own_folders_and_tables(tmp_path
     monkeypatch.setattr(hydra.core.utils, "datetime", Frozen)  # Hydra's ${now:...}: both sweeps in one second
     monkeypatch.setenv("DPSTREAM_MAIN_PID", "")
     monkeypatch.setattr(sys, "argv", ["dpstream"])
-    conf = tmp_path / "conf" / "mechanism"
-    conf.mkdir(parents=True)
-    (conf / "quick.yaml").write_text(
-        "name: quick\ntrial: _harness_fake:run_trial\nuses: [epsilon, delta]\ndata_kinds: [none]\n")
+    searchpath = fake_mechanism(tmp_path)
     results = tmp_path / "r"
     for epsilons in ("0.1,0.2", "0.5,0.6,0.7"):
-        main(["-m", f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "mechanism=quick", "data=none", "trials=2",
-              f"epsilon={epsilons}", f"results_dir={results}", "hydra.launcher.n_jobs=1"])
+        main(["-m", searchpath, "mechanism=fake", "data=none", "trials=2", f"epsilon={epsilons}",
+              f"results_dir={results}", "hydra.launcher.n_jobs=1"])
     sweeps = sorted((results / "hydra" / "multirun" / "2026-01-02").iterdir())
     assert len(sweeps) == 2 and all(s.name.startswith("03-04-05-") for s in sweeps)
     tables = sorted((results / RUNS).glob("multirun-*.csv"), key=lambda p: p.stat().st_mtime)
@@ -234,13 +239,11 @@ def stored_lines(results: Path) -> int:
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
 def test_kill_minus_nine_of_a_sweep_leaves_no_worker_and_no_more_rows(tmp_path):
-    (tmp_path / "conf" / "mechanism").mkdir(parents=True)
-    (tmp_path / "conf" / "mechanism" / "slow.yaml").write_text(
-        "name: slow\ntrial: _harness_fake:run_trial\nuses: [epsilon, delta]\ndata_kinds: [none]\nsleep: 0.3\n")
     results = tmp_path / "r"
-    proc = subprocess.Popen([*COMMAND, "-m", f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "mechanism=slow",
-                             "data=none", "trials=60", "n_jobs=1", "epsilon=0.1,0.2", f"results_dir={results}"],
-                            env=child_env(), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sweep = ["-m", fake_mechanism(tmp_path, sleep=0.3), "mechanism=fake", "data=none", "trials=60", "n_jobs=1",
+             "epsilon=0.1,0.2", f"results_dir={results}"]
+    proc = subprocess.Popen([*COMMAND, *sweep], env=child_env(), cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline and stored_lines(results) < 4:
         time.sleep(0.1)
