@@ -70,10 +70,11 @@ soak: install  ## the default job in 50 fresh processes sharing one numba cache:
 # `make figures`: every figure (results/figures/*.png), table and results/report.{md,html}, i.e. experiment=all.
 # Trials already in results/store are only re-plotted (about a minute); trials MISSING from the store are COMPUTED
 # AT PAPER SCALE (hours on 2 cores). Some experiments only: make figures EXPERIMENTS="fig3a svt_kstar"
-# (the report is written by experiment=all only).
+# (the report is written by experiment=all only). reproduction=true sends them to the committed results/tables,
+# results/figures and results/report.*; any other run writes to results/runs/<run>/ (git-ignored).
 EXPERIMENTS ?= all
 figures: install
-	for e in $(EXPERIMENTS); do $(PY) run.py experiment=$$e n_jobs=2 || exit 1; done
+	for e in $(EXPERIMENTS); do $(PY) run.py experiment=$$e n_jobs=2 reproduction=true || exit 1; done
 
 # `make notebooks`: execute the three notebooks (jupytext percent .py files) into notebooks/*.ipynb with their
 # figures and claims, redrawn from results/tables (no trial runs; DPSTREAM_RESULTS=<dir> reads another results

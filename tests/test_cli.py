@@ -51,7 +51,7 @@ def test_console_command_runs_from_any_directory_and_writes_there(tmp_path):
     out = subprocess.run([*COMMAND, "mechanism=cms", "profile=smoke", "trials=1", "data.length=4096"],
                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    tables = list((tmp_path / "results" / "smoke" / "tables").glob("run-cms-*.csv"))
+    tables = list((tmp_path / "results" / "smoke" / "runs").glob("run-cms-zipf-*/tables/run-cms-*.csv"))
     assert len(tables) == 1 and len(pd.read_csv(tables[0])) == 1
     assert (tmp_path / "results" / "smoke" / "store" / "trials.jsonl").exists()
     assert f"table: {tables[0]}" in out.stdout
@@ -171,7 +171,7 @@ def test_aggregate_prints_one_line_per_experiment_and_a_summary(tmp_path, capsys
     assert lines[1].endswith("claims: 1 confirmed, 0 not confirmed, 0 inconclusive, 0 n/a (1 claims)")
     assert lines[3].startswith("2 experiments, 25 trials (25 computed) in ")
     assert lines[4] == "verdicts: 1 confirmed, 0 not confirmed, 0 inconclusive, 0 n/a (1 claims)"
-    assert lines[5] == f"tables: {tmp_path / 'results' / 'tables'}" and len(lines) == 6
+    assert lines[5].startswith(f"tables: {tmp_path / 'results' / 'runs' / 'both-none-'}") and len(lines) == 6
 
 
 @pytest.mark.slow
@@ -181,8 +181,8 @@ def test_multirun_writes_one_combined_table(tmp_path):
                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "Joblib.Parallel" in out.stdout + out.stderr  # Hydra logs the launcher it used
-    assert len(list((tmp_path / "r" / "tables").glob("run-*.csv"))) == 4
-    combined, = (tmp_path / "r" / "tables").glob("multirun_*.csv")
+    assert len(list((tmp_path / "r" / "runs").glob("run-*/tables/run-*.csv"))) == 4
+    combined, = (tmp_path / "r" / "runs").glob("multirun-*.csv")
     assert f"multirun table (4 jobs): {combined}" in out.stdout
     rows = pd.read_csv(combined)
     assert sorted(zip(rows["mechanism.name"], rows["width"], strict=True)) == [("cms", 40), ("cms", 60),

@@ -30,7 +30,7 @@ def test_notebook_executes_in_smoke_mode(notebook, compose_cfg, smoke_results):
     available = [i for i in ids if (CONF_DIR / "experiment" / f"{i}.yaml").exists()]
     assert available, f"{notebook.name} lists no existing experiment"
     for exp_id in available:
-        cfg = compose_cfg([f"experiment={exp_id}", "profile=smoke", f"results_dir={smoke_results}",
+        cfg = compose_cfg([f"experiment={exp_id}", "profile=smoke", f"results_dir={smoke_results}", "reproduction=true",
                            f"data_dir={ROOT / 'data'}", "n_jobs=2"])
         run(cfg, CONF_DIR)
     env = {**os.environ, "DPSTREAM_RESULTS": str(smoke_results), "MPLBACKEND": "Agg"}

@@ -7,19 +7,21 @@ The Hydra app over the package's ``conf/`` (experiments included), so it runs fr
     dpstream experiment=fig3a profile=smoke         # a paper panel, shrunk
     dpstream -m epsilon=0.1,0.3,1                   # Hydra multirun: one combined table at the end
 
-Results go to ``./results`` of the working directory (``./results/smoke`` for profile=smoke) unless
-``results_dir=...`` says otherwise. A bad config prints one line, ``error: <key>=<value>: <what is allowed>``, and
-exits with status 2; ``HYDRA_FULL_ERROR=1`` shows the traceback instead.
+Each run writes its tables and figures to its own folder, ``./results/runs/<run>/`` of the working directory
+(``./results/smoke/runs/<run>/`` for profile=smoke; ``dpstream.harness.layout``) unless ``results_dir=...`` moves the
+root; the committed reproduction is written only with ``reproduction=true`` (``make figures``, ``make verify``).
+A bad config prints one line, ``error: <key>=<value>: <what is allowed>``, and exits with status 2;
+``HYDRA_FULL_ERROR=1`` shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
@@ -32,11 +34,22 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from dpstream.errors import ConfigError
 from dpstream.harness.config import CONF_DIR, check_override, options
+from dpstream.harness.layout import RUNS
+from dpstream.harness.lifeline import die_with
 from dpstream.harness.natural import natural_data
 
 CHOICE_GROUPS = ("mechanism", "data", "profile", "experiment")
 MAIN_PID = "DPSTREAM_MAIN_PID"  # set by a multirun's main process: its launcher workers ignore Ctrl-C
 ROWS_FILE = "rows.csv"  # a multirun job's rows, beside Hydra's job files; combined at the end of the sweep
+
+
+def sweep_id() -> str:
+    """A multirun's own id (``hydra.sweep.dir`` ends in it): two sweeps started in the same second differ."""
+    return f"{os.getpid()}-{secrets.token_hex(3)}"
+
+
+# cached in the composed config, which Hydra copies into each job's config: every job of a sweep sees the same id
+OmegaConf.register_new_resolver("dpstream.sweep_id", sweep_id, use_cache=True, replace=True)
 USAGE = """\
 usage: dpstream [key=value ...]                 one run: mechanism x data, `trials` seeded trials
        dpstream experiment=<id> [key=value ...] a sweep; profile=smoke shrinks it to seconds
@@ -44,7 +57,8 @@ usage: dpstream [key=value ...]                 one run: mechanism x data, `tria
        dpstream --cfg job [key=value ...]        print the config that would run (add --resolve)
        dpstream cache list | clear [FOLDER ...]  generated / downloaded data under ./data, with sizes
        dpstream --version                        dpstream's version; --hydra-help: Hydra's own flags
-Results go to ./results of the working directory (./results/smoke with profile=smoke); results_dir=DIR moves them.
+Results go to ./results/runs/<run>/ of the working directory (./results/smoke/... with profile=smoke); results_dir=DIR
+moves the root.
 Top-level keys: {keys}
 A bad value prints `error: <key>=<value>: <what is allowed>` and exits 2 (HYDRA_FULL_ERROR=1: full traceback).
 """
@@ -244,6 +258,7 @@ def app(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     if os.environ.get(MAIN_PID, str(os.getpid())) != str(os.getpid()):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a sweep's job: the main process handles Ctrl-C for all
+        die_with(int(os.environ[MAIN_PID]))  # and a job killed with it ends (no orphan appending rows)
         from tqdm.auto import tqdm
 
         # a thread lock for the progress bar: tqdm's default lock is a named semaphore, reported leaked when the
@@ -269,14 +284,19 @@ def app(cfg: DictConfig) -> None:
 
 
 class CombineMultirun(Callback):
-    """At the end of a multirun: every job's rows in one table, ``<results_dir>/tables/multirun_<time>.csv``."""
+    """At the end of a multirun: its jobs' rows in one table, ``<results_dir>/runs/multirun-<sweep>.csv``.
+
+    The sweep's folder (``hydra.sweep.dir``) is its own (it ends in ``sweep_id``), so the table holds the rows of this
+    sweep's jobs only, however many sweeps run at once.
+    """
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """Concatenate the jobs' row files into one ``tables/multirun_<time>.csv``."""
-        parts = sorted(Path(config.hydra.sweep.dir).glob(f"*/{ROWS_FILE}"))
+        """Concatenate the jobs' row files (``<sweep dir>/<job number>/rows.csv``) into one table."""
+        sweep = Path(config.hydra.sweep.dir)
+        parts = sorted(p for p in sweep.glob(f"*/{ROWS_FILE}") if p.parent.name.isdigit())
         if not parts:
             return
-        table = Path(config.results_dir) / "tables" / f"multirun_{time.strftime('%Y-%m-%d_%H-%M-%S')}.csv"
+        table = Path(config.results_dir) / RUNS / f"multirun-{sweep.parent.name}_{sweep.name}.csv"
         table.parent.mkdir(parents=True, exist_ok=True)
         pd.concat([pd.read_csv(p) for p in parts], ignore_index=True).to_csv(table, index=False)
         print(f"multirun table ({len(parts)} jobs): {table.resolve()}", flush=True)

@@ -29,7 +29,8 @@ def test_rows_record_the_environment_and_a_new_environment_recomputes_nothing(tm
     cfg = fake_cfg(conf, tmp_path, experiment=load_option(conf, "experiment", "e1"))
     run(cfg, conf)
     assert computed(capsys) == 24
-    table = pd.read_csv(tmp_path / "results" / "tables" / "e1.csv", dtype=str)
+    (folder,) = (tmp_path / "results" / "runs").iterdir()
+    table = pd.read_csv(folder / "tables" / "e1.csv", dtype=str)
     for column, value in environment().items():
         assert (table[column] == value).all(), column
     other = {**environment(), "numpy_version": "0.0.1", "lock_sha256": "000000000000"}

@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 from dpstream.harness.config import grid_points, load_option, options
 from dpstream.harness.runner import is_timing, run
-from dpstream.harness.store import STORE_FORMAT, ResultsStore, StoreError
+from dpstream.harness.store import CHECKSUM, STORE_FORMAT, ResultsStore, StoreError
 
 
 def fake_conf(tmp_path: Path, sleep: float = 0.0, uncertified: bool = False) -> Path:
@@ -44,6 +44,12 @@ def fake_cfg(conf: Path, tmp_path: Path, **over):
     }
     cfg.update(over)
     return cfg
+
+
+def run_output(tmp_path: Path) -> Path:
+    """The one run folder under ``<tmp_path>/results/runs`` (where a run's tables, figures and report go)."""
+    (folder,) = (tmp_path / "results" / "runs").iterdir()
+    return folder
 
 
 def comparable(df: pd.DataFrame) -> pd.DataFrame:
@@ -96,7 +102,7 @@ def test_rerun_computes_nothing_and_table_is_tidy(tmp_path, capsys):
     capsys.readouterr()
     df = run(cfg, conf)[0]
     assert "(0 computed" in capsys.readouterr().out
-    table = pd.read_csv(tmp_path / "results" / "tables" / "e1.csv")
+    table = pd.read_csv(run_output(tmp_path) / "tables" / "e1.csv")
     assert len(table) == len(df) == 24
     assert {"epsilon", "delta", "width", "mechanism.name", "trial", "seed", "value", "certified"} <= set(table.columns)
     assert table["key"].is_unique
@@ -161,7 +167,7 @@ def test_every_experiment_runs_in_smoke_profile(name, compose_cfg, smoke_results
         assert all((CONF_DIR / "experiment" / f"{p}.yaml").exists() for p in spec.parts)
         return
     tmp_path = smoke_results
-    cfg = compose_cfg([f"experiment={name}", "profile=smoke", f"results_dir={tmp_path}",
+    cfg = compose_cfg([f"experiment={name}", "profile=smoke", f"results_dir={tmp_path}", "reproduction=true",
                        f"data_dir={ROOT / 'data'}", "n_jobs=2"])
     frames = run(cfg, CONF_DIR)
     assert all(len(df) > 0 for df in frames)
@@ -191,12 +197,12 @@ def test_aggregate_with_report_writes_markdown_and_html(tmp_path):
         (conf / "experiment" / "e1.yaml").read_text() + "claims: _harness_fake:claims\npaper_claim: finite\n")
     cfg = fake_cfg(conf, tmp_path, experiment=load_option(conf, "experiment", "everything"))
     run(cfg, conf)
-    report = (tmp_path / "results" / "report.md").read_text()
+    report = (run_output(tmp_path) / "report.md").read_text()
     assert "## e1: fake sweep" in report
     assert "| values are finite | all rows have a value | 24 | **confirmed** |" in report
     assert "All rows of the claims tables: 1 confirmed, 0 not confirmed, 0 inconclusive, 0 n/a (1 claims)" in report
     assert "git commit" in report
-    assert "<h2>e1: fake sweep</h2>" in (tmp_path / "results" / "report.html").read_text()
+    assert "<h2>e1: fake sweep</h2>" in (run_output(tmp_path) / "report.html").read_text()
 
 
 def test_rerun_true_replaces_stored_rows(tmp_path):
@@ -205,7 +211,7 @@ def test_rerun_true_replaces_stored_rows(tmp_path):
     run(fake_cfg(conf, tmp_path), conf)
     lines = store.read_text().splitlines()
     first = json.loads(lines[0])
-    patched = {**first, "value": 123.0}
+    patched = {**{k: v for k, v in first.items() if k != CHECKSUM}, "value": 123.0}  # an edit without a checksum
     store.write_text(json.dumps(patched) + "\n" + "\n".join(lines[1:]) + "\n")
     assert run(fake_cfg(conf, tmp_path), conf)[0].set_index("key").loc[first["key"], "value"] == 123.0
     df = run(fake_cfg(conf, tmp_path, rerun=True), conf)[0]

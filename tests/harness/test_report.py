@@ -22,7 +22,7 @@ def test_all_covers_every_experiment_file():
 
 
 def test_smoke_report_lists_every_experiment_and_claim(compose_cfg, smoke_results):
-    cfg = compose_cfg(["experiment=all", "profile=smoke", f"results_dir={smoke_results}",
+    cfg = compose_cfg(["experiment=all", "profile=smoke", f"results_dir={smoke_results}", "reproduction=true",
                        f"data_dir={ROOT / 'data'}", "n_jobs=2"])
     frames = run(cfg, CONF_DIR)
     report = (smoke_results / "report.md").read_text()

@@ -16,8 +16,8 @@ __all__ = ["CONF_DIR", "load_claims", "load_table", "redraw", "results_dir", "sh
 def results_dir(default: str | Path = "results") -> Path:
     """``$DPSTREAM_RESULTS`` if set (tests point it at a smoke run), else ``default``.
 
-    ``results/`` of the working directory, where ``dpstream`` writes (run notebooks from the project root, or set
-    ``$DPSTREAM_RESULTS``).
+    ``results/`` of the working directory, the committed reproduction (run notebooks from the project root, or set
+    ``$DPSTREAM_RESULTS``, e.g. to a run's own folder ``results/runs/<run>``, which has the same layout).
     """
     return Path(os.environ.get("DPSTREAM_RESULTS", default))
 

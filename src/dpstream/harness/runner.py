@@ -42,6 +42,8 @@ from dpstream.harness.config import (
     without_declarations,
 )
 from dpstream.harness.environment import ENV_COLUMNS, environment
+from dpstream.harness.layout import check_path_name, check_reproduction, inside, panel_title, run_folder
+from dpstream.harness.lifeline import die_with
 from dpstream.harness.natural import check_panel_data
 from dpstream.harness.report import verdict_summary, write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
@@ -139,12 +141,16 @@ def run_trials(trials: list[tuple[str, str, dict[str, Any]]], store: ResultsStor
         with tqdm(total=len(todo), desc=label, unit="trial", mininterval=1.0, file=sys.stderr, disable=None,
                   leave=False) as bar, joblib.parallel_config(backend=backend, n_jobs=n_jobs):
             parallel = joblib.Parallel(return_as="generator_unordered")  # (parallel_config registers dask too)
-            jobs = (joblib.delayed(_keyed)(key, fn, p) for key, fn, p in todo)
+            parent = os.getpid() if backend == "loky" else None  # a loky worker dies with this process
+            jobs = (joblib.delayed(_keyed)(key, fn, p, parent) for key, fn, p in todo)
             log = console.ProgressLog(len(todo), label)  # a line every 5% when stderr is not a terminal
-            for key, params, metrics in parallel(jobs):
-                store.append(make_row(key, params, metrics), replace=cfg["rerun"])
-                bar.update()
-                log.update()
+            try:
+                for key, params, metrics in parallel(jobs):
+                    store.append(make_row(key, params, metrics), replace=cfg["rerun"])
+                    bar.update()
+                    log.update()
+            finally:
+                store.sync()  # the rows of this sweep on disk, also when it stops early
     return len(todo)
 
 
@@ -195,7 +201,10 @@ def workers_die_with_the_run(backend: str) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _keyed(key: str, trial_fn: str, params: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def _keyed(key: str, trial_fn: str, params: dict[str, Any],
+           parent: int | None = None) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    if parent is not None:
+        die_with(parent)  # a worker process ends with the run that started it (``harness.lifeline``)
     return key, params, execute_trial(trial_fn, params)
 
 
@@ -301,7 +310,8 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
     rows = [table_row({**stored_row(store, key), **config_columns(p)}, p, fn)
             for key, p, fn in zip(keys, all_params, functions, strict=True)]
     df = table(rows, exp_id)
-    write_csv(df, results_dir / "tables" / f"{exp_id}.csv")
+    table_path = inside(results_dir / "tables" / f"{exp_id}.csv", results_dir)
+    write_csv(df, table_path)
     params_cols = [c for c in flatten(all_params[0]) if c not in NOT_IN_KEY]
     varying = [c for c in params_cols if c != "trial" and df[c].astype(str).nunique() > 1
                and not _fixed_by_name(df, c)]
@@ -324,15 +334,15 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
     if uncertified:
         say("WARNING: some rows are NOT privacy-certified (scaled constants or debug mode)")
     if spec.get("plot"):
-        figure = results_dir / "figures" / f"{exp_id}.png"
-        import_object(spec["plot"])(df, {**spec, "formats": figure_formats(cfg)}, figure)
+        figure = inside(results_dir / "figures" / f"{exp_id}.png", results_dir)
+        shown = {**spec, "title": panel_title(spec, all_params), "formats": figure_formats(cfg)}
+        import_object(spec["plot"])(df, shown, figure)
         say(f"figure: {figure}")
     claims = None
     if spec.get("claims"):
         claims = claims_table(import_object(spec["claims"])(df, spec), exp_id)
         write_csv(claims, results_dir / "tables" / f"{exp_id}.claims.csv")
         console.print_claims(claims, smoke=cfg["profile"]["name"] == "smoke", verbose=verbose)
-    table_path = results_dir / "tables" / f"{exp_id}.csv"
     say(f"table: {table_path}")
     outcome = Outcome(df, claims, computed, elapsed, table_path)
     if not verbose:
@@ -370,7 +380,7 @@ def experiments_to_run(cfg: dict[str, Any], conf_dir: ConfDirs) -> list[dict[str
     spec = cfg.get("experiment")
     if not spec:  # a single configuration: its table is named by the mechanism and a hash of the config
         base = without_declarations({k: v for k, v in cfg.items() if k not in RUN_KEYS})
-        run_id = f"run-{cfg['mechanism']['name']}-{trial_key(base)[:8]}"
+        run_id = f"run-{check_path_name(cfg['mechanism']['name'], 'mechanism.name')}-{trial_key(base)[:8]}"
         return [{"id": run_id, "title": f"single run: {cfg['mechanism']['name']}", "profile_name": profile}]
     spec = resolve_profile(spec, profile)
     if spec.get("parts"):
@@ -388,6 +398,7 @@ class Plan:
 
     cfg: dict[str, Any]                                          # the plain config, paths made absolute
     experiments: list[tuple[dict[str, Any], list[dict[str, Any]]]]  # (spec, the params of each of its trials)
+    out: Path                                     # where its tables, figures and report go (``harness.layout``)
 
 
 def plan(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[str] | None = None) -> Plan:
@@ -407,9 +418,21 @@ def plan(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[s
     for spec in experiments_to_run(plain, conf_dir):
         trials = int(spec.get("trials") or plain["trials"])
         expanded = expand(spec, base, conf_dir, trials, profile_overrides, cli)
+        check_path_name(spec["id"], "experiment.id")  # it names the table and figure files
         check_panel_data(spec, expanded, conf_dir, plain["profile"]["name"])  # your data in a paper panel
+        check_reproduction(plain, expanded)
         experiments.append((spec, expanded))
-    return Plan(plain, experiments)
+    return Plan(plain, experiments, output_dir(plain, experiments))
+
+
+def output_dir(plain: dict[str, Any], experiments: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> Path:
+    """``results_dir`` itself with ``reproduction=true``, else the run's own folder under ``results_dir/runs``."""
+    results_dir = Path(plain["results_dir"])
+    if plain.get("reproduction"):
+        return results_dir
+    label = plain["experiment"]["id"] if plain.get("experiment") else f"run-{plain['mechanism']['name']}"
+    data = experiments[0][1][0]["data"] if experiments and experiments[0][1] else plain["data"]
+    return run_folder(results_dir, label, data, [config_key(p) for _, params in experiments for p in params])
 
 
 def describe(planned: Plan) -> str:
@@ -421,7 +444,7 @@ def describe(planned: Plan) -> str:
     for spec, all_params in planned.experiments:
         points = {config_key(p) for p in all_params}
         out.append(f"# {spec['id']}: {len(points)} configurations x {len(all_params) // max(len(points), 1)} "
-                   f"trials (profile {planned.cfg['profile']['name']}, results in {planned.cfg['results_dir']})")
+                   f"trials (profile {planned.cfg['profile']['name']}, results in {planned.out})")
         sweeps = {**(spec.get("grid") or {}), **(spec.get("zip") or {})}
         if sweeps:
             out.append("# swept: " + "; ".join(f"{k}: {v}" for k, v in sweeps.items()))
@@ -441,8 +464,8 @@ def run(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[st
     ``overrides`` are the command-line ``key=value`` strings; inside an experiment they beat its ``fixed`` values.
     """
     planned = plan(cfg, conf_dir, overrides)
-    plain = planned.cfg
-    store = ResultsStore(Path(plain["results_dir"]) / "store" / STORE_NAME)
+    store = ResultsStore(Path(planned.cfg["results_dir"]) / "store" / STORE_NAME)
+    plain = {**planned.cfg, "results_dir": str(planned.out)}  # tables, figures and report go to the run's folder
     verbose = len(planned.experiments) == 1  # an aggregate prints one line per experiment and a summary
     started = time.perf_counter()
     outcomes = []

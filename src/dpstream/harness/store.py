@@ -1,9 +1,17 @@
 """Append-only results store: one JSON line per finished trial, keyed by a hash of its config and seed.
 
-A trial is written the moment it finishes (one ``os.write`` of one line on an ``O_APPEND`` descriptor,
-then ``fsync``), so killing a sweep at any moment loses no finished trial. A kill can at worst leave a
-partial LAST line with no newline: it is recognised and cut off on the next open. Any other bad line
-is corruption and raises ``StoreError`` naming the file and the line.
+A trial is written the moment it finishes, as one whole line or not at all: the line goes out on an ``O_APPEND``
+descriptor, a short write is continued until the line is complete, and a write that fails part-way (a full disk) is
+cut back off the file before the error is raised, so the next append never glues onto half a row. ``sync`` makes the
+rows durable (``fsync``; the runner calls it when a sweep ends); a killed process loses nothing it wrote, since its
+writes are in the file already. A crash of the machine (or a kill in the middle of a write) can leave a partial LAST
+line with no newline: the next open cuts it off and says so on stderr. Any other bad line is corruption and raises
+``StoreError`` naming the file and the line.
+
+Each row carries ``row_blake2b``, a BLAKE2b digest of its canonical JSON, checked when the store is read: a row
+changed by accident (a damaged disk block, a stray edit in an editor) is refused with one line naming the file and the
+line. It is not a defence against a deliberate edit, which can recompute the digest or delete it: rows without one
+(stores written before the digest existed, such as the committed ``results/verify`` stores) are read as they are.
 
 The store carries its format version in a file beside it (``trials.format`` for ``trials.jsonl``): the version of the
 trial keys and row layout (``STORE_FORMAT``). A store of another version, or one without the file (written before
@@ -12,9 +20,11 @@ versions were recorded), is an error saying to move it away: its keys do not nam
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +43,8 @@ NODE_NORMAL_KEY = "node_normal"  # the hashed entry naming derived node noise's 
 EXACT_SAMPLER_KEY = "exact_sampler"  # the hashed entry naming the exact discrete sampler (``samplers.EXACT_SAMPLER``)
 EXACT_NODE_NOISES = ("discrete_secure", "discrete_secure_ahead", "discrete_secure_stored")
 """Node noises drawn by the exact discrete Gaussian sampler (``discrete_secure_ct`` has its own table sampler)."""
+CHECKSUM = "row_blake2b"
+"""The field holding a row's digest (``row_digest``): written with every row, checked on reading, not a column."""
 STORE_FORMAT = 2
 """Format of the store's keys and rows. 1: keys without the row schema, SVT designs in ``mechanism`` (no format file);
 2: keys hash the declared row columns, designs are data configs, ``dpstream.svt.shifting`` targets."""
@@ -65,6 +77,55 @@ def _json_safe(value: Any) -> Any:
     if hasattr(value, "item") and callable(value.item):
         return value.item()
     return value
+
+
+def row_digest(row: dict[str, Any]) -> str:
+    """BLAKE2b (16 bytes, hex) of ``row``'s canonical JSON (sorted keys, no spaces), the digest field left out."""
+    text = json.dumps({k: v for k, v in row.items() if k != CHECKSUM}, sort_keys=True, separators=(",", ":"),
+                      default=str)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def whole_lines_end(fd: int) -> int:
+    """The size of ``fd``'s file up to its last newline: what is after it is a partial line."""
+    pos = os.fstat(fd).st_size
+    while pos > 0:
+        start = max(0, pos - 65536)
+        found = os.pread(fd, pos - start, start).rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        pos = start
+    return 0
+
+
+def cut_partial_line(fd: int, path: Path) -> None:
+    """Truncate a partial last line off ``fd`` (the caller holds the file's exclusive lock), saying so on stderr."""
+    size, end = os.fstat(fd).st_size, whole_lines_end(fd)
+    if end < size:
+        os.ftruncate(fd, end)
+        print(f"note: results store {path}: cut off a partial last line ({size - end} bytes of an interrupted "
+              "write); every whole row before it is kept", file=sys.stderr, flush=True)
+
+
+def write_whole(fd: int, data: bytes, path: Path) -> None:
+    """Write all of ``data`` at the end of ``fd`` (``O_RDWR | O_APPEND``), or nothing: a failure truncates it again.
+
+    An exclusive lock on the file keeps lines whole when several processes append (a multirun's jobs); a partial line
+    a crashed writer left at the end is cut off first, so the new line never glues onto it.
+    """
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    cut_partial_line(fd, path)
+    start = os.fstat(fd).st_size
+    view = memoryview(data)
+    try:
+        while view:
+            written = os.write(fd, view)
+            if written <= 0:
+                raise OSError(f"wrote {written} bytes")
+            view = view[written:]
+    except OSError:
+        os.ftruncate(fd, start)
+        raise
 
 
 class ResultsStore:
@@ -105,11 +166,14 @@ class ResultsStore:
     def _load(self) -> None:
         if not self.path.exists():
             return
-        data = self.path.read_bytes()
+        with open(self.path, "rb") as fh:
+            fcntl.flock(fh, fcntl.LOCK_SH)  # never in the middle of another process's append
+            data = fh.read()
         end = data.rfind(b"\n") + 1
-        if end < len(data):  # a partial last line left by a kill: cut it off
+        if end < len(data):  # a partial last line left by a crash: cut it off, and say so
             with open(self.path, "r+b") as fh:
-                fh.truncate(end)
+                fcntl.flock(fh, fcntl.LOCK_EX)
+                cut_partial_line(fh.fileno(), self.path)
             data = data[:end]
         for number, line in enumerate(data.splitlines(), start=1):
             if not line.strip():
@@ -122,6 +186,12 @@ class ResultsStore:
                     f"results file {self.path} is corrupt at line {number}: {line[:120]!r} ({exc}); "
                     "move the file away or delete that line to continue"
                 ) from exc
+            digest = row.pop(CHECKSUM, None)
+            if digest is not None and digest != row_digest(row):
+                raise StoreError(
+                    f"results file {self.path} line {number}: the row does not match its checksum (changed after it "
+                    "was written); move the file away or delete that line to recompute the trial"
+                )
             self._rows[key] = row
 
     def __contains__(self, key: str) -> bool:
@@ -137,20 +207,33 @@ class ResultsStore:
         return self._rows.get(key)
 
     def append(self, row: dict[str, Any], replace: bool = False) -> None:
-        """Write one finished row durably.
+        """Write one finished row as one whole line with its checksum (``write_whole``); ``sync`` makes it durable.
 
         A row whose key is already stored is ignored, unless ``replace`` (a forced rerun): then the new line is appended
-        and wins on every later load.
+        and wins on every later load. A failed write (a full disk) leaves the file as it was and raises ``StoreError``.
         """
         key = row["key"]
         if key in self._rows and not replace:
             return
-        line = json.dumps({k: _json_safe(v) for k, v in row.items()}, default=str) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        safe = json.loads(json.dumps({k: _json_safe(v) for k, v in row.items() if k != CHECKSUM}, default=str))
+        line = json.dumps({**safe, CHECKSUM: row_digest(safe)}) + "\n"
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line.encode())
-            os.fsync(fd)
+            write_whole(fd, line.encode(), self.path)
+        except OSError as exc:
+            raise StoreError(f"results store {self.path}: trial {key} could not be written ({exc.strerror or exc}); "
+                             f"the {len(self._rows)} rows stored before it are intact") from exc
         finally:
             os.close(fd)
         self._rows[key] = row
         self.written_now.add(key)
+
+    def sync(self) -> None:
+        """Flush the rows written so far to the disk (``fsync``): called when a sweep ends."""
+        if not self.path.exists():
+            return
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -55,7 +55,8 @@ def seed_config(store: Path, profile: str, seed: int, experiment: str, n_jobs: i
     from hydra import compose, initialize_config_dir
 
     overrides = [f"experiment={experiment}", f"profile={profile}", f"seed={seed}",
-                 f"results_dir={seed_dir(store, profile, seed)}", *([f"n_jobs={n_jobs}"] if n_jobs else [])]
+                 f"results_dir={seed_dir(store, profile, seed)}", "reproduction=true",
+                 *([f"n_jobs={n_jobs}"] if n_jobs else [])]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="config", overrides=overrides)
 
