@@ -18,7 +18,17 @@ import yaml
 
 import dpstream
 from dpstream.claims import VERDICTS
-from dpstream.claims.kinds import IMPLEMENTATION, KIND_WORDS, OURS, PAPER, classify, headline
+from dpstream.claims.kinds import (
+    IMPLEMENTATION,
+    KIND_WORDS,
+    OURS,
+    PAPER,
+    THEORY,
+    UNREGISTERED,
+    classify,
+    headline,
+    stand_in,
+)
 from dpstream.harness.certified import NOT_PRIVATE, not_private, uncertified
 from dpstream.harness.console import SMOKE_BANNER, typed_command
 from dpstream.harness.environment import PACKAGES, environment
@@ -51,7 +61,8 @@ def _claims(results_dir: Path, exp_id: str) -> pd.DataFrame | None:
     if not path.exists():
         return None
     claims = pd.read_csv(path, keep_default_na=False)
-    return claims if "kind" in claims.columns else classify(exp_id, claims)
+    # the kinds are declared in the pre-registration, never taken from an older table's columns
+    return classify(exp_id, claims.drop(columns=[c for c in ("kind", "kind_reason") if c in claims.columns]))
 
 
 def _cell(text: object) -> str:
@@ -84,26 +95,37 @@ CHECKS_NOTE = ("Claims that follow from the construction (a rule that re-derives
                "cannot fail): checks of the implementation, not counted in the paper tally. A failing check is a bug.")
 
 
+TALLIES = ((PAPER, "paper claims (each sentence once, the paper's setting)"),
+           ("stand-in", "paper sentences on the synthetic stand-in (Fig. 4; not about CAIDA)"),
+           (OURS, "own hypotheses"), (THEORY, "theory checks"), (IMPLEMENTATION, "implementation checks"),
+           (UNREGISTERED, "unregistered claims (decide nothing)"))
+"""The report's tallies in order: (selector, label); ``KIND_WORDS`` are the kinds the pre-registration declares."""
+assert {k for k, _ in TALLIES} >= set(KIND_WORDS)
+
+
+def _tally_rows(claims: pd.DataFrame, selector: str) -> pd.DataFrame:
+    if selector == PAPER:
+        return headline(claims)
+    return stand_in(claims) if selector == "stand-in" else claims[claims["kind"] == selector]
+
+
 def tally_table(claims: pd.DataFrame) -> pd.DataFrame:
-    """Verdict counts per kind: paper sentences (each once, ``kinds.headline``), own hypotheses, checks."""
+    """Verdict counts per tally: paper sentences (each once, ``kinds.headline``), the stand-in, each other kind."""
     rows = []
-    for kind in KIND_WORDS:
-        sub = headline(claims) if kind == PAPER else claims[claims["kind"] == kind]
-        label = {PAPER: "paper claims (each sentence once)", OURS: "own hypotheses"}.get(kind, f"{kind}s")
+    for selector, label in TALLIES:
+        sub = _tally_rows(claims, selector)
         rows.append({"kind": label, **verdict_counts(sub), "total": len(sub)})
     rows.append({"kind": "all rows of the claims tables", **verdict_counts(claims), "total": len(claims)})
     return pd.DataFrame(rows)
 
 
 def tally_lines(claims: pd.DataFrame) -> list[str]:
-    """The report's headline: the paper tally first, then the other kinds, then all rows."""
-    paper = headline(claims)
-    return [f"Verdicts: paper claims (each sentence of a paper once, its checks combined): {verdict_summary(paper)}",
-            "",
-            f"Own hypotheses (not in the paper tally): {verdict_summary(claims[claims['kind'] == OURS])}", "",
-            f"Implementation checks (own section at the end): "
-            f"{verdict_summary(claims[claims['kind'] == IMPLEMENTATION])}", "",
-            f"All rows of the claims tables: {verdict_summary(claims)}", ""]
+    """The report's headline: the paper tally first, then the other tallies, then all rows."""
+    out = []
+    for selector, label in TALLIES:
+        out += [f"{'Verdicts: ' if selector == PAPER else ''}{label}: {verdict_summary(_tally_rows(claims, selector))}",
+                ""]
+    return [*out, f"All rows of the claims tables: {verdict_summary(claims)}", ""]
 
 
 def with_paper_names(claims: pd.DataFrame) -> pd.DataFrame:
