@@ -63,8 +63,9 @@ def _robustness(rows: pd.DataFrame, verdict: str) -> str:
     others = rows[rows["setting"] != PAPER_SETTING]
     if others.empty:
         return "no robustness column"
-    differ = "; ".join(dict.fromkeys(f"{r.setting.removeprefix('robustness: ').split(' (')[0]}: {r.verdict}"
-                                     for r in others.itertuples() if r.verdict != verdict))
+    differ = "; ".join(dict.fromkeys(f"{str(s).removeprefix('robustness: ').split(' (')[0]}: {v}"
+                                     for s, v in zip(others["setting"], others["verdict"], strict=True)
+                                     if v != verdict))
     if not differ:
         return "robust"
     return f"fragile (fails at {differ})" if verdict == "confirmed" else f"differs at {differ}"
