@@ -35,7 +35,9 @@ def test_claims_table_requires_a_rule():
     with pytest.raises(TypeError):
         claims_table([{"claim": "c", "measured": "m", "verdict": "confirmed"}])
     table = claims_table([Claim("c", "r", "m", "n/a")])
-    assert list(table.columns) == ["claim", "rule", "measured", "verdict", "kind", "kind_reason"]
+    assert list(table.columns) == ["claim", "rule", "measured", "verdict", "kind", "kind_reason", "sentence", "setting",
+                                   "data"]
+    assert table["kind"].tolist() == ["unregistered"]  # a claim the pre-registration does not list
 
 
 def test_verdict_of_and_all_points():

@@ -28,7 +28,7 @@ SWAPPED = (("max_error", "uniform_max_error"), ("synopsis_max_error", "uniform_m
 """Column pairs compared inside one row; a null swaps them at random per row."""
 CONFIG_PREFIXES = ("mechanism.", "data.", "profile.")
 KEPT = {"experiment", "key", "trial", "seed", "epsilon", "delta", "width", "depth", "memory_kb", "noise",
-        "release_times", "dpstream_version", "certified"}
+        "release_times", "dpstream_version", "certified", "commit", "run_time", "prereg_hash"}
 """Columns that are part of a row's configuration (never permuted), besides the experiment's own grid keys."""
 
 

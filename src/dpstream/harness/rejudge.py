@@ -2,6 +2,8 @@
 
 ``python -m dpstream.harness.rejudge [results_dir]`` reads ``<results_dir>/tables/<id>.csv`` of every experiment of
 ``experiment=all`` (paper profile), applies its claim rules, rewrites ``<id>.claims.csv`` and ``report.{md,html}``.
+Every verdict passes ``registration.gate``: rows not run under the registered pre-registration on seeds >= 3 are
+history, and their verdicts are written as ``inconclusive`` with the verdict they would give in the ``gate`` column.
 The figures are left as they are (they are drawn from the same tables by ``make figures``).
 """
 
@@ -16,6 +18,7 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from dpstream.claims.nulls import apply_nulls, null_shares
+from dpstream.claims.registration import gate
 from dpstream.harness.config import CONF_DIR, as_mapping, import_object
 from dpstream.harness.report import write_report
 from dpstream.harness.runner import claims_table, experiments_to_run, write_csv
@@ -74,6 +77,7 @@ def rejudge(results_dir: Path, experiment: str = "all", profile: str = "paper", 
         frames.append(df)
         claims = judge(spec, df, nulls)
         if claims is not None:
+            claims = gate(claims, df, spec["id"])  # history (seeds 0-2, another registration) decides nothing
             write_csv(claims, results_dir / "tables" / f"{spec['id']}.claims.csv")
             out[spec["id"]] = claims
     if report and (cfg.get("experiment") or {}).get("report"):

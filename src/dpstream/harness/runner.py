@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from dpstream.claims import Claim
 from dpstream.claims.kinds import classify
+from dpstream.claims.registration import PROVENANCE, provenance
 from dpstream.errors import ConfigError
 from dpstream.harness import console
 from dpstream.harness.certified import uncertified as has_uncertified
@@ -222,10 +223,13 @@ def stored_row(store: ResultsStore, key: str) -> dict[str, Any]:
 
 
 def make_row(key: str, params: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
-    """A results row: key, config columns, metrics, ``certified`` (budget kept) and the environment (not in the key)."""
+    """A results row: key, config columns, metrics, ``certified`` (budget kept), the environment (not in the key).
+
+    The environment includes the commit, time and pre-registration hash the trial ran under (``provenance``).
+    """
     row = {"key": key, **config_columns(params), **metrics}
     row["certified"] = bool(row.get("certified", True)) and within_budget(params, metrics)
-    return {**row, **environment()}
+    return {**row, **environment(), **provenance()}
 
 
 def table_row(row: dict[str, Any], params: dict[str, Any], trial_fn: str) -> dict[str, Any]:
@@ -259,7 +263,8 @@ def write_csv(df: pd.DataFrame, path: Path) -> None:
 
 def summary(df: pd.DataFrame, params_cols: list[str], varying: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-trial and mean tables restricted to what varies and what was measured."""
-    metric_cols = [c for c in df.columns if c not in params_cols and c not in ("key", "experiment", *ENV_COLUMNS)]
+    skip = ("key", "experiment", *ENV_COLUMNS, *PROVENANCE)
+    metric_cols = [c for c in df.columns if c not in params_cols and c not in skip]
     shown = [c for c in varying if c in df.columns] + ["trial"] + metric_cols
     per_trial = df[shown]
     numeric = [c for c in metric_cols if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]

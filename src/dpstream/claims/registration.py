@@ -1,0 +1,200 @@
+"""The pre-registration (``results/preregistration.yaml``): every claim, its kind and rule, fixed before a trial.
+
+One committed file lists, per claim: its ``id`` (``<experiment>#<index>``), its text in the claims table, its
+``kind`` (declared: paper claim, own hypothesis, theory check, implementation check), the verbatim ``quote`` of a paper
+claim with its ``seed`` file and ``sentence`` (the clauses of one sentence share it), the ``rule`` (family of
+``dpstream.claims.sequential`` and its parameters), the smallest effect that matters and where that number comes from,
+``alpha``, the trial ``budget`` and, for a claim the paper leaves open, ``underspecified`` with the reason.
+
+Two hashes tie verdicts to it:
+
+- ``rule_hash``: a rule's decision code and parameters: the source of the experiment's claims function and of every
+  function and constant of ``dpstream.claims`` it reaches (docstrings and comments dropped; names resolved through the
+  module globals), plus the registered rule parameters, alpha and budget. Rule texts a function formats are part of its
+  code, so editing one re-flags the rule (conservative); the display text of the claim in the registration is not.
+- ``registration_hash``: the registration file's bytes. Every trial row records it (``provenance``), with the commit and
+  the time. A verdict counts only from rows run under the registered hash on the new master seeds (``FIRST_NEW_SEED``
+  and up); rows of seeds 0-2 and rows run under another registration are history (``registered_rows``).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import json
+import subprocess
+import textwrap
+import types
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[3]
+REGISTRATION = ROOT / "results" / "preregistration.yaml"
+FIRST_NEW_SEED = 3
+"""Master seeds below this ran the rules found wanting (seeds 0-2): shown as history only."""
+PAPER, OURS, THEORY, IMPLEMENTATION = "paper claim", "own hypothesis", "theory check", "implementation check"
+KIND_WORDS = (PAPER, OURS, THEORY, IMPLEMENTATION)
+PROVENANCE = ("commit", "run_time", "prereg_hash")
+"""Columns every trial row records (``provenance``)."""
+REQUIRED = ("id", "experiment", "claim", "kind", "rule", "smallest_effect", "alpha", "budget", "rule_hash")
+
+
+@lru_cache(maxsize=4)
+def _load(path: Path, stamp: float) -> dict[str, Any]:
+    import yaml
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
+        raise ValueError(f"{path}: a pre-registration is a mapping with a `claims:` list")
+    for entry in data["claims"]:
+        missing = [k for k in REQUIRED if k not in entry]
+        if missing:
+            raise ValueError(f"{path}: claim {entry.get('id', '?')!r} lacks {missing}")
+        if entry["kind"] not in KIND_WORDS:
+            raise ValueError(f"{path}: claim {entry['id']!r} has kind {entry['kind']!r}; allowed: {list(KIND_WORDS)}")
+        if entry["kind"] == PAPER and not (entry.get("quote") and entry.get("seed") and entry.get("sentence")):
+            raise ValueError(f"{path}: paper claim {entry['id']!r} needs `quote`, `seed` and `sentence`")
+    return data
+
+
+def load(path: Path = REGISTRATION) -> dict[str, Any]:
+    """The parsed registration (checked: required fields, kind words, a paper claim's quote, seed and sentence)."""
+    return _load(path, path.stat().st_mtime)
+
+
+def registration_hash(path: Path = REGISTRATION) -> str:
+    """SHA-256 of the registration file's bytes (first 16 hex digits)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def by_text(path: Path = REGISTRATION) -> dict[tuple[str, str], dict[str, Any]]:
+    """The registered claims keyed by (experiment, claim text)."""
+    return {(c["experiment"], c["claim"]): c for c in load(path)["claims"]}
+
+
+def _code(obj: Any) -> str:
+    """Source of a function without its docstring, comments and indentation (``ast.dump`` of its tree)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def _closure(fn: types.FunctionType) -> dict[str, str]:
+    """Every function and constant of ``dpstream.claims`` reached from ``fn``'s names: qualified name -> code."""
+    seen: dict[str, str] = {}
+    todo: list[types.FunctionType] = [fn]
+    while todo:
+        f = todo.pop()
+        key = f"{f.__module__}.{f.__qualname__}"
+        if key in seen:
+            continue
+        seen[key] = _code(f)
+        names = {n.id for n in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(f)))) if isinstance(n, ast.Name)}
+        names |= {n.attr for n in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(f))))
+                  if isinstance(n, ast.Attribute)}
+        for name in sorted(names):
+            value = f.__globals__.get(name)
+            module = getattr(value, "__module__", "") or ""
+            if isinstance(value, types.FunctionType) and module.startswith("dpstream.claims"):
+                todo.append(value)
+            elif isinstance(value, str | int | float | tuple | dict | frozenset) and not isinstance(value, bool) \
+                    and name.isupper():
+                seen.setdefault(f"{f.__module__}.{name}", repr(value))
+    return seen
+
+
+def claims_function(experiment: str) -> str:
+    """The ``package.module:function`` of an experiment's ``claims:`` entry (``conf/experiment/<id>.yaml``)."""
+    from dpstream.harness.config import CONF_DIR, load_option
+
+    return str(load_option(CONF_DIR, "experiment", experiment).get("claims") or "")
+
+
+@lru_cache(maxsize=128)
+def _function_code(claims_function: str) -> dict[str, str]:
+    from dpstream.harness.config import import_object
+
+    fn = import_object(claims_function)
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"{claims_function!r} is not a function")
+    return _closure(fn)
+
+
+def rule_hash(claims_function: str, entry: dict[str, Any]) -> str:
+    """The hash of one claim's decision code (``claims_function``'s closure) and its registered parameters."""
+    code = _function_code(claims_function)
+    params = {k: entry.get(k) for k in ("rule", "smallest_effect", "alpha", "budget")}
+    params["smallest_effect"] = (entry.get("smallest_effect") or {}).get("value")  # its source is a display text
+    blob = json.dumps({"code": code, "params": params}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=1)
+def _commit(root: Path = ROOT) -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("-dirty" if dirty else "")
+
+
+def provenance(path: Path = REGISTRATION) -> dict[str, str]:
+    """What a trial row records (``PROVENANCE``): commit, UTC time and registration hash.
+
+    The commit ends in ``-dirty`` with uncommitted changes; the hash is ``"none"`` without a registration file.
+    """
+    return {"commit": _commit(), "run_time": datetime.now(UTC).isoformat(timespec="seconds"),
+            "prereg_hash": registration_hash(path) if path.exists() else "none"}
+
+
+def registered_rows(df: pd.DataFrame, path: Path = REGISTRATION) -> pd.DataFrame:
+    """The rows that may decide a verdict: run under the registered hash, on a clean commit, at seed >= 3."""
+    if not set(PROVENANCE) <= set(df.columns) or "seed" not in df.columns:
+        return df.iloc[0:0]
+    keep = ((df["prereg_hash"] == registration_hash(path)) & (df["seed"] >= FIRST_NEW_SEED)
+            & ~df["commit"].astype(str).str.endswith("-dirty"))
+    return df[keep]
+
+
+HISTORY = "history (not run under the registered pre-registration on seeds >= 3; decides nothing)"
+
+
+def gate(claims: pd.DataFrame, rows: pd.DataFrame, experiment: str, path: Path = REGISTRATION) -> pd.DataFrame:
+    """``claims`` of ``experiment`` with every verdict it may not give made ``inconclusive``, and why, in ``gate``.
+
+    A confirmed / not confirmed verdict stands only when (a) the claim is registered, (b) its rule's code and
+    parameters still hash to the registered ``rule_hash`` and (c) every row it was judged from was run under the
+    registered hash at seed >= 3 (``registered_rows``). Otherwise the verdict becomes ``inconclusive`` and the ``gate``
+    column keeps the verdict the rows gave, marked as history or as a changed rule.
+    """
+    registered = by_text(path)
+    fn = claims_function(experiment)
+    fresh = len(rows) > 0 and len(registered_rows(rows, path)) == len(rows)
+    verdicts, notes = [], []
+    for claim, verdict in zip(claims["claim"], claims["verdict"], strict=True):
+        entry = registered.get((experiment, claim))
+        if entry is None:
+            note = "not in the pre-registration"
+        elif rule_hash(fn, entry) != entry["rule_hash"]:
+            note = "rule changed after registration: needs fresh trials"
+        elif not fresh:
+            note = HISTORY
+        else:
+            note = ""
+        decided = verdict in ("confirmed", "not confirmed")
+        verdicts.append("inconclusive" if note and decided else verdict)
+        notes.append(f"{note}: the rows say {verdict!r}" if note and decided else note)
+    return claims.assign(verdict=verdicts, gate=notes)

@@ -1,0 +1,147 @@
+"""The first page a referee reads: one row per figure panel of Holland's paper, and the verdicts that changed.
+
+Per panel (``PANELS``): the registered sentences of the panel (``results/preregistration.yaml``), our setting (scale,
+real or synthetic data, trials, implementation language), the verdict of each sentence in the paper's setting (its
+clauses and checks combined, ``kinds.combine``), its robustness (``robust``, or ``fragile (fails at X)`` naming the
+robustness rows whose verdict differs), the main deviation (the registration's ``underspecified`` or ``data`` note) and
+a thumbnail. Every number on the page comes from the tables it is written from. ``changelog`` lists every claim whose
+verdict differs from a previous set of claims tables (e.g. the last committed report's), with the old and new verdict.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+
+from dpstream.claims.kinds import PAPER, PAPER_SETTING, classify, combine
+from dpstream.claims.registration import load
+
+PANELS = {
+    "fig3a": ("fig3a",), "fig3b": ("fig3b", "fig3b_wordfreq"), "fig3c": ("fig3c",), "fig3d": ("fig3d",),
+    "fig3e": ("fig3e",), "fig3f": ("fig3f",), "fig4a": ("fig4a",), "fig4b": ("fig4b",),
+    "fig4c": ("fig4c", "fig4_k256", "fig4c_wordfreq"), "fig4d": ("fig4d",), "fig4e": ("fig4e",), "fig4f": ("fig4f",),
+}
+"""Each figure panel and the experiments whose claims check its sentences (the first one in the paper's setting)."""
+LANGUAGE = "Python/numba (the paper: C++)"
+
+
+def panel_claims(tables: Path) -> dict[str, pd.DataFrame]:
+    """Per panel, its claims rows with the registered columns (``kinds.classify``) and ``experiment`` and ``id``."""
+    out = {}
+    for panel, experiments in PANELS.items():
+        frames = []
+        for exp in experiments:
+            path = tables / f"{exp}.claims.csv"
+            if path.exists():
+                claims = pd.read_csv(path, keep_default_na=False)
+                claims = claims.drop(columns=[c for c in ("kind", "kind_reason") if c in claims.columns])
+                frames.append(classify(exp, claims).assign(experiment=exp, id=[f"{exp}#{i}" for i in
+                                                                                range(len(claims))]))
+        if frames:
+            out[panel] = pd.concat(frames, ignore_index=True)
+    return out
+
+
+def _setting(tables: Path, exp: str) -> str:
+    path = tables / f"{exp}.csv"
+    if not path.exists():
+        return "no trial table"
+    df = pd.read_csv(path, usecols=lambda c: c in {"trial", "seed", "length", "data.length", "data.synthetic"})
+    trials = df.groupby("seed")["trial"].nunique().sum() if "seed" in df else df["trial"].nunique()
+    length = next((int(df[c].max()) for c in ("length", "data.length") if c in df and df[c].notna().any()), None)
+    synthetic = bool(df["data.synthetic"].any()) if "data.synthetic" in df else exp.startswith("fig3")
+    scale = f"T = {length:,}" if length else "T as configured"
+    data = "synthetic stand-in for CAIDA" if exp.startswith("fig4") else "Zipf (synthetic, as the paper)" \
+        if synthetic else "real data"
+    return f"{scale}; {data}; {trials} trials; {LANGUAGE}"
+
+
+def _robustness(rows: pd.DataFrame, verdict: str) -> str:
+    others = rows[rows["setting"] != PAPER_SETTING]
+    if others.empty:
+        return "no robustness column"
+    differ = "; ".join(dict.fromkeys(f"{str(s).removeprefix('robustness: ').split(' (')[0]}: {v}"
+                                     for s, v in zip(others["setting"], others["verdict"], strict=True)
+                                     if v != verdict))
+    if not differ:
+        return "robust"
+    return f"fragile (fails at {differ})" if verdict == "confirmed" else f"differs at {differ}"
+
+
+def first_page(tables: Path, figures: str = "figures") -> list[str]:
+    """The Markdown lines of the first page (one row per panel and sentence)."""
+    entries = {c["id"]: c for c in load()["claims"]}
+    lines = ["| panel | claim | our setting | verdict | robustness | main deviation | thumbnail |",
+             "|---|---|---|---|---|---|---|"]
+    for panel, claims in panel_claims(tables).items():
+        paper = claims[claims["kind"] == PAPER]
+        setting = _setting(tables, PANELS[panel][0])
+        for _, rows in paper.groupby("sentence", sort=False):
+            decisive = rows[rows["setting"] == PAPER_SETTING]
+            if decisive.empty:  # a sentence of another panel checked here for robustness only
+                continue
+            verdict = combine(list(decisive["verdict"]))
+            entry = entries[str(decisive["id"].iloc[0])]
+            deviation = "; ".join(d for d in (entry.get("underspecified"), "judged on a synthetic stand-in (its own "
+                                              "tally)" if entry.get("data") else "") if d)
+            quote = str(entry["quote"]).replace("|", "\\|")
+            thumb = f"<img src='{figures}/{PANELS[panel][0]}.png' width='120'>"
+            lines.append(f"| {panel} | \"{quote}\" | {setting} | **{verdict}** | {_robustness(rows, verdict)} | "
+                         f"{deviation or 'none registered'} | {thumb} |")
+    return lines
+
+
+def changelog(old: dict[str, pd.DataFrame], new: dict[str, pd.DataFrame]) -> list[str]:
+    """Markdown lines: every claim (by id) whose verdict differs between two sets of claims tables, and why.
+
+    The reason is the new table's ``gate`` note (history, a rule changed after registration) where it has one, else
+    its rule (the rule and trials of this run decided). A claim new or gone counts as changed.
+    """
+    lines = ["| claim | before | now | why |", "|---|---|---|---|"]
+    empty = pd.DataFrame(columns=["verdict"])
+    for exp in sorted(set(old) | set(new)):
+        before, now = old.get(exp, empty), new.get(exp, empty)
+        for i in range(max(len(before), len(now))):
+            b = str(before["verdict"].iloc[i]) if i < len(before) else "absent"
+            n = str(now["verdict"].iloc[i]) if i < len(now) else "absent"
+            if b == n:
+                continue
+            gate = str(now["gate"].iloc[i]) if "gate" in now.columns and i < len(now) else ""
+            why = gate or ("the claim is gone" if n == "absent" else "decided by its rule on this run's trials: "
+                           + str(now["rule"].iloc[i])[:160].replace("|", "\\|"))
+            lines.append(f"| {exp}#{i} | {b} | {n} | {why} |")
+    return lines if len(lines) > 2 else ["No verdict changed."]
+
+
+def committed_claims(results_dir: Path, ref: str = "HEAD") -> dict[str, pd.DataFrame]:
+    """The claims tables of ``results_dir/tables`` as committed at ``ref`` (empty outside a git checkout)."""
+    tables = results_dir.resolve() / "tables"
+    try:
+        root = Path(subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=tables, capture_output=True,
+                                   text=True, check=True, timeout=10).stdout.strip())
+        listed = subprocess.run(["git", "ls-tree", "--name-only", f"{ref}:{tables.relative_to(root)}"], cwd=root,
+                                capture_output=True, text=True, check=True, timeout=10).stdout.split()
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return {}
+    out = {}
+    for name in listed:
+        if name.endswith(".claims.csv"):
+            text = subprocess.run(["git", "show", f"{ref}:{(tables / name).relative_to(root)}"], cwd=root,
+                                  capture_output=True, text=True, check=True, timeout=10).stdout
+            out[name.removesuffix(".claims.csv")] = pd.read_csv(io.StringIO(text), keep_default_na=False)
+    return out
+
+
+def section(results_dir: Path) -> list[str]:
+    """The report's first page: the panel table and the changelog against the committed claims tables."""
+    tables = results_dir / "tables"
+    now = {p.name.removesuffix(".claims.csv"): pd.read_csv(p, keep_default_na=False)
+           for p in sorted(tables.glob("*.claims.csv"))}
+    return ["## First page: Holland's figures, one row per panel and sentence", "",
+            "Verdicts in the paper's setting (each sentence's clauses and checks combined); robustness columns beside "
+            "them. Figure 4 runs on a synthetic stand-in for the CAIDA trace: those verdicts are their own tally.", "",
+            *first_page(tables), "", "## Changelog: verdicts that changed against the committed report", "",
+            *changelog(committed_claims(results_dir), now), ""]

@@ -1,0 +1,44 @@
+"""The first page: one row per Holland panel and sentence from the committed tables; the changelog of verdicts."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from dpstream.claims.registration import load
+from dpstream.harness.first_page import PANELS, changelog, committed_claims, first_page
+
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+
+
+def test_every_paper_sentence_of_a_panel_has_one_row_with_its_setting_and_thumbnail():
+    lines = first_page(RESULTS / "tables")
+    rows = [line for line in lines[2:] if line.startswith("| fig")]
+    decisive = {(c["experiment"], c["sentence"]) for c in load()["claims"]
+                if c["kind"] == "paper claim" and c["setting"] == "paper"}
+    assert len(rows) == len({s for e, s in decisive if any(e == exps[0] for exps in PANELS.values())})
+    assert {r.split(" | ")[0].removeprefix("| ") for r in rows} == set(PANELS)
+    for row in rows:
+        assert "trials" in row and "figures/" in row and "**" in row
+    fig4 = [r for r in rows if r.startswith("| fig4")]
+    assert fig4 and all("synthetic stand-in" in r for r in fig4)
+
+
+def test_robustness_names_the_setting_where_a_verdict_differs(tmp_path):
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    for exp in ("fig3b", "fig3b_wordfreq"):
+        claims = pd.read_csv(RESULTS / "tables" / f"{exp}.claims.csv", keep_default_na=False)
+        claims.assign(verdict="confirmed" if exp == "fig3b" else "not confirmed").to_csv(tables / f"{exp}.claims.csv",
+                                                                                           index=False)
+    rows = [r for r in first_page(tables) if r.startswith("| fig3b")]
+    decreasing = next(r for r in rows if "All variants demonstrate" in r)
+    assert "**confirmed**" in decreasing and "fragile (fails at word-frequency stream: not confirmed" in decreasing
+
+
+def test_the_changelog_lists_exactly_the_verdicts_that_changed():
+    old = committed_claims(RESULTS)
+    assert set(old) >= {"fig3b", "fig4c"}
+    assert changelog(old, old) == ["No verdict changed."]
+    new = {**old, "fig3b": old["fig3b"].assign(verdict=["not confirmed"] + list(old["fig3b"]["verdict"][1:]))}
+    lines = changelog(old, new)
+    assert len(lines) == 3 and lines[2].startswith(f"| fig3b#0 | {old['fig3b']['verdict'][0]} | not confirmed |")
