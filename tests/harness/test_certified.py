@@ -37,15 +37,15 @@ def test_only_rows_that_claim_privacy_count_as_uncertified():
 
 def test_rewriting_a_table_changes_only_certified_and_privacy(tmp_path):
     path = tmp_path / "t.csv"
-    text = ("experiment,mechanism.trial,mechanism.private,are,certified,note\n"
-            f"e,{SKETCH_TRIAL},False,0.30000000000000004,True,\"a, b\"\n"
-            f"e,{SKETCH_TRIAL},True,1e-300,True,\n")
+    text = ("experiment,mechanism.trial,mechanism.private,are,private,certified,note\n"
+            f"e,{SKETCH_TRIAL},True,0.30000000000000004,False,True,\"a, b\"\n"
+            f"e,{SKETCH_TRIAL},True,1e-300,True,True,\n")
     path.write_text(text)
     assert rewrite_table(path) and not rewrite_table(path)
     assert path.read_text() == (
-        "experiment,mechanism.trial,mechanism.private,are,certified,privacy,note\n"
-        f"e,{SKETCH_TRIAL},False,0.30000000000000004,False,{NOT_PRIVATE},\"a, b\"\n"
-        f"e,{SKETCH_TRIAL},True,1e-300,True,\"{CERTIFIED}\",\n")
+        "experiment,mechanism.trial,mechanism.private,are,private,certified,privacy,note\n"
+        f"e,{SKETCH_TRIAL},True,0.30000000000000004,False,False,{NOT_PRIVATE},\"a, b\"\n"
+        f"e,{SKETCH_TRIAL},True,1e-300,True,True,\"{CERTIFIED}\",\n")
 
 
 def test_committed_tables_call_no_baseline_certified():

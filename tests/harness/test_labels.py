@@ -17,7 +17,7 @@ from conftest import CONF_DIR, ROOT
 from dpstream import serial
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.harness import ledger
-from dpstream.harness.certified import CERTIFIED, EVALUATION_HEADING, NOT_PRIVATE, UNCERTIFIED, rewrite_table
+from dpstream.harness.certified import CERTIFIED, EVALUATION_HEADING, NOT_PRIVATE, UNCERTIFIED, main, rewrite_table
 from dpstream.harness.runner import make_row, run
 from dpstream.heavy_hitters import LazyHH
 from dpstream.privacy.statement import labels
@@ -108,16 +108,14 @@ def test_a_csv_cell_naming_a_module_is_not_imported(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     table = tmp_path / "t.csv"
-    table.write_text("experiment,mechanism.trial,mechanism.private,certified\ne,evilmod:run_trial,True,True\n")
-    with pytest.raises(ValueError, match="unknown trial function 'evilmod:run_trial'"):
-        rewrite_table(table)
-    assert not marker.exists() and "evilmod" not in sys.modules
-    shipped = "dpstream.trials.sketch:run_trial"
-    table.write_text(f"experiment,mechanism.trial,mechanism.private,certified\ne,{shipped},False,True\n")
-    assert rewrite_table(table)  # the package's own trial functions are still found (older tables)
-    assert pd.read_csv(table)["privacy"].tolist() == [NOT_PRIVATE]
-    table.write_text("experiment,private,certified\ne,True,False\ne,False,True\n")  # rows with their labels
+    text = "experiment,mechanism.trial,mechanism.private,certified\ne,evilmod:run_trial,True,True\n"
+    table.write_text(text)
+    assert main([str(tmp_path)]) == 0 and table.read_text() == text  # an older table (no labels): left alone
+    assert not marker.exists() and "evilmod" not in sys.modules  # finding 12: the module a cell names is never imported
+    table.write_text("experiment,mechanism.trial,private,certified\ne,evilmod:run_trial,True,False\n"
+                     "e,evilmod:run_trial,False,True\n")  # rows with their mechanism's labels
     assert rewrite_table(table) and pd.read_csv(table)["privacy"].tolist() == [UNCERTIFIED, NOT_PRIVATE]
+    assert pd.read_csv(table)["certified"].tolist() == [False, False] and not marker.exists()
 
 
 # -- item 2 and 3: one's own data: evaluation apart, release-only mode, the ledger -----------------------------------

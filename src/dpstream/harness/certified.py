@@ -7,7 +7,8 @@ is never certified, whatever ``mechanism.private`` says. Tables add a ``privacy`
 privacy. Warnings about uncertified rows ("scaled constants or debug mode") concern only the latter.
 
 ``python -m dpstream.harness.certified results/tables`` rewrites the ``certified`` and ``privacy`` columns of
-committed tables by this rule, leaving every other cell as written (no trial is recomputed).
+tables whose rows carry their mechanism's labels by this rule, leaving every other cell as written (no trial is
+recomputed, nothing a cell names is imported).
 """
 
 from __future__ import annotations
@@ -82,25 +83,15 @@ def not_private(df: pd.DataFrame) -> bool:
 def rewrite_table(path: Path) -> bool:
     """Set ``certified`` / ``privacy`` of a results table by ``privacy_columns``; True if the file changed.
 
-    Every cell is read and written as text, so no other cell changes; nothing named in a cell is imported or run.
-    A table whose rows carry their mechanism's ``private`` label is relabelled from it. An older table without it
-    (written before rows carried labels, by the package's own trials only: ``trials.shipped_trial`` checks each
-    ``mechanism.trial`` by name, importing nothing a cell names) is relabelled from ``mechanism.private``.
-    Tables without ``certified`` are left alone.
+    Every cell is read and written as text, so no other cell changes, and nothing a cell names is imported or run.
+    Only a table whose rows carry their mechanism's labels (``private``, ``certified``) is relabelled; an older
+    table without them is left alone (its labels came from configs: regenerate it).
     """
-    from dpstream.trials import shipped_trial
-
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    if "certified" not in df.columns or not {"private", "mechanism.private"} & set(df.columns):
+    if not {"private", "certified"} <= set(df.columns):
         return False
-    if "private" in df.columns:
-        columns = [privacy_columns({"private": p, "certified": c})
-                   for p, c in zip(df["private"], df["certified"], strict=True)]
-    else:
-        for name in df["mechanism.trial"].unique():
-            shipped_trial(name)  # an older table is relabelled only for the package's own trials
-        columns = [privacy_columns({"private": p, "certified": c})
-                   for c, p in zip(df["certified"], df["mechanism.private"], strict=True)]
+    columns = [privacy_columns({"private": p, "certified": c}) for p, c in zip(df["private"], df["certified"],
+                                                                             strict=True)]
     new = df.copy()
     new["certified"] = [str(c["certified"]) for c in columns]
     if "privacy" not in new.columns:

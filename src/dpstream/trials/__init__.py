@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import importlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -39,27 +38,6 @@ def row_columns(*columns: str) -> Callable[[F], F]:
         fn.row_columns = tuple(columns)  # type: ignore[attr-defined]
         return fn
     return mark
-
-
-SHIPPED_MODULES = ("dpstream.trials.sketch", "dpstream.trials.heavy_hitters", "dpstream.trials.svt",
-                   "dpstream.trials.query_release")
-"""The modules of the package's own trial functions: the registry ``shipped_trial`` looks names up in."""
-
-
-def shipped_trial(name: str) -> Callable[..., Any]:
-    """The package's trial function called ``name`` (``"dpstream.trials.sketch:run_trial"``).
-
-    For names read from data (a CSV cell, a stored row): only the functions of ``SHIPPED_MODULES`` are found, and
-    nothing the name points at is imported. A config a user runs names its trial through ``harness.config``.
-    """
-    module_name, _, attr = str(name).partition(":")
-    fn = None
-    if module_name in SHIPPED_MODULES:
-        fn = getattr(importlib.import_module(module_name), attr, None)
-    if fn is None or getattr(fn, "row_columns", None) is None:
-        raise ValueError(f"unknown trial function {str(name)[:80]!r}; allowed: a trial function of "
-                         f"{', '.join(SHIPPED_MODULES)}")
-    return fn
 
 
 def row_schema(fn: Callable[..., Any]) -> str | None:
