@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import CONF_DIR, ROOT
+from omegaconf import open_dict
 
 from dpstream import serial
 from dpstream.counters.gauss_bm import GaussBM
@@ -43,6 +44,12 @@ def test_a_noiseless_cms_configured_private_is_not_private(compose_cfg, tmp_path
     df = _run(compose_cfg, private)
     assert "mechanism.private=true names" not in capsys.readouterr().out
     assert (df["privacy"] == CERTIFIED).all() and df["certified"].all() and not df["deployable"].any()  # seeded
+    own = ["mechanism=cms", *STREAM, f"results_dir={tmp_path}"]  # one's own mechanism YAML without `private:`
+    cfg = compose_cfg(own)
+    with open_dict(cfg):
+        del cfg.mechanism["private"]
+    df = run(cfg, CONF_DIR, own)[0]
+    assert (df["privacy"] == NOT_PRIVATE).all() and not df["certified"].any()  # a missing `private` was taken as true
 
 
 def test_a_row_without_labels_is_not_certified():
