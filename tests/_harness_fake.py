@@ -11,9 +11,8 @@ def run_trial(params, seed):
     rng = np.random.default_rng(seed)
     time.sleep(params["mechanism"].get("sleep", 0.0))
     out = {"value": float(rng.normal()) + params["epsilon"], "elapsed_s": 0.0}
-    if params["mechanism"].get("uncertified"):
-        out["certified"] = False
-    return out
+    # the labels a mechanism gives its rows (``privacy.labels``): a fake private mechanism, uncertified on request
+    return {**out, "private": True, "certified": not params["mechanism"].get("uncertified")}
 
 
 def read_trial(params, seed):

@@ -5,6 +5,7 @@ from conftest import ROOT
 
 from dpstream.harness.certified import CERTIFIED, NOT_PRIVATE, UNCERTIFIED, rewrite_table, uncertified, with_privacy
 from dpstream.harness.runner import table_row
+from dpstream.privacy.statement import labels
 from dpstream.sketches import CMS, CS, LazyCMS
 
 SKETCH_TRIAL = "dpstream.trials.sketch:run_trial"
@@ -13,18 +14,18 @@ SKETCH_TRIAL = "dpstream.trials.sketch:run_trial"
 def test_table_rows_of_sketches_agree_with_the_api():
     for cls, private in ((CMS, False), (CS, False), (LazyCMS, True)):
         kw = {"epsilon": 1.0, "delta": 1e-6} if private else {}
-        api = cls(width=8, depth=2, horizon=100, seed=1, **kw).certified
-        row = table_row({"are": 0.1, "certified": True}, {"mechanism": {"private": private}}, SKETCH_TRIAL)
-        assert row["certified"] is api is private
+        sketch = cls(width=8, depth=2, horizon=100, seed=1, **kw)
+        row = table_row({"are": 0.1, **labels(sketch)})
+        assert row["certified"] is sketch.certified is private
         assert row["privacy"] == (CERTIFIED if private else NOT_PRIVATE)
 
 
-def test_privacy_follows_certified_and_a_trial_that_reports_certified_keeps_it():
-    row = {"x": 1, "certified": False, "seconds": 2.0}
-    assert list(with_privacy(row, True, False)) == ["x", "certified", "privacy", "seconds"]
-    assert with_privacy(row, True, False)["privacy"] == UNCERTIFIED
-    # an audit case configured private: false reports its own certified (private as claimed, or not)
-    assert with_privacy({"certified": True}, False, True) == {"certified": True, "privacy": CERTIFIED}
+def test_privacy_follows_the_mechanism_labels_and_a_row_without_them_is_not_private():
+    row = {"x": 1, "private": True, "certified": False, "seconds": 2.0}
+    assert list(with_privacy(row)) == ["x", "private", "certified", "privacy", "seconds"]
+    assert with_privacy(row)["privacy"] == UNCERTIFIED
+    assert with_privacy({"certified": True}) == {"certified": False, "privacy": NOT_PRIVATE}
+    assert with_privacy({"private": True, "certified": True})["privacy"] == CERTIFIED
 
 
 def test_only_rows_that_claim_privacy_count_as_uncertified():
@@ -36,15 +37,15 @@ def test_only_rows_that_claim_privacy_count_as_uncertified():
 
 def test_rewriting_a_table_changes_only_certified_and_privacy(tmp_path):
     path = tmp_path / "t.csv"
-    text = ("experiment,mechanism.trial,mechanism.private,are,certified,note\n"
-            f"e,{SKETCH_TRIAL},False,0.30000000000000004,True,\"a, b\"\n"
-            f"e,{SKETCH_TRIAL},True,1e-300,True,\n")
+    text = ("experiment,mechanism.trial,mechanism.private,are,private,certified,note\n"
+            f"e,{SKETCH_TRIAL},True,0.30000000000000004,False,True,\"a, b\"\n"
+            f"e,{SKETCH_TRIAL},True,1e-300,True,True,\n")
     path.write_text(text)
     assert rewrite_table(path) and not rewrite_table(path)
     assert path.read_text() == (
-        "experiment,mechanism.trial,mechanism.private,are,certified,privacy,note\n"
-        f"e,{SKETCH_TRIAL},False,0.30000000000000004,False,{NOT_PRIVATE},\"a, b\"\n"
-        f"e,{SKETCH_TRIAL},True,1e-300,True,\"{CERTIFIED}\",\n")
+        "experiment,mechanism.trial,mechanism.private,are,private,certified,privacy,note\n"
+        f"e,{SKETCH_TRIAL},True,0.30000000000000004,False,False,{NOT_PRIVATE},\"a, b\"\n"
+        f"e,{SKETCH_TRIAL},True,1e-300,True,True,\"{CERTIFIED}\",\n")
 
 
 def test_committed_tables_call_no_baseline_certified():

@@ -17,7 +17,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpstream import serial
 from dpstream.counters.base import Counter
 from dpstream.noise import SeedLike, as_seed_sequence
 from dpstream.privacy.statement import Notion
@@ -29,24 +28,18 @@ from dpstream.secure.samplers import CHUNKS, gaussian_params, gaussian_table, ne
 class DiscreteFlags(Counter):
     """Base of every counter with exact discrete Gaussian node noise from a keyed generator (put it first).
 
-    The guarantee is computational; ``deployable`` (keyed from OS entropy and certified) is written by ``to_bytes``
-    and kept by ``from_bytes``, so a restored seeded counter stays not deployable (its rebuild draws a fresh key
-    before the written one replaces it).
+    The guarantee is computational; ``deployable``: keyed from OS entropy and certified. It is not written by
+    ``to_bytes``: a restored counter is never deployable (unverifiable, docs/secure-noise.md), its written key
+    replacing the fresh one its rebuild drew.
     """
 
     notion: ClassVar[Notion] = "computational"
     deployable: bool
 
-    def _state_scalars(self) -> dict[str, Any]:
-        return {**super()._state_scalars(), "deployable": self.deployable}
-
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:
-        """As ``Counter``, then the written ``deployable``: a seeded counter stays not deployable when restored."""
+        """As ``Counter``; the restored counter is not deployable (unverifiable: docs/secure-noise.md)."""
         super()._restore_scalars(scalars)
-        deployable = scalars.get("deployable")
-        if not isinstance(deployable, bool) or (deployable and not self.deployable):
-            raise serial.SerialError(f"deployable={deployable!r}; allowed: false, or true for OS-entropy keyed noise")
-        self.deployable = deployable
+        self.deployable = False
 
 
 class DiscreteNoise(DiscreteFlags):

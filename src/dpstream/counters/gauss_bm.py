@@ -230,7 +230,7 @@ class GaussBM(Certified, serial.Serialisable):
 
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:
         self.counter._restore_scalars(scalars)
-        self.deployable = bool(getattr(self.counter, "deployable", False))  # the counter's, as written
+        self.deployable = bool(getattr(self.counter, "deployable", False))  # the counter's: False once restored
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
         own = {} if self.counter.tracks_steps else {"steps": self._steps}  # else the counter's own steps

@@ -1,18 +1,21 @@
 """One meaning of ``certified`` in the API, the tables and the report: private, at the claimed (epsilon, delta).
 
-A sketch's ``certified`` is True only for a private mechanism run with its full calibrated noise (``SketchCore``); a
-non-private baseline (CMS, CS, the CMS heap) is never certified. Rows say the same, with a ``privacy`` column naming
-which case a row is: ``NOT_PRIVATE`` for a baseline, ``CERTIFIED`` or ``UNCERTIFIED`` for a mechanism that claims
+A row's labels come from the mechanism object that produced it (``dpstream.privacy.labels``: ``private``,
+``certified``, ``deployable``), never from a config flag or a default: a non-private baseline (CMS, CS, the CMS heap)
+is never certified, whatever ``mechanism.private`` says. Tables add a ``privacy`` column naming which case a row is:
+``NOT_PRIVATE`` for a baseline (or a row without labels), ``CERTIFIED`` or ``UNCERTIFIED`` for a mechanism that claims
 privacy. Warnings about uncertified rows ("scaled constants or debug mode") concern only the latter.
 
 ``python -m dpstream.harness.certified results/tables`` rewrites the ``certified`` and ``privacy`` columns of
-committed tables by this rule, leaving every other cell as written (no trial is recomputed).
+tables whose rows carry their mechanism's labels by this rule, leaving every other cell as written (no trial is
+recomputed, nothing a cell names is imported).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,23 +24,40 @@ import pandas as pd
 NOT_PRIVATE = "none (not private)"
 CERTIFIED = "(epsilon, delta)-DP, certified"
 UNCERTIFIED = "NOT privacy-certified"
+EVALUATION_HEADING = "NOT private (evaluation): computed from the raw data to evaluate the release"
+RELEASED = ("private", "certified", "privacy", "deployable", "n_reported", "output_time", "output_period", "length",
+            "n_release_times", "sketch_width", "sketch_depth", "memory_bytes", "gamma", "delta_tilde", "tau_final",
+            "eps_*", "delta_data", "delta_analyst", "kappa", "k", "cutoff", "composition", "tm_option", "noise_*",
+            "laplace_scale", "sparse_sigma", "rounds", "tops", "m", "c")
+"""Row columns a mechanism released (under its label) or that its public configuration fixes (T is public under
+replace-one neighbouring streams). Every other column was computed from the raw data to evaluate the release (errors,
+recall, true counts, rows read, timing): NOT private, shown apart under ``EVALUATION_HEADING``."""
 
 
-def privacy_columns(row: Mapping[str, Any], mechanism_private: bool, trial_reports_certified: bool) -> dict[str, Any]:
-    """``certified`` and ``privacy`` of a row.
+def released(columns: Iterable[str]) -> list[str]:
+    """The columns of ``columns`` that ``RELEASED`` names, in order."""
+    return [c for c in columns if any(fnmatch.fnmatchcase(c, pattern) for pattern in RELEASED)]
 
-    A mechanism configured ``private: false`` whose trial does not report ``certified`` itself is a non-private
-    baseline: never certified. Otherwise the row's own ``certified`` stands.
+
+def privacy_columns(row: Mapping[str, Any]) -> dict[str, Any]:
+    """``certified`` and ``privacy`` of a row, from the labels its mechanism gave it (``privacy.labels``).
+
+    A row is certified only when its mechanism said both ``private`` and ``certified``; a row without the labels
+    (a theory curve, a trial that reports none) is not private, whatever its config says.
     """
-    if not mechanism_private and not trial_reports_certified:
-        return {"certified": False, "privacy": NOT_PRIVATE}
-    certified = bool(row.get("certified", True))
-    return {"certified": certified, "privacy": CERTIFIED if certified else UNCERTIFIED}
+    private = _true(row.get("private"))
+    certified = private and _true(row.get("certified"))
+    return {"certified": certified, "privacy": CERTIFIED if certified else UNCERTIFIED if private else NOT_PRIVATE}
 
 
-def with_privacy(row: Mapping[str, Any], mechanism_private: bool, trial_reports_certified: bool) -> dict[str, Any]:
+def _true(value: Any) -> bool:
+    """A label as a row holds it: a bool, or its text in a CSV cell."""
+    return value is True or bool(value is not None and str(value) == "True")
+
+
+def with_privacy(row: Mapping[str, Any]) -> dict[str, Any]:
     """``row`` with ``certified`` set by ``privacy_columns`` and ``privacy`` right after it."""
-    columns = privacy_columns(row, mechanism_private, trial_reports_certified)
+    columns = privacy_columns(row)
     out: dict[str, Any] = {}
     for name, value in row.items():
         if name != "privacy":
@@ -63,18 +83,15 @@ def not_private(df: pd.DataFrame) -> bool:
 def rewrite_table(path: Path) -> bool:
     """Set ``certified`` / ``privacy`` of a results table by ``privacy_columns``; True if the file changed.
 
-    Every cell is read and written as text, so no other cell changes. Tables without ``mechanism.private`` or
-    ``certified`` are left alone. The trial's own report of ``certified`` is read from its declared row columns.
+    Every cell is read and written as text, so no other cell changes, and nothing a cell names is imported or run.
+    Only a table whose rows carry their mechanism's labels (``private``, ``certified``) is relabelled; an older
+    table without them is left alone (its labels came from configs: regenerate it).
     """
-    from dpstream.harness.config import import_object
-
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    if "mechanism.private" not in df.columns or "certified" not in df.columns:
+    if not {"private", "certified"} <= set(df.columns):
         return False
-    reports = {fn: "certified" in (getattr(import_object(fn), "row_columns", None) or ())
-               for fn in df["mechanism.trial"].unique()}
-    columns = [privacy_columns({"certified": c == "True"}, p == "True", reports[fn])
-               for c, p, fn in zip(df["certified"], df["mechanism.private"], df["mechanism.trial"], strict=True)]
+    columns = [privacy_columns({"private": p, "certified": c}) for p, c in zip(df["private"], df["certified"],
+                                                                             strict=True)]
     new = df.copy()
     new["certified"] = [str(c["certified"]) for c in columns]
     if "privacy" not in new.columns:

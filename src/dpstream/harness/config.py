@@ -35,8 +35,8 @@ DECLARATIONS = {"mechanism": ("data_kinds", "data_max", "natural_data"), "data":
 FILE_KEY_SUFFIXES = ("path", "file")
 # Keys that choose how a run executes, not what it computes: excluded from trial configs and keys.
 # (``data_dir`` stays in trial configs, since trials need it, but is left out of keys and rows: see the store.)
-RUN_KEYS = ("experiment", "trials", "n_jobs", "backend", "scheduler_address", "rerun", "results_dir", "fmt",
-            "reproduction")
+RUN_KEYS = ("experiment", "trials", "n_jobs", "backend", "scheduler_address", "rerun", "release_only", "results_dir",
+            "fmt", "reproduction")
 
 
 @dataclass(frozen=True)

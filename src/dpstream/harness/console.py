@@ -20,6 +20,8 @@ from rich.console import Console
 from rich.table import Table
 from scipy import stats
 
+from dpstream.harness.certified import EVALUATION_HEADING, NOT_PRIVATE, released
+
 WIDTH = 100
 UNDEFINED = {"precision": "n/a (nothing reported)", "recall": "n/a (no true heavy hitter)"}
 MAX_LISTED = 20
@@ -78,11 +80,23 @@ def metric_table(df: pd.DataFrame, keys: list[str], metrics: list[str]) -> Table
 
 
 def print_run(df: pd.DataFrame, run_id: str, params: dict[str, Any], keys: list[str], metrics: list[str],
-              verbose: bool = True) -> None:
-    """Print ``metric_table`` (fits 100 columns) and, for a single heavy-hitter run, what it found."""
+              verbose: bool = True, release_only: bool = False) -> None:
+    """Print ``metric_table`` (fits 100 columns) and, for a single heavy-hitter run, what it found.
+
+    What the mechanism released (``certified.RELEASED``) is one table, under its privacy label; what was computed
+    from the raw data to evaluate it is another, headed NOT private; ``release_only`` leaves the latter out.
+    """
     if not verbose:
         return
-    console().print(metric_table(df, keys, metrics))
+    shown = released(metrics)
+    evaluation = [m for m in metrics if m not in shown]
+    labels = ", ".join(sorted(df["privacy"].astype(str).unique())) if "privacy" in df.columns else NOT_PRIVATE
+    if shown:
+        print(f"released by the mechanism (privacy: {labels}):")
+        console().print(metric_table(df, keys, shown))
+    if evaluation and not release_only:
+        print(f"{EVALUATION_HEADING}:")
+        console().print(metric_table(df, keys, evaluation))
     if run_id.startswith("run-"):
         for line in heavy_hitter_lines(df, params):
             console().print(line, soft_wrap=False, markup=False)

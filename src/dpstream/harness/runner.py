@@ -25,7 +25,7 @@ from dpstream.claims import Claim
 from dpstream.claims.kinds import classify
 from dpstream.claims.registration import PROVENANCE, provenance
 from dpstream.errors import ConfigError
-from dpstream.harness import console
+from dpstream.harness import console, ledger
 from dpstream.harness.certified import uncertified as has_uncertified
 from dpstream.harness.certified import with_privacy
 from dpstream.harness.config import (
@@ -147,7 +147,9 @@ def run_trials(trials: list[tuple[str, str, dict[str, Any]]], store: ResultsStor
             log = console.ProgressLog(len(todo), label)  # a line every 5% when stderr is not a terminal
             try:
                 for key, params, metrics in parallel(jobs):
-                    store.append(make_row(key, params, metrics), replace=cfg["rerun"])
+                    row = make_row(key, params, metrics)
+                    store.append(row, replace=cfg["rerun"])
+                    ledger.spend(cfg.get("ledger_dir", cfg["results_dir"]), params, row)  # a trial on the user's own file is a release of it
                     bar.update()
                     log.update()
             finally:
@@ -223,19 +225,19 @@ def stored_row(store: ResultsStore, key: str) -> dict[str, Any]:
 
 
 def make_row(key: str, params: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
-    """A results row: key, config columns, metrics, ``certified`` (budget kept), the environment (not in the key).
+    """A results row: key, config columns, metrics and the environment (not in the key).
 
+    ``certified`` is the mechanism's own (``privacy.labels``; a row without it is not certified) and the budget kept.
     The environment includes the commit, time and pre-registration hash the trial ran under (``provenance``).
     """
     row = {"key": key, **config_columns(params), **metrics}
-    row["certified"] = bool(row.get("certified", True)) and within_budget(params, metrics)
+    row["certified"] = bool(metrics.get("certified", False)) and within_budget(params, metrics)
     return {**row, **environment(), **provenance()}
 
 
-def table_row(row: dict[str, Any], params: dict[str, Any], trial_fn: str) -> dict[str, Any]:
-    """A row as its table shows it: ``certified`` as the API means it (never for a baseline) and ``privacy``."""
-    reports = "certified" in (getattr(import_object(trial_fn), "row_columns", None) or ())
-    return with_privacy(row, bool(params["mechanism"].get("private", True)), reports)
+def table_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as its table shows it: ``certified`` as its mechanism says (never for a baseline) and ``privacy``."""
+    return with_privacy(row)
 
 
 def trial_function(params: dict[str, Any], spec: dict[str, Any]) -> str:
@@ -307,13 +309,13 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
     keys = [store_key(p, fn) for p, fn in zip(all_params, functions, strict=True)]
     jobs = list(zip(keys, functions, all_params, strict=True))
     results_dir = Path(cfg["results_dir"])
+    ledger_dir = Path(cfg.get("ledger_dir", results_dir))
     started = time.perf_counter()
     computed = run_trials(jobs, store, cfg, exp_id)
     elapsed = time.perf_counter() - started
     # a stored row gets the config columns of this run: same key, so same config, and record-only fields
     # added to configs since the row was written (e.g. ``mechanism.uses``) are filled in
-    rows = [table_row({**stored_row(store, key), **config_columns(p)}, p, fn)
-            for key, p, fn in zip(keys, all_params, functions, strict=True)]
+    rows = [table_row({**stored_row(store, key), **config_columns(p)}) for key, p in zip(keys, all_params, strict=True)]
     df = table(rows, exp_id)
     table_path = inside(results_dir / "tables" / f"{exp_id}.csv", results_dir)
     write_csv(df, table_path)
@@ -333,8 +335,24 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
                     and not c.startswith(("profile.", "mechanism.trial", "mechanism._target_", "mechanism.uses",
                                           "data._target_"))}
         say("config: " + ", ".join(f"{k}={v}" for k, v in constant.items()))
+    configured = df["mechanism.private"].astype(bool) if "mechanism.private" in df.columns else False
+    if "private" in df.columns and bool((configured & ~df["private"].astype(bool)).any()):
+        say("WARNING: mechanism.private=true names a mechanism that is not private: its rows say "
+            "'none (not private)' (labels come from the mechanism, never from the config)")
+    files = {source for p in all_params if (source := ledger.own_file(p)) is not None}
+    for path, _ in sorted(files):
+        say(f"data: your own file {path}. Every trial on it is a release of it (privacy ledger "
+            f"{ledger.ledger_path(ledger_dir)}); its rows' errors, recall and true counts are NOT private.")
+    if files:
+        say(f"WARNING: seeded run (seed={cfg['seed']}): this noise is known to anyone with the seed, so it can be "
+            "removed. A deployable release is the API without a seed, node_noise=discrete_secure_ct "
+            "(docs/secure-noise.md); these trials are never deployable.")
     keys = [c for c in varying if c in df.columns]  # per-trial rows are in the table file; the terminal gets means
-    console.print_run(df, spec["id"], all_params[0], keys, [c for c in means.columns if c not in keys], verbose)
+    release_only = bool(cfg.get("release_only"))
+    console.print_run(df, spec["id"], all_params[0], keys, [c for c in means.columns if c not in keys], verbose,
+                      release_only)
+    for path, digest in sorted(files):
+        say(ledger.totals(ledger_dir, digest).line(path))
     uncertified = has_uncertified(df)  # rows that claim privacy without being certified (not the baselines)
     if uncertified:
         say("WARNING: some rows are NOT privacy-certified (scaled constants or debug mode)")
@@ -347,7 +365,8 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
     if spec.get("claims"):
         claims = claims_table(import_object(spec["claims"])(df, spec), exp_id)
         write_csv(claims, results_dir / "tables" / f"{exp_id}.claims.csv")
-        console.print_claims(claims, smoke=cfg["profile"]["name"] == "smoke", verbose=verbose)
+        # verdicts are decided on evaluation numbers (errors against the raw data): not shown in a release-only run
+        console.print_claims(claims, smoke=cfg["profile"]["name"] == "smoke", verbose=verbose and not release_only)
     say(f"table: {table_path}")
     outcome = Outcome(df, claims, computed, elapsed, table_path)
     if not verbose:
@@ -470,7 +489,8 @@ def run(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[st
     """
     planned = plan(cfg, conf_dir, overrides)
     store = ResultsStore(Path(planned.cfg["results_dir"]) / "store" / STORE_NAME)
-    plain = {**planned.cfg, "results_dir": str(planned.out)}  # tables, figures and report go to the run's folder
+    # tables, figures and report go to the run's folder; the privacy ledger stays in results_dir, shared by all runs
+    plain = {**planned.cfg, "results_dir": str(planned.out), "ledger_dir": planned.cfg["results_dir"]}
     verbose = len(planned.experiments) == 1  # an aggregate prints one line per experiment and a summary
     started = time.perf_counter()
     outcomes = []

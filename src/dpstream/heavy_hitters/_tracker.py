@@ -236,11 +236,8 @@ class BlockTracker(Certified, serial.Serialisable):
                 "sketch_args": self._sketch._serial_args(), "sketch": self._sketch._state_scalars()}
 
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:
-        stored = dict(scalars["sketch_args"])
-        deployable = stored.pop("deployable")  # restored below: a rebuilt sketch has a fresh OS-entropy key
-        current = {k: v for k, v in self._sketch._serial_args().items() if k != "deployable"}
-        serial.check_same("the sketch's arguments", stored, current)
-        self._sketch._restore_deployable(deployable)
+        serial.check_same("the sketch's arguments", dict(scalars["sketch_args"]), self._sketch._serial_args())
+        self._sketch._restored()  # never deployable once restored (unverifiable: docs/secure-noise.md)
         self._sketch._restore_scalars(scalars["sketch"])
         t = serial.int_in(scalars["t"], "t", 0, self.horizon)
         since = serial.int_in(scalars["since_refresh"], "since_refresh", 0, self.period - 1)

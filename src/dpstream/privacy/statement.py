@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
@@ -95,6 +97,9 @@ class Certified(ParamsRepr):
     (False for a non-private baseline or a setting with no privacy theorem), ``kappa`` (the noise multiplier,
     1 = calibrated) and ``paper_constants`` (False when the constants are not the ones its privacy theorem is proved
     for). A class that assigns ``certified`` itself is refused when it is defined.
+
+    A ``privacy`` property a subclass defines is None whenever the mechanism is not certified: an uncertified
+    mechanism (kappa != 1, scaled constants) makes no privacy statement, whatever its formula would give.
     """
 
     private: bool = True
@@ -107,8 +112,32 @@ class Certified(ParamsRepr):
         if "certified" in vars(cls):
             raise TypeError(f"{cls.__name__} sets certified itself; set private, kappa or paper_constants instead "
                             "(certified = dpstream.privacy.certify of them)")
+        statement = vars(cls).get("privacy")
+        if isinstance(statement, property) and statement.fget is not None:
+            cls.privacy = property(_only_if_certified(statement.fget),  # type: ignore[attr-defined]
+                                   doc=statement.__doc__)
 
     @property
     def certified(self) -> bool:
         """``certify(private=..., kappa=..., paper_constants=...)`` of this mechanism."""
         return certify(private=self.private, kappa=self.kappa, paper_constants=self.paper_constants)
+
+
+def _only_if_certified(fget: Callable[[Any], Privacy | None]) -> Callable[[Any], Privacy | None]:
+    """``fget`` of a ``privacy`` property, giving None for a mechanism that is not certified."""
+    @functools.wraps(fget)
+    def statement(self: Any) -> Privacy | None:
+        return fget(self) if self.certified else None
+    return statement
+
+
+def labels(mechanism: Any) -> dict[str, bool]:
+    """The privacy labels of a result row, read from the mechanism object that produced it (never from a config).
+
+    ``private``: the mechanism claims privacy (False for a baseline, or an object that is not a ``Certified``);
+    ``certified``: ``certify`` of it; ``deployable``: certified, with exact noise keyed from OS entropy. A trial
+    returns ``**labels(mechanism)`` in its row; a row without them is not private.
+    """
+    certified = bool(getattr(mechanism, "certified", False))
+    return {"private": bool(getattr(mechanism, "private", False)), "certified": certified,
+            "deployable": certified and bool(getattr(mechanism, "deployable", False))}

@@ -515,7 +515,7 @@ class SketchCore(Certified, serial.Serialisable):
     def _serial_args(self) -> dict[str, Any]:
         eps, delta = (None if v is None else float(v) for v in (self.epsilon, self.delta))  # numpy floats too
         return {"width": self.width, "depth": self.depth, "epsilon": eps, "delta": delta,
-                "horizon": self.horizon, **asdict(self.variant), "kappa": self.kappa, "deployable": self.deployable}
+                "horizon": self.horizon, **asdict(self.variant), "kappa": self.kappa}
 
     @classmethod
     def _rebuild(cls, args: dict[str, Any]) -> Self:
@@ -527,16 +527,14 @@ class SketchCore(Certified, serial.Serialisable):
         with noise_mode("numpy"):  # the stored mode is restored with the generator state
             self._setup(args["width"], args["depth"], args["epsilon"], args["delta"], args["horizon"], None, variant,
                         kappa=args["kappa"])
-        self._restore_deployable(args["deployable"])
+        self._restored()
         return self
 
-    def _restore_deployable(self, deployable: object) -> None:
-        """The written ``deployable`` flag: a seeded sketch stays not deployable when restored."""
-        if not isinstance(deployable, bool) or (deployable and not self.deployable):
-            raise serial.SerialError(f"deployable={deployable!r}; allowed: false, or true for OS-entropy keyed noise")
-        self.deployable = deployable
+    def _restored(self) -> None:
+        """Never deployable once restored: bytes cannot show where a key came from (docs/secure-noise.md)."""
+        self.deployable = False
         if isinstance(self._state, PrivateSchedule) and hasattr(self._state.counters, "deployable"):
-            self._state.counters.deployable = deployable
+            self._state.counters.deployable = False
 
     @classmethod
     def _allocation_bytes(cls, args: dict[str, Any]) -> int:

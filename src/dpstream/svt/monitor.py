@@ -139,18 +139,14 @@ class _MonitorCore(Certified, serial.Serialisable):
         return 0
 
     def _state_scalars(self) -> dict[str, Any]:
-        keyed = {} if self._keyed is None else {"svt_calls": self._keyed.calls, "deployable": self.deployable}
+        keyed = {} if self._keyed is None else {"svt_calls": self._keyed.calls}
         return {**serial.noise_state(self.noise), **keyed}
 
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:
         serial.restore_noise(self.noise, scalars)
         if self._keyed is not None:
             self._keyed.calls = serial.int_in(scalars["svt_calls"], "svt_calls", 0, MAX_CALLS)
-            deployable = scalars["deployable"]
-            if not isinstance(deployable, bool) or (deployable and not self.certified):
-                raise serial.SerialError(f"deployable={deployable!r}; allowed: false, or true for a certified "
-                                         "OS-entropy keyed monitor")
-            self._keyed.seeded = not deployable  # rebuilt from OS entropy; the written key and flag replace it
+            self._keyed.seeded = True  # the written key replaces the fresh one: never deployable once restored
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
         return {} if self._keyed is None else {"key": self._keyed.key}

@@ -31,6 +31,7 @@ from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.heavy_hitters.metrics import BlockPrefixCounts, evaluate_prefix, summarise_release_times, summarise_steps
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, release_times
 from dpstream.noise import children
+from dpstream.privacy.statement import labels
 from dpstream.trials import build, row_columns, timing
 
 OWN_KEYS = ("metrics_every_output", timing.TIMING_KEY)
@@ -108,7 +109,7 @@ def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray,
              "pr_undefined", "precision_mean_t", "recall_mean_t", "are_mean_t", "n_release_times", "steps",
              "*_steps_mean", "*_steps_min", "length", "sketch_width", "sketch_depth", "output_period",
              "memory_bytes", "seconds", "us_per_update", "gamma", "delta_tilde", "tau_final", "rows_read",
-             "rows_skipped", "deployable", "trace_xxh3", *timing.COLUMNS)
+             "rows_skipped", "private", "certified", "deployable", "trace_xxh3", *timing.COLUMNS)
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
     """One Figure 4 trial: the tracker on the fixed trace, scored at the release times (module docstring)."""
     data_seed, mech_seed = children(seed, 2)  # fixed order (docs/harness.md)
@@ -137,7 +138,7 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
         "memory_bytes": int(tracker.memory_bytes),
         "seconds": seconds,
         "us_per_update": seconds / stream.size * 1e6,
-        "deployable": bool(getattr(tracker, "deployable", False)),  # seeded trials never are (docs/secure-noise.md)
+        **labels(tracker),  # from the tracker itself; seeded trials are never deployable (docs/secure-noise.md)
         "trace_xxh3": trace_hash(stream, read),
         **read,
         **timing.interleaved_columns(params, lambda p: make_tracker(p, stream.size, mech_seed), stream, OWN_KEYS),

@@ -15,6 +15,7 @@ import numpy as np
 
 from dpstream.audit import audit
 from dpstream.noise import children
+from dpstream.privacy.statement import labels
 from dpstream.query_release import (
     Conjunctions,
     IterativeConstruction,
@@ -78,11 +79,11 @@ def build_problem(params: dict[str, Any], data_seed: np.random.SeedSequence,
 
 @row_columns("max_error", "mean_error", "p50_error", "p95_error", "uniform_max_error", "uniform_mean_error",
              "uniform_p50_error", "uniform_p95_error", "n_queries", "rounds", "eps_data", "delta_data", "seconds",
-             "nonempty_cells", "eps_analyst", "delta_analyst", "certified", "curve", "stopped_early", "eps0",
-             "laplace_scale", "tops", "cutoff", "sparse_sigma", "eta", "s", "m", "alpha_hat", "n_flagged",
-             "n_flagged_analysts", "max_flagged_per_analyst", "analyst_cleanup_certified", "synopsis_max_error",
-             "n_hat", "T", "R", "sigma", "tau", "epochs", "bad_rounds", "answered_fraction", "halted", "alpha_bound",
-             "p_any_bad_bound", "constants")
+             "nonempty_cells", "eps_analyst", "delta_analyst", "private", "certified", "deployable", "curve",
+             "stopped_early", "eps0", "laplace_scale", "tops", "cutoff", "sparse_sigma", "eta", "s", "m", "alpha_hat",
+             "n_flagged", "n_flagged_analysts", "max_flagged_per_analyst", "analyst_cleanup_certified",
+             "synopsis_max_error", "n_hat", "T", "R", "sigma", "tau", "epochs", "bad_rounds", "answered_fraction",
+             "halted", "alpha_bound", "p_any_bad_bound", "constants")
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """One release by ``params.mechanism`` on ``params.data``: errors, the uniform line, accounted privacy."""
     data_seed, workload_seed, mech_seed = children(seed, 3)
@@ -99,7 +100,8 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     if release.eps_analyst is not None:
         row["eps_analyst"] = release.eps_analyst
         row["delta_analyst"] = params["delta"]
-    row["certified"] = within_budget(params, row)
+    row.update(labels(mechanism))
+    row["certified"] = row["certified"] and within_budget(params, row)  # the mechanism's, within the run's budget
     row.update({k: v for k, v in release.info.items() if isinstance(v, int | float | str | bool)})
     if "curve_round" in release.trace and release.trace["curve_round"].size:
         row["curve"] = json.dumps({"round": release.trace["curve_round"].tolist(),
@@ -122,20 +124,22 @@ def theory_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
 
 
 def _toy_release(kind: str, params: dict[str, Any], net: np.ndarray, queries: ToyQueries, true: np.ndarray,
-                 seed: np.random.SeedSequence) -> Release:
+                 seed: np.random.SeedSequence) -> tuple[Release, Any]:
     """One toy release.
 
     ``median`` (IC + median mechanism over the trivial net), ``pmw`` (linear queries only, its histogram then answers
-    the non-linear ones too) or ``laplace``.
+    the non-linear ones too) or ``laplace``; with the mechanism that released it.
     """
     mech, n = params["mechanism"], params["data"]["n"]
     delta = 0.0 if mech.get("pure", False) else params["delta"]
     if kind == "laplace":
-        return LaplaceRelease(epsilon=params["epsilon"], delta=delta, n=n, seed=seed).run(true)
+        laplace = LaplaceRelease(epsilon=params["epsilon"], delta=delta, n=n, seed=seed)
+        return laplace.run(true), laplace
     if kind == "median":
         dua = MedianMechanism(queries.evaluate(net))
-        return IterativeConstruction(update=dua, epsilon=params["epsilon"], delta=delta, n=n, alpha=mech["alpha"],
-                                     seed=seed).run(true)
+        ic = IterativeConstruction(update=dua, epsilon=params["epsilon"], delta=delta, n=n, alpha=mech["alpha"],
+                                   seed=seed)
+        return ic.run(true), ic
     work = MatrixWorkload(queries.subsets)  # |X| must be a power of two (4 or 8 here)
     ic = pmw(workload=work, epsilon=params["epsilon"], delta=delta, n=n, alpha=mech["alpha"],
              rounds=mech.get("rounds"), seed=seed)
@@ -144,13 +148,13 @@ def _toy_release(kind: str, params: dict[str, Any], net: np.ndarray, queries: To
     if not isinstance(update, MultiplicativeWeights):  # pmw always builds one: its histogram answers the rest
         raise TypeError(f"pmw built a {type(update).__name__}, not MultiplicativeWeights")
     release.answers = queries.evaluate(update.hist)
-    return release
+    return release, ic
 
 
 @row_columns("max_error", "mean_error", "p50_error", "p95_error", "uniform_max_error", "uniform_mean_error",
              "uniform_p50_error", "uniform_p95_error", "linear_max_error", "nonlinear_max_error",
              "uniform_nonlinear_max_error", "net_size", "rounds", "eps_data", "delta_data", "pure", "seconds",
-             "stopped_early", "eps0", "laplace_scale", "certified")
+             "stopped_early", "eps0", "laplace_scale", "private", "certified", "deployable")
 def median_toy_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """Spec E10: median mechanism vs PMW vs Laplace at toy scale, linear and non-linear 1/n-sensitive queries."""
     data_seed, _, mech_seed = children(seed, 3)
@@ -160,7 +164,7 @@ def median_toy_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Ro
     net = size_n_databases(data["universe_size"], data["n"])
     true = queries.evaluate(hist)
     started = time.perf_counter()
-    release = _toy_release(mech["kind"], params, net, queries, true, mech_seed)
+    release, mechanism = _toy_release(mech["kind"], params, net, queries, true, mech_seed)
     uniform = queries.evaluate(np.full(hist.size, 1.0 / hist.size))
     lin = slice(0, queries.n_linear)
     non = slice(queries.n_linear, None)
@@ -172,11 +176,13 @@ def median_toy_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Ro
             "delta_data": release.delta_data, "pure": bool(mech.get("pure", False)),
             "seconds": time.perf_counter() - started,
             **{k: v for k, v in release.info.items() if isinstance(v, bool | int | float)}}
-    return {**row, "certified": within_budget(params, row)}
+    mine = labels(mechanism)
+    return {**row, **mine, "certified": mine["certified"] and within_budget(params, row)}
 
 
 @row_columns("synopsis_max_error", "uniform_max_error", "eps_analyst", "eps_lower", "p_with_canary",
-             "p_without_canary", "audit_fails", "tau", "audit_runs", "canary_true", "seconds")
+             "p_without_canary", "audit_fails", "tau", "audit_runs", "canary_true", "private", "certified",
+             "deployable", "seconds")
 def analyst_audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """Spec E5: empirical analyst leakage of D^ from a canary query in analyst 0's set (Clopper-Pearson tester).
 
@@ -234,7 +240,7 @@ def analyst_audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) ->
             "uniform_max_error": float(np.abs(uniform - true).max()),
             "eps_analyst": claimed, "eps_lower": result.epsilon_lower, "p_with_canary": result.row()["p_1"],
             "p_without_canary": result.row()["p_2"], "audit_fails": result.fails, "tau": float(tau),
-            "audit_runs": result.n_runs, "canary_true": float(one_way[attr]),
+            "audit_runs": result.n_runs, "canary_true": float(one_way[attr]), **labels(game),
             "seconds": time.perf_counter() - started}
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from dpstream.data.stream import load_stream
 from dpstream.metrics import BLOCK, DEFAULT_RELEASE_TIMES, average_relative_error, prefix_top_k, release_times
 from dpstream.noise import children
+from dpstream.privacy.statement import labels
 from dpstream.sketches.core import SketchCore
 from dpstream.trials import build, row_columns, timing
 
@@ -56,7 +57,7 @@ def _warm_up(cls: type) -> None:
 
 @row_columns("sketch_width", "sketch_depth", "length", "memory_bytes", "are_top15", "are_top15_mean_t",
              "are_top15_max_t", "n_release_times", "seconds", "updates_per_s", "rows_read", "rows_skipped",
-             "deployable", *timing.COLUMNS)
+             "private", "certified", "deployable", *timing.COLUMNS)
 def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
     """One Figure 3 trial: the sketch on the data seed's stream, ARE of the top-15 at the release times."""
     data_seed, mech_seed = children(seed, 2)
@@ -83,7 +84,7 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
         "n_release_times": int(times.size),
         "seconds": seconds,
         "updates_per_s": len(stream) / seconds if seconds > 0 else float("inf"),
-        "deployable": bool(getattr(sketch, "deployable", False)),  # seeded trials never are (docs/secure-noise.md)
+        **labels(sketch),  # from the sketch itself; seeded trials are never deployable (docs/secure-noise.md)
         **read,
         **timing.interleaved_columns(params, lambda p: make_sketch(p, len(stream), mech_seed), stream, OWN_KEYS),
     }

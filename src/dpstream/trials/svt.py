@@ -20,6 +20,7 @@ import numpy as np
 from dpstream.audit.svt_cases import svt_case
 from dpstream.noise import children
 from dpstream.privacy.accounting import check_kappa, sparse_prefers_pure
+from dpstream.privacy.statement import labels
 from dpstream.svt import AboveThreshold, Sparse, ThresholdMonitor
 from dpstream.svt import theory as T
 from dpstream.svt.atoms import (
@@ -88,8 +89,7 @@ def _monitor(make: partial, params: dict[str, Any], design: AtomsDesign, n: int,
     res = tm.run(design.queries, design.counts, n_runs=n, noise=noise)
     cap = tm.int_cap if tm.svt_noise == DISCRETE_SECURE else tm.calibration.cap  # the cap the decisions used
     crit = monitor_critical_margin(design, noise["w"], noise["v"], cap, k)
-    info = {"k": k, "tm_option": tm.calibration.option, "noise_w_scale": tm.calibration.w_scale,
-            "certified": tm.certified}
+    info = {"k": k, "tm_option": tm.calibration.option, "noise_w_scale": tm.calibration.w_scale, **labels(tm)}
     return res, res.values, crit, info
 
 
@@ -117,7 +117,7 @@ def _sparse(make: partial, params: dict[str, Any], design: AtomsDesign, n: int, 
         crit = np.full(n, np.inf)
     values = np.broadcast_to(design.queries.answers(design.counts), res.outcomes.shape)
     return res, values, crit, {"cutoff": cutoff, "composition": comp, "noise_threshold_scale": sv.threshold_scale,
-                               "certified": sv.certified}
+                               **labels(sv)}
 
 
 RUNNERS: dict[type, Callable] = {ThresholdMonitor: _monitor, Sparse: _sparse, AboveThreshold: _sparse}
@@ -177,7 +177,7 @@ def _theory_alpha(cls: type, params: dict[str, Any], design: AtomsDesign, info: 
 @row_columns("c", "k_star", "m", "n_runs", "threshold", "margin_eval", "emp_alpha", "theory_alpha",
              "emp_over_theory", "success_rate_eval", "margin_fixed", "success_rate_fixed", "recall", "fp_rate",
              "processed", "violations_S", "violations_Si", "k", "tm_option", "noise_w_scale", "cutoff",
-             "composition", "noise_threshold_scale", "kappa", "certified", "seconds")
+             "composition", "noise_threshold_scale", "kappa", "private", "certified", "deployable", "seconds")
 def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """E1: R runs of one mechanism on one atoms design: empirical vs theoretical alpha, recall, FPs, halting.
 
@@ -237,8 +237,7 @@ def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
         "violations_S": float(viol.mean()),
         "violations_Si": float(np.concatenate(viol_si).mean()),
         **info,
-        "kappa": kappa,
-        "certified": bool(info["certified"]),  # kappa < 1 or a setting without a proof: NOT privacy-certified
+        "kappa": kappa,  # kappa < 1 or a setting without a proof: NOT privacy-certified (``info``, the mechanism's)
         "seconds": time.perf_counter() - started,
     }
 
@@ -249,7 +248,7 @@ def _search_row(res: Any) -> Row:
 
 @row_columns("case", "audited", "negative_control", "pair", "neighbours", "alpha", "audit_delta", "claimed_epsilon",
              "count_1", "count_2", "direction", "epsilon_lower", "event", "fails", "n_runs", "n_search", "p_1",
-             "p_2", "verdict", "as_expected", "certified", "epsilon_lower_given", "seconds")
+             "p_2", "verdict", "as_expected", "private", "certified", "epsilon_lower_given", "seconds")
 def audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """One audit case (``mechanism.case``) run at and claiming top-level ``epsilon``.
 
@@ -272,7 +271,8 @@ def audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
         **_search_row(res),
         "verdict": "flagged" if res.fails else "passed",
         "as_expected": res.fails == case.broken,
-        "certified": not case.broken,  # negative controls are NOT private by design
+        "private": not case.broken,  # negative controls are NOT private by design
+        "certified": not case.broken,
     }
     if case.event is not None:
         row["epsilon_lower_given"] = case.run(n_runs // 2, seed=given_seed, alpha=mech["alpha"]).epsilon_lower
@@ -280,8 +280,8 @@ def audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
 
 
 @row_columns("case", "audited", "ratio", "alpha", "audit_delta", "claimed_epsilon", "count_1", "count_2",
-             "direction", "epsilon_lower", "event", "fails", "n_runs", "n_search", "p_1", "p_2", "certified",
-             "seconds")
+             "direction", "epsilon_lower", "event", "fails", "n_runs", "n_search", "p_1", "p_2", "private",
+             "certified", "seconds")
 def audit_power_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """Power of ``search_audit``: case ``mechanism.case`` built at eps = ``mechanism.ratio`` x its claim; flagged?"""
     started = time.perf_counter()
@@ -294,13 +294,15 @@ def audit_power_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> R
         "audited": case.mechanism,
         "ratio": ratio,
         **_search_row(res),
+        "private": True,  # the case claims its epsilon
         "certified": ratio <= 1.0,  # built with less noise than its claim needs: NOT private as claimed
         "seconds": time.perf_counter() - started,
     }
 
 
 @row_columns("k_star", "n_runs", "threshold", "theory_tau", "emp_tau", "emp_over_theory", "success_rate",
-             "zero_weight_reports", "private_reports", "runs_with_private_reports", "size_g*", "recall_g*", "seconds")
+             "zero_weight_reports", "private_reports", "runs_with_private_reports", "size_g*", "recall_g*",
+             "private", "certified", "deployable", "seconds")
 def hh_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """E2: shifting heavy hitters (TME, Thm 4.7) or a baseline: recall per group size, zero-weight reports, tau."""
     started = time.perf_counter()
@@ -334,4 +336,4 @@ def hh_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     }
     for g, (size, rec) in enumerate(zip(sizes, recall, strict=True)):
         row[f"size_g{g:02d}"], row[f"recall_g{g:02d}"] = float(size), float(rec)
-    return {**row, "seconds": time.perf_counter() - started}
+    return {**row, **labels(method), "seconds": time.perf_counter() - started}
