@@ -149,7 +149,8 @@ def run_trials(trials: list[tuple[str, str, dict[str, Any]]], store: ResultsStor
                 for key, params, metrics in parallel(jobs):
                     row = make_row(key, params, metrics)
                     store.append(row, replace=cfg["rerun"])
-                    ledger.spend(cfg.get("ledger_dir", cfg["results_dir"]), params, row)  # a trial on the user's own file is a release of it
+                    # a trial on the user's own file is a release of it
+                    ledger.spend(cfg.get("ledger_dir", cfg["results_dir"]), params, row)
                     bar.update()
                     log.update()
             finally:
