@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +63,21 @@ def test_generated_capture_keys_are_its_sources(tmp_path: Path) -> None:
     np.testing.assert_array_equal(np.concatenate(list(scan_capture(path))), sources)
 
 
+def test_growing_file_is_followed(tmp_path: Path) -> None:
+    data = pcap_bytes(zipf_sources(4000, 11))
+    path = tmp_path / "growing.pcap"
+    path.write_bytes(data[:50_001])  # cut inside a record
+    writer = threading.Timer(0.3, lambda: path.open("ab").write(data[50_001:]))
+    writer.start()
+    got: list[np.ndarray] = []
+    for keys in source_keys(str(path), follow=True, poll=0.05):
+        got.append(keys)
+        if sum(k.size for k in got) >= 4000:
+            break
+    writer.join()
+    np.testing.assert_array_equal(np.concatenate(got), zipf_sources(4000, 11))
+
+
 def test_rotated_folder_is_read_in_name_order(tmp_path: Path) -> None:
     a, b = zipf_sources(3000, 2), zipf_sources(2000, 3)
     (tmp_path / "cap.001").write_bytes(pcap_bytes(b))  # later name, written first
@@ -104,13 +120,17 @@ def test_epochs_double_and_partition_the_stream() -> None:
 
 
 def test_privacy_statement_is_parallel_over_epochs() -> None:
-    config = WatchConfig(**SMALL)
-    p = statement(config)
+    p = EpochWatcher(WatchConfig(**SMALL), None, print).privacy
     assert p["epsilon"] == 4.0 and p["delta"] == final_delta(4.0, 1e-6)
+    assert "not a host" in p["not_covered"] and p["notion"] == "computational"  # ChaCha20-keyed exact noise
     lines = run_watcher(zipf_sources(16384 + 32768 + 4096, 5))
-    assert {json.dumps(line["privacy"]) for line in lines} == {json.dumps(statement(WatchConfig(
-        **{**SMALL, "node_noise": "derived", "seed": 7})))}  # the same (eps, delta) after three epochs: parallel
-    assert "not a host" in p["not_covered"] and p["notion"] == "approximate"
+    # the same (eps, delta~) after three epochs (parallel composition), each epoch's LazyHH stating exactly that
+    config = WatchConfig(**{**SMALL, "node_noise": "derived", "seed": 7})
+    for epoch in range(3):
+        assert statement(config.lazy_hh(epoch).privacy) == lines[-1]["privacy"]
+    assert {json.dumps(line["privacy"]) for line in lines} == {json.dumps(lines[0]["privacy"])}
+    assert lines[0]["privacy"]["notion"] == "computational" and lines[0]["deployable"] == "not deployable: seeded " \
+        "(--seed)"
 
 
 def test_one_changed_item_changes_no_earlier_epoch() -> None:
@@ -118,9 +138,9 @@ def test_one_changed_item_changes_no_earlier_epoch() -> None:
     keys = zipf_sources(16384 + 32768, 6)
     neighbour = keys.copy()
     neighbour[20000] = 0x0A000001 if keys[20000] != 0x0A000001 else 0x0A000002
-    a, b = run_watcher(keys), run_watcher(neighbour)
+    a, b = ([{k: v for k, v in line.items() if k != "time"} for line in run_watcher(s)] for s in (keys, neighbour))
     assert [line for line in a if line["epoch"] == 0] == [line for line in b if line["epoch"] == 0]
-    assert len(a) == len(b) == 12
+    assert len(a) == len(b) == 12 and a[-1]["items"] and a[-1]["items"] != b[-1]["items"]  # epoch 1 did change
 
 
 def test_ledger_holds_only_public_values(tmp_path: Path) -> None:
@@ -144,6 +164,9 @@ def test_restart_opens_a_new_epoch_with_a_new_key(tmp_path: Path) -> None:
     assert first[-1]["key_id"] != second[0]["key_id"]
     ledger = Ledger.load(state, WatchConfig(**{**SMALL, "node_noise": "derived", "seed": 7}))
     assert [e.horizon for e in ledger.epochs] == [16384, 32768] and ledger.epochs[1].start == 12288
+    EpochWatcher(ledger.config, state, print)  # killed before its first release: its epoch index is used up
+    third = run_watcher(zipf_sources(4096, 9), state)
+    assert third[0]["epoch"] == 3 and third[0]["step"] == 12288 + 8192 + 4096
     assert second[-1]["step"] == 12288 + 8192
     with pytest.raises(ValueError, match="epsilon=1.0 differs from 4.0"):
         run_watcher(np.empty(0, np.uint32), state, epsilon=1.0)

@@ -34,7 +34,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--column", type=int, default=0, help="0-based field of a line stream's items (default 0)")
     p.add_argument("--state", default="dpstream-watch.json",
                    help="the ledger of configuration and releases (default ./dpstream-watch.json)")
-    p.add_argument("--k", type=int, default=16, help="heavy-hitter parameter k (default 16)")
+    p.add_argument("--k", type=int, default=128, help="heavy-hitter parameter k (default 128, as the paper)")
     p.add_argument("--k-tilde", type=int, default=512, help="candidates k~ = sketch width (default 512)")
     p.add_argument("--epsilon", type=float, default=1.0, help="epsilon per packet over the whole run (default 1)")
     p.add_argument("--delta", type=float, default=1e-6, help="LazyHH's delta (default 1e-6)")

@@ -38,8 +38,9 @@ from typing import Any
 import numpy as np
 
 from dpstream.data.cache import _write_atomically
-from dpstream.heavy_hitters.calibration import final_delta, lazy_hh_depth, noise_term, thresholds
+from dpstream.heavy_hitters.calibration import lazy_hh_depth, noise_term, thresholds
 from dpstream.heavy_hitters.lazy_hh import LazyHH
+from dpstream.privacy.statement import Privacy
 
 LEDGER_FORMAT = "dpstream-watch-ledger/1"
 MAX_HORIZON = 1 << 48
@@ -53,7 +54,7 @@ are the discrete_secure ones without a seed."""
 class WatchConfig:
     """What a watcher is configured with (saved in its ledger; a restart must use the same)."""
 
-    k: int = 16
+    k: int = 128
     k_tilde: int = 512
     epsilon: float = 1.0
     delta: float = 1e-6
@@ -92,17 +93,20 @@ class WatchConfig:
                       hash_family=self.hash_family)
 
 
-def statement(config: WatchConfig) -> dict[str, Any]:
-    """The privacy statement every release line carries (see the module docstring)."""
-    delta_tilde = final_delta(config.epsilon, config.delta)
+def statement(privacy: Privacy) -> dict[str, Any]:
+    """The privacy statement every release line carries: an epoch's LazyHH ``privacy``, for the whole run.
+
+    Every epoch has the same (epsilon, delta~) (LazyHH's does not depend on its horizon), and the epochs compose in
+    parallel (module docstring).
+    """
     return {
         "relation": "replace one packet (event level): neighbouring streams differ in one packet's source, "
                     "lengths equal and public",
-        "epsilon": config.epsilon,
-        "delta": delta_tilde,
+        "epsilon": privacy.epsilon,
+        "delta": privacy.delta,
         "over_epochs": "parallel composition: each packet lies in exactly one epoch, so all releases of all epochs "
                        "together are (epsilon, delta)-DP",
-        "notion": "computational" if config.node_noise == "derived" else "approximate",
+        "notion": privacy.notion,
         "not_covered": "one packet is hidden, not a host: a host with n packets in one epoch is a group of n, "
                        "covered only by (n epsilon, n e^((n-1) epsilon) delta), and its budget adds up over the "
                        "epochs it sends in",
@@ -214,10 +218,10 @@ class EpochWatcher:
         self.emit = emit
         self.label = label
         self.clock = clock
-        self.privacy = statement(config)
-        self.deployable: bool | str = True if config.deployable else (
-            f"not deployable: {'seeded (--seed)' if config.seed is not None else config.node_noise + ' noise'}")
         self._open_epoch()
+        self.privacy = statement(self.tracker.privacy)
+        self.deployable: bool | str = True if self.tracker.deployable else (
+            f"not deployable: {'seeded (--seed)' if config.seed is not None else config.node_noise + ' noise'}")
 
     @property
     def epoch(self) -> EpochRecord:
@@ -235,6 +239,8 @@ class EpochWatcher:
                 keys = keys[np.argsort(-values, kind="stable")[:self.config.k_tilde]]
             self.tracker.carry(np.sort(keys))
         self.ledger.epochs.append(EpochRecord(index, key_id(self.tracker), self.tracker.horizon, self.ledger.step))
+        if self.state is not None:  # saved before any item: a crash before its first release still uses up its index
+            self.ledger.save(self.state)
 
     def _past_estimates(self) -> dict[int, float]:
         """Key -> sum of its estimates in every past epoch's last release."""
