@@ -19,6 +19,7 @@ from dpstream.data.live import CaptureKeys, LineKeys, ipv4_label, source_keys
 from dpstream.data.synthetic_capture import pcap_bytes, pcap_header, pcap_records
 from dpstream.heavy_hitters.calibration import final_delta, lazy_hh_depth, noise_term, thresholds
 from dpstream.heavy_hitters.epochs import EpochWatcher, Ledger, WatchConfig, reportable_share, statement
+from dpstream.watch import main
 
 # a small watcher: k~ = 128, releases every 4096 items, epochs of 16384, 32768, 65536, ... items
 SMALL = {"k": 8, "k_tilde": 128, "epsilon": 4.0, "delta": 1e-6, "beta": 5e-7, "every": 4096, "horizon": 16384}
@@ -187,6 +188,34 @@ def test_reportable_share_is_tau_over_t() -> None:
     gamma = noise_term(16384, 128, 4.0, 1e-6, depth, 5e-7)
     assert reportable_share(config, 9000) == thresholds(8192, 8, 128, gamma).tau / 8192
     assert reportable_share(config, 100) == np.inf
+
+
+def test_bad_option_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["-", "--every", "100", "--state", str(tmp_path / "s.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: every must be a positive multiple of k_tilde = 512") and err.count("\n") == 1
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_seeded_mode_says_not_deployable_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes(b"")
+    assert main([str(empty), "--seed", "1", "--noise", "derived", "--state", str(tmp_path / "s.json")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("not deployable") == 1 and "after a minute" in err and "after an hour" in err
+
+
+def test_restart_on_a_file_skips_what_was_released(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "c.pcap"
+    path.write_bytes(pcap_bytes(zipf_sources(20000, 12)))
+    args = [str(path), "--state", str(tmp_path / "s.json"), "--noise", "derived", "--seed", "1",
+            *[f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()]]
+    assert main(args) == 0
+    first = capsys.readouterr()
+    assert [json.loads(line)["step"] for line in first.out.splitlines()] == [4096, 8192, 12288, 16384]
+    assert main(args) == 0  # epoch 2 reads the file again from packet 16384: nothing is in two epochs
+    second = capsys.readouterr()
+    assert second.out == "" and "step 16384 released; the 3616 packet(s) after the last release" in second.err
 
 
 # -- kill -9 between a release and the next save, restart, through a real pipe -------------------------------------
