@@ -8,7 +8,8 @@ generated pcap, Ethernet + IPv4, captured length 96, fed to the streaming reader
 ``CHUNK_BYTES`` blocks; keys into ``heavy_hitters.epochs.EpochWatcher``, k = 128, k~ = 512, eps = 1, a release every
 2^17 packets, each release serialised to a JSON line) against a bare compiled Count-Min loop (``bare_loop``: the
 sketches' own 2-word ``hashing.multiply_shift``, one key and row at a time) of the same depth (LazyHH's d for the
-epoch's horizon) and width k~ over the same packets' keys. Arms: derived node noise, and the deployable default
+epoch's horizon) and width k~ over the same packets' keys; and the same with mod-p hashing in both (the bare loop
+``benchmarks/hashing.py:reference_loop_modp``). Arms: derived node noise, and the deployable default
 (discrete_secure_ahead, OS key). Targets: >= 0.35x with derived noise, >= 0.2x deployable.
 
 ``--hour``: a one-hour backbone trace (2.5e9 packets by default) generated a chunk at a time and streamed through
@@ -28,6 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from hashing import reference_loop_modp  # benchmarks/hashing.py: the bare compiled mod-p Count-Min loop
 from numba import njit
 
 from dpstream.data.live import CHUNK_BYTES, CaptureKeys, ipv4_label
@@ -50,11 +52,11 @@ def sources(n: int, seed: int) -> np.ndarray:
     return (0x0A000000 + ranks).astype(np.uint32)
 
 
-def config(packets: int, node_noise: str) -> WatchConfig:
+def config(packets: int, node_noise: str, hash_family: str = "multiply_shift") -> WatchConfig:
     """One epoch covering ``packets``: k = 128, k~ = 512, eps = 1, delta = 1e-6, a release every 2^17 packets."""
     horizon = -(-packets // EVERY) * EVERY
     return WatchConfig(k=128, k_tilde=512, epsilon=1.0, delta=1e-6, beta=5e-7, every=EVERY, horizon=horizon,
-                       node_noise=node_noise)
+                       node_noise=node_noise, hash_family=hash_family)
 
 
 def end_to_end(data: bytes, cfg: WatchConfig) -> int:
@@ -79,11 +81,11 @@ def bare_loop(keys: np.ndarray, params: np.ndarray, counts: np.ndarray) -> None:
             counts[i, np.int64((multiply_shift(params[i, 0], params[i, 1], params[i, 2], x) * w) >> np.uint64(32))] += 1
 
 
-def bare(keys: np.ndarray, depth: int, width: int) -> np.ndarray:
-    """The bare loop's counts after all ``keys`` (parameters drawn as the sketches draw them)."""
-    params = draw_hash_params(depth, np.random.SeedSequence(0), "multiply_shift")
+def bare(keys: np.ndarray, depth: int, width: int, family: str = "multiply_shift") -> np.ndarray:
+    """The bare loop of ``family`` (``bare_loop``, or ``hashing.py:reference_loop_modp``): its counts after ``keys``."""
+    params = draw_hash_params(depth, np.random.SeedSequence(0), family)
     counts = np.zeros((depth, width), dtype=np.int64)
-    bare_loop(keys, params, counts)
+    (bare_loop if family == "multiply_shift" else reference_loop_modp)(keys, params, counts)
     return counts
 
 
@@ -94,26 +96,26 @@ def ratios(packets: int, repeats: int) -> list[dict]:
     keys = canonical_keys(src.astype(np.int64))
     depth = lazy_hh_depth(config(packets, "derived").horizon, 5e-7)
     rows = []
-    for noise, target in TARGETS.items():
-        cfg = config(packets, noise)
-        end_to_end(data, cfg)  # compile / load the kernels
-        bare(keys, depth, 512)
-        est = interleaved_ratios({"watch": lambda cfg=cfg: end_to_end(data, cfg),
-                                  "bare loop": lambda: bare(keys, depth, 512)}, "bare loop", repeats,
-                                 time.process_time)["watch"]
-        name = f"watch end to end, {noise} ({'deployable' if cfg.deployable else 'not deployable'})"
-        rows.append({**est.as_dict(), "name": name, "reference": f"bare multiply-shift Count-Min loop (d {depth}, "
-                     "w 512)", "row": name, "target": target, "met": RatioEstimate.decide(est, target),
-                     "packets_per_cpu_s": packets / est.candidate_seconds})
-        print(f"{name}: {est}; {packets / est.candidate_seconds / 1e6:.2f} M packets per CPU second; "
-              f"target >= {target}x: {rows[-1]['met']}", flush=True)
+    for family in ("multiply_shift", "modp"):
+        for noise, target in TARGETS.items():
+            cfg = config(packets, noise, family)
+            end_to_end(data, cfg)  # compile / load the kernels
+            bare(keys, depth, 512, family)
+            est = interleaved_ratios({"watch": lambda cfg=cfg: end_to_end(data, cfg),
+                                      "bare loop": lambda family=family: bare(keys, depth, 512, family)},
+                                     "bare loop", repeats, time.process_time)["watch"]
+            name = f"watch end to end, {noise}, {family} ({'deployable' if cfg.deployable else 'not deployable'})"
+            rows.append({**est.as_dict(), "name": name, "reference": f"bare {family} Count-Min loop (d {depth}, "
+                         "w 512)", "row": name, "target": target, "met": RatioEstimate.decide(est, target),
+                         "packets_per_cpu_s": packets / est.candidate_seconds})
+            print(f"{name}: {est}; {packets / est.candidate_seconds / 1e6:.2f} M packets per CPU second; "
+                  f"target >= {target}x: {rows[-1]['met']}", flush=True)
     return rows
 
 
 def hour(packets: int, chunk: int = 1 << 20) -> dict:
     """Stream ``packets`` generated packets through the reader and the deployable watcher (module docstring)."""
     cfg = config(packets, "discrete_secure_ahead")
-    cfg = WatchConfig(**{**cfg.__dict__, "horizon": -(-packets // EVERY) * EVERY})
     lines = 0
 
     def count(line: dict) -> None:

@@ -173,6 +173,17 @@ def test_restart_opens_a_new_epoch_with_a_new_key(tmp_path: Path) -> None:
         run_watcher(np.empty(0, np.uint32), state, epsilon=1.0)
 
 
+def test_a_new_epoch_starts_from_the_released_candidates(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    run_watcher(zipf_sources(16384, 13), state)  # epoch 0 whole; epoch 1 opened, nothing released
+    config = WatchConfig(**{**SMALL, "node_noise": "derived", "seed": 7})
+    released = {int(k) for k, _ in Ledger.load(state, config).epochs[0].items}
+    assert {0x0A000001, 0x0A000002, 0x0A000003} <= released
+    watcher = EpochWatcher(config, state, print)
+    assert watcher.epoch.epoch == 2 and watcher.tracker.t == 0
+    assert watcher.tracker.candidates.tolist() == sorted(released)
+
+
 def test_default_watcher_is_deployable_and_keys_differ() -> None:
     a = EpochWatcher(WatchConfig(**SMALL), None, print)
     b = EpochWatcher(WatchConfig(**SMALL), None, print)
