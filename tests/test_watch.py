@@ -208,6 +208,17 @@ def test_bad_option_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Captur
     assert not (tmp_path / "s.json").exists()
 
 
+def test_one_watcher_per_state_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dpstream.watch import hold
+
+    state = tmp_path / "s.json"
+    held = hold(state)
+    assert main(["-", "--state", str(state)]) == 2
+    assert capsys.readouterr().err == f"error: state {state} is in use by another dpstream watch; allowed: one " \
+        "watcher per --state file\n"
+    held.close()
+
+
 def test_seeded_mode_says_not_deployable_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     empty = tmp_path / "empty.pcap"
     empty.write_bytes(b"")

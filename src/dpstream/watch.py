@@ -12,12 +12,13 @@ configuration and the releases are saved (``--state``), atomically before each l
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import math
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from dpstream.data.live import STDIN, CaptureKeys, Decoder, LineKeys, ipv4_label, source_keys
 from dpstream.heavy_hitters.epochs import NODE_NOISE, EpochWatcher, WatchConfig, reportable_share
@@ -101,11 +102,29 @@ def emit(line: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def hold(state: Path) -> TextIO:
+    """An exclusive lock on ``<state>.lock``: two watchers on one ledger would open the same epoch index twice."""
+    state.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(state.with_name(state.name + ".lock"), "w")  # open for the process's lifetime
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        raise ValueError(f"state {state} is in use by another dpstream watch; allowed: one watcher per --state "
+                         "file") from None
+    return fh
+
+
 def watch(args: argparse.Namespace) -> int:
-    """Run the watcher over the source until it ends (never, when followed or on a live pipe)."""
+    """Run the watcher over the source until it ends (never, when followed or on a live pipe), holding the state."""
     config = config_of(args)
     state = Path(args.state)
-    watcher = EpochWatcher(config, state, emit)
+    with hold(state):  # the kernel drops the lock when the process ends, even on kill -9
+        return run(args, EpochWatcher(config, state, emit))
+
+
+def run(args: argparse.Namespace, watcher: EpochWatcher) -> int:
+    """Feed every key of the source to ``watcher``, skipping those already released (a file or folder source)."""
     resumed = len(watcher.ledger.epochs) - 1
     announce(watcher, args.rate, resumed)
     skip = watcher.epoch.start if args.source != STDIN and args.skip == "released" else 0
