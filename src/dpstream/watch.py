@@ -28,7 +28,7 @@ DEFAULT_RATE = 1e6
 
 def parser() -> argparse.ArgumentParser:
     """The command's options."""
-    p = argparse.ArgumentParser(prog="dpstream watch", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="dpstream watch", description=__doc__.split("\n\n")[0].split(": ", 1)[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("source", help="'-' (stdin: pcap, pcapng or lines), a file, or a folder of rotated captures")
     p.add_argument("--follow", action="store_true", help="at the end of a file or folder, wait for more")
@@ -140,10 +140,8 @@ def run(args: argparse.Namespace, watcher: EpochWatcher) -> int:
             dropped = min(skip, keys.size)
             keys, skip = keys[dropped:], skip - dropped
         watcher.feed(keys)
-    epoch = watcher.epoch
-    unreleased = watcher.tracker.t - epoch.released
-    print(f"end of input: step {watcher.ledger.step} released; the {unreleased} packet(s) after the last release "
-          "are not released", file=sys.stderr)
+    print(f"end of input: step {watcher.ledger.step} released; the {watcher.unreleased} packet(s) after the last "
+          "release are not released", file=sys.stderr)
     return 0
 
 

@@ -218,6 +218,7 @@ class EpochWatcher:
         self.emit = emit
         self.label = label
         self.clock = clock
+        self._held = np.empty(0, dtype=np.int64)
         self._open_epoch()
         self.privacy = statement(self.tracker.privacy)
         self.deployable: bool | str = True if self.tracker.deployable else (
@@ -250,8 +251,21 @@ class EpochWatcher:
                 total[key] = total.get(key, 0.0) + value
         return total
 
+    @property
+    def unreleased(self) -> int:
+        """Items given to ``feed`` since the last release (lost if the input ends or the process stops now)."""
+        return self.tracker.t - self.epoch.released + self._held.size
+
     def feed(self, keys: np.ndarray) -> None:
-        """Process ``keys`` in order: releases at every ``every`` items of an epoch, a new epoch at its horizon."""
+        """Process ``keys`` in order: releases at every ``every`` items of an epoch, a new epoch at its horizon.
+
+        Items go to LazyHH in whole periods of k~ (its compiled path); the rest, fewer than k~, waits for the next
+        call. Release points are multiples of k~, so no release waits.
+        """
+        if self._held.size:
+            keys = np.concatenate([self._held, keys])
+        cut = keys.size - keys.size % self.config.k_tilde
+        keys, self._held = keys[:cut], keys[cut:].copy()
         pos = 0
         every = self.config.every
         while pos < keys.size:
