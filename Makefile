@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 UV_VERSION := 0.13.9
 
-.PHONY: install lock lock-upgrade run test test-long lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify verify-registered verify-status docs soak
+.PHONY: install lock lock-upgrade run test test-long lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify verify-registered verify-status docs soak watch-hour
 
 $(STAMP): $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,13 @@ bench: install
 
 fuzz: install  ## 2,000 random mutations of the bytes of every serialised class, under a 2 GB address-space limit
 	OPENBLAS_NUM_THREADS=1 $(PY) tests/fuzz_serial.py --per-class 2000
+
+# `make watch-hour`: a generated one-hour backbone trace (2.5e9 packets, captured length 96) streamed chunk by chunk
+# through the streaming reader and `dpstream watch`'s epochs (deployable noise), never stored: packets/s, the ratio to
+# a bare Count-Min loop of the same depth and hash family, peak memory (hours on 2 cores; PACKETS=N for less).
+PACKETS ?= 2500000000
+watch-hour: install
+	cd benchmarks && ../$(PY) watch.py --hour --packets $(PACKETS)
 
 soak: install  ## the default job in 50 fresh processes sharing one numba cache: runs 2-50 compile nothing
 	$(PY) tests/soak.py 50

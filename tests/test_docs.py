@@ -26,7 +26,7 @@ DOC_FILES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 PYTHON_BLOCK = re.compile(r"^( *)```python\n(.*?)^\1```", re.S | re.M)
 SHELL_BLOCK = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
 # modules that are the command line or the harness's internals, not the library (documented in docs/harness.md)
-NOT_LIBRARY = {"cli", "__main__", "harness", "plots", "trials"}
+NOT_LIBRARY = {"cli", "watch", "__main__", "harness", "plots", "trials"}
 
 
 def _python_blocks() -> list:

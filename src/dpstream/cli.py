@@ -56,6 +56,7 @@ usage: dpstream [key=value ...]                 one run: mechanism x data, `tria
        dpstream -m key=a,b [key=c,d ...]         Hydra multirun: every combination, one combined table
        dpstream --cfg job [key=value ...]        print the config that would run (add --resolve)
        dpstream cache list | clear [FOLDER ...]  generated / downloaded data under ./data, with sizes
+       dpstream watch SOURCE [--help]            private heavy hitters of a live link (pcap on stdin: -)
        dpstream --version                        dpstream's version; --hydra-help: Hydra's own flags
 Results go to ./results/runs/<run>/ of the working directory (./results/smoke/... with profile=smoke); results_dir=DIR
 moves the root.
@@ -312,6 +313,10 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args[:1] == ["cache"]:
         raise SystemExit(cache_command(args[1:]))
+    if args[:1] == ["watch"]:
+        from dpstream.watch import main as watch_main  # imported here so that the Hydra app starts as fast
+
+        raise SystemExit(watch_main(args[1:]))
     if args[:1] == ["list"] or "-h" in args or "--help" in args:
         print(catalog())
         return

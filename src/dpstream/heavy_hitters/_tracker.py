@@ -151,6 +151,19 @@ class BlockTracker(Certified, serial.Serialisable):
         self._output = HeavyHitters(result.items, result.estimates, self._t)
         return whole
 
+    def carry(self, candidates: np.ndarray) -> None:
+        """Start from public ``candidates`` (e.g. items released earlier) as C; only before the first update.
+
+        C is never released, and items chosen without reading the stream change no neighbour's output distribution.
+        """
+        if self._t or self._universe is not None:
+            raise ValueError("carry() sets the candidate set C of a fresh tracker that keeps one; this one has "
+                             f"t={self._t} or a fixed universe")
+        keys = sorted_unique(as_items(candidates).copy())
+        if self._capacity is not None and keys.size > self._capacity:
+            raise ValueError(f"candidates must number at most {self._capacity}, got {keys.size}")
+        self._candidates = keys
+
     def merge(self, other: BlockTracker) -> BlockTracker:
         """Not defined: the reported set depends on the order of the whole stream (block refreshes, evictions)."""
         raise ValueError(f"cannot merge two {type(self).__name__} trackers: their reports depend on the order of the "

@@ -1,0 +1,180 @@
+"""``dpstream watch`` at line rate: packets in, releases out, against a bare Count-Min loop (issue 37, item 3).
+
+    python benchmarks/watch.py [--json] [--packets N] [--repeats R]
+    python benchmarks/watch.py --hour [--packets 2500000000]      # make watch-hour
+
+Ratios (one process, interleaved repetitions, process CPU time): the end-to-end path of ``dpstream watch`` (a
+generated pcap, Ethernet + IPv4, captured length 96, fed to the streaming reader ``data.live.CaptureKeys`` in
+``CHUNK_BYTES`` blocks; keys into ``heavy_hitters.epochs.EpochWatcher``, k = 128, k~ = 512, eps = 1, a release every
+2^17 packets, each release serialised to a JSON line) against a bare compiled Count-Min loop (``bare_loop``: the
+sketches' own 2-word ``hashing.multiply_shift``, one key and row at a time) of the same depth (LazyHH's d for the
+epoch's horizon) and width k~ over the same packets' keys; and the same with mod-p hashing in both (the bare loop
+``benchmarks/hashing.py:reference_loop_modp``). Arms: derived node noise, and the deployable default
+(discrete_secure_ahead, OS key). Targets: >= 0.35x with derived noise, >= 0.2x deployable.
+
+``--hour``: a one-hour backbone trace (2.5e9 packets by default) generated a chunk at a time and streamed through
+the same reader and watcher (deployable default, one-hour first epoch), never stored: packets/s (CPU, reader and
+watcher only; generation excluded), the ratio to the bare loop measured in the same process, and peak memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from hashing import reference_loop_modp  # benchmarks/hashing.py: the bare compiled mod-p Count-Min loop
+from numba import njit
+
+from dpstream.data.live import CHUNK_BYTES, CaptureKeys, ipv4_label
+from dpstream.data.synthetic_capture import pcap_header, pcap_records
+from dpstream.harness.timing import RatioEstimate, interleaved_ratios
+from dpstream.hashing import canonical_keys, draw_hash_params, multiply_shift
+from dpstream.heavy_hitters.calibration import lazy_hh_depth
+from dpstream.heavy_hitters.epochs import EpochWatcher, WatchConfig
+
+RESULTS = Path(__file__).resolve().parent / "results" / "watch.json"
+CAPLEN = 96
+EVERY = 1 << 17
+TARGETS = {"derived": 0.35, "discrete_secure_ahead": 0.2}
+
+
+def sources(n: int, seed: int) -> np.ndarray:
+    """Heavy-tailed IPv4 sources: Zipf-like ranks (skew 1.1) over 2^20 hosts."""
+    rng = np.random.default_rng(seed)
+    ranks = np.minimum(rng.zipf(1.1, n), 1 << 20)
+    return (0x0A000000 + ranks).astype(np.uint32)
+
+
+def config(packets: int, node_noise: str, hash_family: str = "multiply_shift") -> WatchConfig:
+    """One epoch covering ``packets``: k = 128, k~ = 512, eps = 1, delta = 1e-6, a release every 2^17 packets."""
+    horizon = -(-packets // EVERY) * EVERY
+    return WatchConfig(k=128, k_tilde=512, epsilon=1.0, delta=1e-6, beta=5e-7, every=EVERY, horizon=horizon,
+                       node_noise=node_noise, hash_family=hash_family)
+
+
+def end_to_end(data: bytes, cfg: WatchConfig) -> int:
+    """Packets in, JSON lines out: the reader on ``data`` in blocks, the watcher on its keys. Returns the lines."""
+    lines: list[str] = []
+    watcher = EpochWatcher(cfg, None, lambda line: lines.append(json.dumps(line)), label=ipv4_label)
+    view = memoryview(data)
+    decoder = CaptureKeys(bytes(view[:24]), "bench")
+    for start in range(0, len(data), CHUNK_BYTES):
+        watcher.feed(decoder.feed(view[start:start + CHUNK_BYTES]))
+    return len(lines)
+
+
+@njit  # not cached: it calls the package's kernels, whose changes numba's cache would not see here
+def bare_loop(keys: np.ndarray, params: np.ndarray, counts: np.ndarray) -> None:
+    """counts[i, (h_i(x) w) >> 32] += 1 for every key and row, h_i the sketches' ``multiply_shift``: no blocks."""
+    depth, width = counts.shape
+    w = np.uint64(width)
+    for k in range(keys.shape[0]):
+        x = keys[k]
+        for i in range(depth):
+            counts[i, np.int64((multiply_shift(params[i, 0], params[i, 1], params[i, 2], x) * w) >> np.uint64(32))] += 1
+
+
+def bare(keys: np.ndarray, depth: int, width: int, family: str = "multiply_shift") -> np.ndarray:
+    """The bare loop of ``family`` (``bare_loop``, or ``hashing.py:reference_loop_modp``): its counts after ``keys``."""
+    params = draw_hash_params(depth, np.random.SeedSequence(0), family)
+    counts = np.zeros((depth, width), dtype=np.int64)
+    (bare_loop if family == "multiply_shift" else reference_loop_modp)(keys, params, counts)
+    return counts
+
+
+def ratios(packets: int, repeats: int) -> list[dict]:
+    """The two end-to-end arms against the bare loop (module docstring)."""
+    src = sources(packets, 1)
+    data = pcap_header(CAPLEN) + pcap_records(src, CAPLEN)
+    keys = canonical_keys(src.astype(np.int64))
+    depth = lazy_hh_depth(config(packets, "derived").horizon, 5e-7)
+    rows = []
+    for family in ("multiply_shift", "modp"):
+        for noise, target in TARGETS.items():
+            cfg = config(packets, noise, family)
+            end_to_end(data, cfg)  # compile / load the kernels
+            bare(keys, depth, 512, family)
+            est = interleaved_ratios({"watch": lambda cfg=cfg: end_to_end(data, cfg),
+                                      "bare loop": lambda family=family: bare(keys, depth, 512, family)},
+                                     "bare loop", repeats, time.process_time)["watch"]
+            name = f"watch end to end, {noise}, {family} ({'deployable' if cfg.deployable else 'not deployable'})"
+            rows.append({**est.as_dict(), "name": name, "reference": f"bare {family} Count-Min loop (d {depth}, "
+                         "w 512)", "row": name, "target": target, "met": RatioEstimate.decide(est, target),
+                         "packets_per_cpu_s": packets / est.candidate_seconds})
+            print(f"{name}: {est}; {packets / est.candidate_seconds / 1e6:.2f} M packets per CPU second; "
+                  f"target >= {target}x: {rows[-1]['met']}", flush=True)
+    return rows
+
+
+def hour(packets: int, chunk: int = 1 << 20) -> dict:
+    """Stream ``packets`` generated packets through the reader and the deployable watcher (module docstring)."""
+    cfg = config(packets, "discrete_secure_ahead")
+    lines = 0
+
+    def count(line: dict) -> None:
+        nonlocal lines
+        json.dumps(line)
+        lines += 1
+
+    watcher = EpochWatcher(cfg, None, count, label=ipv4_label)
+    decoder = CaptureKeys(pcap_header(CAPLEN), "hour")
+    decoder.feed(pcap_header(CAPLEN))
+    sample = canonical_keys(sources(chunk, 0).astype(np.int64))
+    depth = watcher.tracker.depth
+    bare(sample, depth, 512)
+    t0 = time.process_time()
+    bare(sample, depth, 512)
+    bare_rate = chunk / (time.process_time() - t0)
+    cpu = 0.0
+    wall0 = time.perf_counter()
+    done = 0
+    while done < packets:
+        n = min(chunk, packets - done)
+        data = pcap_records(sources(n, 2 + done // chunk), CAPLEN, first=done)
+        c0 = time.process_time()
+        view = memoryview(data)
+        for start in range(0, len(data), CHUNK_BYTES):
+            watcher.feed(decoder.feed(view[start:start + CHUNK_BYTES]))
+        cpu += time.process_time() - c0
+        done += n
+        if done % (chunk * 256) == 0 or done == packets:
+            print(f"{done:.3e} packets, {done / cpu / 1e6:.2f} M/s (CPU), peak RSS "
+                  f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", file=sys.stderr, flush=True)
+    rate = packets / cpu
+    return {"packets": packets, "releases": lines, "packets_per_cpu_s": rate, "bare_loop_per_cpu_s": bare_rate,
+            "ratio": rate / bare_rate, "wall_s": time.perf_counter() - wall0,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def main() -> None:
+    """Run the ratios (``--json``: write benchmarks/results/watch.json) or the one-hour stream (``--hour``)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--packets", type=int, default=None, help="default 1e6 (ratios), 2.5e9 (--hour)")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--hour", action="store_true", help="stream a generated one-hour trace (make watch-hour)")
+    parser.add_argument("--json", action="store_true", help=f"write {RESULTS}")
+    args = parser.parse_args()
+    if args.hour:
+        print(json.dumps(hour(args.packets or 2_500_000_000)))
+        return
+    packets = args.packets or 1_000_000
+    rows = ratios(packets, args.repeats)
+    if args.json:
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(json.dumps({
+            "title": f"dpstream watch end to end: {packets} packets (pcap, captured length {CAPLEN}) through the "
+                     "streaming reader and LazyHH in epochs (k 128, k~ 512), a JSON line every 2^17 packets",
+            "command": "python benchmarks/watch.py " + " ".join(sys.argv[1:]),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+            "rows": rows}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,301 @@
+"""LazyHH on a stream that never ends: epochs with a fresh key, fresh counters and a doubling horizon.
+
+LazyHH (Holland, Alg. 6) needs its horizon T up front: its depth d = ceil(log2(4T/beta)) and its noise term gamma
+grow with T. ``EpochWatcher`` runs it in epochs: epoch e is a new ``LazyHH`` of horizon T_e = 2^e T_0 (capped at
+``MAX_HORIZON``) keyed afresh (from the operating system unless seeded), fed the stream's next T_e items. A restart
+opens a new epoch. Releases fall every ``every`` items of an epoch (a multiple of k~, so a release is an output step
+of Alg. 6; T_0 is a multiple of ``every``, so an epoch ends on a release).
+
+What is saved (``Ledger``, a JSON file written to a temporary file and renamed into place) is the configuration and
+what was released: per epoch its key id, horizon, first global step and its last release. No secret state (key,
+counters, pending counts, candidates) is ever written, so a restarted watcher cannot continue an old epoch's noise
+on other items: it opens a new epoch with a new key.
+
+Release: an item's estimate is the sum over epochs of its estimate in that epoch's last release (0 in an epoch that
+did not report it), the current epoch's included; the reported items are the current epoch's. A new epoch starts
+with the past epochs' reported items as its candidate set C (public: post-processing of releases).
+
+Privacy (``statement``): under replace-one neighbouring streams (one item, a packet, replaced; the length public,
+so a release carries its step) a neighbour differs in one epoch only. That epoch's releases are (eps, delta~)-DP
+(LazyHH); earlier epochs are independent of the item and later ones are post-processing of released values and
+their own identical items. So every release of every epoch together is (eps, delta~)-DP: parallel composition.
+A group of n items (a host's n packets) is covered only by group privacy, (n eps, n e^((n-1) eps) delta~) when its
+items lie in one epoch, and its budgets add up over the epochs it sends in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpstream.data.cache import _write_atomically
+from dpstream.heavy_hitters.calibration import lazy_hh_depth, noise_term, thresholds
+from dpstream.heavy_hitters.lazy_hh import LazyHH
+from dpstream.privacy.statement import Privacy
+
+LEDGER_FORMAT = "dpstream-watch-ledger/1"
+MAX_HORIZON = 1 << 48
+"""Largest epoch horizon: the doubling stops there (2.8e14 items, about 3 years at 3 M packets/s)."""
+NODE_NOISE = ("discrete_secure_ahead", "discrete_secure", "derived")
+"""Node noise with a key (an epoch's key id is its fingerprint); the first is the default, the only deployable ones
+are the discrete_secure ones without a seed."""
+
+
+@dataclass(frozen=True)
+class WatchConfig:
+    """What a watcher is configured with (saved in its ledger; a restart must use the same)."""
+
+    k: int = 128
+    k_tilde: int = 512
+    epsilon: float = 1.0
+    delta: float = 1e-6
+    beta: float = 5e-7
+    every: int = 1 << 22
+    horizon: int = 1 << 32
+    node_noise: str = "discrete_secure_ahead"
+    hash_family: str = "multiply_shift"
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        """Check the release period and the first horizon against k~ (LazyHH checks the rest)."""
+        if self.node_noise not in NODE_NOISE:
+            raise ValueError(f"node_noise must be one of {', '.join(NODE_NOISE)}, got {self.node_noise!r}")
+        if self.k_tilde < 1 or self.every < 1 or self.every % self.k_tilde:
+            raise ValueError(f"every must be a positive multiple of k_tilde = {self.k_tilde} (a release is an "
+                             f"output step of LazyHH), got {self.every!r}")
+        if self.horizon % self.every or self.horizon > MAX_HORIZON:
+            raise ValueError(f"horizon must be a multiple of every = {self.every} (an epoch ends on a release) and "
+                             f"at most {MAX_HORIZON}, got {self.horizon!r}")
+
+    def epoch_horizon(self, epoch: int) -> int:
+        """T_e = 2^e T_0, capped at ``MAX_HORIZON`` (a multiple of ``every`` either way)."""
+        return self.horizon << min(epoch, int(math.log2(MAX_HORIZON // self.horizon)))
+
+    @property
+    def deployable(self) -> bool:
+        """Exact discrete noise keyed from OS entropy: no seed and a discrete_secure node noise."""
+        return self.seed is None and self.node_noise.startswith("discrete_secure")
+
+    def lazy_hh(self, epoch: int) -> LazyHH:
+        """Epoch ``epoch``'s LazyHH: a fresh key (from the OS, or from (seed, epoch) when seeded)."""
+        seed = None if self.seed is None else np.random.SeedSequence(self.seed, spawn_key=(epoch,))
+        return LazyHH(k=self.k, k_tilde=self.k_tilde, epsilon=self.epsilon, delta=self.delta, beta=self.beta,
+                      horizon=self.epoch_horizon(epoch), seed=seed, node_noise=self.node_noise,
+                      hash_family=self.hash_family)
+
+
+def statement(privacy: Privacy) -> dict[str, Any]:
+    """The privacy statement every release line carries: an epoch's LazyHH ``privacy``, for the whole run.
+
+    Every epoch has the same (epsilon, delta~) (LazyHH's does not depend on its horizon), and the epochs compose in
+    parallel (module docstring).
+    """
+    return {
+        "relation": "replace one packet (event level): neighbouring streams differ in one packet's source, "
+                    "lengths equal and public",
+        "epsilon": privacy.epsilon,
+        "delta": privacy.delta,
+        "over_epochs": "parallel composition: each packet lies in exactly one epoch, so all releases of all epochs "
+                       "together are (epsilon, delta)-DP",
+        "notion": privacy.notion,
+        "not_covered": "one packet is hidden, not a host: a host with n packets in one epoch is a group of n, "
+                       "covered only by (n epsilon, n e^((n-1) epsilon) delta), and its budget adds up over the "
+                       "epochs it sends in",
+    }
+
+
+def reportable_share(config: WatchConfig, items: int) -> float:
+    """The smallest share of an epoch's first ``items`` items an item needs before LazyHH may report it.
+
+    An item is reported at step t only when its estimate exceeds tau(t) = max(t/k, t/k~ + lambda1 + 2 lambda2) + 1
+    (``calibration.thresholds``), so tau(t)/t at the last release step t <= ``items`` of epoch 0 (no restarts).
+    Inf before the first release.
+    """
+    horizon = config.horizon
+    t = min(items, horizon) // config.every * config.every
+    if t == 0:
+        return math.inf
+    depth = lazy_hh_depth(horizon, config.beta)
+    gamma = noise_term(horizon, config.k_tilde, config.epsilon, config.delta, depth, config.beta)
+    return thresholds(t, config.k, config.k_tilde, gamma).tau / t
+
+
+def key_id(tracker: LazyHH) -> str:
+    """A public fingerprint of an epoch's noise key: 16 hex digits of BLAKE2b over the key and the hash parameters.
+
+    One-way: it tells epochs' keys apart without revealing them.
+    """
+    sketch = tracker.sketch
+    key = sketch._state.counters._key
+    blob = np.ascontiguousarray(key).tobytes() + np.ascontiguousarray(sketch._params).tobytes()
+    return hashlib.blake2b(blob, digest_size=8, person=b"dpstream-epoch").hexdigest()
+
+
+@dataclass
+class EpochRecord:
+    """What the ledger keeps of one epoch: all public (released, or chosen before any item was read)."""
+
+    epoch: int
+    key_id: str
+    horizon: int
+    start: int  # the global step before its first item (the sum of earlier epochs' released steps)
+    released: int = 0  # its step at its last release
+    items: list[list[float]] = field(default_factory=list)  # [key, estimate] of its last release
+
+    def estimates(self) -> dict[int, float]:
+        """Key -> estimate of its last release."""
+        return {int(k): float(v) for k, v in self.items}
+
+
+@dataclass
+class Ledger:
+    """The watcher's saved state: configuration and releases, nothing secret (``save`` is atomic)."""
+
+    config: WatchConfig
+    epochs: list[EpochRecord] = field(default_factory=list)
+
+    @property
+    def step(self) -> int:
+        """Items in releases so far: the global step of the last release."""
+        return self.epochs[-1].start + self.epochs[-1].released if self.epochs else 0
+
+    def to_json(self) -> str:
+        """The ledger as JSON."""
+        return json.dumps({"format": LEDGER_FORMAT, "config": asdict(self.config),
+                           "epochs": [asdict(e) for e in self.epochs]}, indent=1)
+
+    def save(self, path: Path) -> None:
+        """Write to ``path`` atomically: a temporary file in its folder, flushed to disk, renamed into place."""
+        def write(fh: Any) -> None:
+            fh.write(self.to_json().encode())
+            fh.flush()
+            os.fsync(fh.fileno())
+
+        _write_atomically(path, write)
+
+    @classmethod
+    def load(cls, path: Path, config: WatchConfig) -> Ledger:
+        """The ledger at ``path`` (a new one when absent); its configuration must equal ``config``."""
+        if not path.exists():
+            return cls(config)
+        try:
+            raw = json.loads(path.read_text())
+            if raw.get("format") != LEDGER_FORMAT:
+                raise ValueError(f"format {raw.get('format')!r}")
+            saved = WatchConfig(**raw["config"])
+            epochs = [EpochRecord(**e) for e in raw["epochs"]]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"state {path}: not a {LEDGER_FORMAT} file ({exc}); allowed: a ledger written by "
+                             "dpstream watch, or a new --state path") from None
+        for name, value in asdict(config).items():
+            if getattr(saved, name) != value:
+                raise ValueError(f"{name}={value!r} differs from {getattr(saved, name)!r} in the state {path}; "
+                                 f"allowed: the same configuration, or a new --state path")
+        return cls(saved, epochs)
+
+
+class EpochWatcher:
+    """Feeds items to the current epoch's LazyHH and writes a JSON line at each release (module docstring).
+
+    ``emit`` receives each release (a dict); it is called after the ledger at ``state`` (if any) has been saved.
+    """
+
+    def __init__(self, config: WatchConfig, state: Path | None, emit: Callable[[dict[str, Any]], None],
+                 label: Callable[[int], str] = str, clock: Callable[[], float] = time.time) -> None:
+        """Load the ledger (or start one) and open a new epoch."""
+        self.config = config
+        self.state = state
+        self.ledger = Ledger.load(state, config) if state is not None else Ledger(config)
+        self.emit = emit
+        self.label = label
+        self.clock = clock
+        self._held = np.empty(0, dtype=np.int64)
+        self._open_epoch()
+        self.privacy = statement(self.tracker.privacy)
+        self.deployable: bool | str = True if self.tracker.deployable else (
+            f"not deployable: {'seeded (--seed)' if config.seed is not None else config.node_noise + ' noise'}")
+
+    @property
+    def epoch(self) -> EpochRecord:
+        """The current epoch's record."""
+        return self.ledger.epochs[-1]
+
+    def _open_epoch(self) -> None:
+        index = len(self.ledger.epochs)
+        self.tracker = self.config.lazy_hh(index)
+        self._past = self._past_estimates()
+        if self._past:
+            keys = np.fromiter(self._past, dtype=np.int64, count=len(self._past))
+            values = np.fromiter(self._past.values(), dtype=np.float64, count=len(self._past))
+            if keys.size > self.config.k_tilde:
+                keys = keys[np.argsort(-values, kind="stable")[:self.config.k_tilde]]
+            self.tracker.carry(np.sort(keys))
+        self.ledger.epochs.append(EpochRecord(index, key_id(self.tracker), self.tracker.horizon, self.ledger.step))
+        if self.state is not None:  # saved before any item: a crash before its first release still uses up its index
+            self.ledger.save(self.state)
+
+    def _past_estimates(self) -> dict[int, float]:
+        """Key -> sum of its estimates in every past epoch's last release."""
+        total: dict[int, float] = {}
+        for record in self.ledger.epochs:
+            for key, value in record.estimates().items():
+                total[key] = total.get(key, 0.0) + value
+        return total
+
+    @property
+    def unreleased(self) -> int:
+        """Items given to ``feed`` since the last release (lost if the input ends or the process stops now)."""
+        return self.tracker.t - self.epoch.released + self._held.size
+
+    def feed(self, keys: np.ndarray) -> None:
+        """Process ``keys`` in order: releases at every ``every`` items of an epoch, a new epoch at its horizon.
+
+        Items go to LazyHH in whole periods of k~ (its compiled path); the rest, fewer than k~, waits for the next
+        call. Release points are multiples of k~, so no release waits.
+        """
+        if self._held.size:
+            keys = np.concatenate([self._held, keys])
+        cut = keys.size - keys.size % self.config.k_tilde
+        keys, self._held = keys[:cut], keys[cut:].copy()
+        pos = 0
+        every = self.config.every
+        while pos < keys.size:
+            t = self.tracker.t
+            take = keys[pos:pos + every - t % every]
+            self.tracker.extend(take)
+            pos += take.size
+            if self.tracker.t % every == 0:
+                self._release()
+                if self.tracker.t == self.tracker.horizon:
+                    self._open_epoch()
+
+    def _release(self) -> None:
+        out = self.tracker.estimate()
+        record = self.epoch
+        record.released = self.tracker.t
+        record.items = [[int(k), float(v)] for k, v in zip(out.items, out.estimates, strict=True)]
+        if self.state is not None:
+            self.ledger.save(self.state)
+        combined = [(self._past.get(int(k), 0.0) + float(v), int(k), float(v))
+                    for k, v in zip(out.items, out.estimates, strict=True)]
+        combined.sort(key=lambda c: (-c[0], c[1]))
+        self.emit({
+            "step": self.ledger.step,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock())),
+            "epoch": record.epoch,
+            "epoch_step": record.released,
+            "key_id": record.key_id,
+            "items": [{"label": self.label(k), "estimate": total, "epoch_estimate": own}
+                      for total, k, own in combined],
+            "privacy": self.privacy,
+            "deployable": self.deployable,
+        })

@@ -1,0 +1,161 @@
+"""``dpstream watch``: private heavy hitters of a live link, one JSON line per release (docs/guide/watch.md).
+
+    tcpdump -i eth0 -w - -U | dpstream watch -          # pcap on stdin, releases on stdout
+    dpstream watch /var/log/caps/ --follow               # a folder of rotated captures, followed
+    dpstream watch flows.csv --column 2                  # a text / CSV line stream (integers or IPv4 addresses)
+
+LazyHH (Holland, Alg. 6) in epochs (``heavy_hitters.epochs``): a fresh key from the operating system and fresh
+counters per epoch, the horizon doubling from one epoch to the next, a new epoch at every start. Only the
+configuration and the releases are saved (``--state``), atomically before each line is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import math
+import signal
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from dpstream.data.live import STDIN, CaptureKeys, Decoder, LineKeys, ipv4_label, source_keys
+from dpstream.heavy_hitters.epochs import NODE_NOISE, EpochWatcher, WatchConfig, reportable_share
+
+DEFAULT_RATE = 1e6
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command's options."""
+    p = argparse.ArgumentParser(prog="dpstream watch", description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("source", help="'-' (stdin: pcap, pcapng or lines), a file, or a folder of rotated captures")
+    p.add_argument("--follow", action="store_true", help="at the end of a file or folder, wait for more")
+    p.add_argument("--column", type=int, default=0, help="0-based field of a line stream's items (default 0)")
+    p.add_argument("--state", default="dpstream-watch.json",
+                   help="the ledger of configuration and releases (default ./dpstream-watch.json)")
+    p.add_argument("--k", type=int, default=128, help="heavy-hitter parameter k (default 128, as the paper)")
+    p.add_argument("--k-tilde", type=int, default=512, help="candidates k~ = sketch width (default 512)")
+    p.add_argument("--epsilon", type=float, default=1.0, help="epsilon per packet over the whole run (default 1)")
+    p.add_argument("--delta", type=float, default=1e-6, help="LazyHH's delta (default 1e-6)")
+    p.add_argument("--beta", type=float, default=None, help="utility failure probability, < delta (default delta/2)")
+    p.add_argument("--rate", type=float, default=DEFAULT_RATE,
+                   help="expected packets/s: sizes the defaults of --every and --horizon (default 1e6)")
+    p.add_argument("--every", type=int, default=None,
+                   help="packets between releases, a multiple of k~ (default: 5 s at --rate)")
+    p.add_argument("--horizon", type=int, default=None,
+                   help="first epoch's packets, a multiple of --every (default: one hour at --rate); doubles after")
+    p.add_argument("--noise", choices=NODE_NOISE, default=NODE_NOISE[0],
+                   help="node noise (default discrete_secure_ahead: exact, keyed from the OS, deployable)")
+    p.add_argument("--seed", type=int, default=None, help="seeded noise for tests: NOT deployable")
+    p.add_argument("--ipv6", choices=("skip", "key"), default="skip", help="IPv6 packets of a capture")
+    p.add_argument("--skip", choices=("released", "none"), default="released",
+                   help="a file or folder source: skip the items already released by earlier runs (default)")
+    return p
+
+
+def round_up(value: float, unit: int) -> int:
+    """The smallest positive multiple of ``unit`` at or above ``value``."""
+    return max(unit, math.ceil(value / unit) * unit)
+
+
+def config_of(args: argparse.Namespace) -> WatchConfig:
+    """The ``WatchConfig`` of the parsed options (defaults of --every and --horizon from --rate)."""
+    if not args.rate > 0:
+        raise ValueError(f"rate must be a positive number of packets/s, got {args.rate!r}")
+    every = args.every if args.every is not None else round_up(5 * args.rate, args.k_tilde)
+    horizon = args.horizon if args.horizon is not None else round_up(3600 * args.rate, every)
+    return WatchConfig(k=args.k, k_tilde=args.k_tilde, epsilon=args.epsilon, delta=args.delta,
+                       beta=args.delta / 2 if args.beta is None else args.beta, every=every, horizon=horizon,
+                       node_noise=args.noise, hash_family="multiply_shift", seed=args.seed)
+
+
+def share_text(config: WatchConfig, rate: float, seconds: float) -> str:
+    """'x% of its packets' for an item after ``seconds`` at ``rate`` (``reportable_share``), or 'nothing yet'."""
+    share = reportable_share(config, int(rate * seconds))
+    return "nothing (no release yet)" if math.isinf(share) else f"{100 * min(share, 1.0):.3g}% of the packets"
+
+
+def announce(watcher: EpochWatcher, rate: float, resumed: int) -> None:
+    """The startup lines on stderr: state, epoch, the smallest reportable share, the deployable warning."""
+    config, epoch = watcher.config, watcher.epoch
+    say = print
+    if resumed:
+        say(f"state: {resumed} earlier epoch(s), step {epoch.start} released; opening epoch {epoch.epoch} with a "
+            "new key (no secret state is saved, so no noise is replayed)", file=sys.stderr)
+    say(f"epoch {epoch.epoch}: key id {epoch.key_id}, horizon {epoch.horizon} packets (doubling per epoch), a "
+        f"release every {config.every} packets", file=sys.stderr)
+    say(f"smallest share an item needs before it can be reported, at {rate:g} packets/s: after a minute "
+        f"{share_text(config, rate, 60)}, after an hour {share_text(config, rate, 3600)}", file=sys.stderr)
+    p = watcher.privacy
+    say(f"privacy: ({p['epsilon']:g}, {p['delta']:.3g})-DP per packet over the whole run ({p['over_epochs']}); "
+        f"{p['not_covered']}", file=sys.stderr)
+    if watcher.deployable is not True:
+        say(f"warning: {watcher.deployable}: for tests only, never for real traffic", file=sys.stderr)
+    sys.stderr.flush()
+
+
+def emit(line: dict[str, Any]) -> None:
+    """One release as one JSON line on stdout, flushed."""
+    sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def hold(state: Path) -> TextIO:
+    """An exclusive lock on ``<state>.lock``: two watchers on one ledger would open the same epoch index twice."""
+    state.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(state.with_name(state.name + ".lock"), "w")  # open for the process's lifetime
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        raise ValueError(f"state {state} is in use by another dpstream watch; allowed: one watcher per --state "
+                         "file") from None
+    return fh
+
+
+def watch(args: argparse.Namespace) -> int:
+    """Run the watcher over the source until it ends (never, when followed or on a live pipe), holding the state."""
+    config = config_of(args)
+    state = Path(args.state)
+    with hold(state):  # the kernel drops the lock when the process ends, even on kill -9
+        return run(args, EpochWatcher(config, state, emit))
+
+
+def run(args: argparse.Namespace, watcher: EpochWatcher) -> int:
+    """Feed every key of the source to ``watcher``, skipping those already released (a file or folder source)."""
+    resumed = len(watcher.ledger.epochs) - 1
+    announce(watcher, args.rate, resumed)
+    skip = watcher.epoch.start if args.source != STDIN and args.skip == "released" else 0
+
+    def on_stream(decoder: Decoder) -> None:
+        if isinstance(decoder, CaptureKeys) or (isinstance(decoder, LineKeys) and decoder.label_kind == "ipv4"):
+            watcher.label = ipv4_label
+        else:
+            watcher.label = str
+
+    for keys in source_keys(args.source, args.follow, args.column, args.ipv6, on_stream=on_stream):
+        if skip:
+            dropped = min(skip, keys.size)
+            keys, skip = keys[dropped:], skip - dropped
+        watcher.feed(keys)
+    print(f"end of input: step {watcher.ledger.step} released; the {watcher.unreleased} packet(s) after the last "
+          "release are not released", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """``dpstream watch ...``: 0 at the end of the input, 2 on bad input (one line), 130 on Ctrl-C."""
+    args = parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        return watch(args)
+    except ValueError as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("stopped: every release is in the state file; a restart opens a new epoch", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

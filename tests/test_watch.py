@@ -1,0 +1,311 @@
+"""``dpstream watch``: the streaming reader, the epochs' privacy accounting, and kill -9 + restart through a pipe."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from capture_files import VALID
+
+from dpstream.data.capture import scan_capture
+from dpstream.data.live import CaptureKeys, LineKeys, ipv4_label, source_keys
+from dpstream.data.synthetic_capture import pcap_bytes, pcap_header, pcap_records
+from dpstream.heavy_hitters.calibration import final_delta, lazy_hh_depth, noise_term, thresholds
+from dpstream.heavy_hitters.epochs import EpochWatcher, Ledger, WatchConfig, reportable_share, statement
+from dpstream.watch import main
+
+# a small watcher: k~ = 128, releases every 4096 items, epochs of 16384, 32768, 65536, ... items
+SMALL = {"k": 8, "k_tilde": 128, "epsilon": 4.0, "delta": 1e-6, "beta": 5e-7, "every": 4096, "horizon": 16384}
+
+
+def zipf_sources(n: int, seed: int, heavy: int = 3, share: float = 0.25) -> np.ndarray:
+    """``heavy`` hosts 10.0.0.1.. with ``share`` of the packets each, the rest spread over 20,000 other hosts."""
+    rng = np.random.default_rng(seed)
+    hosts = np.where(rng.random(n) < heavy * share, 0x0A000001 + rng.integers(0, heavy, n),
+                     0x0B000000 + rng.integers(0, 20_000, n))
+    return hosts.astype(np.uint32)
+
+
+def pieces(data: bytes, seed: int, count: int) -> list[bytes]:
+    """``data`` cut at ``count`` random points (so records and blocks straddle the cuts)."""
+    cuts = np.sort(np.random.default_rng(seed).integers(0, len(data), count))
+    return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+
+
+# -- the streaming reader -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(VALID))
+def test_capture_keys_fed_in_pieces_equal_the_file_scan(name: str, tmp_path: Path) -> None:
+    data = VALID[name]()
+    path = tmp_path / "c.cap"
+    path.write_bytes(data)
+    expected = np.concatenate(list(scan_capture(path)) or [np.empty(0, np.uint32)])
+    for seed in range(3):
+        parts = pieces(data, seed, 7)
+        head = b"".join(parts)[:24]
+        decoder = CaptureKeys(head, "piece")
+        got = np.concatenate([decoder.feed(p) for p in parts])
+        np.testing.assert_array_equal(got, expected)
+        assert decoder.pending_bytes == 0
+
+
+def test_generated_capture_keys_are_its_sources(tmp_path: Path) -> None:
+    sources = zipf_sources(5000, 1)
+    path = tmp_path / "g.pcap"
+    path.write_bytes(pcap_bytes(sources, caplen=60))
+    np.testing.assert_array_equal(np.concatenate(list(source_keys(str(path)))), sources)
+    np.testing.assert_array_equal(np.concatenate(list(scan_capture(path))), sources)
+
+
+def test_growing_file_is_followed(tmp_path: Path) -> None:
+    data = pcap_bytes(zipf_sources(4000, 11))
+    path = tmp_path / "growing.pcap"
+    path.write_bytes(data[:50_001])  # cut inside a record
+    writer = threading.Timer(0.3, lambda: path.open("ab").write(data[50_001:]))
+    writer.start()
+    got: list[np.ndarray] = []
+    for keys in source_keys(str(path), follow=True, poll=0.05):
+        got.append(keys)
+        if sum(k.size for k in got) >= 4000:
+            break
+    writer.join()
+    np.testing.assert_array_equal(np.concatenate(got), zipf_sources(4000, 11))
+
+
+def test_rotated_folder_is_read_in_name_order(tmp_path: Path) -> None:
+    a, b = zipf_sources(3000, 2), zipf_sources(2000, 3)
+    (tmp_path / "cap.001").write_bytes(pcap_bytes(b))  # later name, written first
+    (tmp_path / "cap.000").write_bytes(pcap_bytes(a))
+    np.testing.assert_array_equal(np.concatenate(list(source_keys(str(tmp_path)))), np.concatenate([a, b]))
+
+
+def test_line_stream_integers_and_ipv4_with_header() -> None:
+    text = b"src,bytes\n10.0.0.1,5\n10.0.0.2,7\n 192.168.1.255 ,1\n10.0.0.1,0"
+    decoder = LineKeys("lines")
+    got = np.concatenate([decoder.feed(p) for p in pieces(text, 0, 5)] + [decoder.feed(b"", final=True)])
+    assert [ipv4_label(int(k)) for k in got] == ["10.0.0.1", "10.0.0.2", "192.168.1.255", "10.0.0.1"]
+    ints = LineKeys("ints", column=1)
+    got = np.concatenate([ints.feed(b"a,12\nb,-3\n"), ints.feed(b"c,40", final=True)])
+    assert got.tolist() == [12, -3, 40]
+    with pytest.raises(ValueError, match=r"line 2: item '10\.0\.0\.300'"):
+        LineKeys("bad").feed(b"10.0.0.1\n10.0.0.300\n")
+
+
+# -- epochs and their privacy accounting ---------------------------------------------------------------------------
+
+def run_watcher(keys: np.ndarray, state: Path | None = None, parts: int = 13, **overrides: object) -> list[dict]:
+    lines: list[dict] = []
+    watcher = EpochWatcher(WatchConfig(**{**SMALL, "node_noise": "derived", "seed": 7, **overrides}), state,
+                           lines.append, label=ipv4_label)
+    start = watcher.ledger.step  # released by earlier runs on the same state
+    for part in np.array_split(keys, parts):
+        watcher.feed(part)
+    assert watcher.unreleased == keys.size - ((lines[-1]["step"] if lines else start) - start)
+    return lines
+
+
+def test_epochs_double_and_partition_the_stream() -> None:
+    keys = zipf_sources(16384 + 32768 + 20000, 4)
+    lines = run_watcher(keys)
+    epochs = [(line["epoch"], line["epoch_step"], line["step"]) for line in lines]
+    # releases every 4096 items; epoch 0 holds 16384 items, epoch 1 the next 32768 (doubled), epoch 2 the rest
+    assert [e for e, _, _ in epochs] == [0] * 4 + [1] * 8 + [2] * 4
+    assert [s for _, _, s in epochs] == [4096 * (i + 1) for i in range(16)]
+    assert all(step == {0: 0, 1: 16384, 2: 49152}[e] + t for e, t, step in epochs)
+    assert len({line["key_id"] for line in lines}) == 3  # a fresh key per epoch
+    whole = run_watcher(keys, parts=1)  # the same releases whatever the blocks the input arrives in
+    assert [{k: v for k, v in line.items() if k != "time"} for line in whole] == \
+        [{k: v for k, v in line.items() if k != "time"} for line in lines]
+
+
+def test_privacy_statement_is_parallel_over_epochs() -> None:
+    p = EpochWatcher(WatchConfig(**SMALL), None, print).privacy
+    assert p["epsilon"] == 4.0 and p["delta"] == final_delta(4.0, 1e-6)
+    assert "not a host" in p["not_covered"] and p["notion"] == "computational"  # ChaCha20-keyed exact noise
+    lines = run_watcher(zipf_sources(16384 + 32768 + 4096, 5))
+    # the same (eps, delta~) after three epochs (parallel composition), each epoch's LazyHH stating exactly that
+    config = WatchConfig(**{**SMALL, "node_noise": "derived", "seed": 7})
+    for epoch in range(3):
+        assert statement(config.lazy_hh(epoch).privacy) == lines[-1]["privacy"]
+    assert {json.dumps(line["privacy"]) for line in lines} == {json.dumps(lines[0]["privacy"])}
+    assert lines[0]["privacy"]["notion"] == "computational" and lines[0]["deployable"] == "not deployable: seeded " \
+        "(--seed)"
+
+
+def test_one_changed_item_changes_no_earlier_epoch() -> None:
+    """Replace-one neighbours: an item of epoch 1 leaves epoch 0's releases equal, bit for bit (same seed)."""
+    keys = zipf_sources(16384 + 32768, 6)
+    neighbour = keys.copy()
+    neighbour[20000] = 0x0A000001 if keys[20000] != 0x0A000001 else 0x0A000002
+    a, b = ([{k: v for k, v in line.items() if k != "time"} for line in run_watcher(s)] for s in (keys, neighbour))
+    assert [line for line in a if line["epoch"] == 0] == [line for line in b if line["epoch"] == 0]
+    assert len(a) == len(b) == 12 and a[-1]["items"] and a[-1]["items"] != b[-1]["items"]  # epoch 1 did change
+
+
+def test_ledger_holds_only_public_values(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    lines = run_watcher(zipf_sources(16384 + 8192, 7), state)
+    raw = json.loads(state.read_text())
+    assert set(raw) == {"format", "config", "epochs"}
+    assert [set(e) for e in raw["epochs"]] == [{"epoch", "key_id", "horizon", "start", "released", "items"}] * 2
+    last = raw["epochs"][-1]
+    assert last["start"] + last["released"] == lines[-1]["step"]
+    released = {ipv4_label(int(k)): v for k, v in last["items"]}
+    assert released == {item["label"]: item["epoch_estimate"] for item in lines[-1]["items"]}
+    assert not list(tmp_path.glob("*.tmp"))  # written to a temporary file and renamed
+
+
+def test_restart_opens_a_new_epoch_with_a_new_key(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    first = run_watcher(zipf_sources(12288, 8), state)
+    second = run_watcher(zipf_sources(8192, 9), state)
+    assert {line["epoch"] for line in first} == {0} and {line["epoch"] for line in second} == {1}
+    assert first[-1]["key_id"] != second[0]["key_id"]
+    ledger = Ledger.load(state, WatchConfig(**{**SMALL, "node_noise": "derived", "seed": 7}))
+    assert [e.horizon for e in ledger.epochs] == [16384, 32768] and ledger.epochs[1].start == 12288
+    EpochWatcher(ledger.config, state, print)  # killed before its first release: its epoch index is used up
+    third = run_watcher(zipf_sources(4096, 9), state)
+    assert third[0]["epoch"] == 3 and third[0]["step"] == 12288 + 8192 + 4096
+    assert second[-1]["step"] == 12288 + 8192
+    with pytest.raises(ValueError, match="epsilon=1.0 differs from 4.0"):
+        run_watcher(np.empty(0, np.uint32), state, epsilon=1.0)
+
+
+def test_a_new_epoch_starts_from_the_released_candidates(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    run_watcher(zipf_sources(16384, 13), state)  # epoch 0 whole; epoch 1 opened, nothing released
+    config = WatchConfig(**{**SMALL, "node_noise": "derived", "seed": 7})
+    released = {int(k) for k, _ in Ledger.load(state, config).epochs[0].items}
+    assert {0x0A000001, 0x0A000002, 0x0A000003} <= released
+    watcher = EpochWatcher(config, state, print)
+    assert watcher.epoch.epoch == 2 and watcher.tracker.t == 0
+    assert watcher.tracker.candidates.tolist() == sorted(released)
+
+
+def test_default_watcher_is_deployable_and_keys_differ() -> None:
+    a = EpochWatcher(WatchConfig(**SMALL), None, print)
+    b = EpochWatcher(WatchConfig(**SMALL), None, print)
+    assert a.deployable is True and a.tracker.deployable
+    assert a.epoch.key_id != b.epoch.key_id  # OS entropy
+    seeded = EpochWatcher(WatchConfig(**{**SMALL, "seed": 3}), None, print)
+    assert seeded.deployable == "not deployable: seeded (--seed)" and not seeded.tracker.deployable
+
+
+def test_reportable_share_is_tau_over_t() -> None:
+    config = WatchConfig(**SMALL)
+    depth = lazy_hh_depth(16384, 5e-7)
+    gamma = noise_term(16384, 128, 4.0, 1e-6, depth, 5e-7)
+    assert reportable_share(config, 9000) == thresholds(8192, 8, 128, gamma).tau / 8192
+    assert reportable_share(config, 100) == np.inf
+
+
+def test_bad_option_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["-", "--every", "100", "--state", str(tmp_path / "s.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: every must be a positive multiple of k_tilde = 512") and err.count("\n") == 1
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_one_watcher_per_state_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dpstream.watch import hold
+
+    state = tmp_path / "s.json"
+    held = hold(state)
+    assert main(["-", "--state", str(state)]) == 2
+    assert capsys.readouterr().err == f"error: state {state} is in use by another dpstream watch; allowed: one " \
+        "watcher per --state file\n"
+    held.close()
+
+
+def test_seeded_mode_says_not_deployable_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes(b"")
+    assert main([str(empty), "--seed", "1", "--noise", "derived", "--state", str(tmp_path / "s.json")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("not deployable") == 1 and "after a minute" in err and "after an hour" in err
+
+
+def test_restart_on_a_file_skips_what_was_released(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "c.pcap"
+    path.write_bytes(pcap_bytes(zipf_sources(20000, 12)))
+    args = [str(path), "--state", str(tmp_path / "s.json"), "--noise", "derived", "--seed", "1",
+            *[f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()]]
+    assert main(args) == 0
+    first = capsys.readouterr()
+    assert [json.loads(line)["step"] for line in first.out.splitlines()] == [4096, 8192, 12288, 16384]
+    assert main(args) == 0  # epoch 2 reads the file again from packet 16384: nothing is in two epochs
+    second = capsys.readouterr()
+    assert second.out == "" and "step 16384 released; the 3616 packet(s) after the last release" in second.err
+
+
+# -- kill -9 between a release and the next save, restart, through a real pipe -------------------------------------
+
+def epoch_error(config: WatchConfig, epoch: int, t: int) -> float:
+    """lambda1 + lambda2 at step t of epoch ``epoch``: the width of an estimate's range in Alg. 6's analysis."""
+    horizon = config.epoch_horizon(epoch)
+    gamma = noise_term(horizon, config.k_tilde, config.epsilon, config.delta, lazy_hh_depth(horizon, config.beta),
+                       config.beta)
+    th = thresholds(t, config.k, config.k_tilde, gamma)
+    return th.lambda1 + th.lambda2
+
+
+def test_kill_9_and_restart_through_a_pipe(tmp_path: Path) -> None:
+    config = WatchConfig(**SMALL)
+    every = config.every
+    n = 16384 + 32768 + 40000
+    sources = zipf_sources(n, 10)
+    # the unkilled run, in process (it also compiles the kernels the child processes then load from the cache)
+    unkilled: list[dict] = []
+    watcher = EpochWatcher(config, None, unkilled.append, label=ipv4_label)
+    for part in np.array_split(sources, 7):
+        watcher.feed(part)
+    state = tmp_path / "state.json"
+    command = [sys.executable, "-m", "dpstream", "watch", "-", "--state", str(state), "--rate", "1000",
+               *[f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()]]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    first = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert first.stdin is not None and first.stdout is not None
+    written = 5 * every + every // 2  # half way from release 5 to release 6
+    first.stdin.write(pcap_header() + pcap_records(sources[:written]))
+    first.stdin.flush()
+    before = [json.loads(first.stdout.readline()) for _ in range(5)]  # the 5th release has been written ...
+    first.send_signal(signal.SIGKILL)  # ... and the next save is a whole release away
+    first.wait(timeout=30)
+    assert first.returncode == -signal.SIGKILL
+    assert first.stdout.read() == b""
+    saved = json.loads(state.read_text())
+    assert saved["epochs"][-1]["start"] + saved["epochs"][-1]["released"] == before[-1]["step"] == 5 * every
+    assert written - before[-1]["step"] <= every  # lost: the packets since the last release
+
+    second = subprocess.run(command, input=pcap_header() + pcap_records(sources[written:], first=written),
+                            capture_output=True, env=env, timeout=300, check=True)
+    after = [json.loads(line) for line in second.stdout.splitlines()]
+    assert "opening epoch 2 with a new key" in second.stderr.decode()
+    old_epochs = {line["epoch"] for line in before}
+    assert old_epochs == {0, 1} and {line["epoch"] for line in after} == {2}  # epoch 3: no release yet
+    assert not {line["key_id"] for line in before} & {line["key_id"] for line in after}
+    assert len({line["key_id"] for line in before + after}) == 3
+    assert all(line["deployable"] is True for line in before + after)
+    steps = [line["step"] for line in before + after]
+    assert steps == sorted(set(steps))  # no release re-emitted: every step once, in order
+    final = json.loads(state.read_text())
+    total = final["epochs"][-1]["start"] + final["epochs"][-1]["released"]
+    assert total == after[-1]["step"] and n - total <= (written - 5 * every) + every
+
+    # the final top k against the unkilled run, within the noise: Alg. 6's ranges per epoch, plus the lost packets
+    k = config.k
+    top = {i["label"]: i["estimate"] for i in after[-1]["items"][:k]}
+    ref = {i["label"]: i["estimate"] for i in unkilled[-1]["items"][:k]}
+    heavy = {ipv4_label(0x0A000001 + i) for i in range(3)}
+    assert set(top) >= heavy and set(ref) >= heavy
+    width = sum(epoch_error(config, e["epoch"], e["released"]) for e in final["epochs"]) + sum(
+        epoch_error(config, e, config.epoch_horizon(e)) for e in range(3)) + (n - total)
+    for label in heavy:
+        assert abs(top[label] - ref[label]) <= width
