@@ -437,6 +437,11 @@ register("LazyCS_discrete_secure")(lambda: sketch_case(LazyCS, depth=3, width=8,
 register("LazyCMS_discrete_secure")(lambda: sketch_case(LazyCMS, node_noise="discrete_secure"))
 register("PunctualCS_discrete_secure_stored")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64,
                                                                   node_noise="discrete_secure_stored"))
+register("LazyCMS_smooth")(lambda: sketch_case(LazyCMS, counter="smooth"))
+register("LazyCS_smooth_derived")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024, counter="smooth",
+                                                      **BEYOND))
+register("PunctualCMS_smooth_discrete_secure")(lambda: sketch_case(PunctualCMS, horizon=64, counter="smooth",
+                                                                   node_noise="discrete_secure"))
 register("LazyCS_honaker_discrete_secure_stored")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=512,
                                                                       counter="honaker",
                                                                       node_noise="discrete_secure_stored"))
@@ -474,6 +479,15 @@ def _gauss_bm_beyond() -> SensitivityCase:
 def _gauss_bm_discrete_secure() -> SensitivityCase:
     bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, node_noise="discrete_secure")
     return GaussBMCase("GaussBM (exact discrete Gaussian node noise)", bm)
+
+
+def _gauss_bm_smooth(node_noise: str) -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="smooth", node_noise=node_noise)
+    return GaussBMCase(f"GaussBM (smooth binary mechanism, {node_noise} node noise)", bm)
+
+
+for _noise in ("stored", "derived", "discrete_secure"):
+    register("_".join(["GaussBM_smooth", *([_noise] if _noise != "stored" else [])]))(partial(_gauss_bm_smooth, _noise))
 
 
 @register("GaussBM_discrete_secure_ct")

@@ -45,6 +45,8 @@ MECHANISMS: dict[str, tuple[str, Style]] = {
                                              Style("tab:red", "X", "-")),
     "lazycms_discrete_secure": ("LazyCMS, exact discrete noise (ChaCha20)", Style("tab:gray", "D", "-")),
     "lazycms_discrete_secure_ct": ("LazyCMS, exact discrete noise, constant time", Style("tab:gray", "d", "--")),
+    "lazycms_smooth": ("LazyCMS, smooth binary", Style("tab:olive", "s", "-.")),
+    "lazycms_smooth_discrete_secure": ("LazyCMS, smooth binary, exact discrete noise", Style("tab:olive", "D", "--")),
     # Holland, Figure 4
     "lazyhh": ("LazyHH", Style("tab:purple", "X", "-")),
     "lazyhh_derived": ("LazyHH, derived noise", Style("tab:pink", "X", ":")),
