@@ -35,6 +35,7 @@ OPTIONS: dict[str, tuple[Any, ...]] = {
     "count_dtype": (np.int32, np.int64),
     "kappa": (1.0, 0.5),
     "svt_noise": SVT_NOISES,
+    "arity": (2, 19),
 }
 """Every value of every option a streaming object's constructor takes (``counter`` goes with ``node_noise``)."""
 NOT_STATE = {"seed", "memory_kb"}

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
-from dpstream.counters import Counter
+from dpstream.counters import Counter, LaplaceTree
 from dpstream.counters._discrete_noise import DiscreteNoise
 from dpstream.counters.discrete import DiscreteSecureBinary
 from dpstream.counters.gauss_bm import GaussBM
@@ -87,6 +87,8 @@ def gauss_bm_assumed(bm: GaussBM | Counter) -> Sensitivity:
     Exact discrete Gaussian node noise is inverted with its own calibration (``secure.privacy``), not the Gaussian's.
     """
     counter = bm.counter if isinstance(bm, GaussBM) else bm
+    if isinstance(counter, LaplaceTree):  # pure: Laplace node noise of scale b covers L1 sensitivity b epsilon
+        return Sensitivity("l1", counter.scale * counter.epsilon)
     if isinstance(counter, DiscreteNoise):  # stored discrete nodes: the exact sampler, all of delta calibrated
         return Sensitivity("l2", discrete_gaussian_l2_sensitivity(counter.sigma2, bm.epsilon, bm.delta))
     if isinstance(counter, DiscreteSecureBinary):
@@ -442,6 +444,8 @@ register("LazyCS_smooth_derived")(lambda: sketch_case(LazyCS, depth=3, width=8, 
                                                       **BEYOND))
 register("PunctualCMS_smooth_discrete_secure")(lambda: sketch_case(PunctualCMS, horizon=64, counter="smooth",
                                                                    node_noise="discrete_secure"))
+register("LazyCMS_laplace")(lambda: sketch_case(LazyCMS, counter="laplace"))
+register("PunctualCS_laplace")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=400, counter="laplace"))
 register("LazyCS_honaker_discrete_secure_stored")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=512,
                                                                       counter="honaker",
                                                                       node_noise="discrete_secure_stored"))
@@ -488,6 +492,12 @@ def _gauss_bm_smooth(node_noise: str) -> SensitivityCase:
 
 for _noise in ("stored", "derived", "discrete_secure"):
     register("_".join(["GaussBM_smooth", *([_noise] if _noise != "stored" else [])]))(partial(_gauss_bm_smooth, _noise))
+
+
+@register("GaussBM_laplace")
+def _gauss_bm_laplace() -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=400, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="laplace")
+    return GaussBMCase("GaussBM (19-ary Laplace tree, pure DP)", bm)
 
 
 @register("GaussBM_discrete_secure_ct")

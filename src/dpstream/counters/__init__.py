@@ -20,6 +20,7 @@ from dpstream.counters.blt_derived import DerivedBLT
 from dpstream.counters.discrete import AheadDiscreteBinary, ConstantTimeDiscreteBinary, DiscreteSecureBinary
 from dpstream.counters.discrete_stored import HonakerDiscreteSecure, StoredDiscreteSecureBinary
 from dpstream.counters.honaker import HonakerTree
+from dpstream.counters.laplace_tree import LaplaceTree
 from dpstream.counters.smooth import SmoothDerived, SmoothDiscreteSecure, SmoothStored
 
 COUNTERS: dict[tuple[str, str], type[Counter]] = {
@@ -36,6 +37,7 @@ COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("smooth", "stored"): SmoothStored,
     ("smooth", "derived"): SmoothDerived,
     ("smooth", "discrete_secure"): SmoothDiscreteSecure,
+    ("laplace", "stored"): LaplaceTree,
 }
 """Every counter class by (counter, node noise)."""
 COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))
@@ -81,6 +83,5 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
 
 __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "AheadDiscreteBinary", "BLTCounter",
            "ConstantTimeDiscreteBinary", "Counter", "DerivedBLT", "DerivedBinary", "DiscreteSecureBinary",
-           "HonakerDiscreteSecure", "HonakerTree", "SmoothDerived", "SmoothDiscreteSecure", "SmoothStored",
-           "StoredBinary", "StoredDiscreteSecureBinary", "counter_class",
-           "popcount"]
+           "HonakerDiscreteSecure", "HonakerTree", "LaplaceTree", "SmoothDerived", "SmoothDiscreteSecure",
+           "SmoothStored", "StoredBinary", "StoredDiscreteSecureBinary", "counter_class", "popcount"]

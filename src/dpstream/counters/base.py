@@ -156,6 +156,11 @@ class Counter(Certified, serial.Serialisable, ABC):
         """Analytic noise variance of a release at each step."""
 
     @property
+    def privacy_delta(self) -> float:
+        """The delta of the guarantee the noise gives: ``delta`` (0 for a pure-DP counter, whatever it was given)."""
+        return self.delta
+
+    @property
     def steps(self) -> np.ndarray:
         """Each counter's step (counters that track them)."""
         return self._steps.copy()

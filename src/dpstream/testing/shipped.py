@@ -299,7 +299,7 @@ SPECS = [
                   noise=lambda mech, c: gauss_bm_noise(mech, gauss_bm_sigma(c["horizon"], c["epsilon"], c["delta"],
                                                                             c["m"]), "(gauss_bm_sigma)"),
                   sensitivity=_named("GaussBM", "GaussBM_honaker", "GaussBM_blt", "GaussBM_beyond", "GaussBM_smooth",
-                                     "GaussBM_smooth_derived")),
+                                     "GaussBM_smooth_derived", "GaussBM_laplace")),
     discrete_bm_spec("binary", "discrete_secure", PMF_TEST),
     discrete_bm_spec("binary", "discrete_secure_stored", STORED_TEST),
     discrete_bm_spec("honaker", "discrete_secure_stored", STORED_TEST),
