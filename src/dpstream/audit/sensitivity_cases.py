@@ -446,6 +446,7 @@ register("PunctualCMS_smooth_discrete_secure")(lambda: sketch_case(PunctualCMS, 
                                                                    node_noise="discrete_secure"))
 register("LazyCMS_laplace")(lambda: sketch_case(LazyCMS, counter="laplace"))
 register("PunctualCS_laplace")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=400, counter="laplace"))
+register("LazyCMS_hybrid_derived")(lambda: sketch_case(LazyCMS, counter="hybrid", node_noise="derived"))
 register("LazyCS_honaker_discrete_secure_stored")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=512,
                                                                       counter="honaker",
                                                                       node_noise="discrete_secure_stored"))
@@ -498,6 +499,12 @@ for _noise in ("stored", "derived", "discrete_secure"):
 def _gauss_bm_laplace() -> SensitivityCase:
     bm = GaussBM(n=5, horizon=400, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="laplace")
     return GaussBMCase("GaussBM (19-ary Laplace tree, pure DP)", bm)
+
+
+@register("GaussBM_hybrid_derived")
+def _gauss_bm_hybrid() -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="hybrid", node_noise="derived")
+    return GaussBMCase("GaussBM (hybrid mechanism, no horizon, derived noise)", bm)
 
 
 @register("GaussBM_discrete_secure_ct")

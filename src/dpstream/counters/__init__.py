@@ -20,6 +20,7 @@ from dpstream.counters.blt_derived import DerivedBLT
 from dpstream.counters.discrete import AheadDiscreteBinary, ConstantTimeDiscreteBinary, DiscreteSecureBinary
 from dpstream.counters.discrete_stored import HonakerDiscreteSecure, StoredDiscreteSecureBinary
 from dpstream.counters.honaker import HonakerTree
+from dpstream.counters.hybrid import HybridDerived
 from dpstream.counters.laplace_tree import LaplaceTree
 from dpstream.counters.smooth import SmoothDerived, SmoothDiscreteSecure, SmoothStored
 
@@ -38,6 +39,7 @@ COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("smooth", "derived"): SmoothDerived,
     ("smooth", "discrete_secure"): SmoothDiscreteSecure,
     ("laplace", "stored"): LaplaceTree,
+    ("hybrid", "derived"): HybridDerived,
 }
 """Every counter class by (counter, node noise)."""
 COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))
@@ -83,5 +85,6 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
 
 __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "AheadDiscreteBinary", "BLTCounter",
            "ConstantTimeDiscreteBinary", "Counter", "DerivedBLT", "DerivedBinary", "DiscreteSecureBinary",
-           "HonakerDiscreteSecure", "HonakerTree", "LaplaceTree", "SmoothDerived", "SmoothDiscreteSecure",
-           "SmoothStored", "StoredBinary", "StoredDiscreteSecureBinary", "counter_class", "popcount"]
+           "HonakerDiscreteSecure", "HonakerTree", "HybridDerived", "LaplaceTree", "SmoothDerived",
+           "SmoothDiscreteSecure", "SmoothStored", "StoredBinary", "StoredDiscreteSecureBinary", "counter_class",
+           "popcount"]

@@ -48,6 +48,7 @@ MECHANISMS: dict[str, tuple[str, Style]] = {
     "lazycms_smooth": ("LazyCMS, smooth binary", Style("tab:olive", "s", "-.")),
     "lazycms_smooth_discrete_secure": ("LazyCMS, smooth binary, exact discrete noise", Style("tab:olive", "D", "--")),
     "lazycms_laplace": ("LazyCMS, 19-ary Laplace tree (pure DP)", Style("tab:cyan", "*", "-.")),
+    "lazycms_hybrid": ("LazyCMS, hybrid (no horizon), derived noise", Style("tab:cyan", "h", ":")),
     # Holland, Figure 4
     "lazyhh": ("LazyHH", Style("tab:purple", "X", "-")),
     "lazyhh_derived": ("LazyHH, derived noise", Style("tab:pink", "X", ":")),
