@@ -532,6 +532,10 @@ def _lazy_hh_discrete(node_noise: str, label: str) -> SensitivityCase:
 
 
 register("LazyHH_discrete_secure")(lambda: _lazy_hh_discrete("discrete_secure", "exact discrete Gaussian noise"))
+register("LazyHH_smooth_discrete_secure")(lambda: SketchCase(
+    "LazyHH, smooth binary mechanism, exact discrete Gaussian noise (its LazyCMS)",
+    (hh := LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0, counter="smooth",
+                  node_noise="discrete_secure")).sketch, 256, mechanism=hh))
 register("LazyHH_discrete_secure_ahead")(lambda: _lazy_hh_discrete("discrete_secure_ahead",
                                                                    "exact discrete Gaussian noise, blocks kept ahead"))
 

@@ -53,6 +53,7 @@ MECHANISMS: dict[str, tuple[str, Style]] = {
     "lazyhh": ("LazyHH", Style("tab:purple", "X", "-")),
     "lazyhh_derived": ("LazyHH, derived noise", Style("tab:pink", "X", ":")),
     "lazyhh_discrete_secure_ahead": ("LazyHH, exact discrete noise, blocks kept", Style("tab:gray", "X", "-.")),
+    "lazyhh_smooth_discrete_secure": ("LazyHH, smooth binary, exact discrete noise", Style("tab:olive", "X", "--")),
     "cms_heap": ("CMS + heap (non-private)", Style("tab:blue", "s", "-.")),
     "punctual_hh": ("PunctualHH", Style("tab:green", "v", ":")),
     # Kaplan, Mansour, Stemmer; the SVT notes: sparse vector family
