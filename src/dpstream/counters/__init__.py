@@ -1,7 +1,9 @@
 """Continual counters behind one interface (``Counter``).
 
-The binary tree with stored or derived node noise, Honaker's estimates on the binary tree, and the buffered linear
-Toeplitz (BLT) counter with its noise stored in buffers or derived from a key.
+The binary tree with stored or derived node noise, Honaker's estimates on the binary tree, the buffered linear
+Toeplitz (BLT) counter with its noise stored in buffers or derived from a key, the smooth binary mechanism
+(``smooth``: the same variance at every step, exact discrete noise too), the k-ary Laplace tree for pure DP
+(``laplace``) and the hybrid mechanism, which needs no horizon (``hybrid``).
 
 ``counter_class(counter, node_noise)`` is the one place a configuration's choice becomes a class; an
 unknown or unavailable combination is an error naming it and listing what is allowed. A counter of your own, outside
