@@ -45,6 +45,8 @@ class LazyHH(BlockTracker):
     ``counters.DerivedBinary``: the same output distribution, a computational guarantee, memory d k~ (4 + 4) bytes)
     , ``hash_family="multiply_shift"`` and ``calibration="analytic"``. The thresholds bound the larger of the two
     calibrations' noise (``noise_term``): unchanged wherever the analytic sigma is the smaller (eps below ~7).
+    ``counter`` chooses its LazyCMS's cell counter (``dpstream.counters``, Gaussian node noise only); gamma is then also
+    at least the Gaussian tail of that counter's largest variance (``counter_noise_tail``).
     """
 
     def __init__(self, *, k: int, k_tilde: int, epsilon: float, delta: float, beta: float, horizon: int,
