@@ -35,6 +35,7 @@ OPTIONS: dict[str, tuple[Any, ...]] = {
     "count_dtype": (np.int32, np.int64),
     "kappa": (1.0, 0.5),
     "svt_noise": SVT_NOISES,
+    "arity": (2, 19),
 }
 """Every value of every option a streaming object's constructor takes (``counter`` goes with ``node_noise``)."""
 NOT_STATE = {"seed", "memory_kb"}
@@ -60,6 +61,8 @@ class Case:
     base: dict[str, Any]
     feed: Callable[[Any, int, int], Any]
     releases: Callable[[Any, int], tuple]
+    counters: tuple[str, ...] | None = None
+    """The counters the grid takes with every node noise (None: all of ``COUNTERS``)."""
 
     @property
     def name(self) -> str:
@@ -152,7 +155,7 @@ CASES: list[Case] = [
     *(Case(cls, SKETCH_KW, _feed_sketch, _sketch_releases)
       for cls in (CMS, CS, PunctualCMS, PunctualCS, LazyCMS, LazyCS)),
     Case(LazyHH, {"k": 2, "k_tilde": 8, "epsilon": 20.0, "delta": 1e-3, "beta": 5e-4, "horizon": HORIZON, "seed": 4},
-         _feed_sketch, _tracker_releases),
+         _feed_sketch, _tracker_releases, counters=("binary", "smooth")),  # its Gaussian tail: no Laplace counter
     Case(CMSHeap, {"k": 3, "horizon": HORIZON, "width": 16, "depth": 3, "period": 10, "seed": 1}, _feed_sketch,
          _tracker_releases),
     Case(PunctualHH, {"k": 3, "universe_size": 40, "epsilon": 2.0, "delta": 1e-3, "horizon": HORIZON, "width": 8,
@@ -171,7 +174,8 @@ def option_grid(case: Case) -> list[dict[str, Any]]:
                              f"it in the case's base arguments")
     axes: list[list[dict[str, Any]]] = []
     if "counter" in names:
-        noises = [{"counter": c, "node_noise": n} for c, n in COUNTERS if "node_noise" in names or n == "stored"]
+        noises = [{"counter": c, "node_noise": n} for c, n in COUNTERS if ("node_noise" in names or n == "stored")
+                  and (case.counters is None or c in case.counters)]
         axes.append(noises)
     for name in names:
         if name in OPTIONS and not (name == "node_noise" and "counter" in names):

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
-from dpstream.counters import Counter
+from dpstream.counters import Counter, LaplaceTree
 from dpstream.counters._discrete_noise import DiscreteNoise
 from dpstream.counters.discrete import DiscreteSecureBinary
 from dpstream.counters.gauss_bm import GaussBM
@@ -87,6 +87,8 @@ def gauss_bm_assumed(bm: GaussBM | Counter) -> Sensitivity:
     Exact discrete Gaussian node noise is inverted with its own calibration (``secure.privacy``), not the Gaussian's.
     """
     counter = bm.counter if isinstance(bm, GaussBM) else bm
+    if isinstance(counter, LaplaceTree):  # pure: Laplace node noise of scale b covers L1 sensitivity b epsilon
+        return Sensitivity("l1", counter.scale * counter.epsilon)
     if isinstance(counter, DiscreteNoise):  # stored discrete nodes: the exact sampler, all of delta calibrated
         return Sensitivity("l2", discrete_gaussian_l2_sensitivity(counter.sigma2, bm.epsilon, bm.delta))
     if isinstance(counter, DiscreteSecureBinary):
@@ -437,6 +439,14 @@ register("LazyCS_discrete_secure")(lambda: sketch_case(LazyCS, depth=3, width=8,
 register("LazyCMS_discrete_secure")(lambda: sketch_case(LazyCMS, node_noise="discrete_secure"))
 register("PunctualCS_discrete_secure_stored")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64,
                                                                   node_noise="discrete_secure_stored"))
+register("LazyCMS_smooth")(lambda: sketch_case(LazyCMS, counter="smooth"))
+register("LazyCS_smooth_derived")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024, counter="smooth",
+                                                      **BEYOND))
+register("PunctualCMS_smooth_discrete_secure")(lambda: sketch_case(PunctualCMS, horizon=64, counter="smooth",
+                                                                   node_noise="discrete_secure"))
+register("LazyCMS_laplace")(lambda: sketch_case(LazyCMS, counter="laplace"))
+register("PunctualCS_laplace")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=400, counter="laplace"))
+register("LazyCMS_hybrid_derived")(lambda: sketch_case(LazyCMS, counter="hybrid", node_noise="derived"))
 register("LazyCS_honaker_discrete_secure_stored")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=512,
                                                                       counter="honaker",
                                                                       node_noise="discrete_secure_stored"))
@@ -476,6 +486,27 @@ def _gauss_bm_discrete_secure() -> SensitivityCase:
     return GaussBMCase("GaussBM (exact discrete Gaussian node noise)", bm)
 
 
+def _gauss_bm_smooth(node_noise: str) -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="smooth", node_noise=node_noise)
+    return GaussBMCase(f"GaussBM (smooth binary mechanism, {node_noise} node noise)", bm)
+
+
+for _noise in ("stored", "derived", "discrete_secure"):
+    register("_".join(["GaussBM_smooth", *([_noise] if _noise != "stored" else [])]))(partial(_gauss_bm_smooth, _noise))
+
+
+@register("GaussBM_laplace")
+def _gauss_bm_laplace() -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=400, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="laplace")
+    return GaussBMCase("GaussBM (19-ary Laplace tree, pure DP)", bm)
+
+
+@register("GaussBM_hybrid_derived")
+def _gauss_bm_hybrid() -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="hybrid", node_noise="derived")
+    return GaussBMCase("GaussBM (hybrid mechanism, no horizon, derived noise)", bm)
+
+
 @register("GaussBM_discrete_secure_ct")
 def _gauss_bm_discrete_secure_ct() -> SensitivityCase:
     bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, node_noise="discrete_secure_ct")
@@ -501,6 +532,10 @@ def _lazy_hh_discrete(node_noise: str, label: str) -> SensitivityCase:
 
 
 register("LazyHH_discrete_secure")(lambda: _lazy_hh_discrete("discrete_secure", "exact discrete Gaussian noise"))
+register("LazyHH_smooth_discrete_secure")(lambda: SketchCase(
+    "LazyHH, smooth binary mechanism, exact discrete Gaussian noise (its LazyCMS)",
+    (hh := LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0, counter="smooth",
+                  node_noise="discrete_secure")).sketch, 256, mechanism=hh))
 register("LazyHH_discrete_secure_ahead")(lambda: _lazy_hh_discrete("discrete_secure_ahead",
                                                                    "exact discrete Gaussian noise, blocks kept ahead"))
 

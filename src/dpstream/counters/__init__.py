@@ -1,7 +1,9 @@
 """Continual counters behind one interface (``Counter``).
 
-The binary tree with stored or derived node noise, Honaker's estimates on the binary tree, and the buffered linear
-Toeplitz (BLT) counter with its noise stored in buffers or derived from a key.
+The binary tree with stored or derived node noise, Honaker's estimates on the binary tree, the buffered linear
+Toeplitz (BLT) counter with its noise stored in buffers or derived from a key, the smooth binary mechanism
+(``smooth``: the same variance at every step, exact discrete noise too), the k-ary Laplace tree for pure DP
+(``laplace``) and the hybrid mechanism, which needs no horizon (``hybrid``).
 
 ``counter_class(counter, node_noise)`` is the one place a configuration's choice becomes a class; an
 unknown or unavailable combination is an error naming it and listing what is allowed. A counter of your own, outside
@@ -20,6 +22,9 @@ from dpstream.counters.blt_derived import DerivedBLT
 from dpstream.counters.discrete import AheadDiscreteBinary, ConstantTimeDiscreteBinary, DiscreteSecureBinary
 from dpstream.counters.discrete_stored import HonakerDiscreteSecure, StoredDiscreteSecureBinary
 from dpstream.counters.honaker import HonakerTree
+from dpstream.counters.hybrid import HybridDerived
+from dpstream.counters.laplace_tree import LaplaceTree
+from dpstream.counters.smooth import SmoothDerived, SmoothDiscreteSecure, SmoothStored
 
 COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("binary", "stored"): StoredBinary,
@@ -32,6 +37,11 @@ COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("honaker", "discrete_secure_stored"): HonakerDiscreteSecure,
     ("blt", "stored"): BLTCounter,
     ("blt", "derived"): DerivedBLT,
+    ("smooth", "stored"): SmoothStored,
+    ("smooth", "derived"): SmoothDerived,
+    ("smooth", "discrete_secure"): SmoothDiscreteSecure,
+    ("laplace", "stored"): LaplaceTree,
+    ("hybrid", "derived"): HybridDerived,
 }
 """Every counter class by (counter, node noise)."""
 COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))
@@ -77,5 +87,6 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
 
 __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "AheadDiscreteBinary", "BLTCounter",
            "ConstantTimeDiscreteBinary", "Counter", "DerivedBLT", "DerivedBinary", "DiscreteSecureBinary",
-           "HonakerDiscreteSecure", "HonakerTree", "StoredBinary", "StoredDiscreteSecureBinary", "counter_class",
+           "HonakerDiscreteSecure", "HonakerTree", "HybridDerived", "LaplaceTree", "SmoothDerived",
+           "SmoothDiscreteSecure", "SmoothStored", "StoredBinary", "StoredDiscreteSecureBinary", "counter_class",
            "popcount"]

@@ -66,7 +66,7 @@ class DiscreteNoise(DiscreteFlags):
         if self.n > MAX_CELLS:
             raise ValueError(f"node_noise={self.node_noise!r} takes at most 2^32 counters, got n={self.n}")
         multiplier = self._noise_scale / self.sigma
-        self.sigma2 = discrete_gaussian_sigma2(self.levels * self.m, self.epsilon, self.calibration_delta)
+        self.sigma2 = discrete_gaussian_sigma2(self.squared_sensitivity, self.epsilon, self.calibration_delta)
         scaled = self.sigma2
         if multiplier != 1.0:  # NOT certified (``Counter``): sigma^2 times multiplier^2, rounded up on the same grid
             b = self.sigma2.denominator
@@ -84,6 +84,11 @@ class DiscreteNoise(DiscreteFlags):
         else:
             self._key = key_words(secrets.token_bytes(KEY_BYTES))
         self._st = new_state()
+
+    @property
+    def squared_sensitivity(self) -> int:
+        """The integer squared L2 sensitivity sigma^2 is calibrated for: h m, one node per level of the tree."""
+        return self.levels * self.m
 
     @property
     def calibration_delta(self) -> float:

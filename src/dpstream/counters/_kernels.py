@@ -25,11 +25,13 @@ import numpy as np
 from numba import njit
 
 from dpstream.counters._bm_kernels import push, tree_level
+from dpstream.counters._kary_kernels import kary_push
+from dpstream.counters._smooth_kernels import smooth_push
 from dpstream.counters.honaker_tree import honaker_push
 
-EXTERNAL, STORED, DERIVED, HONAKER, BLT = -1, 0, 1, 2, 3
-"""Counter kinds: the package's four counters, and a counter defined elsewhere (``Counter.push_kernel``)."""
-KINDS = (STORED, DERIVED, HONAKER, BLT)
+EXTERNAL, STORED, DERIVED, HONAKER, BLT, SMOOTH, KARY = -1, 0, 1, 2, 3, 4, 5
+"""Counter kinds: the package's counters with their own push, and a counter defined elsewhere (``push_kernel``)."""
+KINDS = (STORED, DERIVED, HONAKER, BLT, SMOOTH, KARY)
 
 
 @njit(cache=True, inline="always")
@@ -91,6 +93,10 @@ def cell_push(kind: int, state: tuple, cell: Any, step: Any, c: Any, noise: np.n
         return derived_push(state, cell, step, c, noise, z)
     elif kind == HONAKER:
         return honaker_cell_push(state, cell, step, c, noise, z)
+    elif kind == SMOOTH:
+        return smooth_push(state, cell, step, c, noise, z)
+    elif kind == KARY:
+        return kary_push(state, cell, step, c, noise, z)
     return blt_push(state, cell, step, c, noise, z)
 
 

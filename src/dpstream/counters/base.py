@@ -90,7 +90,7 @@ class Counter(Certified, serial.Serialisable, ABC):
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
         self.m = check_positive_int(m, "m")
-        self.levels = gauss_bm_levels(self.horizon)
+        self.levels = self.tree_levels(self.horizon)
         count_bytes = np.dtype(count_dtype).itemsize
         check_allocation(self.n * self.bytes_per_counter(self.horizon, count_bytes) + self.fixed_bytes,
                          f"{type(self).__name__}(n={self.n}, horizon={self.horizon})")
@@ -102,6 +102,11 @@ class Counter(Certified, serial.Serialisable, ABC):
         self.count_dtype = count_dtype
         self._steps = np.zeros(self.n if self.tracks_steps else 0, dtype=np.int64)
         self._allocate()
+
+    @classmethod
+    def tree_levels(cls, horizon: int) -> int:
+        """Levels of the counter's tree (``levels``): the binary tree's h = ceil(log2(horizon + 1)) by default."""
+        return gauss_bm_levels(horizon)
 
     @classmethod
     @abstractmethod
@@ -149,6 +154,11 @@ class Counter(Certified, serial.Serialisable, ABC):
     @abstractmethod
     def variance(self, steps: np.ndarray | int) -> np.ndarray:
         """Analytic noise variance of a release at each step."""
+
+    @property
+    def privacy_delta(self) -> float:
+        """The delta of the guarantee the noise gives: ``delta`` (0 for a pure-DP counter, whatever it was given)."""
+        return self.delta
 
     @property
     def steps(self) -> np.ndarray:

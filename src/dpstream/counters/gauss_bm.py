@@ -68,7 +68,7 @@ class GaussBM(Certified, serial.Serialisable):
     @property
     def privacy(self) -> Privacy:
         """(epsilon, delta) for m-neighbouring counter arrays; computational with derived node noise."""
-        return Privacy(self.epsilon, self.delta, Relation.M_NEIGHBOURING_COUNTERS, self.counter.notion,
+        return Privacy(self.epsilon, self.counter.privacy_delta, Relation.M_NEIGHBOURING_COUNTERS, self.counter.notion,
                        sampler_delta=getattr(self.counter, "sampler_delta", 0.0))
 
     def __init__(

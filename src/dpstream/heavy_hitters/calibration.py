@@ -22,11 +22,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dpstream.privacy.calibration import cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
+
+if TYPE_CHECKING:
+    from dpstream.counters import Counter
 
 
 def lazy_hh_depth(horizon: int, beta: float) -> int:
@@ -52,6 +56,17 @@ def lazy_cms_noise_tail(horizon: int, k_tilde: int, epsilon: float, delta: float
     m = cell_neighbour_m(False, depth)
     sigma = max(gauss_bm_sigma(steps, epsilon, delta, m), gauss_bm_sigma(steps, epsilon, delta, m, calibration))
     return sigma * math.sqrt(2.0 * levels * math.log(4.0 * steps * k_tilde * depth / beta))
+
+
+def counter_noise_tail(counters: Counter, n: int, beta: float) -> float:
+    """Lemma 4's bound for the LazyCMS's own counters: sqrt(2 V ln(4 |I| n / beta)), V their largest release variance.
+
+    The Gaussian tail of each of the n counters at each of its |I| = ``counters.horizon`` steps, union-bounded at
+    beta/2 (the binary tree's V is h sigma^2, ``lazy_cms_noise_tail``); any counter with Gaussian node noise.
+    """
+    steps = counters.horizon
+    worst = float(np.max(counters.variance(np.arange(1, steps + 1))))
+    return math.sqrt(2.0 * worst * math.log(4.0 * steps * n / beta))
 
 
 def noise_term_closed_form(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: int,

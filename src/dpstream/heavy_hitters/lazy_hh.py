@@ -10,6 +10,7 @@ from dpstream import serial
 from dpstream.heavy_hitters._tracker import BlockTracker
 from dpstream.heavy_hitters.calibration import (
     Thresholds,
+    counter_noise_tail,
     final_delta,
     lazy_hh_depth,
     noise_term,
@@ -19,6 +20,7 @@ from dpstream.heavy_hitters.calibration import (
 from dpstream.noise import SeedLike
 from dpstream.privacy.statement import Privacy, Relation
 from dpstream.sketches import LazyCMS
+from dpstream.sketches.core import PrivateSchedule
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 
 
@@ -43,6 +45,8 @@ class LazyHH(BlockTracker):
     ``counters.DerivedBinary``: the same output distribution, a computational guarantee, memory d k~ (4 + 4) bytes)
     , ``hash_family="multiply_shift"`` and ``calibration="analytic"``. The thresholds bound the larger of the two
     calibrations' noise (``noise_term``): unchanged wherever the analytic sigma is the smaller (eps below ~7).
+    ``counter`` chooses its LazyCMS's cell counter (``dpstream.counters``, Gaussian node noise only); gamma is then also
+    at least the Gaussian tail of that counter's largest variance (``counter_noise_tail``).
     """
 
     _repr_attrs: ClassVar[dict[str, str]] = {"node_noise": "sketch.node_noise", "calibration": "sketch.calibration",
@@ -50,7 +54,7 @@ class LazyHH(BlockTracker):
 
     def __init__(self, *, k: int, k_tilde: int, epsilon: float, delta: float, beta: float, horizon: int,
                  seed: SeedLike = None, node_noise: str = "stored", hash_family: str = "modp",
-                 calibration: str = "classic") -> None:
+                 calibration: str = "classic", counter: str = "binary") -> None:
         """Validate the arguments (Lemma 6's ranges), derive d and gamma, and build the d x k~ LazyCMS."""
         self.k = check_positive_int(k, "k")
         self.k_tilde = check_positive_int(k_tilde, "k_tilde")
@@ -64,11 +68,18 @@ class LazyHH(BlockTracker):
             raise ValueError(f"horizon must be >= k_tilde = {self.k_tilde} (the first output is at t = k_tilde), "
                              f"got {horizon!r}")
         self.depth = lazy_hh_depth(horizon, self.beta)
-        self.gamma = noise_term(horizon, self.k_tilde, self.epsilon, self.delta, self.depth, self.beta, calibration)
         self.delta_tilde = final_delta(self.epsilon, self.delta)
         sketch = LazyCMS(width=self.k_tilde, depth=self.depth, epsilon=self.epsilon, delta=self.delta,
                          horizon=horizon, seed=seed, node_noise=node_noise, hash_family=hash_family,
-                         calibration=calibration)
+                         calibration=calibration, counter=counter)
+        assert isinstance(sketch._state, PrivateSchedule)  # a LazyCMS is private
+        cells = sketch._state.counters
+        if cells.notion == "pure":
+            raise ValueError(f"counter={counter!r} adds Laplace noise, whose tail the thresholds (a Gaussian tail "
+                             "bound) do not cover; allowed: a counter with Gaussian node noise (binary, smooth, ...)")
+        self.gamma = max(noise_term(horizon, self.k_tilde, self.epsilon, self.delta, self.depth, self.beta,
+                                    calibration),
+                         counter_noise_tail(cells, self.depth * self.k_tilde, self.beta))
         super().__init__(sketch, period=self.k_tilde, horizon=horizon, capacity=self.k_tilde)
 
     @property
@@ -86,14 +97,16 @@ class LazyHH(BlockTracker):
     def _serial_args(self) -> dict[str, Any]:
         return {"k": self.k, "k_tilde": self.k_tilde, "epsilon": self.epsilon, "delta": self.delta, "beta": self.beta,
                 "horizon": self.horizon, "node_noise": self.sketch.node_noise,
-                "hash_family": self.sketch.variant.hash_family, "calibration": self.sketch.calibration}
+                "hash_family": self.sketch.variant.hash_family, "calibration": self.sketch.calibration,
+                "counter": self.sketch.counter}
 
     @classmethod
     def _allocation_bytes(cls, args: dict[str, Any]) -> int:
         horizon = serial.size_arg(args, "horizon")
         depth = lazy_hh_depth(horizon, args["beta"])
         return LazyCMS._allocation_bytes({"width": serial.size_arg(args, "k_tilde"), "depth": depth,
-                                          "horizon": horizon, "counter": "binary", "node_noise": args["node_noise"],
+                                          "horizon": horizon, "counter": args.get("counter", "binary"),
+                                          "node_noise": args["node_noise"],
                                           "hash_family": args["hash_family"]})
 
     def thresholds(self, t: int) -> Thresholds:

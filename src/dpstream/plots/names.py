@@ -45,10 +45,15 @@ MECHANISMS: dict[str, tuple[str, Style]] = {
                                              Style("tab:red", "X", "-")),
     "lazycms_discrete_secure": ("LazyCMS, exact discrete noise (ChaCha20)", Style("tab:gray", "D", "-")),
     "lazycms_discrete_secure_ct": ("LazyCMS, exact discrete noise, constant time", Style("tab:gray", "d", "--")),
+    "lazycms_smooth": ("LazyCMS, smooth binary", Style("tab:olive", "s", "-.")),
+    "lazycms_smooth_discrete_secure": ("LazyCMS, smooth binary, exact discrete noise", Style("tab:olive", "D", "--")),
+    "lazycms_laplace": ("LazyCMS, 19-ary Laplace tree (pure DP)", Style("tab:cyan", "*", "-.")),
+    "lazycms_hybrid": ("LazyCMS, hybrid (no horizon), derived noise", Style("tab:cyan", "h", ":")),
     # Holland, Figure 4
     "lazyhh": ("LazyHH", Style("tab:purple", "X", "-")),
     "lazyhh_derived": ("LazyHH, derived noise", Style("tab:pink", "X", ":")),
     "lazyhh_discrete_secure_ahead": ("LazyHH, exact discrete noise, blocks kept", Style("tab:gray", "X", "-.")),
+    "lazyhh_smooth_discrete_secure": ("LazyHH, smooth binary, exact discrete noise", Style("tab:olive", "X", "--")),
     "cms_heap": ("CMS + heap (non-private)", Style("tab:blue", "s", "-.")),
     "punctual_hh": ("PunctualHH", Style("tab:green", "v", ":")),
     # Kaplan, Mansour, Stemmer; the SVT notes: sparse vector family

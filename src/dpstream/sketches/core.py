@@ -176,7 +176,8 @@ class PrivateSchedule(Schedule):
             horizon=self.cell_horizon(),
             epsilon=check_epsilon(epsilon),
             delta=check_delta(delta),
-            m=cell_neighbour_m(self.signed, self.depth),
+            # L1 (pure DP, Laplace nodes): a colliding cell's change of 2 counts as 2 unit changes, so 2d for both
+            m=2 * self.depth if counter.notion == "pure" else cell_neighbour_m(self.signed, self.depth),
             seed=noise_seed,
             calibration=self.calibration,
             count_dtype=self.count_dtype,
@@ -387,7 +388,7 @@ class SketchCore(Certified, serial.Serialisable):
         if not isinstance(self._state, PrivateSchedule):
             return None
         cells = self._state.counters
-        return Privacy(cells.epsilon, cells.delta, Relation.REPLACE_ONE_ITEM, cells.notion,
+        return Privacy(cells.epsilon, cells.privacy_delta, Relation.REPLACE_ONE_ITEM, cells.notion,
                        sampler_delta=getattr(cells, "sampler_delta", 0.0))
 
     @property

@@ -179,6 +179,7 @@ SKETCH = {"width": 8, "depth": 2, "epsilon": 1.0, "delta": 1e-3, "horizon": 512}
 QR_NOISE = "tests/query_release/test_query_release_mechanisms.py::"
 PMF_TEST = "tests/secure/test_secure_noise.py::test_discrete_gaussian_matches_pmf"
 STORED_TEST = "tests/counters/test_discrete_stored.py::test_release_covariance_across_times_matches_the_formula"
+SMOOTH_TEST = "tests/counters/test_smooth.py::test_release_covariance_across_steps_is_the_factorisations"
 TREE_AUDIT: dict[str, Any] = {"horizon": 8, "epsilon": 1.0, "delta": 1e-3, "m": 1}
 STEP_ONE = (np.arange(TREE_AUDIT["horizon"]) == 0).astype(np.int64)  # +1 at step 1: inside one node of every level
 
@@ -280,7 +281,8 @@ SPECS = [
                                              "horizon": 512}, _tracker,
                   expected_delta=lambda c: final_delta(c["epsilon"], c["delta"]),  # the tracker's overall delta~
                   noise_tests=("tests/heavy_hitters/test_heavy_hitters.py::test_lazy_cms_noise_matches_the_sigma_gamma_is_derived_"
-                               "from",), sensitivity=_named("LazyHH", "LazyHH_derived")),
+                               "from",),
+                  sensitivity=_named("LazyHH", "LazyHH_derived", "LazyHH_smooth_discrete_secure")),
     MechanismSpec("PunctualHH", PunctualHH, lambda: {"k": 2, "universe_size": 64, "epsilon": 1.0, "delta": 1e-3,
                                                      "horizon": 512, "width": 8, "depth": 2}, _tracker,
                   noise_tests=("tests/sketches/test_sketches.py::test_cell_noise_variance_matches_popcount_sigma2",),
@@ -297,10 +299,13 @@ SPECS = [
                   gauss_bm_output,
                   noise=lambda mech, c: gauss_bm_noise(mech, gauss_bm_sigma(c["horizon"], c["epsilon"], c["delta"],
                                                                             c["m"]), "(gauss_bm_sigma)"),
-                  sensitivity=_named("GaussBM", "GaussBM_honaker", "GaussBM_blt", "GaussBM_beyond")),
+                  sensitivity=_named("GaussBM", "GaussBM_honaker", "GaussBM_blt", "GaussBM_beyond", "GaussBM_smooth",
+                                     "GaussBM_smooth_derived", "GaussBM_laplace",
+                                     "GaussBM_hybrid_derived")),
     discrete_bm_spec("binary", "discrete_secure", PMF_TEST),
     discrete_bm_spec("binary", "discrete_secure_stored", STORED_TEST),
     discrete_bm_spec("honaker", "discrete_secure_stored", STORED_TEST),
+    discrete_bm_spec("smooth", "discrete_secure", SMOOTH_TEST),
     discrete_sketch_spec(LazyCMS, node_noise="discrete_secure"),
     discrete_sketch_spec(PunctualCS, node_noise="discrete_secure_stored"),
     discrete_sketch_spec(LazyCS, counter="honaker", node_noise="discrete_secure_stored"),
