@@ -464,6 +464,15 @@ def _gauss_bm_blt_derived() -> SensitivityCase:
     return GaussBMCase("GaussBM (BLT, noise derived from a key)", bm)
 
 
+FACTORISATIONS = ("sqrt", "banded4")
+"""The square-root factorisation counters probed (``counters.toeplitz``; every band count shares banded4's code)."""
+for _name in FACTORISATIONS:
+    register(f"GaussBM_{_name}")(partial(lambda c: GaussBMCase(f"GaussBM ({c})", GaussBM(
+        n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter=c)), _name))
+    register(f"LazyCMS_{_name}")(partial(sketch_case, LazyCMS, counter=_name))
+register("PunctualCS_sqrt")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64, counter="sqrt"))
+
+
 @register("GaussBM_beyond")
 def _gauss_bm_beyond() -> SensitivityCase:
     bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, node_noise="derived", calibration="analytic")

@@ -1,7 +1,8 @@
 """Continual counters behind one interface (``Counter``).
 
 The binary tree with stored or derived node noise, Honaker's estimates on the binary tree, and the buffered linear
-Toeplitz (BLT) counter with its noise stored in buffers or derived from a key.
+Toeplitz (BLT) counter with its noise stored in buffers or derived from a key, and the square-root factorisation,
+plain and banded (``counters.toeplitz``).
 
 ``counter_class(counter, node_noise)`` is the one place a configuration's choice becomes a class; an
 unknown or unavailable combination is an error naming it and listing what is allowed. A counter of your own, outside
@@ -20,6 +21,7 @@ from dpstream.counters.blt_derived import DerivedBLT
 from dpstream.counters.discrete import AheadDiscreteBinary, ConstantTimeDiscreteBinary, DiscreteSecureBinary
 from dpstream.counters.discrete_stored import HonakerDiscreteSecure, StoredDiscreteSecureBinary
 from dpstream.counters.honaker import HonakerTree
+from dpstream.counters.toeplitz import BandedSqrt4, BandedSqrt16, BandedSqrt64, SqrtFactorisation, banded_sqrt
 
 COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("binary", "stored"): StoredBinary,
@@ -32,6 +34,8 @@ COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("honaker", "discrete_secure_stored"): HonakerDiscreteSecure,
     ("blt", "stored"): BLTCounter,
     ("blt", "derived"): DerivedBLT,
+    ("sqrt", "stored"): SqrtFactorisation,
+    **{(c.name, "stored"): c for c in (BandedSqrt4, BandedSqrt16, BandedSqrt64)},
 }
 """Every counter class by (counter, node noise)."""
 COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))
@@ -77,5 +81,5 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
 
 __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "AheadDiscreteBinary", "BLTCounter",
            "ConstantTimeDiscreteBinary", "Counter", "DerivedBLT", "DerivedBinary", "DiscreteSecureBinary",
-           "HonakerDiscreteSecure", "HonakerTree", "StoredBinary", "StoredDiscreteSecureBinary", "counter_class",
-           "popcount"]
+           "HonakerDiscreteSecure", "HonakerTree", "SqrtFactorisation", "StoredBinary", "StoredDiscreteSecureBinary",
+           "banded_sqrt", "counter_class", "popcount"]

@@ -26,10 +26,12 @@ from numba import njit
 
 from dpstream.counters._bm_kernels import push, tree_level
 from dpstream.counters.honaker_tree import honaker_push
+from dpstream.counters.toeplitz_push import toeplitz_push
 
 EXTERNAL, STORED, DERIVED, HONAKER, BLT = -1, 0, 1, 2, 3
-"""Counter kinds: the package's four counters, and a counter defined elsewhere (``Counter.push_kernel``)."""
-KINDS = (STORED, DERIVED, HONAKER, BLT)
+TOEPLITZ = 16
+"""Counter kinds: the package's counters, and a counter defined elsewhere (``Counter.push_kernel``)."""
+KINDS = (STORED, DERIVED, HONAKER, BLT, TOEPLITZ)
 
 
 @njit(cache=True, inline="always")
@@ -91,6 +93,8 @@ def cell_push(kind: int, state: tuple, cell: Any, step: Any, c: Any, noise: np.n
         return derived_push(state, cell, step, c, noise, z)
     elif kind == HONAKER:
         return honaker_cell_push(state, cell, step, c, noise, z)
+    elif kind == TOEPLITZ:
+        return toeplitz_push(state, cell, step, c, noise, z)
     return blt_push(state, cell, step, c, noise, z)
 
 
