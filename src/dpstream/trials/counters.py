@@ -10,7 +10,8 @@ Every column is measured against the binary tree at the same (epsilon, delta, m 
 - ``bytes_per_counter``: the counter's state model with 4-byte counts (``Counter.bytes_per_counter``);
 - ``update_ratio`` / ``release_ratio``: seconds a counter-step of pushes and a whole-table release take, over the
   derived tree's (``DerivedBinary``) measured in the same process, on min(T, ``speed_steps``) steps of
-  ``speed_counters`` counters (fewer when their state would pass ``SPEED_BYTES``);
+  ``speed_counters`` counters (fewer when their state would pass ``SPEED_BYTES``, NaN below ``SPEED_MIN``); a push of
+  the square root costs O(min(s, b)), so over the first steps it is measured below its cost late in the stream;
 - ``are_top15`` / ``are_top15_mean_t`` / ``sketch_width``: a LazyCMS of ``memory_kb`` KB (actual memory model) with
   this counter, on the configured stream (``trials.sketch.run_trial``); NaN when not one column fits;
 - ``empirical_*``: with ``empirical_counters`` > 0 (and T <= ``empirical_max_horizon``), that many independent
@@ -39,6 +40,9 @@ COUNT_BYTES = 4
 """Bytes of one exact count in a sketch (int32)."""
 SPEED_BYTES = 2**26
 """Most bytes of counter state the speed measurement allocates."""
+SPEED_MIN = 256
+"""Fewest counters timed: a counter whose state leaves fewer in ``SPEED_BYTES`` (the plain square root from T = 2^16)
+is not timed (NaN)."""
 LB_CONSTANT = 0.701
 """gamma_F(A) >= 0.701 + ln(T) / pi + o(1) (arXiv 2509.14334), the mean-variance lower bound of factorisations."""
 EMPIRICAL_STEPS = (1, 7, 0.5, 1.0)
@@ -94,7 +98,7 @@ def speed_cells(cls: type[Counter], horizon: int, params: dict[str, Any]) -> dic
     """Update and release cost over the derived tree's, same counters and steps, same process."""
     mech = params["mechanism"]
     n = min(int(mech.get("speed_counters", 4096)), SPEED_BYTES // max(1, cls.bytes_per_counter(horizon, 8)))
-    if n < 1:
+    if n < min(SPEED_MIN, int(mech.get("speed_counters", 4096))):  # per-call overhead would be timed, not the counter
         return {"update_ratio": math.nan, "release_ratio": math.nan}
     steps = min(horizon, int(mech.get("speed_steps", 256)))
     _seconds(cls, 2, horizon, 2, params)  # compile outside the timed region
