@@ -144,3 +144,23 @@ def test_leaderboard_lower_bound_is_an_eighth_of_the_tree_at_2_to_20():
     cells = formula_cells(counter_class("sqrt"), 2**20, {"epsilon": 1.0, "delta": 1e-6})
     assert 0.12 < cells["lower_bound_mean_ratio"] < 0.13  # (0.701 + ln(2^20) / pi)^2 / (21 x mean popcount)
     assert cells["lower_bound_mean_ratio"] < cells["var_mean_ratio"] < 0.14  # the square root: about 1.08x the bound
+
+
+@pytest.mark.parametrize("name", ["sqrt", "banded4"])
+def test_lazy_hh_gamma_covers_its_counters_largest_variance(name):
+    from dpstream.heavy_hitters import LazyHH
+    from dpstream.heavy_hitters.calibration import lazy_cms_noise_tail
+    from dpstream.privacy.calibration import cell_neighbour_m
+
+    kw = {"k": 4, "k_tilde": 16, "epsilon": 1.0, "delta": 1e-3, "beta": 1e-4, "horizon": 2**14}
+    hh = LazyHH(**kw, seed=0, counter=name)
+    steps, depth = 2**14 // 16, hh.depth
+    cls = counter_class(name)
+    sigma = gaussian_sigma(cls.l2_sensitivity(steps, cell_neighbour_m(False, depth)), 1.0, 1e-3, "classic")
+    largest = sigma**2 * unit_variances(cls.bands, steps)[-1]  # the row norms grow with s
+    tail = math.sqrt(largest * 2 * math.log(4 * steps * 16 * depth / 1e-4))
+    assert lazy_cms_noise_tail(2**14, 16, 1.0, 1e-3, depth, 1e-4, counter=name) == pytest.approx(tail, rel=1e-12)
+    assert hh.gamma >= tail
+    assert hh.sketch.counter == name and LazyHH.from_bytes(hh.to_bytes()).sketch.counter == name
+    if name == "banded4":  # 4 bands over 1024 steps: about 30x the tree's variance, so its tail sets gamma
+        assert hh.gamma == pytest.approx(tail) and hh.gamma > LazyHH(**kw, seed=0).gamma

@@ -497,6 +497,12 @@ def _lazy_hh() -> SensitivityCase:
     return SketchCase("LazyHH (its LazyCMS; the tracker adds no other noise)", hh.sketch, 256, mechanism=hh)
 
 
+@register("LazyHH_sqrt")
+def _lazy_hh_sqrt() -> SensitivityCase:
+    hh = LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0, counter="sqrt")
+    return SketchCase("LazyHH, square-root counters (its LazyCMS)", hh.sketch, 256, mechanism=hh)
+
+
 @register("LazyHH_derived")
 def _lazy_hh_derived() -> SensitivityCase:
     hh = LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0, node_noise="derived",

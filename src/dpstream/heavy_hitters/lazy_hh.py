@@ -41,13 +41,15 @@ class LazyHH(BlockTracker):
 
     Beyond the paper: ``node_noise="derived"`` (its LazyCMS's node noise from a keyed Philox function,
     ``counters.DerivedBinary``: the same output distribution, a computational guarantee, memory d k~ (4 + 4) bytes)
-    , ``hash_family="multiply_shift"`` and ``calibration="analytic"``. The thresholds bound the larger of the two
-    calibrations' noise (``noise_term``): unchanged wherever the analytic sigma is the smaller (eps below ~7).
+    , ``hash_family="multiply_shift"``, ``calibration="analytic"`` and ``counter`` (any ``dpstream.counters`` name:
+    gamma then bounds that counter's largest release variance, ``calibration.lazy_cms_noise_tail``). The thresholds
+    bound the larger of the two calibrations' noise (``noise_term``): unchanged wherever the analytic sigma is the
+    smaller (eps below ~7).
     """
 
     def __init__(self, *, k: int, k_tilde: int, epsilon: float, delta: float, beta: float, horizon: int,
                  seed: SeedLike = None, node_noise: str = "stored", hash_family: str = "modp",
-                 calibration: str = "classic") -> None:
+                 calibration: str = "classic", counter: str = "binary") -> None:
         """Validate the arguments (Lemma 6's ranges), derive d and gamma, and build the d x k~ LazyCMS."""
         self.k = check_positive_int(k, "k")
         self.k_tilde = check_positive_int(k_tilde, "k_tilde")
@@ -61,11 +63,12 @@ class LazyHH(BlockTracker):
             raise ValueError(f"horizon must be >= k_tilde = {self.k_tilde} (the first output is at t = k_tilde), "
                              f"got {horizon!r}")
         self.depth = lazy_hh_depth(horizon, self.beta)
-        self.gamma = noise_term(horizon, self.k_tilde, self.epsilon, self.delta, self.depth, self.beta, calibration)
+        self.gamma = noise_term(horizon, self.k_tilde, self.epsilon, self.delta, self.depth, self.beta, calibration,
+                                counter, node_noise)
         self.delta_tilde = final_delta(self.epsilon, self.delta)
         sketch = LazyCMS(width=self.k_tilde, depth=self.depth, epsilon=self.epsilon, delta=self.delta,
                          horizon=horizon, seed=seed, node_noise=node_noise, hash_family=hash_family,
-                         calibration=calibration)
+                         calibration=calibration, counter=counter)
         super().__init__(sketch, period=self.k_tilde, horizon=horizon, capacity=self.k_tilde)
 
     @property
@@ -83,14 +86,16 @@ class LazyHH(BlockTracker):
     def _serial_args(self) -> dict[str, Any]:
         return {"k": self.k, "k_tilde": self.k_tilde, "epsilon": self.epsilon, "delta": self.delta, "beta": self.beta,
                 "horizon": self.horizon, "node_noise": self.sketch.node_noise,
-                "hash_family": self.sketch.variant.hash_family, "calibration": self.sketch.calibration}
+                "hash_family": self.sketch.variant.hash_family, "calibration": self.sketch.calibration,
+                "counter": self.sketch.variant.counter}
 
     @classmethod
     def _allocation_bytes(cls, args: dict[str, Any]) -> int:
         horizon = serial.size_arg(args, "horizon")
         depth = lazy_hh_depth(horizon, args["beta"])
         return LazyCMS._allocation_bytes({"width": serial.size_arg(args, "k_tilde"), "depth": depth,
-                                          "horizon": horizon, "counter": "binary", "node_noise": args["node_noise"],
+                                          "horizon": horizon, "counter": args["counter"],
+                                          "node_noise": args["node_noise"],
                                           "hash_family": args["hash_family"]})
 
     def thresholds(self, t: int) -> Thresholds:
