@@ -66,10 +66,11 @@ def test_releases_equal_prefix_sums_plus_decoder_times_the_seed_normals(name):
     assert np.array(released) == pytest.approx(np.cumsum(increments) + bm.sigma * decoder @ z, rel=1e-9, abs=1e-9)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_noise_variance_matches_the_row_norms_at_several_steps(name):
+@pytest.mark.parametrize(("name", "noise"), [*((n, "stored") for n in NAMES), ("sqrt", "derived"),
+                                             ("banded16", "derived")])
+def test_noise_variance_matches_the_row_norms_at_several_steps(name, noise):
     n, horizon, steps = 20000, 256, (1, 7, 64, 256)
-    bm = GaussBM(n=n, horizon=horizon, epsilon=1.0, delta=1e-3, m=2, seed=41, counter=name)
+    bm = GaussBM(n=n, horizon=horizon, epsilon=1.0, delta=1e-3, m=2, seed=41, counter=name, node_noise=noise)
     cls = counter_class(name)
     sigma = gaussian_sigma(math.sqrt(2) * math.sqrt(float(np.sum(sqrt_coefficients(min(cls.bands, horizon)) ** 2))),
                            1.0, 1e-3, "classic")
@@ -110,8 +111,8 @@ def test_banded_factory_makes_one_class_per_band_count_and_refuses_bad_bands():
     for bad in (0, -3, 2.5, True):
         with pytest.raises(ValueError, match="bands="):
             banded_sqrt(bad)
-    with pytest.raises(ValueError, match="allowed: stored"):
-        counter_class("sqrt", "derived")
+    with pytest.raises(ValueError, match="allowed: stored, derived"):
+        counter_class("sqrt", "discrete_secure")
 
 
 @pytest.mark.parametrize("name", ["sqrt", "banded4"])
@@ -164,3 +165,32 @@ def test_lazy_hh_gamma_covers_its_counters_largest_variance(name):
     assert hh.sketch.counter == name and LazyHH.from_bytes(hh.to_bytes()).sketch.counter == name
     if name == "banded4":  # 4 bands over 1024 steps: about 30x the tree's variance, so its tail sets gamma
         assert hh.gamma == pytest.approx(tail) and hh.gamma > LazyHH(**kw, seed=0).gamma
+
+
+def test_derived_releases_are_the_decoder_times_the_keyed_normals():
+    from dpstream.counters.philox import node_normal
+    from dpstream.counters.toeplitz_push import DERIVED_TAG
+
+    horizon, n = 40, 3
+    bm = GaussBM(n=n, horizon=horizon, epsilon=1.0, delta=1e-3, seed=8, counter="banded16", node_noise="derived")
+    increments = np.random.default_rng(2).integers(-1, 3, (horizon, n))
+    key, decoder = bm.counter._key, np.tril(np.ones((horizon, horizon))) @ np.linalg.inv(dense_encoder(16, horizon))
+    z = np.array([[node_normal(key[0], key[1], np.uint64(u), DERIVED_TAG, np.uint64(j)) for j in range(n)]
+                  for u in range(1, horizon + 1)])
+    for s in range(1, horizon + 1):
+        bm.update_all(increments[s - 1])
+        want = increments[:s].sum(axis=0) + bm.sigma * decoder[s - 1, :s] @ z[:s]
+        assert bm.query_all() == pytest.approx(want, rel=1e-9, abs=1e-9)
+    assert bm.counter.memory_bytes == 8 * n + 16
+
+
+def test_derived_state_round_trips_and_a_key_change_changes_every_release():
+    kw = {"width": 8, "depth": 2, "epsilon": 1.0, "delta": 1e-3, "horizon": 512, "counter": "sqrt",
+          "node_noise": "derived"}
+    items = np.random.default_rng(1).integers(0, 20, 512)
+    sketch, other = LazyCMS(**kw, seed=5), LazyCMS(**kw, seed=6)
+    sketch.extend(items[:300])
+    other.extend(items[:300])
+    restored = LazyCMS.from_bytes(sketch.to_bytes())
+    assert np.array_equal(restored.query_many(np.arange(20)), sketch.query_many(np.arange(20)))
+    assert np.all(other.query_many(np.arange(20)) != sketch.query_many(np.arange(20)))

@@ -470,6 +470,7 @@ for _name in FACTORISATIONS:
     register(f"GaussBM_{_name}")(partial(lambda c: GaussBMCase(f"GaussBM ({c})", GaussBM(
         n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter=c)), _name))
     register(f"LazyCMS_{_name}")(partial(sketch_case, LazyCMS, counter=_name))
+register("LazyCMS_sqrt_derived")(lambda: sketch_case(LazyCMS, counter="sqrt", node_noise="derived"))
 register("PunctualCS_sqrt")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64, counter="sqrt"))
 
 

@@ -21,7 +21,15 @@ from dpstream.counters.blt_derived import DerivedBLT
 from dpstream.counters.discrete import AheadDiscreteBinary, ConstantTimeDiscreteBinary, DiscreteSecureBinary
 from dpstream.counters.discrete_stored import HonakerDiscreteSecure, StoredDiscreteSecureBinary
 from dpstream.counters.honaker import HonakerTree
-from dpstream.counters.toeplitz import BandedSqrt4, BandedSqrt16, BandedSqrt64, SqrtFactorisation, banded_sqrt
+from dpstream.counters.toeplitz import (
+    BandedSqrt4,
+    BandedSqrt16,
+    BandedSqrt64,
+    DerivedBandedSqrt16,
+    DerivedSqrt,
+    SqrtFactorisation,
+    banded_sqrt,
+)
 
 COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("binary", "stored"): StoredBinary,
@@ -36,6 +44,8 @@ COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("blt", "derived"): DerivedBLT,
     ("sqrt", "stored"): SqrtFactorisation,
     **{(c.name, "stored"): c for c in (BandedSqrt4, BandedSqrt16, BandedSqrt64)},
+    ("sqrt", "derived"): DerivedSqrt,
+    ("banded16", "derived"): DerivedBandedSqrt16,
 }
 """Every counter class by (counter, node noise)."""
 COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))

@@ -34,6 +34,9 @@ from scipy.signal import lfilter
 
 from dpstream.counters import _kernels as kernels
 from dpstream.counters.base import NOISE_BYTES, Counter
+from dpstream.counters.binary import DerivedState, PhiloxDerived
+from dpstream.counters.philox import NODE_NORMAL
+from dpstream.counters.toeplitz_push import derived_release
 
 
 @functools.cache
@@ -207,6 +210,65 @@ def banded_sqrt(bands: int) -> type[ToeplitzCounter]:
                 {"name": f"banded{bands}", "bands": bands, "__doc__": doc, "__module__": __name__})
 
 
+class DerivedToeplitz(PhiloxDerived, ToeplitzCounter):
+    """A Toeplitz factorisation counter whose noise z is derived from a 128-bit Philox key: one count a counter.
+
+    z_u of counter j is ``philox.node_normal`` at (u, ``toeplitz_push.DERIVED_TAG``, j); a release at step s sums
+    d_{s-u} z_u over u <= s (O(s) normals: the square root's state becomes work at release). Privacy: as the stored
+    counter's, COMPUTATIONALLY (the releases have its joint law when Philox is a random function; see
+    ``DerivedBinary``). The key must stay secret: ``seed=None`` takes it from the operating system. ``noise=secure``
+    is refused.
+    """
+
+    @classmethod
+    def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
+        """The exact count alone (the key is ``fixed_bytes``)."""
+        return count_bytes
+
+    def _allocate(self) -> None:
+        if self._noise.mode == "secure":
+            raise ValueError(f"noise=secure is not available with counter={self.name!r}, node_noise='derived' (its "
+                             "noise comes from a keyed Philox generator); allowed: noise=numpy")
+        self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
+        self.state = DerivedState(self._exact)
+        self._coef = np.array(sqrt_coefficients(self.effective_bands(self.horizon)), dtype=np.float64)
+        self._decoder = np.ascontiguousarray(decoder_coefficients(self.bands, self.horizon))
+        # words 4, 5 of the seed's state stream, as ``DerivedBinary``: past the 4 words numpy's PCG64 takes
+        self._key = self._noise.rng.bit_generator.seed_seq.generate_state(6, np.uint64)[4:]
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        """The exact counts and the key (the noise is a function of the key)."""
+        return {"exact": self._exact, "steps": self._steps, "key": self._key}
+
+    def _constants(self) -> dict[str, Any]:
+        return {**super()._constants(), "node_normal": NODE_NORMAL}
+
+    def noise_count(self, steps: np.ndarray) -> int:
+        """No draws at push time: the noise is derived at release."""
+        return 0
+
+    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Exact counts plus the key-derived noise of each cell at its step (``toeplitz_push.derived_release``)."""
+        cells = np.ascontiguousarray(cells, dtype=np.int64)
+        steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), cells.shape))
+        if steps.size and (steps.min() < 0 or steps.max() > self.horizon):
+            raise ValueError(f"steps must lie in [0, horizon={self.horizon}], got [{steps.min()}, {steps.max()}]")
+        return derived_release(self._exact, self._key, self._noise_scale, self._decoder, cells, steps)
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of the exact counts and the key."""
+        return self._exact.nbytes + self._key.nbytes
+
+
+@functools.cache
+def derived(cls: type[ToeplitzCounter]) -> type[DerivedToeplitz]:
+    """``cls`` with its noise derived from a key (one class per counter: ``Derived{cls.__name__}``)."""
+    return type(f"Derived{cls.__name__}", (DerivedToeplitz, cls), {"__doc__": DerivedToeplitz.__doc__,
+                                                                    "__module__": __name__})
+
+
 BANDS = (4, 16, 64)
 """The band counts registered as counters ``banded4``, ``banded16`` and ``banded64`` (``banded_sqrt(b)`` any other)."""
 BandedSqrt4, BandedSqrt16, BandedSqrt64 = (banded_sqrt(b) for b in BANDS)
+DerivedSqrt, DerivedBandedSqrt16 = derived(SqrtFactorisation), derived(BandedSqrt16)
