@@ -24,7 +24,7 @@ def leaderboard(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> Non
     log^3 T / log T over the tree's log^2 T is a constant, drawn at the lowest counter's value at the smallest T.
     """
     d = df.sort_values("log2_horizon")
-    fig, (mean_ax, max_ax) = subplots(1, 2, figsize=(11.0, 4.5))
+    fig, (mean_ax, max_ax) = subplots(1, 2, figsize=(11.0, 6.0))
     palette = colormaps["tab20"]
     for i, ((counter, noise), rows) in enumerate(d.groupby(["mechanism.counter", "mechanism.node_noise"], sort=True)):
         style = {"ls": LINESTYLES.get(str(noise), ":"), "marker": "o", "markersize": 3, "lw": 1.0,
@@ -42,8 +42,8 @@ def leaderboard(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> Non
         ax.set_xlabel("log2 T")
         ax.set_ylabel(f"{what} variance over steps / binary tree's")
         ax.axhline(1.0, color="0.5", lw=0.8)
-    mean_ax.legend(fontsize=6, ncol=2)
-    max_ax.legend(fontsize=7)
+    mean_ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(0.0, -0.15))
+    max_ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.15))
     save_figure(fig, df, experiment, path)
 
 
