@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
+from abc import abstractmethod
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -118,9 +119,9 @@ class ToeplitzCounter(Counter):
     draws_per_push = 1
 
     @classmethod
+    @abstractmethod
     def effective_bands(cls, horizon: int) -> int:
-        """min(b, T): the diagonals of C inside the horizon."""
-        return max(1, min(cls.bands, horizon))
+        """min(b, T): the diagonals of C inside the horizon (each registered class states its b)."""
 
     @classmethod
     def l2_sensitivity(cls, horizon: int, m: int) -> float:
@@ -197,6 +198,11 @@ class SqrtFactorisation(ToeplitzCounter):
     name = "sqrt"
     bands = FULL
 
+    @classmethod
+    def effective_bands(cls, horizon: int) -> int:
+        """T: every diagonal."""
+        return max(1, horizon)
+
 
 @functools.cache
 def banded_sqrt(bands: int) -> type[ToeplitzCounter]:
@@ -207,7 +213,8 @@ def banded_sqrt(bands: int) -> type[ToeplitzCounter]:
            f"\n\n    sens^2 = m sum_{{t < min({bands}, T)}} c_t^2; Var(s) = sigma^2 sum_{{t < s}} d_t^2, d the "
            "coefficients of 1 / ((1 - x) c_b(x)) (module docstring).\n    ")
     return type(f"BandedSqrt{bands}", (ToeplitzCounter,),
-                {"name": f"banded{bands}", "bands": bands, "__doc__": doc, "__module__": __name__})
+                {"name": f"banded{bands}", "bands": bands, "__doc__": doc, "__module__": __name__,
+                 "effective_bands": classmethod(lambda cls, horizon: max(1, min(bands, horizon)))})
 
 
 class DerivedToeplitz(PhiloxDerived, ToeplitzCounter):
