@@ -142,7 +142,7 @@ def test_calibration_reaches_every_counter():
 
 def test_bad_choices_are_named():
     assert counter_class() is StoredBinary
-    with pytest.raises(ValueError, match="unknown counter 'fenwick'; allowed: binary"):
+    with pytest.raises(ValueError, match="unknown counter 'fenwick'; allowed: .*binary, blt"):
         counter_class("fenwick")
     with pytest.raises(ValueError, match="unknown node_noise 'cached'; allowed: stored, derived"):
         LazyCMS(width=5, depth=2, epsilon=1.0, delta=1e-3, horizon=10, node_noise="cached")

@@ -30,6 +30,12 @@ def test_actual_bytes_fit_the_budget_and_one_more_column_would_not(case, kilobyt
     cls, counter, node_noise, calibration, family = case
     options = {"counter": counter, "node_noise": node_noise, "calibration": calibration, "hash_family": family}
     private = {"epsilon": 1.0, "delta": 1e-6} if cls in PRIVATE else {}
+    cells = COUNTERS[counter, node_noise] if cls in PRIVATE else COUNTERS["binary", "stored"]
+    one = sketch_bytes(cls._schedule.kind, np.array([1]), 3, horizon, "actual", cells, family)[0]
+    if one > kilobytes * 1000:  # a counter with O(T) state (the square root): not one column fits, and it says so
+        with pytest.raises(ValueError, match=f"too small for one column.*the minimum is {one / 1000} KB"):
+            cls.from_memory(kilobytes=kilobytes, depth=3, horizon=horizon, seed=1, model="actual", **private, **options)
+        return
     sketch = cls.from_memory(kilobytes=kilobytes, depth=3, horizon=horizon, seed=1, model="actual", **private,
                              **options)
     budget = kilobytes * 1000

@@ -474,6 +474,16 @@ def _gauss_bm_blt_derived() -> SensitivityCase:
     return GaussBMCase("GaussBM (BLT, noise derived from a key)", bm)
 
 
+FACTORISATIONS = ("sqrt", "banded4")
+"""The square-root factorisation counters probed (``counters.toeplitz``; every band count shares banded4's code)."""
+for _name in FACTORISATIONS:
+    register(f"GaussBM_{_name}")(partial(lambda c: GaussBMCase(f"GaussBM ({c})", GaussBM(
+        n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter=c)), _name))
+    register(f"LazyCMS_{_name}")(partial(sketch_case, LazyCMS, counter=_name))
+register("LazyCMS_sqrt_derived")(lambda: sketch_case(LazyCMS, counter="sqrt", node_noise="derived"))
+register("PunctualCS_sqrt")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64, counter="sqrt"))
+
+
 @register("GaussBM_beyond")
 def _gauss_bm_beyond() -> SensitivityCase:
     bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, node_noise="derived", calibration="analytic")
@@ -517,6 +527,12 @@ def _gauss_bm_discrete_secure_ct() -> SensitivityCase:
 def _lazy_hh() -> SensitivityCase:
     hh = LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0)
     return SketchCase("LazyHH (its LazyCMS; the tracker adds no other noise)", hh.sketch, 256, mechanism=hh)
+
+
+@register("LazyHH_sqrt")
+def _lazy_hh_sqrt() -> SensitivityCase:
+    hh = LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0, counter="sqrt")
+    return SketchCase("LazyHH, square-root counters (its LazyCMS)", hh.sketch, 256, mechanism=hh)
 
 
 @register("LazyHH_derived")

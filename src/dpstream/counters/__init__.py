@@ -3,7 +3,8 @@
 The binary tree with stored or derived node noise, Honaker's estimates on the binary tree, the buffered linear
 Toeplitz (BLT) counter with its noise stored in buffers or derived from a key, the smooth binary mechanism
 (``smooth``: the same variance at every step, exact discrete noise too), the k-ary Laplace tree for pure DP
-(``laplace``) and the hybrid mechanism, which needs no horizon (``hybrid``).
+(``laplace``), the hybrid mechanism, which needs no horizon (``hybrid``), and the square-root factorisation, plain
+and banded (``counters.toeplitz``).
 
 ``counter_class(counter, node_noise)`` is the one place a configuration's choice becomes a class; an
 unknown or unavailable combination is an error naming it and listing what is allowed. A counter of your own, outside
@@ -25,6 +26,15 @@ from dpstream.counters.honaker import HonakerTree
 from dpstream.counters.hybrid import HybridDerived
 from dpstream.counters.laplace_tree import LaplaceTree
 from dpstream.counters.smooth import SmoothDerived, SmoothDiscreteSecure, SmoothStored
+from dpstream.counters.toeplitz import (
+    BandedSqrt4,
+    BandedSqrt16,
+    BandedSqrt64,
+    DerivedBandedSqrt16,
+    DerivedSqrt,
+    SqrtFactorisation,
+    banded_sqrt,
+)
 
 COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("binary", "stored"): StoredBinary,
@@ -42,6 +52,10 @@ COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("smooth", "discrete_secure"): SmoothDiscreteSecure,
     ("laplace", "stored"): LaplaceTree,
     ("hybrid", "derived"): HybridDerived,
+    ("sqrt", "stored"): SqrtFactorisation,
+    **{(c.name, "stored"): c for c in (BandedSqrt4, BandedSqrt16, BandedSqrt64)},
+    ("sqrt", "derived"): DerivedSqrt,
+    ("banded16", "derived"): DerivedBandedSqrt16,
 }
 """Every counter class by (counter, node noise)."""
 COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))
@@ -88,5 +102,5 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
 __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "AheadDiscreteBinary", "BLTCounter",
            "ConstantTimeDiscreteBinary", "Counter", "DerivedBLT", "DerivedBinary", "DiscreteSecureBinary",
            "HonakerDiscreteSecure", "HonakerTree", "HybridDerived", "LaplaceTree", "SmoothDerived",
-           "SmoothDiscreteSecure", "SmoothStored", "StoredBinary", "StoredDiscreteSecureBinary", "counter_class",
-           "popcount"]
+           "SmoothDiscreteSecure", "SmoothStored", "SqrtFactorisation", "StoredBinary", "StoredDiscreteSecureBinary",
+           "banded_sqrt", "counter_class", "popcount"]

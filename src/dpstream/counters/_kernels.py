@@ -28,10 +28,11 @@ from dpstream.counters._bm_kernels import push, tree_level
 from dpstream.counters._kary_kernels import kary_push
 from dpstream.counters._smooth_kernels import smooth_push
 from dpstream.counters.honaker_tree import honaker_push
+from dpstream.counters.toeplitz_push import toeplitz_push
 
-EXTERNAL, STORED, DERIVED, HONAKER, BLT, SMOOTH, KARY = -1, 0, 1, 2, 3, 4, 5
+EXTERNAL, STORED, DERIVED, HONAKER, BLT, SMOOTH, KARY, TOEPLITZ = -1, 0, 1, 2, 3, 4, 5, 6
 """Counter kinds: the package's counters with their own push, and a counter defined elsewhere (``push_kernel``)."""
-KINDS = (STORED, DERIVED, HONAKER, BLT, SMOOTH, KARY)
+KINDS = (STORED, DERIVED, HONAKER, BLT, SMOOTH, KARY, TOEPLITZ)
 
 
 @njit(cache=True, inline="always")
@@ -97,6 +98,8 @@ def cell_push(kind: int, state: tuple, cell: Any, step: Any, c: Any, noise: np.n
         return smooth_push(state, cell, step, c, noise, z)
     elif kind == KARY:
         return kary_push(state, cell, step, c, noise, z)
+    elif kind == TOEPLITZ:
+        return toeplitz_push(state, cell, step, c, noise, z)
     return blt_push(state, cell, step, c, noise, z)
 
 

@@ -22,15 +22,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dpstream.counters import counter_class
 from dpstream.privacy.calibration import cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
-
-if TYPE_CHECKING:
-    from dpstream.counters import Counter
 
 
 def lazy_hh_depth(horizon: int, beta: float) -> int:
@@ -41,7 +38,8 @@ def lazy_hh_depth(horizon: int, beta: float) -> int:
 
 
 def lazy_cms_noise_tail(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: int,
-                        beta: float, calibration: str = "classic") -> float:
+                        beta: float, calibration: str = "classic", counter: str = "binary",
+                        node_noise: str = "stored") -> float:
     """Lemma 4 at failure probability beta/2 for the d x k~ LazyCMS of Alg. 6 (the bound eq. (3) uses).
 
     Each of the n = d k~ GaussBM counters sees |I| = ceil(T/k~) steps, so with probability >= 1 - beta/2
@@ -50,23 +48,20 @@ def lazy_cms_noise_tail(horizon: int, k_tilde: int, epsilon: float, delta: float
     2d-neighbouring: ``calibration.cell_neighbour_m``, the m the LazyCMS itself uses). With
     ``calibration="analytic"`` sigma is the larger of the two calibrations' (the analytic one exceeds the classic
     one only at eps above ~7), so the bound covers the noise the sketch adds.
+
+    Another ``counter`` (``dpstream.counters``): the same union bound with its largest release variance over the
+    |I| steps, max_s Var(s), for sigma^2 h (the tree's popcount(s) <= h), under the larger calibration.
     """
     steps = math.ceil(horizon / k_tilde)
     levels = gauss_bm_levels(steps)
     m = cell_neighbour_m(False, depth)
+    if counter != "binary":
+        cls = counter_class(counter, node_noise)
+        largest = max(float(cls(n=1, horizon=steps, epsilon=epsilon, delta=delta, m=m, seed=0, calibration=c)
+                            .variance(np.arange(1, steps + 1)).max()) for c in {"classic", calibration})
+        return math.sqrt(largest * 2.0 * math.log(4.0 * steps * k_tilde * depth / beta))
     sigma = max(gauss_bm_sigma(steps, epsilon, delta, m), gauss_bm_sigma(steps, epsilon, delta, m, calibration))
     return sigma * math.sqrt(2.0 * levels * math.log(4.0 * steps * k_tilde * depth / beta))
-
-
-def counter_noise_tail(counters: Counter, n: int, beta: float) -> float:
-    """Lemma 4's bound for the LazyCMS's own counters: sqrt(2 V ln(4 |I| n / beta)), V their largest release variance.
-
-    The Gaussian tail of each of the n counters at each of its |I| = ``counters.horizon`` steps, union-bounded at
-    beta/2 (the binary tree's V is h sigma^2, ``lazy_cms_noise_tail``); any counter with Gaussian node noise.
-    """
-    steps = counters.horizon
-    worst = float(np.max(counters.variance(np.arange(1, steps + 1))))
-    return math.sqrt(2.0 * worst * math.log(4.0 * steps * n / beta))
 
 
 def noise_term_closed_form(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: int,
@@ -77,10 +72,10 @@ def noise_term_closed_form(horizon: int, k_tilde: int, epsilon: float, delta: fl
 
 
 def noise_term(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: int, beta: float,
-               calibration: str = "classic") -> float:
-    """The gamma LazyHH uses: max(closed form of Alg. 6 line 4, Lemma 4 tail bound of its LazyCMS)."""
+               calibration: str = "classic", counter: str = "binary", node_noise: str = "stored") -> float:
+    """The gamma LazyHH uses: max(closed form of Alg. 6 line 4, Lemma 4 tail bound of its LazyCMS's counters)."""
     return max(noise_term_closed_form(horizon, k_tilde, epsilon, delta, depth, beta),
-               lazy_cms_noise_tail(horizon, k_tilde, epsilon, delta, depth, beta, calibration))
+               lazy_cms_noise_tail(horizon, k_tilde, epsilon, delta, depth, beta, calibration, counter, node_noise))
 
 
 def final_delta(epsilon: float, delta: float) -> float:

@@ -10,7 +10,6 @@ from dpstream import serial
 from dpstream.heavy_hitters._tracker import BlockTracker
 from dpstream.heavy_hitters.calibration import (
     Thresholds,
-    counter_noise_tail,
     final_delta,
     lazy_hh_depth,
     noise_term,
@@ -43,10 +42,10 @@ class LazyHH(BlockTracker):
 
     Beyond the paper: ``node_noise="derived"`` (its LazyCMS's node noise from a keyed Philox function,
     ``counters.DerivedBinary``: the same output distribution, a computational guarantee, memory d k~ (4 + 4) bytes)
-    , ``hash_family="multiply_shift"`` and ``calibration="analytic"``. The thresholds bound the larger of the two
-    calibrations' noise (``noise_term``): unchanged wherever the analytic sigma is the smaller (eps below ~7).
-    ``counter`` chooses its LazyCMS's cell counter (``dpstream.counters``, Gaussian node noise only); gamma is then also
-    at least the Gaussian tail of that counter's largest variance (``counter_noise_tail``).
+    , ``hash_family="multiply_shift"``, ``calibration="analytic"`` and ``counter`` (any ``dpstream.counters`` name:
+    gamma then bounds that counter's largest release variance, ``calibration.lazy_cms_noise_tail``). The thresholds
+    bound the larger of the two calibrations' noise (``noise_term``): unchanged wherever the analytic sigma is the
+    smaller (eps below ~7).
     """
 
     _repr_attrs: ClassVar[dict[str, str]] = {"node_noise": "sketch.node_noise", "calibration": "sketch.calibration",
@@ -73,13 +72,11 @@ class LazyHH(BlockTracker):
                          horizon=horizon, seed=seed, node_noise=node_noise, hash_family=hash_family,
                          calibration=calibration, counter=counter)
         assert isinstance(sketch._state, PrivateSchedule)  # a LazyCMS is private
-        cells = sketch._state.counters
-        if cells.notion == "pure":
+        if sketch._state.counters.notion == "pure":
             raise ValueError(f"counter={counter!r} adds Laplace noise, whose tail the thresholds (a Gaussian tail "
                              "bound) do not cover; allowed: a counter with Gaussian node noise (binary, smooth, ...)")
-        self.gamma = max(noise_term(horizon, self.k_tilde, self.epsilon, self.delta, self.depth, self.beta,
-                                    calibration),
-                         counter_noise_tail(cells, self.depth * self.k_tilde, self.beta))
+        self.gamma = noise_term(horizon, self.k_tilde, self.epsilon, self.delta, self.depth, self.beta, calibration,
+                                counter, node_noise)
         super().__init__(sketch, period=self.k_tilde, horizon=horizon, capacity=self.k_tilde)
 
     @property

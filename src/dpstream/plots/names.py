@@ -43,6 +43,12 @@ MECHANISMS: dict[str, tuple[str, Style]] = {
     "lazycms_derived_analytic_trimmed": ("LazyCMS, derived, analytic, trimmed mean", Style("tab:pink", "h", "--")),
     "lazycms_blt_derived_analytic_trimmed": ("LazyCMS, BLT, derived noise, analytic, trimmed mean",
                                              Style("tab:red", "X", "-")),
+    # square-root factorisation counters (experiment counters, ``counters.toeplitz``)
+    "lazycms_sqrt": ("LazyCMS, square root", Style("tab:gray", "s", "-")),
+    "lazycms_banded16": ("LazyCMS, square root in 16 bands", Style("tab:gray", "^", "--")),
+    "lazycs_banded16": ("LazyCS, square root in 16 bands", Style("tab:gray", "v", ":")),
+    "punctualcms_banded16": ("PunctualCMS, square root in 16 bands", Style("tab:gray", "<", "-.")),
+    "lazyhh_banded16": ("LazyHH, square root in 16 bands", Style("tab:gray", ">", "-")),
     "lazycms_discrete_secure": ("LazyCMS, exact discrete noise (ChaCha20)", Style("tab:gray", "D", "-")),
     "lazycms_discrete_secure_ct": ("LazyCMS, exact discrete noise, constant time", Style("tab:gray", "d", "--")),
     "lazycms_smooth": ("LazyCMS, smooth binary", Style("tab:olive", "s", "-.")),

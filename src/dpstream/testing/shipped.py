@@ -16,11 +16,12 @@ from scipy import sparse
 from dpstream.audit import sensitivity_cases as cases
 from dpstream.audit.sensitivity import REGISTRY
 from dpstream.audit.sensitivity import register as register_case
+from dpstream.counters import counter_class
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.heavy_hitters.calibration import final_delta
 from dpstream.privacy.accounting import sparse_sigma
-from dpstream.privacy.calibration import gauss_bm_sigma
+from dpstream.privacy.calibration import gauss_bm_sigma, gaussian_sigma
 from dpstream.query_release import Conjunctions, LaplaceRelease, PrivateEquilibriumRelease, histogram, product_mixture
 from dpstream.query_release.alg5 import AnalystPrivateMW, AnalystPrivateMWScaledUNCERTIFIED
 from dpstream.query_release.game import AnalystEquilibriumRelease
@@ -198,6 +199,29 @@ def discrete_bm_spec(counter: str, node_noise: str, noise_test: str) -> Mechanis
                          sensitivity=_named(name), audit=audit)
 
 
+def factorisation_bm_spec(counter: str) -> MechanismSpec:
+    """GaussBM over a square-root factorisation counter (``counters.toeplitz``).
+
+    Its first release's noise, N(0, sigma^2) (row 1 of A C^{-1} is e_1) with sigma from C's column norm; its
+    sensitivity case; a search audit of one counter.
+    """
+    name = f"GaussBM_{counter}"
+    config = {"n": 4000, "horizon": 16, "epsilon": 1.0, "delta": 1e-3, "m": 1, "counter": counter}
+
+    def noise(mech: GaussBM, c: dict[str, Any]) -> list[NoiseDraws]:
+        cls = counter_class(counter)
+        sigma = gaussian_sigma(cls.l2_sensitivity(c["horizon"], c["m"]), c["epsilon"], c["delta"], "classic")
+        return gauss_bm_noise(mech, sigma, "(sigma for sqrt(m) ||C e_1||)")
+
+    audit = gauss_bm_audit(GaussBM, {**TREE_AUDIT, "counter": counter}, np.zeros_like(STEP_ONE), STEP_ONE,
+                           TREE_AUDIT["epsilon"], TREE_AUDIT["delta"])
+    return MechanismSpec(name, GaussBM, lambda: dict(config), gauss_bm_output, noise=noise,
+                         noise_tests=(TOEPLITZ_NOISE,), sensitivity=_named(name), audit=audit)
+
+
+TOEPLITZ_NOISE = "tests/counters/test_toeplitz.py::test_noise_variance_matches_the_row_norms_at_several_steps"
+
+
 def discrete_sketch_spec(cls: type, **variant: str) -> MechanismSpec:
     """A sketch with exact discrete Gaussian cell noise: its sensitivity case; its noise is the counters'."""
     name = "_".join([cls.__name__, *variant.values()])
@@ -282,7 +306,7 @@ SPECS = [
                   expected_delta=lambda c: final_delta(c["epsilon"], c["delta"]),  # the tracker's overall delta~
                   noise_tests=("tests/heavy_hitters/test_heavy_hitters.py::test_lazy_cms_noise_matches_the_sigma_gamma_is_derived_"
                                "from",),
-                  sensitivity=_named("LazyHH", "LazyHH_derived", "LazyHH_smooth_discrete_secure")),
+                  sensitivity=_named("LazyHH", "LazyHH_derived", "LazyHH_smooth_discrete_secure", "LazyHH_sqrt")),
     MechanismSpec("PunctualHH", PunctualHH, lambda: {"k": 2, "universe_size": 64, "epsilon": 1.0, "delta": 1e-3,
                                                      "horizon": 512, "width": 8, "depth": 2}, _tracker,
                   noise_tests=("tests/sketches/test_sketches.py::test_cell_noise_variance_matches_popcount_sigma2",),
@@ -302,6 +326,7 @@ SPECS = [
                   sensitivity=_named("GaussBM", "GaussBM_honaker", "GaussBM_blt", "GaussBM_beyond", "GaussBM_smooth",
                                      "GaussBM_smooth_derived", "GaussBM_laplace",
                                      "GaussBM_hybrid_derived")),
+    *(factorisation_bm_spec(counter) for counter in cases.FACTORISATIONS),
     discrete_bm_spec("binary", "discrete_secure", PMF_TEST),
     discrete_bm_spec("binary", "discrete_secure_stored", STORED_TEST),
     discrete_bm_spec("honaker", "discrete_secure_stored", STORED_TEST),

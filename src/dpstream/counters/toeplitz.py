@@ -1,0 +1,281 @@
+"""Toeplitz factorisation counters: the square-root factorisation and its banded version.
+
+The prefix sums A x of a counter's increments x (A the T x T lower-triangular all-ones matrix) are released as
+A x + L z with A = L C, z ~ N(0, sigma^2 I), sigma calibrated for the L2 sensitivity of C x (``l2_sensitivity``):
+the Gaussian mechanism on C x followed by the post-processing L = A C^{-1}. Here C is lower-triangular Toeplitz
+with first column c_0, ..., c_{b-1} (b bands) and zeros below, and L = A C^{-1} is lower-triangular Toeplitz with
+first column d = the coefficients of 1 / ((1 - x) c(x)).
+
+- Square-root factorisation (Fichtenberger, Henzinger, Upadhyay, "Constant matters: fine-grained error bound on
+  differentially private continual observation", ICML 2023; Henzinger and Upadhyay, SODA 2025): L = C = A^{1/2},
+  c_t = binom(2t, t) / 4^t, the coefficients of (1 - x)^{-1/2} (so c(x)^2 = 1 / (1 - x), A = C^2 and d = c).
+  Var(s) = sigma^2 sum_{t < s} c_t^2 and sens^2 = m sum_{t < T} c_t^2, both about 1 + ln(s) / pi.
+- Banded square root with b bands (Kalinin and Lampert, "Banded square root matrix factorization for differentially
+  private model training", NeurIPS 2024; the O(b)-space streaming regime of Andersson and Pagh, "Streaming private
+  continual counting via binning", arXiv 2412.07093): C is the square root truncated to its first b diagonals;
+  sens^2 = m sum_{t < min(b, T)} c_t^2 (every column of C holds the same b coefficients, the last ones fewer), and
+  L = A C^{-1} from the recursion below. Its variance grows linearly in s once s >> b: d_t tends to 1 / c(1) =
+  1 / sum_{t < b} c_t, about sqrt(pi / (4 b)).
+
+Streaming (one noise per push, O(b) work and state): w = C^{-1} z by the recursion
+w_s = (z_s - sum_{j=1}^{b-1} c_j w_{s-j}) / c_0 over the last b - 1 values of w (a ring), and the noise released at
+step s is (A w)_s, a running total. With b = T (the plain square root) the ring holds T - 1 values a counter: O(T)
+state, the factorisation's honest cost; ``counters.blt`` is its O(1)-state rational approximation.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from abc import abstractmethod
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+from scipy.signal import lfilter
+
+from dpstream.counters import _kernels as kernels
+from dpstream.counters.base import NOISE_BYTES, Counter
+from dpstream.counters.binary import DerivedState, PhiloxDerived
+from dpstream.counters.philox import NODE_NORMAL
+from dpstream.counters.toeplitz_push import derived_release
+
+
+@functools.cache
+def sqrt_coefficients(length: int) -> np.ndarray:
+    """c_t = binom(2t, t) / 4^t, t = 0..length - 1: the coefficients of (1 - x)^{-1/2} (read-only)."""
+    t = np.arange(1, max(1, length))
+    c = np.concatenate(([1.0], np.cumprod((2 * t - 1) / (2 * t))))[:length]
+    c.flags.writeable = False
+    return c
+
+
+@functools.cache
+def decoder_coefficients(bands: int, horizon: int) -> np.ndarray:
+    """First column d of L = A C^{-1} over ``horizon`` steps for the ``bands``-band square root (read-only).
+
+    d = the coefficients of 1 / ((1 - x) c_b(x)), c_b the square root's first b coefficients; d = c when b >= T.
+    """
+    c = sqrt_coefficients(min(bands, horizon))
+    if bands >= horizon:
+        return c
+    impulse = np.zeros(horizon)
+    impulse[0] = 1.0
+    d = np.cumsum(lfilter([1.0], c, impulse))
+    d.flags.writeable = False
+    return d
+
+
+@functools.cache
+def unit_variances(bands: int, horizon: int) -> np.ndarray:
+    """Var(s) / sigma^2 = ||row s of L||^2 = sum_{t < s} d_t^2 for s = 1..horizon (read-only)."""
+    out = np.cumsum(decoder_coefficients(bands, horizon) ** 2)
+    out.flags.writeable = False
+    return out
+
+
+def column_norm(bands: int, horizon: int) -> float:
+    """The largest column norm of C over ``horizon`` steps (its first column): sqrt(sum_{t < min(b, T)} c_t^2)."""
+    return math.sqrt(float(np.sum(sqrt_coefficients(min(bands, horizon)) ** 2)))
+
+
+def encoder_images(increments: np.ndarray, steps: np.ndarray, coefs: np.ndarray) -> np.ndarray:
+    """C x of each counter's increments (what the Gaussian noise protects), shape (1, -1).
+
+    Steps after each counter's own step are zeroed: (C x)_s = sum_{u <= s} c_{s-u} x_u.
+    """
+    horizon = increments.shape[1]
+    images = lfilter(coefs, [1.0], increments.astype(np.float64), axis=1)
+    images[np.arange(horizon)[None, :] >= np.asarray(steps)[:, None]] = 0.0
+    return images.reshape(1, -1)
+
+
+class ToeplitzState(NamedTuple):
+    """Exact counts, the ring of the last values of w = C^{-1} z, the running noise totals and C's coefficients.
+
+    Shapes (1, n), (max(1, b - 1), n), (1, n) and (b,); the coefficients are read by the push, never written.
+    """
+
+    exact: np.ndarray
+    ring: np.ndarray
+    total: np.ndarray
+    coef: np.ndarray
+
+
+class ToeplitzCounter(Counter):
+    """A counter releasing exact prefix sum + sigma (A C^{-1} z)_s, C the ``bands``-band square root.
+
+    Privacy: (epsilon, delta)-DP under continual observation for m-neighbouring counter arrays (at most m counters
+    change, each by at most 1 at one step), by the Gaussian mechanism on C x (L2 sensitivity sqrt(m) times C's
+    largest column norm, ``column_norm``) followed by the post-processing A C^{-1}. The owner pushes every counter at
+    every step, zeros included (``sparse_pushes`` False), in step order.
+    """
+
+    name: ClassVar[str]
+    bands: ClassVar[int]
+    """b: C's diagonals (``FULL``: all of them, the plain square root)."""
+    node_noise = "stored"
+    kind = kernels.TOEPLITZ
+    tracks_steps = False
+    draws_per_push = 1
+
+    @classmethod
+    @abstractmethod
+    def effective_bands(cls, horizon: int) -> int:
+        """min(b, T): the diagonals of C inside the horizon (each registered class states its b)."""
+
+    @classmethod
+    def l2_sensitivity(cls, horizon: int, m: int) -> float:
+        """sqrt(m) ||C e_1||_2: one step of each of m counters moves C x by one column of C, the first the longest."""
+        return math.sqrt(m) * column_norm(cls.bands, horizon)
+
+    @classmethod
+    def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
+        """The exact count, the ring of b - 1 values (at least one slot) and the running total."""
+        return count_bytes + NOISE_BYTES * (max(1, cls.effective_bands(horizon) - 1) + 1)
+
+    @classmethod
+    def working_bytes(cls, horizon: int) -> int:
+        """The float64 tables of L's first column and its cumulative squares, with temporaries."""
+        return 32 * horizon
+
+    @classmethod
+    def unit_variance(cls, horizon: int) -> np.ndarray:
+        """Var(s) / sigma^2 for s = 1..horizon (``unit_variances``)."""
+        return unit_variances(cls.bands, horizon)
+
+    def _allocate(self) -> None:
+        bands = self.effective_bands(self.horizon)
+        self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
+        self._ring = np.zeros((max(1, bands - 1), self.n), dtype=np.float64)
+        self._total = np.zeros((1, self.n), dtype=np.float64)
+        self._coef = np.array(sqrt_coefficients(bands), dtype=np.float64)
+        self.state = ToeplitzState(self._exact, self._ring, self._total, self._coef)
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        """The exact counts, the ring and the running totals (``coef`` is a function of the horizon)."""
+        return {"exact": self._exact, "ring": self._ring, "total": self._total, "steps": self._steps}
+
+    def _constants(self) -> dict[str, Any]:
+        return {**super()._constants(), "bands": self.effective_bands(self.horizon)}
+
+    def noise_count(self, steps: np.ndarray) -> int:
+        """One noise per push."""
+        return int(np.size(steps))
+
+    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Exact count plus the running noise total of each cell (``steps`` unused)."""
+        return self._exact[0, cells] + self._total[0, cells]
+
+    def protected(self, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """C x, the vector the Gaussian noise is added to (``encoder_images``)."""
+        return encoder_images(increments, steps, self._coef)
+
+    def variance(self, steps: np.ndarray | int) -> np.ndarray:
+        """sigma^2 ||row s of A C^{-1}||^2 at each step s (``unit_variances``); 0 at step 0."""
+        s = np.asarray(steps, dtype=np.int64)
+        table = self.unit_variance(self.horizon)
+        out = np.zeros(s.shape)
+        on = s > 0
+        out[on] = table[np.minimum(s[on], self.horizon) - 1] * self._noise_scale**2
+        return out
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of the exact counts, the ring and the running totals."""
+        return self._exact.nbytes + self._ring.nbytes + self._total.nbytes
+
+
+FULL = 2**62
+"""``bands`` of the plain square root: every diagonal of C (min(b, T) = T)."""
+
+
+class SqrtFactorisation(ToeplitzCounter):
+    """The square-root factorisation A = A^{1/2} A^{1/2} (Fichtenberger, Henzinger, Upadhyay, ICML 2023): O(T) state.
+
+    Var(s) = sigma^2 sum_{t < s} c_t^2 and sens^2 = m sum_{t < T} c_t^2, c_t = binom(2t, t) / 4^t (module docstring).
+    """
+
+    name = "sqrt"
+    bands = FULL
+
+    @classmethod
+    def effective_bands(cls, horizon: int) -> int:
+        """T: every diagonal."""
+        return max(1, horizon)
+
+
+@functools.cache
+def banded_sqrt(bands: int) -> type[ToeplitzCounter]:
+    """The ``bands``-band square-root counter class (one per b: ``BandedSqrt{b}``, counter name ``banded{b}``)."""
+    if isinstance(bands, bool) or not isinstance(bands, int) or bands < 1:
+        raise ValueError(f"bands={bands!r}; allowed: a positive integer")
+    doc = (f"The square root truncated to {bands} bands (Kalinin and Lampert, NeurIPS 2024): O(b) state a counter."
+           f"\n\n    sens^2 = m sum_{{t < min({bands}, T)}} c_t^2; Var(s) = sigma^2 sum_{{t < s}} d_t^2, d the "
+           "coefficients of 1 / ((1 - x) c_b(x)) (module docstring).\n    ")
+    return type(f"BandedSqrt{bands}", (ToeplitzCounter,),
+                {"name": f"banded{bands}", "bands": bands, "__doc__": doc, "__module__": __name__,
+                 "effective_bands": classmethod(lambda cls, horizon: max(1, min(bands, horizon)))})
+
+
+class DerivedToeplitz(PhiloxDerived, ToeplitzCounter):
+    """A Toeplitz factorisation counter whose noise z is derived from a 128-bit Philox key: one count a counter.
+
+    z_u of counter j is ``philox.node_normal`` at (u, ``toeplitz_push.DERIVED_TAG``, j); a release at step s sums
+    d_{s-u} z_u over u <= s (O(s) normals: the square root's state becomes work at release). Privacy: as the stored
+    counter's, COMPUTATIONALLY (the releases have its joint law when Philox is a random function; see
+    ``DerivedBinary``). The key must stay secret: ``seed=None`` takes it from the operating system. ``noise=secure``
+    is refused.
+    """
+
+    @classmethod
+    def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
+        """The exact count alone (the key is ``fixed_bytes``)."""
+        return count_bytes
+
+    def _allocate(self) -> None:
+        if self._noise.mode == "secure":
+            raise ValueError(f"noise=secure is not available with counter={self.name!r}, node_noise='derived' (its "
+                             "noise comes from a keyed Philox generator); allowed: noise=numpy")
+        self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
+        self.state = DerivedState(self._exact)
+        self._coef = np.array(sqrt_coefficients(self.effective_bands(self.horizon)), dtype=np.float64)
+        self._decoder = np.ascontiguousarray(decoder_coefficients(self.bands, self.horizon))
+        # words 4, 5 of the seed's state stream, as ``DerivedBinary``: past the 4 words numpy's PCG64 takes
+        self._key = self._noise.rng.bit_generator.seed_seq.generate_state(6, np.uint64)[4:]
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        """The exact counts and the key (the noise is a function of the key)."""
+        return {"exact": self._exact, "steps": self._steps, "key": self._key}
+
+    def _constants(self) -> dict[str, Any]:
+        return {**super()._constants(), "node_normal": NODE_NORMAL}
+
+    def noise_count(self, steps: np.ndarray) -> int:
+        """No draws at push time: the noise is derived at release."""
+        return 0
+
+    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Exact counts plus the key-derived noise of each cell at its step (``toeplitz_push.derived_release``)."""
+        cells = np.ascontiguousarray(cells, dtype=np.int64)
+        steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), cells.shape))
+        if steps.size and (steps.min() < 0 or steps.max() > self.horizon):
+            raise ValueError(f"steps must lie in [0, horizon={self.horizon}], got [{steps.min()}, {steps.max()}]")
+        return derived_release(self._exact, self._key, self._noise_scale, self._decoder, cells, steps)
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of the exact counts and the key."""
+        return self._exact.nbytes + self._key.nbytes
+
+
+@functools.cache
+def derived(cls: type[ToeplitzCounter]) -> type[DerivedToeplitz]:
+    """``cls`` with its noise derived from a key (one class per counter: ``Derived{cls.__name__}``)."""
+    return type(f"Derived{cls.__name__}", (DerivedToeplitz, cls), {"__doc__": DerivedToeplitz.__doc__,
+                                                                    "__module__": __name__})
+
+
+BANDS = (4, 16, 64)
+"""The band counts registered as counters ``banded4``, ``banded16`` and ``banded64`` (``banded_sqrt(b)`` any other)."""
+BandedSqrt4, BandedSqrt16, BandedSqrt64 = (banded_sqrt(b) for b in BANDS)
+DerivedSqrt, DerivedBandedSqrt16 = derived(SqrtFactorisation), derived(BandedSqrt16)

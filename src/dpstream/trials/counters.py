@@ -1,0 +1,163 @@
+"""One cell of the continual-counting leaderboard (``experiment=counters``): a registered counter at horizon T.
+
+Every column is measured against the binary tree at the same (epsilon, delta, m = 1, classic calibration):
+
+- ``var_mean_ratio`` / ``var_max_ratio``: the mean / max over steps 1..T of the counter's own variance formula
+  (``Counter.variance``), over the stored tree's (popcount(s) sigma^2);
+- ``lower_bound_mean_ratio``: the factorisation lower bound on the mean variance, gamma_F(A)^2 kappa^2 with
+  gamma_F(A) >= 0.701 + ln(T) / pi (Henzinger, Kalinin, Upadhyay 2025, arXiv 2509.14334; asymptotic, up to o(1)) and
+  kappa = sigma / sensitivity, over the tree's mean: about 0.125 at 2^20;
+- ``bytes_per_counter``: the counter's state model with 4-byte counts (``Counter.bytes_per_counter``);
+- ``update_ratio`` / ``release_ratio``: seconds a counter-step of pushes and a whole-table release take, over the
+  derived tree's (``DerivedBinary``) measured in the same process, on min(T, ``speed_steps``) steps of
+  ``speed_counters`` counters (fewer when their state would pass ``SPEED_BYTES``, NaN below ``SPEED_MIN``); a push of
+  the square root costs O(min(s, b)), so over the first steps it is measured below its cost late in the stream;
+- ``are_top15`` / ``are_top15_mean_t`` / ``sketch_width``: a LazyCMS of ``memory_kb`` KB (actual memory model) with
+  this counter, on the configured stream (``trials.sketch.run_trial``); NaN when not one column fits;
+- ``empirical_*``: with ``empirical_counters`` > 0 (and T <= ``empirical_max_horizon``), that many independent
+  counters fed zeros, their releases' sample variance over the formula at ``EMPIRICAL_STEPS``; the verdict
+  ``empirical_ok`` is fixed before the run: every |z| < ``Z_1E6`` (z = (ratio - 1) / sqrt(2 / n)), NaN when skipped.
+
+Variance columns come from the counters' formulas (no noise drawn) and the ARE from the raw stream: none of them is
+private output.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from dpstream.counters import Counter, DerivedBinary, StoredBinary, counter_class
+from dpstream.noise import children
+from dpstream.trials import row_columns
+from dpstream.trials import sketch as sketch_trial
+
+COUNT_BYTES = 4
+"""Bytes of one exact count in a sketch (int32)."""
+SPEED_BYTES = 2**26
+"""Most bytes of counter state the speed measurement allocates."""
+SPEED_MIN = 256
+"""Fewest counters timed: a counter whose state leaves fewer in ``SPEED_BYTES`` (the plain square root from T = 2^16)
+is not timed (NaN)."""
+LB_CONSTANT = 0.701
+"""gamma_F(A) >= 0.701 + ln(T) / pi + o(1) (arXiv 2509.14334), the mean-variance lower bound of factorisations."""
+EMPIRICAL_STEPS = (1, 7, 0.5, 1.0)
+"""Steps of the empirical check: 1, 7, T/2 and T (fractions of T)."""
+EMPIRICAL_WORK = 2**40
+"""Most pushes x state bytes touched a push (bytes a counter at horizon min(T, ``EMPIRICAL_BANDS``)) the empirical
+check spends on one cell; a counter past it (the plain square root, O(T) work a push) is skipped, NaN."""
+EMPIRICAL_BANDS = 2**12
+EMPIRICAL_BYTES = 2**31
+"""Most bytes of counter state the empirical check allocates."""
+Z_1E6 = float(stats.norm.isf(0.5e-6))
+"""Two-sided p = 1e-6 per step: the empirical verdict's threshold on |z|."""
+
+
+def build(cls: type[Counter], n: int, horizon: int, params: dict[str, Any], seed: Any = 0) -> Counter:
+    """``cls`` with n counters over ``horizon`` at the configured (epsilon, delta), m = 1, classic calibration."""
+    return cls(n=n, horizon=horizon, epsilon=params["epsilon"], delta=params["delta"], seed=seed)
+
+
+def unit_kappa2(counter: Counter) -> float:
+    """kappa^2 = (sigma / sensitivity)^2: the calibration factor all classic-calibrated counters share."""
+    return (counter.sigma / counter.l2_sensitivity(counter.horizon, counter.m)) ** 2
+
+
+def formula_cells(cls: type[Counter], horizon: int, params: dict[str, Any]) -> dict[str, float]:
+    """Mean and max variance over the tree's, the lower bound over the tree's mean, and the state bytes."""
+    steps = np.arange(1, horizon + 1)
+    mine, tree = build(cls, 1, horizon, params), build(StoredBinary, 1, horizon, params)
+    var, ref = mine.variance(steps), tree.variance(steps)
+    bound = (LB_CONSTANT + math.log(horizon) / math.pi) ** 2 * unit_kappa2(tree)
+    return {"var_mean_ratio": float(var.mean() / ref.mean()), "var_max_ratio": float(var.max() / ref.max()),
+            "lower_bound_mean_ratio": bound / float(ref.mean()),
+            "bytes_per_counter": cls.bytes_per_counter(horizon, COUNT_BYTES)}
+
+
+def _seconds(cls: type[Counter], n: int, horizon: int, steps: int, params: dict[str, Any]) -> tuple[float, float]:
+    """Best of three: seconds of ``steps`` dense pushes of n counters, and of one whole-table release after them."""
+    best_push, best_release = math.inf, math.inf
+    cells, zeros = np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int64)
+    for _ in range(3):
+        counter = build(cls, n, horizon, params)
+        start = time.perf_counter()
+        for s in range(1, steps + 1):
+            counter.push(cells, np.full(n, s, dtype=np.int64), zeros)
+        best_push = min(best_push, time.perf_counter() - start)
+        start = time.perf_counter()
+        counter.release_all(np.full(n, steps, dtype=np.int64))
+        best_release = min(best_release, time.perf_counter() - start)
+    return best_push, best_release
+
+
+def speed_cells(cls: type[Counter], horizon: int, params: dict[str, Any]) -> dict[str, float]:
+    """Update and release cost over the derived tree's, same counters and steps, same process."""
+    mech = params["mechanism"]
+    n = min(int(mech.get("speed_counters", 4096)), SPEED_BYTES // max(1, cls.bytes_per_counter(horizon, 8)))
+    if n < min(SPEED_MIN, int(mech.get("speed_counters", 4096))):  # per-call overhead would be timed, not the counter
+        return {"update_ratio": math.nan, "release_ratio": math.nan}
+    steps = min(horizon, int(mech.get("speed_steps", 256)))
+    _seconds(cls, 2, horizon, 2, params)  # compile outside the timed region
+    _seconds(DerivedBinary, 2, horizon, 2, params)
+    push, release = _seconds(cls, n, horizon, steps, params)
+    tree_push, tree_release = _seconds(DerivedBinary, n, horizon, steps, params)
+    return {"update_ratio": push / tree_push, "release_ratio": release / tree_release}
+
+
+def are_cells(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, float]:
+    """ARE of the top 15 at T and over the release times in a ``memory_kb`` LazyCMS with this counter."""
+    mech = params["mechanism"]
+    lazy = {"_target_": "dpstream.sketches.LazyCMS", "counter": mech["counter"], "node_noise": mech["node_noise"],
+            "memory_model": "actual", "uses": ["epsilon", "delta", "depth", "memory_kb"]}
+    try:
+        row = sketch_trial.run_trial({**params, "mechanism": lazy}, seed)
+    except ValueError as err:
+        if "too small for one column" not in str(err):
+            raise
+        return {"are_top15": math.nan, "are_top15_mean_t": math.nan, "sketch_width": 0}
+    return {"are_top15": row["are_top15"], "are_top15_mean_t": row["are_top15_mean_t"],
+            "sketch_width": row["sketch_width"]}
+
+
+def empirical_cells(cls: type[Counter], horizon: int, params: dict[str, Any],
+                    seed: np.random.SeedSequence) -> dict[str, float]:
+    """Sample variance of n counters' releases over the formula at ``EMPIRICAL_STEPS``: max |z| and the verdict."""
+    mech = params["mechanism"]
+    n = int(mech.get("empirical_counters", 0))
+    work = n * horizon * cls.bytes_per_counter(min(horizon, EMPIRICAL_BANDS), 8)
+    if (n <= 0 or horizon > int(mech.get("empirical_max_horizon", 2**16)) or work > EMPIRICAL_WORK
+            or n * cls.bytes_per_counter(horizon, 8) > EMPIRICAL_BYTES):
+        return {"empirical_counters": 0, "empirical_max_z": math.nan, "empirical_max_dev": math.nan,
+                "empirical_ok": math.nan}
+    wanted = sorted({max(1, int(f * horizon)) if isinstance(f, float) else f for f in EMPIRICAL_STEPS} & set(
+        range(1, horizon + 1)))
+    counter = build(cls, n, horizon, params, seed)
+    cells, zeros = np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    ratios = []
+    for s in range(1, horizon + 1):
+        counter.push(cells, np.full(n, s, dtype=np.int64), zeros)
+        if s in wanted:
+            released = counter.release_all(np.full(n, s, dtype=np.int64))
+            ratios.append(float(np.var(released) / counter.variance(s)))
+    z = (np.array(ratios) - 1) / math.sqrt(2 / n)
+    return {"empirical_counters": n, "empirical_max_z": float(np.abs(z).max()),
+            "empirical_max_dev": float(np.abs(np.array(ratios) - 1).max()),
+            "empirical_ok": float(np.abs(z).max() < Z_1E6)}
+
+
+@row_columns("log2_horizon", "var_mean_ratio", "var_max_ratio", "lower_bound_mean_ratio", "bytes_per_counter",
+             "notion", "update_ratio", "release_ratio", "are_top15", "are_top15_mean_t", "sketch_width",
+             "empirical_counters", "empirical_max_z", "empirical_max_dev", "empirical_ok")
+def board_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
+    """One leaderboard cell: ``mechanism.counter`` with ``mechanism.node_noise`` at T = ``data.length``."""
+    mech = params["mechanism"]
+    cls = counter_class(mech["counter"], mech["node_noise"])
+    horizon = int(params["data"]["length"])
+    are_seed, empirical_seed = children(seed, 2)
+    return {"log2_horizon": math.log2(horizon), "notion": cls.notion, **formula_cells(cls, horizon, params),
+            **speed_cells(cls, horizon, params), **are_cells(params, are_seed),
+            **empirical_cells(cls, horizon, params, empirical_seed)}
