@@ -47,7 +47,7 @@ from dpstream.harness.report import verdict_summary, write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
 from dpstream.noise import NOISE_MODES, check_noise_mode, noise_mode, trial_seed
 from dpstream.trials import row_schema, undeclared, within_budget
-from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
+from dpstream.validation import MAX_SIZE, check_choice, check_delta, check_epsilon, check_positive_int
 
 BACKENDS = ("loky", "threading", "sequential", "dask")
 TIMING_SUFFIXES = ("_s", "_per_s", "seconds", "us_per_update")
@@ -89,10 +89,12 @@ def _preflight(cfg: dict[str, Any]) -> None:
     for key in ("width", "depth"):
         if cfg.get(key) is not None:
             check_positive_int(cfg[key], key)
-    if cfg.get("memory_kb") is not None and not cfg["memory_kb"] > 0:
-        raise ValueError(f"memory_kb must be > 0, got {cfg['memory_kb']!r}")
+    memory_kb = cfg.get("memory_kb")
+    if memory_kb is not None and (isinstance(memory_kb, bool) or not isinstance(memory_kb, int | float)
+                                  or not 0 < memory_kb < MAX_SIZE):
+        raise ValueError(f"memory_kb must be a number > 0 and < {MAX_SIZE}, got {memory_kb!r}")
     check_positive_int(cfg["trials"], "trials")
-    check_positive_int(cfg["seed"], "seed", minimum=0)
+    check_positive_int(cfg["seed"], "seed", minimum=0, maximum=None)
     if cfg["n_jobs"] == 0 or not isinstance(cfg["n_jobs"], int):
         raise ValueError(f"n_jobs must be a non-zero integer (-1 = all cores), got {cfg['n_jobs']!r}")
     check_choice(cfg["backend"], "backend", BACKENDS)
