@@ -136,11 +136,11 @@ def search_dirs(args: list[str]) -> list[Path]:
     return dirs
 
 
-def precheck(args: list[str]) -> None:
+def precheck(args: list[str]) -> DictConfig | None:
     """Check the typed overrides against the default config before Hydra composes it.
 
     An unknown option, an unknown key or a non-number where a number belongs is then one ``ConfigError`` naming the
-    typed key.
+    typed key. Returns the config Hydra composed of ``args`` (None for a sweep, or with ``hydra.*`` overrides).
     """
     typed = typed_overrides(args)
     dirs = search_dirs(args)
@@ -150,7 +150,15 @@ def precheck(args: list[str]) -> None:
         if key not in CHOICE_GROUPS and key.split(".", 1)[0] not in unchecked:
             check_override(key, value, defaults, choices)
     check_deletions(args, defaults, unchecked)
-    check_folders(check_with_hydra(args))
+    composed = check_with_hydra(args)
+    check_folders(composed)
+    return composed if composes_whole(args) else None
+
+
+def composes_whole(args: list[str]) -> bool:
+    """Whether ``args`` compose as one config of the package: not a sweep, no other search path (Hydra's to compose)."""
+    sweep = bool({"-m", "--multirun"} & set(args))
+    return not (sweep or any(o.startswith("hydra.searchpath") for o in hydra_overrides(args)))
 
 
 def chosen_defaults(typed: list[tuple[str, str]], dirs: list[Path],
@@ -235,10 +243,8 @@ def check_with_hydra(args: list[str]) -> DictConfig | None:
     instead of in Hydra's multi-line report. Returns the composed config; for a sweep, or with another search path,
     the config composed of the overrides that choose the folders only (None if that fails: Hydra reports it).
     """
-    from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
 
     overrides = hydra_overrides(args)
     parser = OverridesParser.create()
@@ -248,17 +254,28 @@ def check_with_hydra(args: list[str]) -> DictConfig | None:
             parsed += parser.parse_overrides([override])
         except HydraException as exc:
             raise ValueError(f"{override}: {one_sentence(exc)}") from exc
-    whole = not ({"-m", "--multirun"} & set(args) or any(o.startswith("hydra.searchpath") for o in overrides))
-    # a sweep does not compose as one config; another search path is Hydra's to compose
-    chosen = [o for o, p in zip(overrides, parsed, strict=True) if not o.startswith("hydra.") and
-              (whole or (p.key_or_group in (*FOLDER_KEYS, "profile") and not p.is_sweep_override()))]
+    whole = composes_whole(args)
+    chosen = [o for o, p in zip(overrides, parsed, strict=True) if whole or
+              (p.key_or_group in (*FOLDER_KEYS, "profile") and not p.is_sweep_override())]
+    try:
+        return compose_config(chosen)
+    except ValueError:
+        if whole:
+            raise
+        return None
+
+
+def compose_config(overrides: list[str]) -> DictConfig:
+    """The package's config composed with ``overrides`` by Hydra's compose API; a failure is one ``ValueError``."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            return compose(config_name="config", overrides=chosen)
+            return compose(config_name="config", overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
-        if whole:
-            raise ValueError(one_sentence(exc)) from exc
-        return None
+        raise ValueError(one_sentence(exc)) from exc
 
 
 def check_folders(cfg: DictConfig | None) -> None:
@@ -394,11 +411,12 @@ def main(argv: list[str] | None = None) -> None:
         print(catalog())
         return
     with one_line_errors(typed_overrides(args)):
-        precheck(args)
-    args = with_natural_data(args)
-    if wants_job_config(args):
-        print(show_job(args))
+        composed = precheck(args)
+    natural = with_natural_data(args)
+    if wants_job_config(natural):
+        print(show_job(natural, composed if natural == args else None))  # composed again only with data added
         return
+    args = natural
     sys.argv = [sys.argv[0], *args]
     with one_line_errors(typed_overrides(args)):
         if not {"-m", "--multirun"} & set(args):
@@ -500,21 +518,17 @@ def wants_job_config(args: list[str]) -> bool:
         not flags & set(args)
 
 
-def show_job(args: list[str]) -> str:
+def show_job(args: list[str], composed: DictConfig | None = None) -> str:
     """The configs that will run, as the harness expands them (profile overrides and experiment sweeps applied).
 
     What Hydra's own ``--cfg job`` cannot show, since the profile and the sweep are applied by the harness.
     """
-    from hydra import compose, initialize_config_dir
-
     from dpstream.harness.runner import describe, plan
 
     overrides = [a for i, a in enumerate(args) if a not in ("--cfg", "-c", "--resolve")
                  and not (a == "job" and i > 0 and args[i - 1] in ("--cfg", "-c"))]
     with one_line_errors(typed_overrides(overrides)):
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose(config_name="config", overrides=overrides)
-        return describe(plan(cfg, CONF_DIR, overrides))
+        return describe(plan(composed if composed is not None else compose_config(overrides), CONF_DIR, overrides))
 
 
 if __name__ == "__main__":
