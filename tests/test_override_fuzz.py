@@ -37,6 +37,8 @@ BAD_VALUES = ("abc", "-1", "0", "1e10", "1e400", "99999999999999999999", "-99999
 FINDING_15 = (["width=99999999999999999999"], ["memory_kb=abc"], ["~epsilon"], ["results_dir=/dev/null"],
               ["results_dir=/proc/self"], ["data_dir=/dev/null"], ["trials=100000000"], ["++foo=1"])
 """The command-line bad inputs of issue 33, finding 15: tried first in every run of the fuzz."""
+FOUND = (["hydra.foo=abc"], ["epsilon=0.5", "results_dir=-1"], ["epsilon=0.5", "fmt=-1"])
+"""What the fuzz found (tracebacks before the fix): tried first as well."""
 GOOD_VALUES = ("0.5", "1", "3", "64", "1000", "0.001", "2", "numpy", "loky", "sequential", "png", "false", "binary",
                "derived", "stored")
 
@@ -96,7 +98,7 @@ def fuzz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, examples: int) -> Coun
         assert "Traceback" not in err, (args, err)
         tally["one-line errors"] += 1
 
-    for args in FINDING_15:
+    for args in FINDING_15 + FOUND:
         one = example(args)(one)
     one()
     tally["data lost"] = int(store.read_bytes() != kept)

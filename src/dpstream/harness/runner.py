@@ -347,7 +347,7 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
 def figure_formats(cfg: dict[str, Any]) -> list[str]:
     """The figure formats ``fmt`` asks for (png, pdf, svg; a name or a list): PNG is always among them."""
     raw = cfg.get("fmt") or "png"
-    formats = [raw] if isinstance(raw, str) else list(raw)
+    formats = list(raw) if isinstance(raw, list | tuple) else [str(raw)]
     for ext in formats:
         check_choice(ext, "fmt", FIGURE_FORMATS)
     return ["png", *(f for f in formats if f != "png")]
@@ -400,8 +400,8 @@ def plan(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[s
     plain = as_mapping(OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg),
                        "the config")
     _preflight(plain)
-    plain["results_dir"] = str(Path(plain["results_dir"]).resolve())
-    plain["data_dir"] = str(Path(plain["data_dir"]).resolve())
+    plain["results_dir"] = str(Path(str(plain["results_dir"])).resolve())  # a folder may be named 2024 (an int)
+    plain["data_dir"] = str(Path(str(plain["data_dir"])).resolve())
     base = {k: v for k, v in plain.items() if k not in RUN_KEYS}
     profile_overrides = plain["profile"].get("overrides") or {}
     cli = command_line_overrides(overrides or [], plain)
