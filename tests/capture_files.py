@@ -240,6 +240,7 @@ MALFORMED: dict[str, tuple[Callable[[], bytes], str]] = {
     "block_length_not_multiple_of_4.pcapng": (lambda: _block_length(62), "block length 62 is not a multiple of 4"),
     "block_lengths_disagree.pcapng": (lambda: _block_length(None, 80),
                                       "block length 76 at its start disagrees with 80"),
+    "block_length_past_the_end_mid_file.pcapng": (lambda: _block_length(1 << 20), "bad block length 1048576"),
     "epb_names_missing_interface.pcapng": (lambda: _head() + epb(3, eth(ipv4("1.1.1.1"))),
                                            "names interface 3, but the section has 1 interface"),
     "epb_before_idb.pcapng": (lambda: shb() + epb(0, eth(ipv4("1.1.1.1"))), "before any Interface Description"),

@@ -83,3 +83,35 @@ def test_a_counter_with_its_own_push_gets_an_uncached_loop_with_the_same_result(
     assert np.array_equal(ours._state.counters.state.exact, toy._state.counters.state.exact)
     loop = sketch_kernels.lazy_extend(ToyDerived.kind, toy_push)
     assert type(loop._cache).__name__ == "NullCache"  # compiled in this process, never written to the cache
+
+
+class ToyShared(DerivedBinary):
+    """A counter written as docs/harness.md shows: its push a class attribute, read through each instance."""
+
+    kind = kernels.EXTERNAL
+    push_kernel = toy_push
+
+
+def test_a_second_instance_of_an_external_counter_compiles_nothing(monkeypatch):
+    # each instance reads push_kernel as a new bound method (numba's Dispatcher.__get__); keyed on that, every
+    # instance compiled its loop again (about a second each)
+    from numba.core.event import install_recorder
+
+    from dpstream.counters import COUNTERS
+
+    monkeypatch.setitem(COUNTERS, ("toy_shared", "derived"), ToyShared)
+    cells, steps, values = np.array([1, 2, 1]), np.array([1, 1, 2]), np.array([1, 1, 1])
+    first = ToyShared(n=8, horizon=64, epsilon=1.0, delta=1e-3, seed=1)
+    assert first.push_kernel is not ToyShared(n=8, horizon=64, epsilon=1.0, delta=1e-3, seed=1).push_kernel
+    first.push(cells, steps, values)
+    with install_recorder("numba:compile") as compiles:
+        second = ToyShared(n=8, horizon=64, epsilon=1.0, delta=1e-3, seed=2)
+        second.push(cells, steps, values)
+        LazyCMS(width=4, depth=2, epsilon=1.0, delta=1e-3, horizon=64, seed=3, counter="toy_shared",
+                node_noise="derived").extend(np.arange(10))
+        LazyCMS(width=4, depth=2, epsilon=1.0, delta=1e-3, horizon=64, seed=4, counter="toy_shared",
+                node_noise="derived").extend(np.arange(10))
+    pushes = [e for e in compiles.buffer if "push_many" in str(e[1].data.get("dispatcher", ""))]
+    assert pushes == []
+    assert np.array_equal(second.state.exact, first.state.exact)
+    assert kernels.push_many(ToyShared.kind, first.push_kernel) is kernels.push_many(ToyShared.kind, toy_push)

@@ -10,18 +10,22 @@ The Hydra app over the package's ``conf/`` (experiments included), so it runs fr
 Each run writes its tables and figures to its own folder, ``./results/runs/<run>/`` of the working directory
 (``./results/smoke/runs/<run>/`` for profile=smoke; ``dpstream.harness.layout``) unless ``results_dir=...`` moves the
 root; the committed reproduction is written only with ``reproduction=true`` (``make figures``, ``make verify``).
-A bad config prints one line, ``error: <key>=<value>: <what is allowed>``, and exits with status 2;
-``HYDRA_FULL_ERROR=1`` shows the traceback instead.
+Bad input (a value, a file, a folder, a full disk, a size beyond memory: ``dpstream.errors.bad_input``) prints one
+line, ``error: <key>=<value>: <what is allowed>`` or ``error: <what>``, and exits with status 2, before or during the
+run; ``HYDRA_FULL_ERROR=1`` shows the traceback instead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
 import signal
 import sys
+import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
@@ -32,13 +36,15 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from dpstream.errors import ConfigError
+from dpstream.errors import ConfigError, bad_input
+from dpstream.errors import one_line as error_line
 from dpstream.harness.config import CONF_DIR, check_override, options
 from dpstream.harness.layout import RUNS
 from dpstream.harness.lifeline import die_with
 from dpstream.harness.natural import natural_data
 
 CHOICE_GROUPS = ("mechanism", "data", "profile", "experiment")
+FOLDER_KEYS = ("results_dir", "data_dir")  # folders a run writes: checked before Hydra makes its output folder
 MAIN_PID = "DPSTREAM_MAIN_PID"  # set by a multirun's main process: its launcher workers ignore Ctrl-C
 ROWS_FILE = "rows.csv"  # a multirun job's rows, beside Hydra's job files; combined at the end of the sweep
 
@@ -145,15 +151,37 @@ def search_dirs(args: list[str]) -> list[Path]:
     return dirs
 
 
-def precheck(args: list[str]) -> None:
+def precheck(args: list[str]) -> DictConfig | None:
     """Check the typed overrides against the default config before Hydra composes it.
 
     An unknown option, an unknown key or a non-number where a number belongs is then one ``ConfigError`` naming the
-    typed key.
+    typed key. Returns the config Hydra composed of ``args`` (None for a sweep, or with ``hydra.*`` overrides).
     """
     typed = typed_overrides(args)
     dirs = search_dirs(args)
     choices = {g: sorted({n for d in dirs for n in options(d, g)}) for g in CHOICE_GROUPS}
+    defaults, unchecked = chosen_defaults(typed, dirs, choices)
+    for key, value in typed + added_keys(args):
+        if key not in CHOICE_GROUPS and key.split(".", 1)[0] not in unchecked:
+            check_override(key, value, defaults, choices)
+    check_deletions(args, defaults, unchecked)
+    composed = check_with_hydra(args)
+    check_folders(composed)
+    return composed if composes_whole(args) else None
+
+
+def composes_whole(args: list[str]) -> bool:
+    """Whether ``args`` compose as one config of the package: not a sweep, no other search path (Hydra's to compose)."""
+    sweep = bool({"-m", "--multirun"} & set(args))
+    return not (sweep or any(o.startswith("hydra.searchpath") for o in hydra_overrides(args)))
+
+
+def chosen_defaults(typed: list[tuple[str, str]], dirs: list[Path],
+                    choices: dict[str, list[str]]) -> tuple[dict[str, Any], set[str]]:
+    """The default config with the group options ``typed`` chooses (checked against ``choices``) loaded in.
+
+    And the groups chosen by a sweep function (``glob(*)``), whose keys are left to Hydra.
+    """
     defaults = yaml_mapping(CONF_DIR / "config.yaml")
     defaults.pop("hydra", None)
     chosen: dict[str, Any] = {g: None for g in CHOICE_GROUPS}
@@ -164,23 +192,51 @@ def precheck(args: list[str]) -> None:
         if key in CHOICE_GROUPS:
             check_override(key, value, {}, choices)
             chosen[key] = value.split(",")[0].strip()
-    unchecked = set()  # groups chosen by a sweep function (glob(*)): their keys are left to Hydra
+    unchecked = set()
     for group, name in chosen.items():
         found = [d / group / f"{name}.yaml" for d in dirs if (d / group / f"{name}.yaml").exists()]
         defaults[group] = OmegaConf.to_container(OmegaConf.load(found[0])) if found else None
         if name not in (None, "null") and not found:
             unchecked.add(group)
-    for key, value in typed + added_keys(args):
-        if key not in CHOICE_GROUPS and key.split(".", 1)[0] not in unchecked:
-            check_override(key, value, defaults, choices)
-    check_with_hydra(args)
+    return defaults, unchecked
 
 
 def added_keys(args: list[str]) -> list[tuple[str, str]]:
-    """The ``+key=value`` overrides (a key Hydra would add): checked like typed keys, so an unknown one is an error."""
-    return [tuple(a[1:].split("=", 1)) for a in args  # type: ignore[misc]
-            if a.startswith("+") and not a.startswith("++") and "=" in a and a[1:].split("=", 1)[0] not in
-            CHOICE_GROUPS and a[1:].split(".", 1)[0] != "hydra"]
+    """The ``+key=value`` and ``++key=value`` overrides (a key Hydra would add, or add or set).
+
+    Checked like typed keys, so an unknown key is an error: a run reads no key it does not know.
+    """
+    out = []
+    for arg in args:
+        edit = arg.lstrip("+")
+        if arg.startswith("+") and len(arg) - len(edit) <= 2 and "=" in edit:
+            key, value = edit.split("=", 1)
+            if key not in CHOICE_GROUPS and key.split(".", 1)[0] != "hydra":
+                out.append((key, value))
+    return out
+
+
+def check_deletions(args: list[str], defaults: dict[str, Any], unchecked: set[str]) -> None:
+    """Refuse a ``~key`` override of a key the config has: the run reads it (``hydra.*`` is Hydra's).
+
+    A key the config lacks is left to Hydra, which says so.
+    """
+    for arg in args:
+        key = arg[1:].split("=", 1)[0]
+        head = key.split(".", 1)[0]
+        if arg.startswith("~") and head != "hydra" and head not in unchecked and exists(defaults, key):
+            raise ValueError(f"~{key}: a key of the config cannot be deleted (the run reads it); set {key}=<value> "
+                             "instead")
+
+
+def exists(config: dict[str, Any], key: str) -> bool:
+    """Whether the dotted ``key`` names an entry of the nested ``config``."""
+    node: Any = config
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
 
 
 def hydra_overrides(args: list[str]) -> list[str]:
@@ -195,31 +251,75 @@ def hydra_overrides(args: list[str]) -> list[str]:
     return out
 
 
-def check_with_hydra(args: list[str]) -> None:
+def check_with_hydra(args: list[str]) -> DictConfig | None:
     """Hydra's own override grammar (and, outside a multirun, its composition): a failure is one ``ValueError``.
 
     So ``key=[1,`` or ``~missing`` or ``+epsilon=1`` end like every other bad input (``error: ...``, status 2)
-    instead of in Hydra's multi-line report.
+    instead of in Hydra's multi-line report. Returns the composed config; for a sweep, or with another search path,
+    the config composed of the overrides that choose the folders only (None if that fails: Hydra reports it).
     """
-    from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
 
     overrides = hydra_overrides(args)
     parser = OverridesParser.create()
+    parsed = []
     for override in overrides:
         try:
-            parser.parse_overrides([override])
+            parsed += parser.parse_overrides([override])
         except HydraException as exc:
             raise ValueError(f"{override}: {one_sentence(exc)}") from exc
-    if {"-m", "--multirun"} & set(args) or any(o.startswith("hydra.searchpath") for o in overrides):
-        return  # a sweep does not compose as one config; another search path is Hydra's to compose
+    whole = composes_whole(args)
+    chosen = [o for o, p in zip(overrides, parsed, strict=True) if whole or
+              (p.key_or_group in (*FOLDER_KEYS, "profile") and not p.is_sweep_override())]
+    try:
+        return compose_config(chosen)
+    except ValueError:
+        if whole:
+            raise
+        return None
+
+
+def compose_config(overrides: list[str]) -> DictConfig:
+    """The package's config composed with ``overrides`` by Hydra's compose API; a failure is one ``ValueError``."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            compose(config_name="config", overrides=[o for o in overrides if not o.startswith("hydra.")])
+            return compose(config_name="config", overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ValueError(one_sentence(exc)) from exc
+
+
+def check_folders(cfg: DictConfig | None) -> None:
+    """``results_dir`` and ``data_dir`` of the composed ``cfg`` must be folders or creatable; ``results_dir`` writable.
+
+    Checked before Hydra creates its output folder inside ``results_dir`` (``/dev/null``, ``/proc/self``, a read-only
+    folder would fail there with a traceback). Nothing is created: writing is tried in the nearest existing folder.
+    """
+    from omegaconf.errors import OmegaConfBaseException
+
+    if cfg is None:
+        return
+    for key in FOLDER_KEYS:
+        try:
+            value = str(cfg[key])
+        except OmegaConfBaseException:
+            continue  # an interpolation Hydra will report
+        path = Path(value).expanduser()
+        existing = path
+        while not existing.exists() and existing.parent != existing:
+            existing = existing.parent
+        if not existing.is_dir():
+            raise ConfigError(key, value, f"must be a folder, but {existing} is a file")
+        if key == "results_dir":
+            try:
+                os.rmdir(tempfile.mkdtemp(prefix=".dpstream-probe-", dir=existing))
+            except OSError as exc:
+                raise ConfigError(key, value, f"cannot write in {existing} ({exc.strerror}); choose a folder you "
+                                              "can write to") from exc
 
 
 def one_sentence(exc: Exception) -> str:
@@ -228,15 +328,19 @@ def one_sentence(exc: Exception) -> str:
     return text if "hydra.cc" in text else f"{text} (override grammar: https://hydra.cc/docs/advanced/override_grammar/basic)"
 
 
-def explain(exc: ValueError, typed: list[tuple[str, str]]) -> str:
-    """The one-line form of a config error, with the key as the user typed it (``data.skew``, not ``skew``).
+def explain(exc: BaseException, typed: list[tuple[str, str]]) -> str:
+    """The one-line form of a bad-input error (``errors.bad_input``), with the key as the user typed it.
 
     ``ConfigError`` carries its key; a plain ``ValueError`` from a validator (``"<name> must ..., got <value>"``) is
-    mapped to the typed key whose last part is ``<name>``.
+    mapped to the typed key whose last part is ``<name>`` (``data.skew``, not ``skew``); any other says what it is
+    (``errors.one_line``).
     """
+    exc = bad_input(exc) or exc
     if isinstance(exc, ConfigError):
-        return f"error: {exc.key}={exc.value}: {exc.allowed}"
-    message = " ".join(str(exc).split())
+        return f"error: {' '.join(f'{exc.key}={exc.value}: {exc.allowed}'.split())}"
+    message = error_line(exc)
+    if not isinstance(exc, ValueError):
+        return f"error: {message}"
     found = re.match(r"(?P<name>[A-Za-z_][\w.]*) must (?P<rule>.*?)(?:, got (?P<got>.*))?$", message)
     if not found:
         return f"error: {message}"
@@ -245,10 +349,21 @@ def explain(exc: ValueError, typed: list[tuple[str, str]]) -> str:
     return f"error: {key}={value}: must {found['rule']}"
 
 
-def fail(exc: ValueError, typed: list[tuple[str, str]]) -> NoReturn:
-    """Print the one-line explanation of a config error and exit with status 2."""
+def fail(exc: BaseException, typed: list[tuple[str, str]]) -> NoReturn:
+    """Print the one-line explanation of a bad-input error and exit with status 2."""
     print(explain(exc, typed), file=sys.stderr, flush=True)
     raise SystemExit(2)
+
+
+@contextlib.contextmanager
+def one_line_errors(typed: list[tuple[str, str]]) -> Iterator[None]:
+    """Bad input raised inside (``errors.bad_input``) ends in one line and status 2 (``fail``); a defect is raised."""
+    try:
+        yield
+    except Exception as exc:
+        if bad_input(exc) is None or full_error():
+            raise
+        fail(exc, typed)
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
@@ -275,7 +390,7 @@ def app(cfg: DictConfig) -> None:
             print("\nstopped: finished trials are in the results store; the same command resumes the run",
                   file=sys.stderr, flush=True)
             raise SystemExit(status) from None
-        if not isinstance(exc, ValueError) or full_error():
+        if bad_input(exc) is None or full_error():
             raise
         fail(exc, typed_overrides(overrides))
     if hydra_cfg.mode == RunMode.MULTIRUN:
@@ -320,21 +435,19 @@ def main(argv: list[str] | None = None) -> None:
     if args[:1] == ["list"] or "-h" in args or "--help" in args:
         print(catalog())
         return
-    try:
-        precheck(args)
-    except ValueError as exc:
-        if full_error():
-            raise
-        fail(exc, typed_overrides(args))
-    args = with_natural_data(args)
-    if wants_job_config(args):
-        print(show_job(args))
+    with one_line_errors(typed_overrides(args)):
+        composed = precheck(args)
+    natural = with_natural_data(args)
+    if wants_job_config(natural):
+        print(show_job(natural, composed if natural == args else None))  # composed again only with data added
         return
+    args = natural
     sys.argv = [sys.argv[0], *args]
-    if not {"-m", "--multirun"} & set(args):
-        app()
-        return
-    run_sweep(args)
+    with one_line_errors(typed_overrides(args)):
+        if not {"-m", "--multirun"} & set(args):
+            app()
+            return
+        run_sweep(args)
 
 
 def with_natural_data(args: list[str]) -> list[str]:
@@ -430,25 +543,17 @@ def wants_job_config(args: list[str]) -> bool:
         not flags & set(args)
 
 
-def show_job(args: list[str]) -> str:
+def show_job(args: list[str], composed: DictConfig | None = None) -> str:
     """The configs that will run, as the harness expands them (profile overrides and experiment sweeps applied).
 
     What Hydra's own ``--cfg job`` cannot show, since the profile and the sweep are applied by the harness.
     """
-    from hydra import compose, initialize_config_dir
-
     from dpstream.harness.runner import describe, plan
 
     overrides = [a for i, a in enumerate(args) if a not in ("--cfg", "-c", "--resolve")
                  and not (a == "job" and i > 0 and args[i - 1] in ("--cfg", "-c"))]
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=overrides)
-    try:
-        return describe(plan(cfg, CONF_DIR, overrides))
-    except ValueError as exc:
-        if full_error():
-            raise
-        fail(exc, typed_overrides(overrides))
+    with one_line_errors(typed_overrides(overrides)):
+        return describe(plan(composed if composed is not None else compose_config(overrides), CONF_DIR, overrides))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from dpstream.validation import check_positive_int
+from dpstream.validation import check_memory, check_positive_int
 
 DEFAULT_RELEASE_TIMES = 16
 """How many release times the trials measure at (the config's top-level ``release_times``)."""
@@ -63,7 +63,7 @@ def release_times(horizon: int, n: int = DEFAULT_RELEASE_TIMES) -> np.ndarray:
     its least noisy moment; the paper measures only at T = 2^20.
     """
     horizon = check_positive_int(horizon, "horizon (stream length T)")
-    n = check_positive_int(n, "release_times")
+    n = check_memory(check_positive_int(n, "release_times"), "release_times", 32, "release times")  # 4 arrays of n
     first = min(horizon, max(FIRST_RELEASE_MIN, -(-horizon // FIRST_RELEASE_FRACTION)))
     grid = np.rint(np.geomspace(first, horizon, n)).astype(np.int64)
     grid[-1] = horizon

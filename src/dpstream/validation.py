@@ -21,10 +21,19 @@ def check_delta(delta: object, name: str = "delta") -> float:
     return float(delta)
 
 
-def check_positive_int(value: object, name: str, minimum: int = 1) -> int:
-    """Return ``value`` as an int if it is an integer >= ``minimum``, else raise ``ValueError``."""
+MAX_SIZE = 2**62
+"""The largest count or size a check accepts: products and sums of two such values still fit in int64."""
+
+
+def check_positive_int(value: object, name: str, minimum: int = 1, maximum: int | None = MAX_SIZE) -> int:
+    """Return ``value`` as an int if it is an integer in [``minimum``, ``maximum``], else raise ``ValueError``.
+
+    ``maximum`` None: no upper bound (a seed); the default keeps sizes within 64-bit arithmetic.
+    """
     if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if maximum is not None and int(value) > maximum:
+        raise ValueError(f"{name} must be an integer <= {maximum} (2^{maximum.bit_length() - 1}), got {value!r}")
     return int(value)
 
 
@@ -42,12 +51,28 @@ def check_choice(value: str, name: str, allowed: list[str] | tuple[str, ...]) ->
     return value
 
 
+CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+"""Where a container's memory limit is written (cgroup v2, v1): "max" or a number of bytes."""
+
+
 def physical_memory() -> int:
-    """Bytes of RAM of this machine (``os.sysconf``); 2^63 where the platform does not say."""
+    """Bytes of memory this process may use: the machine's RAM (``os.sysconf``), or its container's limit if lower.
+
+    2^63 where neither is known.
+    """
     try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+        total = int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
-        return 2**63
+        total = 2**63
+    for path in CGROUP_LIMITS:
+        try:
+            with open(path) as fh:
+                limit = fh.read().strip()
+        except OSError:
+            continue
+        if limit.isdigit():
+            total = min(total, int(limit))
+    return total
 
 
 def readable_bytes(n: float) -> str:
@@ -68,3 +93,16 @@ def check_allocation(nbytes: float, what: str) -> None:
     if nbytes > available:
         raise ValueError(f"{what} would need {readable_bytes(nbytes)} of memory, more than this machine's "
                          f"{readable_bytes(available)}; choose smaller sizes")
+
+
+def check_memory(count: int, name: str, bytes_each: float, what: str) -> int:
+    """Return ``count`` if ``count`` ``what`` of ``bytes_each`` bytes each fit in memory, else raise ``ValueError``.
+
+    Checked before allocating: the message names ``name``, the estimate and the largest count that fits.
+    """
+    available = physical_memory()
+    if count * bytes_each > available:
+        raise ValueError(f"{name} must be at most {int(available // bytes_each)} on this machine: {count} {what} "
+                         f"would need ~{readable_bytes(count * bytes_each)}, more than its {readable_bytes(available)} "
+                         f"of memory, got {count!r}")
+    return count

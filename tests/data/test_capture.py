@@ -86,6 +86,27 @@ def test_block_past_the_end_is_a_truncated_trace(tmp_path):
     assert items.tolist() == [0x01010101] and stats.truncated == 1
 
 
+@pytest.mark.parametrize("bad_length", [1 << 20, 0x7FFFFFF0, (1 << 32) - 4])
+def test_a_bad_block_length_mid_file_is_corruption_not_truncation(tmp_path, bad_length):
+    # a length past the end in block 2,500 of 5,000 was taken for a file cut short: on_truncated=skip then kept
+    # 2,499 packets and counted 1 skipped
+    blocks = [epb(0, eth(ipv4(f"10.0.{i // 256}.{i % 256}"))) for i in range(5000)]
+    head = shb() + idb(1)
+    at = len(head) + sum(map(len, blocks[:2499]))
+    data = head + b"".join(blocks)
+    path = tmp_path / "corrupt.pcapng"
+    path.write_bytes(data[:at + 4] + struct.pack("<I", bad_length) + data[at + 8:])
+    for on_truncated in ("error", "skip"):
+        with pytest.raises(MalformedCaptureError, match=f"byte offset {at}: bad block length {bad_length}"):
+            read_trace(path, on_truncated=on_truncated)
+    # the same file cut inside block 2,500 is a truncation: 2,499 packets kept, the one cut short counted
+    cut = tmp_path / "cut.pcapng"
+    cut.write_bytes(data[:at + 40])
+    with pytest.warns(UserWarning, match="dropped it"):
+        items, stats = read_trace(cut, on_truncated="skip")
+    assert items.size == 2499 and stats.truncated == 1 and stats.records == 2499
+
+
 def test_unknown_pcap_link_type_falls_back_to_dpkt_with_a_note(tmp_path):
     path = tmp_path / "ppp.pcap"
     frames = [b"\xff\x03\x00\x21" + ipv4("9.8.7.6"), b"\xff\x03\x00\x21" + ipv4("1.2.3.4")]  # PPP in HDLC framing

@@ -108,12 +108,16 @@ def specialise(factory: Callable[[int, Any], Callable[..., Any]]) -> Callable[[i
 
     The package's kinds (``KINDS``) with ``external`` None: ``njit(cache=True)``. A counter's own compiled push
     ``external`` (kind then ``EXTERNAL``): ``njit`` without the cache, compiled once per process and push function.
+    ``counter.push_kernel`` read through an instance is a bound method made afresh for each instance (numba's
+    ``Dispatcher.__get__``); the key is the dispatcher under it, so every instance shares one compiled loop.
     """
     compiled: dict[tuple[int, Any], Any] = {}
 
     def get(kind: int, external: Any = None) -> Any:
         if external is not None:
             kind = EXTERNAL  # a counter's own push wins over an inherited kind
+            # a dispatcher read through an instance is a new bound method per instance: key on the dispatcher
+            external = getattr(external, "__func__", external)
         elif kind not in KINDS:
             raise ValueError(f"counter kind {kind!r} without a push_kernel; allowed: one of {KINDS} or a compiled "
                              "push_kernel (a counter defined outside dpstream)")

@@ -41,11 +41,13 @@ class Counter(Certified, serial.Serialisable, ABC):
 
     ``state``: a NamedTuple of the arrays the compiled push reads and writes, passed to every compiled kernel
     unpacked (``*counter.state``). ``kind``: the package's counters have a code in ``counters._kernels.KINDS``
-    whose compiled loops are cached on disk; a counter defined elsewhere keeps ``kind = EXTERNAL`` and sets
-    ``push_kernel``, a compiled push ``(state, cell, step, c, noise, z) -> next z`` (``counters._kernels``): its
-    loops are compiled once per process, uncached. ``sparse_pushes``: a push of 0 changes nothing, so
-    a schedule may skip it (derived noise); ``tracks_steps``: the counter keeps each
-    counter's step (Alg. 1) and ``release`` may ignore the steps it is given; otherwise the owner supplies them.
+    whose compiled loops are cached on disk; a counter defined elsewhere keeps ``kind = EXTERNAL`` and sets the
+    class attribute ``push_kernel = my_push``, an ``njit`` function ``(state, cell, step, c, noise, z) -> next z``
+    (``counters._kernels``): its loops are compiled once per process and push function, shared by every instance
+    (each instance reads it as a new bound method; ``specialise`` keys on the function under it), uncached.
+    ``sparse_pushes``: a push of 0 changes nothing, so a schedule may skip it (derived noise); ``tracks_steps``: the
+    counter keeps each counter's step (Alg. 1) and ``release`` may ignore the steps it is given; otherwise the owner
+    supplies them.
 
     ``to_bytes`` / ``from_bytes`` (``dpstream.serial``) write the arguments, the noise generator and the arrays of
     ``_state_arrays`` (SECRET, see ``serial.Serialisable.to_bytes``); the owner's steps are the owner's to write.

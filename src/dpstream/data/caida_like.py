@@ -69,7 +69,7 @@ def synthetic_caida_like(length: int = PAPER_PACKETS, zipf_exponent: float = 1.0
         sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
         return _synthetic(length, zipf_exponent, full_length, distinct_sources, sequence, seed_token(sequence),
                           cache_dir)
-    trace_seed = check_positive_int(trace_seed, "trace_seed", minimum=0)
+    trace_seed = check_positive_int(trace_seed, "trace_seed", minimum=0, maximum=None)
     return _synthetic(length, zipf_exponent, full_length, distinct_sources, np.random.SeedSequence(trace_seed),
                       trace_seed, cache_dir)
 

@@ -15,8 +15,11 @@ with an IPv4 key and stay below 2^61 (as the sketches' canonical keys).
 Safety: the kernel does not bounds-check, so every length read from the file (record, block and captured lengths,
 snaplen) is compared with the bytes that remain, in 64-bit arithmetic, before it is used; options are never read.
 A malformed structure stops the scan with a status code and the byte offset, which ``scan_capture`` turns into a
-``MalformedCaptureError`` naming the file, the offset and what was wrong. The file is mapped once; pages already
-scanned are released (``madvise(MADV_DONTNEED)``) after each window, so resident memory stays bounded by the window.
+``MalformedCaptureError`` naming the file, the offset and what was wrong. A pcapng block whose length runs past the
+end of the file is a truncation only if no block ends inside the file after it: a block's trailing copy of its
+length, followed by more blocks, shows a corrupt leading length instead ("bad block length"). The file is mapped
+once; pages already scanned are released (``madvise(MADV_DONTNEED)``) after each window, so resident memory stays
+bounded by the window.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ HOST_BIG = int(sys.byteorder == "big")  # the fast pcapng loop reads 32-bit word
 # status codes of the kernel
 OK, FULL, TRUNCATED = 0, 1, 2
 (E_CAPLEN, E_BLOCK_MIN, E_BLOCK_ALIGN, E_BLOCK_TRAIL, E_NO_IDB, E_IFACE, E_BOM, E_SPB_LEN, E_LINK,
- E_TOO_MANY_IF, E_FIRST_BLOCK, E_EPB_CAPLEN) = range(10, 22)
+ E_TOO_MANY_IF, E_FIRST_BLOCK, E_EPB_CAPLEN, E_BLOCK_LEN) = range(10, 23)
 
 ERRORS = {
     E_CAPLEN: "record's captured length {a} exceeds {b} (the larger of the snapshot length and 262144)",
@@ -60,6 +63,8 @@ ERRORS = {
     E_LINK: "packet on interface {b} of link type {a}, which the scan does not decode",
     E_TOO_MANY_IF: f"more than {MAX_INTERFACES} interfaces in one section",
     E_FIRST_BLOCK: "the file does not start with a Section Header Block",
+    E_BLOCK_LEN: "bad block length {a}: it runs past the end of the file ({b} bytes left), but the block's trailing "
+                 "length ends inside the file, followed by further blocks: a corrupt length, not a file cut short",
 }
 
 # state vector slots
@@ -244,6 +249,29 @@ def _flush(counts: np.ndarray, records: int, other: int, short: int, v6: int) ->
 
 
 @numba.njit(inline="always")
+def _ends_inside(buf: np.ndarray, pos: int, minimum: int, big: int) -> bool:
+    """Whether the block at ``pos``, whose leading length runs past the end, has a trailing length inside the file.
+
+    A word at ``q`` (a multiple of 4 from ``pos``) equal to ``q + 4 - pos``, the length of a block ending there,
+    followed by the end of the file or by a plausible block header (length >= 12, a multiple of 4): then the leading
+    length is corrupt, since a file cut short ends inside its last block and holds no block after it.
+    """
+    size = buf.size
+    q = pos + minimum - 4
+    while q + 4 <= size:
+        if _u32(buf, q, big) == q + 4 - pos:
+            after = q + 4
+            if after == size:
+                return True
+            if size - after >= 12:
+                following = _u32(buf, after + 4, big)
+                if following >= 12 and following % 4 == 0:
+                    return True
+        q += 4
+    return False
+
+
+@numba.njit(inline="always")
 def _check_block(buf: np.ndarray, pos: int, btype: int, blen: int, big: int) -> tuple[int, int, int]:
     """Length checks of the block at ``pos``: minimum, multiple of 4, within the file, trailing copy equal."""
     minimum = 12
@@ -260,6 +288,8 @@ def _check_block(buf: np.ndarray, pos: int, btype: int, blen: int, big: int) -> 
     if blen % 4 != 0:
         return E_BLOCK_ALIGN, blen, 0
     if blen > buf.size - pos:
+        if _ends_inside(buf, pos, minimum, big):
+            return E_BLOCK_LEN, blen, buf.size - pos
         return TRUNCATED, blen, buf.size - pos
     trail = _u32(buf, pos + blen - 4, big)
     if trail != blen:

@@ -1,9 +1,11 @@
 """data=items: a stream read from the user's own file, one item per row, in file order.
 
 Formats (``format``; ``auto`` tells them by the extension ``.txt``, ``.csv``, ``.npy``, ``.parquet`` / ``.pq``):
-``txt`` one item per line (surrounding whitespace stripped); ``csv`` the column ``column`` (a header name or a
-0-based index; ``header: false`` for a file without a header line); ``npy`` a 1-D array, or the column ``column``
-(an index) of a 2-D one (no pickled objects); ``parquet`` the column ``column`` (a name or an index).
+``txt`` one item per line (surrounding whitespace and a byte-order mark stripped); ``csv`` the column ``column`` (a
+header name or a 0-based index; ``header: false`` for a file without a header line); ``npy`` a 1-D array, or the
+column ``column`` (an index) of a 2-D one (no pickled objects); ``parquet`` the column ``column`` (a name or an
+index). A compressed file, or one of another format than its extension says, is an error naming what it is
+(``dpstream.data.sniff``).
 ``column: null`` is allowed only for a file of one column: with several, the key column must be named.
 
 Items. A column whose every value is an integer that fits in int64 (an integer dtype, floats that are all whole
@@ -32,6 +34,7 @@ import pandas as pd
 
 from dpstream.data.cache import cached_arrays, file_fingerprint
 from dpstream.data.columns import csv_column, csv_names, parquet_column, parquet_names
+from dpstream.data.sniff import check_file_kind
 from dpstream.data.stream import FileStream
 from dpstream.hashing import canonical_keys
 from dpstream.noise import SeedLike
@@ -54,6 +57,7 @@ def _format(path: Path, fmt: str) -> str:
 
 def _values(path: Path, fmt: str, column: int | str | None, header: bool) -> pd.Series:
     """The raw values of the file's item column, one per row."""
+    check_file_kind(path, fmt)
     if fmt == "csv":
         return csv_column(path, _key_column(path, column, csv_names(path, header, column)), header)
     if fmt == "parquet":
@@ -62,7 +66,8 @@ def _values(path: Path, fmt: str, column: int | str | None, header: bool) -> pd.
         if column not in (None, 0):
             raise ValueError(f"{path}: a .txt file has one item per line, so no column {column!r}; drop column")
         try:
-            return pd.Series(path.read_text(encoding="utf-8").splitlines(), dtype=object)
+            # utf-8-sig: a byte-order mark is not part of the first item
+            return pd.Series(path.read_text(encoding="utf-8-sig").splitlines(), dtype=object)
         except UnicodeDecodeError as exc:
             raise ValueError(f"{path} is not UTF-8 text ({exc})") from exc
     try:
@@ -132,6 +137,7 @@ def items_stream(path: str, format: str = "auto", column: int | str | None = Non
         raise ValueError("no items file given: set data.path to a .txt, .csv, .npy or .parquet file")
     p = Path(path).expanduser()
     fingerprint = file_fingerprint(p)  # names a missing or unreadable file
+    check_file_kind(p, format)  # a compressed file is named before the extension is read
     fmt = _format(p, format)
     where = f"{p}" + (f", column {column!r}" if column is not None else "")
 
@@ -149,6 +155,8 @@ def items_stream(path: str, format: str = "auto", column: int | str | None = Non
                 "label_text": np.array(list(labels.values()), dtype=np.str_)}
 
     key: dict[str, Any] = {"xxh3_128": fingerprint, "format": fmt, "column": column, "header": header}
+    if fmt == "txt":
+        key["byte_order_mark"] = "stripped"  # not a conversion of before, which kept it in the first item
     read = cached_arrays(cache_dir, "items", key, build)
     items = read["items"]
     if limit is not None:

@@ -43,6 +43,7 @@ from dpstream.data.cache import file_fingerprint
 from dpstream.data.capture import KNOWN_LINKTYPES, ScanCounts, UnknownLinkType, scan_capture
 from dpstream.data.columns import csv_batches, csv_names
 from dpstream.data.quads import MALFORMED, NON_IPV4, parse_quads
+from dpstream.data.sniff import check_file_kind
 from dpstream.data.stream import FileStream
 from dpstream.noise import SeedLike
 from dpstream.validation import check_choice, check_positive_int
@@ -266,6 +267,7 @@ def iter_trace(path: str | Path, fmt: str = "auto", column: int | str | None = N
     check_choice(ipv6, "ipv6", IPV6_CHOICES)
     chunk = check_positive_int(chunk, "chunk")
     stats = TraceStats() if stats is None else stats
+    check_file_kind(path, fmt)  # a compressed file (or one not of the format given) is named before detection
     fmt = detect_format(path) if fmt == "auto" else fmt
     if fmt in ("pcap", "pcapng"):
         chunks = _pcap_chunks(path, stats, chunk, ipv6, progress)

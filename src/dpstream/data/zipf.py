@@ -8,7 +8,7 @@ import numpy as np
 
 from dpstream.data.cache import cached_array, seed_token
 from dpstream.noise import SeedLike, as_seed_sequence
-from dpstream.validation import check_positive_int
+from dpstream.validation import check_memory, check_positive_int
 
 
 def zipf_stream(length: int = 2**20, universe: int = 1_000_000, skew: float = 1.3, seed: SeedLike = 0,
@@ -19,8 +19,9 @@ def zipf_stream(length: int = 2**20, universe: int = 1_000_000, skew: float = 1.
     0, 1, 2, .... Returns int64 ids. Cached under ``cache_dir/zipf/`` keyed by every parameter
     and the seed.
     """
-    length = check_positive_int(length, "length")
-    universe = check_positive_int(universe, "universe")
+    # peak memory of ``build``: 24 bytes an item (uniforms, ranks, ids) and 24 an id of the universe
+    length = check_memory(check_positive_int(length, "length"), "length", 24, "stream items")
+    universe = check_memory(check_positive_int(universe, "universe"), "universe", 24, "universe ids")
     if not (isinstance(skew, int | float) and skew > 0):
         raise ValueError(f"skew must be a number > 0, got {skew!r}")
     seq = as_seed_sequence(seed)

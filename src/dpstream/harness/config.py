@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import importlib
 import itertools
+import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
@@ -21,6 +22,7 @@ from omegaconf import OmegaConf
 
 from dpstream.data.cache import FINGERPRINT_SUFFIX, file_fingerprint
 from dpstream.errors import ConfigError
+from dpstream.validation import physical_memory, readable_bytes
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the package's own config tree (conf/, experiments/)
 GROUPS = ("mechanism", "data")
@@ -279,8 +281,11 @@ def expand(spec: dict[str, Any], base: dict[str, Any], conf_dir: ConfDirs, trial
                                           f"experiment.grid.{key}=[...] (or experiment.zip.{key}) instead of "
                                           f"{key}=...")
     out = []
-    for point in grid_points(spec):
+    points = grid_points(spec)
+    for number, point in enumerate(points):
         params = apply_overrides(base, fixed + list(cli) + point, conf_dir, profile_overrides)
+        if number == 0:
+            check_trial_count(len(points), trials, params)
         check_fits(params["mechanism"], params["data"], conf_dir)
         params = without_declarations(params)
         fingerprint_inputs(params)
@@ -289,6 +294,22 @@ def expand(spec: dict[str, Any], base: dict[str, Any], conf_dir: ConfDirs, trial
     check_uses(list(cli), out, "on the command line")
     check_uses(fixed + list(sweeps.items()), out, f"by experiment {spec.get('id')!r}")
     return out
+
+
+TRIAL_BYTES_PER_JSON_BYTE = 4
+"""Memory model of a planned trial: its config, its key and its row as Python objects take about 4 times its config's
+JSON (the config alone measured 2.2 times)."""
+
+
+def check_trial_count(points: int, trials: int, params: dict[str, Any]) -> None:
+    """Refuse, before building them, more trial configs (``points`` x ``trials`` like ``params``) than memory holds."""
+    each = TRIAL_BYTES_PER_JSON_BYTE * len(json.dumps(params, default=str))
+    available = physical_memory()
+    if points * trials * each > available:
+        raise ConfigError("trials", trials, f"must be at most {available // (points * each)} on this machine: "
+                                            f"{points} configuration(s) x {trials} trials would need "
+                                            f"~{readable_bytes(points * trials * each)} of trial configs and rows, "
+                                            f"more than its {readable_bytes(available)} of memory")
 
 
 def data_kinds(mechanism: dict[str, Any]) -> list[str]:
@@ -382,10 +403,10 @@ def check_override(key: str, raw: str, defaults: dict[str, Any], choices: dict[s
             where = f"keys of {section}" if section else "top-level keys"
             raise ConfigError(key, raw, f"unknown config key; {where}: {', '.join(map(str, allowed))}")
         node = node[part]
-    if isinstance(node, int | float) and not isinstance(node, bool):
-        for value in values:
+    if (isinstance(node, int | float) and not isinstance(node, bool)) or (node is None and key in SHARED_KEYS):
+        for value in values:  # every shared key is a number, also where its default is null (memory_kb)
             if not _is_number(value) and value != "null":
-                raise ConfigError(key, value, f"must be a number (default {node})")
+                raise ConfigError(key, value, f"must be a number (default {'null' if node is None else node})")
 
 
 def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -50,7 +50,7 @@ from dpstream.harness.report import verdict_summary, write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
 from dpstream.noise import NOISE_MODES, check_noise_mode, noise_mode, trial_seed
 from dpstream.trials import row_schema, undeclared, within_budget
-from dpstream.validation import check_choice, check_delta, check_epsilon, check_positive_int
+from dpstream.validation import MAX_SIZE, check_choice, check_delta, check_epsilon, check_positive_int
 
 BACKENDS = ("loky", "threading", "sequential", "dask")
 TIMING_SUFFIXES = ("_s", "_per_s", "seconds", "us_per_update")
@@ -92,10 +92,12 @@ def _preflight(cfg: dict[str, Any]) -> None:
     for key in ("width", "depth"):
         if cfg.get(key) is not None:
             check_positive_int(cfg[key], key)
-    if cfg.get("memory_kb") is not None and not cfg["memory_kb"] > 0:
-        raise ValueError(f"memory_kb must be > 0, got {cfg['memory_kb']!r}")
+    memory_kb = cfg.get("memory_kb")
+    if memory_kb is not None and (isinstance(memory_kb, bool) or not isinstance(memory_kb, int | float)
+                                  or not 0 < memory_kb < MAX_SIZE):
+        raise ValueError(f"memory_kb must be a number > 0 and < {MAX_SIZE}, got {memory_kb!r}")
     check_positive_int(cfg["trials"], "trials")
-    check_positive_int(cfg["seed"], "seed", minimum=0)
+    check_positive_int(cfg["seed"], "seed", minimum=0, maximum=None)
     if cfg["n_jobs"] == 0 or not isinstance(cfg["n_jobs"], int):
         raise ValueError(f"n_jobs must be a non-zero integer (-1 = all cores), got {cfg['n_jobs']!r}")
     check_choice(cfg["backend"], "backend", BACKENDS)
@@ -380,7 +382,7 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
 def figure_formats(cfg: dict[str, Any]) -> list[str]:
     """The figure formats ``fmt`` asks for (png, pdf, svg; a name or a list): PNG is always among them."""
     raw = cfg.get("fmt") or "png"
-    formats = [raw] if isinstance(raw, str) else list(raw)
+    formats = list(raw) if isinstance(raw, list | tuple) else [str(raw)]
     for ext in formats:
         check_choice(ext, "fmt", FIGURE_FORMATS)
     return ["png", *(f for f in formats if f != "png")]
@@ -434,8 +436,8 @@ def plan(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[s
     plain = as_mapping(OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg),
                        "the config")
     _preflight(plain)
-    plain["results_dir"] = str(Path(plain["results_dir"]).resolve())
-    plain["data_dir"] = str(Path(plain["data_dir"]).resolve())
+    plain["results_dir"] = str(Path(str(plain["results_dir"])).resolve())  # a folder may be named 2024 (an int)
+    plain["data_dir"] = str(Path(str(plain["data_dir"])).resolve())
     base = {k: v for k, v in plain.items() if k not in RUN_KEYS}
     profile_overrides = plain["profile"].get("overrides") or {}
     cli = command_line_overrides(overrides or [], plain)

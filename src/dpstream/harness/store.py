@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from dpstream.counters.philox import NODE_NORMAL
+from dpstream.errors import InputError
 from dpstream.secure.samplers import EXACT_SAMPLER
 
 
-class StoreError(RuntimeError):
+class StoreError(InputError, RuntimeError):
     """A results file that cannot be read as the store wrote it."""
 
 
@@ -134,6 +135,8 @@ class ResultsStore:
     def __init__(self, path: str | Path) -> None:
         """Open (or create) the store at ``path`` and load the rows already in it."""
         self.path = Path(path)
+        if self.path.is_dir():
+            raise StoreError(f"results store {self.path} is a folder, not a file: move it away and rerun")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._rows: dict[str, dict[str, Any]] = {}
         self.written_now: set[str] = set()  # keys appended through this object (a forced rerun does each once)
@@ -181,7 +184,7 @@ class ResultsStore:
             try:
                 row = json.loads(line)
                 key = row["key"]
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            except (ValueError, KeyError, TypeError) as exc:  # ValueError: bad JSON or bytes that are not UTF-8
                 raise StoreError(
                     f"results file {self.path} is corrupt at line {number}: {line[:120]!r} ({exc}); "
                     "move the file away or delete that line to continue"

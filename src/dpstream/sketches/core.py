@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from dpstream import serial
-from dpstream.counters import Counter, counter_class
+from dpstream.counters import NODE_NOISES, Counter, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
 from dpstream.intervals import Interval, clipped, rows_halfwidth
 from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
@@ -297,6 +297,7 @@ class SketchCore(Certified, serial.Serialisable):
         self.width = check_positive_int(width, "width")
         self.depth = check_positive_int(depth, "depth")
         check_choice(variant.estimator, "estimator", ESTIMATORS)
+        check_choice(variant.node_noise, "node_noise", NODE_NOISES)
         self.horizon = self._horizon(horizon)
         self.epsilon, self.delta = epsilon, delta
         self.variant = variant
