@@ -160,7 +160,8 @@ def heavy_hitter_lines(df: pd.DataFrame, params: dict[str, Any]) -> list[str]:
     if int(first["n_reported"]) == 0:
         return [why_nothing(first, float(params.get("epsilon", float("nan"))))]
     pairs, t = replay_reported(params)
-    lines = [f"heavy hitters reported by trial 0 at t = {t} (item: estimated count):"]
+    label = str(first["privacy"]) if "privacy" in df.columns else NOT_PRIVATE  # a baseline's counts are not private
+    lines = [f"heavy hitters reported by trial 0 at t = {t} (item: estimated count; privacy: {label}):"]
     lines += [f"  {label}: {est:.0f}" for label, est in pairs[:MAX_LISTED]]
     if len(pairs) > MAX_LISTED:
         lines.append(f"  ... and {len(pairs) - MAX_LISTED} more (n_reported in the table)")
