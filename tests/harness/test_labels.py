@@ -189,3 +189,17 @@ def test_an_interrupted_spend_is_cut_off_and_a_bad_line_is_named(tmp_path, capsy
         fh.write("not json\n")
     with pytest.raises(ValueError, match=r"privacy ledger .*privacy_ledger.jsonl line 3: not a ledger entry"):
         ledger.totals(tmp_path, "abc")
+
+
+def test_a_trial_spends_before_its_row_is_stored(own_file, compose_cfg, tmp_path, monkeypatch):
+    """A run stopped between the two writes must not leave a stored row unspent (the rerun reads it free)."""
+    from dpstream.harness.store import ResultsStore
+
+    def stopped(self, row, replace=False):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ResultsStore, "append", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        _run(compose_cfg, ["mechanism=lazycms", "data=items", f"data.path={own_file}", "width=16", "trials=1",
+                           "n_jobs=1", f"results_dir={tmp_path / 'r'}"])
+    assert len(ledger.ledger_path(tmp_path / "r").read_text().splitlines()) == 1

@@ -148,9 +148,10 @@ def run_trials(trials: list[tuple[str, str, dict[str, Any]]], store: ResultsStor
             try:
                 for key, params, metrics in parallel(jobs):
                     row = make_row(key, params, metrics)
-                    store.append(row, replace=cfg["rerun"])
-                    # a trial on the user's own file is a release of it
+                    # a trial on the user's own file is a release of it: spent before its row is stored, so a
+                    # stop between the two counts it twice at worst, never zero times
                     ledger.spend(cfg.get("ledger_dir", cfg["results_dir"]), params, row)
+                    store.append(row, replace=cfg["rerun"])
                     bar.update()
                     log.update()
             finally:
