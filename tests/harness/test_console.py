@@ -101,6 +101,21 @@ def test_the_reported_heavy_hitters_carry_their_mechanisms_label(monkeypatch):
         assert lines[0].endswith(f"(item: estimated count; privacy: {label}):") and lines[1] == "  apple: 5189"
 
 
+def test_a_run_of_private_and_non_private_mechanisms_labels_each_setting(capsys):
+    """fig3b's heading said "privacy: (epsilon, delta)-DP, certified, none (not private)" over CMS and LazyCMS alike."""
+    from dpstream.harness.console import print_run
+
+    df = pd.DataFrame([{"mechanism.name": "cms", "privacy": NOT_PRIVATE, "memory_bytes": 756},
+                       {"mechanism.name": "lazycms", "privacy": CERTIFIED, "memory_bytes": 19896}])
+    print_run(df, "fig3b", {}, ["mechanism.name"], ["memory_bytes"])
+    out = capsys.readouterr().out
+    assert "released by the mechanisms (privacy: per setting):" in out and f"privacy: {CERTIFIED}, {NOT_PRIVATE}" \
+        not in out
+    assert "name=cms, privacy=none (not private)" in " ".join(out.split())
+    print_run(df.iloc[1:], "fig3b", {}, ["mechanism.name"], ["memory_bytes"])
+    assert f"released by the mechanism (privacy: {CERTIFIED}):" in capsys.readouterr().out
+
+
 def test_the_report_names_the_command_as_typed():
     from dpstream.harness.console import typed_command
 

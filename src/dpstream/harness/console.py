@@ -90,9 +90,12 @@ def print_run(df: pd.DataFrame, run_id: str, params: dict[str, Any], keys: list[
         return
     shown = released(metrics)
     evaluation = [m for m in metrics if m not in shown]
-    labels = ", ".join(sorted(df["privacy"].astype(str).unique())) if "privacy" in df.columns else NOT_PRIVATE
-    if shown:
-        print(f"released by the mechanism (privacy: {labels}):")
+    labels = sorted(df["privacy"].astype(str).unique()) if "privacy" in df.columns else [NOT_PRIVATE]
+    if shown and len(labels) > 1:  # mechanisms of several labels: each setting shows its own
+        print("released by the mechanisms (privacy: per setting):")
+        console().print(metric_table(df, [*keys, "privacy"], shown))
+    elif shown:
+        print(f"released by the mechanism (privacy: {labels[0]}):")
         console().print(metric_table(df, keys, shown))
     if evaluation and not release_only:
         print(f"{EVALUATION_HEADING}:")
