@@ -232,6 +232,20 @@ def test_rejects_state_that_does_not_fit_the_arguments(lazy_bytes):
             LazyCMS.from_bytes(_repacked(lazy_bytes, "LazyCMS", edit))
 
 
+
+def test_bytes_naming_a_module_never_import_it(lazy_bytes, tmp_path, monkeypatch):
+    """A received state naming ``counter="evilmod:f"`` is refused before anything imports ``evilmod``."""
+    (tmp_path / "evilmod_r33.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def own_counter(header, arrays):
+        header["args"]["counter"] = "evilmod_r33:f"
+
+    with pytest.raises(ValueError, match="names module 'evilmod_r33', which is not imported"):
+        LazyCMS.from_bytes(_repacked(lazy_bytes, "LazyCMS", own_counter))
+    assert not (tmp_path / "ran").exists()
+    assert "evilmod_r33" not in sys.modules
+
 # -- merge -------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("hash_family", ["modp", "multiply_shift"])

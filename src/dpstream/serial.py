@@ -7,7 +7,8 @@ Layout, little-endian::
 
 The header is ``{"class": name, "args": constructor arguments, "state": JSON scalars (t, the noise generator's
 ``bit_generator.state``, ...), "arrays": [[name, dtype, shape], ...]}``. Only numeric dtypes are written, and
-reading never executes anything from the data. The checksum covers the prefix, the header and the arrays.
+reading never executes anything from the data (a counter named ``module:Class`` is restored only once its module
+is imported). The checksum covers the prefix, the header and the arrays.
 
 Reading refuses every defect with ``SerialError`` (a ``ValueError``) naming it: bytes without the magic, an
 unsupported version, a header that is not exactly the structure above (types, non-negative integer shapes, known
@@ -27,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+import sys
 import zlib
 from collections.abc import Mapping
 from typing import Any, Self
@@ -269,6 +271,26 @@ def check_same(what: str, stored: Any, rebuilt: Any) -> None:
                          f"stream with different noise")
 
 
+def check_no_import(args: Any) -> None:
+    """Refuse a ``counter`` argument naming a ``module:Class`` whose module is not imported yet.
+
+    A counter outside the package is named by its import path; importing it while reading bytes would run whatever
+    module a received file names. An own counter restores once its module is imported (``import toy_counter``).
+    """
+    if isinstance(args, Mapping):
+        for key, value in args.items():
+            if key == "counter" and isinstance(value, str) and ":" in value:
+                module = value.partition(":")[0]
+                if module not in sys.modules:
+                    raise SerialError(f"corrupt header: counter {value!r} names module {module!r}, which is not "
+                                      f"imported; bytes never import code (import it first to restore an own "
+                                      f"counter)"[:500])
+            check_no_import(value)
+    elif isinstance(args, list):
+        for value in args:
+            check_no_import(value)
+
+
 _REFUSED = (ValueError, KeyError, TypeError, IndexError, AttributeError, ArithmeticError, RuntimeError,
             RecursionError)
 """What building or restoring from checked-but-inconsistent arguments may raise: turned into ``SerialError``."""
@@ -338,6 +360,7 @@ class Serialisable:
     @classmethod
     def _restore(cls, header: dict[str, Any], arrays: dict[str, np.ndarray], n_bytes: int) -> Self:
         args = header["args"]
+        check_no_import(args)
         try:
             need = cls._allocation_bytes(args)
             limit = ALLOCATION_SLACK * n_bytes + ALLOCATION_ALLOWANCE

@@ -11,6 +11,7 @@ import pytest
 from conftest import CONF_DIR
 from rich.console import Console
 
+from dpstream.harness.certified import CERTIFIED, NOT_PRIVATE
 from dpstream.harness.console import ProgressLog, mean_interval, metric_table, why_nothing
 from dpstream.harness.runner import run
 
@@ -88,6 +89,31 @@ def test_a_heavy_hitter_run_prints_its_words_or_why_it_found_none(words_csv, com
     out = capsys.readouterr().out
     assert "nothing reported: at t = " in out and "larger epsilon" in out
     assert "n/a (nothing reported)" in out
+
+
+def test_the_reported_heavy_hitters_carry_their_mechanisms_label(monkeypatch):
+    """A non-private tracker's list (CMS heap: near-exact counts) says so, as the table above it does."""
+    from dpstream.harness import console as console_module
+
+    monkeypatch.setattr(console_module, "replay_reported", lambda params: ([("apple", 5189.0)], 19968))
+    for label in (NOT_PRIVATE, CERTIFIED):
+        lines = console_module.heavy_hitter_lines(pd.DataFrame([{"n_reported": 1, "privacy": label}]), {})
+        assert lines[0].endswith(f"(item: estimated count; privacy: {label}):") and lines[1] == "  apple: 5189"
+
+
+def test_a_run_of_private_and_non_private_mechanisms_labels_each_setting(capsys):
+    """fig3b's heading said "privacy: (epsilon, delta)-DP, certified, none (not private)" over CMS and LazyCMS alike."""
+    from dpstream.harness.console import print_run
+
+    df = pd.DataFrame([{"mechanism.name": "cms", "privacy": NOT_PRIVATE, "memory_bytes": 756},
+                       {"mechanism.name": "lazycms", "privacy": CERTIFIED, "memory_bytes": 19896}])
+    print_run(df, "fig3b", {}, ["mechanism.name"], ["memory_bytes"])
+    out = capsys.readouterr().out
+    assert "released by the mechanisms (privacy: per setting):" in out and f"privacy: {CERTIFIED}, {NOT_PRIVATE}" \
+        not in out
+    assert "name=cms, privacy=none (not private)" in " ".join(out.split())
+    print_run(df.iloc[1:], "fig3b", {}, ["mechanism.name"], ["memory_bytes"])
+    assert f"released by the mechanism (privacy: {CERTIFIED}):" in capsys.readouterr().out
 
 
 def test_the_report_names_the_command_as_typed():

@@ -43,7 +43,8 @@ def committed_copy(results: Path) -> dict[Path, bytes]:
     return files
 
 
-def test_a_panel_on_ones_own_data_leaves_the_committed_files_and_names_its_file(tmp_path, compose_cfg, monkeypatch):
+def test_a_panel_on_ones_own_data_leaves_the_committed_files_and_names_its_file(tmp_path, compose_cfg, monkeypatch,
+                                                                                capsys):
     """``dpstream experiment=fig3b data=items data.path=my_items.txt`` rewrote results/figures/fig3b.png (finding 6)."""
     results = tmp_path / "results"
     committed = committed_copy(results)
@@ -63,8 +64,10 @@ def test_a_panel_on_ones_own_data_leaves_the_committed_files_and_names_its_file(
     assert folder.name.startswith("fig3b-my_items-")
     assert (folder / "tables" / "fig3b.csv").exists() and (folder / "figures" / "fig3b.png").exists()
     assert "data: my_items.txt" in titles[-1] and "skew" not in titles[-1]
+    (heading,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("== fig3b")]
+    assert "data: my_items.txt" in heading and "skew" not in heading, "the console names the file as the figure does"
     assert not list(results.glob("tables/multirun*")) and sorted(p.name for p in results.iterdir()) == \
-        ["figures", RUNS, "store", "tables"]
+        ["figures", "privacy_ledger.jsonl", RUNS, "store", "tables"]  # the ledger is shared by every run's folder
 
 
 def test_runs_with_other_parameters_get_other_folders_and_the_same_command_the_same(tmp_path):

@@ -173,3 +173,33 @@ def test_advanced_composition_of_many_equal_releases_is_below_basic(tmp_path):
     assert total.releases == 400 and total.basic == pytest.approx((40.0, 4e-4))
     advanced = np.sqrt(2 * 400 * np.log(1e6)) * 0.1 + 400 * 0.1 * np.expm1(0.1)  # Dwork-Rothblum-Vadhan
     assert total.advanced == pytest.approx((advanced, 4e-4 + 1e-6)) and total.advanced[0] < 40.0
+
+
+def test_an_interrupted_spend_is_cut_off_and_a_bad_line_is_named(tmp_path, capsys):
+    """A spend killed mid-line glued the next spend onto it: the ledger was unreadable and that spend was lost."""
+    params = {"data": {"synthetic": False, "path": "f", "path_xxh3": "abc"}, "epsilon": 0.1, "delta": 1e-6,
+              "seed": 0, "trial": 0, "mechanism": {"name": "m"}}
+    ledger.spend(tmp_path, params, {"certified": True, "key": "0"})
+    with ledger.ledger_path(tmp_path).open("a") as fh:
+        fh.write('{"file_xxh3": "ab')  # the first bytes of a line, then the process died
+    ledger.spend(tmp_path, {**params, "trial": 1}, {"certified": True, "key": "1"})
+    assert "cut off a partial last line (17 bytes" in capsys.readouterr().err
+    assert ledger.totals(tmp_path, "abc").releases == 2
+    with ledger.ledger_path(tmp_path).open("a") as fh:
+        fh.write("not json\n")
+    with pytest.raises(ValueError, match=r"privacy ledger .*privacy_ledger.jsonl line 3: not a ledger entry"):
+        ledger.totals(tmp_path, "abc")
+
+
+def test_a_trial_spends_before_its_row_is_stored(own_file, compose_cfg, tmp_path, monkeypatch):
+    """A run stopped between the two writes must not leave a stored row unspent (the rerun reads it free)."""
+    from dpstream.harness.store import ResultsStore
+
+    def stopped(self, row, replace=False):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ResultsStore, "append", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        _run(compose_cfg, ["mechanism=lazycms", "data=items", f"data.path={own_file}", "width=16", "trials=1",
+                           "n_jobs=1", f"results_dir={tmp_path / 'r'}"])
+    assert len(ledger.ledger_path(tmp_path / "r").read_text().splitlines()) == 1

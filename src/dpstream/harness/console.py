@@ -90,9 +90,12 @@ def print_run(df: pd.DataFrame, run_id: str, params: dict[str, Any], keys: list[
         return
     shown = released(metrics)
     evaluation = [m for m in metrics if m not in shown]
-    labels = ", ".join(sorted(df["privacy"].astype(str).unique())) if "privacy" in df.columns else NOT_PRIVATE
-    if shown:
-        print(f"released by the mechanism (privacy: {labels}):")
+    labels = sorted(df["privacy"].astype(str).unique()) if "privacy" in df.columns else [NOT_PRIVATE]
+    if shown and len(labels) > 1:  # mechanisms of several labels: each setting shows its own
+        print("released by the mechanisms (privacy: per setting):")
+        console().print(metric_table(df, [*keys, "privacy"], shown))
+    elif shown:
+        print(f"released by the mechanism (privacy: {labels[0]}):")
         console().print(metric_table(df, keys, shown))
     if evaluation and not release_only:
         print(f"{EVALUATION_HEADING}:")
@@ -160,7 +163,8 @@ def heavy_hitter_lines(df: pd.DataFrame, params: dict[str, Any]) -> list[str]:
     if int(first["n_reported"]) == 0:
         return [why_nothing(first, float(params.get("epsilon", float("nan"))))]
     pairs, t = replay_reported(params)
-    lines = [f"heavy hitters reported by trial 0 at t = {t} (item: estimated count):"]
+    label = str(first["privacy"]) if "privacy" in df.columns else NOT_PRIVATE  # a baseline's counts are not private
+    lines = [f"heavy hitters reported by trial 0 at t = {t} (item: estimated count; privacy: {label}):"]
     lines += [f"  {label}: {est:.0f}" for label, est in pairs[:MAX_LISTED]]
     if len(pairs) > MAX_LISTED:
         lines.append(f"  ... and {len(pairs) - MAX_LISTED} more (n_reported in the table)")

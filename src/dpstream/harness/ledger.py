@@ -2,8 +2,9 @@
 
 Each trial computed on a file input (a data config that is not ``synthetic`` and names a file, e.g. ``data=items
 data.path=...``) is a release of that file, seeded or not, in a sweep or a rerun: it appends one JSON line to
-``<results_dir>/privacy_ledger.jsonl`` (append-only), keyed by the file's content hash (``data.path_xxh3``). A row
-read back from the results store releases nothing new and spends nothing; synthetic data spends nothing.
+``<results_dir>/privacy_ledger.jsonl`` (append-only, whole lines: ``store.write_whole``), keyed by the file's
+content hash (``data.path_xxh3``). A row read back from the results store releases nothing new and spends nothing;
+synthetic data spends nothing.
 
 A trial spends the run's (epsilon, delta) when its mechanism certified its row (``privacy.labels``), else it is
 not private: its ``epsilon`` is null and every total after it says so. ``totals`` composes the spends of one file
@@ -23,9 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from dpstream.data.cache import FINGERPRINT_SUFFIX
+from dpstream.harness.store import write_whole
 from dpstream.privacy.accounting import composed_epsilon
 
 LEDGER_NAME = "privacy_ledger.jsonl"
+
+
+class LedgerError(ValueError):
+    """A ledger line that ``spend`` did not write (one line of error, exit 2, from the command line)."""
 
 
 def own_file(params: dict[str, Any]) -> tuple[str, str] | None:
@@ -58,11 +64,9 @@ def spend(results_dir: str | Path, params: dict[str, Any], row: dict[str, Any]) 
     path = ledger_path(results_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     line = (json.dumps(entry, allow_nan=False) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     try:
-        written = 0
-        while written < len(line):
-            written += os.write(fd, line[written:])
+        write_whole(fd, line, path)  # a partial line an interrupted spend left is cut off first, said on stderr
     finally:
         os.close(fd)
     return True
@@ -88,11 +92,25 @@ class Total:
                 f"(Dwork-Rothblum-Vadhan per repeated setting) = ({ea:.4g}, {da:.3g})")
 
 
+def _entry(line: str, path: Path, number: int) -> dict[str, Any]:
+    """One ledger line as written by ``spend``; anything else is a ``LedgerError`` naming the file and the line."""
+    try:
+        entry = json.loads(line)
+    except json.JSONDecodeError as err:
+        entry = err
+    if not isinstance(entry, dict):
+        raise LedgerError(f"privacy ledger {path} line {number}: not a ledger entry ({entry}); the running total "
+                         "cannot be computed: restore the line from a backup or move the file away (its spends are "
+                         "then no longer counted)")
+    return entry
+
+
 def totals(results_dir: str | Path, file_xxh3: str) -> Total:
     """The running total of the ledger's spends on the file with content hash ``file_xxh3``."""
     path = ledger_path(results_dir)
     lines = path.read_text().splitlines() if path.exists() else []
-    entries = [e for e in (json.loads(x) for x in lines if x.strip()) if e.get("file_xxh3") == file_xxh3]
+    entries = [e for e in (_entry(x, path, n) for n, x in enumerate(lines, 1) if x.strip())
+               if e.get("file_xxh3") == file_xxh3]
     broken = sum(e.get("epsilon") is None for e in entries)
     if broken or not entries:
         return Total(len(entries), broken, None if broken else (0.0, 0.0), None if broken else (0.0, 0.0))

@@ -150,9 +150,10 @@ def run_trials(trials: list[tuple[str, str, dict[str, Any]]], store: ResultsStor
             try:
                 for key, params, metrics in parallel(jobs):
                     row = make_row(key, params, metrics)
-                    store.append(row, replace=cfg["rerun"])
-                    # a trial on the user's own file is a release of it
+                    # a trial on the user's own file is a release of it: spent before its row is stored, so a
+                    # stop between the two counts it twice at worst, never zero times
                     ledger.spend(cfg.get("ledger_dir", cfg["results_dir"]), params, row)
+                    store.append(row, replace=cfg["rerun"])
                     bar.update()
                     log.update()
             finally:
@@ -330,7 +331,7 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
     _per_trial, means = summary(df, params_cols, varying)
     say = print if verbose else _quiet
     with pd.option_context("display.max_columns", 30, "display.width", 200, "display.max_rows", 60):
-        say(f"\n== {exp_id}: {spec.get('title', '')} ==")
+        say(f"\n== {exp_id}: {panel_title(spec, all_params)} ==")
         say(f"{len(df)} trials ({computed} computed in {elapsed:.1f} s, {len(df) - computed} from the store)")
         used = {k for p in all_params for k in declared_uses(p["mechanism"])}  # unused shared keys are not shown
         constant = {c: df[c].iloc[0] for c in params_cols if c not in varying and c != "trial"

@@ -104,7 +104,7 @@ def cut_partial_line(fd: int, path: Path) -> None:
     size, end = os.fstat(fd).st_size, whole_lines_end(fd)
     if end < size:
         os.ftruncate(fd, end)
-        print(f"note: results store {path}: cut off a partial last line ({size - end} bytes of an interrupted "
+        print(f"note: {path}: cut off a partial last line ({size - end} bytes of an interrupted "
               "write); every whole row before it is kept", file=sys.stderr, flush=True)
 
 
