@@ -28,7 +28,7 @@ def claims(df, spec):
              "verdict": verdict}]
 
 
-@row_columns("value", "elapsed_s")
+@row_columns("value", "elapsed_s", "private", "certified")
 def declared_trial(params, seed):
     """``run_trial`` with its row columns declared (tests of the row schema in the store key)."""
     return run_trial(params, seed)

@@ -62,7 +62,7 @@ def test_python_m_dpstream_rejects_an_unknown_mechanism_in_one_line_with_status_
                          cwd=tmp_path, timeout=120)
     assert out.returncode == 2
     assert out.stderr.startswith("error: mechanism=nope: unknown mechanism; allowed: "
-                                 "cms, cms_heap, cms_ms, cs, lazycms")
+                                 "cms, cms_heap, cms_ms, counter_board, cs, lazycms")
     assert len(out.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "results").exists()
 

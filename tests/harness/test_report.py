@@ -139,8 +139,11 @@ def test_report_html_summarises_verdicts_first_and_renders_code_and_paper_names(
     assert tables["claims"][0]["rows"][1][2] == "Sparse (cutoff c/2) 3"
     assert tables["continual"][0]["header"][0] == "mechanism" and tables["continual"][0]["rows"][0][0] == "LazyCMS"
     report = (tmp_path / "report.md").read_text()
-    assert ("Verdicts: paper claims (each sentence of a paper once, its checks combined): 1 confirmed, "
-            "0 not confirmed, 1 inconclusive, 1 n/a (3 claims)") in report
+    # claims the pre-registration does not list decide nothing: they are counted apart from the paper's sentences
+    assert ("Verdicts: paper claims (each sentence once, the paper's setting): 0 confirmed, 0 not confirmed, "
+            "0 inconclusive, 0 n/a (0 claims)") in report
+    assert ("unregistered claims (decide nothing): 1 confirmed, 0 not confirmed, 1 inconclusive, 1 n/a "
+            "(3 claims)") in report
     assert "| `ThresholdMonitor` error \\| flat |" in report
 
 

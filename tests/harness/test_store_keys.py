@@ -35,14 +35,15 @@ def test_a_changed_row_declaration_recomputes_the_stored_rows(tmp_path, capsys, 
     assert computed(capsys) == 24
     run(cfg, conf)
     assert computed(capsys) == 0, "same declaration: every row comes from the store"
-    monkeypatch.setattr(_harness_fake.declared_trial, "row_columns", ("value", "elapsed_s", "new_metric"))
+    monkeypatch.setattr(_harness_fake.declared_trial, "row_columns",
+                        ("value", "elapsed_s", "private", "certified", "new_metric"))
     run(cfg, conf)
     assert computed(capsys) == 24, "a changed declaration must invalidate the stored rows"
 
 
 def test_a_row_with_an_undeclared_column_is_rejected(tmp_path, monkeypatch):
     conf = declared_conf(tmp_path)
-    monkeypatch.setattr(_harness_fake.declared_trial, "row_columns", ("elapsed_s",))
+    monkeypatch.setattr(_harness_fake.declared_trial, "row_columns", ("elapsed_s", "private", "certified"))
     with pytest.raises(ValueError, match=r"undeclared column\(s\) value: add them to its @row_columns"):
         run(fake_cfg(conf, tmp_path), conf)
 

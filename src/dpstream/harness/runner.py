@@ -61,8 +61,8 @@ FIGURE_FORMATS = ("png", "pdf", "svg")
 
 
 def is_timing(column: str) -> bool:
-    """Timing columns differ between identical runs; they are left out of reproducibility checks."""
-    return column.endswith(TIMING_SUFFIXES)
+    """Timing columns and the time a trial ran differ between identical runs: left out of reproducibility checks."""
+    return column.endswith(TIMING_SUFFIXES) or column == "run_time"
 
 
 def execute_trial(trial_fn: str, params: dict[str, Any]) -> dict[str, Any]:

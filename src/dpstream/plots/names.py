@@ -49,6 +49,7 @@ MECHANISMS: dict[str, tuple[str, Style]] = {
     "lazycs_banded16": ("LazyCS, square root in 16 bands", Style("tab:gray", "v", ":")),
     "punctualcms_banded16": ("PunctualCMS, square root in 16 bands", Style("tab:gray", "<", "-.")),
     "lazyhh_banded16": ("LazyHH, square root in 16 bands", Style("tab:gray", ">", "-")),
+    "counter_board": ("continual counter (leaderboard cell)", Style("tab:brown", "1", ":")),
     "lazycms_discrete_secure": ("LazyCMS, exact discrete noise (ChaCha20)", Style("tab:gray", "D", "-")),
     "lazycms_discrete_secure_ct": ("LazyCMS, exact discrete noise, constant time", Style("tab:gray", "d", "--")),
     "lazycms_smooth": ("LazyCMS, smooth binary", Style("tab:olive", "s", "-.")),

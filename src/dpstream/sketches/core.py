@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from dpstream import serial
-from dpstream.counters import NODE_NOISES, Counter, counter_class
+from dpstream.counters import Counter, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
 from dpstream.intervals import Interval, clipped, rows_halfwidth
 from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
@@ -297,7 +297,7 @@ class SketchCore(Certified, serial.Serialisable):
         self.width = check_positive_int(width, "width")
         self.depth = check_positive_int(depth, "depth")
         check_choice(variant.estimator, "estimator", ESTIMATORS)
-        check_choice(variant.node_noise, "node_noise", NODE_NOISES)
+        cells = counter_class(variant.counter, variant.node_noise)  # names an unknown counter or node noise
         self.horizon = self._horizon(horizon)
         self.epsilon, self.delta = epsilon, delta
         self.variant = variant
@@ -306,7 +306,6 @@ class SketchCore(Certified, serial.Serialisable):
         # exact discrete noise keyed from OS entropy (no seed): the only noise fit to deploy (docs/secure-noise.md)
         secure_key = variant.node_noise.startswith("discrete_secure") and seed is None
         self.deployable = self.certified and secure_key
-        cells = counter_class(variant.counter, variant.node_noise)
         needed = memory.sketch_bytes(self._schedule.kind, np.array([self.width]), self.depth, self.horizon, "actual",
                                      cells, variant.hash_family)[0]
         check_allocation(float(needed), f"{type(self).__name__}(width={self.width}, depth={self.depth})")

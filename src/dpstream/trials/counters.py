@@ -112,7 +112,7 @@ def are_cells(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
     """ARE of the top 15 at T and over the release times in a ``memory_kb`` LazyCMS with this counter."""
     mech = params["mechanism"]
     lazy = {"_target_": "dpstream.sketches.LazyCMS", "counter": mech["counter"], "node_noise": mech["node_noise"],
-            "memory_model": "actual", "uses": ["epsilon", "delta", "depth", "memory_kb"]}
+            "memory_model": "actual", "uses": ["epsilon", "delta", "depth", "width", "memory_kb"]}
     try:
         row = sketch_trial.run_trial({**params, "mechanism": lazy}, seed)
     except ValueError as err:
