@@ -189,8 +189,8 @@ def test_sizes_read_by_the_trial_are_checked_before_allocating(args, says, tmp_p
     (PunctualCMS, {"width": 10**20}, "width must be an integer <= 4611686018427387904"),
     (LazyCMS, {"horizon": 2**70}, "horizon must be an integer <= 4611686018427387904 (2^62), got 11805916207174113"),
     (LazyCMS, {"width": 2**63}, "width must be an integer <= 4611686018427387904 (2^62), got 9223372036854775808"),
-    (LazyCMS, {"node_noise": None}, "unknown node_noise None; allowed: derived, discrete_secure"),
-    (PunctualCMS, {"node_noise": None}, "unknown node_noise None; allowed: derived, discrete_secure"),
+    (LazyCMS, {"node_noise": None}, "unknown node_noise None; allowed: stored, derived, discrete_secure"),
+    (PunctualCMS, {"node_noise": None}, "unknown node_noise None; allowed: stored, derived, discrete_secure"),
 ])
 def test_the_api_names_the_argument_in_one_valueerror(cls, kwargs, says):
     # before: OverflowError (Python int too large to convert to C long), AttributeError ('NoneType' object has no

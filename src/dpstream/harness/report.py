@@ -170,15 +170,15 @@ CONTINUAL_METRICS = {  # marker column -> the paper's metric (end of stream) and
 def continual_table(df: pd.DataFrame, spec: dict[str, Any]) -> pd.DataFrame | None:
     """Trial means of the end-of-stream metrics next to their mean / max over the release times.
 
-    Release times: continual observation; one row per (mechanism, swept x); None when the rows have no release-time
-    metrics.
+    Release times: continual observation; one row per (mechanism, swept x), with the summaries the rows have; None when
+    the rows have no release-time metrics.
     """
     cols = next((c for marker, c in CONTINUAL_METRICS.items() if marker in df.columns), None)
     if cols is None:
         return None
     x = spec.get("plot_args", {}).get("x")
     keys = ["mechanism.name", *([x] if x in df.columns and x != "mechanism.name" else [])]
-    return df.groupby(keys, sort=False)[list(cols)].mean().reset_index()
+    return df.groupby(keys, sort=False)[[c for c in cols if c in df.columns]].mean().reset_index()
 
 
 def _display(table: pd.DataFrame) -> pd.DataFrame:
