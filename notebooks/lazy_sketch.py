@@ -16,8 +16,8 @@
 #
 # Figures 3 (frequency estimation on Zipf streams) and 4 (heavy hitters on packet traces), redrawn from the stored
 # result rows, with 3(b) and 4(c) on real word frequencies (`wordfreq`, synthetic order), and the beyond-the-paper
-# variants (derived node noise, Honaker / BLT counters, analytic calibration, multiply-shift hashing) and the leaderboard
-# of continual counters. Produce them with `dpstream experiment=fig3`, `dpstream experiment=fig4`,
+# variants (derived node noise, Honaker / BLT counters, analytic calibration, multiply-shift hashing) and the
+# leaderboard of continual counters. Produce them with `dpstream experiment=fig3`, `dpstream experiment=fig4`,
 # `dpstream experiment=beyond` and `make counters`.
 #
 # The figures are redrawn from the committed tables (`results/tables/<id>.csv`), so this runs in seconds;
