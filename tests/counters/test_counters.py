@@ -261,3 +261,11 @@ def test_derived_sketch_queries_read_only_their_cells_and_give_the_whole_table_e
         rows = sketch.row_estimates_many(keys)  # every cell released
         whole = np.median(rows, axis=0) if cls is LazyCS else rows.min(axis=0)
         assert np.array_equal(sketch.query_many(keys), whole)
+
+
+def test_a_count_dtype_name_from_a_state_is_checked_before_numpy_parses_it():
+    """numpy reads a dtype string with a comma through ``ast.literal_eval`` (a SyntaxError, not a refusal)."""
+    from dpstream.counters import DerivedBinary
+
+    with pytest.raises(ValueError, match=r"count_dtype=','; allowed: \('int32', 'int64'\)"):
+        DerivedBinary._allocation_bytes({"count_dtype": ",", "n": 1, "horizon": 8})

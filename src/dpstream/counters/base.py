@@ -206,6 +206,8 @@ class Counter(Certified, serial.Serialisable, ABC):
 
     @classmethod
     def _allocation_bytes(cls, args: dict[str, Any]) -> int:
+        if args["count_dtype"] not in COUNT_DTYPES:  # checked before numpy parses the name (``np.dtype(",")``)
+            raise ValueError(f"count_dtype={args['count_dtype']!r}; allowed: {COUNT_DTYPES}")
         count_bytes = np.dtype(args["count_dtype"]).itemsize
         return serial.size_arg(args, "n") * cls.bytes_per_counter(args["horizon"], count_bytes) + cls.fixed_bytes
 
