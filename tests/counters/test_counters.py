@@ -264,7 +264,7 @@ def test_derived_sketch_queries_read_only_their_cells_and_give_the_whole_table_e
 
 
 def test_a_count_dtype_name_from_a_state_is_checked_before_numpy_parses_it():
-    """A dtype string reaches numpy, which reads one with a comma through ``ast.literal_eval`` (a SyntaxError, not a refusal)."""
+    """A dtype name with a comma makes numpy call ``ast.literal_eval``: a SyntaxError, not a refusal."""
     from dpstream.counters import DerivedBinary
 
     with pytest.raises(ValueError, match=r"count_dtype=','; allowed: \('int32', 'int64'\)"):
