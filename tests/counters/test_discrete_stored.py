@@ -57,16 +57,17 @@ def honaker_map(horizon: int) -> np.ndarray:
     return np.column_stack(cols)
 
 
-def releases(counter_name: str, n: int, seed: int, node_noise: str = "discrete_secure_stored") -> tuple[np.ndarray,
-                                                                                                       object]:
+def releases(counter_name: str, n: int, seed: int, node_noise: str = "discrete_secure_stored",
+             horizon: int = HORIZON) -> tuple[np.ndarray, object]:
     """(horizon, n) releases at steps 1..horizon of n counters fed zeros: the noise alone.
 
-    Every step is released, so the derived node noises run their node cache one push apart (the kept block too).
+    Every step is released as a whole table, so the derived node noises run their node cache one push apart (the
+    kept block too).
     """
-    counter = counter_class(counter_name, node_noise)(n=n, horizon=HORIZON, epsilon=1.0, delta=1e-3, seed=seed)
-    out = np.empty((HORIZON, n))
+    counter = counter_class(counter_name, node_noise)(n=n, horizon=horizon, epsilon=1.0, delta=1e-3, seed=seed)
+    out = np.empty((horizon, n))
     cells = np.arange(n)
-    for s in range(1, HORIZON + 1):
+    for s in range(1, horizon + 1):
         counter.push(cells, np.full(n, s, dtype=np.int64), np.zeros(n, dtype=np.int64))
         out[s - 1] = counter.release_all(np.full(n, s, dtype=np.int64))
     return out, counter

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+from test_discrete_stored import releases
 
 from dpstream.counters import SmoothDerived, SmoothDiscreteSecure, SmoothStored, counter_class
 from dpstream.counters._smooth_kernels import binomials, push_draws, release_leaves
@@ -70,20 +71,9 @@ def shared_nodes(horizon: int) -> np.ndarray:
     return np.array([[len(a & b) for b in nodes] for a in nodes], dtype=np.float64)
 
 
-def noise_releases(node_noise: str, n: int, seed: int) -> tuple[np.ndarray, object]:
-    """(HORIZON, n) releases at every step of n counters fed zeros, released as a whole table (the node caches)."""
-    counter = counter_class("smooth", node_noise)(n=n, horizon=HORIZON, epsilon=1.0, delta=1e-3, seed=seed)
-    out = np.empty((HORIZON, n))
-    cells = np.arange(n)
-    for s in range(1, HORIZON + 1):
-        counter.push(cells, np.full(n, s, dtype=np.int64), np.zeros(n, dtype=np.int64))
-        out[s - 1] = counter.release_all(np.full(n, s, dtype=np.int64))
-    return out, counter
-
-
 @pytest.mark.parametrize(("node_noise", "n"), [("stored", 40_000), ("derived", 40_000), ("discrete_secure", 20_000)])
 def test_release_covariance_across_steps_is_the_factorisations(node_noise, n):
-    x, counter = noise_releases(node_noise, n, seed=3)
+    x, counter = releases("smooth", n, 3, node_noise, HORIZON)
     expected = counter._noise_scale**2 * shared_nodes(HORIZON)  # discrete: sigma^2 - its variance < 1e-200 relative
     np.testing.assert_allclose(np.diag(expected), counter.variance(np.arange(1, HORIZON + 1)), rtol=1e-12)
     measured = x @ x.T / n  # zero mean known: second moments
