@@ -22,9 +22,9 @@ from dpstream.counters.gauss_bm import GaussBM
 from dpstream.hashing import HASH_FAMILIES
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.privacy.calibration import CALIBRATIONS
+from dpstream.privacy.svt import SVT_NOISES
 from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS
 from dpstream.sketches.estimators import ESTIMATORS
-from dpstream.svt.discrete import SVT_NOISES
 from dpstream.svt.monitor import ThresholdMonitor, ThresholdMonitorEvolving
 
 OPTIONS: dict[str, tuple[Any, ...]] = {

@@ -27,9 +27,9 @@ from dpstream.audit.negative_controls import (
     BrokenThresholdMonitorUncalibrated,
 )
 from dpstream.audit.svt_cases import svt_cases
+from dpstream.privacy.svt import DISCRETE_SECURE
 from dpstream.secure.laplace import laplace_grid
 from dpstream.svt import Sparse
-from dpstream.svt.discrete import DISCRETE_SECURE
 
 CASES = {c.name: c for c in svt_cases(svt_noise=DISCRETE_SECURE)}
 CORRECT = ("above_threshold_swap", "above_threshold_pinning", "sparse_c1_pinning", "sparse_pinning",

@@ -217,7 +217,7 @@ def test_better_counters_lower_the_mean_variance_at_the_same_calibration():
 
 def test_lazy_hh_thresholds_cover_the_calibration_it_uses():
     from dpstream.heavy_hitters import LazyHH
-    from dpstream.heavy_hitters.calibration import lazy_cms_noise_tail
+    from dpstream.heavy_hitters.thresholds import lazy_cms_noise_tail
 
     kw = {"k": 4, "k_tilde": 16, "delta": 1e-3, "beta": 1e-4, "horizon": 4096, "seed": 0}
     for eps in (0.5, 8.0):  # analytic below classic at 0.5, above it at 8 (calibration erratum)

@@ -16,8 +16,8 @@ from dpstream.counters import HonakerDiscreteSecure, StoredDiscreteSecureBinary,
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.counters.honaker_tree import honaker_stream, honaker_variance
 from dpstream.noise import noise_mode
+from dpstream.privacy.discrete_gaussian import discrete_gaussian_sigma2
 from dpstream.secure import samplers, sequential
-from dpstream.secure.privacy import discrete_gaussian_sigma2
 from dpstream.sketches import LazyCMS
 
 N_COUNTERS = 40_000

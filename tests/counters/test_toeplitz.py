@@ -150,7 +150,7 @@ def test_leaderboard_lower_bound_is_an_eighth_of_the_tree_at_2_to_20():
 @pytest.mark.parametrize("name", ["sqrt", "banded4"])
 def test_lazy_hh_gamma_covers_its_counters_largest_variance(name):
     from dpstream.heavy_hitters import LazyHH
-    from dpstream.heavy_hitters.calibration import lazy_cms_noise_tail
+    from dpstream.heavy_hitters.thresholds import lazy_cms_noise_tail
     from dpstream.privacy.calibration import cell_neighbour_m
 
     kw = {"k": 4, "k_tilde": 16, "epsilon": 1.0, "delta": 1e-3, "beta": 1e-4, "horizon": 2**14}

@@ -9,15 +9,6 @@ from conftest import ROOT
 
 from dpstream.data import zipf_stream
 from dpstream.heavy_hitters import CMSHeap, HeavyHitters, LazyHH, PunctualHH
-from dpstream.heavy_hitters.calibration import (
-    final_delta,
-    lazy_cms_noise_tail,
-    lazy_hh_depth,
-    noise_term,
-    noise_term_closed_form,
-    tau_many,
-    thresholds,
-)
 from dpstream.heavy_hitters.metrics import (
     BlockPrefixCounts,
     PrefixCounts,
@@ -26,8 +17,16 @@ from dpstream.heavy_hitters.metrics import (
     summarise_release_times,
     summarise_steps,
 )
+from dpstream.heavy_hitters.thresholds import (
+    lazy_cms_noise_tail,
+    noise_term,
+    noise_term_closed_form,
+    tau_many,
+    thresholds,
+)
 from dpstream.metrics import release_times
 from dpstream.privacy.calibration import gauss_bm_sigma
+from dpstream.privacy.heavy_hitters import final_delta, lazy_hh_depth
 from dpstream.sketches import LazyCMS
 from dpstream.sketches import lazy as lazy_sketch
 from dpstream.trials.heavy_hitters import load_trace, make_tracker, run_trial

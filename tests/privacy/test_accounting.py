@@ -14,7 +14,7 @@ from dpstream.privacy.accounting import (
     sparse_prefers_pure,
     sparse_sigma,
 )
-from dpstream.query_release.calibration import hru_sparse_sigma
+from dpstream.privacy.query_release import hru_sparse_sigma
 from dpstream.svt import theory as T
 
 

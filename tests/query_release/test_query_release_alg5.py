@@ -13,15 +13,15 @@ import pytest
 from omegaconf import OmegaConf
 from scipy import stats
 
-from dpstream.query_release import Conjunctions, MatrixWorkload, histogram, product_mixture
-from dpstream.query_release.alg5 import AnalystPrivateMW, AnalystPrivateMWScaledUNCERTIFIED
-from dpstream.query_release.calibration import (
+from dpstream.privacy.query_release import (
     alg5_analyst_epsilon,
     alg5_data_epsilon,
     alg5_parameters,
     hru_crossover,
     hru_synopsis_bound,
 )
+from dpstream.query_release import Conjunctions, MatrixWorkload, histogram, product_mixture
+from dpstream.query_release.alg5 import AnalystPrivateMW, AnalystPrivateMWScaledUNCERTIFIED
 from dpstream.query_release.workloads import conjunction_subset, make_workload
 from dpstream.trials.query_release import crossover_trial, run_trial
 
@@ -74,7 +74,7 @@ def test_bad_rounds_add_exactly_the_calibrated_laplace_noise() -> None:
     mech = AnalystPrivateMWScaledUNCERTIFIED(workload=work, epsilon=1.0, delta=1e-6, n=1000, seed=2, **SCALED)
     release = mech.run(true)
     z = release.trace["z"]
-    # KS of the 6,561 drawn z_i against Lap(sigma) from calibration.alg5_parameters, at p > 1e-6
+    # KS of the 6,561 drawn z_i against Lap(sigma) from privacy.query_release.alg5_parameters, at p > 1e-6
     assert stats.kstest(z / mech.sigma, stats.laplace.cdf).pvalue > 1e-6
     stream = release.trace["order"]
     # bad rounds answer exactly q(D) + z_i (good rounds q(H_t), a multiple of 1/n^, equal to it with probability 0)

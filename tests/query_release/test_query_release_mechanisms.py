@@ -10,6 +10,14 @@ from scipy import stats
 
 from dpstream.noise import NoiseSource
 from dpstream.privacy.accounting import composed_epsilon, per_step_epsilon
+from dpstream.privacy.query_release import (
+    hru_analyst_epsilon,
+    hru_data_epsilon,
+    hru_laplace_scale,
+    hru_parameters,
+    ic_step_epsilon,
+    laplace_answer_scale,
+)
 from dpstream.query_release import (
     Conjunctions,
     IterativeConstruction,
@@ -27,14 +35,6 @@ from dpstream.query_release import (
 from dpstream.query_release import game as game_module
 from dpstream.query_release import iterative as iterative_module
 from dpstream.query_release._kernels import sparse_scan
-from dpstream.query_release.calibration import (
-    hru_analyst_epsilon,
-    hru_data_epsilon,
-    hru_laplace_scale,
-    hru_parameters,
-    ic_step_epsilon,
-    laplace_answer_scale,
-)
 from dpstream.query_release.iterative import exponential_mechanism
 
 P_REJECT = 1e-6  # every distributional test below rejects only at p < 1e-6

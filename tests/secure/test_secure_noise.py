@@ -11,8 +11,7 @@ import pytest
 from scipy import stats
 
 from dpstream.counters import counter_class
-from dpstream.secure import cdt, chacha, lanes, laplace, release, samplers, sequential
-from dpstream.secure.privacy import (
+from dpstream.privacy.discrete_gaussian import (
     SMOOTHING_S2,
     discrete_gaussian_delta,
     discrete_gaussian_sigma2,
@@ -20,6 +19,7 @@ from dpstream.secure.privacy import (
     smoothing_delta,
     zcdp_delta,
 )
+from dpstream.secure import cdt, chacha, lanes, laplace, release, samplers, sequential
 from dpstream.sketches.lazy import LazyCMS
 
 RFC_KEY = bytes(range(32))
@@ -405,7 +405,7 @@ def test_noiseless_discrete_secure_is_exact_and_uncertified() -> None:
 def test_l2_sensitivity_inverts_the_calibration(sensitivity_sq):
     # sigma^2 is rounded up, so it covers at least the sensitivity it was calibrated for; the grid is fine enough
     # (power-of-two denominator) that it covers less than twice that
-    from dpstream.secure.privacy import discrete_gaussian_l2_sensitivity, discrete_gaussian_sigma2
+    from dpstream.privacy.discrete_gaussian import discrete_gaussian_l2_sensitivity, discrete_gaussian_sigma2
 
     sigma2 = discrete_gaussian_sigma2(sensitivity_sq, 0.5, 1e-3)
     covered = discrete_gaussian_l2_sensitivity(sigma2, 0.5, 1e-3) ** 2

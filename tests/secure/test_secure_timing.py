@@ -17,8 +17,8 @@ from test_secure_noise import FLOAT_TOKENS, N_DRAWS, _chi_square_p, _nonces
 
 from dpstream.counters import counter_class
 from dpstream.counters.gauss_bm import GaussBM
+from dpstream.privacy.discrete_gaussian import discrete_gaussian_sigma2
 from dpstream.secure import cdt, chacha, lanes, release, samplers
-from dpstream.secure.privacy import discrete_gaussian_sigma2
 from dpstream.sketches import LazyCMS, PunctualCMS
 
 

@@ -1,7 +1,7 @@
 """ThresholdMonitor with ``svt_noise="discrete_secure"``: the discrete Thm 3.2 constants, the noise drawn, flags, state.
 
 The privacy accounting here is written out again from docs/secure-noise.md ("ThresholdMonitor with discrete noise"),
-not imported from ``svt.calibration``, so a calibration that drifts from the derivation fails.
+not imported from ``privacy.svt``, so a calibration that drifts from the derivation fails.
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@ import math
 import pytest
 
 from dpstream.privacy.accounting import sparse_composed_epsilon, sparse_sigma
-from dpstream.query_release.calibration import hru_sparse_sigma
+from dpstream.privacy.query_release import hru_sparse_sigma
+from dpstream.privacy.svt import thm32_xi
 from dpstream.query_release.online import online_sigma
 from dpstream.svt import calibrate
 from dpstream.svt import theory as T
-from dpstream.svt.calibration import thm32_xi
 
 # Spec table (eps_tot = 1, delta_tot = 1e-6, beta = 0.05, m = 1e6), printed to 2 significant digits:
 # k, eps_tot/eps, Delta, 10 Delta, alpha_TM, crossover c. Tolerance 5% = half a unit in the 2nd digit.

@@ -17,9 +17,8 @@ import math
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.noise import SeedLike
 from dpstream.privacy.accounting import sparse_sigma
+from dpstream.privacy.svt import CONTINUOUS, MonitorCalibration
 from dpstream.svt._kernels import RELEASE_SAME
-from dpstream.svt.calibration import MonitorCalibration
-from dpstream.svt.discrete import CONTINUOUS
 from dpstream.svt.monitor import _MonitorCore
 from dpstream.svt.sparse import GeneralisedSparse
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
@@ -148,7 +147,7 @@ class BrokenGaussBMDiscreteTenthSigma(GaussBM):
 
     The noise multiplier kappa = 0.1 (``certified`` is False, as for any kappa != 1) with a claim of the calibrated
     (eps, delta): the node noise N_Z(0, sigma^2 / 100) is rho-zCDP with 100 times the rho the claim rests on
-    (``secure.privacy``), so its epsilon at the same delta is far above the claim: the zCDP conversion bounds it by
+    (``discrete_gaussian``), so its epsilon at the same delta is far above the claim: the zCDP conversion bounds it by
     17.4 for the audited tree (horizon 8, m = 1, claimed (1, 1e-3)), where the calibrated tree has 1.
     """
 

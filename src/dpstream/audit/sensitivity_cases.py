@@ -40,14 +40,14 @@ from dpstream.heavy_hitters import LazyHH
 from dpstream.heavy_hitters.baselines import PunctualHH
 from dpstream.privacy.accounting import QUERY_SENSITIVITY, advanced_per_step_epsilon, per_step_epsilon
 from dpstream.privacy.calibration import gaussian_l2_sensitivity
+from dpstream.privacy.discrete_gaussian import discrete_gaussian_l2_sensitivity
+from dpstream.privacy.query_release import alg5_data_epsilon, laplace_answer_scale
 from dpstream.query_release import KWayMarginals, LaplaceRelease, PrivateEquilibriumRelease, mwem, pmw
 from dpstream.query_release.alg5 import AnalystPrivateMW
-from dpstream.query_release.calibration import alg5_data_epsilon, laplace_answer_scale
 from dpstream.query_release.game import AnalystEquilibriumRelease
 from dpstream.query_release.iterative import IterativeConstruction
 from dpstream.query_release.online import OnlineIC, online_pmw, online_sigma
 from dpstream.query_release.workloads import Workload
-from dpstream.secure.privacy import discrete_gaussian_l2_sensitivity
 from dpstream.sketches import LazyCMS, LazyCS, PunctualCMS, PunctualCS
 from dpstream.sketches.core import PrivateSchedule, SketchCore
 from dpstream.svt import (
@@ -84,7 +84,7 @@ def tree_positions(horizon: int) -> np.ndarray:
 def gauss_bm_assumed(bm: GaussBM | Counter) -> Sensitivity:
     """The L2 sensitivity a GaussBM's (or counter array's) sigma is calibrated for (sqrt(h m) when it is right).
 
-    Exact discrete Gaussian node noise is inverted with its own calibration (``secure.privacy``), not the Gaussian's.
+    Exact discrete Gaussian node noise is inverted with its own calibration (``discrete_gaussian``), not the Gaussian's.
     """
     counter = bm.counter if isinstance(bm, GaussBM) else bm
     if isinstance(counter, LaplaceTree):  # pure: Laplace node noise of scale b covers L1 sensitivity b epsilon

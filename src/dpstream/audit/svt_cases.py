@@ -39,8 +39,8 @@ from dpstream.audit.negative_controls import (
 )
 from dpstream.audit.search import search_audit
 from dpstream.audit.tester import AuditResult, Sampler, audit
+from dpstream.privacy.svt import CONTINUOUS, check_svt_noise
 from dpstream.svt import AboveThreshold, NumericSparse, Sparse, SVTRun, ThresholdMonitor
-from dpstream.svt.discrete import CONTINUOUS, check_svt_noise
 from dpstream.validation import check_choice, check_epsilon
 
 EPSILON = 1.0

@@ -39,7 +39,7 @@ from dpstream.claims.core import (
     verdict_of,
 )
 from dpstream.claims.query_release_extra import TRIVIAL, trivial_baseline
-from dpstream.query_release.calibration import game_rho, hru_alpha_bound
+from dpstream.privacy.query_release import game_rho, hru_alpha_bound
 
 TRIVIAL_ERROR = 1.0
 """Largest possible error of a [0, 1]-valued linear query answered by a distribution: a bound >= 1 says nothing."""

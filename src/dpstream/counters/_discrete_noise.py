@@ -1,7 +1,7 @@
 """Calibration, key and flags shared by the counters with exact discrete Gaussian node noise (``dpstream.secure``).
 
 Canonne, Kamath, Steinke, "The Discrete Gaussian for Differential Privacy" (2020): sigma^2 from
-``secure.privacy.discrete_gaussian_sigma2`` for the tree's squared L2 sensitivity h m (a rational rounded up; the
+``discrete_gaussian.discrete_gaussian_sigma2`` for the tree's squared L2 sensitivity h m (a rational rounded up; the
 counter's ``calibration`` is ignored, the discrete Gaussian has its own bound). The 256-bit ChaCha20 key comes from
 ``secrets.token_bytes`` when no seed is given (``deployable``) and from the seed otherwise (certified when calibrated,
 NOT deployable: whoever knows the seed knows the noise). The key is never in ``repr`` or results; ``to_bytes`` state
@@ -19,9 +19,10 @@ import numpy as np
 
 from dpstream.counters.base import Counter
 from dpstream.noise import SeedLike, as_seed_sequence
+from dpstream.privacy.discrete_gaussian import discrete_gaussian_sigma2
+from dpstream.privacy.maps import DiscreteGaussianMap, PrivacyMap
 from dpstream.privacy.statement import Notion
 from dpstream.secure.chacha import KEY_BYTES, MAX_CELLS, key_words
-from dpstream.secure.privacy import discrete_gaussian_sigma2
 from dpstream.secure.samplers import CHUNKS, gaussian_params, gaussian_table, new_state
 
 
@@ -86,6 +87,11 @@ class DiscreteNoise(DiscreteFlags):
         self._st = new_state()
 
     @property
+    def privacy_map(self) -> PrivacyMap:
+        """The held N_Z(0, sigma^2) node noise at squared L2 sensitivity h m (``DiscreteGaussianMap``)."""
+        return DiscreteGaussianMap(self.squared_sensitivity, self.sigma2)
+
+    @property
     def squared_sensitivity(self) -> int:
         """The integer squared L2 sensitivity sigma^2 is calibrated for: h m, one node per level of the tree."""
         return self.levels * self.m
@@ -97,7 +103,7 @@ class DiscreteNoise(DiscreteFlags):
 
     @property
     def sampler_delta(self) -> float:
-        """What the sampler adds to delta: 0 (exact up to the 2 exp(-2048) truncation ``secure.privacy`` states)."""
+        """What the sampler adds to delta: 0 (exact up to the 2 exp(-2048) truncation ``discrete_gaussian`` states)."""
         return 0.0
 
     def _prepare_sampler(self, scaled: Fraction) -> None:

@@ -20,7 +20,8 @@ from dpstream import serial
 from dpstream.counters import _kernels as kernels
 from dpstream.noise import NoiseSource, SeedLike, noise_mode
 from dpstream.privacy.calibration import CALIBRATIONS, gauss_bm_levels, gaussian_sigma
-from dpstream.privacy.statement import Certified, Notion
+from dpstream.privacy.maps import GaussianMap, PrivacyMap
+from dpstream.privacy.statement import Certified, Notion, Privacy, Relation
 from dpstream.validation import check_allocation, check_delta, check_epsilon, check_positive_int
 
 STEP_BYTES = 8
@@ -161,6 +162,17 @@ class Counter(Certified, serial.Serialisable, ABC):
     def privacy_delta(self) -> float:
         """The delta of the guarantee the noise gives: ``delta`` (0 for a pure-DP counter, whatever it was given)."""
         return self.delta
+
+    @property
+    def privacy_map(self) -> PrivacyMap:
+        """The held noise N(0, sigma^2) at the counter's L2 sensitivity, under its calibration (``GaussianMap``)."""
+        return GaussianMap(self.l2_sensitivity(self.horizon, self.m), self._noise_scale, self.calibration)
+
+    @property
+    def privacy(self) -> Privacy | None:
+        """(epsilon, ``privacy_delta``) for m-neighbouring counter arrays, epsilon from ``privacy_map``."""
+        return self.privacy_map.statement(self.privacy_delta, Relation.M_NEIGHBOURING_COUNTERS, self.notion,
+                                          getattr(self, "sampler_delta", 0.0))
 
     @property
     def steps(self) -> np.ndarray:

@@ -27,8 +27,8 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
     Privacy: (epsilon, delta)-DP under continual observation for m-neighbouring inputs (at most m counters change,
     each by at most 1 at one step), COMPUTATIONALLY (ChaCha20 as a pseudorandom function): the node sums have integer
     L2 sensitivity sqrt(h m), and independent discrete Gaussian noise on them has the delta bound of
-    ``secure.privacy.discrete_gaussian_delta`` (the exact Gaussian curve at sigma^2 - s^2 plus a total-variation
-    term, or Canonne-Kamath-Steinke's zCDP conversion when smaller); ``secure.privacy.discrete_gaussian_sigma2``
+    ``discrete_gaussian.discrete_gaussian_delta`` (the exact Gaussian curve at sigma^2 - s^2 plus a total-variation
+    term, or Canonne-Kamath-Steinke's zCDP conversion when smaller); ``discrete_gaussian.discrete_gaussian_sigma2``
     gives sigma^2 as a rational rounded up (``calibration`` is ignored: the discrete Gaussian has its own bound).
     Every release is an integer.
 

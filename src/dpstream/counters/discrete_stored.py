@@ -66,9 +66,9 @@ class StoredDiscreteSecureBinary(StoredDiscreteDraws, StoredBinary):
     Privacy: (epsilon, delta)-DP under continual observation for m-neighbouring inputs (at most m counters change,
     each by at most 1 at one step), COMPUTATIONALLY (ChaCha20 as a pseudorandom function): the released nodes have
     integer L2 sensitivity sqrt(h m), and independent discrete Gaussian noise on them is (epsilon, delta)-DP by
-    ``secure.privacy.discrete_gaussian_delta`` (the exact Gaussian curve at sigma^2 - s^2 plus a total-variation
+    ``discrete_gaussian.discrete_gaussian_delta`` (the exact Gaussian curve at sigma^2 - s^2 plus a total-variation
     term, or Canonne, Kamath, Steinke's zCDP conversion when smaller), sigma^2 from
-    ``secure.privacy.discrete_gaussian_sigma2``. Every release is an integer. Key and flags: ``DiscreteNoise``.
+    ``discrete_gaussian.discrete_gaussian_sigma2``. Every release is an integer. Key and flags: ``DiscreteNoise``.
 
     Memory (``memory_bytes``): the stored tree's exact partial sums, noisy sums and steps, the key and the draw count.
     ``variance``: popcount(s) sigma^2, an upper bound (the discrete Gaussian's variance is slightly below sigma^2).
@@ -84,8 +84,8 @@ class HonakerDiscreteSecure(StoredDiscreteDraws, HonakerTree):
     Privacy: (epsilon, delta)-DP under continual observation for m-neighbouring inputs, COMPUTATIONALLY (ChaCha20
     as a pseudorandom function): the noisy values of every node of the h-level tree are the discrete Gaussian
     mechanism on the integer vector of all node sums, L2 sensitivity sqrt(h m) (one changed step lies in one node
-    per level), (epsilon, delta)-DP by ``secure.privacy.discrete_gaussian_delta``, sigma^2 from
-    ``secure.privacy.discrete_gaussian_sigma2``. The estimates and the releases are a fixed linear map
+    per level), (epsilon, delta)-DP by ``discrete_gaussian.discrete_gaussian_delta``, sigma^2 from
+    ``discrete_gaussian.discrete_gaussian_sigma2``. The estimates and the releases are a fixed linear map
     of those exact integer values (``honaker_tree``), post-processing at no privacy cost, so the releases are real
     numbers; their variance is ``honaker_variance`` times the node variance (at most sigma^2). Key and flags:
     ``DiscreteNoise``.

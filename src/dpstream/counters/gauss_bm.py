@@ -10,7 +10,7 @@ from dpstream import serial
 from dpstream.counters import counter_class, popcount
 from dpstream.intervals import Interval, normal_halfwidth
 from dpstream.noise import SeedLike, noise_mode
-from dpstream.privacy.statement import Certified, Privacy, Relation
+from dpstream.privacy.statement import Certified, Privacy
 
 __all__ = ["GaussBM", "popcount"]
 
@@ -66,10 +66,9 @@ class GaussBM(Certified, serial.Serialisable):
     _repr_attrs: ClassVar[dict[str, str]] = {"counter": "_counter_arg", "node_noise": "counter.node_noise"}
 
     @property
-    def privacy(self) -> Privacy:
-        """(epsilon, delta) for m-neighbouring counter arrays; computational with derived node noise."""
-        return Privacy(self.epsilon, self.counter.privacy_delta, Relation.M_NEIGHBOURING_COUNTERS, self.counter.notion,
-                       sampler_delta=getattr(self.counter, "sampler_delta", 0.0))
+    def privacy(self) -> Privacy | None:
+        """(epsilon, delta) for m-neighbouring counter arrays, from its counter's noise; computational if derived."""
+        return self.counter.privacy
 
     def __init__(
         self,

@@ -31,6 +31,7 @@ from dpstream.counters import _kernels as kernels
 from dpstream.counters._kary_kernels import kary_levels
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES
 from dpstream.counters.binary import StoredBinary, prefix_sums
+from dpstream.privacy.maps import LaplaceMap, PrivacyMap
 from dpstream.privacy.statement import Notion
 from dpstream.validation import check_positive_int
 
@@ -95,6 +96,11 @@ class LaplaceTree(StoredBinary):
     def privacy_delta(self) -> float:
         """0: the Laplace mechanism is pure epsilon-DP (the ``delta`` argument is not used)."""
         return 0.0
+
+    @property
+    def privacy_map(self) -> PrivacyMap:
+        """The held Laplace(b) node noise at L1 sensitivity L m (``LaplaceMap``)."""
+        return LaplaceMap(self.l1_sensitivity(), self._noise_scale)
 
     def l1_sensitivity(self) -> float:
         """L m: one step lies in one node per level, for each of m counters."""

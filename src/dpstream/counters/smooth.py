@@ -204,7 +204,7 @@ class SmoothDiscreteSecure(SmoothBinary, DiscreteSecureBinary):
     """Smooth binary mechanism with exact discrete Gaussian node noise from a ChaCha20 key (``DiscreteSecureBinary``).
 
     Every release draws its k nodes (and, timing level 1, the other node of its 2-step block of tree steps), so the
-    work of every release is the same function of k; sigma^2 is calibrated by ``secure.privacy`` for squared
+    work of every release is the same function of k; sigma^2 is calibrated by ``privacy.discrete_gaussian`` for squared
     sensitivity (h - k) m. Privacy as ``SmoothBinary`` states, COMPUTATIONALLY (ChaCha20 as a pseudorandom function);
     deployable with ``seed=None`` (an OS key). 8 bytes a counter (int64 counts) and the 32-byte key.
     """

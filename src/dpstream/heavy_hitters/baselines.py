@@ -13,7 +13,7 @@ import numpy as np
 from dpstream import serial
 from dpstream.heavy_hitters._tracker import BlockTracker, as_items
 from dpstream.noise import SeedLike, as_seed_sequence
-from dpstream.privacy.statement import Privacy, Relation
+from dpstream.privacy.statement import Privacy
 from dpstream.sketches import CMS, PunctualCMS
 from dpstream.sketches.core import SketchCore
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
@@ -95,9 +95,9 @@ class PunctualHH(BlockTracker):
                          universe=np.arange(self.universe_size, dtype=np.int64))
 
     @property
-    def privacy(self) -> Privacy:
-        """(epsilon, delta) under continual observation for replace-one neighbouring streams (its PunctualCMS)."""
-        return Privacy(self.epsilon, self.delta, Relation.REPLACE_ONE_ITEM)
+    def privacy(self) -> Privacy | None:
+        """(epsilon, delta) under continual observation for replace-one neighbouring streams: its PunctualCMS's."""
+        return self.sketch.privacy
 
     def extend(self, items: Any) -> None:
         """Process ``items`` in order after checking that they lie in [0, universe_size)."""

@@ -38,8 +38,9 @@ from typing import Any
 import numpy as np
 
 from dpstream.data.cache import _write_atomically
-from dpstream.heavy_hitters.calibration import lazy_hh_depth, noise_term, thresholds
 from dpstream.heavy_hitters.lazy_hh import LazyHH
+from dpstream.heavy_hitters.thresholds import noise_term, thresholds
+from dpstream.privacy.heavy_hitters import lazy_hh_depth
 from dpstream.privacy.statement import Privacy
 
 LEDGER_FORMAT = "dpstream-watch-ledger/1"

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from dpstream import serial
 from dpstream.heavy_hitters._tracker import BlockTracker
-from dpstream.heavy_hitters.calibration import (
-    Thresholds,
-    final_delta,
-    lazy_hh_depth,
-    noise_term,
-    tau_many,
-    thresholds,
-)
+from dpstream.heavy_hitters.thresholds import Thresholds, noise_term, tau_many, thresholds
 from dpstream.noise import SeedLike
-from dpstream.privacy.statement import Privacy, Relation
+from dpstream.privacy.heavy_hitters import final_delta, lazy_hh_depth
+from dpstream.privacy.statement import Privacy
 from dpstream.sketches import LazyCMS
 from dpstream.sketches.core import PrivateSchedule
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
@@ -43,7 +38,7 @@ class LazyHH(BlockTracker):
     Beyond the paper: ``node_noise="derived"`` (its LazyCMS's node noise from a keyed Philox function,
     ``counters.DerivedBinary``: the same output distribution, a computational guarantee, memory d k~ (4 + 4) bytes)
     , ``hash_family="multiply_shift"``, ``calibration="analytic"`` and ``counter`` (any ``dpstream.counters`` name:
-    gamma then bounds that counter's largest release variance, ``calibration.lazy_cms_noise_tail``). The thresholds
+    gamma then bounds that counter's largest release variance, ``thresholds.lazy_cms_noise_tail``). The thresholds
     bound the larger of the two calibrations' noise (``noise_term``): unchanged wherever the analytic sigma is the
     smaller (eps below ~7).
     """
@@ -86,10 +81,13 @@ class LazyHH(BlockTracker):
 
     @property
     def privacy(self) -> Privacy:
-        """(epsilon, delta~) under continual observation for replace-one neighbouring streams (``final_delta``)."""
+        """(epsilon, delta~) under continual observation for replace-one neighbouring streams.
+
+        Its LazyCMS's (epsilon, delta), read from the sketch's noise, with delta~ = ``final_delta`` of them.
+        """
         sketch = self.sketch.privacy
-        return Privacy(self.epsilon, self.delta_tilde, Relation.REPLACE_ONE_ITEM, sketch.notion,
-                       sampler_delta=sketch.sampler_delta)
+        assert sketch is not None  # a LazyCMS at its calibrated noise (LazyHH has no noise multiplier)
+        return replace(sketch, delta=final_delta(sketch.epsilon, sketch.delta))
 
     def _serial_args(self) -> dict[str, Any]:
         return {"k": self.k, "k_tilde": self.k_tilde, "epsilon": self.epsilon, "delta": self.delta, "beta": self.beta,

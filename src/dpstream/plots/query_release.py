@@ -14,7 +14,7 @@ from matplotlib.ticker import NullFormatter
 from dpstream.claims.query_release import TRIVIAL_ERROR, alg3_feasible
 from dpstream.plots import names
 from dpstream.plots.common import figure_legend, save_figure, subplots
-from dpstream.query_release.calibration import game_rho
+from dpstream.privacy.query_release import game_rho
 
 # ---- E0 -------------------------------------------------------------------------------------------------------
 

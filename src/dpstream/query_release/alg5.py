@@ -10,7 +10,7 @@ resampled. Halts after T epochs or R bad rounds (later queries stay unanswered: 
 Erratum: the printed Update uses u_bar = (1/(3s)) sum u and exp(-(alpha'/2) u_bar) with an undefined alpha';
 the proofs (Lemma 5.5 and Claim 5.10, D_t ~ exp(-(eta/s) sum_{u in U_<t} u)) use (1/s) and eta: used here.
 
-Privacy (``calibration.alg5_*``):
+Privacy (``privacy.query_release.alg5_*``):
 - data: replace-one-record databases of public size n. (eps_data, delta)-DP by Theorem 5.6 ([GRU12], adapted;
   stated without proof): at most R bad rounds and sigma >= 1000 sqrt(R) ln(4/delta) / (eps n). With the paper's
   constants this holds at every (n, k, |X|, eps) (sigma / bound = 1.25 (ln(4/delta)/ln(1/delta))^{1/4}).
@@ -27,8 +27,7 @@ from typing import ClassVar
 import numpy as np
 
 from dpstream.noise import NoiseSource, SeedLike
-from dpstream.privacy.statement import AnalystRelation, Certified, Privacy
-from dpstream.query_release.calibration import (
+from dpstream.privacy.query_release import (
     ALG5_PAPER_CONSTANTS,
     alg5_accuracy,
     alg5_analyst_epsilon,
@@ -36,6 +35,7 @@ from dpstream.query_release.calibration import (
     alg5_data_epsilon,
     alg5_parameters,
 )
+from dpstream.privacy.statement import AnalystRelation, Certified, Privacy
 from dpstream.query_release.data import check_dense
 from dpstream.query_release.iterative import Release, check_one_run, data_privacy
 from dpstream.query_release.workloads import Workload
@@ -45,9 +45,10 @@ from dpstream.validation import check_delta, check_epsilon, check_open_interval,
 class AnalystPrivateMW(Certified):
     """Algorithm 5 with the paper's constants (s 128, n^ 32, sigma 20000, tau 80000): certified.
 
-    Parameters as printed (``calibration.alg5_parameters``): eta = n^{-2/5}, T = n^{4/5} ln|X|, R = 2 s T; k is the
-    stream length (the workload size). Privacy: (eps_data, delta)-DP for replace-one neighbouring databases of
-    size n (Thm 5.6) and (eps_analyst, delta) one-query-to-many-analyst privacy (Thm 5.8), see the module docstring.
+    Parameters as printed (``privacy.query_release.alg5_parameters``): eta = n^{-2/5}, T = n^{4/5} ln|X|,
+    R = 2 s T; k is the stream length (the workload size). Privacy: (eps_data, delta)-DP for replace-one
+    neighbouring databases of size n (Thm 5.6) and (eps_analyst, delta) one-query-to-many-analyst privacy
+    (Thm 5.8), see the module docstring.
     """
 
     def __init__(self, *, workload: Workload, epsilon: float, delta: float, n: int, beta: float = 0.05,

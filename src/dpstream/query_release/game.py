@@ -19,14 +19,16 @@ import numpy as np
 
 from dpstream.noise import NoiseSource, SeedLike, as_seed_sequence, children
 from dpstream.privacy.composition import compose, compose_advanced
-from dpstream.privacy.statement import AnalystRelation, Certified, Privacy
-from dpstream.query_release._kernels import sample_below, sample_index, sparse_scan
-from dpstream.query_release.calibration import (
+from dpstream.privacy.maps import LaplaceMap, SparseMap
+from dpstream.privacy.query_release import (
     hru_analyst_epsilon,
     hru_laplace_scale,
     hru_parameters,
+    hru_sparse_delta,
     hru_sparse_sigma,
 )
+from dpstream.privacy.statement import AnalystRelation, Certified, Privacy
+from dpstream.query_release._kernels import sample_below, sample_index, sparse_scan
 from dpstream.query_release.data import check_dense
 from dpstream.query_release.gamma import gamma_projection_sum
 from dpstream.query_release.iterative import Release, check_one_run, data_privacy, pmw
@@ -62,6 +64,16 @@ def play_game(player: QueryPlayer | AnalystPlayer, universe_size: int, rounds: i
             curve_t.append(t + 1)
             curve_err.append(tracker.running_max_error())
     return records, {"round": np.array(curve_t), "max_error": np.array(curve_err)}
+
+
+def cleanup_privacy(sparse_sigma: float, s: float, n: int, sparse_delta: float, delta: float) -> Privacy:
+    """The clean-up Sparse's statement, from its threshold scale ``sparse_sigma`` (``SparseMap``, sensitivity 1/n).
+
+    Epsilon by the theorem its scale is calibrated by (``hru_sparse_delta``: advanced composition at delta/3, or pure
+    at 0), stated at delta/3 (a pure guarantee holds at every delta).
+    """
+    epsilon = SparseMap(sparse_sigma, s, 1.0 / n).epsilon(sparse_delta)
+    return data_privacy(epsilon, delta / 3)
 
 
 def game_privacy(n: int, eta: float, rounds: int, delta: float) -> Privacy:
@@ -129,6 +141,7 @@ class PrivateEquilibriumRelease(_ReleaseInputs):
             raise ValueError(f"s = {self.s:g} must be < N_Q = {self.n_actions} (actions incl. negations): "
                              "Gamma_s would be infeasible; use fewer rounds or a smaller s_factor")
         self.sparse_sigma = hru_sparse_sigma(self.n, self.epsilon, self.delta, self.s)
+        self.sparse_delta = hru_sparse_delta(self.epsilon, self.delta, self.s)
         self.laplace_scale = hru_laplace_scale(self.n, self.epsilon, self.delta, self.s)
         self.alpha_hat = 4 * (self.eta + self.big_l / (self.eta * self.rounds)
                               + 4 * math.log(6 / self.beta) / math.sqrt(self.rounds))
@@ -140,13 +153,13 @@ class PrivateEquilibriumRelease(_ReleaseInputs):
         """(eps_data, delta) and eps_analyst, both accounted from the configuration.
 
         eps_data for replace-one-record databases: the composition (``compose``) of its parts' statements, the game
-        (``game_privacy``), the clean-up Sparse at (eps/3, delta/3) (``hru_sparse_sigma``) and the Laplace answers to
+        (``game_privacy``), the clean-up Sparse (``cleanup_privacy``) and the Laplace answers to
         at most s flagged queries composed at delta/3 (``compose_advanced``); equal to ``hru_data_epsilon``.
         eps_analyst for one query to many analysts (Lemma 3.8, ``hru_analyst_epsilon``) is not a composition.
         """
-        answer = data_privacy((1.0 / self.n) / self.laplace_scale, 0.0)  # one answer of sensitivity 1/n
+        answer = data_privacy(LaplaceMap(1.0 / self.n, self.laplace_scale).epsilon(0.0), 0.0)  # sensitivity 1/n
         data = compose(game_privacy(self.n, self.eta, self.rounds, self.delta),
-                       data_privacy(self.epsilon / 3, self.delta / 3),
+                       cleanup_privacy(self.sparse_sigma, self.s, self.n, self.sparse_delta, self.delta),
                        compose_advanced(answer, max(1, math.floor(self.s)), self.delta / 3))
         return data_privacy(data.epsilon, data.delta, hru_analyst_epsilon(self.eta, self.rounds, self.s, self.delta),
                             AnalystRelation.ONE_QUERY_TO_MANY)
@@ -214,6 +227,7 @@ class AnalystEquilibriumRelease(_ReleaseInputs):
             raise ValueError(f"s = {self.s:g} must be < m = {self.m} analysts (Gamma_s over analysts)")
         self.mw_alpha, self.mw_rounds = mw_alpha, check_positive_int(mw_rounds, "mw_rounds")
         self.sparse_sigma = hru_sparse_sigma(self.n, self.epsilon, self.delta, self.s)
+        self.sparse_delta = hru_sparse_delta(self.epsilon, self.delta, self.s)
         self.mw_epsilon = self.epsilon / (10 * math.sqrt(self.s * math.log(3 * self.s / self.delta)))
         self.mw_delta = self.delta / (3 * self.s)
         self.alpha_hat = 4 * (self.eta + self.big_l / (self.eta * self.rounds)
@@ -226,14 +240,14 @@ class AnalystEquilibriumRelease(_ReleaseInputs):
         """(eps_data, 4 delta / 3) and eps_analyst of D^, accounted from the configuration.
 
         eps_data for replace-one-record databases: the composition (``compose``) of its parts' statements, the game
-        (``game_privacy``), the clean-up Sparse at (eps/3, delta/3) and at most s PMW runs, each (eps', delta'),
+        (``game_privacy``), the clean-up Sparse (``cleanup_privacy``) and at most s PMW runs, each (eps', delta'),
         composed at slack delta/3 (``compose_advanced``): delta = delta/3 + delta/3 + floor(s) delta' + delta/3, i.e.
         4 delta / 3 at integer s. eps_analyst for one analyst to many (Lemma 3.8, sigma = 1/s) is not a composition.
         """
         runs = compose_advanced(data_privacy(self.mw_epsilon, self.mw_delta), max(1, math.floor(self.s)),
                                 self.delta / 3)
         data = compose(game_privacy(self.n, self.eta, self.rounds, self.delta),
-                       data_privacy(self.epsilon / 3, self.delta / 3), runs)
+                       cleanup_privacy(self.sparse_sigma, self.s, self.n, self.sparse_delta, self.delta), runs)
         return data_privacy(data.epsilon, data.delta,
                             hru_analyst_epsilon(self.eta, self.rounds, self.s, self.delta, negations=False),
                             AnalystRelation.ONE_ANALYST_TO_MANY)

@@ -14,8 +14,9 @@ import numpy as np
 from dpstream.noise import NoiseSource, SeedLike
 from dpstream.privacy.accounting import composed_epsilon
 from dpstream.privacy.composition import compose_advanced
+from dpstream.privacy.maps import LaplaceMap
+from dpstream.privacy.query_release import ic_step_epsilon, laplace_answer_scale
 from dpstream.privacy.statement import AnalystRelation, Certified, Privacy, Relation
-from dpstream.query_release.calibration import ic_step_epsilon, laplace_answer_scale
 from dpstream.query_release.updates import MultiplicativeWeights, MWEMUpdate
 from dpstream.query_release.workloads import Workload
 from dpstream.validation import check_epsilon, check_positive_int
@@ -122,8 +123,13 @@ class IterativeConstruction(Certified):
 
     @property
     def privacy(self) -> Privacy:
-        """(eps_data, delta) for replace-one-record neighbours: 2 x rounds eps0-DP steps composed."""
-        return compose_advanced(data_privacy(self.eps0, 0.0), 2 * self.rounds, self.delta)
+        """(eps_data, delta) for replace-one-record neighbours: 2 x rounds eps0-DP steps composed.
+
+        eps0 of a step from the Laplace answer's noise (sensitivity 1/n, ``LaplaceMap``); the distinguisher runs
+        the exponential mechanism at the same eps0.
+        """
+        step = LaplaceMap(1.0 / self.n, self.noise_scale).epsilon(0.0)
+        return compose_advanced(data_privacy(step, 0.0), 2 * self.rounds, self.delta)
 
     def run(self, true_answers: np.ndarray, *, n_runs: int = 1) -> Release:
         """Run IC against the true answers f(D) of every query; return the synthetic answers f(S)."""

@@ -11,13 +11,19 @@ from __future__ import annotations
 import numpy as np
 
 from dpstream.noise import NoiseSource, SeedLike
-from dpstream.privacy.accounting import best_sparse_sigma
+from dpstream.privacy.accounting import best_sparse_sigma, sparse_prefers_pure
+from dpstream.privacy.maps import SparseMap
 from dpstream.privacy.statement import Certified, Privacy
 from dpstream.query_release._kernels import first_above
 from dpstream.query_release.iterative import DatabaseUpdate, Release, check_delta_or_zero, check_one_run, data_privacy
 from dpstream.query_release.updates import MultiplicativeWeights
 from dpstream.query_release.workloads import Workload
 from dpstream.validation import check_epsilon, check_open_interval, check_positive_int
+
+
+def online_sparse_delta(epsilon: float, delta: float, cutoff: int) -> float:
+    """The delta of the theorem ``online_sigma`` is calibrated by: 0 (pure) or delta/2 (``sparse_prefers_pure``)."""
+    return 0.0 if sparse_prefers_pure(epsilon / 2, cutoff, delta / 2) else delta / 2
 
 
 def online_sigma(epsilon: float, delta: float, cutoff: int) -> float:
@@ -50,12 +56,18 @@ class OnlineIC(Certified):
         self.alpha = check_open_interval(alpha, "alpha", 0.0, 1.0 + 1e-12)
         self.cutoff = update.rounds(alpha / 2) if cutoff is None else check_positive_int(cutoff, "cutoff")
         self.sigma = online_sigma(self.epsilon, self.delta, self.cutoff) / self.n
+        self.sparse_delta = online_sparse_delta(self.epsilon, self.delta, self.cutoff)
         self.noise = NoiseSource(seed)
 
     @property
     def privacy(self) -> Privacy:
-        """(epsilon, delta) for replace-one-record neighbours (pure if delta = 0)."""
-        return data_privacy(self.epsilon, self.delta)
+        """(epsilon, delta) for replace-one-record neighbours (pure if delta = 0), from the scale sigma held.
+
+        NumericSparse's two halves, the selection and the answers, each by Sparse's theorem at sigma
+        (``SparseMap``, sensitivity 1/n; the theorem ``online_sparse_delta`` says), stated at delta.
+        """
+        half = SparseMap(self.sigma, self.cutoff, 1.0 / self.n).epsilon(self.sparse_delta)
+        return data_privacy(2.0 * half, self.delta)
 
     def run(self, true_answers: np.ndarray, *, n_runs: int = 1) -> Release:
         """Answer every query in a seeded random arrival order; answers returned in workload order."""

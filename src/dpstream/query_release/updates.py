@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from dpstream._repr import ParamsRepr
-from dpstream.query_release.calibration import mw_rounds
+from dpstream.privacy.query_release import mw_rounds
 from dpstream.query_release.workloads import Workload
 from dpstream.validation import check_positive_int
 

@@ -30,6 +30,7 @@ from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_ha
 from dpstream.intervals import Interval, clipped, rows_halfwidth
 from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
 from dpstream.privacy.calibration import cell_neighbour_m
+from dpstream.privacy.maps import with_relation
 from dpstream.privacy.statement import Certified, Privacy, Relation
 from dpstream.sketches import _kernels as kernels
 from dpstream.sketches import memory
@@ -387,9 +388,7 @@ class SketchCore(Certified, serial.Serialisable):
         """
         if not isinstance(self._state, PrivateSchedule):
             return None
-        cells = self._state.counters
-        return Privacy(cells.epsilon, cells.privacy_delta, Relation.REPLACE_ONE_ITEM, cells.notion,
-                       sampler_delta=getattr(cells, "sampler_delta", 0.0))
+        return with_relation(self._state.counters.privacy, Relation.REPLACE_ONE_ITEM)
 
     @property
     def memory_bytes(self) -> int:

@@ -25,19 +25,7 @@ from scipy import sparse
 from dpstream.secure.laplace import VALUE_BOUND
 from dpstream.svt.queries import LinearQueries, as_linear_queries, check_counts
 
-CONTINUOUS = "continuous"
-DISCRETE_SECURE = "discrete_secure"
-SVT_NOISES = (CONTINUOUS, DISCRETE_SECURE)
-"""``continuous``: Laplace noise from ``dpstream.noise.NoiseSource`` (numpy, or OpenDP under ``noise=secure``);
-``discrete_secure``: exact discrete Laplace from a keyed ChaCha20 stream (this module)."""
 _EXACT_FLOAT = 1 << 53
-
-
-def check_svt_noise(svt_noise: str) -> str:
-    """``svt_noise`` if it is one of ``SVT_NOISES``, else a one-line error."""
-    if svt_noise not in SVT_NOISES:
-        raise ValueError(f"unknown svt_noise {svt_noise!r}; allowed: {', '.join(SVT_NOISES)}")
-    return svt_noise
 
 
 def integer_value(value: object, name: str) -> int:

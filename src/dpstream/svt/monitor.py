@@ -9,18 +9,19 @@ import numpy as np
 
 from dpstream import serial
 from dpstream.noise import NoiseSource, SeedLike, noise_mode
+from dpstream.privacy.maps import group_of_two
 from dpstream.privacy.statement import Certified, Notion, Privacy, Relation
-from dpstream.secure.laplace import MAX_CALLS, KeyedLaplace, laplace_grid
-from dpstream.svt import _kernels
-from dpstream.svt.calibration import MonitorCalibration, calibrate, calibrate_evolving
-from dpstream.svt.discrete import (
+from dpstream.privacy.svt import (
     CONTINUOUS,
     DISCRETE_SECURE,
+    MonitorCalibration,
+    calibrate,
+    calibrate_evolving,
     check_svt_noise,
-    integer_counts,
-    integer_linear,
-    integer_value,
 )
+from dpstream.secure.laplace import MAX_CALLS, KeyedLaplace, laplace_grid
+from dpstream.svt import _kernels
+from dpstream.svt.discrete import integer_counts, integer_linear, integer_value
 from dpstream.svt.queries import as_linear_queries, check_counts
 from dpstream.svt.sparse import SVTRun
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
@@ -42,7 +43,7 @@ class _MonitorCore(Certified, serial.Serialisable):
     and v exact discrete Laplace at the calibrated scales rounded up to rationals t/s (``grids``), from a ChaCha20 key
     (``dpstream.secure.laplace``; nonces (role w or v, run call, run, query)), the cap floor(Delta) (on integers
     min(v, Delta) and min(v, floor(Delta)) decide alike), integer decisions; ``to_bytes`` writes the key and the
-    call count. Calibrated with Thm 3.2 redone for discrete noise (``calibration.thm32_xi_discrete``, derivation in
+    call count. Calibrated with Thm 3.2 redone for discrete noise (``privacy.svt.thm32_xi_discrete``, derivation in
     docs/secure-noise.md: v's tail beyond the cap is e^{-(D+1)/b'} / (1 + e^{-1/b'}) instead of 1/(2b), which
     raises the cost of a special-almost-top); the guarantee is computational (ChaCha20 as a pseudorandom
     function). ``deployable`` when keyed from OS entropy (no seed).
@@ -161,7 +162,7 @@ class ThresholdMonitor(_MonitorCore):
     ``calibration.option``). Queries must be linear with f_i(x) in [0, 1]. Accuracy (Thm 3.1) is
     relative to the pruned database S_i. ``kappa`` < 1 scales all noise by kappa: NOT privacy-certified.
     ``svt_noise="discrete_secure"``: the same (epsilon, delta) and neighbours, f_i(x) in {0, 1}, calibrated with
-    the discrete constants (``calibration.thm32_xi_discrete``), computationally (see ``_MonitorCore``).
+    the discrete constants (``privacy.svt.thm32_xi_discrete``), computationally (see ``_MonitorCore``).
     """
 
     def __init__(
@@ -189,9 +190,7 @@ class ThresholdMonitor(_MonitorCore):
 
         Computational with ``svt_noise="discrete_secure"``.
         """
-        cal = self.calibration
-        return (Privacy(cal.epsilon_total, cal.delta_total, Relation.ADD_REMOVE_RECORD, self.notion)
-                if self.certified else None)
+        return self.calibration.privacy_map.statement(Relation.ADD_REMOVE_RECORD, self.notion)
 
 
 class ThresholdMonitorEvolving(_MonitorCore):
@@ -223,7 +222,8 @@ class ThresholdMonitorEvolving(_MonitorCore):
     def privacy(self) -> Privacy | None:
         """(epsilon_total, delta_total), replace-one-user neighbours, whole stream (Thm 4.4).
 
-        Computational with ``svt_noise="discrete_secure"``.
+        Group privacy (``maps.group_of_two``) of the guarantee the noise parameters held buy for add/remove-one-record
+        neighbours. Computational with ``svt_noise="discrete_secure"``.
         """
-        return (Privacy(self.epsilon_total, self.delta_total, Relation.REPLACE_ONE_USER, self.notion)
-                if self.certified else None)
+        inner = self.calibration.privacy_map.statement(Relation.ADD_REMOVE_RECORD, self.notion)
+        return group_of_two(inner, Relation.REPLACE_ONE_USER)

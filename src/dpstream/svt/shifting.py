@@ -21,8 +21,10 @@ from scipy import sparse
 from dpstream.noise import NoiseSource, SeedLike, children
 from dpstream.privacy.accounting import advanced_per_step_epsilon, sparse_prefers_pure
 from dpstream.privacy.calibration import laplace_scale
+from dpstream.privacy.composition import compose
+from dpstream.privacy.maps import ComposedMap, LaplaceMap, with_relation
 from dpstream.privacy.statement import Certified, Privacy, Relation
-from dpstream.svt.calibration import MonitorCalibration
+from dpstream.privacy.svt import MonitorCalibration
 from dpstream.svt.monitor import ThresholdMonitorEvolving
 from dpstream.svt.sparse import Sparse
 from dpstream.svt.theory import alpha_sparse_approx, alpha_sparse_pure, heavy_hitter_tau
@@ -216,8 +218,14 @@ class _HistogramCore:
         self, epsilon: float, delta: float, steps: int, domain_size: int, beta: float, noise: NoiseSource
     ) -> None:
         self.scale = laplace_scale(HISTOGRAM_L1_SENSITIVITY, advanced_per_step_epsilon(epsilon, delta, steps))
+        self.steps, self.delta = steps, delta
         self.threshold = self.scale * math.log(steps * domain_size / beta)  # no weight-0 report w.p. >= 1 - beta/2
         self.noise = noise
+
+    def privacy(self) -> Privacy | None:
+        """The histograms' statement from their held scale: ``steps`` Laplace releases composed at ``delta``."""
+        return ComposedMap(LaplaceMap(HISTOGRAM_L1_SENSITIVITY, self.scale), self.steps).statement(
+            self.delta, Relation.REPLACE_ONE_USER)
 
     def release(self, rows: Rows, active_steps: np.ndarray, n_runs: int) -> HHResult:
         """Report rows whose noisy weight >= threshold, at the steps ``active_steps`` (R, m) bool only."""
@@ -248,9 +256,9 @@ class HistogramEveryStep(Certified):
         self.tau = histogram_tau(epsilon, delta, m, domain_size, beta)
 
     @property
-    def privacy(self) -> Privacy:
-        """(epsilon, delta) for replace-one-user neighbours over the whole stream."""
-        return Privacy(self.epsilon, self.delta, Relation.REPLACE_ONE_USER)
+    def privacy(self) -> Privacy | None:
+        """(epsilon, delta) for replace-one-user neighbours over the whole stream: its m histograms composed."""
+        return self.core.privacy()
 
     def run(self, holdings: np.ndarray, sizes: np.ndarray, *, n_runs: int = 1) -> HHResult:
         """R runs over every step."""
@@ -296,9 +304,15 @@ class SparseThenHistogram(Certified):
         self.domain_size, self.epsilon, self.delta, self.c, self.m, self.beta = domain_size, epsilon, delta, c, m, beta
 
     @property
-    def privacy(self) -> Privacy:
-        """(epsilon, delta) for replace-one-user neighbours over the whole stream (two halves composed)."""
-        return Privacy(self.epsilon, self.delta, Relation.REPLACE_ONE_USER)
+    def privacy(self) -> Privacy | None:
+        """(epsilon, delta) for replace-one-user neighbours over the whole stream: its Sparse and histograms composed.
+
+        Sparse's statement (its queries have sensitivity 1 for replace-one-user neighbours), at its half delta/2 of the
+        budget (a pure one holds at every delta), with the <= c histograms'.
+        """
+        selection = with_relation(self.sparse.privacy, Relation.REPLACE_ONE_USER, delta=self.delta / 2)
+        histograms = self.core.privacy()
+        return None if selection is None or histograms is None else compose(selection, histograms)
 
     def run(self, holdings: np.ndarray, sizes: np.ndarray, *, n_runs: int = 1) -> HHResult:
         """R runs: Sparse over the per-step maxima, then histograms at the TOP steps."""

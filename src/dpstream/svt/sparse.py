@@ -10,23 +10,26 @@ import numpy as np
 from dpstream.noise import NoiseSource, SeedLike
 from dpstream.privacy.accounting import sparse_sigma
 from dpstream.privacy.composition import compose
+from dpstream.privacy.maps import PrivacyMap, SparseMap
 from dpstream.privacy.statement import Certified, Notion, Privacy, Relation
+from dpstream.privacy.svt import CONTINUOUS, DISCRETE_SECURE, check_svt_noise
 from dpstream.secure.laplace import KeyedLaplace, laplace_grid
 from dpstream.svt import _kernels
-from dpstream.svt.discrete import CONTINUOUS, DISCRETE_SECURE, check_svt_noise, integer_answers, integer_value
+from dpstream.svt.discrete import integer_answers, integer_value
 from dpstream.svt.queries import query_answers
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 CHUNK = 1 << 16  # queries per noise draw when a run may halt early
 
 
-def sparse_privacy(epsilon: float, delta: float, svt_noise: str = CONTINUOUS) -> Privacy:
-    """The ``Privacy`` of AboveThreshold / Sparse / NumericSparse at (epsilon, delta): pure when delta = 0.
+def sparse_privacy(privacy_map: PrivacyMap, delta: float, svt_noise: str = CONTINUOUS) -> Privacy | None:
+    """The ``Privacy`` of a part of AboveThreshold / Sparse / NumericSparse: its map at ``delta`` (pure when 0).
 
-    Computational with ``svt_noise="discrete_secure"`` (noise from ChaCha20 as a pseudorandom function).
+    Add/remove-one-record neighbours; computational with ``svt_noise="discrete_secure"`` (noise from ChaCha20 as a
+    pseudorandom function). None when the map does not certify (``maps.NOT_CERTIFIED``).
     """
     notion: Notion | None = "computational" if svt_noise == DISCRETE_SECURE else None
-    return Privacy(epsilon, delta, Relation.ADD_REMOVE_RECORD, notion)
+    return privacy_map.statement(delta, Relation.ADD_REMOVE_RECORD, notion)
 
 
 @dataclass
@@ -227,8 +230,8 @@ class AboveThreshold(GeneralisedSparse):
 
     @property
     def privacy(self) -> Privacy | None:
-        """(epsilon, delta) for add/remove-one-record neighbours; None when kappa < 1 (NOT certified)."""
-        return sparse_privacy(self.epsilon, self.delta, self.svt_noise) if self.certified else None
+        """(epsilon, 0) for add/remove-one-record neighbours from the threshold scale held; None if kappa < 1."""
+        return sparse_privacy(SparseMap(self.threshold_scale, 1), 0.0, self.svt_noise)
 
 
 class Sparse(GeneralisedSparse):
@@ -264,8 +267,11 @@ class Sparse(GeneralisedSparse):
 
     @property
     def privacy(self) -> Privacy | None:
-        """(epsilon, delta), add/remove-one-record neighbours (pure if delta = 0); None if kappa < 1 (NOT certified)."""
-        return sparse_privacy(self.epsilon, self.delta, self.svt_noise) if self.certified else None
+        """(epsilon, delta), add/remove-one-record neighbours, from the threshold scale held (``SparseMap``).
+
+        Pure if delta = 0; None if kappa < 1 (NOT certified).
+        """
+        return sparse_privacy(SparseMap(self.threshold_scale, self.cutoff or 1), self.delta, self.svt_noise)
 
 
 class NumericSparse(GeneralisedSparse):
@@ -298,11 +304,14 @@ class NumericSparse(GeneralisedSparse):
         self.sigma = sigma
 
     @property
-    def privacy(self) -> Privacy:
-        """The selection (Sparse at (eps/2, delta/2)) composed with the release of the c answers at the same sigma.
+    def privacy(self) -> Privacy | None:
+        """The selection (Sparse's map at delta/2) composed with the release of the c answers.
 
-        The answers are c Laplace(sigma) releases of sensitivity-1 values: (eps/2, delta/2) by the composition
-        Sparse's sigma is calibrated for (basic if delta = 0, else advanced).
+        The answers are c Laplace(sigma) releases of sensitivity-1 values, accounted by the composition Sparse's
+        sigma is calibrated for (``SparseMap`` at the answer scale: basic if delta = 0, else advanced; c fresh
+        Lap(sigma) answers cost at most that).
         """
-        half = sparse_privacy(self.epsilon / 2.0, self.delta / 2.0, self.svt_noise)
-        return compose(half, half)
+        c = self.cutoff or 1
+        selection = sparse_privacy(SparseMap(self.threshold_scale, c), self.delta / 2.0, self.svt_noise)
+        answers = sparse_privacy(SparseMap(self.answer_scale, c), self.delta / 2.0, self.svt_noise)
+        return None if selection is None or answers is None else compose(selection, answers)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from scipy.optimize import brentq
 
-from dpstream.svt.calibration import calibrate, calibrate_evolving, monitor_delta_cap, thm32_xi, thm38_epsilon_total
+from dpstream.privacy.svt import calibrate, calibrate_evolving, monitor_delta_cap, thm32_xi, thm38_epsilon_total
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 
 

@@ -98,13 +98,26 @@ def _privacy(spec: MechanismSpec) -> list[str]:
     return errors
 
 
+STATED_RTOL = 1e-6
+"""How far below the configured epsilon (and delta) a stated one may lie: the noise is calibrated for the configured
+budget, and its map gives it back up to the rounding of the noise (the discrete Gaussian's sigma^2 is rounded up to its
+grid) and of the arithmetic."""
+
+
+def _meets(stated: float, configured: float) -> bool:
+    """``stated`` at most ``configured`` (up to 4 ulps of float rounding) and within ``STATED_RTOL`` below it."""
+    return configured * (1.0 - STATED_RTOL) <= stated <= configured + 4.0 * math.ulp(configured)
+
+
 def _budget(spec: MechanismSpec, statement: Privacy, mech: Any, config: dict[str, Any]) -> list[str]:
     errors = []
     if spec.privacy == "configured":
         delta = spec.expected_delta(config) if spec.expected_delta else config.get("delta", 0.0)
-        if (statement.epsilon, statement.delta) != (config["epsilon"], delta):
+        epsilon = config["epsilon"]
+        if not (_meets(statement.epsilon, epsilon) and _meets(statement.delta, delta)):
             errors.append(f"privacy: states ({statement.epsilon!r}, {statement.delta!r}), configured "
-                          f"({config['epsilon']!r}, {delta!r})")
+                          f"({epsilon!r}, {delta!r}): the map of its noise must meet the configured budget, "
+                          f"within a relative {STATED_RTOL:g}")
     elif spec.accounted is not None:
         eps, delta, eps_analyst = spec.accounted(mech)
         if not math.isclose(statement.epsilon, eps, rel_tol=1e-9) or statement.delta != delta:

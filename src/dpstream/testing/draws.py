@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from dpstream.privacy.svt import CONTINUOUS, DISCRETE_SECURE, check_svt_noise
 from dpstream.secure.laplace import laplace_grid
-from dpstream.svt.discrete import CONTINUOUS, DISCRETE_SECURE, check_svt_noise
 from dpstream.testing.spec import AuditCase, NoiseDraws
 
 DRAWS = 4000

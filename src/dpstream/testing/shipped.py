@@ -19,9 +19,10 @@ from dpstream.audit.sensitivity import register as register_case
 from dpstream.counters import counter_class
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
-from dpstream.heavy_hitters.calibration import final_delta
 from dpstream.privacy.accounting import sparse_sigma
 from dpstream.privacy.calibration import gauss_bm_sigma, gaussian_sigma
+from dpstream.privacy.heavy_hitters import final_delta
+from dpstream.privacy.svt import CONTINUOUS, DISCRETE_SECURE, calibrate_evolving
 from dpstream.query_release import Conjunctions, LaplaceRelease, PrivateEquilibriumRelease, histogram, product_mixture
 from dpstream.query_release.alg5 import AnalystPrivateMW, AnalystPrivateMWScaledUNCERTIFIED
 from dpstream.query_release.game import AnalystEquilibriumRelease
@@ -38,8 +39,6 @@ from dpstream.svt import (
     ThresholdMonitorEvolving,
     calibrate,
 )
-from dpstream.svt.calibration import calibrate_evolving
-from dpstream.svt.discrete import CONTINUOUS, DISCRETE_SECURE
 from dpstream.svt.shifting import HistogramEveryStep, ShiftingHeavyHitters, SparseThenHistogram
 from dpstream.svt.sparse import GeneralisedSparse
 from dpstream.testing.draws import gauss_bm_audit, gauss_bm_noise, sparse_noise, svt_audit, svt_draws

@@ -49,7 +49,8 @@ class MechanismSpec:
 
     - ``factory(**config(), seed=s)`` builds it (a class with keyword-only arguments, or a function);
     - ``output(mechanism)`` runs it on a small fixed input and returns its outputs as one numeric array;
-    - ``privacy``: "configured" (its ``privacy`` states the configured epsilon and delta; ``expected_delta``
+    - ``privacy``: "configured" (its ``privacy``, the map of its noise, meets the configured epsilon and delta within a
+      relative ``check.STATED_RTOL``; ``expected_delta``
       maps the configuration to another stated delta where the mechanism states a derived one), "accounted"
       (``accounted(mechanism)`` gives the (epsilon, delta, eps_analyst) its outputs record) or None (NOT private:
       ``privacy`` must be None);

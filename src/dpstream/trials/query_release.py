@@ -15,6 +15,13 @@ import numpy as np
 
 from dpstream.audit import audit
 from dpstream.noise import children
+from dpstream.privacy.query_release import (
+    hru_alpha_bound,
+    hru_analyst_epsilon,
+    hru_crossover,
+    laplace_alpha_bound,
+    pmw_alpha_bound,
+)
 from dpstream.privacy.statement import labels
 from dpstream.query_release import (
     Conjunctions,
@@ -26,13 +33,6 @@ from dpstream.query_release import (
     Release,
     pmw,
     size_n_databases,
-)
-from dpstream.query_release.calibration import (
-    hru_alpha_bound,
-    hru_analyst_epsilon,
-    hru_crossover,
-    laplace_alpha_bound,
-    pmw_alpha_bound,
 )
 from dpstream.query_release.data import histogram
 from dpstream.query_release.toy import ToyQueries
@@ -249,7 +249,7 @@ def analyst_audit_trial(params: dict[str, Any], seed: np.random.SeedSequence) ->
 def crossover_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     """Where Algorithm 3 (T = n/6.4, s = 24 T, all 3^d conjunctions) could beat the uniform line, and its cost.
 
-    Theory (``calibration.hru_crossover``) against this data's uniform max error; the game's cost per round is
+    Theory (``privacy.query_release.hru_crossover``) against this data's uniform max error; the game's cost per round is
     measured over ``mechanism.timed_rounds`` rounds at this d, and the run time of T_beat rounds extrapolated.
     """
     data_seed, workload_seed, mech_seed = children(seed, 3)

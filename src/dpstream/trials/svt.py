@@ -21,6 +21,7 @@ from dpstream.audit.svt_cases import svt_case
 from dpstream.noise import children
 from dpstream.privacy.accounting import check_kappa, sparse_prefers_pure
 from dpstream.privacy.statement import labels
+from dpstream.privacy.svt import DISCRETE_SECURE, calibrate, option_parameters
 from dpstream.svt import AboveThreshold, Sparse, ThresholdMonitor
 from dpstream.svt import theory as T
 from dpstream.svt.atoms import (
@@ -30,8 +31,6 @@ from dpstream.svt.atoms import (
     quantile_margin,
     sparse_critical_margin,
 )
-from dpstream.svt.calibration import calibrate, option_parameters
-from dpstream.svt.discrete import DISCRETE_SECURE
 from dpstream.svt.shifting import heavy_rows
 from dpstream.trials import build, row_columns
 

@@ -1,21 +1,13 @@
-"""LazyHH calibration (Holland, Alg. 6 and Lemma 6): depth, noise term gamma, thresholds, final delta.
+"""LazyHH's thresholds (Holland, Alg. 6 and Lemma 6): the noise term gamma and the output thresholds.
 
-LazyHH's constants (per-family formulas, built on ``dpstream.privacy.calibration``). Log base: the spec leaves the
-unannotated ``log`` of Alg. 6 open; we take **log2** for every unannotated log and keep the explicit
-``ln`` as ln, because that is the choice under which the proof's inequalities hold:
-
-* depth d = ceil(log2(4T/beta)): the candidate collision bound (Lemma 6, eq. (2)) uses the CMS error
-  2t/k~, which a row exceeds with probability <= 1/2 (Markov), so d rows fail together with
-  probability <= 2^-d <= beta/(4T) only for a base-2 log. It also meets the privacy requirement
-  d >= ln(2T/delta), since log2(4T/beta) > ln(4T/delta) for beta < delta.
-* gamma: Lemma 6 bounds Lemma 4's noise tail (at failure probability beta/2)
-  sigma * sqrt(2 h ln(4 |I| n / beta)) of the LazyCMS counters (h = ceil(log2(|I| + 1)) tree levels,
-  sigma = ``calibration.gauss_bm_sigma``, |I| = ceil(T/k~) steps per counter, n = d k~ counters) by
-  the closed form (1). With ln for log(T/k~) (and log(1.25/delta)) the closed form falls 15-30% BELOW
-  that tail bound at the paper's scale (inequality (3) fails); with log2 it is above it except for
-  short streams (small T/k~). ``noise_term`` therefore returns the closed form with log2, raised to
-  the Lemma 4 tail bound when it would fall below it, so inequality (3) -- on which the privacy
-  proof's thresholds rest -- always holds. Both values are exposed.
+Log base as in ``dpstream.privacy.heavy_hitters`` (log2 for every unannotated log, ln where the paper writes ln).
+gamma: Lemma 6 bounds Lemma 4's noise tail (at failure probability beta/2) sigma * sqrt(2 h ln(4 |I| n / beta)) of the
+LazyCMS counters (h = ceil(log2(|I| + 1)) tree levels, sigma = ``dpstream.privacy.calibration.gauss_bm_sigma``,
+|I| = ceil(T/k~) steps per counter, n = d k~ counters) by the closed form (1). With ln for log(T/k~) (and
+log(1.25/delta)) the closed form falls 15-30% BELOW that tail bound at the paper's scale (inequality (3) fails); with
+log2 it is above it except for short streams (small T/k~). ``noise_term`` therefore returns the closed form with log2,
+raised to the Lemma 4 tail bound when it would fall below it, so inequality (3) -- on which the privacy proof's
+thresholds rest -- always holds. Both values are exposed.
 """
 
 from __future__ import annotations
@@ -27,14 +19,6 @@ import numpy as np
 
 from dpstream.counters import counter_class
 from dpstream.privacy.calibration import cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
-from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
-
-
-def lazy_hh_depth(horizon: int, beta: float) -> int:
-    """Sketch depth d = ceil(log2(4T/beta)) (Alg. 6 line 3, log base 2; see the module docstring)."""
-    horizon = check_positive_int(horizon, "horizon")
-    beta = check_open_interval(beta, "beta", 0.0, 1.0)
-    return math.ceil(math.log2(4.0 * horizon / beta))
 
 
 def lazy_cms_noise_tail(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: int,
@@ -76,13 +60,6 @@ def noise_term(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: 
     """The gamma LazyHH uses: max(closed form of Alg. 6 line 4, Lemma 4 tail bound of its LazyCMS's counters)."""
     return max(noise_term_closed_form(horizon, k_tilde, epsilon, delta, depth, beta),
                lazy_cms_noise_tail(horizon, k_tilde, epsilon, delta, depth, beta, calibration, counter, node_noise))
-
-
-def final_delta(epsilon: float, delta: float) -> float:
-    """delta~ = 2 delta (3/2 + e^eps + delta): LazyHH's overall delta (Holland, Sec. 6.5 / Thm 3 text)."""
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
-    return 2.0 * delta * (1.5 + math.exp(epsilon) + delta)
 
 
 @dataclass(frozen=True)

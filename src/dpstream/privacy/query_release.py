@@ -90,14 +90,22 @@ def hru_game_epsilon(n: int, eta: float, rounds: int, delta: float) -> float:
     return composed_epsilon(2 * eta * rounds / n, 2 * rounds, delta / 3)
 
 
+def hru_sparse_delta(epsilon: float, delta: float, s: float) -> float:
+    """The delta of the theorem the clean-up Sparse is calibrated by: delta/3 (advanced composition), else 0 (pure).
+
+    Pure where advanced composition does not certify (eps/3, delta/3) (``sparse_advanced_certified``, e.g. eps/3 = 45
+    at delta/3 = 1e-6).
+    """
+    return delta / 3 if sparse_advanced_certified(epsilon / 3, s, delta / 3) else 0.0
+
+
 def hru_sparse_sigma(n: int, epsilon: float, delta: float, s: float) -> float:
     """Threshold noise of the clean-up Sparse at (eps/3, delta/3), cutoff s, sensitivity 1/n (sparse-vector spec).
 
-    Where advanced composition does not certify (eps/3, delta/3) (``sparse_advanced_certified``, e.g. eps/3 = 45 at
-    delta/3 = 1e-6) it falls back to pure composition, Sparse at (eps/3, 0): sigma = 2 s / (eps/3) / n.
+    Sparse at (eps/3, ``hru_sparse_delta``): where advanced composition does not certify (eps/3, delta/3) it falls
+    back to pure composition, sigma = 2 s / (eps/3) / n.
     """
-    approximate = sparse_advanced_certified(epsilon / 3, s, delta / 3)
-    return sparse_sigma(epsilon / 3, s, delta / 3 if approximate else 0.0) / n
+    return sparse_sigma(epsilon / 3, s, hru_sparse_delta(epsilon, delta, s)) / n
 
 
 def hru_laplace_scale(n: int, epsilon: float, delta: float, s: float) -> float:

@@ -19,9 +19,24 @@ from scipy.optimize import brentq
 
 from dpstream.privacy.accounting import advanced_composition, check_kappa
 from dpstream.privacy.calibration import laplace_scale
+from dpstream.privacy.maps import stated
+from dpstream.privacy.statement import Notion, Privacy, Relation
 from dpstream.secure.laplace import NUMERATOR_BITS
-from dpstream.svt.discrete import CONTINUOUS, DISCRETE_SECURE, check_svt_noise
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
+
+CONTINUOUS = "continuous"
+DISCRETE_SECURE = "discrete_secure"
+SVT_NOISES = (CONTINUOUS, DISCRETE_SECURE)
+"""``continuous``: Laplace noise from ``dpstream.noise.NoiseSource`` (numpy, or OpenDP under ``noise=secure``);
+``discrete_secure``: exact discrete Laplace from a keyed ChaCha20 stream (``dpstream.svt.discrete``)."""
+
+
+def check_svt_noise(svt_noise: str) -> str:
+    """``svt_noise`` if it is one of ``SVT_NOISES``, else a one-line error."""
+    if svt_noise not in SVT_NOISES:
+        raise ValueError(f"unknown svt_noise {svt_noise!r}; allowed: {', '.join(SVT_NOISES)}")
+    return svt_noise
+
 
 GRID_EXCESS = 2.0 ** -(NUMERATOR_BITS - 1)
 """``secure.laplace.laplace_grid`` rounds a scale b >= 1/2 up to b' with b <= b' <= b (1 + GRID_EXCESS)."""
@@ -74,6 +89,44 @@ class MonitorCalibration:
     def w_scale(self) -> float:
         """Scale of the main noise w_i: 10 Delta."""
         return 10.0 * self.cap
+
+    @property
+    def privacy_map(self) -> MonitorMap:
+        """The guarantee of the noise parameters held (option B's slack delta^: half of delta_total, as calibrated)."""
+        return MonitorMap(self.epsilon, self.delta, self.k, self.option, self.svt_noise,
+                          self.delta_total / 2.0 if self.option == "B" else 0.0)
+
+
+@dataclass(frozen=True)
+class MonitorMap:
+    """ThresholdMonitor's noise parameters (eps, delta) of Alg. 3 and the guarantee they buy: one (eps, delta) point.
+
+    Option "A" (Thm 3.2): (xi(eps, delta, k), 3 delta); option "B" (Thm 3.8): ``thm38_epsilon_total`` at slack
+    ``delta_hat``. ``svt_noise`` chooses Thm 3.2's xi (``XI``).
+    """
+
+    epsilon: float
+    delta: float
+    k: int
+    option: str
+    svt_noise: str = CONTINUOUS
+    delta_hat: float = 0.0
+
+    def guarantee(self) -> tuple[float, float]:
+        """(epsilon_total, delta_total) of the held noise parameters."""
+        if self.option == "A":
+            return XI[self.svt_noise](self.epsilon, self.delta, self.k), 3.0 * self.delta
+        return thm38_epsilon_total(self.epsilon, self.delta, self.k, self.delta_hat, self.svt_noise)
+
+    def check(self, epsilon: float, delta: float) -> bool:
+        """Do the held parameters give (epsilon, delta)-DP?"""
+        eps, dlt = self.guarantee()
+        return eps <= epsilon and dlt <= delta
+
+    def statement(self, relation: Relation, notion: Notion | None = None) -> Privacy:
+        """The ``Privacy`` of the held parameters under ``relation`` (epsilon ``maps.stated``)."""
+        eps, dlt = self.guarantee()
+        return Privacy(stated(eps), dlt, relation, notion)
 
 
 def thm32_xi(epsilon: float, delta: float, k: float) -> float:
