@@ -145,6 +145,12 @@ class GaussianMap(PrivacyMap):
             return classic
         return _bisect(lambda eps: self.delta(eps) <= delta, classic)
 
+    def check(self, epsilon: float, delta: float) -> bool:
+        """Analytic: the exact curve at ``epsilon`` against ``delta`` (no search); classic: the closed form."""
+        if self.calibration == "analytic":
+            return self.delta(epsilon) <= delta
+        return super().check(epsilon, delta)
+
 
 @dataclass(frozen=True)
 class LaplaceMap(PrivacyMap):
@@ -175,9 +181,17 @@ class DiscreteGaussianMap(PrivacyMap):
     l2_sensitivity_sq: int
     sigma2: Fraction
 
+    def delta(self, epsilon: float) -> float:
+        """The profile bound ``discrete_gaussian_delta`` at ``epsilon``."""
+        return discrete_gaussian_delta(self.l2_sensitivity_sq, Fraction(self.sigma2), epsilon)
+
     def epsilon(self, delta: float) -> float:
         """Bisection on the discrete Gaussian's delta bound, decreasing in epsilon."""
         return _discrete_gaussian_epsilon(self.l2_sensitivity_sq, Fraction(self.sigma2), delta)
+
+    def check(self, epsilon: float, delta: float) -> bool:
+        """The bound at ``epsilon`` against ``delta`` (one evaluation, no search)."""
+        return self.delta(epsilon) <= delta
 
 
 @dataclass(frozen=True)
