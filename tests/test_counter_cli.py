@@ -16,9 +16,13 @@ from dpstream.cli import main
 from dpstream.counters import COUNTERS
 
 SKETCHES = ("lazycms", "lazycs", "punctualcms", "lazyhh")
-TINY = {"lazyhh": ["data.length=4096"], "lazycms": ["data.length=4096", "memory_kb=24"],
-        "lazycs": ["data.length=4096", "memory_kb=24"], "punctualcms": ["data.length=2048", "width=8"]}
-"""Per sketch: a stream short enough for a wiring check; the memory-sized ones take the memory-model default."""
+TINY = {"lazyhh": ["data.length=4096"], "lazycms": ["data.length=4096", "width=8"],
+        "lazycs": ["data.length=4096", "width=8"], "punctualcms": ["data.length=2048", "width=8"]}
+"""Per sketch: a stream short enough for a wiring check, and a width (a counter with O(T) state, such as the square
+root with stored noise, fits no small memory budget)."""
+BUDGET = ["memory_kb=24"]
+"""A 24 KB budget (not for LazyHH, sized by k~): the actual memory model whenever the cells are not the paper's
+stored tree."""
 REFUSED = {("lazyhh", "laplace"): "Laplace noise"}
 """(mechanism, counter) pairs the mechanism refuses whatever the noise, and a phrase of the line."""
 
@@ -33,10 +37,10 @@ def run_cli(args: list[str], capsys) -> tuple[int, str]:
     return status, capsys.readouterr().err
 
 
-def run_counter(mechanism: str, counter: str, noise: str, tmp_path, capsys) -> tuple[int, str]:
+def run_counter(mechanism: str, counter: str, noise: str, tmp_path, capsys, *more: str) -> tuple[int, str]:
     """Run one trial of ``mechanism`` with ``counter`` / ``noise`` at smoke scale into ``tmp_path``."""
     args = [f"mechanism={mechanism}", f"mechanism.counter={counter}", f"mechanism.node_noise={noise}",
-            "profile=smoke", "trials=1", "n_jobs=1", f"results_dir={tmp_path}", *TINY[mechanism]]
+            "profile=smoke", "trials=1", "n_jobs=1", f"results_dir={tmp_path}", *TINY[mechanism], *more]
     return run_cli(args, capsys)
 
 
@@ -56,11 +60,14 @@ def check_ran(status: int, err: str, tmp_path, mechanism: str, counter: str, noi
                                                              ("lazyhh", "smooth", "stored")])
 def test_a_new_counter_runs_from_the_command_line(mechanism, counter, noise, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    status, err = run_counter(mechanism, counter, noise, tmp_path, capsys)
+    status, err = run_counter(mechanism, counter, noise, tmp_path, capsys, *(BUDGET if mechanism == "lazycms" else []))
     check_ran(status, err, tmp_path, mechanism, counter, noise)
+    if mechanism == "lazycms":  # the actual model: the derived smooth tree's 4-byte cells, far wider than 55
+        assert stored_rows(tmp_path)["sketch_width"].iloc[-1] > 55
 
 
 @pytest.mark.parametrize(("mechanism", "counter", "noise", "says"), [
+    ("lazycms", "sqrt", "stored", "memory kilobytes=24 is too small for one column of a depth-3 LazyCMS"),
     ("lazycms", "blt", "discrete_secure", "node_noise='discrete_secure' is not available with counter='blt'"),
     ("lazycs", "sqrt", "discrete_secure", "node_noise='discrete_secure' is not available with counter='sqrt'"),
     ("lazyhh", "laplace", "stored", "counter='laplace' adds Laplace noise"),
@@ -69,7 +76,7 @@ def test_a_new_counter_runs_from_the_command_line(mechanism, counter, noise, tmp
 def test_a_combination_not_admitted_is_one_line_and_exit_2(mechanism, counter, noise, says, tmp_path, monkeypatch,
                                                            capsys):
     monkeypatch.chdir(tmp_path)
-    status, err = run_counter(mechanism, counter, noise, tmp_path, capsys)
+    status, err = run_counter(mechanism, counter, noise, tmp_path, capsys, *(BUDGET if mechanism != "lazyhh" else []))
     lines = [line for line in err.splitlines() if line.strip()]
     assert status == 2 and len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], err
 
