@@ -3,8 +3,9 @@
 The binary tree with stored or derived node noise, Honaker's estimates on the binary tree, the buffered linear
 Toeplitz (BLT) counter with its noise stored in buffers or derived from a key, the smooth binary mechanism
 (``smooth``: the same variance at every step, exact discrete noise too), the k-ary Laplace tree for pure DP
-(``laplace``), the hybrid mechanism, which needs no horizon (``hybrid``), and the square-root factorisation, plain
-and banded (``counters.toeplitz``).
+(``laplace``), the hybrid mechanism, which needs no horizon (``hybrid``), the square-root factorisation, plain and
+banded (``counters.toeplitz``), and a factorisation with no horizon, the square root perturbed by logarithms
+(``unbounded``, ``counters.unbounded``).
 
 ``counter_class(counter, node_noise)`` is the one place a configuration's choice becomes a class; an
 unknown or unavailable combination is an error naming it and listing what is allowed. A counter of your own, outside
@@ -35,6 +36,7 @@ from dpstream.counters.toeplitz import (
     SqrtFactorisation,
     banded_sqrt,
 )
+from dpstream.counters.unbounded import DerivedUnbounded, UnboundedFactorisation
 
 COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("binary", "stored"): StoredBinary,
@@ -56,6 +58,8 @@ COUNTERS: dict[tuple[str, str], type[Counter]] = {
     **{(c.name, "stored"): c for c in (BandedSqrt4, BandedSqrt16, BandedSqrt64)},
     ("sqrt", "derived"): DerivedSqrt,
     ("banded16", "derived"): DerivedBandedSqrt16,
+    ("unbounded", "stored"): UnboundedFactorisation,
+    ("unbounded", "derived"): DerivedUnbounded,
 }
 """Every counter class by (counter, node noise)."""
 COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))
@@ -103,4 +107,4 @@ __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "AheadDiscreteBinary", "B
            "ConstantTimeDiscreteBinary", "Counter", "DerivedBLT", "DerivedBinary", "DiscreteSecureBinary",
            "HonakerDiscreteSecure", "HonakerTree", "HybridDerived", "LaplaceTree", "SmoothDerived",
            "SmoothDiscreteSecure", "SmoothStored", "SqrtFactorisation", "StoredBinary", "StoredDiscreteSecureBinary",
-           "banded_sqrt", "counter_class", "popcount"]
+           "UnboundedFactorisation", "banded_sqrt", "counter_class", "popcount"]
