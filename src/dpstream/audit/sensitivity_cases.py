@@ -483,6 +483,9 @@ for _name in FACTORISATIONS:
     register(f"LazyCMS_{_name}")(partial(sketch_case, LazyCMS, counter=_name))
 register("LazyCMS_sqrt_derived")(lambda: sketch_case(LazyCMS, counter="sqrt", node_noise="derived"))
 register("LazyCMS_unbounded_derived")(lambda: sketch_case(LazyCMS, counter="unbounded", node_noise="derived"))
+register("LazyCMS_nsqrt_derived")(lambda: sketch_case(LazyCMS, counter="nsqrt", node_noise="derived"))
+register("GaussBM_nsqrt_derived")(lambda: GaussBMCase("GaussBM (normalised square root, derived noise)", GaussBM(
+    n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="nsqrt", node_noise="derived")))
 register("PunctualCS_sqrt")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64, counter="sqrt"))
 
 
