@@ -53,6 +53,8 @@ def test_every_private_sketch_class_is_registered():
 def test_probe_never_exceeds_the_calibrated_sensitivity(name):
     result = probe(REGISTRY[name](), seed=0)
     assert not result.exceeds, f"{name}: {result}"
+    if "unbounded" in name:  # calibrated for a stream of any length: its tightness at the horizon is test_unbounded's
+        return
     # the adversarial pairs reach the assumption (every bound here is tight), so the probe is not vacuous
     assert result.worst == pytest.approx(result.assumed, rel=1e-9), f"{name}: {result}"
 

@@ -127,6 +127,11 @@ def test_lazy_cms_state_round_trips_and_continues_identically(name):
     assert np.array_equal(restored.query_many(np.arange(20)), sketch.query_many(np.arange(20)))
 
 
+OFF_THE_BOARD = {("nsqrt", "derived"): "its variance formula is O(T^2) work (L is not Toeplitz): hours at 2^24; "
+                                      "experiment counters_empirical (up to 2^16) has it"}
+"""Registered counters the full leaderboard (T up to 2^24) leaves out, each with its reason."""
+
+
 @pytest.mark.parametrize("experiment", ["counters", "counters_empirical"])
 def test_leaderboard_lists_every_registered_counter(experiment):
     from omegaconf import OmegaConf
@@ -136,7 +141,9 @@ def test_leaderboard_lists_every_registered_counter(experiment):
 
     spec = OmegaConf.load(CONF_DIR / "experiment" / f"{experiment}.yaml")
     listed = set(zip(spec.zip["mechanism.counter"], spec.zip["mechanism.node_noise"], strict=True))
-    assert listed == set(COUNTERS), f"add to experiments/{experiment}.yaml: {sorted(set(COUNTERS) - listed)}"
+    left_out = set(OFF_THE_BOARD) if experiment == "counters" else set()
+    assert listed == set(COUNTERS) - left_out, f"add to experiments/{experiment}.yaml: {sorted(set(COUNTERS) - listed)}"
+
 
 
 def test_leaderboard_lower_bound_is_an_eighth_of_the_tree_at_2_to_20():

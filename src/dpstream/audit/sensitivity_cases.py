@@ -474,13 +474,18 @@ def _gauss_bm_blt_derived() -> SensitivityCase:
     return GaussBMCase("GaussBM (BLT, noise derived from a key)", bm)
 
 
-FACTORISATIONS = ("sqrt", "banded4")
-"""The square-root factorisation counters probed (``counters.toeplitz``; every band count shares banded4's code)."""
+FACTORISATIONS = ("sqrt", "banded4", "unbounded")
+"""The factorisation counters probed (``counters.toeplitz``, every band count sharing banded4's code, and
+``counters.unbounded``)."""
 for _name in FACTORISATIONS:
     register(f"GaussBM_{_name}")(partial(lambda c: GaussBMCase(f"GaussBM ({c})", GaussBM(
         n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter=c)), _name))
     register(f"LazyCMS_{_name}")(partial(sketch_case, LazyCMS, counter=_name))
 register("LazyCMS_sqrt_derived")(lambda: sketch_case(LazyCMS, counter="sqrt", node_noise="derived"))
+register("LazyCMS_unbounded_derived")(lambda: sketch_case(LazyCMS, counter="unbounded", node_noise="derived"))
+register("LazyCMS_nsqrt_derived")(lambda: sketch_case(LazyCMS, counter="nsqrt", node_noise="derived"))
+register("GaussBM_nsqrt_derived")(lambda: GaussBMCase("GaussBM (normalised square root, derived noise)", GaussBM(
+    n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="nsqrt", node_noise="derived")))
 register("PunctualCS_sqrt")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64, counter="sqrt"))
 
 

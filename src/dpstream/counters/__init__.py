@@ -3,8 +3,9 @@
 The binary tree with stored or derived node noise, Honaker's estimates on the binary tree, the buffered linear
 Toeplitz (BLT) counter with its noise stored in buffers or derived from a key, the smooth binary mechanism
 (``smooth``: the same variance at every step, exact discrete noise too), the k-ary Laplace tree for pure DP
-(``laplace``), the hybrid mechanism, which needs no horizon (``hybrid``), and the square-root factorisation, plain
-and banded (``counters.toeplitz``).
+(``laplace``), the hybrid mechanism, which needs no horizon (``hybrid``), the square-root factorisation, plain and
+banded (``counters.toeplitz``), the normalised square root (``nsqrt``, ``counters.normalised``), and a factorisation
+with no horizon, the square root perturbed by logarithms (``unbounded``, ``counters.unbounded``).
 
 ``counter_class(counter, node_noise)`` is the one place a configuration's choice becomes a class; an
 unknown or unavailable combination is an error naming it and listing what is allowed. A counter of your own, outside
@@ -25,6 +26,7 @@ from dpstream.counters.discrete_stored import HonakerDiscreteSecure, StoredDiscr
 from dpstream.counters.honaker import HonakerTree
 from dpstream.counters.hybrid import HybridDerived
 from dpstream.counters.laplace_tree import LaplaceTree
+from dpstream.counters.normalised import NormalisedSqrt
 from dpstream.counters.smooth import SmoothDerived, SmoothDiscreteSecure, SmoothStored
 from dpstream.counters.toeplitz import (
     BandedSqrt4,
@@ -35,6 +37,7 @@ from dpstream.counters.toeplitz import (
     SqrtFactorisation,
     banded_sqrt,
 )
+from dpstream.counters.unbounded import DerivedUnbounded, UnboundedFactorisation
 
 COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("binary", "stored"): StoredBinary,
@@ -56,6 +59,9 @@ COUNTERS: dict[tuple[str, str], type[Counter]] = {
     **{(c.name, "stored"): c for c in (BandedSqrt4, BandedSqrt16, BandedSqrt64)},
     ("sqrt", "derived"): DerivedSqrt,
     ("banded16", "derived"): DerivedBandedSqrt16,
+    ("unbounded", "stored"): UnboundedFactorisation,
+    ("unbounded", "derived"): DerivedUnbounded,
+    ("nsqrt", "derived"): NormalisedSqrt,
 }
 """Every counter class by (counter, node noise)."""
 COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))
@@ -101,6 +107,6 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
 
 __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "AheadDiscreteBinary", "BLTCounter",
            "ConstantTimeDiscreteBinary", "Counter", "DerivedBLT", "DerivedBinary", "DiscreteSecureBinary",
-           "HonakerDiscreteSecure", "HonakerTree", "HybridDerived", "LaplaceTree", "SmoothDerived",
+           "HonakerDiscreteSecure", "HonakerTree", "HybridDerived", "LaplaceTree", "NormalisedSqrt", "SmoothDerived",
            "SmoothDiscreteSecure", "SmoothStored", "SqrtFactorisation", "StoredBinary", "StoredDiscreteSecureBinary",
-           "banded_sqrt", "counter_class", "popcount"]
+           "UnboundedFactorisation", "banded_sqrt", "counter_class", "popcount"]

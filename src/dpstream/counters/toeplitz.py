@@ -124,6 +124,16 @@ class ToeplitzCounter(Counter):
         """min(b, T): the diagonals of C inside the horizon (each registered class states its b)."""
 
     @classmethod
+    def encoder(cls, horizon: int) -> np.ndarray:
+        """C's first column over ``horizon`` steps: the square root's first min(b, T) coefficients (read-only)."""
+        return sqrt_coefficients(cls.effective_bands(horizon))
+
+    @classmethod
+    def decoder(cls, horizon: int) -> np.ndarray:
+        """L = A C^{-1}'s first column over ``horizon`` steps (``decoder_coefficients``; read-only)."""
+        return decoder_coefficients(cls.bands, horizon)
+
+    @classmethod
     def l2_sensitivity(cls, horizon: int, m: int) -> float:
         """sqrt(m) ||C e_1||_2: one step of each of m counters moves C x by one column of C, the first the longest."""
         return math.sqrt(m) * column_norm(cls.bands, horizon)
@@ -148,7 +158,7 @@ class ToeplitzCounter(Counter):
         self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
         self._ring = np.zeros((max(1, bands - 1), self.n), dtype=np.float64)
         self._total = np.zeros((1, self.n), dtype=np.float64)
-        self._coef = np.array(sqrt_coefficients(bands), dtype=np.float64)
+        self._coef = np.array(self.encoder(self.horizon), dtype=np.float64)
         self.state = ToeplitzState(self._exact, self._ring, self._total, self._coef)
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
@@ -238,8 +248,8 @@ class DerivedToeplitz(PhiloxDerived, ToeplitzCounter):
                              "noise comes from a keyed Philox generator); allowed: noise=numpy")
         self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
         self.state = DerivedState(self._exact)
-        self._coef = np.array(sqrt_coefficients(self.effective_bands(self.horizon)), dtype=np.float64)
-        self._decoder = np.ascontiguousarray(decoder_coefficients(self.bands, self.horizon))
+        self._coef = np.array(self.encoder(self.horizon), dtype=np.float64)
+        self._decoder = np.ascontiguousarray(self.decoder(self.horizon))
         # words 4, 5 of the seed's state stream, as ``DerivedBinary``: past the 4 words numpy's PCG64 takes
         self._key = self._noise.rng.bit_generator.seed_seq.generate_state(6, np.uint64)[4:]
 

@@ -324,7 +324,7 @@ SPECS = [
                                                                             c["m"]), "(gauss_bm_sigma)"),
                   sensitivity=_named("GaussBM", "GaussBM_honaker", "GaussBM_blt", "GaussBM_beyond", "GaussBM_smooth",
                                      "GaussBM_smooth_derived", "GaussBM_laplace",
-                                     "GaussBM_hybrid_derived")),
+                                     "GaussBM_hybrid_derived", "GaussBM_nsqrt_derived")),
     *(factorisation_bm_spec(counter) for counter in cases.FACTORISATIONS),
     discrete_bm_spec("binary", "discrete_secure", PMF_TEST),
     discrete_bm_spec("binary", "discrete_secure_stored", STORED_TEST),

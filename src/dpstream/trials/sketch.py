@@ -28,10 +28,17 @@ TOP_K = 15
 
 
 OWN_KEYS = ("memory_model", timing.TIMING_KEY)
-"""Mechanism keys this trial reads itself: the memory model that turns ``memory_kb`` into a width (default the
-paper's) and the interleaved timing spec (``dpstream.trials.timing``). Every other mechanism key is a constructor
-argument of the sketch (``build.factory``), e.g. its variant ``counter / node_noise / calibration / hash_family``
-(``sketches.core.Variant``)."""
+"""Mechanism keys this trial reads itself: the memory model that turns ``memory_kb`` into a width (default
+``default_memory_model``: the paper's for the paper's cells, ``actual`` for any other counter or node noise, which
+the paper's model does not describe) and the interleaved timing spec (``dpstream.trials.timing``). Every other
+mechanism key is a constructor argument of the sketch (``build.factory``), e.g. its variant ``counter / node_noise /
+calibration / hash_family`` (``sketches.core.Variant``)."""
+
+
+def default_memory_model(mechanism: dict[str, Any]) -> str:
+    """``paper`` for the paper's cells (a binary tree with stored nodes), ``actual`` for any other counter or noise."""
+    paper = mechanism.get("counter", "binary") == "binary" and mechanism.get("node_noise", "stored") == "stored"
+    return "paper" if paper else "actual"
 
 
 def make_sketch(params: dict[str, Any], horizon: int, seed: np.random.SeedSequence) -> Any:
@@ -44,7 +51,7 @@ def make_sketch(params: dict[str, Any], horizon: int, seed: np.random.SeedSequen
     kilobytes = size.pop("memory_kb", None)
     if kilobytes is not None:
         size.pop("width", None)
-        model = params["mechanism"].get("memory_model", "paper")
+        model = params["mechanism"].get("memory_model", default_memory_model(params["mechanism"]))
         sketch_class = cast(type[SketchCore], make.func)
         make = functools.partial(sketch_class.from_memory, **make.keywords, kilobytes=kilobytes, model=model)
     return build.call(make, **size, horizon=horizon, seed=seed)
