@@ -30,11 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
+from dpstream import descriptor
+from dpstream.audit.sensitivity import REGISTRY, Neighbours, Sensitivity, SensitivityCase, register
 from dpstream.counters import Counter, LaplaceTree
 from dpstream.counters._discrete_noise import DiscreteNoise
 from dpstream.counters.discrete import DiscreteSecureBinary
 from dpstream.counters.gauss_bm import GaussBM
+from dpstream.descriptor import resolve
 from dpstream.hashing import bucket_many
 from dpstream.heavy_hitters import LazyHH
 from dpstream.heavy_hitters.baselines import PunctualHH
@@ -662,3 +664,17 @@ def _alg5() -> SensitivityCase:
     mech = AnalystPrivateMW(workload=workload, epsilon=1.0, delta=1e-6, n=n, seed=0)
     return AnswersCase("AnalystPrivateMW (Lap(sigma) on bad rounds, Thm 5.6)", workload, n, alg5_per_query(mech),
                        mech)
+
+
+def cases() -> dict[str, Callable[[], SensitivityCase]]:
+    """Every sensitivity case: the shipped ones above and those of the descriptors.
+
+    A descriptor's ``sensitivity`` factories (``dpstream.descriptor``) are registered under its name (``<name>_<i>``
+    when it has several).
+    """
+    for d in descriptor.load().values():
+        for i, path in enumerate(d.sensitivity, start=1):
+            name = d.name if len(d.sensitivity) == 1 else f"{d.name}_{i}"
+            if name not in REGISTRY:
+                register(name)(resolve(path))
+    return REGISTRY
