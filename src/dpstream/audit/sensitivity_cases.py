@@ -438,8 +438,8 @@ register("LazyCMS_blt_analytic")(lambda: sketch_case(LazyCMS, counter="blt", cal
 register("LazyCMS_blt_derived")(lambda: sketch_case(LazyCMS, depth=3, width=8, horizon=1024, counter="blt", **BEYOND))
 register("LazyCS_discrete_secure")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024,
                                                     node_noise="discrete_secure"))
-register("LazyCMS_discrete_secure")(lambda: sketch_case(LazyCMS, node_noise="discrete_secure"))
-register("PunctualCS_discrete_secure_stored")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64,
+register("lazycms_discrete_secure")(lambda: sketch_case(LazyCMS, node_noise="discrete_secure"))
+register("punctualcs_discrete_secure_stored")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64,
                                                                   node_noise="discrete_secure_stored"))
 register("LazyCMS_smooth")(lambda: sketch_case(LazyCMS, counter="smooth"))
 register("LazyCS_smooth_derived")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024, counter="smooth",
@@ -449,7 +449,7 @@ register("PunctualCMS_smooth_discrete_secure")(lambda: sketch_case(PunctualCMS, 
 register("LazyCMS_laplace")(lambda: sketch_case(LazyCMS, counter="laplace"))
 register("PunctualCS_laplace")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=400, counter="laplace"))
 register("LazyCMS_hybrid_derived")(lambda: sketch_case(LazyCMS, counter="hybrid", node_noise="derived"))
-register("LazyCS_honaker_discrete_secure_stored")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=512,
+register("lazycs_honaker_discrete_secure_stored")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=512,
                                                                       counter="honaker",
                                                                       node_noise="discrete_secure_stored"))
 

@@ -223,8 +223,11 @@ TOEPLITZ_NOISE = "tests/counters/test_toeplitz.py::test_noise_variance_matches_t
 
 
 def discrete_sketch_spec(cls: type, **variant: str) -> MechanismSpec:
-    """A sketch with exact discrete Gaussian cell noise: its sensitivity case; its noise is the counters'."""
-    name = "_".join([cls.__name__, *variant.values()])
+    """A sketch with exact discrete Gaussian cell noise: its sensitivity case; its noise is the counters'.
+
+    Named as its mechanism config is (``lazycms_discrete_secure``, ``dpstream.descriptor``).
+    """
+    name = "_".join([cls.__name__.lower(), *variant.values()])
     test = PMF_TEST if variant["node_noise"] == "discrete_secure" else STORED_TEST
     return MechanismSpec(name, cls, lambda: {**SKETCH, **variant}, sketch_output, noise_tests=(test,),
                          sensitivity=_named(name),
