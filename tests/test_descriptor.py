@@ -42,6 +42,13 @@ def test_every_shipped_descriptor_has_its_yaml():
     assert set(descriptor.load()) == {p.stem for p in YAMLS}
 
 
+def test_a_check_suite_spec_named_as_a_descriptor_builds_its_class():
+    named = {n: s for n, s in registered().items() if n in descriptor.load()}
+    assert {"lazycms", "lazycms_discrete_secure", "punctual_hh", "cms_heap"} <= set(named)
+    for name, found in named.items():
+        assert found.factory is descriptor.descriptor(name).target, name
+
+
 def test_labels_are_derived_from_the_name():
     assert descriptor.label("lazycms_discrete_secure") == "LazyCMS, exact discrete noise (ChaCha20)"
     assert descriptor.label("lazycms_banded16") == "LazyCMS, square root in 16 bands"

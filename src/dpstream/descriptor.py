@@ -22,7 +22,7 @@ import difflib
 import importlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, NamedTuple
 
@@ -166,7 +166,6 @@ class Descriptor:
     theory: str | None = None
     memory: tuple[str, ...] = ()
     noise_version: Callable[[dict[str, Any]], dict[str, str]] = node_noise_version
-    notes: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         """Refuse a name that is not lowercase words or has a piece without a label word."""
