@@ -9,10 +9,11 @@ import pytest
 from conftest import CONF_DIR
 from test_harness import fake_cfg, fake_conf
 
-from dpstream.harness import store
+from dpstream.counters import philox
 from dpstream.harness.config import load_option
 from dpstream.harness.runner import run
 from dpstream.harness.store import STORE_FORMAT, ResultsStore, StoreError, trial_key
+from dpstream.secure import samplers
 from dpstream.trials import row_schema, undeclared
 
 
@@ -86,7 +87,7 @@ def test_derived_node_noise_is_keyed_by_its_normal_transform(monkeypatch):
     params = {"seed": 0, "trial": 1, "mechanism": {"name": "lazycms", "node_noise": "derived", "width": 8}}
     stored = {**params, "mechanism": {**params["mechanism"], "node_noise": "stored"}}
     before = trial_key(params), trial_key(stored)
-    monkeypatch.setattr(store, "NODE_NORMAL", "box-muller")
+    monkeypatch.setattr(philox, "NODE_NORMAL", "box-muller")
     assert trial_key(params) != before[0], "derived noise of another transform must not reuse the stored rows"
     assert trial_key(stored) == before[1], "stored node noise does not depend on the derived transform"
 
@@ -95,7 +96,7 @@ def test_exact_discrete_node_noise_is_keyed_by_its_sampler(monkeypatch):
     noises = ("discrete_secure", "discrete_secure_ahead", "discrete_secure_stored", "discrete_secure_ct", "derived")
     params = {n: {"seed": 0, "trial": 1, "mechanism": {"name": "lazycms", "node_noise": n, "width": 8}} for n in noises}
     before = {n: trial_key(p) for n, p in params.items()}
-    monkeypatch.setattr(store, "EXACT_SAMPLER", "rejection-2020")
+    monkeypatch.setattr(samplers, "EXACT_SAMPLER", "rejection-2020")
     after = {n: trial_key(p) for n, p in params.items()}
     assert after["discrete_secure"] != before["discrete_secure"], "rows of another exact sampler must not be reused"
     assert after["discrete_secure_ahead"] != before["discrete_secure_ahead"]

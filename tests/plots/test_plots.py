@@ -30,7 +30,7 @@ def test_mechanisms_that_often_coincide_differ_in_marker_and_line_style(pair):
 
 
 def test_unknown_mechanism_name_is_rejected_with_the_fix():
-    with pytest.raises(ValueError, match="'lazy_typo' has no display name"):
+    with pytest.raises(ValueError, match="'lazy_typo' has no descriptor; allowed: a registered name such as lazy"):
         names.label("lazy_typo")
 
 

@@ -1,10 +1,10 @@
 """The contract of every public mechanism: ``dpstream.testing.check_mechanism`` over every registered one.
 
-Registration is one place, ``dpstream.testing.shipped``; this file checks that it is complete (every public seeded
-class of the mechanism packages is registered; every private one has its noise checked against its formula, by the
-spec or by a listed test, and a sensitivity case) and runs the contract over each. The suite's own ability to fail is
-tested in ``test_testing.py``. Counters (``dpstream.counters.Counter`` subclasses) are checked as the cells of the
-``GaussBM`` and sketch specs (their sensitivity cases cover every counter).
+Registration: ``dpstream.testing.shipped`` and the ``check`` of every descriptor (``dpstream.descriptor``). This file
+checks that it is complete (every public seeded class of the mechanism packages is registered; every private one has
+its noise checked against its formula, by the spec or by a listed test, and a sensitivity case) and runs the contract
+over each. The suite's own ability to fail is tested in ``test_testing.py``. Counters (``dpstream.counters.Counter``
+subclasses) are checked as the cells of the ``GaussBM`` and sketch specs (their sensitivity cases cover every counter).
 """
 
 from __future__ import annotations

@@ -38,13 +38,13 @@ def test_noise_at_0_7_of_its_stated_scale_fails_naming_the_formula():
 
 
 def test_sensitivity_understated_on_a_hash_collision_fails_naming_the_colliding_keys(monkeypatch):
-    lazy_cs = registered()["LazyCS"]
+    lazy_cs = registered()["lazycs"]
     case = replace(lazy_cs, sensitivity=(REGISTRY["LazyCS"],))
     check_mechanism(case, only=("sensitivity",))
     # Count Sketch cells calibrated with Count-Min's m = 2d: a key pair colliding with opposite signs moves one
     # cell by 2, squared L2 change 4 per row, so the worst change is sqrt(2) x the assumed one
     monkeypatch.setattr(core, "cell_neighbour_m", lambda signed, depth: 2 * depth)
-    with pytest.raises(MechanismCheckError, match=r"LazyCS: sensitivity: LazyCS: the neighbours 'keys \d+, \d+ "
+    with pytest.raises(MechanismCheckError, match=r"lazycs: sensitivity: LazyCS: the neighbours 'keys \d+, \d+ "
                                                   r"\(opposite in 2/2 rows\) at t=\d+' move .*1\.414 x the"):
         check_mechanism(case, only=("sensitivity",))
 
@@ -58,7 +58,7 @@ class ForgetfulLazyCMS(LazyCMS):
 
 
 def test_a_from_bytes_that_drops_an_option_fails_naming_it():
-    analytic = replace(registered()["LazyCMS"], config=lambda: {**registered()["LazyCMS"].config(),
+    analytic = replace(registered()["lazycms"], config=lambda: {**registered()["lazycms"].config(),
                                                                 "calibration": "analytic"})
     check_mechanism(analytic, only=("serialisation",))
     forgetful = replace(analytic, name="ForgetfulLazyCMS", factory=ForgetfulLazyCMS)

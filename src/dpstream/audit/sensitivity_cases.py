@@ -30,11 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
+from dpstream import descriptor
+from dpstream.audit.sensitivity import REGISTRY, Neighbours, Sensitivity, SensitivityCase, register
 from dpstream.counters import Counter, LaplaceTree
 from dpstream.counters._discrete_noise import DiscreteNoise
 from dpstream.counters.discrete import DiscreteSecureBinary
 from dpstream.counters.gauss_bm import GaussBM
+from dpstream.descriptor import resolve
 from dpstream.hashing import bucket_many
 from dpstream.heavy_hitters import LazyHH
 from dpstream.heavy_hitters.baselines import PunctualHH
@@ -436,8 +438,8 @@ register("LazyCMS_blt_analytic")(lambda: sketch_case(LazyCMS, counter="blt", cal
 register("LazyCMS_blt_derived")(lambda: sketch_case(LazyCMS, depth=3, width=8, horizon=1024, counter="blt", **BEYOND))
 register("LazyCS_discrete_secure")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024,
                                                     node_noise="discrete_secure"))
-register("LazyCMS_discrete_secure")(lambda: sketch_case(LazyCMS, node_noise="discrete_secure"))
-register("PunctualCS_discrete_secure_stored")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64,
+register("lazycms_discrete_secure")(lambda: sketch_case(LazyCMS, node_noise="discrete_secure"))
+register("punctualcs_discrete_secure_stored")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64,
                                                                   node_noise="discrete_secure_stored"))
 register("LazyCMS_smooth")(lambda: sketch_case(LazyCMS, counter="smooth"))
 register("LazyCS_smooth_derived")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024, counter="smooth",
@@ -447,7 +449,7 @@ register("PunctualCMS_smooth_discrete_secure")(lambda: sketch_case(PunctualCMS, 
 register("LazyCMS_laplace")(lambda: sketch_case(LazyCMS, counter="laplace"))
 register("PunctualCS_laplace")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=400, counter="laplace"))
 register("LazyCMS_hybrid_derived")(lambda: sketch_case(LazyCMS, counter="hybrid", node_noise="derived"))
-register("LazyCS_honaker_discrete_secure_stored")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=512,
+register("lazycs_honaker_discrete_secure_stored")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=512,
                                                                       counter="honaker",
                                                                       node_noise="discrete_secure_stored"))
 
@@ -667,3 +669,17 @@ def _alg5() -> SensitivityCase:
     mech = AnalystPrivateMW(workload=workload, epsilon=1.0, delta=1e-6, n=n, seed=0)
     return AnswersCase("AnalystPrivateMW (Lap(sigma) on bad rounds, Thm 5.6)", workload, n, alg5_per_query(mech),
                        mech)
+
+
+def cases() -> dict[str, Callable[[], SensitivityCase]]:
+    """Every sensitivity case: the shipped ones above and those of the descriptors.
+
+    A descriptor's ``sensitivity`` factories (``dpstream.descriptor``) are registered under its name (``<name>_<i>``
+    when it has several).
+    """
+    for d in descriptor.load().values():
+        for i, path in enumerate(d.sensitivity, start=1):
+            name = d.name if len(d.sensitivity) == 1 else f"{d.name}_{i}"
+            if name not in REGISTRY:
+                register(name)(resolve(path))
+    return REGISTRY

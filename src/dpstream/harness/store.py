@@ -28,9 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dpstream.counters.philox import NODE_NORMAL
+from dpstream.descriptor import noise_version
 from dpstream.errors import InputError
-from dpstream.secure.samplers import EXACT_SAMPLER
 
 
 class StoreError(InputError, RuntimeError):
@@ -40,10 +39,6 @@ class StoreError(InputError, RuntimeError):
 NOT_IN_KEY = ("data_dir",)  # where caches live does not change a result
 NOT_IN_MECHANISM_KEY = ("uses",)  # a declaration checked before the run (config.check_uses), not an input
 ROW_SCHEMA = "row_schema"  # the hashed entry holding the digest of the trial's declared row columns
-NODE_NORMAL_KEY = "node_normal"  # the hashed entry naming derived node noise's transform (``philox.NODE_NORMAL``)
-EXACT_SAMPLER_KEY = "exact_sampler"  # the hashed entry naming the exact discrete sampler (``samplers.EXACT_SAMPLER``)
-EXACT_NODE_NOISES = ("discrete_secure", "discrete_secure_ahead", "discrete_secure_stored")
-"""Node noises drawn by the exact discrete Gaussian sampler (``discrete_secure_ct`` has its own table sampler)."""
 CHECKSUM = "row_blake2b"
 """The field holding a row's digest (``row_digest``): written with every row, checked on reading, not a column."""
 STORE_FORMAT = 2
@@ -56,19 +51,16 @@ def trial_key(params: dict[str, Any], row_schema: str | None = None) -> str:
 
     The config includes seed and trial index, and the content hash of every file input, ``<key>_xxh3`` (see
     ``config.fingerprint_inputs``); ``row_schema`` (``dpstream.trials.row_schema``): a trial that returns other
-    columns gets new keys. A mechanism with derived node noise is also keyed by its normal transform
-    (``NODE_NORMAL``), one with exact discrete node noise by the sampler's version (``EXACT_SAMPLER``): their noise
-    values are a function of the code, and rows of another transform or sampler are not reused.
+    columns gets new keys. A mechanism is also keyed by the code versions of its noise, which its descriptor gives
+    (``dpstream.descriptor.noise_version``: derived node noise's normal transform, the exact discrete sampler's
+    version): such noise values are a function of the code, and rows of another version are not reused.
     """
     keyed = {k: v for k, v in params.items() if k not in NOT_IN_KEY}
     if row_schema is not None:
         keyed[ROW_SCHEMA] = row_schema
     if isinstance(keyed.get("mechanism"), dict):
         keyed["mechanism"] = {k: v for k, v in keyed["mechanism"].items() if k not in NOT_IN_MECHANISM_KEY}
-        if keyed["mechanism"].get("node_noise") == "derived":
-            keyed[NODE_NORMAL_KEY] = NODE_NORMAL
-        if keyed["mechanism"].get("node_noise") in EXACT_NODE_NOISES:
-            keyed[EXACT_SAMPLER_KEY] = EXACT_SAMPLER
+        keyed.update(noise_version(keyed["mechanism"]))
     text = json.dumps(keyed, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 

@@ -222,8 +222,11 @@ TOEPLITZ_NOISE = "tests/counters/test_toeplitz.py::test_noise_variance_matches_t
 
 
 def discrete_sketch_spec(cls: type, **variant: str) -> MechanismSpec:
-    """A sketch with exact discrete Gaussian cell noise: its sensitivity case; its noise is the counters'."""
-    name = "_".join([cls.__name__, *variant.values()])
+    """A sketch with exact discrete Gaussian cell noise: its sensitivity case; its noise is the counters'.
+
+    Named as its mechanism config is (``lazycms_discrete_secure``, ``dpstream.descriptor``).
+    """
+    name = "_".join([cls.__name__.lower(), *variant.values()])
     test = PMF_TEST if variant["node_noise"] == "discrete_secure" else STORED_TEST
     return MechanismSpec(name, cls, lambda: {**SKETCH, **variant}, sketch_output, noise_tests=(test,),
                          sensitivity=_named(name),
@@ -300,23 +303,23 @@ SPECS = [
     MechanismSpec("AnalystPrivateMWScaledUNCERTIFIED", AnalystPrivateMWScaledUNCERTIFIED,
                   lambda: {"workload": WORK, **QR, "c_s": 0.5, "c_n_hat": 32.0, "c_sigma": 1.3e-4, "c_tau": 5.2e-4},
                   _release, None),
-    MechanismSpec("LazyHH", LazyHH, lambda: {"k": 2, "k_tilde": 8, "epsilon": 1.0, "delta": 1e-3, "beta": 1e-4,
+    MechanismSpec("lazyhh", LazyHH, lambda: {"k": 2, "k_tilde": 8, "epsilon": 1.0, "delta": 1e-3, "beta": 1e-4,
                                              "horizon": 512}, _tracker,
                   expected_delta=lambda c: final_delta(c["epsilon"], c["delta"]),  # the tracker's overall delta~
                   noise_tests=("tests/heavy_hitters/test_heavy_hitters.py::test_lazy_cms_noise_matches_the_sigma_gamma_is_derived_"
                                "from",),
                   sensitivity=_named("LazyHH", "LazyHH_derived", "LazyHH_smooth_discrete_secure", "LazyHH_sqrt")),
-    MechanismSpec("PunctualHH", PunctualHH, lambda: {"k": 2, "universe_size": 64, "epsilon": 1.0, "delta": 1e-3,
+    MechanismSpec("punctual_hh", PunctualHH, lambda: {"k": 2, "universe_size": 64, "epsilon": 1.0, "delta": 1e-3,
                                                      "horizon": 512, "width": 8, "depth": 2}, _tracker,
                   noise_tests=("tests/sketches/test_sketches.py::test_cell_noise_variance_matches_popcount_sigma2",),
                   sensitivity=_named("PunctualHH")),
-    MechanismSpec("CMSHeap", CMSHeap, lambda: {"k": 2, "horizon": 512, "width": 8, "depth": 2}, _tracker, None),
-    *(MechanismSpec(cls.__name__, cls, lambda: dict(SKETCH), sketch_output,
+    MechanismSpec("cms_heap", CMSHeap, lambda: {"k": 2, "horizon": 512, "width": 8, "depth": 2}, _tracker, None),
+    *(MechanismSpec(cls.__name__.lower(), cls, lambda: dict(SKETCH), sketch_output,
                     noise_tests=("tests/sketches/test_sketches.py::test_cell_noise_variance_matches_popcount_sigma2",
                                  "tests/sketches/test_sketches.py::test_query_row_noise_matches_its_variance"),
                     sensitivity=_named(*(n for n in REGISTRY if n.split("_")[0] == cls.__name__)))
       for cls in (LazyCMS, LazyCS, PunctualCMS, PunctualCS)),
-    *(MechanismSpec(cls.__name__, cls, lambda: {"width": 8, "depth": 2, "horizon": 512}, sketch_output, None)
+    *(MechanismSpec(cls.__name__.lower(), cls, lambda: {"width": 8, "depth": 2, "horizon": 512}, sketch_output, None)
       for cls in (CMS, CS)),
     MechanismSpec("GaussBM", GaussBM, lambda: {"n": 4000, "horizon": 16, "epsilon": 1.0, "delta": 1e-3, "m": 1},
                   gauss_bm_output,

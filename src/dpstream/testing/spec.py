@@ -80,7 +80,8 @@ class MechanismSpec:
 
 
 MECHANISMS: dict[str, MechanismSpec] = {}
-"""Every registered mechanism by name: the shipped ones (``dpstream.testing.shipped``) and yours."""
+"""Every registered mechanism by name: the shipped ones (``dpstream.testing.shipped``), the ``check`` of every
+descriptor (``dpstream.descriptor``) and yours; ``dpstream.testing.registered()`` loads them all."""
 
 
 def register(spec: MechanismSpec) -> MechanismSpec:
@@ -89,10 +90,3 @@ def register(spec: MechanismSpec) -> MechanismSpec:
         raise ValueError(f"mechanism {spec.name!r} is already registered")
     MECHANISMS[spec.name] = spec
     return spec
-
-
-def registered() -> dict[str, MechanismSpec]:
-    """Every registered mechanism, the shipped ones loaded first."""
-    import dpstream.testing.shipped  # noqa: F401  (registers the shipped mechanisms)
-
-    return MECHANISMS

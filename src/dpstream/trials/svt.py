@@ -17,12 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from dpstream import descriptor
 from dpstream.audit.svt_cases import svt_case
+from dpstream.descriptor import resolve
 from dpstream.noise import children
 from dpstream.privacy.accounting import check_kappa, sparse_prefers_pure
 from dpstream.privacy.statement import labels
 from dpstream.privacy.svt import DISCRETE_SECURE, calibrate, option_parameters
-from dpstream.svt import AboveThreshold, Sparse, ThresholdMonitor
+from dpstream.svt import AboveThreshold
 from dpstream.svt import theory as T
 from dpstream.svt.atoms import (
     HEAVY,
@@ -81,7 +83,8 @@ def _kappa(mech: dict[str, Any]) -> float:
     return check_kappa(mech.get("kappa", 1.0))
 
 
-def _monitor(make: partial, params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random.SeedSequence):
+def run_monitor(make: partial, params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random.SeedSequence):
+    """ThresholdMonitor at cap k = cap_ratio x k* over the design, its noise drawn once for the critical margin."""
     k = max(1, round(params["mechanism"]["cap_ratio"] * design.k_star))
     tm = build.call(make, epsilon=params["epsilon"], delta=params["delta"], threshold=design.threshold, k=k, seed=seed)
     noise = tm.draw_noise(design.m, n)
@@ -92,7 +95,7 @@ def _monitor(make: partial, params: dict[str, Any], design: AtomsDesign, n: int,
     return res, res.values, crit, info
 
 
-def _sparse(make: partial, params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random.SeedSequence):
+def run_sparse(make: partial, params: dict[str, Any], design: AtomsDesign, n: int, seed: np.random.SeedSequence):
     """Sparse with cutoff ceil(cutoff_ratio c) and the configured composition, or AboveThreshold (cutoff 1, pure).
 
     Composition ``best``: the one with the smaller theoretical alpha.
@@ -119,9 +122,12 @@ def _sparse(make: partial, params: dict[str, Any], design: AtomsDesign, n: int, 
                                **labels(sv)}
 
 
-RUNNERS: dict[type, Callable] = {ThresholdMonitor: _monitor, Sparse: _sparse, AboveThreshold: _sparse}
-"""How ``atoms_trial`` runs each mechanism class (its ``_target_``) on the design; a subclass runs as its base."""
+def runners() -> dict[type, Callable]:
+    """How ``atoms_trial`` runs each mechanism class (its ``_target_``) on the design.
 
+    The ``runner`` of the descriptors (``dpstream.descriptor``); a subclass runs as its base.
+    """
+    return {d.target: resolve(d.runner) for d in descriptor.load().values() if d.runner is not None}
 
 def target_class(make: partial) -> type:
     """The class a mechanism factory builds (SVT mechanisms are classes; a function target is an error)."""
@@ -131,20 +137,21 @@ def target_class(make: partial) -> type:
 
 
 def _runner(cls: type, name: str | None) -> Callable:
-    """The ``RUNNERS`` entry of ``cls`` or of its nearest base class."""
+    """The ``runners()`` entry of ``cls`` or of its nearest base class."""
+    known = runners()
     for base in cls.__mro__:
-        if base in RUNNERS:
-            return RUNNERS[base]
-    raise ValueError(f"mechanism {name!r}: atoms_trial runs {', '.join(c.__name__ for c in RUNNERS)} and their "
+        if base in known:
+            return known[base]
+    raise ValueError(f"mechanism {name!r}: atoms_trial runs {', '.join(c.__name__ for c in known)} and their "
                      f"subclasses, not {cls.__name__}")
 
 
-def _alpha_monitor(params: dict[str, Any], design: AtomsDesign, info: dict[str, Any]) -> float:
+def alpha_monitor(params: dict[str, Any], design: AtomsDesign, info: dict[str, Any]) -> float:
     """ThresholdMonitor's accuracy theorem (Kaplan, Mansour, Stemmer) at cap k."""
     return T.alpha_monitor_total(params["epsilon"], params["delta"], info["k"], design.m, params["mechanism"]["beta"])
 
 
-def _alpha_sparse(params: dict[str, Any], design: AtomsDesign, info: dict[str, Any]) -> float:
+def alpha_sparse(params: dict[str, Any], design: AtomsDesign, info: dict[str, Any]) -> float:
     """Sparse's (and AboveThreshold's, at cutoff 1) accuracy bound at the run's cutoff and composition."""
     eps, beta = params["epsilon"], params["mechanism"]["beta"]
     if info["composition"] == "pure":
@@ -152,22 +159,26 @@ def _alpha_sparse(params: dict[str, Any], design: AtomsDesign, info: dict[str, A
     return T.alpha_sparse_approx(eps, params["delta"], info["cutoff"], design.m, beta)
 
 
-THEORY: dict[type, Callable[[dict[str, Any], AtomsDesign, dict[str, Any]], float]] = {
-    ThresholdMonitor: _alpha_monitor, Sparse: _alpha_sparse, AboveThreshold: _alpha_sparse}
-"""The accuracy bound of each mechanism class, at calibrated noise. Keyed by the exact class: a subclass (a variant
-run as its base by ``RUNNERS``) has no bound until one is added here for it; its ``theory_alpha`` is NaN."""
+def bounds() -> dict[type, Callable[[dict[str, Any], AtomsDesign, dict[str, Any]], float]]:
+    """The accuracy bound of each mechanism class at calibrated noise: the ``theory`` of the descriptors.
+
+    Keyed by the exact class: a subclass (a variant run as its base by ``runners()``) has no bound until a descriptor
+    of it gives one; its ``theory_alpha`` is NaN.
+    """
+    return {d.target: resolve(d.theory) for d in descriptor.load().values() if d.theory is not None}
 
 
 def _theory_alpha(cls: type, params: dict[str, Any], design: AtomsDesign, info: dict[str, Any]) -> float:
     """The accuracy bound at the run's noise: alpha is linear in the noise scales, so kappa x the calibrated bound.
 
-    NaN, with a warning saying why, for a class without its own entry in ``THEORY``: another mechanism's bound
+    NaN, with a warning saying why, for a class without its own entry in ``bounds()``: another mechanism's bound
     (its base class's) is no statement about it.
     """
-    bound = THEORY.get(cls)
+    known = bounds()
+    bound = known.get(cls)
     if bound is None:
-        warnings.warn(f"theory_alpha of {cls.__name__} is NaN: no accuracy bound is registered for it in "
-                      f"dpstream.trials.svt.THEORY (registered: {', '.join(c.__name__ for c in THEORY)})",
+        warnings.warn(f"theory_alpha of {cls.__name__} is NaN: no accuracy bound is registered for it (a "
+                      f"descriptor's theory, dpstream.descriptor; bounded: {', '.join(c.__name__ for c in known)})",
                       stacklevel=2)
         return math.nan
     return _kappa(params["mechanism"]) * bound(params, design, info)
@@ -182,7 +193,7 @@ def atoms_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
 
     ``mechanism.kappa`` < 1 scales every noise scale, the evaluation margin and theory_alpha by kappa (so the
     database shrinks by kappa): the row says ``kappa`` and ``certified: False`` (NOT privacy-certified).
-    ``theory_alpha`` (and ``emp_over_theory``) is NaN for a mechanism class without a bound in ``THEORY``.
+    ``theory_alpha`` (and ``emp_over_theory``) is NaN for a mechanism class without a bound in ``bounds()``.
     """
     started = time.perf_counter()
     data_seed, mech_seed = children(seed, 2)
