@@ -82,6 +82,7 @@ class BlockTracker(Certified, serial.Serialisable):
         self._t = 0
         self._since_refresh = 0
         self._output = HeavyHitters(np.empty(0, np.int64), np.empty(0, np.float64), 0)
+        self._suffix: _lazy_hh.SuffixSums | None = None  # the line-rate kernel's sums (``LazyHH.use_line_rate``)
 
     # -- variant hooks -------------------------------------------------------------------------------
     def _reported_mask(self, estimates: np.ndarray, t: int) -> np.ndarray:
@@ -136,13 +137,21 @@ class BlockTracker(Certified, serial.Serialisable):
 
         0 when there is no whole period or the sketch or the variant has no compiled path.
         """
-        periods = min(items.size // self.period, max(1, _lazy_hh.REFRESH_ITEMS // self.period))
+        periods = items.size // self.period  # the line-rate kernel draws no noise buffer: no bound on the block
+        if self._suffix is None:
+            periods = min(periods, max(1, _lazy_hh.REFRESH_ITEMS // self.period))
         times = self._t + self.period * np.arange(1, periods + 1)
         taus = self._thresholds_many(times) if periods else None
         if taus is None or self._capacity is None:
             return 0
         whole = periods * self.period
-        result = _lazy_hh.refreshes(self._sketch, items[:whole], self.period, taus, self._capacity, self._candidates)
+        result = None
+        if self._suffix is not None:
+            result = _lazy_hh.line_rate_refreshes(self._sketch, items[:whole], taus, self._capacity,
+                                                  self._candidates, self._suffix)
+        if result is None:
+            result = _lazy_hh.refreshes(self._sketch, items[:whole], self.period, taus, self._capacity,
+                                        self._candidates)
         if result is None:
             return 0
         self._t += whole

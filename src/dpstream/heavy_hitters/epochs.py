@@ -88,9 +88,12 @@ class WatchConfig:
     def lazy_hh(self, epoch: int) -> LazyHH:
         """Epoch ``epoch``'s LazyHH: a fresh key (from the OS, or from (seed, epoch) when seeded)."""
         seed = None if self.seed is None else np.random.SeedSequence(self.seed, spawn_key=(epoch,))
-        return LazyHH(k=self.k, k_tilde=self.k_tilde, epsilon=self.epsilon, delta=self.delta, beta=self.beta,
-                      horizon=self.epoch_horizon(epoch), seed=seed, node_noise=self.node_noise,
-                      hash_family=self.hash_family)
+        tracker = LazyHH(k=self.k, k_tilde=self.k_tilde, epsilon=self.epsilon, delta=self.delta, beta=self.beta,
+                         horizon=self.epoch_horizon(epoch), seed=seed, node_noise=self.node_noise,
+                         hash_family=self.hash_family)
+        if self.node_noise == "derived":
+            tracker.use_line_rate()
+        return tracker
 
 
 def statement(privacy: Privacy) -> dict[str, Any]:
