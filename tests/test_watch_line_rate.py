@@ -1,4 +1,4 @@
-"""The watcher's line-rate kernel (``heavy_hitters._lazy_hh.line_rate_run``): its noise and its states."""
+"""The watcher's line-rate kernel (``heavy_hitters._line_rate.line_rate_run``): its noise and its states."""
 
 from __future__ import annotations
 

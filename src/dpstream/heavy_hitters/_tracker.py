@@ -18,7 +18,7 @@ import numpy as np
 
 from dpstream import serial
 from dpstream.hashing import canonical_keys
-from dpstream.heavy_hitters import _lazy_hh
+from dpstream.heavy_hitters import _lazy_hh, _line_rate
 from dpstream.intervals import Interval, clipped
 from dpstream.noise import noise_mode
 from dpstream.privacy.statement import Certified
@@ -82,7 +82,7 @@ class BlockTracker(Certified, serial.Serialisable):
         self._t = 0
         self._since_refresh = 0
         self._output = HeavyHitters(np.empty(0, np.int64), np.empty(0, np.float64), 0)
-        self._suffix: _lazy_hh.SuffixSums | None = None  # the line-rate kernel's sums (``LazyHH.use_line_rate``)
+        self._suffix: _line_rate.SuffixSums | None = None  # the line-rate kernel's sums (``LazyHH.use_line_rate``)
 
     # -- variant hooks -------------------------------------------------------------------------------
     def _reported_mask(self, estimates: np.ndarray, t: int) -> np.ndarray:
@@ -147,7 +147,7 @@ class BlockTracker(Certified, serial.Serialisable):
         whole = periods * self.period
         result = None
         if self._suffix is not None:
-            result = _lazy_hh.line_rate_refreshes(self._sketch, items[:whole], taus, self._capacity,
+            result = _line_rate.line_rate_refreshes(self._sketch, items[:whole], taus, self._capacity,
                                                   self._candidates, self._suffix)
         if result is None:
             result = _lazy_hh.refreshes(self._sketch, items[:whole], self.period, taus, self._capacity,
