@@ -89,26 +89,33 @@ def bare(keys: np.ndarray, depth: int, width: int, family: str = "multiply_shift
     return counts
 
 
-def ratios(packets: int, repeats: int) -> list[dict]:
-    """The two end-to-end arms against the bare loop (module docstring)."""
+CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
+"""Process CPU time (the default) or wall time (``--clock wall``: both threads' work counted once)."""
+
+
+def ratios(packets: int, repeats: int, families: tuple[str, ...] = ("multiply_shift", "modp"),
+           noises: tuple[str, ...] = tuple(TARGETS), clock: str = "cpu") -> list[dict]:
+    """The end-to-end arms (``noises``) against the bare loops of ``families`` on ``clock`` (module docstring)."""
     src = sources(packets, 1)
     data = pcap_header(CAPLEN) + pcap_records(src, CAPLEN)
     keys = canonical_keys(src.astype(np.int64))
     depth = lazy_hh_depth(config(packets, "derived").horizon, 5e-7)
     rows = []
-    for family in ("multiply_shift", "modp"):
-        for noise, target in TARGETS.items():
+    for family in families:
+        for noise in noises:
+            target = TARGETS[noise]
             cfg = config(packets, noise, family)
             end_to_end(data, cfg)  # compile / load the kernels
             bare(keys, depth, 512, family)
             est = interleaved_ratios({"watch": lambda cfg=cfg: end_to_end(data, cfg),
                                       "bare loop": lambda family=family: bare(keys, depth, 512, family)},
-                                     "bare loop", repeats, time.process_time)["watch"]
+                                     "bare loop", repeats, CLOCKS[clock])["watch"]
             name = f"watch end to end, {noise}, {family} ({'deployable' if cfg.deployable else 'not deployable'})"
-            rows.append({**est.as_dict(), "name": name, "reference": f"bare {family} Count-Min loop (d {depth}, "
-                         "w 512)", "row": name, "target": target, "met": RatioEstimate.decide(est, target),
-                         "packets_per_cpu_s": packets / est.candidate_seconds})
-            print(f"{name}: {est}; {packets / est.candidate_seconds / 1e6:.2f} M packets per CPU second; "
+            rows.append({**est.as_dict(), "name": name, "clock": clock,
+                         "reference": f"bare {family} Count-Min loop (d {depth}, w 512)", "row": name,
+                         "target": target, "met": RatioEstimate.decide(est, target),
+                         f"packets_per_{clock}_s": packets / est.candidate_seconds})
+            print(f"{name}: {est}; {packets / est.candidate_seconds / 1e6:.2f} M packets per {clock} second; "
                   f"target >= {target}x: {rows[-1]['met']}", flush=True)
     return rows
 
@@ -160,12 +167,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--hour", action="store_true", help="stream a generated one-hour trace (make watch-hour)")
     parser.add_argument("--json", action="store_true", help=f"write {RESULTS}")
+    parser.add_argument("--family", choices=("multiply_shift", "modp"), action="append",
+                        help="only this hash family's arms (repeatable; default both)")
+    parser.add_argument("--noise", choices=tuple(TARGETS), action="append",
+                        help="only this node noise's arms (repeatable; default both)")
+    parser.add_argument("--clock", choices=tuple(CLOCKS), default="cpu", help="process CPU time or wall time")
     args = parser.parse_args()
     if args.hour:
         print(json.dumps(hour(args.packets or 2_500_000_000)))
         return
     packets = args.packets or 1_000_000
-    rows = ratios(packets, args.repeats)
+    rows = ratios(packets, args.repeats, tuple(args.family or ("multiply_shift", "modp")),
+                  tuple(args.noise or TARGETS), args.clock)
     if args.json:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps({

@@ -3,7 +3,7 @@
 numba checks a cached kernel against its own source file only (a hash of its content): a kernel that inlines or
 calls a compiled function of another module keeps that function's old code after the other module changes, even
 across a reinstall (a documented limitation of numba's cache). Here ``counters.philox.node_normal`` is inlined into
-the release kernels of ``counters._derived`` and ``sketches._lazy_hh``: a changed node normal would be released by
+the release kernels of ``counters._derived`` and ``heavy_hitters``' loops: a changed node normal would be released by
 the old code. So the package's cache files are tied to one digest of all its sources, written beside them
 (``STAMP``); at import, another digest clears them first (``clear_stale``). Covered: where numba writes them,
 ``__pycache__`` beside the sources, numba's per-user directory (its fallback when ``__pycache__`` cannot be written)

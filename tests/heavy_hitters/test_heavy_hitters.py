@@ -8,7 +8,7 @@ import yaml
 from conftest import ROOT
 
 from dpstream.data import zipf_stream
-from dpstream.heavy_hitters import CMSHeap, HeavyHitters, LazyHH, PunctualHH
+from dpstream.heavy_hitters import CMSHeap, HeavyHitters, LazyHH, PunctualHH, _lazy_hh
 from dpstream.heavy_hitters.metrics import (
     BlockPrefixCounts,
     PrefixCounts,
@@ -28,7 +28,6 @@ from dpstream.metrics import release_times
 from dpstream.privacy.calibration import gauss_bm_sigma
 from dpstream.privacy.heavy_hitters import final_delta, lazy_hh_depth
 from dpstream.sketches import LazyCMS
-from dpstream.sketches import lazy as lazy_sketch
 from dpstream.trials.heavy_hitters import load_trace, make_tracker, run_trial
 
 BASE = {"k": 4, "k_tilde": 64, "epsilon": 4.0, "delta": 1e-3, "beta": 5e-4}
@@ -177,7 +176,7 @@ def test_extend_equals_update_loop_and_any_chunking():
 @pytest.mark.parametrize("node_noise", ["stored", "derived"])
 @pytest.mark.parametrize("noiseless", [False, True])
 def test_compiled_refreshes_equal_one_refresh_at_a_time(monkeypatch, node_noise, noiseless):
-    """``extend`` over whole periods (``LazyCMS.refreshes``, compiled) leaves the state and output of ``update``s.
+    """``extend`` over whole periods (``_lazy_hh.refreshes``, compiled) leaves the state and output of ``update``s.
 
     Estimates tie at the top-k~ cut (two candidates whose smallest row is the same cell; exact counts in the noiseless
     sketch): there the compiled loop hands the cut to numpy's argpartition (``keep_top``), as one refresh at a time
@@ -194,7 +193,7 @@ def test_compiled_refreshes_equal_one_refresh_at_a_time(monkeypatch, node_noise,
         return hh
 
     calls = {"refreshes": 0, "ties": 0}
-    refreshes, keep_top = LazyCMS.refreshes, lazy_sketch.keep_top
+    refreshes, keep_top = _lazy_hh.refreshes, _lazy_hh.keep_top
 
     def counted_refreshes(*a, **kw):
         calls["refreshes"] += 1
@@ -204,8 +203,8 @@ def test_compiled_refreshes_equal_one_refresh_at_a_time(monkeypatch, node_noise,
         calls["ties"] += 1
         return keep_top(*a, **kw)
 
-    monkeypatch.setattr(LazyCMS, "refreshes", counted_refreshes)
-    monkeypatch.setattr(lazy_sketch, "keep_top", counted_keep_top)
+    monkeypatch.setattr(_lazy_hh, "refreshes", counted_refreshes)
+    monkeypatch.setattr(_lazy_hh, "keep_top", counted_keep_top)
     whole = tracker()
     whole.extend(stream)
     assert calls["refreshes"] == 1 and calls["ties"] > 0
@@ -228,11 +227,11 @@ def test_compiled_refreshes_across_several_calls_equal_the_python_path(monkeypat
     the refresh-by-refresh path, bit for bit. A Zipf stream at a large epsilon puts items near the threshold, so
     thresholds taken at the wrong times change the reported sets (a loop that restarts its times at 0 each call fails).
     """
-    stream = zipf_stream(length=3 * lazy_sketch.REFRESH_ITEMS + 1234, universe=3000, skew=1.1, seed=3)
+    stream = zipf_stream(length=3 * _lazy_hh.REFRESH_ITEMS + 1234, universe=3000, skew=1.1, seed=3)
     args = {**BASE, "k": 16, "k_tilde": 23, "epsilon": 50.0, "horizon": stream.size, "seed": 11,
             "node_noise": node_noise}
     calls = {"refreshes": 0}
-    refreshes = LazyCMS.refreshes
+    refreshes = _lazy_hh.refreshes
 
     def counted(*a, **kw):
         calls["refreshes"] += 1
@@ -245,10 +244,10 @@ def test_compiled_refreshes_across_several_calls_equal_the_python_path(monkeypat
             outputs.append(hh.estimate().items.tolist())
         return hh, outputs
 
-    monkeypatch.setattr(LazyCMS, "refreshes", counted)
+    monkeypatch.setattr(_lazy_hh, "refreshes", counted)
     compiled, compiled_outputs = run()
     assert calls["refreshes"] >= 3
-    monkeypatch.setattr(LazyCMS, "refreshes", lambda *a, **kw: None)  # every refresh through the Python path
+    monkeypatch.setattr(_lazy_hh, "refreshes", lambda *a, **kw: None)  # every refresh through the Python path
     python, python_outputs = run()
     assert compiled_outputs == python_outputs
     np.testing.assert_array_equal(compiled.candidates, python.candidates)

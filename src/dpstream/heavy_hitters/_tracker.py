@@ -18,11 +18,10 @@ import numpy as np
 
 from dpstream import serial
 from dpstream.hashing import canonical_keys
+from dpstream.heavy_hitters import _lazy_hh, _line_rate
 from dpstream.intervals import Interval, clipped
 from dpstream.noise import noise_mode
 from dpstream.privacy.statement import Certified
-from dpstream.sketches._lazy_hh import keep_top
-from dpstream.sketches.lazy import REFRESH_ITEMS
 from dpstream.validation import check_positive_int
 
 
@@ -83,6 +82,7 @@ class BlockTracker(Certified, serial.Serialisable):
         self._t = 0
         self._since_refresh = 0
         self._output = HeavyHitters(np.empty(0, np.int64), np.empty(0, np.float64), 0)
+        self._suffix: _line_rate.SuffixSums | None = None  # the line-rate kernel's sums (``LazyHH.use_line_rate``)
 
     # -- variant hooks -------------------------------------------------------------------------------
     def _reported_mask(self, estimates: np.ndarray, t: int) -> np.ndarray:
@@ -113,7 +113,7 @@ class BlockTracker(Certified, serial.Serialisable):
         if self._t + items.size > self.horizon:
             raise ValueError(f"stream longer than horizon={self.horizon}: {self._t} items seen, "
                              f"{items.size} more given; set horizon to the stream length T = |X|")
-        compiled = self._universe is None and self._capacity is not None and hasattr(self._sketch, "refreshes")
+        compiled = self._universe is None and self._capacity is not None and _lazy_hh.compiled(self._sketch)
         pos = 0
         while pos < items.size:
             if compiled and self._since_refresh == 0:
@@ -133,17 +133,25 @@ class BlockTracker(Certified, serial.Serialisable):
                 self._refresh()
 
     def _refreshes(self, items: np.ndarray) -> int:
-        """Whole periods of ``items`` through the sketch's compiled refreshes (``LazyCMS.refreshes``): items consumed.
+        """Whole periods of ``items`` through the compiled refreshes (``_lazy_hh.refreshes``): items consumed.
 
         0 when there is no whole period or the sketch or the variant has no compiled path.
         """
-        periods = min(items.size // self.period, max(1, REFRESH_ITEMS // self.period))
+        periods = items.size // self.period  # the line-rate kernel draws no noise buffer: no bound on the block
+        if self._suffix is None:
+            periods = min(periods, max(1, _lazy_hh.REFRESH_ITEMS // self.period))
         times = self._t + self.period * np.arange(1, periods + 1)
         taus = self._thresholds_many(times) if periods else None
-        if taus is None:
+        if taus is None or self._capacity is None:
             return 0
         whole = periods * self.period
-        result = self._sketch.refreshes(items[:whole], self.period, taus, self._capacity, self._candidates)
+        result = None
+        if self._suffix is not None:
+            result = _line_rate.line_rate_refreshes(self._sketch, items[:whole], taus, self._capacity,
+                                                  self._candidates, self._suffix)
+        if result is None:
+            result = _lazy_hh.refreshes(self._sketch, items[:whole], self.period, taus, self._capacity,
+                                        self._candidates)
         if result is None:
             return 0
         self._t += whole
@@ -233,7 +241,7 @@ class BlockTracker(Certified, serial.Serialisable):
         self._output = HeavyHitters(cand[mask], estimates[mask], t)
         if self._universe is None:
             if self._capacity is not None and cand.size > self._capacity:
-                cand = keep_top(cand, estimates, self._capacity)
+                cand = _lazy_hh.keep_top(cand, estimates, self._capacity)
             self._candidates = cand
             self._pending = []
         self._since_refresh = 0

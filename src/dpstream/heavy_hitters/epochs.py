@@ -13,7 +13,10 @@ on other items: it opens a new epoch with a new key.
 
 Release: an item's estimate is the sum over epochs of its estimate in that epoch's last release (0 in an epoch that
 did not report it), the current epoch's included; the reported items are the current epoch's. A new epoch starts
-with the past epochs' reported items as its candidate set C (public: post-processing of releases).
+with the past epochs' reported items as its candidate set C (public: post-processing of releases). Each reported
+item's epoch estimate carries an interval (``intervals``) that holds, for all the refresh's candidates together, the
+sketch's answer without its noise with probability at least ``CONFIDENCE``: so it holds for the items the threshold
+selected among them.
 
 Privacy (``statement``): under replace-one neighbouring streams (one item, a packet, replaced; the length public,
 so a release carries its step) a neighbour differs in one epoch only. That epoch's releases are (eps, delta~)-DP
@@ -46,6 +49,8 @@ from dpstream.privacy.statement import Privacy
 LEDGER_FORMAT = "dpstream-watch-ledger/1"
 MAX_HORIZON = 1 << 48
 """Largest epoch horizon: the doubling stops there (2.8e14 items, about 3 years at 3 M packets/s)."""
+CONFIDENCE = 0.95
+"""The joint confidence of a release's intervals (``intervals``)."""
 NODE_NOISE = ("discrete_secure_ahead", "discrete_secure", "derived")
 """Node noise with a key (an epoch's key id is its fingerprint); the first is the default, the only deployable ones
 are the discrete_secure ones without a seed."""
@@ -89,9 +94,12 @@ class WatchConfig:
     def lazy_hh(self, epoch: int) -> LazyHH:
         """Epoch ``epoch``'s LazyHH: a fresh key (from the OS, or from (seed, epoch) when seeded)."""
         seed = None if self.seed is None else np.random.SeedSequence(self.seed, spawn_key=(epoch,))
-        return LazyHH(k=self.k, k_tilde=self.k_tilde, epsilon=self.epsilon, delta=self.delta, beta=self.beta,
-                      horizon=self.epoch_horizon(epoch), seed=seed, node_noise=self.node_noise,
-                      hash_family=self.hash_family)
+        tracker = LazyHH(k=self.k, k_tilde=self.k_tilde, epsilon=self.epsilon, delta=self.delta, beta=self.beta,
+                         horizon=self.epoch_horizon(epoch), seed=seed, node_noise=self.node_noise,
+                         hash_family=self.hash_family)
+        if self.node_noise == "derived":
+            tracker.use_line_rate()
+        return tracker
 
 
 def statement(privacy: Privacy) -> dict[str, Any]:
@@ -128,6 +136,21 @@ def reportable_share(config: WatchConfig, items: int) -> float:
     depth = lazy_hh_depth(horizon, config.beta)
     gamma = noise_term(horizon, config.k_tilde, config.epsilon, config.delta, depth, config.beta)
     return thresholds(t, config.k, config.k_tilde, gamma).tau / t
+
+
+def intervals(tracker: LazyHH, items: np.ndarray, confidence: float = CONFIDENCE) -> np.ndarray:
+    """[low, high] of each reported item's epoch estimate, jointly over every candidate of the refresh: (n, 2).
+
+    A refresh chooses its reported items among at most 2 k~ candidates (the k~ kept and a period of k~ items), so
+    each interval is the sketch's (``BlockTracker.query_interval_many``) at confidence 1 - (1 - c) / (2 k~): all
+    the candidates' intervals hold together with probability at least c (union bound), whichever the threshold
+    picks. Each holds what the sketch would answer without its noise (the same hashes and pushes), not the
+    item's count: Count-Min collisions move the estimate up and the pushes' lag moves it down (docs/guide/api.md).
+    Half-widths come from the noise variances alone (public): post-processing.
+    """
+    joint = 1 - (1 - confidence) / (2 * tracker.k_tilde)
+    interval = tracker.query_interval_many(items, joint)
+    return np.column_stack([interval.lower, interval.upper])
 
 
 def key_id(tracker: LazyHH) -> str:
@@ -286,8 +309,9 @@ class EpochWatcher:
         record.items = [[int(k), float(v)] for k, v in zip(out.items, out.estimates, strict=True)]
         if self.state is not None:
             self.ledger.save(self.state)
-        combined = [(self._past.get(int(k), 0.0) + float(v), int(k), float(v))
-                    for k, v in zip(out.items, out.estimates, strict=True)]
+        bounds = intervals(self.tracker, out.items)
+        combined = [(self._past.get(int(k), 0.0) + float(v), int(k), float(v), [float(lo), float(hi)])
+                    for k, v, (lo, hi) in zip(out.items, out.estimates, bounds, strict=True)]
         combined.sort(key=lambda c: (-c[0], c[1]))
         self.emit({
             "step": self.ledger.step,
@@ -295,8 +319,9 @@ class EpochWatcher:
             "epoch": record.epoch,
             "epoch_step": record.released,
             "key_id": record.key_id,
-            "items": [{"label": self.label(k), "estimate": total, "epoch_estimate": own}
-                      for total, k, own in combined],
+            "items": [{"label": self.label(k), "estimate": total, "epoch_estimate": own, "epoch_interval": interval}
+                      for total, k, own, interval in combined],
+            "interval_confidence": CONFIDENCE,
             "privacy": self.privacy,
             "deployable": self.deployable,
         })

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpstream import serial
+from dpstream.heavy_hitters import _line_rate
 from dpstream.heavy_hitters._tracker import BlockTracker
 from dpstream.heavy_hitters.thresholds import Thresholds, noise_term, tau_many, thresholds
 from dpstream.noise import SeedLike
@@ -73,6 +74,15 @@ class LazyHH(BlockTracker):
         self.gamma = noise_term(horizon, self.k_tilde, self.epsilon, self.delta, self.depth, self.beta, calibration,
                                 counter, node_noise)
         super().__init__(sketch, period=self.k_tilde, horizon=horizon, capacity=self.k_tilde)
+
+    def use_line_rate(self) -> None:
+        """Refresh through the watcher's kernel (``_line_rate.line_rate_run``) wherever it applies (derived nodes).
+
+        Its releases are the node cache's up to the order of each cell's float additions (the same nodes, so the
+        same noise distribution and privacy); the node sums it keeps by level are a speed cache, never saved.
+        """
+        cells = self.sketch._state.counters
+        self._suffix = _line_rate.SuffixSums(cells.levels, cells.n)
 
     @property
     def deployable(self) -> bool:

@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from dpstream.counters import Counter
-from dpstream.counters.binary import DerivedBinary, StoredBinary
-from dpstream.hashing import canonical_keys
 from dpstream.sketches import _kernels as kernels
-from dpstream.sketches._lazy_hh import keep_top, lazy_hh_run
 from dpstream.sketches.core import COUNT_MIN, COUNT_SKETCH, PrivateSchedule, SketchCore
 
 ITEMS_PER_BLOCK = 1 << 16
 """Items per kernel call (at most d noises each for the binary tree): bounds the noise buffer."""
-REFRESH_ITEMS = 1 << 14
-"""Items per ``refreshes`` kernel call (at most d noises each): bounds the noise buffer to d * 128 KB."""
 _NO_NOISE = np.empty(0, dtype=np.float64)  # the kernels' noise argument when nothing is drawn (never written)
-_NO_NODES = (np.zeros(2, dtype=np.uint64), 0.0, np.empty((0, 0)), np.empty(0, dtype=np.int64))
-"""The derived-node arguments of ``lazy_hh_run`` for stored nodes (unused there)."""
-
-
-class Refreshes(NamedTuple):
-    """What ``LazyCMS.refreshes`` leaves: the kept candidates and the last refresh's reported items and estimates."""
-
-    candidates: np.ndarray
-    items: np.ndarray
-    estimates: np.ndarray
 
 
 class LazySchedule(PrivateSchedule):
@@ -87,47 +70,6 @@ class LazySchedule(PrivateSchedule):
         if cells.tracks_steps:
             cells.record_steps(self.cell_steps())
 
-    def refreshes_compiled(self) -> bool:
-        """Whether ``refreshes`` runs: Count-Min rows over the binary tree, stored (numpy noise) or derived nodes."""
-        cells = self.counters
-        if self.signed or type(cells) not in (StoredBinary, DerivedBinary):
-            return False
-        return cells.node_noise == "derived" or cells._noise.mode == "numpy"
-
-    def refreshes(self, items: np.ndarray, params: np.ndarray, t0: int, period: int, taus: np.ndarray,
-                  capacity: int, candidates: np.ndarray) -> Refreshes:
-        """Whole periods of ``items`` (int64), each pushed and then refreshed (``_lazy_hh.lazy_hh_run``).
-
-        The noise of all the periods is drawn in one call: numpy's generators give the same values drawn at once as
-        drawn period by period (``refreshes_compiled`` asks for numpy noise).
-        """
-        cells = self.counters
-        keys = canonical_keys(items)
-        if cells.draws_per_push:
-            steps = (t0 + np.arange(items.shape[0])) // self.width + 1
-            noise, derived = cells.draw(cells.noise_count(steps) * self.depth), _NO_NODES
-        else:
-            cache = cells._cache()  # type: ignore[attr-defined]  # a DerivedBinary
-            noise, derived = _NO_NOISE, (cells._key, cells._noise_scale, cache[1], cache[2])  # type: ignore[attr-defined]
-        run = lazy_hh_run(cells.kind, None)
-        done, used = 0, 0
-        while True:
-            first = done * period
-            ran, z, candidates, estimates, out_items, out_estimates = run(
-                items[first:], keys[first:], params, self.pending, t0 + first, period, noise[used:], taus[done:],
-                capacity, candidates, *derived, *cells.state)
-            done, used = done + ran, used + z
-            if done * period == items.shape[0]:
-                break
-            candidates = keep_top(candidates, estimates, capacity)  # ties at the cut: numpy's choice, as the tracker
-            done += 1
-            if done * period == items.shape[0]:
-                break
-        self.t = t0 + items.shape[0]
-        if cells.tracks_steps:
-            cells.record_steps(self.cell_steps())
-        return Refreshes(candidates, out_items, out_estimates)
-
     @property
     def memory_bytes(self) -> int:
         """Bytes of the counters' state and the pending array."""
@@ -148,26 +90,6 @@ class LazyCMS(SketchCore):
 
     _estimator = COUNT_MIN
     _schedule = LazySchedule
-
-    def refreshes(self, items: np.ndarray, period: int, taus: np.ndarray, capacity: int,
-                  candidates: np.ndarray) -> Refreshes | None:
-        """A LazyHH tracker's pushes and refreshes over whole periods of ``items`` (int64), compiled; None if not here.
-
-        After each period: candidates = unique(candidates u period's items), their estimates (Alg. 4), the reported
-        ones (estimate > ``taus[b]``), and the ``capacity`` largest kept: the same states and outputs as ``extend``
-        and ``query_many`` period by period (``heavy_hitters._tracker``). Runs for the paper's Alg. 4 estimator over
-        the binary tree with stored or derived nodes (``LazySchedule.refreshes_compiled``).
-        """
-        state = self._state
-        if (self.variant.estimator != "alg4" or not isinstance(state, LazySchedule) or not state.refreshes_compiled()
-                or items.shape[0] % period or (self.t + items.shape[0]) // self.width + 1 >> state.counters.levels):
-            return None
-        if self.t + items.shape[0] > self.horizon:
-            raise ValueError(f"stream length t={self.t + items.shape[0]} would exceed horizon={self.horizon} of this "
-                             f"{type(self).__name__}")
-        result = state.refreshes(items, self._params, self.t, period, taus, capacity, candidates)
-        self.t = state.t
-        return result
 
 
 class LazyCS(SketchCore):

@@ -2,25 +2,42 @@
 
 Holland, "Private Count-Min and Count Sketch under continual observation" (Alg. 5 and 6). A heavy-hitter tracker
 over a Count-Min ``LazyCMS`` refreshes every ``period`` items: candidates = unique(C u block), estimates by Alg. 4,
-reported = estimates above tau(t), C = the ``capacity`` largest. ``lazy_hh_run`` does all of it for whole periods in
-compiled code with the same integer and float operations as the Python path (``heavy_hitters._tracker``, the sketch's
-``extend`` and ``query_many``), so the states and outputs are the same; the Python path then costs only per call, not
-per refresh. Which candidates a refresh keeps when estimates tie at the cut is numpy's ``argpartition``'s choice: the
-loop stops there and the caller applies ``keep_top``.
+reported = estimates above tau(t), C = the ``capacity`` largest. ``refreshes`` (``lazy_hh_run``) does all of it for
+whole periods in compiled code with the same integer and float operations as the Python path (``_tracker``, the
+sketch's ``extend`` and ``query_many``), so the states and outputs are the same; the Python path then costs only per
+call, not per refresh. Which candidates a refresh keeps when estimates tie at the cut is numpy's ``argpartition``'s
+choice: the loop stops there and the caller applies ``keep_top``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
 
 from dpstream.counters._derived import release_wanted_cached
 from dpstream.counters._kernels import DERIVED, cell_push, specialise
-from dpstream.hashing import _canonical_words, hash_rows
+from dpstream.counters.binary import DerivedBinary, StoredBinary
+from dpstream.hashing import _canonical_words, canonical_keys, hash_rows
+from dpstream.sketches import LazyCMS
 from dpstream.sketches._kernels import block_keys, hash_keys, lazy_block_derived, query_hashed
+from dpstream.sketches.lazy import LazySchedule
+
+REFRESH_ITEMS = 1 << 14
+"""Items per ``lazy_hh_run`` call (at most d noises each): bounds the noise buffer to d * 128 KB."""
+_NO_NOISE = np.empty(0, dtype=np.float64)  # the noise argument for derived nodes (nothing drawn; never written)
+_NO_NODES = (np.zeros(2, dtype=np.uint64), 0.0, np.empty((0, 0)), np.empty(0, dtype=np.int64))
+"""The derived-node arguments of ``lazy_hh_run`` for stored nodes (unused there)."""
+
+
+class Refreshes(NamedTuple):
+    """What ``refreshes`` leaves: the kept candidates and the last refresh's reported items and estimates."""
+
+    candidates: np.ndarray
+    items: np.ndarray
+    estimates: np.ndarray
 
 
 def keep_top(candidates: np.ndarray, estimates: np.ndarray, capacity: int) -> np.ndarray:
@@ -159,3 +176,62 @@ def _lazy_hh_run(kind: int, external: Any) -> Callable[..., Any]:
 lazy_hh_run = specialise(_lazy_hh_run)
 """``lazy_hh_run(kind)(items, keys, params, pending, t0, period, noise, taus, capacity, candidates, derived_key, scale,
 nodes, cached, *state)`` for the stored and derived binary trees (``counters._kernels``)."""
+
+
+def compiled(sketch: Any) -> bool:
+    """Whether ``refreshes`` runs for ``sketch``: a ``LazyCMS`` with Alg. 4's estimator over the binary tree.
+
+    Its nodes stored (numpy noise) or derived.
+    """
+    state = getattr(sketch, "_state", None)
+    if not isinstance(sketch, LazyCMS) or sketch.variant.estimator != "alg4" or not isinstance(state, LazySchedule):
+        return False
+    cells = state.counters
+    if type(cells) not in (StoredBinary, DerivedBinary):
+        return False
+    return cells.node_noise == "derived" or cells._noise.mode == "numpy"
+
+
+def refreshes(sketch: Any, items: np.ndarray, period: int, taus: np.ndarray, capacity: int,
+              candidates: np.ndarray) -> Refreshes | None:
+    """A LazyHH tracker's pushes and refreshes over whole periods of ``items`` (int64), compiled; None if not here.
+
+    After each period: candidates = unique(candidates u period's items), their estimates (Alg. 4), the reported
+    ones (estimate > ``taus[b]``), and the ``capacity`` largest kept: the same states and outputs as ``extend``
+    and ``query_many`` period by period (``_tracker``). Runs where ``compiled`` says so. The noise of all the
+    periods is drawn in one call: numpy's generators give the same values drawn at once as drawn period by period.
+    """
+    if (not compiled(sketch) or items.shape[0] % period
+            or (sketch.t + items.shape[0]) // sketch.width + 1 >> sketch._state.counters.levels):
+        return None
+    if sketch.t + items.shape[0] > sketch.horizon:
+        raise ValueError(f"stream length t={sketch.t + items.shape[0]} would exceed horizon={sketch.horizon} of this "
+                         f"{type(sketch).__name__}")
+    state = sketch._state
+    cells, t0 = state.counters, sketch.t
+    keys = canonical_keys(items)
+    if cells.draws_per_push:
+        steps = (t0 + np.arange(items.shape[0])) // state.width + 1
+        noise, derived = cells.draw(cells.noise_count(steps) * state.depth), _NO_NODES
+    else:
+        cache = cells._cache()
+        noise, derived = _NO_NOISE, (cells._key, cells._noise_scale, cache[1], cache[2])
+    run = lazy_hh_run(cells.kind, None)
+    done, used = 0, 0
+    while True:
+        first = done * period
+        ran, z, candidates, estimates, out_items, out_estimates = run(
+            items[first:], keys[first:], sketch._params, state.pending, t0 + first, period, noise[used:],
+            taus[done:], capacity, candidates, *derived, *cells.state)
+        done, used = done + ran, used + z
+        if done * period == items.shape[0]:
+            break
+        candidates = keep_top(candidates, estimates, capacity)  # ties at the cut: numpy's choice, as the tracker
+        done += 1
+        if done * period == items.shape[0]:
+            break
+    state.t = sketch.t = t0 + items.shape[0]
+    if cells.tracks_steps:
+        cells.record_steps(state.cell_steps())
+    return Refreshes(candidates, out_items, out_estimates)
+

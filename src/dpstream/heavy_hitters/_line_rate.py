@@ -1,0 +1,222 @@
+"""The watcher's LazyHH loop: derived nodes, a period of one sketch width, every cell's release kept by level.
+
+Holland, "Private Count-Min and Count Sketch under continual observation" (Alg. 5 and 6), as ``_lazy_hh.lazy_hh_run``
+computes it, for ``dpstream watch`` (``LazyHH.use_line_rate``). A LazyHH refresh every k~ = w items releases every
+cell of its d x w sketch after one push each: with the binary tree's nodes derived from a key (``DerivedBinary``,
+Philox), one new node a cell (``release_suffix``). The nodes are ``DerivedBinary``'s, so the noise and the privacy
+statement are unchanged; the releases equal the node cache's up to the order of the float additions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from dpstream.counters.philox import node_normal
+from dpstream.hashing import _canonical_words, canonical_keys, hash_rows
+from dpstream.heavy_hitters._lazy_hh import Refreshes, compiled
+from dpstream.sketches._kernels import hash_keys
+
+
+@njit(cache=True, inline="always")
+def _lowest_bit(s: int) -> int:
+    """The index of the lowest set bit of s > 0."""
+    level = 0
+    while not (s >> level) & 1:
+        level += 1
+    return level
+
+
+@njit(cache=True)
+def release_suffix(exact: np.ndarray, key: np.ndarray, scale: float, s: int, sums: np.ndarray, valid: np.ndarray,
+                   out: np.ndarray) -> None:
+    """Every cell's binary-tree release at step s (all cells at s), each cell's sum kept by level from the top.
+
+    out[cell] = exact + scale * (sum of the nodes Z(cell, l, s >> l) over the set bits l of s), the nodes
+    ``node_normal`` as ``DerivedBinary``'s, so the same values up to the order of the float additions. sums[l, cell]
+    holds the nodes' sum over the set bits >= l of the step ``valid[0]``, added from the highest bit down. From step
+    s - 1 to s the bits below the lowest set bit l of s clear and l sets, the bits above stay: one new node a cell,
+    added to the kept sum of the next set bit above l. At another step every node of s is derived again. Level by
+    level across the cells: one sequential pass.
+    """
+    n = out.shape[0]
+    if s == 0:
+        for cell in range(n):
+            out[cell] = np.float64(exact[0, cell])
+        valid[0] = 0
+        return
+    low = _lowest_bit(s)
+    if valid[0] == s - 1:
+        rest = s >> (low + 1)
+        above = low + 1 + _lowest_bit(rest) if rest else -1
+        for cell in range(n):
+            total = node_normal(key[0], key[1], np.uint64(s >> low), np.uint64(low), np.uint64(cell))
+            if above >= 0:
+                total += sums[above, cell]
+            sums[low, cell] = total
+            out[cell] = np.float64(exact[0, cell]) + scale * total
+    else:
+        top = 63
+        while not (s >> top) & 1:
+            top -= 1
+        for cell in range(n):
+            total = 0.0
+            first = True
+            for level in range(top, low - 1, -1):
+                if (s >> level) & 1:
+                    node = node_normal(key[0], key[1], np.uint64(s >> level), np.uint64(level), np.uint64(cell))
+                    total = node if first else node + total
+                    first = False
+                    sums[level, cell] = total
+            out[cell] = np.float64(exact[0, cell]) + scale * total
+    valid[0] = s
+
+
+@njit(cache=True)
+def keep_first_top(estimates: np.ndarray, capacity: int) -> np.ndarray:
+    """Bool mask of the ``capacity`` largest estimates; ties at the cut kept in candidate (key) order."""
+    cut = -np.partition(-estimates, capacity - 1)[capacity - 1]
+    room = capacity
+    for v in estimates:
+        room -= v > cut
+    keep = np.empty(estimates.shape[0], dtype=np.bool_)
+    for k in range(estimates.shape[0]):
+        v = estimates[k]
+        keep[k] = v > cut or (v == cut and room > 0)
+        room -= v == cut and room > 0
+    return keep
+
+
+@njit(cache=True)
+def union_hashed(cand: np.ndarray, cand_cols: np.ndarray, block: np.ndarray,
+                 cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """unique(cand u block), sorted, with each key's d columns (a row each).
+
+    A candidate's columns are kept, a block item's taken from ``cols`` (d, w), the block's hashes: no key is hashed
+    twice.
+    """
+    depth = cols.shape[0]
+    order = np.argsort(block)
+    n0, m = cand.shape[0], block.shape[0]
+    out = np.empty(n0 + m, dtype=np.int64)
+    out_cols = np.empty((n0 + m, depth), dtype=np.int64)
+    i, j, u = 0, 0, 0
+    while i < n0 or j < m:
+        if j == m or (i < n0 and cand[i] <= block[order[j]]):
+            x = cand[i]
+            if u == 0 or out[u - 1] != x:
+                out[u] = x
+                out_cols[u] = cand_cols[i]
+                u += 1
+            i += 1
+        else:
+            k = order[j]
+            x = block[k]
+            if u == 0 or out[u - 1] != x:
+                out[u] = x
+                for r in range(depth):
+                    out_cols[u, r] = cols[r, k]
+                u += 1
+            j += 1
+    return out[:u], out_cols[:u]
+
+
+@njit(cache=True)
+def line_rate_run(items: np.ndarray, keys: np.ndarray, params: np.ndarray, exact: np.ndarray, pending: np.ndarray,
+                  t0: int, taus: np.ndarray, capacity: int, candidates: np.ndarray, key: np.ndarray, scale: float,
+                  sums: np.ndarray, valid: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``lazy_hh_run`` for the watcher: derived nodes, a period of one width w, t0 a multiple of w.
+
+    Each period: the pending counts of every column move to the exact counts (every column is pushed once in it),
+    then item k adds to column c of each row, in the exact count if c >= k (its push comes later in the period) or
+    pending if not: the exact and pending counts of ``lazy_block_derived``, with no branch on the column. The
+    release of all d w cells (``release_suffix``, into ``table``) replaces the node cache's sums. Candidates,
+    estimates (Alg. 4), the threshold and the top-k~ cut as ``lazy_hh_run``, with the candidates' columns kept from
+    the block's hashes (``union_hashed``) and ties at the cut kept in key order (``keep_first_top``). Returns
+    (candidates, reported items, reported estimates) after the last period.
+    """
+    depth, width = pending.shape
+    counts = exact[0].reshape((depth, width))
+    cols = np.empty((depth, width), dtype=np.int64)
+    incs = np.empty((depth, width), dtype=np.int64)
+    cand = candidates
+    hashed, _, _ = hash_keys(_canonical_words(cand.view(np.uint64)), params, False, depth, width)
+    cand_cols = np.ascontiguousarray(hashed.T)
+    out_items = np.empty(0, dtype=np.int64)
+    out_estimates = np.empty(0, dtype=np.float64)
+    for b in range(items.shape[0] // width):
+        first = b * width
+        hash_rows(params, keys, first, width, width, False, cols, incs)
+        for i in range(depth):
+            row, held = counts[i], pending[i]
+            for c in range(width):
+                row[c] += held[c]
+                held[c] = 0
+            for k in range(width):
+                c = cols[i, k]
+                inc = incs[i, k]
+                inside = c >= k
+                row[c] += inc * inside
+                held[c] += inc * (not inside)
+        release_suffix(exact, key, scale, (t0 + first + width) // width, sums, valid, table)
+        cand, cand_cols = union_hashed(cand, cand_cols, items[first : first + width], cols)
+        estimates = np.empty(cand.shape[0], dtype=np.float64)
+        for u in range(cand.shape[0]):
+            v = table[cand_cols[u, 0]]
+            for r in range(1, depth):
+                v = min(v, table[r * width + cand_cols[u, r]])
+            estimates[u] = v
+        reported = estimates > taus[b]
+        out_items, out_estimates = cand[reported], estimates[reported]
+        if cand.shape[0] > capacity:
+            top = keep_first_top(estimates, capacity)
+            cand, cand_cols = cand[top], cand_cols[top]
+    return cand, out_items, out_estimates
+
+
+class SuffixSums:
+    """The watcher's node sums by level (``release_suffix``) and its last release of every cell (``table``).
+
+    A speed cache as secret as the key (the table holds the noisy cells, the candidate set is computed from them);
+    never saved.
+    """
+
+    def __init__(self, levels: int, cells: int) -> None:
+        """Sums of (levels, cells) float64, valid at no step yet."""
+        self.sums = np.zeros((levels, cells))
+        self.valid = np.full(1, -1, dtype=np.int64)
+        self.table = np.zeros(cells)
+
+
+def line_rate(sketch: Any, period: int) -> bool:
+    """Whether ``line_rate_run`` applies: derived nodes, a period of one width, at a multiple of it."""
+    return (compiled(sketch) and sketch.node_noise == "derived" and period == sketch.width
+            and sketch.t % period == 0)
+
+
+def line_rate_refreshes(sketch: Any, items: np.ndarray, taus: np.ndarray, capacity: int, candidates: np.ndarray,
+                        suffix: SuffixSums) -> Refreshes | None:
+    """``refreshes`` through ``line_rate_run`` (where ``line_rate``), keeping its sums in ``suffix``; else None.
+
+    The releases are ``refreshes``'s up to the order of the float additions of each cell's nodes, and ties at the
+    top-k~ cut are kept in key order: the reported items can differ from ``refreshes``'s only where estimates tie
+    or lie within that rounding of the threshold or the cut.
+    """
+    width = sketch.width
+    if (not line_rate(sketch, width) or items.shape[0] % width
+            or (sketch.t + items.shape[0]) // width + 1 >> sketch._state.counters.levels):
+        return None
+    if sketch.t + items.shape[0] > sketch.horizon:
+        raise ValueError(f"stream length t={sketch.t + items.shape[0]} would exceed horizon={sketch.horizon} of this "
+                         f"{type(sketch).__name__}")
+    state = sketch._state
+    cells, t0 = state.counters, sketch.t
+    candidates, out_items, out_estimates = line_rate_run(
+        items, canonical_keys(items), sketch._params, cells.state[0], state.pending, t0, taus, capacity, candidates,
+        cells._key, cells._noise_scale, suffix.sums, suffix.valid, suffix.table)
+    state.t = sketch.t = t0 + items.shape[0]
+    if cells.tracks_steps:
+        cells.record_steps(state.cell_steps())
+    return Refreshes(candidates, out_items, out_estimates)
