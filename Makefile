@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 UV_VERSION := 0.13.9
 
-.PHONY: install lock lock-upgrade run test test-long lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify verify-registered verify-status preregister docs soak watch-hour counters
+.PHONY: install lock lock-upgrade run test test-long lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify verify-registered verify-status preregister fig4-sensitivity fig4-caida docs soak watch-hour counters
 
 $(STAMP): $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -143,6 +143,17 @@ verify-registered: install
 # sequential flags, capped budgets, rule hashes, the budget estimate); commit it before the first trial of seeds 3+.
 preregister: install
 	$(PY) -m dpstream.claims.preregister
+
+# `make fig4-sensitivity`: for which synthetic stand-in profiles each Fig. 4 sentence holds (Zipf exponent 0.8-1.4 x
+# 0, 2 or 8 sources in [t/k, 1.5 t/k)) at 2^21 packets, and one profile at the paper's 26.6 M packets. Hours on 2 cores.
+fig4-sensitivity: install
+	$(PY) run.py experiment=fig4_standin $(ARGS)
+
+# `make fig4-caida TRACE=/data/trace.pcap`: Figure 4's six panels and their verdicts on a real CAIDA trace (.pcap,
+# .pcapng, .csv or raw records), results in results/caida (the trace's content hash keys its trials).
+fig4-caida: install
+	@test -n "$(TRACE)" || { echo "TRACE=/path/to/trace.pcap is required (a CAIDA trace: see conf/data/caida.yaml)"; exit 2; }
+	$(PY) run.py experiment=fig4 data=caida data.path=$(TRACE) results_dir=results/caida $(ARGS)
 
 verify-status: install  ## per seed and experiment, the trials make verify has stored and those still to run
 	$(PY) -m dpstream.harness.verify --seeds 0 1 2 --status $(VERIFY_ARGS)

@@ -263,10 +263,12 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
     resumes at its first unrecorded look and computes no stored trial again). A decided claim is frozen at its own
     stopping look even while the experiment keeps running for its other claims; an experiment whose claims are all
     final gets no further batch. Returns the claims table on the last look's pooled trials, every registered claim
-    with its final verdict and the look that gave it.
+    with its final verdict and the look that gave it; None for an experiment without registered claims (not run).
     """
     registration = load(path)
     entries = [c for c in registration["claims"] if c["experiment"] == spec["id"]]
+    if not entries:
+        return None  # nothing registered: its trials could decide nothing (the stand-in maps, for one)
     looks = int(registration.get("looks", 1))
     run_seed(store, profile, FIRST_NEW_SEED, spec["id"], n_jobs)
     trials_per_seed = max(int(pooled(store, profile, (FIRST_NEW_SEED,), spec["id"])["trial"].nunique()), 1)
@@ -285,7 +287,7 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
             records += new
             record.parent.mkdir(parents=True, exist_ok=True)
             write_csv(pd.DataFrame(records, columns=list(RECORD)), record)
-        if not entries or all(any(r["id"] == e["id"] and r["final"] for r in mine) for e in entries):
+        if all(any(r["id"] == e["id"] and r["final"] for r in mine) for e in entries):
             break
         if look * per_look * trials_per_seed > 2 * max(int(e["budget"]) for e in entries) + trials_per_seed:
             raise RuntimeError(f"{spec['id']}: {look} looks without reaching the registered budgets: are trials "
@@ -331,6 +333,7 @@ def verify_registered(profile: str = "paper", experiment: str = "all", nulls: in
         write_csv(claims.attrs["table"], out / "tables" / f"{exp_id}.csv")
         write_csv(claims, out / "tables" / f"{exp_id}.claims.csv")
     if (cfg.get("experiment") or {}).get("report"):
+        specs = [s for s in specs if s["id"] in final]
         frames = [pd.read_csv(out / "tables" / f"{s['id']}.csv") for s in specs]
         seeds = sorted({int(x) for c in final.values() for x in c.attrs["table"]["seed"].unique()})
         write_report(specs, frames, {**cfg, "seed": f"{seeds[0]}-{seeds[-1]}" if seeds else "none",
