@@ -83,6 +83,7 @@ def test_claims_are_decided_at_their_looks_frozen_and_resumed(tmp_path, monkeypa
     assert c["verdict"].iloc[-1] == "not confirmed" and c["verdict"].iloc[:-1].eq("inconclusive").all()
     # the fixed-sample rule is judged once, at its budget
     assert by_id["fake#2"][["look", "trials"]].values.tolist() == [[3, 30]]
+    assert "no estimate of the trials" not in claims["measured"].iloc[2]  # decided: confirmed
     # an effect too small to decide on the budget: inconclusive, with the trials a decision would need
     d = by_id["fake#3"]
     assert d["trials"].tolist() == [10, 20, 30] and d["verdict"].iloc[-1] == "inconclusive"
@@ -105,6 +106,7 @@ def test_trials_not_run_under_the_registration_decide_nothing_and_run_to_the_bud
     claims, looks = _run(tmp_path, monkeypatch, FakeRuns(registration, commit="abc-dirty"), registration)
     assert set(looks["verdict"]) == {"inconclusive"} and looks.groupby("id")["trials"].max().eq(30).all()
     assert claims["verdict"].eq("inconclusive").all() and claims["measured"].str.contains("history").iloc[:2].all()
+    assert "no estimate of the trials" in claims["measured"].iloc[2]  # the fixed-sample rule, undecided at its budget
 
 
 @pytest.mark.parametrize("trials_per_seed", [5, 3])

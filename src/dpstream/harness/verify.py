@@ -240,8 +240,11 @@ def _examine(spec: dict[str, Any], table: pd.DataFrame, entries: list[dict[str, 
         gated = gate(pd.DataFrame({"claim": [e["claim"]], "verdict": [verdict]}), table, spec["id"], path,
                      spec["claims"])
         verdict, note = str(gated["verdict"].iloc[0]), str(gated["gate"].iloc[0])
-        out.append({"look": look, "id": claim_id, "verdict": verdict, "trials": n,
-                    "final": verdict in DECIDED or n >= int(e["budget"]),
+        final = verdict in DECIDED or n >= int(e["budget"])
+        if final and verdict == "inconclusive" and ev is None:
+            measured += (f"; inconclusive at its budget of {e['budget']} pooled trials (a fixed-sample rule without "
+                         "per-trial evidence: no estimate of the trials a decision needs)")
+        out.append({"look": look, "id": claim_id, "verdict": verdict, "trials": n, "final": final,
                     "measured": f"{measured} [{note}]" if note else measured})
     return out
 
