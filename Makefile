@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 UV_VERSION := 0.13.9
 
-.PHONY: install lock lock-upgrade run test test-long lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify verify-registered verify-status docs soak watch-hour counters
+.PHONY: install lock lock-upgrade run test test-long lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify verify-registered verify-status preregister fig4-sensitivity fig4-caida docs soak watch-hour counters
 
 $(STAMP): $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -135,9 +135,25 @@ verify: install
 # look enough seeds for the registered first batch), every experiment's trials pooled over the new seeds and judged
 # once a look, verdicts gated on the registered hash; resumes from DPSTREAM_VERIFY_STORE/<profile>/looks.csv and the
 # seeds' stores. Paper scale takes hours: run it only after the label and structure issues have landed.
-# Smoke check: make verify-registered VERIFY_ARGS="--profile smoke --trials-per-seed 2 --nulls 0 --out /tmp/verify-smoke"
+# Smoke check: make verify-registered VERIFY_ARGS="--profile smoke --nulls 0 --out /tmp/verify-smoke"
 verify-registered: install
 	$(PY) -m dpstream.harness.verify --registered --nulls 200 $(VERIFY_ARGS)
+
+# `make preregister`: regenerate results/preregistration.yaml against the current claims code (texts by declared id,
+# sequential flags, capped budgets, rule hashes, the budget estimate); commit it before the first trial of seeds 3+.
+preregister: install
+	$(PY) -m dpstream.claims.preregister
+
+# `make fig4-sensitivity`: for which synthetic stand-in profiles each Fig. 4 sentence holds (Zipf exponent 0.8-1.4 x
+# 0, 2 or 8 sources in [t/k, 1.5 t/k)) at 2^21 packets, and one profile at the paper's 26.6 M packets. Hours on 2 cores.
+fig4-sensitivity: install
+	$(PY) run.py experiment=fig4_standin $(ARGS)
+
+# `make fig4-caida TRACE=/data/trace.pcap`: Figure 4's six panels and their verdicts on a real CAIDA trace (.pcap,
+# .pcapng, .csv or raw records), results in results/caida (the trace's content hash keys its trials).
+fig4-caida: install
+	@test -n "$(TRACE)" || { echo "TRACE=/path/to/trace.pcap is required (a CAIDA trace: see conf/data/caida.yaml)"; exit 2; }
+	$(PY) run.py experiment=fig4 data=caida data.path=$(TRACE) results_dir=results/caida $(ARGS)
 
 verify-status: install  ## per seed and experiment, the trials make verify has stored and those still to run
 	$(PY) -m dpstream.harness.verify --seeds 0 1 2 --status $(VERIFY_ARGS)

@@ -40,3 +40,21 @@ def stopped_while_aborting(params, seed):
         raise KeyboardInterrupt
     except KeyboardInterrupt:
         raise RuntimeError("the pool broke while aborting")  # noqa: B904 (the stop stays in __context__)
+
+
+def sequential_claims(df, spec):
+    """Four claims on pooled arms A, B, C, D (``test_sequential_verify``), three with per-trial evidence.
+
+    0: A below B (a large effect); 1: C below B (no effect: refuted against its smallest effect); 2: a fixed-sample
+    rule without evidence; 3: D below B, an effect of a quarter of the smallest that matters (cannot decide).
+    """
+    from dpstream.claims.core import Claim
+    from dpstream.claims.decide import Evidence
+
+    arms = df.pivot_table(index="trial", columns="arm", values="value")
+    finite = bool(df["value"].notna().all())
+    return [Claim("A is below B", "paired", "", "inconclusive", Evidence.of("location", {"A-B": arms.A - arms.B})),
+            Claim("C is below B", "paired", "", "inconclusive", Evidence.of("location", {"C-B": arms.C - arms.B})),
+            Claim("values are finite", "all rows", str(len(df)), "confirmed" if finite else "not confirmed"),
+            Claim("D is below B", "paired", "", "inconclusive",
+                  Evidence.of("location", {"D-B": arms.D - arms.B}))]

@@ -56,3 +56,16 @@ def test_the_mirror_of_a_literal_sentence_is_not_counted_for_the_paper():
     entry = ENTRIES["fig4d#1"]
     kind, why = kind_of("fig4d", entry["claim"])
     assert kind == OURS and "not independent" in why
+
+
+def test_the_report_states_where_each_theory_bound_stops_being_vacuous_and_whether_runs_reach_it():
+    from dpstream.harness.report import theory_scale_lines
+
+    theory = [c for c in ENTRIES.values() if c["kind"] == THEORY]
+    rows = pd.DataFrame([{"experiment": c["experiment"], "claim": c["claim"], "kind": c["kind"]}
+                         for c in ENTRIES.values()])
+    text = "\n".join(theory_scale_lines(rows))
+    vacuous = sum(str(c["runs_reach_it"]).lower().startswith("no") for c in theory)
+    assert f"{len(theory)} theory checks; {vacuous} of them run only where their bound is vacuous" in text
+    assert all(str(c["nonvacuous_at"])[:40] in text for c in theory)
+    assert theory_scale_lines(rows[rows["kind"] != THEORY]) == []

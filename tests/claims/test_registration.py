@@ -157,3 +157,20 @@ def test_committed_verdicts_are_registered_or_history(path):
         if claims_path.exists():
             claims = pd.read_csv(claims_path, keep_default_na=False)
             assert set(gate(claims, rows, path.stem)["verdict"]) <= {"inconclusive", "n/a"}
+
+
+def test_the_committed_registration_is_what_make_preregister_writes():
+    """Claims code changed without ``make preregister``: texts, sequential flags or rule hashes are stale."""
+    from dpstream.claims.preregister import dump, regenerate
+
+    assert REGISTRATION.read_text(encoding="utf-8") == dump(regenerate())
+
+
+def test_the_registered_budgets_fit_the_twelve_hour_run_and_every_cap_says_why():
+    estimate = load()["budget_estimate"]
+    assert estimate["within_cap"] and estimate["hours_on_2_cores"] <= estimate["cap_hours"] == 12.0
+    capped = [c for c in ENTRIES if c.get("budget_cap")]
+    assert capped and all(c["budget"] == c["budget_cap"]["cap"] < c["budget_cap"]["uncapped"]
+                          and c["budget_cap"]["reason"] for c in capped)
+    lazy = next(c for c in ENTRIES if c["id"] == "fig3b#1")
+    assert lazy["rule"]["sequential"] and lazy["budget_cap"]["uncapped"] == 171

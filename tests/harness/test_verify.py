@@ -70,27 +70,3 @@ def test_git_tracks_a_seeds_trial_store_and_ignores_its_tables_and_figures():
     ignored = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=REPO, capture_output=True,
                              text=True).stdout.split()
     assert ignored == paths[2:]
-
-
-@pytest.mark.long
-def test_registered_verify_pools_new_seeds_freezes_sequential_rules_and_resumes(tmp_path, monkeypatch):
-    import dpstream.harness.verify as v
-
-    assert v.look_seeds(1, 2) == (3, 4) and v.look_seeds(3, 2) == (3, 4, 5, 6, 7, 8)  # seeds 0-2 are history
-    assert v.seeds_per_look(5) == 2 and v.seeds_per_look(2) == 5  # the registered first batch: 10 trials
-    store, out = tmp_path / "store", tmp_path / "out"
-    monkeypatch.setattr(v, "_sequential_ids", lambda: {"svt_theory#0"})
-    v.verify_registered("smoke", "svt_theory", nulls=0, out=out, store=store, trials_per_seed=5)
-    looks = pd.read_csv(store / "smoke" / "looks.csv")
-    table = pd.read_csv(out / "tables" / "svt_theory.csv")
-    assert sorted(table["seed"].unique()) == [3, 4, 5, 6, 7, 8]
-    assert table["trial"].is_unique or table.groupby("trial")["seed"].nunique().max() == 1  # blocks per seed
-    assert sorted(looks["look"].unique()) == [1, 2, 3]
-    records = looks.to_dict("records")
-    frozen = v.stopped(records)
-    assert set(frozen) <= {"svt_theory#0"}  # only a sequential rule stops early
-    again = v.verify_registered("smoke", "svt_theory", nulls=0, out=out, store=store, trials_per_seed=5)
-    assert len(pd.read_csv(store / "smoke" / "looks.csv")) == len(looks)  # resumed: no look recorded twice
-    claims = again["svt_theory"]
-    for claim_id, record in frozen.items():
-        assert claims["verdict"].iloc[int(claim_id.split("#")[1])] == record["verdict"]

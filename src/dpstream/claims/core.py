@@ -25,7 +25,7 @@ point named).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -33,6 +33,8 @@ import pandas as pd
 from scipy.stats import page_trend_test, spearmanr
 from scipy.stats import t as t_dist
 
+from dpstream.claims.decide import Evidence
+from dpstream.claims.sequential import trial_slopes
 from dpstream.harness.timing import log_ratio_interval
 
 VERDICTS = ("confirmed", "not confirmed", "inconclusive", "n/a")
@@ -51,6 +53,8 @@ class Claim:
     rule: str
     measured: str
     verdict: str
+    evidence: Evidence | None = field(default=None, compare=False, repr=False)
+    """Per-trial values for the registered sequential rule (``dpstream.claims.decide``); not a column of the table."""
 
     def __post_init__(self) -> None:
         """Reject a verdict outside ``VERDICTS``."""
@@ -59,7 +63,7 @@ class Claim:
 
     def row(self) -> dict[str, str]:
         """A row of ``<experiment>.claims.csv``."""
-        return asdict(self)
+        return {"claim": self.claim, "rule": self.rule, "measured": self.measured, "verdict": self.verdict}
 
 
 def verdict_of(holds: bool | None) -> str:
@@ -335,9 +339,33 @@ def end_to_end(rows: pd.DataFrame, x: str, y: str) -> str:
     return f", {y} last/first x{fmt_ci(centre, lo, hi)}"
 
 
+def trend_evidence(df: pd.DataFrame, mechs: tuple[str, ...], x: str, y: str,
+                   direction: Literal["increasing", "decreasing"], log_offset: float,
+                   names: dict[str, str] | None = None) -> Evidence | None:
+    """Per mechanism, the per-trial slopes of ln(y + ``log_offset``) on ln x, negated for an increasing claim.
+
+    The evidence of a registered ``trend`` rule (``dpstream.claims.decide``): one stream per trial is one block. None
+    when a mechanism has fewer than two grid values on its complete trials.
+    """
+    names = names or {}
+    points = {}
+    for m in mechs:
+        table = df[df["mechanism.name"] == m].pivot_table(index="trial", columns=x, values=y, aggfunc="first").dropna()
+        if table.shape[1] < 2:
+            return None
+        slopes = trial_slopes(table.columns.to_numpy(dtype=np.float64),
+                              np.log(table.to_numpy(dtype=np.float64) + log_offset))
+        points[names.get(m, m)] = slopes if direction == "decreasing" else -slopes
+    return Evidence.of("trend", points)
+
+
 def trend_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y: str,
-                direction: Literal["increasing", "decreasing"], names: dict[str, str] | None = None) -> Claim:
-    """``monotone_trend`` of ``y`` in ``x`` for every mechanism in ``mechs`` (``mechanism.name``); all must hold."""
+                direction: Literal["increasing", "decreasing"], names: dict[str, str] | None = None,
+                log_offset: float | None = None) -> Claim:
+    """``monotone_trend`` of ``y`` in ``x`` for every mechanism in ``mechs`` (``mechanism.name``); all must hold.
+
+    With ``log_offset`` the claim carries its registered evidence (``trend_evidence`` on ln(y + log_offset)).
+    """
     names = names or {}
     results, parts = [], []
     for m in mechs:
@@ -348,7 +376,8 @@ def trend_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y:
         parts.append(f"{names.get(m, m)} " + ("absent" if not len(rows) else f"p {p:.2g}" if np.isfinite(p)
                                                  else f"{len(rows)} values: too few") + end_to_end(rows, x, y))
     rule = TREND_RULE.format(mechs=", ".join(names.get(m, m) for m in mechs), y=y, direction=direction, x=x)
-    return Claim(claim, rule, "; ".join(parts), verdict_of(all_points(results)))
+    evidence = None if log_offset is None else trend_evidence(df, mechs, x, y, direction, log_offset, names)
+    return Claim(claim, rule, "; ".join(parts), verdict_of(all_points(results)), evidence)
 
 
 def flat_claim(df: pd.DataFrame, claim: str, mechs: tuple[str, ...], x: str, y: str, factor: float,

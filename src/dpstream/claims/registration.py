@@ -172,16 +172,18 @@ def registered_rows(df: pd.DataFrame, path: Path = REGISTRATION) -> pd.DataFrame
 HISTORY = "history (not run under the registered pre-registration on seeds >= 3; decides nothing)"
 
 
-def gate(claims: pd.DataFrame, rows: pd.DataFrame, experiment: str, path: Path = REGISTRATION) -> pd.DataFrame:
+def gate(claims: pd.DataFrame, rows: pd.DataFrame, experiment: str, path: Path = REGISTRATION,
+         function: str | None = None) -> pd.DataFrame:
     """``claims`` of ``experiment`` with every verdict it may not give made ``inconclusive``, and why, in ``gate``.
 
     A confirmed / not confirmed verdict stands only when (a) the claim is registered, (b) its rule's code and
     parameters still hash to the registered ``rule_hash`` and (c) every row it was judged from was run under the
     registered hash at seed >= 3 (``registered_rows``). Otherwise the verdict becomes ``inconclusive`` and the ``gate``
-    column keeps the verdict the rows gave, marked as history or as a changed rule.
+    column keeps the verdict the rows gave, marked as history or as a changed rule. ``function`` is the experiment's
+    claims function (default: its ``claims:`` entry in ``conf/experiment``).
     """
     registered = by_text(path)
-    fn = claims_function(experiment)
+    fn = function or claims_function(experiment)
     fresh = len(rows) > 0 and len(registered_rows(rows, path)) == len(rows)
     verdicts, notes = [], []
     for claim, verdict in zip(claims["claim"], claims["verdict"], strict=True):

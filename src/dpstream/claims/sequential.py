@@ -40,7 +40,7 @@ Rule families (``RULES``):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -252,21 +252,26 @@ def decide_trend(x: Sequence[float] | np.ndarray, y: np.ndarray, delta: float, b
     return decide_location(trial_slopes(x, y), delta, budget, alpha, looks_at)
 
 
+Decider = Callable[..., Decision]
+"""A one-point rule with ``decide_location``'s signature (``decide_location``, ``decide_quantile``)."""
+
+
 def decide_every_point(points: Sequence[Sequence[float] | np.ndarray], delta: float, budget: int, alpha: float = ALPHA,
-                       looks_at: Sequence[int] = (), refuted: Sequence[bool] = ()) -> tuple[str, list[Decision]]:
+                       looks_at: Sequence[int] = (), refuted: Sequence[bool] = (),
+                       decider: Decider = decide_location) -> tuple[str, list[Decision]]:
     """A rule over m points (claimed: mean < 0 at every point), pooled trials per point, sequential Holm.
 
     Confirmed when every point confirms at level ``alpha``; not confirmed when some point is refuted by the step-down
     procedure (a point is tested at alpha / (m - r) with r points refuted so far, at this or an earlier look, given in
     ``refuted``); else inconclusive. Returns the verdict and the per-point decisions (the refute side at the level
-    that decided it).
+    that decided it). ``decider`` is the one-point rule (the sign test ``decide_quantile`` for a median at every point).
     """
     m = len(points)
     done = list(refuted) or [False] * m
-    decisions = [decide_location(p, delta, budget, alpha, looks_at) for p in points]
+    decisions = [decider(p, delta, budget, alpha, looks_at) for p in points]
     while True:
         level = alpha / max(m - sum(done), 1)
-        step = [decide_location(p, delta, budget, level, looks_at) for p in points]
+        step = [decider(p, delta, budget, level, looks_at) for p in points]
         new = [i for i in range(m) if not done[i] and step[i].verdict == "not confirmed"]
         if not new:
             break

@@ -103,3 +103,65 @@ def _synthetic(length: int, zipf_exponent: float, full_length: int, distinct_sou
     params = {"length": length, "zipf_exponent": float(zipf_exponent), "full_length": full_length,
               "distinct_sources": distinct_sources, "trace_seed": key}
     return cached_array(cache_dir, "caida_like", params, build)
+
+
+def plant_band(stream: np.ndarray, near_threshold: int, threshold_k: int, rng: np.random.Generator) -> np.ndarray:
+    """``stream`` with exactly ``near_threshold`` sources whose count lies in [t/k, 1.5 t/k).
+
+    t is the stream's length and k the heavy-hitter parameter ``threshold_k``: the band is where a threshold at t/k
+    decides recall.
+
+    Missing band sources are the largest sources below t/k, raised to a count drawn uniformly in the band with packets
+    taken at random positions from sources below t/(2k); surplus band sources are lowered to 0.8 t/k, their removed
+    packets becoming new single-packet sources. Positions stay random, so the stream stays exchangeable.
+    """
+    t = stream.size
+    lo, hi = t / threshold_k, 1.5 * t / threshold_k
+    out = stream.copy()
+    values, inverse, counts = np.unique(out, return_inverse=True, return_counts=True)
+    band = np.nonzero((counts >= lo) & (counts < hi))[0]
+    fresh = iter(np.setdiff1d(rng.integers(1, 2**32, size=4 * t, dtype=np.uint64).astype(np.uint32), values))
+    if band.size > near_threshold:
+        for source in band[np.argsort(counts[band])][: band.size - near_threshold]:
+            where = np.nonzero(inverse == source)[0]
+            drop = rng.choice(where, size=where.size - int(0.8 * lo), replace=False)
+            out[drop] = np.fromiter((next(fresh) for _ in range(drop.size)), dtype=np.uint32, count=drop.size)
+    elif band.size < near_threshold:
+        below = np.nonzero(counts < lo)[0]
+        promote = below[np.argsort(counts[below])[::-1]][: near_threshold - band.size]
+        donors = np.nonzero(np.isin(inverse, np.nonzero(counts < lo / 2)[0]) & ~np.isin(inverse, promote))[0]
+        donors = rng.permutation(donors)
+        used = 0
+        for source in promote:
+            extra = int(rng.integers(math.ceil(lo), math.ceil(hi))) - int(counts[source])
+            if used + extra > donors.size:
+                raise ValueError(f"near_threshold={near_threshold}: too few small sources in {t} packets to plant "
+                                 "that many band sources; lengthen the stream or plant fewer")
+            out[donors[used:used + extra]] = values[source]
+            used += extra
+    return out
+
+
+def standin_profile(length: int = 1 << 21, zipf_exponent: float = 1.0, near_threshold: int | None = None,
+                    threshold_k: int = 128, full_length: int = PAPER_PACKETS,
+                    distinct_sources: int = PAPER_DISTINCT_SOURCES, seed: SeedLike = None,
+                    cache_dir: str | Path | None = None) -> np.ndarray:
+    """A profile of the synthetic stand-in for the sensitivity analysis of Figure 4 (``experiment=fig4_sensitivity``).
+
+    The ``synthetic_caida_like`` trace drawn from the trial's ``seed`` (one trace per trial) with Zipf exponent
+    ``zipf_exponent``, then, unless ``near_threshold`` is None, exactly ``near_threshold`` sources in [t/k, 1.5 t/k)
+    (``plant_band``). An exponent too steep to give ``distinct_sources`` distinct sources in ``full_length`` packets
+    gets the most distinct sources its calibration can reach (a universe 16 times their number), fewer than asked.
+    """
+    if seed is None:
+        raise ValueError("standin_profile draws its trace from the trial seed, but seed is None: pass a seed")
+    sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    target = distinct_sources
+    while (reachable := expected_distinct(16 * target, float(zipf_exponent), full_length)) < target:
+        target = int(reachable * 0.999)  # the fixed point of "as many distinct sources as the universe gives"
+    trace = _synthetic(length, zipf_exponent, full_length, target, sequence, seed_token(sequence), cache_dir)
+    if near_threshold is None:
+        return trace
+    near_threshold = check_positive_int(near_threshold, "near_threshold", minimum=0, maximum=None)
+    threshold_k = check_positive_int(threshold_k, "threshold_k")
+    return plant_band(trace, near_threshold, threshold_k, np.random.default_rng(sequence.spawn(1)[0]))

@@ -29,6 +29,7 @@ from dpstream.claims.kinds import (
     headline,
     stand_in,
 )
+from dpstream.claims.registration import REGISTRATION, by_text
 from dpstream.harness.certified import NOT_PRIVATE, not_private, uncertified
 from dpstream.harness.console import SMOKE_BANNER, typed_command
 from dpstream.harness.environment import PACKAGES, environment
@@ -128,6 +129,29 @@ def tally_lines(claims: pd.DataFrame) -> list[str]:
         out += [f"{'Verdicts: ' if selector == PAPER else ''}{label}: {verdict_summary(_tally_rows(claims, selector))}",
                 ""]
     return [*out, f"All rows of the claims tables: {verdict_summary(claims)}", ""]
+
+
+def theory_scale_lines(claims: pd.DataFrame) -> list[str]:
+    """Per registered bound of the theory checks among ``claims``: where it stops being vacuous, whether runs reach it.
+
+    The scale is declared in the pre-registration (``nonvacuous_at``, ``runs_reach_it``); a theory check tested only
+    where its bound is vacuous can confirm nothing about the bound.
+    """
+    theory = claims[claims["kind"] == THEORY]
+    if theory.empty:
+        return []
+    entries = by_text(REGISTRATION)
+    scales: dict[tuple[str, str], int] = {}
+    for r in theory.itertuples():
+        e = entries.get((str(r.experiment), str(r.claim)), {})
+        key = (str(e.get("nonvacuous_at", "not stated")), str(e.get("runs_reach_it", "not stated")))
+        scales[key] = scales.get(key, 0) + 1
+    below = sum(n for (_, reach), n in scales.items() if reach.lower().startswith("no"))
+    return ["## Theory checks and the scale of their bounds", "",
+            f"{len(theory)} theory checks; {below} of them run only where their bound is vacuous (the runs do not "
+            "reach the scale where it says something).", "",
+            "| where the bound stops being vacuous | do the runs reach it? | checks |", "|---|---|---|",
+            *[f"| {_cell(at)} | {_cell(reach)} | {n} |" for (at, reach), n in scales.items()], ""]
 
 
 def with_paper_names(claims: pd.DataFrame) -> pd.DataFrame:
@@ -285,6 +309,7 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
         everything = pd.DataFrame(summary)
         md[4:4] = tally_lines(everything)
         page[3:3] = ["<h2>Verdicts</h2>", html_table(tally_table(everything), "verdicts")]
+        md += theory_scale_lines(everything)
         checks = everything[everything["kind"] == IMPLEMENTATION]
         if len(checks):
             listed = with_paper_names(checks)[["experiment", "claim", "kind_reason", "rule", "measured", "verdict"]]

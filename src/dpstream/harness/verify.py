@@ -16,15 +16,16 @@ in ``measured``. The combined claims, the first seed's trial tables and figures 
 Usage: ``python -m dpstream.harness.verify [--seeds 0 1 2] [--profile paper] [--experiment all] [--nulls 200]
 [--out results] [--status]``. At paper scale one seed of everything takes hours on 2 cores.
 
-``--registered`` is the run under the pre-registration (``dpstream.claims.registration``): batches of new master
-seeds from ``FIRST_NEW_SEED`` up, each look adding enough seeds for the registered first batch of trials, up to the
-registered looks; the trials of all the new seeds so far are pooled into one table per experiment (trial ``t`` of
-seed ``s`` becomes block ``s * 1000 + t``: independent draws, each still pairing its arms) and judged once per look,
-and every verdict passes ``registration.gate`` (registered hash, clean commit, seeds >= 3, unchanged rule). A claim
-decided by a rule registered as sequential (``rule.sequential: true``, decided through ``dpstream.claims.sequential``
-with the looks made so far) is frozen at its stopping look; any other rule is a fixed-sample rule and is judged only
-at the last look, on the whole budget. ``<store>/<profile>/looks.csv`` keeps every look's verdicts, so a resumed run
-knows what was decided; an experiment whose claims are all frozen gets no further batches.
+``--registered`` is the run under the pre-registration (``dpstream.claims.registration``), experiment by experiment
+(``registered_experiment``): each look adds new master seeds from ``FIRST_NEW_SEED`` up (enough for the smallest
+registered first batch of the experiment's claims); the trials of all its new seeds so far are pooled into one table
+(trial ``t`` of seed ``s`` becomes block ``s * 1000 + t``: independent draws, each still pairing its arms). A claim
+registered as sequential (``rule.sequential: true``) whose claims function gives its per-trial evidence
+(``dpstream.claims.decide``) is decided at its planned looks (k x its first batch) with Lan-DeMets spending, and frozen
+at its own stopping look while its experiment keeps running for other claims; any other rule is a fixed-sample rule,
+judged once at its budget. Every verdict passes ``registration.gate`` (registered hash, clean commit, seeds >= 3,
+unchanged rule). ``<store>/<profile>/looks.csv`` records every examined claim at every look, so a resumed run starts
+at the first unrecorded look; an experiment whose claims are all final gets no further batches.
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig
 
-from dpstream.claims.core import VERDICTS
-from dpstream.claims.registration import FIRST_NEW_SEED, gate, load
-from dpstream.harness.config import CONF_DIR
+from dpstream.claims.core import VERDICTS, Claim
+from dpstream.claims.decide import decide
+from dpstream.claims.registration import FIRST_NEW_SEED, REGISTRATION, gate, load
+from dpstream.claims.sequential import MIN_BATCH
+from dpstream.harness.config import CONF_DIR, import_object
 from dpstream.harness.rejudge import composed_config, judge, rejudge
 from dpstream.harness.report import write_report
 from dpstream.harness.runner import STORE_NAME, experiments_to_run, plan, run, store_key, trial_function, write_csv
@@ -52,6 +55,8 @@ BLOCK = 1000
 """Pooled tables number trial t of master seed s as block s * BLOCK + t."""
 NULLS = 200
 UNSTABLE = "unstable across seeds"
+RECORD = ("look", "id", "verdict", "trials", "final", "measured")
+"""Columns of ``looks.csv``: one row per claim examined at a look of the pre-registered run."""
 
 
 def verify_store(out: Path = Path("results")) -> Path:
@@ -169,95 +174,174 @@ def look_seeds(look: int, per_look: int) -> tuple[int, ...]:
     return tuple(range(FIRST_NEW_SEED, FIRST_NEW_SEED + look * per_look))
 
 
-def seeds_per_look(trials_per_seed: int) -> int:
-    """New seeds a look needs for the smallest registered first batch."""
-    batch = min(int(c["first_batch"]) for c in load()["claims"])
+def seeds_per_look(entries: list[dict[str, Any]], trials_per_seed: int) -> int:
+    """New seeds a look adds to an experiment: enough for the smallest registered first batch of its claims."""
+    batch = min((int(c["first_batch"]) for c in entries), default=MIN_BATCH)
     return max(1, -(-batch // trials_per_seed))
 
 
-def _sequential_ids() -> set[str]:
-    return {c["id"] for c in load()["claims"] if (c.get("rule") or {}).get("sequential")}
+def sequential(entry: dict[str, Any]) -> bool:
+    """Whether the registration decides ``entry`` by its sequential rule (``rule.sequential``) at every planned look."""
+    return bool((entry.get("rule") or {}).get("sequential"))
 
 
-def stopped(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The first decided look of every claim with a sequential rule, from the looks' records (claim id -> record)."""
-    sequential, out = _sequential_ids(), {}
-    for r in records:
-        if r["id"] in sequential and r["verdict"] in DECIDED and r["id"] not in out:
-            out[str(r["id"])] = r
+def schedule(entry: dict[str, Any], looks: int, has_evidence: bool) -> tuple[int, ...]:
+    """Pooled trial counts at which a claim is examined.
+
+    A sequential rule with its per-trial evidence: its planned looks, k x its first batch (k = 1..looks), the last at
+    its budget. Any other rule is a fixed-sample rule: examined once, when the pooled trials reach its budget.
+    """
+    budget = int(entry["budget"])
+    if not (sequential(entry) and has_evidence):
+        return (budget,)
+    first = int(entry["first_batch"])
+    return tuple(sorted({min(k * first, budget) for k in range(1, looks + 1)} | {budget}))
+
+
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    frame = pd.read_csv(path, keep_default_na=False)
+    return [{"look": int(r["look"]), "id": str(r["id"]), "verdict": str(r["verdict"]), "trials": int(r["trials"]),
+             "final": str(r["final"]) == "True", "measured": str(r["measured"])} for r in frame.to_dict("records")]
+
+
+def _examine(spec: dict[str, Any], table: pd.DataFrame, entries: list[dict[str, Any]], past: list[dict[str, Any]],
+             look: int, looks: int, nulls: int, path: Path) -> list[dict[str, Any]]:
+    """Records of the claims of ``spec`` due at this look (``schedule``), decided and gated; final when decided."""
+    fn = import_object(spec["claims"])
+    found = list(fn(table, spec))
+    evidence = [c.evidence if isinstance(c, Claim) else None for c in found]
+    n = int(table["trial"].nunique())
+    due = {}
+    for e in entries:
+        prev = [r for r in past if r["id"] == e["id"]]
+        row = claim_row(found, e["claim"])
+        plan_ = schedule(e, looks, row is not None and evidence[row] is not None)
+        if not any(r["final"] for r in prev) and sum(c <= n for c in plan_) > len(prev):
+            due[e["id"]] = (e, row, tuple(r["trials"] for r in prev))
+    if not due:
+        return []
+    fixed = any(row is not None and evidence[row] is None for _, row, _ in due.values())
+    judged = judge(spec, table, nulls if fixed else 0)
+    assert judged is not None
+    out = []
+    for claim_id, (e, row, earlier) in due.items():
+        if row is None:
+            out.append({"look": look, "id": claim_id, "verdict": "inconclusive", "trials": n, "final": True,
+                        "measured": "registered, but the claims function no longer states it"})
+            continue
+        ev = evidence[row]
+        if ev is not None and sequential(e):
+            decided = decide(ev, e, earlier)
+            verdict, measured = decided.verdict, decided.measured
+        else:
+            verdict, measured = str(judged["verdict"].iloc[row]), str(judged["measured"].iloc[row])
+        gated = gate(pd.DataFrame({"claim": [e["claim"]], "verdict": [verdict]}), table, spec["id"], path,
+                     spec["claims"])
+        verdict, note = str(gated["verdict"].iloc[0]), str(gated["gate"].iloc[0])
+        final = verdict in DECIDED or n >= int(e["budget"])
+        if final and verdict == "inconclusive" and ev is None:
+            measured += (f"; inconclusive at its budget of {e['budget']} pooled trials (a fixed-sample rule without "
+                         "per-trial evidence: no estimate of the trials a decision needs)")
+        out.append({"look": look, "id": claim_id, "verdict": verdict, "trials": n, "final": final,
+                    "measured": f"{measured} [{note}]" if note else measured})
     return out
 
 
-def frozen_claims(claims: pd.DataFrame, ids: list[str], frozen: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """``claims`` with each frozen claim's verdict from its stopping look (``measured`` says which look)."""
-    verdicts = [str(frozen[i]["verdict"]) if i in frozen else str(v) for i, v in zip(ids, claims["verdict"],
-                                                                                      strict=True)]
-    stops = [f"frozen at look {frozen[i]['look']} after {frozen[i]['trials']} trials; " if i in frozen else ""
-             for i in ids]
-    return claims.assign(verdict=pd.Series(verdicts, index=claims.index, dtype=object),
-                         measured=[s + str(m) for s, m in zip(stops, claims["measured"], strict=True)])
+def claim_row(found: list[Any], text: str) -> int | None:
+    """Index of the claim stating ``text`` in a claims function's output (``Claim`` or row dicts), else None."""
+    texts = [c.claim if isinstance(c, Claim) else str(c["claim"]) for c in found]
+    return texts.index(text) if text in texts else None
 
 
-def _look(specs: list[dict[str, Any]], store: Path, profile: str, seeds: tuple[int, ...], look: int, last: bool,
-          frozen: dict[str, dict[str, Any]], nulls: int, n_jobs: int | None) -> tuple[list[dict[str, Any]],
-                                                                                    dict[str, pd.DataFrame]]:
-    """One look: run the seeds of every experiment with a claim still open, judge the pooled tables, gate them."""
-    records, judged = [], {}
-    for spec in specs:
-        ids = [c["id"] for c in load()["claims"] if c["experiment"] == spec["id"]]
-        use = seeds
-        if ids and all(i in frozen for i in ids):  # every claim stopped: no further batches for this experiment
-            if not last:
-                continue
-            use = seeds[:len(seeds) // look * max(int(frozen[i]["look"]) for i in ids)]  # its stopping look's seeds
-        for s in use:
-            run_seed(store, profile, s, spec["id"], n_jobs)
-        table = pooled(store, profile, use, spec["id"])
-        claims = judge(spec, table, nulls if last else 0)
-        if claims is None:
-            continue
-        claims = gate(claims, table, spec["id"])
-        ids = [f"{spec['id']}#{i}" for i in range(len(claims))]
-        records += [{"look": look, "id": i, "verdict": v, "trials": int(table["trial"].nunique())}
-                    for i, v in zip(ids, claims["verdict"], strict=True)]
-        judged[spec["id"]] = frozen_claims(claims, ids, frozen)
-        judged[spec["id"]].attrs["table"] = table
-    return records, judged
+def registered_experiment(spec: dict[str, Any], store: Path, profile: str, records: list[dict[str, Any]],
+                          record: Path, nulls: int = NULLS, n_jobs: int | None = None,
+                          path: Path = REGISTRATION) -> pd.DataFrame | None:
+    """One experiment under the pre-registration: looks of pooled new seeds until every registered claim is final.
+
+    A look adds ``seeds_per_look`` new master seeds (the trials a seed adds are counted on the first new seed); the
+    claims due at the pooled trial count are decided
+    (``_examine``) and recorded in ``record`` (``looks.csv``, rewritten after every look, so an interrupted run
+    resumes at its first unrecorded look and computes no stored trial again). A decided claim is frozen at its own
+    stopping look even while the experiment keeps running for its other claims; an experiment whose claims are all
+    final gets no further batch. Returns the claims table on the last look's pooled trials, every registered claim
+    with its final verdict and the look that gave it; None for an experiment without registered claims (not run).
+    """
+    registration = load(path)
+    entries = [c for c in registration["claims"] if c["experiment"] == spec["id"]]
+    if not entries:
+        return None  # nothing registered: its trials could decide nothing (the stand-in maps, for one)
+    looks = int(registration.get("looks", 1))
+    run_seed(store, profile, FIRST_NEW_SEED, spec["id"], n_jobs)
+    trials_per_seed = max(int(pooled(store, profile, (FIRST_NEW_SEED,), spec["id"])["trial"].nunique()), 1)
+    per_look = seeds_per_look(entries, trials_per_seed)
+    mine = [r for r in records if r["id"].rsplit("#", 1)[0] == spec["id"]]
+    look = 0
+    while True:
+        look += 1
+        seeds = look_seeds(look, per_look)
+        finished = bool(entries) and all(any(r["id"] == e["id"] and r["final"] for r in mine) for e in entries)
+        if not any(r["look"] == look for r in mine) and not finished:
+            for s in seeds:
+                run_seed(store, profile, s, spec["id"], n_jobs)
+            new = _examine(spec, pooled(store, profile, seeds, spec["id"]), entries, mine, look, looks, nulls, path)
+            mine += new
+            records += new
+            record.parent.mkdir(parents=True, exist_ok=True)
+            write_csv(pd.DataFrame(records, columns=list(RECORD)), record)
+        if all(any(r["id"] == e["id"] and r["final"] for r in mine) for e in entries):
+            break
+        if look * per_look * trials_per_seed > 2 * max(int(e["budget"]) for e in entries) + trials_per_seed:
+            raise RuntimeError(f"{spec['id']}: {look} looks without reaching the registered budgets: are trials "
+                               "stored per seed?")
+    last = max((r["look"] for r in mine), default=1)
+    seeds = look_seeds(last, per_look)
+    for s in seeds:
+        run_seed(store, profile, s, spec["id"], n_jobs)
+    table = pooled(store, profile, seeds, spec["id"])
+    claims = judge(spec, table, nulls)
+    if claims is None:
+        return None
+    claims = gate(claims, table, spec["id"], path, spec["claims"])
+    finals = {r["id"]: r for r in mine if r["final"]}
+    ids = {e["claim"]: e["id"] for e in entries}
+    verdicts, measured = [], []
+    for text, verdict, m in zip(claims["claim"], claims["verdict"], claims["measured"], strict=True):
+        r = finals.get(ids.get(text, ""))
+        verdicts.append(r["verdict"] if r else verdict)
+        measured.append(f"look {r['look']} of the pre-registered run, {r['trials']} pooled trials: {r['measured']}"
+                        if r else m)
+    claims = claims.assign(verdict=pd.Series(verdicts, index=claims.index, dtype=object), measured=measured)
+    claims.attrs["table"] = table
+    return claims
 
 
 def verify_registered(profile: str = "paper", experiment: str = "all", nulls: int = NULLS,
                       out: Path = Path("results"), store: Path | None = None, n_jobs: int | None = None,
-                      trials_per_seed: int = 5) -> dict[str, pd.DataFrame]:
-    """``make verify`` under the pre-registration: pooled new seeds in looks, verdicts gated, decided claims frozen."""
+                      path: Path = REGISTRATION) -> dict[str, pd.DataFrame]:
+    """``make verify`` under the pre-registration: every experiment's looks (``registered_experiment``), the report."""
     store = store or verify_store(out)
-    looks = int(load().get("looks", 1))
-    per_look = seeds_per_look(trials_per_seed)
     record = store / profile / "looks.csv"
-    records: list[dict[str, Any]] = ([{str(k): v for k, v in r.items()} for r in
-                                      pd.read_csv(record, keep_default_na=False).to_dict("records")]
-                                     if record.exists() else [])
-    done = {int(r["look"]) for r in records}
+    records = _read_records(record)
     cfg = composed_config(out, experiment, profile)
     specs = experiments_to_run(cfg, CONF_DIR)
     final: dict[str, pd.DataFrame] = {}
-    for look in range(1, looks + 1):
-        last = look == looks
-        if look in done and not last:
-            continue  # a resumed run: this look's verdicts are recorded
-        new, final = _look(specs, store, profile, look_seeds(look, per_look), look, last, stopped(records), nulls,
-                           n_jobs)
-        records = [r for r in records if int(r["look"]) != look] + new
-        record.parent.mkdir(parents=True, exist_ok=True)
-        write_csv(pd.DataFrame(records, columns=["look", "id", "verdict", "trials"]), record)
+    for spec in specs:
+        claims = registered_experiment(spec, store, profile, records, record, nulls, n_jobs, path)
+        if claims is not None:
+            final[spec["id"]] = claims
     (out / "tables").mkdir(parents=True, exist_ok=True)
     for exp_id, claims in final.items():
         write_csv(claims.attrs["table"], out / "tables" / f"{exp_id}.csv")
         write_csv(claims, out / "tables" / f"{exp_id}.claims.csv")
     if (cfg.get("experiment") or {}).get("report"):
+        specs = [s for s in specs if s["id"] in final]
         frames = [pd.read_csv(out / "tables" / f"{s['id']}.csv") for s in specs]
-        write_report(specs, frames, {**cfg, "seed": ", ".join(map(str, look_seeds(looks, per_look))),
-                                     "regenerated_by": f"make verify (pre-registered: {looks} looks, "
-                                                       f"{per_look} new seeds a look, {nulls} nulls per rule)"})
+        seeds = sorted({int(x) for c in final.values() for x in c.attrs["table"]["seed"].unique()})
+        write_report(specs, frames, {**cfg, "seed": f"{seeds[0]}-{seeds[-1]}" if seeds else "none",
+                                     "regenerated_by": f"make verify-registered (pooled new seeds, looks under "
+                                                       f"{path.name}, {nulls} nulls per fixed-sample rule)"})
     return final
 
 
@@ -272,7 +356,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-jobs", type=int, default=None)
     parser.add_argument("--registered", action="store_true",
                         help="the run under the pre-registration: new seeds from 3 in looks, pooled, gated")
-    parser.add_argument("--trials-per-seed", type=int, default=5)
     parser.add_argument("--status", action="store_true",
                         help="print the trials stored and still to run, per seed and experiment; run nothing")
     args = parser.parse_args(argv)
@@ -288,8 +371,7 @@ def main(argv: list[str] | None = None) -> None:
                   "experiments to run")
         return
     if args.registered:
-        final = verify_registered(args.profile, args.experiment, args.nulls, args.out, n_jobs=args.n_jobs,
-                                  trials_per_seed=args.trials_per_seed)
+        final = verify_registered(args.profile, args.experiment, args.nulls, args.out, n_jobs=args.n_jobs)
         claims = pd.concat(final.values(), ignore_index=True)
         print(f"verify (pre-registered): {len(final)} experiments; "
               + ", ".join(f"{n} {v}" for v, n in claims["verdict"].value_counts().items())

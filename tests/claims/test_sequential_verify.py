@@ -1,0 +1,118 @@
+"""``make verify-registered`` end to end on a tiny fake experiment: looks, freezing, batches, resuming, trials needed.
+
+The fake experiment has arms A-D drawn per trial from the trial's seed (``_harness_fake.sequential_claims``): A is far
+below B at seeds 3 and 4 and far above from seed 5 (a claim frozen at look 1 must keep that look's verdict), C has no
+effect and sd 0.6 (refuted against its smallest effect 0.5 by its second look, 20 trials, where the refutation statistic
+is ~3.7 sd against a boundary of ~2.6), D half of it and sd 3 (both statistics ~0.5 at its budget: inconclusive), and a
+fixed-sample
+rule is judged once, at its budget.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+import dpstream.harness.verify as v
+from dpstream.claims.registration import registration_hash, rule_hash
+from dpstream.harness.verify import seed_dir
+
+SPEC = {"id": "fake", "claims": "_harness_fake:sequential_claims"}
+TEXTS = ("A is below B", "C is below B", "values are finite", "D is below B")
+TRIALS_PER_SEED = 5
+
+
+def _registration(path, sequential=(True, True, False, True)):
+    claims = []
+    for i, (text, seq) in enumerate(zip(TEXTS, sequential, strict=True)):
+        entry = {"id": f"fake#{i}", "experiment": "fake", "claim": text, "kind": "implementation check",
+                 "rule": {"family": "location", "sequential": seq}, "alpha": 0.05, "budget": 30, "first_batch": 10,
+                 "smallest_effect": {"value": 0.5, "unit": "difference of the arms", "source": "test"}}
+        claims.append({**entry, "rule_hash": rule_hash(SPEC["claims"], entry)})
+    path.write_text(yaml.safe_dump({"version": 1, "alpha": 0.05, "looks": 3, "claims": claims}))
+    return path
+
+
+class FakeRuns:
+    """``verify.run_seed`` for the fake experiment: a seed's table written once (counted), with its provenance."""
+
+    def __init__(self, registration, commit="abc"):
+        self.prereg, self.commit, self.computed = registration_hash(registration), commit, []
+
+    def __call__(self, store, profile, seed, experiment, n_jobs=None):
+        path = seed_dir(store, profile, seed) / "tables" / f"{experiment}.csv"
+        if path.exists():
+            return path.parent.parent
+        self.computed.append(seed)
+        rng = np.random.default_rng(seed)
+        rows = []
+        for t in range(TRIALS_PER_SEED):
+            b = rng.normal()
+            shift = -3.0 if seed < 5 else 3.0
+            for arm, value in (("A", b + shift + rng.normal()), ("B", b), ("C", b + 0.6 * rng.normal()),
+                               ("D", b - 0.25 + 3.0 * rng.normal())):
+                rows.append({"seed": seed, "trial": t, "arm": arm, "value": value, "commit": self.commit,
+                             "run_time": "t", "prereg_hash": self.prereg})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(rows).to_csv(path, index=False)
+        return path.parent.parent
+
+
+def _run(tmp_path, monkeypatch, runs, registration):
+    monkeypatch.setattr(v, "run_seed", runs)
+    record = tmp_path / "store" / "smoke" / "looks.csv"
+    records = v._read_records(record)
+    claims = v.registered_experiment(SPEC, tmp_path / "store", "smoke", records, record, nulls=0, path=registration)
+    return claims, pd.read_csv(record, keep_default_na=False)
+
+
+def test_claims_are_decided_at_their_looks_frozen_and_resumed(tmp_path, monkeypatch):
+    registration = _registration(tmp_path / "prereg.yaml")
+    runs = FakeRuns(registration)
+    claims, looks = _run(tmp_path, monkeypatch, runs, registration)
+    assert runs.computed == [3, 4, 5, 6, 7, 8]  # two new seeds a look (a first batch of 10 trials), seeds 0-2 never
+    by_id = {i: g for i, g in looks.groupby("id")}
+    # A below B: confirmed at look 1 on 10 trials and frozen, although the experiment ran two more looks for the others
+    assert by_id["fake#0"][["look", "verdict", "trials"]].values.tolist() == [[1, "confirmed", 10]]
+    assert claims["verdict"].iloc[0] == "confirmed" and "look 1" in claims["measured"].iloc[0]
+    fresh = v.decide(v.import_object(SPEC["claims"])(claims.attrs["table"], SPEC)[0].evidence,
+                     yaml.safe_load(registration.read_text())["claims"][0])
+    assert fresh.verdict == "not confirmed"  # judged afresh on all 30 trials it would flip: the freeze matters
+    # no effect where the claim needs 0.5: refuted at one of its looks, and not examined after it
+    c = by_id["fake#1"]
+    assert c["verdict"].iloc[-1] == "not confirmed" and c["verdict"].iloc[:-1].eq("inconclusive").all()
+    # the fixed-sample rule is judged once, at its budget
+    assert by_id["fake#2"][["look", "trials"]].values.tolist() == [[3, 30]]
+    assert "no estimate of the trials" not in claims["measured"].iloc[2]  # decided: confirmed
+    # an effect too small to decide on the budget: inconclusive, with the trials a decision would need
+    d = by_id["fake#3"]
+    assert d["trials"].tolist() == [10, 20, 30] and d["verdict"].iloc[-1] == "inconclusive"
+    assert "a decision needs about" in claims["measured"].iloc[3]
+    needed = int(claims["measured"].iloc[3].split("needs about ")[1].split()[0])
+    assert needed > 30
+    # resumed: nothing is computed again, no look is recorded twice, the verdicts are those of the first run
+    again, looks_again = _run(tmp_path, monkeypatch, runs, registration)
+    assert runs.computed == [3, 4, 5, 6, 7, 8] and looks_again.equals(looks)
+    assert again["verdict"].tolist() == claims["verdict"].tolist()
+    # interrupted during look 3: that look alone is judged again, from the stored trials
+    looks[looks["look"] < 3].to_csv(tmp_path / "store" / "smoke" / "looks.csv", index=False)
+    third, looks_third = _run(tmp_path, monkeypatch, runs, registration)
+    assert runs.computed == [3, 4, 5, 6, 7, 8] and looks_third.equals(looks)
+    assert third["verdict"].tolist() == claims["verdict"].tolist()
+
+
+def test_trials_not_run_under_the_registration_decide_nothing_and_run_to_the_budget(tmp_path, monkeypatch):
+    registration = _registration(tmp_path / "prereg.yaml")
+    claims, looks = _run(tmp_path, monkeypatch, FakeRuns(registration, commit="abc-dirty"), registration)
+    assert set(looks["verdict"]) == {"inconclusive"} and looks.groupby("id")["trials"].max().eq(30).all()
+    assert claims["verdict"].eq("inconclusive").all() and claims["measured"].str.contains("history").iloc[:2].all()
+    assert "no estimate of the trials" in claims["measured"].iloc[2]  # the fixed-sample rule, undecided at its budget
+
+
+@pytest.mark.parametrize("trials_per_seed", [5, 3])
+def test_a_look_adds_enough_seeds_for_the_smallest_first_batch(trials_per_seed):
+    entries = [{"first_batch": 57}, {"first_batch": 10}]
+    assert v.seeds_per_look(entries, trials_per_seed) == -(-10 // trials_per_seed)
+    assert v.look_seeds(2, 2) == (3, 4, 5, 6)  # seeds 0-2 are history
+    assert v.schedule({"budget": 171, "first_batch": 57, "rule": {"sequential": True}}, 3, True) == (57, 114, 171)
+    assert v.schedule({"budget": 171, "first_batch": 57, "rule": {"sequential": True}}, 3, False) == (171,)
