@@ -22,16 +22,10 @@ from test_harness import fake_cfg, fake_conf
 
 from dpstream.cli import main, precheck
 from dpstream.errors import ConfigError
-from dpstream.harness.config import (
-    DATA_KINDS,
-    check_experiment,
-    data_kind,
-    data_kinds,
-    load_option,
-    options,
-)
+from dpstream.harness.config import DATA_KINDS, check_experiment, data_kind, data_kinds
 from dpstream.harness.results import results_dir
 from dpstream.harness.runner import parallel_backend, plan, run
+from dpstream.registry import load_option, options
 
 SCRIPT = Path(sys.executable).with_name("dpstream")
 COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "dpstream"]

@@ -38,10 +38,11 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from dpstream.errors import ConfigError, bad_input
 from dpstream.errors import one_line as error_line
-from dpstream.harness.config import CONF_DIR, check_override, options
+from dpstream.harness.config import check_override
 from dpstream.harness.layout import RUNS
 from dpstream.harness.lifeline import die_with
 from dpstream.harness.natural import natural_data
+from dpstream.registry import CONF_DIR, options
 
 CHOICE_GROUPS = ("mechanism", "data", "profile", "experiment")
 FOLDER_KEYS = ("results_dir", "data_dir")  # folders a run writes: checked before Hydra makes its output folder

@@ -11,7 +11,7 @@ import pytest
 from conftest import CONF_DIR
 from rich.console import Console
 
-from dpstream.harness.certified import CERTIFIED, NOT_PRIVATE
+from dpstream.certified import CERTIFIED, NOT_PRIVATE
 from dpstream.harness.console import ProgressLog, mean_interval, metric_table, why_nothing
 from dpstream.harness.runner import run
 

@@ -9,9 +9,10 @@ from conftest import CONF_DIR
 
 from dpstream.data.cache import file_fingerprint
 from dpstream.data.traces import caida_trace
-from dpstream.harness.config import SHARED_KEYS, declared_uses, load_option, options
+from dpstream.harness.config import SHARED_KEYS, declared_uses
 from dpstream.harness.runner import run
 from dpstream.harness.store import trial_key
+from dpstream.registry import load_option, options
 
 
 def file_conf(tmp_path: Path, trace: Path, uses: str = "[epsilon, delta, width]", fixed: str = "") -> Path:

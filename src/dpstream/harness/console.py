@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from scipy import stats
 
-from dpstream.harness.certified import EVALUATION_HEADING, NOT_PRIVATE, released
+from dpstream.certified import EVALUATION_HEADING, NOT_PRIVATE, released
 
 WIDTH = 100
 UNDEFINED = {"precision": "n/a (nothing reported)", "recall": "n/a (no true heavy hitter)"}

@@ -17,6 +17,7 @@ import pandas as pd
 import yaml
 
 import dpstream
+from dpstream.certified import NOT_PRIVATE, not_private, uncertified
 from dpstream.claims import VERDICTS
 from dpstream.claims.kinds import (
     IMPLEMENTATION,
@@ -29,7 +30,6 @@ from dpstream.claims.kinds import (
     headline,
     stand_in,
 )
-from dpstream.harness.certified import NOT_PRIVATE, not_private, uncertified
 from dpstream.harness.console import SMOKE_BANNER, typed_command
 from dpstream.harness.environment import PACKAGES, environment
 from dpstream.harness.first_page import PANELS

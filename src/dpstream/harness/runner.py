@@ -21,23 +21,21 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
+from dpstream.certified import uncertified as has_uncertified
+from dpstream.certified import with_privacy
 from dpstream.claims import Claim
 from dpstream.claims.kinds import classify
 from dpstream.claims.registration import PROVENANCE, provenance
 from dpstream.errors import ConfigError
 from dpstream.harness import console, ledger
-from dpstream.harness.certified import uncertified as has_uncertified
-from dpstream.harness.certified import with_privacy
 from dpstream.harness.config import (
     RUN_KEYS,
     SHARED_KEYS,
-    ConfDirs,
     as_mapping,
     command_line_overrides,
     declared_uses,
     expand,
     flatten,
-    import_object,
     load_experiment,
     resolve_profile,
     without_declarations,
@@ -49,6 +47,7 @@ from dpstream.harness.natural import check_panel_data
 from dpstream.harness.report import verdict_summary, write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
 from dpstream.noise import NOISE_MODES, check_noise_mode, noise_mode, trial_seed
+from dpstream.registry import ConfDirs, import_object
 from dpstream.trials import row_schema, undeclared, within_budget
 from dpstream.validation import MAX_SIZE, check_choice, check_delta, check_epsilon, check_positive_int
 

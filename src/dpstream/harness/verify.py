@@ -40,11 +40,11 @@ from omegaconf import DictConfig
 
 from dpstream.claims.core import VERDICTS
 from dpstream.claims.registration import FIRST_NEW_SEED, gate, load
-from dpstream.harness.config import CONF_DIR
 from dpstream.harness.rejudge import composed_config, judge, rejudge
 from dpstream.harness.report import write_report
 from dpstream.harness.runner import STORE_NAME, experiments_to_run, plan, run, store_key, trial_function, write_csv
 from dpstream.harness.store import ResultsStore
+from dpstream.registry import CONF_DIR
 
 SEEDS = (0, 1, 2)
 DECIDED = ("confirmed", "not confirmed")
