@@ -34,9 +34,16 @@ def test_a_wide_sweep_table_fits_100_columns():
                        "data.skew": [1.1, 1.3, 1.5] * 4,
                        **{f"a_rather_long_metric_name_{i}": rng.random(12) * 10**i for i in range(12)}})
     out = io.StringIO()
+    df["same_everywhere"] = 7
     Console(file=out, width=100).print(metric_table(df, ["mechanism.name", "data.skew"], list(df.columns[2:])))
     lines = out.getvalue().splitlines()
-    assert len(lines) > 12 and max(len(line) for line in lines) <= 100
+    assert max(len(line) for line in lines) <= 100
+    assert sum(line.split()[:2] == ["lazycms_derived_analytic", "1.1"] for line in lines) == 1  # a row per setting
+    assert len(lines) == 1 + 2 + 6 + 2 and lines[-2] == "every setting: same_everywhere=7"
+    header = lines[1].split()
+    assert header[:3] == ["mechanism", "skew", "a_rather_long_metric_name_0"], "the metrics in order, from the first"
+    shown = [h for h in header if h.startswith("a_rather")]
+    assert lines[-1].startswith(f"{12 - len(shown)} more in the table file: a_rather_long_metric_name_{len(shown)}, ")
 
 
 def test_progress_is_logged_every_five_percent_when_not_a_terminal():
@@ -111,7 +118,8 @@ def test_a_run_of_private_and_non_private_mechanisms_labels_each_setting(capsys)
     out = capsys.readouterr().out
     assert "released by the mechanisms (privacy: per setting):" in out and f"privacy: {CERTIFIED}, {NOT_PRIVATE}" \
         not in out
-    assert "name=cms, privacy=none (not private)" in " ".join(out.split())
+    rows = [line.split() for line in out.splitlines()]
+    assert ["cms", *NOT_PRIVATE.split(), "756"] in rows and ["lazycms", *CERTIFIED.split(), "19896"] in rows
     print_run(df.iloc[1:], "fig3b", {}, ["mechanism.name"], ["memory_bytes"])
     assert f"released by the mechanism (privacy: {CERTIFIED}):" in capsys.readouterr().out
 

@@ -332,7 +332,7 @@ def check_override(key: str, raw: str, defaults: dict[str, Any], choices: dict[s
 
     A group choice must name an option (``choices[group]``); a dotted key must exist; a key whose default is a
     number must be given numbers (``data.skew=abc`` is rejected here, not deep in a worker). ``raw`` may be a
-    comma-separated sweep (multirun).
+    comma-separated sweep (``-m``).
     """
     head = key.split(".", 1)[0]
     values = [v.strip() for v in raw.split(",")] if "," in raw and not raw.startswith(("[", "{")) else [raw]
