@@ -276,3 +276,18 @@ def test_hydra_sweep_syntax_passes_the_pre_check():
         precheck(["-m", "+extra=1"])
     with pytest.raises(ConfigError, match="width=abc: must be a number"):
         precheck(["-m", "width=40,abc"])
+
+
+def test_claims_of_an_experiment_with_an_added_key_are_judged_at_each_of_its_values(monkeypatch):
+    from dpstream.claims import Claim
+    from dpstream.harness import runner
+
+    def decide(df, spec):
+        assert df["trial"].is_unique, "a rule sees its own grid: one row per trial"
+        return [Claim("x grows", "rule", f"{len(df)} rows", "confirmed")]
+
+    monkeypatch.setattr(runner, "import_object", lambda path: decide)
+    df = pd.DataFrame({"seed": [1, 1, 2, 2], "trial": [0, 1, 0, 1]})
+    assert [c.claim for c in runner.judge({"claims": "m:f"}, df, ("seed",))] == ["[seed=1] x grows", "[seed=2] x grows"]
+    with pytest.raises(AssertionError, match="one row per trial"):
+        runner.judge({"claims": "m:f"}, df)

@@ -12,7 +12,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -305,7 +305,7 @@ class Outcome:
 
 
 def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: dict[str, Any],
-                   store: ResultsStore, verbose: bool = True) -> Outcome:
+                   store: ResultsStore, verbose: bool = True, swept: tuple[str, ...] = ()) -> Outcome:
     """Run one experiment's trials (``all_params``, from ``plan``), write its table and figure.
 
     Print its tables if ``verbose``.
@@ -366,7 +366,7 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
         say(f"figure: {figure}")
     claims = None
     if spec.get("claims"):
-        claims = claims_table(import_object(spec["claims"])(df, spec), exp_id)
+        claims = claims_table(judge(spec, df, swept), exp_id)
         write_csv(claims, results_dir / "tables" / f"{exp_id}.claims.csv")
         # verdicts are decided on evaluation numbers (errors against the raw data): not shown in a release-only run
         console.print_claims(claims, smoke=cfg["profile"]["name"] == "smoke", verbose=verbose and not release_only,
@@ -418,6 +418,23 @@ def figure_formats(cfg: dict[str, Any]) -> list[str]:
 
 def _quiet(*args: Any, **kwargs: Any) -> None:
     """Stands in for ``print`` when an aggregate run prints one line per experiment."""
+
+
+def judge(spec: dict[str, Any], df: pd.DataFrame, swept: tuple[str, ...] = ()) -> list[Claim]:
+    """The claims of experiment ``spec`` on its rows ``df``: once, or once per value of the keys ``-m`` added.
+
+    A claim's rule covers the experiment's own grid, so a key added to it (``-m experiment=fig3a seed=1,2``) gets
+    its claims judged at each of its values, each claim naming the value (``[seed=1] ...``).
+    """
+    decide = import_object(str(spec["claims"]))
+    columns = [f"{k}.name" if k in ("mechanism", "data") else k for k in swept]
+    if not columns:
+        return [c if isinstance(c, Claim) else Claim(**c) for c in decide(df, spec)]
+    out = []
+    for values, rows in df.groupby(columns, sort=False):
+        where = ", ".join(f"{k}={v}" for k, v in zip(swept, values, strict=True))
+        out += [replace(c, claim=f"[{where}] {c.claim}") for c in judge(spec, rows.reset_index(drop=True))]
+    return out
 
 
 def claims_table(claims: list[Claim], exp_id: str = "") -> pd.DataFrame:
@@ -476,6 +493,7 @@ class Plan:
     cfg: dict[str, Any]                                          # the plain config, paths made absolute
     experiments: list[tuple[dict[str, Any], list[dict[str, Any]]]]  # (spec, the params of each of its trials)
     out: Path                                     # where its tables, figures and report go (``harness.layout``)
+    swept: tuple[str, ...] = ()                   # the keys ``-m`` added to the experiments' grids
 
 
 def plan(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[str] | None = None,
@@ -506,7 +524,7 @@ def plan(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[s
         check_panel_data(spec, expanded, conf_dir, plain["profile"]["name"])  # your data in a paper panel
         check_reproduction(plain, expanded)
         experiments.append((spec, expanded))
-    return Plan(plain, experiments, output_dir(plain, experiments))
+    return Plan(plain, experiments, output_dir(plain, experiments), tuple(sweep) if plain.get("experiment") else ())
 
 
 def output_dir(plain: dict[str, Any], experiments: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> Path:
@@ -563,7 +581,7 @@ def run(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[st
     for number, (spec, all_params) in enumerate(planned.experiments, start=1):
         if not verbose:
             print(f"[{number}/{len(planned.experiments)}] ", end="", flush=True)
-        outcomes.append(run_experiment(spec, all_params, plain, store, verbose))
+        outcomes.append(run_experiment(spec, all_params, plain, store, verbose, planned.swept))
     specs = [spec for spec, _ in planned.experiments]
     frames = [o.df for o in outcomes]
     report = write_report(specs, frames, plain) if (plain.get("experiment") or {}).get("report") else None
