@@ -16,7 +16,7 @@ import json
 import numpy as np
 
 from dpstream.counters import counter_class
-from dpstream.harness.timing import interleaved_ratios
+from dpstream.timing import interleaved_ratios
 
 HORIZON = 2**20
 ARMS = [("binary", "derived"), ("binary", "stored"), ("binary", "discrete_secure"), ("smooth", "stored"),

@@ -5,7 +5,7 @@ at most 16 bytes of state a counter, release cost at most 2x the tree's. The can
 over the same exact discrete nodes (``smooth``, ``discrete_secure``) and Honaker's estimate over exact discrete nodes
 (``honaker``, ``discrete_secure_stored``, the only Honaker with exact noise). Variances come from the counters' own
 formulas (``variance``, with the discrete calibration each makes); costs are interleaved ratios in one process
-(``harness.timing``): whole-table releases one push apart (a LazyHH refresh) and partial releases of random cells at
+(``dpstream.timing``): whole-table releases one push apart (a LazyHH refresh) and partial releases of random cells at
 random steps (sketch queries), each against the deployable tree and the Philox-derived tree.
 
     python benchmarks/deployable_counter.py [--cells 16384] [--repeats 9] [--json]
@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from dpstream.counters import counter_class
-from dpstream.harness.timing import interleaved_ratios
+from dpstream.timing import interleaved_ratios
 
 HORIZON = 2**20
 EPSILON, DELTA = 1.0, 1e-6

@@ -5,7 +5,7 @@
 One call is one trial's work of the beyond panel at 24 KB (LazyCMS, d 3, eps 0.3, multiply-shift, analytic
 calibration, width from the real bytes: 993 at T = 2^20 for both): a fresh sketch fed the seeded Zipf stream (skew
 1.3) in the chunks ending at the 16 release times, the top-15 items queried after each chunk. Timed with
-``dpstream.harness.timing.interleaved_ratios`` (ratio = reference time / candidate time: < 1 means the candidate is
+``dpstream.timing.interleaved_ratios`` (ratio = reference time / candidate time: < 1 means the candidate is
 slower). Arms: the derived tree (reference), the derived BLT, the derived BLT with the trimmed-mean estimator. No
 target: a derived BLT release regenerates the levels where its root-to-leaf path leaves the memo's (O(k^2) each),
 the derived tree the nodes that changed (one Philox draw each).
@@ -25,9 +25,9 @@ import numpy as np
 from sketch_speed import machine  # benchmarks/sketch_speed.py
 
 from dpstream.data.zipf import zipf_stream
-from dpstream.harness.timing import interleaved_ratios
 from dpstream.metrics import prefix_top_k, release_times
 from dpstream.sketches import LazyCMS
+from dpstream.timing import interleaved_ratios
 
 RESULTS = Path(__file__).with_name("results") / "derived_blt.json"
 BEYOND = {"kilobytes": 24, "depth": 3, "epsilon": 0.3, "delta": 1e-3, "model": "actual", "seed": 1,

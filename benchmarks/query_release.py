@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from dpstream.harness.timing import interleaved_ratios
 from dpstream.noise import NoiseSource, children
 from dpstream.query_release import Conjunctions, PrivateEquilibriumRelease, assign_analysts, histogram, product_mixture
 from dpstream.query_release._kernels import _locate_bin, _log_histogram, _solve_capped, _suffix_sums, sample_index
 from dpstream.query_release.gamma import gamma_projection
+from dpstream.timing import interleaved_ratios
 from dpstream.trials.query_release import build_problem, run_trial
 
 RESULTS = Path(__file__).parent / "results" / "query_release.json"

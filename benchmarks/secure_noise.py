@@ -1,6 +1,6 @@
 """Exact discrete Gaussian node noise from keyed ChaCha20 (``node_noise="discrete_secure"``) against Philox normals.
 
-Rows (``dpstream.harness.timing.interleaved_ratios``: median ratio reference time / candidate time, so < 1 means the
+Rows (``dpstream.timing.interleaved_ratios``: median ratio reference time / candidate time, so < 1 means the
 secure noise is slower, with its order-statistic 95% interval):
 - per draw: one node value per cell through ``Counter.release`` (generator included), discrete secure vs the Philox
   normal of derived noise (target: the discrete draw costs <= 8x, i.e. ratio >= 1/8);
@@ -52,7 +52,6 @@ import numpy as np
 from scipy import stats
 
 from dpstream.counters import counter_class
-from dpstream.harness.timing import interleaved_ratios
 from dpstream.heavy_hitters import LazyHH
 from dpstream.metrics import average_relative_error
 from dpstream.noise import noise_mode
@@ -60,6 +59,7 @@ from dpstream.secure import cdt
 from dpstream.secure.laplace import KeyedLaplace, laplace_grid
 from dpstream.sketches import LazyCMS
 from dpstream.svt import Sparse, ThresholdMonitor
+from dpstream.timing import interleaved_ratios
 
 RESULTS = Path(__file__).parent / "results" / "secure_noise.json"
 SECURE = ("discrete_secure", "discrete_secure_ct")

@@ -4,7 +4,7 @@
                                       [--clock wall|cpu] [--out PATH]
 
 Every arm runs on the same seeded Zipf stream (skew 1.3, universe 10^6), timed with
-``dpstream.harness.timing.interleaved_ratios`` (interleaved A/B repetitions, median ratio and its order-statistic
+``dpstream.timing.interleaved_ratios`` (interleaved A/B repetitions, median ratio and its order-statistic
 interval; ratio = reference time / candidate time, so > 1 means the candidate is faster). Each call builds a fresh
 sketch and runs ``extend`` over the whole stream (keys canonicalised inside, as a user's call does). Rows:
 
@@ -42,10 +42,10 @@ import numpy as np
 from hashing import reference_loop, reference_loop_modp  # benchmarks/hashing.py: the bare compiled loops
 
 from dpstream.data.zipf import zipf_stream
-from dpstream.harness.timing import RatioEstimate, interleaved_ratios
 from dpstream.hashing import canonical_keys, draw_hash_params
 from dpstream.heavy_hitters import LazyHH
 from dpstream.sketches import CMS, LazyCMS
+from dpstream.timing import RatioEstimate, interleaved_ratios
 
 DEPTH, EPSILON, DELTA = 3, 0.3, 0.001
 MS = {"hash_family": "multiply_shift"}

@@ -2,7 +2,7 @@
 
     python benchmarks/traces.py [--packets N] [--dpkt-packets M] [--repeats R] [--json]
 
-Rows (interleaved A/B repetitions in one process, ``dpstream.harness.timing.interleaved_ratios``; ratio > 1 means
+Rows (interleaved A/B repetitions in one process, ``dpstream.timing.interleaved_ratios``; ratio > 1 means
 the reader is faster):
 
 - ``reader / bare scan``: ``dpstream.data.traces.iter_trace`` (the checked scan of ``dpstream.data.capture``, chunks
@@ -43,7 +43,7 @@ import pandas as pd
 from numba import njit
 
 from dpstream.data.traces import iter_trace
-from dpstream.harness.timing import RatioEstimate, interleaved_ratios
+from dpstream.timing import RatioEstimate, interleaved_ratios
 
 RESULTS = Path(__file__).parent / "results" / "traces.json"
 TARGETS = {"reader / bare scan": 0.45, "reader / bare scan, mapped per call": 0.45, "reader / dpkt": 50.0,

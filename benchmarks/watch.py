@@ -34,10 +34,10 @@ from numba import njit
 
 from dpstream.data.live import CHUNK_BYTES, CaptureKeys, ipv4_label
 from dpstream.data.synthetic_capture import pcap_header, pcap_records
-from dpstream.harness.timing import RatioEstimate, interleaved_ratios
 from dpstream.hashing import canonical_keys, draw_hash_params, multiply_shift
 from dpstream.heavy_hitters.epochs import EpochWatcher, WatchConfig
 from dpstream.privacy.heavy_hitters import lazy_hh_depth
+from dpstream.timing import RatioEstimate, interleaved_ratios
 
 RESULTS = Path(__file__).resolve().parent / "results" / "watch.json"
 CAPLEN = 96

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from dpstream.harness.config import CONF_DIR  # the package's config tree (conf/ and experiments/ link into it)
+from dpstream.registry import CONF_DIR  # the package's config tree (conf/ and experiments/ link into it)
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent

@@ -54,8 +54,8 @@ def params_of(overrides: list[str], results_dir: str) -> tuple[str, dict[str, An
     """The trial function and params of the first trial the harness makes of ``overrides``."""
     from hydra import compose, initialize_config_dir
 
-    from dpstream.harness.config import CONF_DIR
     from dpstream.harness.runner import plan, trial_function
+    from dpstream.registry import CONF_DIR
 
     typed = [*BASE, *overrides, f"results_dir={results_dir}"]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

@@ -1,7 +1,7 @@
 """The ``dpstream`` command.
 
 It runs from any directory, lists what it can run, gives one-line config errors with exit status 2, checks
-mechanism/data against each other and experiment files against their schema, writes one combined multirun table, and
+mechanism/data against each other and experiment files against their schema, runs a sweep as one run with one table, and
 leaves no orphan workers when a parallel run is stopped.
 
 The command starts Python + numba each time, so only five tests start it as a process; the error lines are checked
@@ -20,18 +20,12 @@ import pytest
 from conftest import CONF_DIR, child_env, ctrl_c_as_at_a_terminal
 from test_harness import fake_cfg, fake_conf
 
-from dpstream.cli import main, precheck
+from dpstream.cli import main, precheck, split_sweep
 from dpstream.errors import ConfigError
-from dpstream.harness.config import (
-    DATA_KINDS,
-    check_experiment,
-    data_kind,
-    data_kinds,
-    load_option,
-    options,
-)
+from dpstream.harness.config import DATA_KINDS, check_experiment, data_kind, data_kinds
 from dpstream.harness.results import results_dir
 from dpstream.harness.runner import parallel_backend, plan, run
+from dpstream.registry import load_option, options
 
 SCRIPT = Path(sys.executable).with_name("dpstream")
 COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "dpstream"]
@@ -175,18 +169,40 @@ def test_aggregate_prints_one_line_per_experiment_and_a_summary(tmp_path, capsys
 
 
 @pytest.mark.slow
-def test_multirun_writes_one_combined_table(tmp_path):
-    out = subprocess.run([*COMMAND, "-m", "mechanism=cms,lazycms", "width=40,60", "trials=1", "profile=smoke",
-                          "data.length=4096", f"results_dir={tmp_path / 'r'}"],
+def test_a_sweep_is_one_run_with_one_table_in_100_columns_and_the_keys_of_single_runs(tmp_path):
+    common = ["trials=1", "profile=smoke", "data.length=4096", f"results_dir={tmp_path / 'r'}"]
+    out = subprocess.run([*COMMAND, "-m", "mechanism=cms,lazycms", "width=40,60", *common],
                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "Joblib.Parallel" in out.stdout + out.stderr  # Hydra logs the launcher it used
-    assert len(list((tmp_path / "r" / "runs").glob("run-*/tables/run-*.csv"))) == 4
-    combined, = (tmp_path / "r" / "runs").glob("multirun-*.csv")
-    assert f"multirun table (4 jobs): {combined}" in out.stdout
-    rows = pd.read_csv(combined)
+    lines = out.stdout.splitlines()
+    shown = [line for line in lines if not line.startswith("table: ")]  # a path is as long as it is
+    assert sum(line.startswith("== sweep-") for line in lines) == 1 and max(map(len, shown)) <= 100, out.stdout
+    assert sum(line.startswith("table: ") for line in lines) == 1 and len(lines) <= 30, out.stdout
+    (folder,) = (tmp_path / "r" / "runs").iterdir()
+    (table,) = (folder / "tables").glob("sweep-*.csv")
+    rows = pd.read_csv(table)
     assert sorted(zip(rows["mechanism.name"], rows["width"], strict=True)) == [("cms", 40), ("cms", 60),
                                                                               ("lazycms", 40), ("lazycms", 60)]
+    assert "swept: mechanism: ['cms', 'lazycms']; width: [40, 60]" in (folder / "config.yaml").read_text()
+    single = subprocess.run([*COMMAND, "mechanism=lazycms", "width=60", *common], capture_output=True, text=True,
+                            cwd=tmp_path, timeout=600)
+    assert "1 trials (0 computed" in single.stdout, "a point of the sweep has the store key of the single run"
+
+
+def test_a_sweep_splits_into_one_run_and_its_grid():
+    args, sweep = split_sweep(["-m", "mechanism=cms,lazycms", "epsilon=range(1,3)", "data=glob(zipf*)", "seed=4",
+                               "experiment=fig3a,fig3b"])
+    assert args == ["mechanism=cms", "epsilon=1", "data=zipf", "seed=4", "experiment=fig3a"]
+    assert sweep == {"mechanism": ["cms", "lazycms"], "epsilon": [1, 2], "data": ["zipf"],
+                     "experiment": ["fig3a", "fig3b"]}
+    for arg in ("trials=1,2", "profile=smoke,paper", "n_jobs=1,2"):
+        with pytest.raises(ConfigError, match="a run setting, not a parameter"):
+            split_sweep(["-m", arg])
+
+
+def test_a_sweep_of_a_key_the_experiment_sweeps_is_refused(compose_cfg):
+    with pytest.raises(ConfigError, match="memory_kb is swept by experiment 'fig3a'"):
+        plan(compose_cfg(["experiment=fig3a", "profile=smoke"]), CONF_DIR, [], {"memory_kb": [8, 16]})
 
 
 def children(pid: int) -> set[int]:
@@ -260,3 +276,18 @@ def test_hydra_sweep_syntax_passes_the_pre_check():
         precheck(["-m", "+extra=1"])
     with pytest.raises(ConfigError, match="width=abc: must be a number"):
         precheck(["-m", "width=40,abc"])
+
+
+def test_claims_of_an_experiment_with_an_added_key_are_judged_at_each_of_its_values(monkeypatch):
+    from dpstream.claims import Claim
+    from dpstream.harness import runner
+
+    def decide(df, spec):
+        assert df["trial"].is_unique, "a rule sees its own grid: one row per trial"
+        return [Claim("x grows", "rule", f"{len(df)} rows", "confirmed")]
+
+    monkeypatch.setattr(runner, "import_object", lambda path: decide)
+    df = pd.DataFrame({"seed": [1, 1, 2, 2], "trial": [0, 1, 0, 1]})
+    assert [c.claim for c in runner.judge({"claims": "m:f"}, df, ("seed",))] == ["[seed=1] x grows", "[seed=2] x grows"]
+    with pytest.raises(AssertionError, match="one row per trial"):
+        runner.judge({"claims": "m:f"}, df)

@@ -11,9 +11,9 @@ import sys
 import pytest
 from conftest import CONF_DIR
 
-from dpstream.harness.config import load_option, options
 from dpstream.harness.natural import natural_data
 from dpstream.harness.runner import run
+from dpstream.registry import load_option, options
 
 MECHANISMS = options(CONF_DIR, "mechanism")
 TINY = {"data.length": 4096}  # stream data shrunk further than profile=smoke: this checks wiring, not accuracy

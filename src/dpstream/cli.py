@@ -5,7 +5,7 @@ The Hydra app over the package's ``conf/`` (experiments included), so it runs fr
     dpstream --help                                 # usage, then every experiment, mechanism and data source
     dpstream mechanism=lazycms                      # one mechanism, `trials` seeded trials
     dpstream experiment=fig3a profile=smoke         # a paper panel, shrunk
-    dpstream -m epsilon=0.1,0.3,1                   # Hydra multirun: one combined table at the end
+    dpstream -m epsilon=0.1,0.3,1                   # a sweep: every combination, one run, one table
 
 Each run writes its tables and figures to its own folder, ``./results/runs/<run>/`` of the working directory
 (``./results/smoke/runs/<run>/`` for profile=smoke; ``dpstream.harness.layout``) unless ``results_dir=...`` moves the
@@ -20,46 +20,28 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
-import signal
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
 import hydra
-import pandas as pd
 from hydra.core.hydra_config import HydraConfig
-from hydra.experimental.callback import Callback
-from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from dpstream.errors import ConfigError, bad_input
 from dpstream.errors import one_line as error_line
-from dpstream.harness.config import CONF_DIR, check_override, options
-from dpstream.harness.layout import RUNS
-from dpstream.harness.lifeline import die_with
+from dpstream.harness.config import check_override
 from dpstream.harness.natural import natural_data
+from dpstream.registry import CONF_DIR, options
 
 CHOICE_GROUPS = ("mechanism", "data", "profile", "experiment")
 FOLDER_KEYS = ("results_dir", "data_dir")  # folders a run writes: checked before Hydra makes its output folder
-MAIN_PID = "DPSTREAM_MAIN_PID"  # set by a multirun's main process: its launcher workers ignore Ctrl-C
-ROWS_FILE = "rows.csv"  # a multirun job's rows, beside Hydra's job files; combined at the end of the sweep
-
-
-def sweep_id() -> str:
-    """A multirun's own id (``hydra.sweep.dir`` ends in it): two sweeps started in the same second differ."""
-    return f"{os.getpid()}-{secrets.token_hex(3)}"
-
-
-# cached in the composed config, which Hydra copies into each job's config: every job of a sweep sees the same id
-OmegaConf.register_new_resolver("dpstream.sweep_id", sweep_id, use_cache=True, replace=True)
 USAGE = """\
 usage: dpstream [key=value ...]                 one run: mechanism x data, `trials` seeded trials
        dpstream experiment=<id> [key=value ...] a sweep; profile=smoke shrinks it to seconds
-       dpstream -m key=a,b [key=c,d ...]         Hydra multirun: every combination, one combined table
+       dpstream -m key=a,b [key=c,d ...]         a sweep: every combination in one run, one table
        dpstream --cfg job [key=value ...]        print the config that would run (add --resolve)
        dpstream cache list | clear [FOLDER ...]  generated / downloaded data under ./data, with sizes
        dpstream watch SOURCE [--help]            private heavy hitters of a live link (pcap on stdin: -)
@@ -252,7 +234,7 @@ def hydra_overrides(args: list[str]) -> list[str]:
 
 
 def check_with_hydra(args: list[str]) -> DictConfig | None:
-    """Hydra's own override grammar (and, outside a multirun, its composition): a failure is one ``ValueError``.
+    """Hydra's own override grammar (and, outside a sweep, its composition): a failure is one ``ValueError``.
 
     So ``key=[1,`` or ``~missing`` or ``+epsilon=1`` end like every other bad input (``error: ...``, status 2)
     instead of in Hydra's multi-line report. Returns the composed config; for a sweep, or with another search path,
@@ -366,24 +348,21 @@ def one_line_errors(typed: list[tuple[str, str]]) -> Iterator[None]:
         fail(exc, typed)
 
 
+SWEEP: dict[str, list[Any]] = {}
+"""The keys ``-m`` sweeps, with their values (``split_sweep``): the run's grid, set by ``main`` before ``app`` runs."""
+NOT_SWEPT = ("profile", "hydra")  # besides the run settings (``config.RUN_KEYS``); experiment=a,b runs both
+
+
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def app(cfg: DictConfig) -> None:
-    """The Hydra task: run the composed config (``dpstream.harness.runner.run``)."""
+    """The Hydra task: run the composed config (``dpstream.harness.runner.run``), over ``SWEEP`` if ``-m`` set one."""
     from dpstream.harness.runner import run, stop_status  # imported here so that --help and errors stay fast
 
     hydra_cfg = HydraConfig.get()
-    if os.environ.get(MAIN_PID, str(os.getpid())) != str(os.getpid()):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a sweep's job: the main process handles Ctrl-C for all
-        die_with(int(os.environ[MAIN_PID]))  # and a job killed with it ends (no orphan appending rows)
-        from tqdm.auto import tqdm
-
-        # a thread lock for the progress bar: tqdm's default lock is a named semaphore, reported leaked when the
-        # main process stops this worker
-        tqdm.set_lock(threading.RLock())
     overrides = list(hydra_cfg.overrides.task)
     try:
         own = [Path(p.removeprefix("file://")) for p in hydra_cfg.searchpath if p.startswith("file://")]
-        frames = run(cfg, conf_dir=[CONF_DIR, *own], overrides=overrides)
+        run(cfg, conf_dir=[CONF_DIR, *own], overrides=overrides, sweep=SWEEP)
     except BaseException as exc:
         status = stop_status(exc)
         if status is not None:
@@ -393,29 +372,53 @@ def app(cfg: DictConfig) -> None:
         if bad_input(exc) is None or full_error():
             raise
         fail(exc, typed_overrides(overrides))
-    if hydra_cfg.mode == RunMode.MULTIRUN:
-        job = ",".join(overrides)
-        rows = pd.concat([df.assign(multirun_job=job) for df in frames], ignore_index=True)
-        rows.to_csv(Path(hydra_cfg.runtime.output_dir) / ROWS_FILE, index=False)
 
 
-class CombineMultirun(Callback):
-    """At the end of a multirun: its jobs' rows in one table, ``<results_dir>/runs/multirun-<sweep>.csv``.
+def split_sweep(args: list[str]) -> tuple[list[str], dict[str, list[Any]]]:
+    """The arguments of one run and the keys ``-m`` sweeps: ``(args, {key: values})``.
 
-    The sweep's folder (``hydra.sweep.dir``) is its own (it ends in ``sweep_id``), so the table holds the rows of this
-    sweep's jobs only, however many sweeps run at once.
+    Each swept ``key=a,b`` (or ``range(...)``, or ``glob(...)`` over a group's options) is left in the run's
+    arguments at its first value, so Hydra composes one valid config; the harness then runs every combination as one
+    grid (``runner.plan``): one run, one table, one smoke profile, every point checked before the first trial.
+    ``experiment=a,b`` runs the experiments one after the other, each over the other swept keys. A run setting
+    (``trials``, ``n_jobs``, ``results_dir``, ...) or ``profile`` is not swept.
     """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import Glob
 
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """Concatenate the jobs' row files (``<sweep dir>/<job number>/rows.csv``) into one table."""
-        sweep = Path(config.hydra.sweep.dir)
-        parts = sorted(p for p in sweep.glob(f"*/{ROWS_FILE}") if p.parent.name.isdigit())
-        if not parts:
-            return
-        table = Path(config.results_dir) / RUNS / f"multirun-{sweep.parent.name}_{sweep.name}.csv"
-        table.parent.mkdir(parents=True, exist_ok=True)
-        pd.concat([pd.read_csv(p) for p in parts], ignore_index=True).to_csv(table, index=False)
-        print(f"multirun table ({len(parts)} jobs): {table.resolve()}", flush=True)
+    from dpstream.harness.config import RUN_KEYS
+
+    dirs = search_dirs(args)
+    parser = OverridesParser.create()
+    out, sweep = [], {}
+    for arg in args:
+        if arg in ("-m", "--multirun"):
+            continue
+        if arg.startswith("-") or arg not in hydra_overrides(args):
+            out.append(arg)
+            continue
+        override, = parser.parse_overrides([arg])
+        if not override.is_sweep_override():
+            out.append(arg)
+            continue
+        key = override.key_or_group
+        value = arg.split("=", 1)[1]
+        if key.split(".", 1)[0] in (*NOT_SWEPT, *[k for k in RUN_KEYS if k != "experiment"]):
+            raise ConfigError(key, value, "a run setting, not a parameter: run the command once per value")
+        glob = override.value()
+        if isinstance(glob, Glob):
+            values: list[Any] = glob.filter(sorted({n for d in dirs for n in options(d, key)}))
+            shown = values
+        elif override.is_discrete_sweep():
+            values = list(override.sweep_iterator())
+            shown = list(override.sweep_string_iterator())
+        else:
+            raise ConfigError(key, value, "a sweep lists its values (a,b,c), range(...) or glob(...)")
+        if not values:
+            raise ConfigError(key, value, "sweeps no value")
+        sweep[key] = values
+        out.append(f"{override.get_key_element()}={shown[0]}")
+    return out, sweep
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -435,8 +438,13 @@ def main(argv: list[str] | None = None) -> None:
     if args[:1] == ["list"] or "-h" in args or "--help" in args:
         print(catalog())
         return
+    SWEEP.clear()
     with one_line_errors(typed_overrides(args)):
         composed = precheck(args)
+        if {"-m", "--multirun"} & set(args):
+            args, sweep = split_sweep(args)
+            SWEEP.update(sweep)
+            composed = precheck(args)
     natural = with_natural_data(args)
     if wants_job_config(natural):
         print(show_job(natural, composed if natural == args else None))  # composed again only with data added
@@ -444,10 +452,7 @@ def main(argv: list[str] | None = None) -> None:
     args = natural
     sys.argv = [sys.argv[0], *args]
     with one_line_errors(typed_overrides(args)):
-        if not {"-m", "--multirun"} & set(args):
-            app()
-            return
-        run_sweep(args)
+        app()
 
 
 def with_natural_data(args: list[str]) -> list[str]:
@@ -457,49 +462,6 @@ def with_natural_data(args: list[str]) -> list[str]:
         print(f"note: mechanism={dict(typed_overrides(args))['mechanism']} runs on {' '.join(natural)} "
               "(name data=... to choose)", file=sys.stderr, flush=True)
     return [*args, *natural]
-
-
-def run_sweep(args: list[str]) -> None:
-    """A multirun; Ctrl-C stops it with one line (how many trials were saved) and exit code 130."""
-    from dpstream.harness.runner import stop_status
-
-    store_root = Path(next((v for k, v in typed_overrides(args) if k == "results_dir"), "results"))
-    before = stored_trials(store_root)
-    os.environ[MAIN_PID] = str(os.getpid())  # the sweep's jobs (launcher workers) leave Ctrl-C to this process
-    interrupted = False
-    try:
-        app()
-    except BaseException as exc:
-        if stop_status(exc) is None:
-            raise
-        interrupted = True
-    if interrupted:  # outside the handler: the traceback no longer holds the launcher's pool, so it can be freed
-        stop_launcher_workers()
-        saved = stored_trials(store_root) - before
-        print(f"\nstopped: {saved} trials saved to the results store by this sweep; the same command resumes it "
-              "(finished trials are skipped)", file=sys.stderr, flush=True)
-        raise SystemExit(130) from None
-
-
-def stored_trials(root: Path) -> int:
-    """How many trial rows the results stores under ``root`` hold (one line each)."""
-    from dpstream.harness.runner import STORE_NAME
-
-    total = 0
-    for path in root.rglob(STORE_NAME) if root.is_dir() else ():
-        with open(path, "rb") as fh:
-            total += sum(1 for _ in fh)
-    return total
-
-
-def stop_launcher_workers() -> None:
-    """Shut the joblib launcher's loky workers down (killed, not awaited), so none is left and no semaphore leaks."""
-    import gc
-
-    from joblib.externals.loky import get_reusable_executor
-
-    get_reusable_executor().shutdown(wait=True, kill_workers=True)
-    gc.collect()  # the pool's semaphores are unlinked by their finalizers now, not reported leaked at exit
 
 
 def cache_command(args: list[str]) -> int:
@@ -537,7 +499,7 @@ def cache_command(args: list[str]) -> int:
 
 
 def wants_job_config(args: list[str]) -> bool:
-    """``--cfg job`` (or ``-c job``) outside a multirun: answered by ``show_job``, not by Hydra."""
+    """``--cfg job`` (or ``-c job``): answered by ``show_job``, not by Hydra (a sweep has been split by then)."""
     flags = {"-m", "--multirun", "-p", "--package"}
     return any(a in ("--cfg", "-c") and args[i + 1:i + 2] == ["job"] for i, a in enumerate(args)) and \
         not flags & set(args)
@@ -553,7 +515,8 @@ def show_job(args: list[str], composed: DictConfig | None = None) -> str:
     overrides = [a for i, a in enumerate(args) if a not in ("--cfg", "-c", "--resolve")
                  and not (a == "job" and i > 0 and args[i - 1] in ("--cfg", "-c"))]
     with one_line_errors(typed_overrides(overrides)):
-        return describe(plan(composed if composed is not None else compose_config(overrides), CONF_DIR, overrides))
+        return describe(plan(composed if composed is not None else compose_config(overrides), CONF_DIR, overrides,
+                             SWEEP))
 
 
 if __name__ == "__main__":

@@ -15,10 +15,10 @@ from conftest import ROOT
 from dpstream.claims import trend_claim
 from dpstream.claims.core import Claim, flat_claim
 from dpstream.claims.nulls import MAX_NULL_SHARE, TESTS, Planted, apply_nulls, null_shares
-from dpstream.harness.config import CONF_DIR
 from dpstream.harness.rejudge import composed_config, judge
 from dpstream.harness.runner import claims_table, experiments_to_run
 from dpstream.harness.verify import UNSTABLE
+from dpstream.registry import CONF_DIR
 
 N = 20
 

@@ -22,9 +22,9 @@ import pandas as pd
 import pytest
 
 from dpstream.claims.nulls import measured_columns
-from dpstream.harness.config import CONF_DIR
 from dpstream.harness.rejudge import composed_config, judge
 from dpstream.harness.runner import experiments_to_run
+from dpstream.registry import CONF_DIR
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 HEADLINE = ("fig", "beyond_")

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from dpstream.data.caida_like import plant_band, standin_profile
-from dpstream.harness.config import CONF_DIR
 from dpstream.harness.runner import run
+from dpstream.registry import CONF_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -137,7 +137,7 @@ def test_leaderboard_lists_every_registered_counter(experiment):
     from omegaconf import OmegaConf
 
     from dpstream.counters import COUNTERS
-    from dpstream.harness.config import CONF_DIR
+    from dpstream.registry import CONF_DIR
 
     spec = OmegaConf.load(CONF_DIR / "experiment" / f"{experiment}.yaml")
     listed = set(zip(spec.zip["mechanism.counter"], spec.zip["mechanism.node_noise"], strict=True))

@@ -9,9 +9,9 @@ from test_harness import fake_cfg, fake_conf
 from test_store_keys import computed
 
 from dpstream.harness import environment as env_module
-from dpstream.harness.config import load_option
 from dpstream.harness.environment import ENV_COLUMNS, environment, lock_hash
 from dpstream.harness.runner import run
+from dpstream.registry import load_option
 
 
 def test_the_environment_names_the_installed_versions_and_the_lock_hash():

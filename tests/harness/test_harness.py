@@ -13,9 +13,10 @@ import pytest
 from conftest import CONF_DIR, ROOT, child_env
 from omegaconf import OmegaConf
 
-from dpstream.harness.config import grid_points, load_option, options
+from dpstream.harness.config import grid_points
 from dpstream.harness.runner import is_timing, run
 from dpstream.harness.store import CHECKSUM, STORE_FORMAT, ResultsStore, StoreError
+from dpstream.registry import load_option, options
 
 
 def fake_conf(tmp_path: Path, sleep: float = 0.0, uncertified: bool = False) -> Path:

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 
 import matplotlib.figure
@@ -66,7 +65,7 @@ def test_a_panel_on_ones_own_data_leaves_the_committed_files_and_names_its_file(
     assert "data: my_items.txt" in titles[-1] and "skew" not in titles[-1]
     (heading,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("== fig3b")]
     assert "data: my_items.txt" in heading and "skew" not in heading, "the console names the file as the figure does"
-    assert not list(results.glob("tables/multirun*")) and sorted(p.name for p in results.iterdir()) == \
+    assert sorted(p.name for p in results.iterdir()) == \
         ["figures", "privacy_ledger.jsonl", RUNS, "store", "tables"]  # the ledger is shared by every run's folder
 
 
@@ -101,13 +100,14 @@ def test_panel_title_drops_the_synthetic_settings_a_file_does_not_have():
 
 
 def test_git_ignores_the_run_folders():
-    """Run folders (and the multirun tables in them) never show up as untracked files beside the committed results."""
-    for path in ("results/runs/fig3b-my_items-0123abcd/tables/fig3b.csv", "results/runs/multirun-x.csv",
+    """Run folders never show up as untracked files beside the committed results."""
+    for path in ("results/runs/fig3b-my_items-0123abcd/tables/fig3b.csv",
+                 "results/runs/sweep-zipf-0123abcd/config.yaml",
                  "results/smoke/runs/run-cms-zipf-0123abcd/figures/x.png"):
         assert subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT).returncode == 0, path
 
 
-# ---- finding 7: two sweeps started in the same second keep their own tables ---------------------------------------
+# ---- finding 7: two sweeps keep their own folders and tables -----------------------------------------------------
 
 
 def fake_mechanism(tmp_path: Path, sleep: float = 0.0) -> str:
@@ -118,28 +118,18 @@ def fake_mechanism(tmp_path: Path, sleep: float = 0.0) -> str:
     return f"hydra.searchpath=[file://{tmp_path / 'conf'}]"
 
 
-def test_two_sweeps_in_the_same_second_get_their_own_folders_and_tables(tmp_path, monkeypatch, capsys):
-    class Frozen(datetime):
-        @classmethod
-        def now(cls, tz=None):
-            return datetime(2026, 1, 2, 3, 4, 5)
-
-    import hydra.core.utils
-
-    monkeypatch.setattr(hydra.core.utils, "datetime", Frozen)  # Hydra's ${now:...}: both sweeps in one second
-    monkeypatch.setenv("DPSTREAM_MAIN_PID", "")
+def test_two_sweeps_get_their_own_folders_and_tables(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["dpstream"])
     searchpath = fake_mechanism(tmp_path)
     results = tmp_path / "r"
     for epsilons in ("0.1,0.2", "0.5,0.6,0.7"):
         main(["-m", searchpath, "mechanism=fake", "data=none", "trials=2", f"epsilon={epsilons}",
-              f"results_dir={results}", "hydra.launcher.n_jobs=1"])
-    sweeps = sorted((results / "hydra" / "multirun" / "2026-01-02").iterdir())
-    assert len(sweeps) == 2 and all(s.name.startswith("03-04-05-") for s in sweeps)
-    tables = sorted((results / RUNS).glob("multirun-*.csv"), key=lambda p: p.stat().st_mtime)
+              f"results_dir={results}"])
+    tables = sorted((results / RUNS).glob("sweep-*/tables/sweep-*.csv"), key=lambda p: p.stat().st_mtime)
     assert [sorted(set(pd.read_csv(t)["epsilon"])) for t in tables] == [[0.1, 0.2], [0.5, 0.6, 0.7]]
     assert [len(pd.read_csv(t)) for t in tables] == [4, 6]
     assert not (results / "tables").exists()
+    assert sum(line.startswith("== sweep-") for line in capsys.readouterr().out.splitlines()) == 2
 
 
 # ---- finding 8: whole lines or nothing --------------------------------------------------------------------------
@@ -241,14 +231,14 @@ def stored_lines(results: Path) -> int:
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
 def test_kill_minus_nine_of_a_sweep_leaves_no_worker_and_no_more_rows(tmp_path):
     results = tmp_path / "r"
-    sweep = ["-m", fake_mechanism(tmp_path, sleep=0.3), "mechanism=fake", "data=none", "trials=60", "n_jobs=1",
+    sweep = ["-m", fake_mechanism(tmp_path, sleep=0.3), "mechanism=fake", "data=none", "trials=60", "n_jobs=2",
              "epsilon=0.1,0.2", f"results_dir={results}"]
     proc = subprocess.Popen([*COMMAND, *sweep], env=child_env(), cwd=tmp_path, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline and stored_lines(results) < 4:
         time.sleep(0.1)
-    workers = descendants(proc.pid)  # the launcher's workers, each running one job and appending its rows
+    workers = descendants(proc.pid)  # the run's loky workers, each computing trials
     assert stored_lines(results) >= 4 and len(workers) >= 2, "the sweep should be running its jobs"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -283,7 +273,7 @@ child.wait()
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
 @pytest.mark.parametrize("way", ["prctl", "poll"])
 def test_a_worker_armed_with_die_with_ends_when_its_parent_is_killed(way):
-    """A loky worker of a single run's trials arms the same lifeline (``runner._keyed``) as a multirun's job."""
+    """A loky worker of a run's trials arms this lifeline (``runner._keyed``)."""
     middle = subprocess.Popen([sys.executable, "-c", MIDDLE, LIFELINE_CHILD, way], stdout=subprocess.PIPE, text=True,
                               env=child_env())
     child = int(middle.stdout.readline())

@@ -16,9 +16,9 @@ from conftest import CONF_DIR, ROOT
 from omegaconf import open_dict
 
 from dpstream import serial
+from dpstream.certified import CERTIFIED, EVALUATION_HEADING, NOT_PRIVATE, UNCERTIFIED, main, rewrite_table
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.harness import ledger
-from dpstream.harness.certified import CERTIFIED, EVALUATION_HEADING, NOT_PRIVATE, UNCERTIFIED, main, rewrite_table
 from dpstream.harness.runner import make_row, run
 from dpstream.heavy_hitters import LazyHH
 from dpstream.privacy.statement import labels

@@ -10,9 +10,9 @@ from conftest import CONF_DIR
 from test_harness import fake_cfg, fake_conf
 
 from dpstream.counters import philox
-from dpstream.harness.config import load_option
 from dpstream.harness.runner import run
 from dpstream.harness.store import STORE_FORMAT, ResultsStore, StoreError, trial_key
+from dpstream.registry import load_option
 from dpstream.secure import samplers
 from dpstream.trials import row_schema, undeclared
 
@@ -75,7 +75,7 @@ def test_a_new_store_records_its_format_and_an_older_or_unknown_one_is_refused(t
 
 
 def test_every_trial_function_of_the_configs_declares_its_row_columns():
-    from dpstream.harness.config import import_object, options
+    from dpstream.registry import import_object, options
 
     functions = {load_option(CONF_DIR, "mechanism", n).get("trial") for n in options(CONF_DIR, "mechanism")}
     functions |= {load_option(CONF_DIR, "experiment", n).get("trial") for n in options(CONF_DIR, "experiment")}

@@ -1,6 +1,6 @@
 """Figure 3 trials through the harness.
 
-Reproducibility across n_jobs, ARE at release times. (Command-line errors and multiruns: tests/test_cli.py.)
+Reproducibility across n_jobs, ARE at release times. (Command-line errors and sweeps: tests/test_cli.py.)
 """
 
 

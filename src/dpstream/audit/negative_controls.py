@@ -18,9 +18,8 @@ from dpstream.counters.gauss_bm import GaussBM
 from dpstream.noise import SeedLike
 from dpstream.privacy.accounting import sparse_sigma
 from dpstream.privacy.svt import CONTINUOUS, MonitorCalibration
-from dpstream.svt._kernels import RELEASE_SAME
 from dpstream.svt.monitor import _MonitorCore
-from dpstream.svt.sparse import GeneralisedSparse
+from dpstream.svt.sparse import RELEASE_SAME, GeneralisedSparse
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 

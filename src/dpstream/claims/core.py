@@ -35,7 +35,7 @@ from scipy.stats import t as t_dist
 
 from dpstream.claims.decide import Evidence
 from dpstream.claims.sequential import trial_slopes
-from dpstream.harness.timing import log_ratio_interval
+from dpstream.timing import log_ratio_interval
 
 VERDICTS = ("confirmed", "not confirmed", "inconclusive", "n/a")
 """The four verdict words a claim can get, each decided by the claim's rule."""
@@ -409,7 +409,8 @@ ClaimFunction = Callable[[pd.DataFrame, dict[str, Any]], list[Claim]]
 
 
 INTERLEAVED = ("interleaved_ratio", "interleaved_low", "interleaved_high")
-"""Columns of an interleaved A/B timing (``dpstream.harness.timing.RatioEstimate``): reference time / candidate time."""
+"""Columns of an interleaved A/B timing (``dpstream.timing.RatioEstimate``): reference time / candidate time."""
+# the text enters the registered rules' hashes (claims.registration.rule_hash), so it keeps the registered module name
 TIMING_PROTOCOL = ("Timing is decided only by interleaved A/B repetitions in one process (dpstream.harness.timing, "
                    ">= 5 rounds): per point the median ratio reference time / candidate time with its 95% "
                    "order-statistic interval on the log scale (columns interleaved_ratio, _low, _high); every interval "
@@ -490,7 +491,7 @@ HOLM_NOTE = ("; the refutation side is Holm-corrected over the rule's points (fa
 def ratio_ci(ratios: Iterable[float]) -> tuple[float, float, float]:
     """Geometric mean of per-trial ratios and its 95% t interval on the log scale: (centre, lo, hi).
 
-    A ratio's natural scale is the log (x2 and x0.5 are symmetric): ``dpstream.harness.timing.log_ratio_interval``.
+    A ratio's natural scale is the log (x2 and x0.5 are symmetric): ``dpstream.timing.log_ratio_interval``.
     NaN interval with fewer than ``MIN_TRIALS`` finite ratios or a ratio <= 0 (no log).
     """
     x = np.asarray([v for v in ratios if np.isfinite(v)], dtype=np.float64)

@@ -61,7 +61,7 @@ takes ~18 h on 2 cores (``estimate``), above ``HOURS_CAP``."""
 
 def _claims_of(experiment: str) -> list[Any]:
     """The claims function's output on the committed history table of ``experiment`` (no nulls)."""
-    from dpstream.harness.config import CONF_DIR, import_object, load_option
+    from dpstream.registry import CONF_DIR, import_object, load_option
 
     spec = load_option(CONF_DIR, "experiment", experiment)
     with warnings.catch_warnings():

@@ -115,14 +115,14 @@ def _closure(fn: types.FunctionType) -> dict[str, str]:
 
 def claims_function(experiment: str) -> str:
     """The ``package.module:function`` of an experiment's ``claims:`` entry (``conf/experiment/<id>.yaml``)."""
-    from dpstream.harness.config import CONF_DIR, load_option
+    from dpstream.registry import CONF_DIR, load_option
 
     return str(load_option(CONF_DIR, "experiment", experiment).get("claims") or "")
 
 
 @lru_cache(maxsize=128)
 def _function_code(claims_function: str) -> dict[str, str]:
-    from dpstream.harness.config import import_object
+    from dpstream.registry import import_object
 
     fn = import_object(claims_function)
     if not isinstance(fn, types.FunctionType):

@@ -1,30 +1,28 @@
 """Turn a Hydra config plus an experiment file into the list of trial configs it stands for.
 
 Experiments name config-group options (``mechanism: lazycms``, ``data: zipf``) and dotted keys
-(``data.skew``, ``epsilon``); the group options are read from ``conf/<group>/<name>.yaml`` (shipped inside the
-package, ``CONF_DIR``), which are the single registry of mechanisms, data sources and experiments. Everything a user
-can get wrong is checked here, before any trial runs, and raised as ``ConfigError(key, value, allowed)``.
+(``data.skew``, ``epsilon``); the group options are read from ``conf/<group>/<name>.yaml`` (``dpstream.registry``).
+Everything a user can get wrong is checked here, before any trial runs, and raised as
+``ConfigError(key, value, allowed)``.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any, cast
 
 from omegaconf import OmegaConf
 
 from dpstream.data.cache import FINGERPRINT_SUFFIX, file_fingerprint
 from dpstream.errors import ConfigError
+from dpstream.registry import ConfDirs, load_option, options, set_key
 from dpstream.validation import physical_memory, readable_bytes
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the package's own config tree (conf/, experiments/)
 GROUPS = ("mechanism", "data")
 # Top-level keys a mechanism may read; each conf/mechanism/<name>.yaml declares the ones its trial uses
 # (``uses: [epsilon, delta]``), and setting one that no mechanism of the run uses is an error (``check_uses``).
@@ -100,37 +98,6 @@ def check_sweeps(spec: dict[str, Any], name: str) -> None:
                                                       f"{name!r}, got {values!r}")
 
 
-def import_object(path: str) -> Callable[..., Any]:
-    """``"package.module:function"`` -> the function (a clear error for a bad path)."""
-    module_name, _, attr = path.partition(":")
-    try:
-        return getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"cannot import {path!r} (expected 'package.module:function'): {exc}") from exc
-
-
-ConfDirs = Path | Sequence[Path]
-"""A config dir, or several in search order: the package's, then ``hydra.searchpath`` dirs (your own configs)."""
-
-
-def _dirs(conf_dir: ConfDirs) -> list[Path]:
-    return [conf_dir] if isinstance(conf_dir, Path) else list(conf_dir)
-
-
-def options(conf_dir: ConfDirs, group: str) -> list[str]:
-    """The option names of config group ``group`` (in any of the dirs)."""
-    return sorted({p.stem for d in _dirs(conf_dir) for p in (d / group).glob("*.yaml")})
-
-
-def load_option(conf_dir: ConfDirs, group: str, name: str) -> dict[str, Any]:
-    """The config of option ``name`` of ``group`` as a plain dict (from the first dir that has it)."""
-    found = [d / group / f"{name}.yaml" for d in _dirs(conf_dir) if (d / group / f"{name}.yaml").exists()]
-    path = found[0] if found else Path(name)
-    if not found:
-        raise ConfigError(group, name, f"unknown {group} {name!r}; allowed: {', '.join(options(conf_dir, group))}")
-    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)  # type: ignore[return-value]
-
-
 def load_experiment(conf_dir: ConfDirs, name: str, profile: str) -> dict[str, Any]:
     """Experiment ``name`` with its ``profiles.<profile>`` block deep-merged in."""
     return resolve_profile(load_option(conf_dir, "experiment", name), profile)
@@ -157,24 +124,6 @@ def resolve_profile(spec: Any, profile: str) -> dict[str, Any]:
     return out
 
 
-def _set(params: dict[str, Any], dotted: str, value: Any, only_existing: bool = False) -> None:
-    head, *rest = dotted.split(".")
-    node = params
-    keys = [head, *rest]
-    for k in keys[:-1]:
-        if not isinstance(node.get(k), dict):
-            if only_existing:
-                return
-            raise ConfigError(dotted, value, f"config key {dotted!r} does not exist: {k!r} is not a config section")
-        node = node[k]
-    if only_existing and keys[-1] not in node:
-        return
-    if len(keys) == 1 and keys[0] not in node:
-        raise ConfigError(dotted, value, f"unknown config key {dotted!r}; top-level keys are: "
-                                         f"{', '.join(sorted(node))}")
-    node[keys[-1]] = copy.deepcopy(value)
-
-
 def apply_overrides(base: dict[str, Any], overrides: list[tuple[str, Any]], conf_dir: ConfDirs,
                     profile_overrides: dict[str, Any]) -> dict[str, Any]:
     """Apply group choices first, then the profile's shrinking overrides, then dotted keys, in order."""
@@ -183,10 +132,10 @@ def apply_overrides(base: dict[str, Any], overrides: list[tuple[str, Any]], conf
         if key in GROUPS:  # an option name, or (from the command line) the option's composed config
             params[key] = copy.deepcopy(value) if isinstance(value, dict) else load_option(conf_dir, key, str(value))
     for key, value in profile_overrides.items():
-        _set(params, key, value, only_existing=True)
+        set_key(params, key, value, only_existing=True)
     for key, value in overrides:
         if key not in GROUPS:
-            _set(params, key, value)
+            set_key(params, key, value)
     return params
 
 
@@ -383,7 +332,7 @@ def check_override(key: str, raw: str, defaults: dict[str, Any], choices: dict[s
 
     A group choice must name an option (``choices[group]``); a dotted key must exist; a key whose default is a
     number must be given numbers (``data.skew=abc`` is rejected here, not deep in a worker). ``raw`` may be a
-    comma-separated sweep (multirun).
+    comma-separated sweep (``-m``).
     """
     head = key.split(".", 1)[0]
     values = [v.strip() for v in raw.split(",")] if "," in raw and not raw.startswith(("[", "{")) else [raw]

@@ -16,11 +16,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from rich.console import Console
+from rich import box
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
+from rich.text import Text
 from scipy import stats
 
-from dpstream.harness.certified import EVALUATION_HEADING, NOT_PRIVATE, released
+from dpstream.certified import EVALUATION_HEADING, NOT_PRIVATE, released
 
 WIDTH = 100
 UNDEFINED = {"precision": "n/a (nothing reported)", "recall": "n/a (no true heavy hitter)"}
@@ -59,24 +61,83 @@ def plus_minus(mean: float, half: float) -> str:
     return f"{mean:.4g} ± {half:.2g}"
 
 
-def metric_table(df: pd.DataFrame, keys: list[str], metrics: list[str]) -> Table:
-    """One row per (setting, metric): the setting's values of ``keys``, the metric, mean ± 95% interval, trials."""
-    table = Table(title="mean over trials ± 95% t interval", title_justify="left", show_lines=False)
-    if keys:
-        table.add_column("setting", overflow="fold", max_width=40)
-    table.add_column("metric", overflow="fold")
-    table.add_column("mean ± 95%", justify="right", overflow="fold")
-    table.add_column("trials", justify="right")
-    groups = df.groupby(keys, sort=False) if keys else [((), df)]
-    for values, group in groups:
-        values = values if isinstance(values, tuple) else (values,)
-        setting = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in zip(keys, values, strict=True))
-        for i, metric in enumerate(metrics):
-            cells = [mean_interval(group[metric], metric), str(len(group))]
-            table.add_row(*([setting if i == 0 else ""] if keys else []), metric, *cells)
-        if keys:
-            table.add_section()
-    return table
+def metric_table(df: pd.DataFrame, keys: list[str], metrics: list[str], width: int = WIDTH,
+                 title: bool = True) -> RenderableType:
+    """Mean ± 95% interval and trials of each metric, in ``width`` columns.
+
+    One setting (no ``keys``, or one value of them): one row per metric. Several: one row per setting (its values of
+    ``keys``) and one column per metric, as many as fit; a metric with the same value in every setting is said once
+    below the table, and so are the metrics left out (every one is in the run's table file). ``title``: a first line
+    saying what the cells are.
+    """
+    groups = list(df.groupby(keys, sort=False)) if keys else [((), df)]
+    heading = [Text("mean over trials ± 95% t interval")] if title else []
+    if len(groups) == 1:
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False)
+        table.add_column("metric", overflow="fold")
+        table.add_column("mean ± 95%", justify="right", overflow="fold")
+        table.add_column("trials", justify="right")
+        for metric in metrics:
+            table.add_row(metric, mean_interval(df[metric], metric), str(len(df)))
+        return Group(*heading, table)
+    settings = [[str(v) for v in (values if isinstance(values, tuple) else (values,))] for values, _ in groups]
+    cells = {m: [mean_interval(group[m], m) for _, group in groups] for m in metrics}
+    trials = sorted({len(group) for _, group in groups})
+    constant = [m for m in metrics if len(set(cells[m])) == 1]
+    heads = [k.split(".")[-1] if k != "mechanism.name" else "mechanism" for k in keys]
+    columns = [(h, [row[i] for row in settings]) for i, h in enumerate(heads)]
+    if len(trials) > 1:
+        columns.append(("trials", [str(len(group)) for _, group in groups]))
+    shown, left = fitting(columns, [(m, cells[m]) for m in metrics if m not in constant], width)
+    if title:
+        each = "trials" if len(trials) > 1 else f"{trials[0]} trial{'s' if trials[0] > 1 else ''} each"
+        heading = [Text(f"mean over trials ± 95% t interval ({each})")]
+    notes = [Text(line, no_wrap=True, overflow="ellipsis") for line in
+             [fitted([f"every setting: {'; '.join(f'{m}={cells[m][0]}' for m in constant)}"] if constant else [],
+                     width),
+              fitted([f"{len(left)} more in the table file: {', '.join(left)}"] if left else [], width)] if line]
+    if not shown:
+        return Group(*notes)
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False)
+    for head, _ in columns:
+        table.add_column(head, no_wrap=True)
+    for metric in shown:
+        table.add_column(metric, justify="right", no_wrap=True)
+    for i in range(len(groups)):
+        table.add_row(*(col[i] for _, col in columns), *(cells[m][i] for m in shown))
+    return Group(*heading, table, *notes)
+
+
+def fitting(fixed: list[tuple[str, list[str]]], columns: list[tuple[str, list[str]]],
+            width: int) -> tuple[list[str], list[str]]:
+    """The (header, cells) ``columns`` that fit in ``width`` beside the ``fixed`` ones, in order; and the others."""
+    used = sum(max(len(h), *map(len, cells)) + 3 for h, cells in fixed) - 1  # padding 2 and a divider per column
+    for n, (head, cells) in enumerate(columns):
+        used += max(len(head), *map(len, cells)) + 3
+        if used > width:
+            return [h for h, _ in columns[:n]], [h for h, _ in columns[n:]]
+    return [h for h, _ in columns], []
+
+
+def fitted(parts: list[str], width: int = WIDTH) -> str | None:
+    """``parts`` joined by ``; `` and cut to ``width`` characters (``…`` marks the cut); None when empty."""
+    text = "; ".join(parts)
+    if not text:
+        return None
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def config_line(values: dict[str, Any], where: str, width: int = WIDTH) -> str:
+    """``config: k=v, ...`` of ``values`` in ``width`` columns: as many as fit, then how many more are in ``where``."""
+    items = [f"{k}={v}" for k, v in values.items()]
+    if not items:
+        return f"config: the defaults (every key: {where})"
+    for n in range(len(items), -1, -1):
+        more = f", +{len(items) - n} more" if n < len(items) else ""
+        line = f"config: {', '.join(items[:n])}{more} (every key: {where})"
+        if len(line) <= width or n == 0:
+            return line
+    raise AssertionError("unreachable")
 
 
 def print_run(df: pd.DataFrame, run_id: str, params: dict[str, Any], keys: list[str], metrics: list[str],
@@ -99,7 +160,7 @@ def print_run(df: pd.DataFrame, run_id: str, params: dict[str, Any], keys: list[
         console().print(metric_table(df, keys, shown))
     if evaluation and not release_only:
         print(f"{EVALUATION_HEADING}:")
-        console().print(metric_table(df, keys, evaluation))
+        console().print(metric_table(df, keys, evaluation, title=not shown))
     if run_id.startswith("run-"):
         for line in heavy_hitter_lines(df, params):
             console().print(line, soft_wrap=False, markup=False)
@@ -184,19 +245,16 @@ def typed_command(argv: list[str] | None = None) -> str:
     return " ".join([name, *argv[1:]])
 
 
-def print_claims(claims: pd.DataFrame, smoke: bool, verbose: bool = True) -> None:
-    """The paper claims of the run with their verdicts; at smoke scale every verdict carries ``SMOKE_BANNER``."""
+def print_claims(claims: pd.DataFrame, smoke: bool, verbose: bool = True, file: str = "the claims file") -> None:
+    """The paper claims of the run with their verdicts, one line each; ``file`` holds each one's rule and measurement.
+
+    At smoke scale the heading says every verdict is ``SMOKE_BANNER``.
+    """
     if not verbose:
         return
-    table = Table(title="paper claims vs this run" + (f" ({SMOKE_BANNER})" if smoke else ""), title_justify="left",
-                  show_lines=True)
-    table.add_column("claim", overflow="fold", ratio=3)
-    table.add_column("measured", overflow="fold", ratio=3)
-    table.add_column("verdict", overflow="fold", ratio=1)
+    print(f"paper claims ({SMOKE_BANNER + '; ' if smoke else ''}rules and measurements: {file}):")
     for row in claims.itertuples():
-        verdict = f"{row.verdict} ({SMOKE_BANNER})" if smoke else str(row.verdict)
-        table.add_row(str(row.claim), str(row.measured), verdict)
-    console().print(table)
+        console().print(fitted([f"  {row.verdict!s:<14} {' '.join(str(row.claim).split())}"]) or "", markup=False)
 
 
 class ProgressLog:

@@ -1,7 +1,6 @@
 """A worker process dies with the process that started it.
 
-A run's workers are processes of their own: joblib's loky workers computing trials, and in a multirun the Hydra
-launcher's workers, each running a whole job (its trials and its appends to the results store). Were the main process
+A run's workers are processes of their own: joblib's loky workers computing trials. Were the main process
 killed outright (``kill -9``, the out-of-memory killer), they would be adopted by init and go on computing and
 appending rows nobody asked for. ``die_with(parent)``, called in the worker, makes the kernel SIGKILL it the moment its
 parent exits (Linux ``prctl(PR_SET_PDEATHSIG)``); where that call does not exist a thread checks the parent's pid

@@ -14,7 +14,8 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from dpstream.harness.config import CONF_DIR, ConfDirs, as_mapping, data_kinds, data_options, load_option, options
+from dpstream.harness.config import as_mapping, data_kinds, data_options
+from dpstream.registry import CONF_DIR, ConfDirs, load_option, options
 
 
 def _typed(args: list[str]) -> dict[str, str]:

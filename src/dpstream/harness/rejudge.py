@@ -19,9 +19,10 @@ from omegaconf import OmegaConf
 
 from dpstream.claims.nulls import apply_nulls, null_shares
 from dpstream.claims.registration import gate
-from dpstream.harness.config import CONF_DIR, as_mapping, import_object
+from dpstream.harness.config import as_mapping
 from dpstream.harness.report import write_report
 from dpstream.harness.runner import claims_table, experiments_to_run, write_csv
+from dpstream.registry import CONF_DIR, import_object
 
 NULLS = 20
 """Permutation nulls per comparative rule in ``make claims`` (``make verify`` runs 200)."""

@@ -17,6 +17,7 @@ import pandas as pd
 import yaml
 
 import dpstream
+from dpstream.certified import NOT_PRIVATE, not_private, uncertified
 from dpstream.claims import VERDICTS
 from dpstream.claims.kinds import (
     IMPLEMENTATION,
@@ -30,7 +31,6 @@ from dpstream.claims.kinds import (
     stand_in,
 )
 from dpstream.claims.registration import REGISTRATION, by_text
-from dpstream.harness.certified import NOT_PRIVATE, not_private, uncertified
 from dpstream.harness.console import SMOKE_BANNER, typed_command
 from dpstream.harness.environment import PACKAGES, environment
 from dpstream.harness.first_page import PANELS

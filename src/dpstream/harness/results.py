@@ -8,7 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from dpstream.harness.config import CONF_DIR, import_object, load_experiment
+from dpstream.harness.config import load_experiment
+from dpstream.registry import CONF_DIR, import_object
 
 __all__ = ["CONF_DIR", "load_claims", "load_table", "redraw", "results_dir", "show_experiments"]
 

@@ -12,7 +12,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,23 +21,21 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
+from dpstream.certified import uncertified as has_uncertified
+from dpstream.certified import with_privacy
 from dpstream.claims import Claim
 from dpstream.claims.kinds import classify
 from dpstream.claims.registration import PROVENANCE, provenance
 from dpstream.errors import ConfigError
 from dpstream.harness import console, ledger
-from dpstream.harness.certified import uncertified as has_uncertified
-from dpstream.harness.certified import with_privacy
 from dpstream.harness.config import (
     RUN_KEYS,
     SHARED_KEYS,
-    ConfDirs,
     as_mapping,
     command_line_overrides,
     declared_uses,
     expand,
     flatten,
-    import_object,
     load_experiment,
     resolve_profile,
     without_declarations,
@@ -49,6 +47,7 @@ from dpstream.harness.natural import check_panel_data
 from dpstream.harness.report import verdict_summary, write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
 from dpstream.noise import NOISE_MODES, check_noise_mode, noise_mode, trial_seed
+from dpstream.registry import CONF_DIR, ConfDirs, import_object, load_option
 from dpstream.trials import row_schema, undeclared, within_budget
 from dpstream.validation import MAX_SIZE, check_choice, check_delta, check_epsilon, check_positive_int
 
@@ -58,6 +57,9 @@ STORE_NAME = "trials.jsonl"
 TRIAL_WALL = "trial_wall_s"
 """Column the runner adds to every computed row: the wall seconds of the whole trial (data, mechanism, metrics)."""
 FIGURE_FORMATS = ("png", "pdf", "svg")
+CONFIG_FILE = "config.yaml"
+"""A run folder's record of the configs it ran (``describe``); the terminal shows the keys that differ from the
+defaults."""
 
 
 def is_timing(column: str) -> bool:
@@ -303,7 +305,7 @@ class Outcome:
 
 
 def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: dict[str, Any],
-                   store: ResultsStore, verbose: bool = True) -> Outcome:
+                   store: ResultsStore, verbose: bool = True, swept: tuple[str, ...] = ()) -> Outcome:
     """Run one experiment's trials (``all_params``, from ``plan``), write its table and figure.
 
     Print its tables if ``verbose``.
@@ -333,12 +335,8 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
     with pd.option_context("display.max_columns", 30, "display.width", 200, "display.max_rows", 60):
         say(f"\n== {exp_id}: {panel_title(spec, all_params)} ==")
         say(f"{len(df)} trials ({computed} computed in {elapsed:.1f} s, {len(df) - computed} from the store)")
-        used = {k for p in all_params for k in declared_uses(p["mechanism"])}  # unused shared keys are not shown
-        constant = {c: df[c].iloc[0] for c in params_cols if c not in varying and c != "trial"
-                    and not (c in SHARED_KEYS and c not in used)
-                    and not c.startswith(("profile.", "mechanism.trial", "mechanism._target_", "mechanism.uses",
-                                          "data._target_"))}
-        say("config: " + ", ".join(f"{k}={v}" for k, v in constant.items()))
+        say(console.config_line(changed_config(df, params_cols, varying, all_params),
+                                CONFIG_FILE if not cfg.get("reproduction") else "dpstream --cfg job"))
     configured = df["mechanism.private"].astype(bool) if "mechanism.private" in df.columns else False
     if "private" in df.columns and bool((configured & ~df["private"].astype(bool)).any()):
         say("WARNING: mechanism.private=true names a mechanism that is not private: its rows say "
@@ -353,8 +351,9 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
             "(docs/secure-noise.md); these trials are never deployable.")
     keys = [c for c in varying if c in df.columns]  # per-trial rows are in the table file; the terminal gets means
     release_only = bool(cfg.get("release_only"))
-    console.print_run(df, spec["id"], all_params[0], keys, [c for c in means.columns if c not in keys], verbose,
-                      release_only)
+    plotted = [(spec.get("plot_args") or {}).get("y")]  # the figure's metric first: the terminal may not fit all
+    metrics = sorted((c for c in means.columns if c not in keys), key=lambda c: c not in plotted)
+    console.print_run(df, spec["id"], all_params[0], keys, metrics, verbose, release_only)
     for path, digest in sorted(files):
         say(ledger.totals(ledger_dir, digest).line(path))
     uncertified = has_uncertified(df)  # rows that claim privacy without being certified (not the baselines)
@@ -367,10 +366,11 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
         say(f"figure: {figure}")
     claims = None
     if spec.get("claims"):
-        claims = claims_table(import_object(spec["claims"])(df, spec), exp_id)
+        claims = claims_table(judge(spec, df, swept), exp_id)
         write_csv(claims, results_dir / "tables" / f"{exp_id}.claims.csv")
         # verdicts are decided on evaluation numbers (errors against the raw data): not shown in a release-only run
-        console.print_claims(claims, smoke=cfg["profile"]["name"] == "smoke", verbose=verbose and not release_only)
+        console.print_claims(claims, smoke=cfg["profile"]["name"] == "smoke", verbose=verbose and not release_only,
+                             file=f"{exp_id}.claims.csv")
     say(f"table: {table_path}")
     outcome = Outcome(df, claims, computed, elapsed, table_path)
     if not verbose:
@@ -378,6 +378,33 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
         flag = "; NOT privacy-certified rows" if uncertified else ""
         print(f"{exp_id}: {len(df)} trials ({computed} computed in {elapsed:.1f} s){verdicts}{flag}", flush=True)
     return outcome
+
+
+def changed_config(df: pd.DataFrame, params_cols: list[str], varying: list[str],
+                   all_params: list[dict[str, Any]]) -> dict[str, Any]:
+    """The keys of a run that every trial shares and that differ from their defaults (``default_values``)."""
+    used = {k for p in all_params for k in declared_uses(p["mechanism"])}  # unused shared keys are not shown
+    constant = {c: df[c].iloc[0] for c in params_cols if c not in varying and c != "trial"
+                and not (c in SHARED_KEYS and c not in used)
+                and not c.startswith(("profile.", "mechanism.trial", "mechanism._target_", "mechanism.uses",
+                                      "data._target_"))}
+    defaults = default_values(all_params[0])
+    return {k: v for k, v in constant.items() if k not in defaults or str(defaults[k]) != str(v)}
+
+
+def default_values(params: dict[str, Any]) -> dict[str, Any]:
+    """The defaults a trial's keys are compared with: ``conf/config.yaml`` and its mechanism's and data's own files.
+
+    Flattened to dotted keys; a mechanism or data option found under another name has no defaults here.
+    """
+    top = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"), resolve=False)
+    out = {k: v for k, v in as_mapping(top, "conf/config.yaml").items() if k not in ("defaults", "hydra")}
+    for group in ("mechanism", "data"):
+        try:
+            out[group] = load_option(CONF_DIR, group, str(params[group].get("name")))
+        except ConfigError:
+            out[group] = {}
+    return flatten(out)
 
 
 def figure_formats(cfg: dict[str, Any]) -> list[str]:
@@ -393,6 +420,23 @@ def _quiet(*args: Any, **kwargs: Any) -> None:
     """Stands in for ``print`` when an aggregate run prints one line per experiment."""
 
 
+def judge(spec: dict[str, Any], df: pd.DataFrame, swept: tuple[str, ...] = ()) -> list[Claim]:
+    """The claims of experiment ``spec`` on its rows ``df``: once, or once per value of the keys ``-m`` added.
+
+    A claim's rule covers the experiment's own grid, so a key added to it (``-m experiment=fig3a seed=1,2``) gets
+    its claims judged at each of its values, each claim naming the value (``[seed=1] ...``).
+    """
+    decide = import_object(str(spec["claims"]))
+    columns = [f"{k}.name" if k in ("mechanism", "data") else k for k in swept]
+    if not columns:
+        return [c if isinstance(c, Claim) else Claim(**c) for c in decide(df, spec)]
+    out = []
+    for values, rows in df.groupby(columns, sort=False):
+        where = ", ".join(f"{k}={v}" for k, v in zip(swept, values, strict=True))
+        out += [replace(c, claim=f"[{where}] {c.claim}") for c in judge(spec, rows.reset_index(drop=True))]
+    return out
+
+
 def claims_table(claims: list[Claim], exp_id: str = "") -> pd.DataFrame:
     """The claims CSV: one row per claim with its rule and its kind (``dpstream.claims.kinds``).
 
@@ -402,12 +446,21 @@ def claims_table(claims: list[Claim], exp_id: str = "") -> pd.DataFrame:
     return classify(exp_id, pd.DataFrame(rows, columns=["claim", "rule", "measured", "verdict"]))
 
 
-def experiments_to_run(cfg: dict[str, Any], conf_dir: ConfDirs) -> list[dict[str, Any]]:
-    """The experiment specs a config asks for: parts of an aggregate expanded, or one single-run spec."""
+def experiments_to_run(cfg: dict[str, Any], conf_dir: ConfDirs,
+                       sweep: dict[str, list[Any]] | None = None) -> list[dict[str, Any]]:
+    """The experiment specs a config asks for: parts of an aggregate expanded, or one single-run spec.
+
+    ``sweep`` (the keys ``-m`` sweeps, with their values) is added to each experiment's grid; a single run with a
+    sweep becomes one experiment whose grid it is.
+    """
     profile = cfg["profile"]["name"]
     spec = cfg.get("experiment")
     if not spec:  # a single configuration: its table is named by the mechanism and a hash of the config
         base = without_declarations({k: v for k, v in cfg.items() if k not in RUN_KEYS})
+        if sweep:
+            run_id = f"sweep-{trial_key({'base': base, 'sweep': sweep})[:8]}"
+            swept = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in sweep.items())
+            return [{"id": run_id, "title": f"sweep: {swept}", "grid": dict(sweep), "profile_name": profile}]
         run_id = f"run-{check_path_name(cfg['mechanism']['name'], 'mechanism.name')}-{trial_key(base)[:8]}"
         return [{"id": run_id, "title": f"single run: {cfg['mechanism']['name']}", "profile_name": profile}]
     spec = resolve_profile(spec, profile)
@@ -415,9 +468,22 @@ def experiments_to_run(cfg: dict[str, Any], conf_dir: ConfDirs) -> list[dict[str
         out = []
         for part in spec["parts"]:
             sub = load_experiment(conf_dir, part, profile)
-            out.extend(experiments_to_run({**cfg, "experiment": sub}, conf_dir) if sub.get("parts") else [sub])
+            out.extend(experiments_to_run({**cfg, "experiment": sub}, conf_dir, sweep) if sub.get("parts")
+                       else [with_sweep(sub, sweep)])
         return out
-    return [spec]
+    return [with_sweep(spec, sweep)]
+
+
+def with_sweep(spec: dict[str, Any], sweep: dict[str, list[Any]] | None) -> dict[str, Any]:
+    """Experiment ``spec`` with the ``-m`` sweep added to its grid; a key it sweeps itself is an error."""
+    if not sweep:
+        return spec
+    own = {**(spec.get("grid") or {}), **(spec.get("zip") or {})}
+    for key, values in sweep.items():
+        if key in own:
+            raise ConfigError(key, ",".join(map(str, values)), f"{key} is swept by experiment {spec['id']!r}; change "
+                                                              f"its sweep with experiment.grid.{key}=[...] instead")
+    return {**spec, "grid": {**(spec.get("grid") or {}), **sweep}}
 
 
 @dataclass
@@ -427,12 +493,16 @@ class Plan:
     cfg: dict[str, Any]                                          # the plain config, paths made absolute
     experiments: list[tuple[dict[str, Any], list[dict[str, Any]]]]  # (spec, the params of each of its trials)
     out: Path                                     # where its tables, figures and report go (``harness.layout``)
+    swept: tuple[str, ...] = ()                   # the keys ``-m`` added to the experiments' grids
 
 
-def plan(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[str] | None = None) -> Plan:
+def plan(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[str] | None = None,
+         sweep: dict[str, list[Any]] | None = None) -> Plan:
     """Check the config and expand every experiment it asks for into trial params (grid x trials).
 
-    A bad key, value or mechanism/data pair anywhere in an aggregate fails before the first trial.
+    ``sweep``: the keys ``-m`` sweeps, with their values (``cli.split_sweep``), added to the grid; the command line
+    holds each at its first value, which the sweep replaces. A bad key, value or mechanism/data pair anywhere in an
+    aggregate or a sweep fails before the first trial.
     """
     plain = as_mapping(OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg),
                        "the config")
@@ -441,16 +511,20 @@ def plan(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[s
     plain["data_dir"] = str(Path(str(plain["data_dir"])).resolve())
     base = {k: v for k, v in plain.items() if k not in RUN_KEYS}
     profile_overrides = plain["profile"].get("overrides") or {}
-    cli = command_line_overrides(overrides or [], plain)
+    cli = [(k, v) for k, v in command_line_overrides(overrides or [], plain) if k not in (sweep or {})]
+    sweep = dict(sweep or {})
+    if "experiment" in sweep:  # experiment=a,b: both, one after the other, as the parts of one run
+        names = [str(n) for n in sweep.pop("experiment")]
+        plain["experiment"] = {"id": "+".join(names), "parts": names}
     experiments = []
-    for spec in experiments_to_run(plain, conf_dir):
+    for spec in experiments_to_run(plain, conf_dir, sweep):
         trials = int(spec.get("trials") or plain["trials"])
         expanded = expand(spec, base, conf_dir, trials, profile_overrides, cli)
         check_path_name(spec["id"], "experiment.id")  # it names the table and figure files
         check_panel_data(spec, expanded, conf_dir, plain["profile"]["name"])  # your data in a paper panel
         check_reproduction(plain, expanded)
         experiments.append((spec, expanded))
-    return Plan(plain, experiments, output_dir(plain, experiments))
+    return Plan(plain, experiments, output_dir(plain, experiments), tuple(sweep) if plain.get("experiment") else ())
 
 
 def output_dir(plain: dict[str, Any], experiments: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> Path:
@@ -458,7 +532,8 @@ def output_dir(plain: dict[str, Any], experiments: list[tuple[dict[str, Any], li
     results_dir = Path(plain["results_dir"])
     if plain.get("reproduction"):
         return results_dir
-    label = plain["experiment"]["id"] if plain.get("experiment") else f"run-{plain['mechanism']['name']}"
+    label = plain["experiment"]["id"] if plain.get("experiment") else \
+        "sweep" if experiments and experiments[0][0].get("grid") else f"run-{plain['mechanism']['name']}"
     data = experiments[0][1][0]["data"] if experiments and experiments[0][1] else plain["data"]
     return run_folder(results_dir, label, data, [config_key(p) for _, params in experiments for p in params])
 
@@ -486,22 +561,27 @@ def config_key(params: dict[str, Any]) -> str:
     return trial_key({k: v for k, v in params.items() if k != "trial"})
 
 
-def run(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[str] | None = None) -> list[pd.DataFrame]:
+def run(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[str] | None = None,
+        sweep: dict[str, list[Any]] | None = None) -> list[pd.DataFrame]:
     """Entry point behind the ``dpstream`` command: run the configured experiment (or a single run) end to end.
 
     ``overrides`` are the command-line ``key=value`` strings; inside an experiment they beat its ``fixed`` values.
+    ``sweep``: the keys ``dpstream -m`` sweeps, with their values (``plan``).
     """
-    planned = plan(cfg, conf_dir, overrides)
+    planned = plan(cfg, conf_dir, overrides, sweep)
     store = ResultsStore(Path(planned.cfg["results_dir"]) / "store" / STORE_NAME)
     # tables, figures and report go to the run's folder; the privacy ledger stays in results_dir, shared by all runs
     plain = {**planned.cfg, "results_dir": str(planned.out), "ledger_dir": planned.cfg["results_dir"]}
+    if not planned.cfg.get("reproduction"):  # the committed reproduction's folder holds tables and figures only
+        planned.out.mkdir(parents=True, exist_ok=True)
+        (planned.out / CONFIG_FILE).write_text(describe(planned))
     verbose = len(planned.experiments) == 1  # an aggregate prints one line per experiment and a summary
     started = time.perf_counter()
     outcomes = []
     for number, (spec, all_params) in enumerate(planned.experiments, start=1):
         if not verbose:
             print(f"[{number}/{len(planned.experiments)}] ", end="", flush=True)
-        outcomes.append(run_experiment(spec, all_params, plain, store, verbose))
+        outcomes.append(run_experiment(spec, all_params, plain, store, verbose, planned.swept))
     specs = [spec for spec, _ in planned.experiments]
     frames = [o.df for o in outcomes]
     report = write_report(specs, frames, plain) if (plain.get("experiment") or {}).get("report") else None

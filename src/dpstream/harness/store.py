@@ -103,7 +103,7 @@ def cut_partial_line(fd: int, path: Path) -> None:
 def write_whole(fd: int, data: bytes, path: Path) -> None:
     """Write all of ``data`` at the end of ``fd`` (``O_RDWR | O_APPEND``), or nothing: a failure truncates it again.
 
-    An exclusive lock on the file keeps lines whole when several processes append (a multirun's jobs); a partial line
+    An exclusive lock on the file keeps lines whole when several processes append (runs sharing a store); a partial line
     a crashed writer left at the end is cut off first, so the new line never glues onto it.
     """
     fcntl.flock(fd, fcntl.LOCK_EX)

@@ -43,11 +43,11 @@ from dpstream.claims.core import VERDICTS, Claim
 from dpstream.claims.decide import decide
 from dpstream.claims.registration import FIRST_NEW_SEED, REGISTRATION, gate, load
 from dpstream.claims.sequential import MIN_BATCH
-from dpstream.harness.config import CONF_DIR, import_object
 from dpstream.harness.rejudge import composed_config, judge, rejudge
 from dpstream.harness.report import write_report
 from dpstream.harness.runner import STORE_NAME, experiments_to_run, plan, run, store_key, trial_function, write_csv
 from dpstream.harness.store import ResultsStore
+from dpstream.registry import CONF_DIR, import_object
 
 SEEDS = (0, 1, 2)
 DECIDED = ("confirmed", "not confirmed")

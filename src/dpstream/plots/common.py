@@ -12,7 +12,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from dpstream.harness.certified import uncertified
+from dpstream.certified import uncertified
 from dpstream.plots import names
 
 

@@ -20,6 +20,13 @@ from dpstream.svt.queries import query_answers
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 CHUNK = 1 << 16  # queries per noise draw when a run may halt early
+RELEASE_NONE = _kernels.RELEASE_NONE
+"""``GeneralisedSparse(release=...)``: output TOP / BOTTOM only."""
+RELEASE_FRESH = _kernels.RELEASE_FRESH
+"""``GeneralisedSparse(release=...)``: release f_i + fresh noise for each TOP (``NumericSparse``)."""
+RELEASE_SAME = _kernels.RELEASE_SAME
+"""``GeneralisedSparse(release=...)``: release f_i + the query noise of its comparison. NOT private (Lyu et al. Alg. 3,
+a negative control: ``dpstream.audit.negative_controls``)."""
 
 
 def sparse_privacy(privacy_map: PrivacyMap, delta: float, svt_noise: str = CONTINUOUS) -> Privacy | None:
@@ -95,7 +102,7 @@ class GeneralisedSparse(Certified):
         query_scale: float,
         answer_scale: float = 0.0,
         redraw: bool = True,
-        release: int = _kernels.RELEASE_NONE,
+        release: int = RELEASE_NONE,
         seed: SeedLike = None,
         svt_noise: str = CONTINUOUS,
     ) -> None:
@@ -105,7 +112,7 @@ class GeneralisedSparse(Certified):
             raise ValueError(f"threshold must be a finite number, got {threshold!r}")
         if cutoff is None and redraw:
             raise ValueError("redrawing the threshold after each TOP needs a cutoff")
-        if cutoff is None and release == _kernels.RELEASE_FRESH:
+        if cutoff is None and release == RELEASE_FRESH:
             raise ValueError("fresh answer noise for each TOP needs a cutoff (it is drawn up front, c per run)")
         self.threshold = float(threshold)
         self.cutoff = None if cutoff is None else check_positive_int(cutoff, "c")
@@ -130,7 +137,7 @@ class GeneralisedSparse(Certified):
 
     def _counts(self) -> tuple[int, int]:
         n_thr = self.cutoff if self.redraw and self.cutoff is not None else 1  # __init__: redraw needs a cutoff
-        n_ans = self.cutoff if self.release == _kernels.RELEASE_FRESH and self.cutoff is not None else 0
+        n_ans = self.cutoff if self.release == RELEASE_FRESH and self.cutoff is not None else 0
         return n_thr, n_ans
 
     def _discrete(self, n_runs: int, m: int) -> tuple[dict[str, np.ndarray], int]:
@@ -298,7 +305,7 @@ class NumericSparse(GeneralisedSparse):
         sigma = sparse_sigma(epsilon / 2.0, c, delta / 2.0)
         super().__init__(
             threshold=threshold, cutoff=c, threshold_scale=sigma, query_scale=2.0 * sigma, answer_scale=sigma,
-            release=_kernels.RELEASE_FRESH, seed=seed, svt_noise=svt_noise,
+            release=RELEASE_FRESH, seed=seed, svt_noise=svt_noise,
         )  # fmt: skip
         self.epsilon, self.delta = epsilon, delta
         self.sigma = sigma

@@ -2,7 +2,7 @@
 
 A trial whose mechanism config carries ``timing`` (set by an experiment, e.g. ``fixed: {mechanism.timing:
 {reference: {memory_kb: 8}}}``) times its own mechanism against a reference configuration in the same process:
-``repeats`` (>= 5) interleaved rounds (``dpstream.harness.timing.interleaved_ratios``), each round feeding the first
+``repeats`` (>= 5) interleaved rounds (``dpstream.timing.interleaved_ratios``), each round feeding the first
 ``items`` stream items to fresh copies of each arm, built before the rounds (``calibrated_work``). ``items`` is the
 smallest of 4^j x 4096 (at most the stream) at which one copy of the slower arm takes at least ``seconds``, and the
 faster arm feeds the same items to as many copies as make its call take ``seconds`` too: a call of a few milliseconds
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dpstream.harness.timing import interleaved_ratios
+from dpstream.timing import interleaved_ratios
 
 TIMING_KEY = "timing"
 """The mechanism key holding the timing spec (a trial-own key: never a constructor argument)."""
@@ -56,7 +56,7 @@ def spec_of(params: dict[str, Any]) -> dict[str, Any] | None:
 
 def reference_params(params: dict[str, Any], reference: dict[str, Any], keep: Iterable[str] = ()) -> dict[str, Any]:
     """The trial's parameters with the reference's overrides applied (and no timing spec of its own)."""
-    from dpstream.harness.config import CONF_DIR, _set, load_option
+    from dpstream.registry import CONF_DIR, load_option, set_key
 
     out = copy.deepcopy(params)
     for key, value in reference.items():
@@ -64,7 +64,7 @@ def reference_params(params: dict[str, Any], reference: dict[str, Any], keep: It
             own = {k: v for k, v in params["mechanism"].items() if k in set(keep)}
             out["mechanism"] = {**load_option(CONF_DIR, "mechanism", str(value)), **own}
         else:
-            _set(out, key, value)
+            set_key(out, key, value)
     out["mechanism"].pop(TIMING_KEY, None)
     return out
 

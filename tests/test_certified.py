@@ -3,7 +3,7 @@
 import pandas as pd
 from conftest import ROOT
 
-from dpstream.harness.certified import CERTIFIED, NOT_PRIVATE, UNCERTIFIED, rewrite_table, uncertified, with_privacy
+from dpstream.certified import CERTIFIED, NOT_PRIVATE, UNCERTIFIED, rewrite_table, uncertified, with_privacy
 from dpstream.harness.runner import table_row
 from dpstream.privacy.statement import labels
 from dpstream.sketches import CMS, CS, LazyCMS

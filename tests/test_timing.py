@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from dpstream.harness.timing import interleaved_ratios, log_ratio_interval, median_interval
+from dpstream.timing import interleaved_ratios, log_ratio_interval, median_interval
 
 
 def test_median_interval_covers_95_percent_from_six_values_on():

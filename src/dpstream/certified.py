@@ -6,7 +6,7 @@ is never certified, whatever ``mechanism.private`` says. Tables add a ``privacy`
 ``NOT_PRIVATE`` for a baseline (or a row without labels), ``CERTIFIED`` or ``UNCERTIFIED`` for a mechanism that claims
 privacy. Warnings about uncertified rows ("scaled constants or debug mode") concern only the latter.
 
-``python -m dpstream.harness.certified results/tables`` rewrites the ``certified`` and ``privacy`` columns of
+``python -m dpstream.certified results/tables`` rewrites the ``certified`` and ``privacy`` columns of
 tables whose rows carry their mechanism's labels by this rule, leaving every other cell as written (no trial is
 recomputed, nothing a cell names is imported).
 """

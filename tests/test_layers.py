@@ -1,0 +1,143 @@
+"""The package's layers point one way (docs/harness.md#layers), and no part imports another part's private module.
+
+Every import of ``src/dpstream`` (module level or inside a function) is read with ``ast``; the allowed order is the
+list in docs/harness.md, read from there, so it is written down once.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "src" / "dpstream"
+DOC = ROOT / "docs" / "harness.md"
+TOP_MODULES = ("cli", "watch", "__main__")  # top-level modules that are parts of their own; the others are ``core``
+
+PRIVATE_ALLOWED = {
+    # the factor engineer removes these (a public counters kernel API, issue 36 item 3)
+    ("dpstream.sketches._kernels", "dpstream.counters._kernels"),
+    ("dpstream.sketches._lazy_hh", "dpstream.counters._kernels"),
+    ("dpstream.sketches._lazy_hh", "dpstream.counters._derived"),
+    ("dpstream.audit.sensitivity_cases", "dpstream.counters._discrete_noise"),
+    # the watch engineer removes this (LazyHH's compiled loop moves from sketches/_lazy_hh.py into heavy_hitters/)
+    ("dpstream.heavy_hitters._tracker", "dpstream.sketches._lazy_hh"),
+}
+"""(importing module, private module of another part) pairs still allowed, each until its owner removes it."""
+
+
+def layers(text: str) -> list[list[str]]:
+    """The parts of the layer list in docs/harness.md, lowest layer first (the doc lists the highest first)."""
+    block = re.search(r"^## Layers\n.*?```text\n(.*?)```", text, flags=re.S | re.M)
+    assert block, "docs/harness.md has no '## Layers' section with a ```text block"
+    return [[p.strip() for p in line.split(",")] for line in reversed(block[1].strip().splitlines())]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def part(module: str) -> str:
+    """The layer part of a ``dpstream`` module: its subpackage, a top-level part, or ``core``."""
+    pieces = module.split(".")
+    if len(pieces) == 1:
+        return "core"
+    if (SRC / pieces[1]).is_dir():
+        return pieces[1]
+    return pieces[1] if pieces[1] in TOP_MODULES else "core"
+
+
+def is_module(module: str) -> bool:
+    pieces = module.split(".")[1:]
+    return SRC.joinpath(*pieces).is_dir() or SRC.joinpath(*pieces).with_suffix(".py").exists()
+
+
+def imports(path: Path, text: str | None = None) -> Iterator[tuple[int, str]]:
+    """(line, module) of every ``dpstream`` module that ``path`` (or ``text`` placed there) imports.
+
+    ``from a import b`` gives ``a`` and, when b is a module, ``a.b``.
+    """
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text() if text is None else text, str(path))):
+        if isinstance(node, ast.Import):
+            found = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, *([node.module] if node.module else [])])
+            found = [base] + [f"{base}.{a.name}" for a in node.names if is_module(f"{base}.{a.name}")]
+        else:
+            continue
+        yield from ((node.lineno, name) for name in found if name.split(".")[0] == "dpstream")
+
+
+def private_of_another_part(importer: str, imported: str) -> bool:
+    """Whether ``imported`` is a ``_private`` module inside a subpackage that ``importer`` is not in."""
+    pieces = imported.split(".")
+    for depth in range(2, len(pieces)):
+        if pieces[depth].startswith("_") and not pieces[depth].startswith("__"):
+            owner = ".".join(pieces[:depth])
+            return not (importer == owner or importer.startswith(owner + "."))
+    return False
+
+
+def sources() -> list[Path]:
+    return sorted(SRC.rglob("*.py"))
+
+
+def test_every_part_is_in_the_layer_list_once():
+    order = [p for layer in layers(DOC.read_text()) for p in layer]
+    found = {part(module_name(path)) for path in sources()}
+    assert sorted(order) == sorted(set(order)), "a part is listed twice"
+    assert found <= set(order), f"parts missing from docs/harness.md#layers: {sorted(found - set(order))}"
+
+
+def test_imports_point_down_the_layers():
+    rank = {p: i for i, layer in enumerate(layers(DOC.read_text())) for p in layer}
+    wrong = []
+    for path in sources():
+        importer = module_name(path)
+        for line, imported in imports(path):
+            a, b = part(importer), part(imported)
+            if a != b and rank[b] >= rank[a]:
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: {importer} ({a}) imports {imported} ({b})")
+    assert not wrong, "imports up or across the layers (docs/harness.md#layers):\n" + "\n".join(wrong)
+
+
+def test_no_part_imports_another_parts_private_module():
+    found = set()
+    wrong = []
+    for path in sources():
+        importer = module_name(path)
+        for line, imported in imports(path):
+            if private_of_another_part(importer, imported):
+                found.add((importer, imported))
+                if (importer, imported) not in PRIVATE_ALLOWED:
+                    wrong.append(f"{path.relative_to(ROOT)}:{line}: {importer} imports {imported}")
+    assert not wrong, "imports of another part's private module:\n" + "\n".join(wrong)
+    stale = PRIVATE_ALLOWED - found
+    assert not stale, f"allowed private imports that no longer exist; remove them from PRIVATE_ALLOWED: {sorted(stale)}"
+
+
+@pytest.mark.parametrize(("source", "bad"), [
+    ("from dpstream.harness.timing import x\n", "up"),
+    ("def f():\n    from dpstream.harness import config\n", "up"),
+    ("from ..plots import names\n", "up"),
+    ("from dpstream.heavy_hitters import LazyHH\n", None),
+    ("from dpstream.svt._kernels import RELEASE_SAME\n", "private"),
+    ("from dpstream.svt import _kernels\n", "private"),
+    ("from dpstream.audit import _probe\n", None),
+])
+def test_the_checks_see_a_bad_import(source, bad):
+    """A module of a lower part (audit) importing upwards or a private module is caught, also inside a function."""
+    rank = {p: i for i, layer in enumerate(layers(DOC.read_text())) for p in layer}
+    found = [m for _, m in imports(SRC / "audit" / "probe.py", source)]
+    up = [m for m in found if part(m) != "audit" and rank[part(m)] >= rank["audit"]]
+    private = [m for m in found if private_of_another_part("dpstream.audit.probe", m)]
+    assert bool(up) == (bad == "up") and bool(private) == (bad == "private"), found
