@@ -109,21 +109,12 @@ def own_privacy(mechanism: Any) -> Any:
 
 
 def node_noise_version(mechanism: dict[str, Any]) -> dict[str, str]:
-    """Code versions of the node noise of a mechanism config (entries of its store key; empty for most).
+    """Code versions of the node noise of a mechanism config: ``dpstream.counters.node_noise_version``.
 
-    Derived node noise is a function of the code's normal transform (``counters.philox.NODE_NORMAL``); exact discrete
-    node noise of the sampler (``secure.samplers.EXACT_SAMPLER``; ``discrete_secure_ct`` has its own table sampler).
+    Resolved by path when called, as the shipped descriptor modules are (``SHIPPED``): the counters sit above this
+    module in the layers (``docs/harness.md#layers``).
     """
-    noise = mechanism.get("node_noise")
-    if noise == "derived":
-        from dpstream.counters.philox import NODE_NORMAL
-
-        return {"node_normal": NODE_NORMAL}
-    if noise in ("discrete_secure", "discrete_secure_ahead", "discrete_secure_stored"):
-        from dpstream.secure.samplers import EXACT_SAMPLER
-
-        return {"exact_sampler": EXACT_SAMPLER}
-    return {}
+    return resolve("dpstream.counters:node_noise_version")(mechanism)
 
 
 def resolve(path: str) -> Any:

@@ -16,6 +16,7 @@ register.
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from dpstream.counters.base import Counter
 from dpstream.counters.binary import DerivedBinary, StoredBinary, popcount
@@ -27,6 +28,7 @@ from dpstream.counters.honaker import HonakerTree
 from dpstream.counters.hybrid import HybridDerived
 from dpstream.counters.laplace_tree import LaplaceTree
 from dpstream.counters.normalised import NormalisedSqrt
+from dpstream.counters.philox import NODE_NORMAL
 from dpstream.counters.smooth import SmoothDerived, SmoothDiscreteSecure, SmoothStored
 from dpstream.counters.toeplitz import (
     BandedSqrt4,
@@ -38,6 +40,7 @@ from dpstream.counters.toeplitz import (
     banded_sqrt,
 )
 from dpstream.counters.unbounded import DerivedUnbounded, UnboundedFactorisation
+from dpstream.secure.samplers import EXACT_SAMPLER
 
 COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("binary", "stored"): StoredBinary,
@@ -105,8 +108,22 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
     return COUNTERS[counter, node_noise]
 
 
+def node_noise_version(mechanism: dict[str, Any]) -> dict[str, str]:
+    """Code versions of the node noise of a mechanism config (entries of its store key; empty for most).
+
+    Derived node noise is a function of the code's normal transform (``counters.philox.NODE_NORMAL``); exact discrete
+    node noise of the sampler (``secure.samplers.EXACT_SAMPLER``; ``discrete_secure_ct`` has its own table sampler).
+    """
+    noise = mechanism.get("node_noise")
+    if noise == "derived":
+        return {"node_normal": NODE_NORMAL}
+    if noise in ("discrete_secure", "discrete_secure_ahead", "discrete_secure_stored"):
+        return {"exact_sampler": EXACT_SAMPLER}
+    return {}
+
+
 __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "AheadDiscreteBinary", "BLTCounter",
            "ConstantTimeDiscreteBinary", "Counter", "DerivedBLT", "DerivedBinary", "DiscreteSecureBinary",
            "HonakerDiscreteSecure", "HonakerTree", "HybridDerived", "LaplaceTree", "NormalisedSqrt", "SmoothDerived",
            "SmoothDiscreteSecure", "SmoothStored", "SqrtFactorisation", "StoredBinary", "StoredDiscreteSecureBinary",
-           "UnboundedFactorisation", "banded_sqrt", "counter_class", "popcount"]
+           "UnboundedFactorisation", "banded_sqrt", "counter_class", "node_noise_version", "popcount"]
