@@ -49,6 +49,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--noise", choices=NODE_NOISE, default=NODE_NOISE[0],
                    help="node noise (default discrete_secure_ahead: exact, keyed from the OS, deployable)")
     p.add_argument("--seed", type=int, default=None, help="seeded noise for tests: NOT deployable")
+    p.add_argument("--host-cap", type=int, default=None, metavar="N",
+                   help="count at most N packets a host (item) per epoch, for a host-level guarantee (default off)")
     p.add_argument("--ipv6", choices=("skip", "key"), default="skip", help="IPv6 packets of a capture")
     p.add_argument("--skip", choices=("released", "none"), default="released",
                    help="a file or folder source: skip the items already released by earlier runs (default)")
@@ -68,7 +70,8 @@ def config_of(args: argparse.Namespace) -> WatchConfig:
     horizon = args.horizon if args.horizon is not None else round_up(3600 * args.rate, every)
     return WatchConfig(k=args.k, k_tilde=args.k_tilde, epsilon=args.epsilon, delta=args.delta,
                        beta=args.delta / 2 if args.beta is None else args.beta, every=every, horizon=horizon,
-                       node_noise=args.noise, hash_family="multiply_shift", seed=args.seed)
+                       node_noise=args.noise, hash_family="multiply_shift", seed=args.seed,
+                       host_cap=args.host_cap)
 
 
 def share_text(config: WatchConfig, rate: float, seconds: float) -> str:
@@ -91,6 +94,10 @@ def announce(watcher: EpochWatcher, rate: float, resumed: int) -> None:
     p = watcher.privacy
     say(f"privacy: ({p['epsilon']:g}, {p['delta']:.3g})-DP per packet over the whole run ({p['over_epochs']}); "
         f"{p['not_covered']}", file=sys.stderr)
+    if "host" in p:
+        h = p["host"]
+        say(f"host cap {h['cap']}: ({h['epsilon_per_epoch']:g}, {h['delta_per_epoch']:.3g})-DP per host per epoch "
+            f"({h['relation']}); {h['over_epochs']}; {p['packet_under_cap']}", file=sys.stderr)
     if watcher.deployable is not True:
         say(f"warning: {watcher.deployable}: for tests only, never for real traffic", file=sys.stderr)
     sys.stderr.flush()

@@ -24,6 +24,15 @@ so a release carries its step) a neighbour differs in one epoch only. That epoch
 their own identical items. So every release of every epoch together is (eps, delta~)-DP: parallel composition.
 A group of n items (a host's n packets) is covered only by group privacy, (n eps, n e^((n-1) eps) delta~) when its
 items lie in one epoch, and its budgets add up over the epochs it sends in.
+
+Host cap (``WatchConfig.host_cap`` = N, off by default; ``_host_cap``): a host's packets beyond its N-th in an epoch
+are replaced by a placeholder key that no release reports. Removing one host from an epoch (its packets replaced by
+the placeholder at the same positions: the packet count and timing stay public) then changes at most N packets of
+the capped stream, so that epoch's releases are (N eps, delta~ sum_{i<N} e^(i eps))-DP for the host (``group``,
+at most (N eps, N e^((N-1) eps) delta~)), and a host present in E epochs has E times that (basic composition).
+The cap costs the packet-level statement: replacing one packet's source also moves which packets of its old and its
+new host fall past the cap, at most 3 capped packets in all, so one packet is (3 eps, delta~ (1 + e^eps +
+e^(2 eps)))-DP while the cap is on.
 """
 
 from __future__ import annotations
@@ -41,8 +50,10 @@ from typing import Any
 import numpy as np
 
 from dpstream.data.cache import _write_atomically
+from dpstream.heavy_hitters._host_cap import PLACEHOLDER, HostCap
 from dpstream.heavy_hitters.lazy_hh import LazyHH
 from dpstream.heavy_hitters.thresholds import noise_term, thresholds
+from dpstream.privacy.composition import group
 from dpstream.privacy.heavy_hitters import lazy_hh_depth
 from dpstream.privacy.statement import Privacy
 
@@ -70,6 +81,7 @@ class WatchConfig:
     node_noise: str = "discrete_secure_ahead"
     hash_family: str = "multiply_shift"
     seed: int | None = None
+    host_cap: int | None = None
 
     def __post_init__(self) -> None:
         """Check the release period and the first horizon against k~ (LazyHH checks the rest)."""
@@ -78,6 +90,10 @@ class WatchConfig:
         if self.k_tilde < 1 or self.every < 1 or self.every % self.k_tilde:
             raise ValueError(f"every must be a positive multiple of k_tilde = {self.k_tilde} (a release is an "
                              f"output step of LazyHH), got {self.every!r}")
+        if self.host_cap is not None and (isinstance(self.host_cap, bool) or not isinstance(self.host_cap, int)
+                                          or self.host_cap < 1):
+            raise ValueError(f"host_cap must be a positive number of packets a host per epoch (or off), got "
+                             f"{self.host_cap!r}")
         if self.horizon % self.every or self.horizon > MAX_HORIZON:
             raise ValueError(f"horizon must be a multiple of every = {self.every} (an epoch ends on a release) and "
                              f"at most {MAX_HORIZON}, got {self.horizon!r}")
@@ -102,17 +118,24 @@ class WatchConfig:
         return tracker
 
 
-def statement(privacy: Privacy) -> dict[str, Any]:
+PACKET_MOVES = 3
+"""Capped packets one replaced packet changes while the host cap is on: its own, and the first packet past the cap
+of its old host and of its new host."""
+
+
+def statement(privacy: Privacy, host_cap: int | None = None) -> dict[str, Any]:
     """The privacy statement every release line carries: an epoch's LazyHH ``privacy``, for the whole run.
 
     Every epoch has the same (epsilon, delta~) (LazyHH's does not depend on its horizon), and the epochs compose in
-    parallel (module docstring).
+    parallel (module docstring). With a ``host_cap`` N, the per-packet numbers are those of a group of
+    ``PACKET_MOVES`` and a ``host`` entry states the host-level guarantee of a group of N per epoch (``group``).
     """
-    return {
+    packet = privacy if host_cap is None else group(privacy, PACKET_MOVES)
+    out: dict[str, Any] = {
         "relation": "replace one packet (event level): neighbouring streams differ in one packet's source, "
                     "lengths equal and public",
-        "epsilon": privacy.epsilon,
-        "delta": privacy.delta,
+        "epsilon": packet.epsilon,
+        "delta": packet.delta,
         "over_epochs": "parallel composition: each packet lies in exactly one epoch, so all releases of all epochs "
                        "together are (epsilon, delta)-DP",
         "notion": privacy.notion,
@@ -120,6 +143,24 @@ def statement(privacy: Privacy) -> dict[str, Any]:
                        "covered only by (n epsilon, n e^((n-1) epsilon) delta), and its budget adds up over the "
                        "epochs it sends in",
     }
+    if host_cap is not None:
+        host = group(privacy, host_cap)
+        out["packet_under_cap"] = (f"the host cap moves at most {PACKET_MOVES} capped packets per replaced packet, "
+                                   f"so a packet is a group of {PACKET_MOVES}: epsilon = {PACKET_MOVES} x "
+                                   f"{privacy.epsilon:g}")
+        out["host"] = {
+            "cap": host_cap,
+            "relation": f"one host's packets in one epoch removed (replaced by a placeholder at the same positions: "
+                        f"packet count and timing public); at most {host_cap} of them are counted, a group of "
+                        f"{host_cap}",
+            "epsilon_per_epoch": host.epsilon,
+            "delta_per_epoch": host.delta,
+            "over_epochs": "basic composition: a host present in E epochs is (E epsilon_per_epoch, "
+                           "E delta_per_epoch)-DP",
+        }
+        out["not_covered"] = (f"a host's packets past its {host_cap}-th in an epoch are not counted; the host "
+                              "guarantee is per epoch and adds up over the epochs the host sends in")
+    return out
 
 
 def reportable_share(config: WatchConfig, items: int) -> float:
@@ -244,7 +285,7 @@ class EpochWatcher:
         self.clock = clock
         self._held = np.empty(0, dtype=np.int64)
         self._open_epoch()
-        self.privacy = statement(self.tracker.privacy)
+        self.privacy = statement(self.tracker.privacy, config.host_cap)
         self.deployable: bool | str = True if self.tracker.deployable else (
             f"not deployable: {'seeded (--seed)' if config.seed is not None else config.node_noise + ' noise'}")
 
@@ -256,6 +297,7 @@ class EpochWatcher:
     def _open_epoch(self) -> None:
         index = len(self.ledger.epochs)
         self.tracker = self.config.lazy_hh(index)
+        self.host_cap = None if self.config.host_cap is None else HostCap(self.config.host_cap)
         self._past = self._past_estimates()
         if self._past:
             keys = np.fromiter(self._past, dtype=np.int64, count=len(self._past))
@@ -295,8 +337,8 @@ class EpochWatcher:
         while pos < keys.size:
             t = self.tracker.t
             take = keys[pos:pos + every - t % every]
-            self.tracker.extend(take)
             pos += take.size
+            self.tracker.extend(take if self.host_cap is None else self.host_cap.apply(take))
             if self.tracker.t % every == 0:
                 self._release()
                 if self.tracker.t == self.tracker.horizon:
@@ -304,6 +346,9 @@ class EpochWatcher:
 
     def _release(self) -> None:
         out = self.tracker.estimate()
+        if self.host_cap is not None:
+            real = out.items != PLACEHOLDER
+            out = out._replace(items=out.items[real], estimates=out.estimates[real])
         record = self.epoch
         record.released = self.tracker.t
         record.items = [[int(k), float(v)] for k, v in zip(out.items, out.estimates, strict=True)]

@@ -49,3 +49,20 @@ def compose_advanced(step: Privacy, k: int, delta_hat: float) -> Privacy:
     epsilon = composed_epsilon(step.epsilon, k, delta_hat)
     delta = k * step.delta + delta_hat
     return Privacy(epsilon, delta, first.relation, _notion([step], delta))
+
+
+def group(statement: Privacy, n: int) -> Privacy:
+    """Group privacy: neighbours ``n`` steps apart under ``statement``'s relation.
+
+    (n eps, delta (1 + e^eps + ... + e^((n-1) eps))), at most (n eps, n e^((n-1) eps) delta): each step of the chain
+    of n neighbours adds its delta, multiplied by e^eps per step already taken (Dwork and Roth, "The algorithmic
+    foundations of differential privacy", Thm 2.2, with delta). Raises ``ValueError`` when the delta reaches 1.
+    """
+    if n < 1:
+        raise ValueError(f"a group has at least one member, got n={n!r}")
+    delta = statement.delta * math.fsum(math.exp(i * statement.epsilon) for i in range(n))
+    if delta >= 1.0:
+        raise ValueError(f"a group of {n} under ({statement.epsilon:g}, {statement.delta:g}) has delta {delta:.3g} "
+                         ">= 1: no guarantee; allowed: a smaller group")
+    return Privacy(n * statement.epsilon, delta, statement.relation, statement.notion, None, None,
+                   statement.sampler_delta * (delta / statement.delta) if statement.delta else 0.0)
