@@ -123,3 +123,29 @@ def test_host_cap_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "no guarantee" in capsys.readouterr().err
     assert main([str(source), *small, "--host-cap", "0", "--state", str(tmp_path / "u.json")]) == 2
     assert "host_cap must be a positive" in capsys.readouterr().err
+
+
+def test_the_cap_is_stable_as_the_statement_assumes() -> None:
+    """One replaced packet changes at most 3 capped packets; one host removed changes at most N.
+
+    Exhaustive over every position of 200 random short streams with few hosts, so caps bind often.
+    """
+    rng = np.random.default_rng(5)
+    worst_packet = worst_host = 0
+    for _ in range(200):
+        cap = int(rng.integers(1, 4))
+        keys = rng.integers(0, 4, 24)
+        capped = HostCap(cap).apply(keys)
+        for i in range(keys.size):
+            for other in range(5):
+                changed = keys.copy()
+                changed[i] = other
+                worst_packet = max(worst_packet, int((HostCap(cap).apply(changed) != capped).sum()))
+        for host in range(4):  # the host's packets replaced by placeholders, which no host's count sees
+            neighbour = HostCap(cap).apply(np.where(keys == host, 1000 + np.arange(keys.size), keys))
+            neighbour[keys == host] = PLACEHOLDER
+            diff = int((neighbour != capped).sum())
+            assert diff == min(int((keys == host).sum()), cap)  # its counted packets, and nothing of other hosts
+            worst_host = max(worst_host, diff)
+    assert worst_packet == PACKET_MOVES  # reached, never passed
+    assert worst_host == 3  # a host with 3 counted packets

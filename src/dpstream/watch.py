@@ -3,6 +3,7 @@
     tcpdump -i eth0 -w - -U | dpstream watch -          # pcap on stdin, releases on stdout
     dpstream watch /var/log/caps/ --follow               # a folder of rotated captures, followed
     dpstream watch flows.csv --column 2                  # a text / CSV line stream (integers or IPv4 addresses)
+    dpstream watch - --host-cap 5                        # at most 5 packets a host per epoch: host-level too
 
 LazyHH (Holland, Alg. 6) in epochs (``heavy_hitters.epochs``): a fresh key from the operating system and fresh
 counters per epoch, the horizon doubling from one epoch to the next, a new epoch at every start. Only the
