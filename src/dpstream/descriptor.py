@@ -212,6 +212,14 @@ def noise_version(mechanism: dict[str, Any]) -> dict[str, str]:
     return (found.noise_version if found is not None else node_noise_version)(mechanism)
 
 
-def labels(*names: str) -> dict[str, str]:
+class Labels(dict[str, str]):
+    """Name -> label of descriptors: display text only.
+
+    A table of this type is not decision code: a claims rule's hash (``dpstream.claims.registration.rule_hash``)
+    skips it, so renaming a label moves no rule hash.
+    """
+
+
+def labels(*names: str) -> Labels:
     """Name -> label of the descriptors ``names``."""
-    return {name: descriptor(name).label for name in names}
+    return Labels({name: descriptor(name).label for name in names})

@@ -59,7 +59,7 @@ def test_memory_claims_confirm_and_refute():
     verdicts(bad)
     assert only(bad, "at 24 KB") == "not confirmed"
     assert only(bad, "Honaker's estimates") == "not confirmed"
-    assert only(bad, "LazyCMS derived updates") == "not confirmed"
+    assert only(bad, f"{beyond.NAMES['lazycms_derived']} updates") == "not confirmed"
     assert only(bad, "derived node noise (Lazy)") == "confirmed"  # 0.5 < 1.0 still
 
 
@@ -68,7 +68,7 @@ def test_memory_claims_are_inconclusive_when_the_data_straddle():
     claims = beyond.memory_claims(memory_table(best=0.1, derived_speed=0.5, honaker=1.0, jitter=0.05), {})
     assert only(claims, "at 24 KB") == "inconclusive"
     assert only(claims, "Honaker's estimates") == "inconclusive"
-    assert only(claims, "LazyCMS derived updates") == "inconclusive"
+    assert only(claims, f"{beyond.NAMES['lazycms_derived']} updates") == "inconclusive"
 
 
 def test_memory_claims_need_three_trials():

@@ -137,6 +137,38 @@ def test_the_rule_hash_covers_code_and_parameters_not_the_display_text():
     assert rule_hash(claims_function("fig4c"), entry) != entry["rule_hash"]  # another function's code
 
 
+def _hashes() -> dict[str, str]:
+    """Every registered claim's rule hash, computed afresh from the current code."""
+    import dpstream.claims.registration as reg
+
+    reg._function_code.cache_clear()
+    return {c["id"]: rule_hash(claims_function(c["experiment"]), c) for c in ENTRIES}
+
+
+def test_a_label_is_display_text_and_moves_no_rule_hash_but_a_threshold_does(monkeypatch):
+    import dpstream.claims.beyond as beyond
+    import dpstream.claims.heavy_hitters as hh
+    import dpstream.claims.sketch as sketch
+    import dpstream.descriptor as descriptor
+
+    before = _hashes()
+    # relabel every mechanism the claims name, and re-derive their tables from the descriptors
+    for word in ("cms", "lazycms", "punctualcms", "lazyhh", "cms_heap", "derived", "analytic"):
+        monkeypatch.setitem(descriptor.WORDS, word, descriptor.WORDS[word] + " (relabelled)")
+    for module in (sketch, beyond, hh):
+        relabelled = descriptor.labels(*module.NAMES)
+        assert relabelled != module.NAMES
+        monkeypatch.setattr(module, "NAMES", relabelled)
+    assert _hashes() == before
+    # a decision threshold is decision code: the rules reaching it move, the others do not
+    monkeypatch.setattr(sketch, "FLAT_TIME", sketch.FLAT_TIME * 2)
+    after = _hashes()
+    moved = {i for i in before if after[i] != before[i]}
+    assert moved and all(i.startswith("fig3") for i in moved)
+    monkeypatch.undo()
+    assert _hashes() == before
+
+
 def test_a_trial_row_records_commit_time_and_registration_hash():
     row = provenance()
     assert tuple(row) == PROVENANCE and row["prereg_hash"] == registration_hash() and len(row["commit"]) >= 7

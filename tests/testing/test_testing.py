@@ -39,7 +39,7 @@ def test_noise_at_0_7_of_its_stated_scale_fails_naming_the_formula():
 
 def test_sensitivity_understated_on_a_hash_collision_fails_naming_the_colliding_keys(monkeypatch):
     lazy_cs = registered()["lazycs"]
-    case = replace(lazy_cs, sensitivity=(REGISTRY["LazyCS"],))
+    case = replace(lazy_cs, sensitivity=(REGISTRY["lazycs"],))
     check_mechanism(case, only=("sensitivity",))
     # Count Sketch cells calibrated with Count-Min's m = 2d: a key pair colliding with opposite signs moves one
     # cell by 2, squared L2 change 4 per row, so the worst change is sqrt(2) x the assumed one

@@ -18,6 +18,10 @@
 The assumed sensitivity is read from each mechanism's calibrated noise (a GaussBM's sigma through
 ``calibration.gaussian_l2_sensitivity``; a Laplace scale times the epsilon it was calibrated for) or from
 the calibration module's named constant the scales are built on.
+
+A case whose mechanism options are those of a config is registered under the config's name (``lazycms``,
+``punctualcms_derived_analytic``, ``lazyhh``); the others under their class and what they vary (``LazyCS_d3_w8``,
+``GaussBM_honaker``).
 """
 
 from __future__ import annotations
@@ -426,15 +430,15 @@ def sketch_case(cls: type[SketchCore], **overrides: Any) -> SketchCase:
 
 
 for _cls in (PunctualCMS, PunctualCS, LazyCMS, LazyCS):
-    register(_cls.__name__)(partial(sketch_case, _cls))
+    register(_cls.__name__.lower())(partial(sketch_case, _cls))  # the config of the class defaults
 register("LazyCS_d3_w8")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024))
 register("PunctualCS_d3_w3")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64))
 BEYOND = {"node_noise": "derived", "calibration": "analytic", "hash_family": "multiply_shift"}
 register("LazyCS_beyond")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024, **BEYOND))
-register("PunctualCMS_beyond")(lambda: sketch_case(PunctualCMS, **BEYOND))
+register("punctualcms_derived_analytic")(lambda: sketch_case(PunctualCMS, **BEYOND))
 register("LazyCS_honaker")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=512, counter="honaker"))
 register("PunctualCS_blt")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=64, counter="blt"))
-register("LazyCMS_blt_analytic")(lambda: sketch_case(LazyCMS, counter="blt", calibration="analytic"))
+register("lazycms_blt_analytic")(lambda: sketch_case(LazyCMS, counter="blt", calibration="analytic"))
 register("LazyCMS_blt_derived")(lambda: sketch_case(LazyCMS, depth=3, width=8, horizon=1024, counter="blt", **BEYOND))
 register("LazyCS_discrete_secure")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=1024,
                                                     node_noise="discrete_secure"))
@@ -530,7 +534,7 @@ def _gauss_bm_discrete_secure_ct() -> SensitivityCase:
     return GaussBMCase("GaussBM (constant-time discrete Gaussian node noise)", bm)
 
 
-@register("LazyHH")
+@register("lazyhh")
 def _lazy_hh() -> SensitivityCase:
     hh = LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0)
     return SketchCase("LazyHH (its LazyCMS; the tracker adds no other noise)", hh.sketch, 256, mechanism=hh)
@@ -559,7 +563,7 @@ register("LazyHH_smooth_discrete_secure")(lambda: SketchCase(
     "LazyHH, smooth binary mechanism, exact discrete Gaussian noise (its LazyCMS)",
     (hh := LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0, counter="smooth",
                   node_noise="discrete_secure")).sketch, 256, mechanism=hh))
-register("LazyHH_discrete_secure_ahead")(lambda: _lazy_hh_discrete("discrete_secure_ahead",
+register("lazyhh_discrete_secure_ahead")(lambda: _lazy_hh_discrete("discrete_secure_ahead",
                                                                    "exact discrete Gaussian noise, blocks kept ahead"))
 
 
@@ -576,7 +580,7 @@ def _gauss_bm_honaker_discrete_secure_stored() -> SensitivityCase:
     return GaussBMCase("GaussBM (Honaker over exact discrete Gaussian node noise)", bm)
 
 
-@register("PunctualHH")
+@register("punctual_hh")
 def _punctual_hh() -> SensitivityCase:
     hh = PunctualHH(k=2, universe_size=200, epsilon=1.0, delta=1e-3, horizon=128, width=4, depth=2, seed=0)
     return SketchCase("PunctualHH (its PunctualCMS)", hh.sketch, 128, mechanism=hh)

@@ -25,23 +25,14 @@ from dpstream.claims.core import (
     trial_values,
     verdict_of,
 )
+from dpstream.descriptor import labels
 
-NAMES = {
-    "cms": "CMS", "cms_ms": "CMS (multiply-shift)", "lazycms": "LazyCMS (paper)", "punctualcms": "PunctualCMS (paper)",
-    "lazycms_analytic": "LazyCMS analytic", "lazycms_derived": "LazyCMS derived",
-    "punctualcms_derived": "PunctualCMS derived", "lazycms_honaker": "LazyCMS Honaker", "lazycms_blt": "LazyCMS BLT",
-    "lazycms_derived_analytic": "LazyCMS derived analytic", "punctualcms_derived_analytic":
-    "PunctualCMS derived analytic", "lazycms_blt_analytic": "LazyCMS BLT analytic",
-    "lazycms_discrete_secure": "LazyCMS exact discrete (ChaCha20)",
-    "lazycms_discrete_secure_ct": "LazyCMS exact discrete, constant time (ChaCha20)",
-    "lazycms_blt_derived_analytic": "LazyCMS BLT derived analytic",
-    "lazycms_derived_analytic_trimmed": "LazyCMS derived analytic, trimmed mean",
-    "lazycms_blt_derived_analytic_trimmed": "LazyCMS BLT derived analytic, trimmed mean",
-}
 PAPER = ("lazycms", "punctualcms")
 NEW = ("lazycms_analytic", "lazycms_derived", "punctualcms_derived", "lazycms_honaker", "lazycms_blt",
        "lazycms_derived_analytic", "punctualcms_derived_analytic", "lazycms_blt_analytic",
        "lazycms_blt_derived_analytic", "lazycms_derived_analytic_trimmed", "lazycms_blt_derived_analytic_trimmed")
+SECURE = ("lazycms_discrete_secure", "lazycms_discrete_secure_ct")
+NAMES = labels("cms", "cms_ms", *PAPER, *NEW, *SECURE)
 TARGET_KB = 24
 TARGET_RATIO = 0.1
 """Issue target: at 24 KB the best private configuration's ARE <= 0.1x the paper's LazyCMS."""

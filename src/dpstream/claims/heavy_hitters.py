@@ -38,8 +38,9 @@ from dpstream.claims.core import (
     trial_values,
     verdict_of,
 )
+from dpstream.descriptor import labels
 
-NAMES = {"lazyhh": "LazyHH", "cms_heap": "CMS + heap"}
+NAMES = labels("lazyhh", "cms_heap")
 K_TILDE = "mechanism.k_tilde"
 PAPER_ARE, ARE_FACTOR = 0.05, 2.0  # "an ARE of approximately 0.05" at 80 KB (k~ = 4k): within a factor 2
 PAPER_US = 14.0  # "around (amortized) 14 microseconds per stream arrival" (C++, laptop)

@@ -11,7 +11,9 @@ Two hashes tie verdicts to it:
 - ``rule_hash``: a rule's decision code and parameters: the source of the experiment's claims function and of every
   function and constant of ``dpstream.claims`` it reaches (docstrings and comments dropped; names resolved through the
   module globals), plus the registered rule parameters, alpha and budget. Rule texts a function formats are part of its
-  code, so editing one re-flags the rule (conservative); the display text of the claim in the registration is not.
+  code, so editing one re-flags the rule (conservative); the display text of the claim in the registration is not,
+  nor are tables of mechanism labels (``dpstream.descriptor.Labels``, derived from the descriptors): a label is
+  display text, and rows are selected by config name.
 - ``registration_hash``: the registration file's bytes. Every trial row records it (``provenance``), with the commit and
   the time. A verdict counts only from rows run under the registered hash on the new master seeds (``FIRST_NEW_SEED``
   and up); rows of seeds 0-2 and rows run under another registration are history (``registered_rows``).
@@ -32,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from dpstream.descriptor import Labels
 
 ROOT = Path(__file__).resolve().parents[3]
 REGISTRATION = ROOT / "results" / "preregistration.yaml"
@@ -90,7 +94,10 @@ def _code(obj: Any) -> str:
 
 
 def _closure(fn: types.FunctionType) -> dict[str, str]:
-    """Every function and constant of ``dpstream.claims`` reached from ``fn``'s names: qualified name -> code."""
+    """Every function and constant of ``dpstream.claims`` reached from ``fn``'s names: qualified name -> code.
+
+    Tables of labels (``dpstream.descriptor.Labels``) are display text and left out.
+    """
     seen: dict[str, str] = {}
     todo: list[types.FunctionType] = [fn]
     while todo:
@@ -105,6 +112,8 @@ def _closure(fn: types.FunctionType) -> dict[str, str]:
         for name in sorted(names):
             value = f.__globals__.get(name)
             module = getattr(value, "__module__", "") or ""
+            if isinstance(value, Labels):
+                continue  # display text, not decision code
             if isinstance(value, types.FunctionType) and module.startswith("dpstream.claims"):
                 todo.append(value)
             elif isinstance(value, str | int | float | tuple | dict | frozenset) and not isinstance(value, bool) \

@@ -33,12 +33,12 @@ from dpstream.claims.core import (
     verdict_of,
 )
 from dpstream.claims.decide import Evidence
+from dpstream.descriptor import labels
 
-NAMES = {"cms": "CMS", "cs": "CS", "lazycms": "LazyCMS", "lazycs": "LazyCS",
-         "punctualcms": "PunctualCMS", "punctualcs": "PunctualCS"}
 NON_PRIVATE = ("cms", "cs")
 PRIVATE = ("lazycms", "lazycs", "punctualcms", "punctualcs")
 ALL = NON_PRIVATE + PRIVATE
+NAMES = labels(*ALL)
 
 PAPER_FIG3_KB = (24,)
 """The only Figure 3 memory the seed names (Sec. 6.4: widths 2000 / 55 / 33 at 24 KB, to explain widths); the

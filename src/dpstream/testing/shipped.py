@@ -308,16 +308,16 @@ SPECS = [
                   expected_delta=lambda c: final_delta(c["epsilon"], c["delta"]),  # the tracker's overall delta~
                   noise_tests=("tests/heavy_hitters/test_heavy_hitters.py::test_lazy_cms_noise_matches_the_sigma_gamma_is_derived_"
                                "from",),
-                  sensitivity=_named("LazyHH", "LazyHH_derived", "LazyHH_smooth_discrete_secure", "LazyHH_sqrt")),
+                  sensitivity=_named("lazyhh", "LazyHH_derived", "LazyHH_smooth_discrete_secure", "LazyHH_sqrt")),
     MechanismSpec("punctual_hh", PunctualHH, lambda: {"k": 2, "universe_size": 64, "epsilon": 1.0, "delta": 1e-3,
                                                      "horizon": 512, "width": 8, "depth": 2}, _tracker,
                   noise_tests=("tests/sketches/test_sketches.py::test_cell_noise_variance_matches_popcount_sigma2",),
-                  sensitivity=_named("PunctualHH")),
+                  sensitivity=_named("punctual_hh")),
     MechanismSpec("cms_heap", CMSHeap, lambda: {"k": 2, "horizon": 512, "width": 8, "depth": 2}, _tracker, None),
     *(MechanismSpec(cls.__name__.lower(), cls, lambda: dict(SKETCH), sketch_output,
                     noise_tests=("tests/sketches/test_sketches.py::test_cell_noise_variance_matches_popcount_sigma2",
                                  "tests/sketches/test_sketches.py::test_query_row_noise_matches_its_variance"),
-                    sensitivity=_named(*(n for n in REGISTRY if n.split("_")[0] == cls.__name__)))
+                    sensitivity=_named(*(n for n in REGISTRY if n.split("_")[0].lower() == cls.__name__.lower())))
       for cls in (LazyCMS, LazyCS, PunctualCMS, PunctualCS)),
     *(MechanismSpec(cls.__name__.lower(), cls, lambda: {"width": 8, "depth": 2, "horizon": 512}, sketch_output, None)
       for cls in (CMS, CS)),
