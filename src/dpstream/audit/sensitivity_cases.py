@@ -31,8 +31,7 @@ from typing import Any
 import numpy as np
 
 from dpstream.audit.sensitivity import Neighbours, Sensitivity, SensitivityCase, register
-from dpstream.counters import Counter, LaplaceTree
-from dpstream.counters._discrete_noise import DiscreteNoise
+from dpstream.counters import Counter, DiscreteNoise, LaplaceTree
 from dpstream.counters.discrete import DiscreteSecureBinary
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.hashing import bucket_many

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 
+from dpstream.counters._discrete_noise import DiscreteNoise
 from dpstream.counters.base import Counter
 from dpstream.counters.binary import DerivedBinary, StoredBinary, popcount
 from dpstream.counters.blt import BLTCounter
@@ -100,7 +101,7 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
 
 
 __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "AheadDiscreteBinary", "BLTCounter",
-           "ConstantTimeDiscreteBinary", "Counter", "DerivedBLT", "DerivedBinary", "DiscreteSecureBinary",
-           "HonakerDiscreteSecure", "HonakerTree", "HybridDerived", "LaplaceTree", "SmoothDerived",
-           "SmoothDiscreteSecure", "SmoothStored", "SqrtFactorisation", "StoredBinary", "StoredDiscreteSecureBinary",
-           "banded_sqrt", "counter_class", "popcount"]
+           "ConstantTimeDiscreteBinary", "Counter", "DerivedBLT", "DerivedBinary", "DiscreteNoise",
+           "DiscreteSecureBinary", "HonakerDiscreteSecure", "HonakerTree", "HybridDerived", "LaplaceTree",
+           "SmoothDerived", "SmoothDiscreteSecure", "SmoothStored", "SqrtFactorisation", "StoredBinary",
+           "StoredDiscreteSecureBinary", "banded_sqrt", "counter_class", "popcount"]

@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from dpstream.counters._derived import release_wanted_cached
-from dpstream.counters._kernels import DERIVED, cell_push, specialise
+from dpstream.counters.kernels import DERIVED, cell_push, release_wanted_cached, specialise
 from dpstream.hashing import _canonical_words, hash_rows
 from dpstream.sketches._kernels import block_keys, hash_keys, lazy_block_derived, query_hashed
 
@@ -158,4 +157,4 @@ def _lazy_hh_run(kind: int, external: Any) -> Callable[..., Any]:
 
 lazy_hh_run = specialise(_lazy_hh_run)
 """``lazy_hh_run(kind)(items, keys, params, pending, t0, period, noise, taus, capacity, candidates, derived_key, scale,
-nodes, cached, *state)`` for the stored and derived binary trees (``counters._kernels``)."""
+nodes, cached, *state)`` for the stored and derived binary trees (``counters.kernels``)."""
