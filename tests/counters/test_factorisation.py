@@ -13,8 +13,8 @@ import pytest
 from dpstream.counters import COUNTERS, LaplaceTree
 from dpstream.counters.factorisation import (
     BLT,
-    BinaryTree,
-    Honaker,
+    Dyadic,
+    HonakerEstimate,
     Hybrid,
     KaryTree,
     Smooth,
@@ -24,8 +24,8 @@ from dpstream.counters.factorisation import (
 
 HORIZONS = (2, 3, 7, 16, 33, 100)
 MAKERS = {
-    "binary": BinaryTree,
-    "honaker": Honaker,
+    "binary": Dyadic,
+    "honaker": HonakerEstimate,
     "laplace-2": lambda t: KaryTree(t, 2),
     "laplace-19": lambda t: KaryTree(t, 19),
     "smooth": Smooth,
@@ -60,9 +60,9 @@ def test_the_hybrid_bound_is_met_once_a_block_closes():
 
 
 def test_a_wrong_row_norm_is_caught():
-    b, _ = BinaryTree(16).matrices()
+    b, _ = Dyadic(16).matrices()
     b[5, np.flatnonzero(b[5])[0]] = 0.0  # drop one node from the release at step 6
-    assert not np.allclose((b**2).sum(axis=1), BinaryTree(16).row_norms_squared(np.arange(1, 17)))
+    assert not np.allclose((b**2).sum(axis=1), Dyadic(16).row_norms_squared(np.arange(1, 17)))
 
 
 @pytest.mark.parametrize("horizon", (5, 64))

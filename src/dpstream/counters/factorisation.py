@@ -11,33 +11,128 @@ factorisation alone gives the two numbers a counter is calibrated and judged by:
   each of m counters moves C x by sqrt(m) (m for L1) times the largest, the ``sensitivity(m)`` the noise is
   calibrated for.
 
-``row_norms_squared`` and ``sensitivity`` are the closed forms the counters use; ``matrices()`` builds B and C
-explicitly (small horizons only) so a test can check the closed forms against them. Tree factorisations index the
-rows of C by the tree's nodes that close by T (each with its own noise), so C is wider than T.
+``row_norms_squared`` and ``sensitivity`` are the closed forms (this module holds them; the counter modules import
+them from here). A counter's ``variance`` is its ``factorisation()``'s row norms times its ``draw_variance``.
+``matrices()`` builds B and C explicitly (small horizons only) so a test can check the closed forms against them.
+Tree factorisations index the rows of C by the tree's nodes that close by T (each with its own noise), so C is
+wider than T.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
 import numpy as np
+from scipy.signal import lfilter
 
 from dpstream.counters import blt_params as blt
 from dpstream.counters._bm_kernels import popcount
 from dpstream.counters._kary_kernels import kary_levels
 from dpstream.counters._smooth_kernels import binomials, release_leaves
 from dpstream.counters.honaker_tree import honaker_level_variances, honaker_variance
-from dpstream.counters.hybrid import hybrid_variance
-from dpstream.counters.laplace_tree import kary_digit_sum
-from dpstream.counters.smooth import smooth_shape, used_nodes
-from dpstream.counters.toeplitz import FULL, column_norm, sqrt_coefficients, unit_variances
 from dpstream.privacy.calibration import gauss_bm_levels
 from dpstream.validation import check_positive_int
 
 MATRIX_LIMIT = 4096
 """The largest horizon ``matrices`` builds B and C for (they are dense, T by the number of noises)."""
+
+
+# -- the closed forms of the factorisations (their counters import them from here) ------------------------------
+MAX_HEIGHT = 62
+"""Tree heights up to 62 keep every leaf index below 2^62 (an int64)."""
+
+
+@functools.cache
+def smooth_shape(horizon: int) -> tuple[int, int]:
+    """(h, k): the tree height and set bits minimising k (h - k) with C(h, k) >= horizon + 1 (ties: smaller h)."""
+    best: tuple[int, int, int] | None = None
+    for h in range(1, MAX_HEIGHT + 1):
+        for k in range(1, h):
+            if math.comb(h, k) >= horizon + 1 and (best is None or k * (h - k) < best[0]):
+                best = (k * (h - k), h, k)
+        if best is not None and (h // 2) ** 2 > best[0] + h:  # every larger h costs more (k (h - k) >= h - 1)
+            break
+    if best is None:
+        raise ValueError(f"horizon={horizon} needs a smooth tree taller than {MAX_HEIGHT} levels")
+    return best[1], best[2]
+
+
+def used_nodes(horizon: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every node a release at steps 1..horizon uses: (level, index, first step using it), in first-use order."""
+    h, k = smooth_shape(horizon)
+    leaves = release_leaves(np.arange(horizon + 1, dtype=np.int64), np.int64(h), np.int64(k), binomials(h))
+    first: dict[tuple[int, int], int] = {}
+    for s in range(1, horizon + 1):
+        t = int(leaves[s])
+        for level in range(h):
+            if (t >> level) & 1:
+                first.setdefault((level, (t >> level) - 1), s)
+    rows = np.array([(lv, ix, s) for (lv, ix), s in first.items()], dtype=np.int64).reshape(-1, 3)
+    return rows[:, 0], rows[:, 1], rows[:, 2]
+
+
+def kary_digit_sum(steps: np.ndarray | int, arity: int) -> np.ndarray:
+    """Sum of the base-k digits of each step: the number of nodes its release sums."""
+    s = np.asarray(steps, dtype=np.int64).copy()
+    total = np.zeros(s.shape, dtype=np.int64)
+    while np.any(s):
+        total += s % arity
+        s //= arity
+    return total
+
+
+def hybrid_variance(steps: np.ndarray | int) -> np.ndarray:
+    """Per unit sigma^2: 2 (j + (j + 1) popcount(u)) at step s >= 1 (j = floor(log2 s), u = s - 2^j + 1), 0 at s = 0."""
+    s = np.asarray(steps, dtype=np.int64)
+    j = np.maximum(np.frexp(np.maximum(s, 1).astype(np.float64))[1].astype(np.int64) - 1, 0)  # exact below 2^53
+    u = s - (np.int64(1) << j) + 1
+    bits = np.bitwise_count(u.astype(np.uint64)).astype(np.float64)
+    return np.where(s > 0, 2.0 * (j + (j + 1) * bits), 0.0)
+
+
+FULL = 2**62
+"""``bands`` of the plain square root: every diagonal of C (min(b, T) = T)."""
+
+
+@functools.cache
+def sqrt_coefficients(length: int) -> np.ndarray:
+    """c_t = binom(2t, t) / 4^t, t = 0..length - 1: the coefficients of (1 - x)^{-1/2} (read-only)."""
+    t = np.arange(1, max(1, length))
+    c = np.concatenate(([1.0], np.cumprod((2 * t - 1) / (2 * t))))[:length]
+    c.flags.writeable = False
+    return c
+
+
+@functools.cache
+def decoder_coefficients(bands: int, horizon: int) -> np.ndarray:
+    """First column d of L = A C^{-1} over ``horizon`` steps for the ``bands``-band square root (read-only).
+
+    d = the coefficients of 1 / ((1 - x) c_b(x)), c_b the square root's first b coefficients; d = c when b >= T.
+    """
+    c = sqrt_coefficients(min(bands, horizon))
+    if bands >= horizon:
+        return c
+    impulse = np.zeros(horizon)
+    impulse[0] = 1.0
+    d = np.cumsum(lfilter([1.0], c, impulse))
+    d.flags.writeable = False
+    return d
+
+
+@functools.cache
+def unit_variances(bands: int, horizon: int) -> np.ndarray:
+    """Var(s) / sigma^2 = ||row s of L||^2 = sum_{t < s} d_t^2 for s = 1..horizon (read-only)."""
+    out = np.cumsum(decoder_coefficients(bands, horizon) ** 2)
+    out.flags.writeable = False
+    return out
+
+
+def column_norm(bands: int, horizon: int) -> float:
+    """The largest column norm of C over ``horizon`` steps (its first column): sqrt(sum_{t < min(b, T)} c_t^2)."""
+    return math.sqrt(float(np.sum(sqrt_coefficients(min(bands, horizon)) ** 2)))
 
 
 class Factorisation(ABC):
@@ -98,7 +193,7 @@ def _tree_matrices(horizon: int, arity: int, levels: int) -> tuple[np.ndarray, n
     return b, c, nodes
 
 
-class BinaryTree(Factorisation):
+class Dyadic(Factorisation):
     """The binary mechanism (Dwork, Naor, Pitassi, Rothblum 2010; Chan, Shi, Song 2011; Holland, Alg. 1).
 
     C: the dyadic nodes closing by T, h = ceil(log2(T + 1)) levels; B: the nodes at the set bits of s. Row norm^2
@@ -126,7 +221,7 @@ class BinaryTree(Factorisation):
         return b, c
 
 
-class Honaker(BinaryTree):
+class HonakerEstimate(Dyadic):
     """Honaker's online estimates on the binary tree ("Efficient use of differentially private binary trees", 2015).
 
     C: every dyadic node (each with its own noise); B: the nodes' inverse-variance weighted estimates, summed at the
@@ -370,7 +465,7 @@ class BLT(Factorisation):
 
 
 FACTORISATIONS: dict[str, type[Factorisation]] = {
-    f.name: f for f in (BinaryTree, Honaker, KaryTree, Smooth, Hybrid, Toeplitz, BLT)}
+    f.name: f for f in (Dyadic, HonakerEstimate, KaryTree, Smooth, Hybrid, Toeplitz, BLT)}
 """Every factorisation by the counter name it serves (``banded*`` counters are ``Toeplitz`` with their bands)."""
 
 
