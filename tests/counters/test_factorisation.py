@@ -7,10 +7,14 @@ noise draw, and its calibration sensitivity the factorisation's. Floats: relativ
 matrices sum in other orders); counter against factorisation: the same closed forms, so 1e-12.
 """
 
+import math
+from typing import NamedTuple
+
 import numpy as np
 import pytest
+from numba import njit
 
-from dpstream.counters import COUNTERS, LaplaceTree
+from dpstream.counters import COUNTERS, Counter, LaplaceTree
 from dpstream.counters.factorisation import (
     BLT,
     Dyadic,
@@ -21,6 +25,8 @@ from dpstream.counters.factorisation import (
     Toeplitz,
     factorisation_of,
 )
+from dpstream.counters.kernels import EXTERNAL
+from dpstream.sketches import LazyCMS
 
 HORIZONS = (2, 3, 7, 16, 33, 100)
 MAKERS = {
@@ -77,3 +83,66 @@ def test_counter_variance_and_sensitivity_come_from_its_factorisation(cls, horiz
         assert counter.l1_sensitivity() == f.sensitivity(2)
     else:
         assert cls.l2_sensitivity(horizon, 2) == pytest.approx(f.sensitivity(2), rel=1e-12)
+
+
+class _OldState(NamedTuple):
+    exact: np.ndarray
+    noisy: np.ndarray
+
+
+@njit(inline="always")
+def _old_push(state, cell, step, c, noise, z):
+    """Input perturbation: each step adds its increment and one fresh noise to a running noisy total."""
+    state[0][0, cell] += c
+    state[1][0, cell] += noise[z]
+    return z + 1
+
+
+class OldStyle(Counter):
+    """A counter written outside the package in the style before factorisations: its own push and variance."""
+
+    name = "old_style"
+    node_noise = "stored"
+    kind = EXTERNAL
+    push_kernel = _old_push
+    tracks_steps = False
+    draws_per_push = 1
+
+    @classmethod
+    def l2_sensitivity(cls, horizon, m):
+        return math.sqrt(m)
+
+    @classmethod
+    def bytes_per_counter(cls, horizon, count_bytes):
+        return count_bytes + 8
+
+    def _allocate(self):
+        self.state = _OldState(np.zeros((1, self.n), dtype=self.count_dtype), np.zeros((1, self.n)))
+
+    def noise_count(self, steps):
+        return int(np.size(steps))
+
+    def release(self, cells, steps):
+        return self.state.exact[0, cells] + self.state.noisy[0, cells]
+
+    def protected(self, increments, steps):
+        return increments.reshape(1, -1)
+
+    def variance(self, steps):
+        return np.asarray(steps) * self._noise_scale**2
+
+
+class NoVariance(OldStyle):
+    variance = Counter.variance
+
+
+def test_an_old_style_counter_still_works_in_a_sketch():
+    counter = OldStyle(n=2, horizon=50, epsilon=1.0, delta=1e-6, seed=1)
+    np.testing.assert_array_equal(counter.variance(np.arange(3)), np.arange(3) * counter.sigma**2)
+    sketch = LazyCMS(width=8, depth=2, epsilon=1.0, delta=1e-6, horizon=400, seed=2, counter=f"{__name__}:OldStyle")
+    stream = np.random.default_rng(3).integers(0, 20, 400)
+    sketch.extend(stream)
+    assert np.all(np.isfinite(sketch.query_many(np.arange(20))))
+    assert np.all(sketch.variance_many(np.arange(20)) > 0)
+    with pytest.raises(NotImplementedError, match="override variance or factorisation"):
+        NoVariance(n=2, horizon=50, epsilon=1.0, delta=1e-6, seed=1).variance(3)
