@@ -30,7 +30,7 @@ import math
 import struct
 import sys
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Self
 
 import numpy as np
@@ -39,7 +39,11 @@ from dpstream.noise import NOISE_MODES, NoiseSource
 
 MAGIC = b"DPSTREAM"
 FORMAT_VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+"""The version ``to_bytes`` writes."""
+MIGRATIONS: dict[int, Callable[[dict[str, Any], dict[str, np.ndarray]], tuple[dict[str, Any], dict[str, np.ndarray]]]]
+MIGRATIONS = {}
+"""By older format version v: the function taking its (header, arrays) to those of version v + 1. Reading applies them
+in turn up to ``FORMAT_VERSION``; a version below it with no migration is refused, naming how to migrate it."""
 _PREFIX = struct.Struct("<8sHI")  # magic, version, header length
 _CRC = struct.Struct("<I")
 _NUMERIC_KINDS = "biuf"
@@ -95,7 +99,7 @@ def unpack(data: bytes, cls_name: str | None = None) -> tuple[dict[str, Any], di
         arr = np.frombuffer(data, dtype=dtype, count=size // dtype.itemsize, offset=offset).reshape(shape)
         arrays[name] = arr.astype(dtype.newbyteorder("="))  # a writable native-order copy
         offset += size
-    return header, arrays
+    return _migrate(data, header, arrays)
 
 
 def _check_prefix(data: bytes) -> int:
@@ -107,13 +111,28 @@ def _check_prefix(data: bytes) -> int:
     if len(data) < _PREFIX.size:
         raise SerialError(f"truncated data: {len(data)} bytes, the fixed prefix alone needs {_PREFIX.size}")
     _, version, header_len = _PREFIX.unpack_from(data)
-    if version not in SUPPORTED_VERSIONS:
-        raise SerialError(f"unsupported format version {version}; this dpstream reads versions "
-                          f"{', '.join(map(str, SUPPORTED_VERSIONS))}")
+    if version > FORMAT_VERSION:
+        raise SerialError(f"format version {version} was written by a newer dpstream; this one reads versions up to "
+                          f"{FORMAT_VERSION}: upgrade dpstream to restore it")
+    missing = [v for v in range(version, FORMAT_VERSION) if v not in MIGRATIONS]
+    if missing:
+        raise SerialError(f"format version {version} was written by an older dpstream and this one has no migration "
+                          f"from version {missing[0]}: restore and finish it with the dpstream that wrote it (one "
+                          f"state restored in two places lets the continuations cancel the noise), or add the "
+                          f"migration to dpstream.serial.MIGRATIONS")
     end = _PREFIX.size + header_len
     if len(data) < end + _CRC.size:
         raise SerialError(f"truncated data: {len(data)} bytes, the header alone needs {end + _CRC.size}")
     return end
+
+
+def _migrate(data: bytes, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
+                                                                                            dict[str, np.ndarray]]:
+    """(header, arrays) of an older format version carried up to ``FORMAT_VERSION`` (``MIGRATIONS``)."""
+    version = _PREFIX.unpack_from(data)[1]
+    for v in range(version, FORMAT_VERSION):
+        header, arrays = MIGRATIONS[v](header, arrays)
+    return header, arrays
 
 
 def _no_constant(token: str) -> float:

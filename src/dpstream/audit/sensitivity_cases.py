@@ -36,8 +36,7 @@ import numpy as np
 
 from dpstream import descriptor
 from dpstream.audit.sensitivity import REGISTRY, Neighbours, Sensitivity, SensitivityCase, register
-from dpstream.counters import Counter, LaplaceTree
-from dpstream.counters._discrete_noise import DiscreteNoise
+from dpstream.counters import Counter, DiscreteNoise, LaplaceTree
 from dpstream.counters.discrete import DiscreteSecureBinary
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.descriptor import resolve

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from dpstream.counters._discrete_noise import DiscreteNoise
 from dpstream.counters.base import Counter
 from dpstream.counters.binary import DerivedBinary, StoredBinary, popcount
 from dpstream.counters.blt import BLTCounter
@@ -123,7 +124,8 @@ def node_noise_version(mechanism: dict[str, Any]) -> dict[str, str]:
 
 
 __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "AheadDiscreteBinary", "BLTCounter",
-           "ConstantTimeDiscreteBinary", "Counter", "DerivedBLT", "DerivedBinary", "DiscreteSecureBinary",
-           "HonakerDiscreteSecure", "HonakerTree", "HybridDerived", "LaplaceTree", "NormalisedSqrt", "SmoothDerived",
-           "SmoothDiscreteSecure", "SmoothStored", "SqrtFactorisation", "StoredBinary", "StoredDiscreteSecureBinary",
-           "UnboundedFactorisation", "banded_sqrt", "counter_class", "node_noise_version", "popcount"]
+           "ConstantTimeDiscreteBinary", "Counter", "DerivedBLT", "DerivedBinary", "DiscreteNoise",
+           "DiscreteSecureBinary", "HonakerDiscreteSecure", "HonakerTree", "HybridDerived", "LaplaceTree",
+           "NormalisedSqrt", "SmoothDerived", "SmoothDiscreteSecure", "SmoothStored", "SqrtFactorisation",
+           "StoredBinary", "StoredDiscreteSecureBinary", "UnboundedFactorisation", "banded_sqrt", "counter_class",
+           "node_noise_version", "popcount"]

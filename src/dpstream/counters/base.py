@@ -18,6 +18,7 @@ import numpy as np
 
 from dpstream import serial
 from dpstream.counters import _kernels as kernels
+from dpstream.counters.factorisation import Factorisation
 from dpstream.noise import NoiseSource, SeedLike, noise_mode
 from dpstream.privacy.calibration import CALIBRATIONS, gauss_bm_levels, gaussian_sigma
 from dpstream.privacy.maps import GaussianMap, PrivacyMap
@@ -154,9 +155,21 @@ class Counter(Certified, serial.Serialisable, ABC):
         between neighbouring inputs against ``l2_sensitivity``: shape (1, -1).
         """
 
-    @abstractmethod
+    def factorisation(self) -> Factorisation:
+        """The factorisation A = B C the counter runs (``counters.factorisation``), with its horizon and parameters.
+
+        A counter defined outside the package may leave it out and override ``variance`` instead.
+        """
+        raise NotImplementedError(f"{type(self).__name__} names no factorisation: override variance or factorisation")
+
+    @property
+    def draw_variance(self) -> float:
+        """The variance of one noise draw: (sigma kappa)^2 for Gaussian noise."""
+        return self._noise_scale**2
+
     def variance(self, steps: np.ndarray | int) -> np.ndarray:
-        """Analytic noise variance of a release at each step."""
+        """Analytic noise variance of a release at each step: the factorisation's row norms times ``draw_variance``."""
+        return self.factorisation().variance(steps, self.draw_variance)
 
     @property
     def privacy_delta(self) -> float:

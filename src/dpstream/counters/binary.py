@@ -19,8 +19,9 @@ import numpy as np
 from dpstream import serial
 from dpstream.counters import _derived
 from dpstream.counters import _kernels as kernels
-from dpstream.counters._bm_kernels import popcount
+from dpstream.counters._bm_kernels import popcount as popcount
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES, Counter
+from dpstream.counters.factorisation import Dyadic, Factorisation
 from dpstream.counters.philox import NODE_NORMAL
 from dpstream.privacy.calibration import gauss_bm_levels
 
@@ -92,9 +93,9 @@ class BinaryTree(Counter):
         """The released nodes: the one node closing at each step (``released_nodes``)."""
         return released_nodes(increments, steps)
 
-    def variance(self, steps: np.ndarray | int) -> np.ndarray:
-        """popcount(s) sigma^2: one independent node noise per set bit of s."""
-        return popcount(steps) * self._noise_scale**2
+    def factorisation(self) -> Factorisation:
+        """The dyadic tree: variance popcount(s) sigma^2, one independent node noise per set bit of s."""
+        return Dyadic(self.horizon)
 
     def _table_steps(self, steps: np.ndarray) -> tuple[np.ndarray, bool]:
         """``steps`` as a contiguous int64 (n,) array, and whether all lie in [0, 2^levels) (a node cache's levels)."""

@@ -16,6 +16,7 @@ from scipy.signal import lfilter
 from dpstream.counters import _kernels as kernels
 from dpstream.counters import blt_params as blt
 from dpstream.counters.base import NOISE_BYTES, Counter
+from dpstream.counters.factorisation import BLT, Factorisation
 
 BUFFERS = 4
 """Buffers per counter (the issue's 3-5; ``benchmarks/counters_variance.py`` compares 3, 4 and 5)."""
@@ -99,13 +100,9 @@ class BLTCounter(Counter):
         """C x, the vector the Gaussian noise is added to before the post-processing A C^{-1} (``toeplitz_images``)."""
         return toeplitz_images(increments, steps, self.params)
 
-    def variance(self, steps: np.ndarray | int) -> np.ndarray:
-        """sigma^2 times ``blt.noise_variance`` at each step; 0 at step 0."""
-        s = np.asarray(steps, dtype=np.int64)
-        out = np.zeros(s.shape)
-        on = s > 0
-        out[on] = blt.noise_variance(self.params, s[on]) * self._noise_scale**2
-        return out
+    def factorisation(self) -> Factorisation:
+        """The BLT of ``params``: variance sigma^2 times ``blt.noise_variance`` at each step; 0 at step 0."""
+        return BLT(self.horizon, self.params)
 
     @property
     def memory_bytes(self) -> int:

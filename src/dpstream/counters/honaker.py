@@ -14,7 +14,8 @@ import numpy as np
 from dpstream.counters import _kernels as kernels
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES
 from dpstream.counters.binary import StoredBinary, prefix_sums
-from dpstream.counters.honaker_tree import honaker_draws, honaker_variance
+from dpstream.counters.factorisation import Factorisation, HonakerEstimate
+from dpstream.counters.honaker_tree import honaker_draws
 from dpstream.privacy.calibration import gauss_bm_levels
 
 
@@ -76,6 +77,6 @@ class HonakerTree(StoredBinary):
         """Every node of the tree, each with its own noise (``all_dyadic_nodes``)."""
         return all_dyadic_nodes(increments, steps)
 
-    def variance(self, steps: np.ndarray | int) -> np.ndarray:
-        """sigma^2 times ``honaker_variance`` at each step."""
-        return honaker_variance(steps, self.levels) * self._noise_scale**2
+    def factorisation(self) -> Factorisation:
+        """Honaker's estimates: variance sigma^2 times ``honaker_variance`` at each step."""
+        return HonakerEstimate(self.horizon)

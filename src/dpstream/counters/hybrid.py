@@ -34,19 +34,12 @@ import numpy as np
 from numba import njit
 
 from dpstream.counters.binary import DerivedBinary, prefix_sums
+from dpstream.counters.factorisation import Factorisation, Hybrid
+from dpstream.counters.factorisation import hybrid_variance as hybrid_variance
 from dpstream.counters.philox import node_normal
 
 BLOCK_SUM_LEVEL = 63
 """The Philox level word of a block-sum node (tree nodes use 64 (j + 1) + l >= 64)."""
-
-
-def hybrid_variance(steps: np.ndarray | int) -> np.ndarray:
-    """Per unit sigma^2: 2 (j + (j + 1) popcount(u)) at step s >= 1 (j = floor(log2 s), u = s - 2^j + 1), 0 at s = 0."""
-    s = np.asarray(steps, dtype=np.int64)
-    j = np.maximum(np.frexp(np.maximum(s, 1).astype(np.float64))[1].astype(np.int64) - 1, 0)  # exact below 2^53
-    u = s - (np.int64(1) << j) + 1
-    bits = np.bitwise_count(u.astype(np.uint64)).astype(np.float64)
-    return np.where(s > 0, 2.0 * (j + (j + 1) * bits), 0.0)
 
 
 @njit(cache=True)
@@ -91,9 +84,9 @@ class HybridDerived(DerivedBinary):
         """sqrt(m) at unit noise sigma: each changed item moves its nodes by 1/2 + 1/2 in squared, noise-scaled L2."""
         return math.sqrt(m)
 
-    def variance(self, steps: np.ndarray | int) -> np.ndarray:
-        """sigma^2 times ``hybrid_variance``."""
-        return hybrid_variance(steps) * self._noise_scale**2
+    def factorisation(self) -> Factorisation:
+        """The hybrid mechanism: variance sigma^2 times ``hybrid_variance``."""
+        return Hybrid(self.horizon)
 
     def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Exact counts plus the derived block-sum and block-tree noise (``hybrid_release``)."""

@@ -31,6 +31,8 @@ from dpstream.counters import _kernels as kernels
 from dpstream.counters._kary_kernels import kary_levels
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES
 from dpstream.counters.binary import StoredBinary, prefix_sums
+from dpstream.counters.factorisation import Factorisation, KaryTree
+from dpstream.counters.factorisation import kary_digit_sum as kary_digit_sum
 from dpstream.privacy.maps import LaplaceMap, PrivacyMap
 from dpstream.privacy.statement import Notion
 from dpstream.validation import check_positive_int
@@ -39,14 +41,6 @@ ARITY = 19
 """The paper's k for small delta."""
 
 
-def kary_digit_sum(steps: np.ndarray | int, arity: int) -> np.ndarray:
-    """Sum of the base-k digits of each step: the number of nodes its release sums."""
-    s = np.asarray(steps, dtype=np.int64).copy()
-    total = np.zeros(s.shape, dtype=np.int64)
-    while np.any(s):
-        total += s % arity
-        s //= arity
-    return total
 
 
 class KaryState(NamedTuple):
@@ -122,9 +116,14 @@ class LaplaceTree(StoredBinary):
         """``size`` Laplace(b kappa) noises, in the order the pushes consume them."""
         return self._noise.laplace(self._noise_scale, size)
 
-    def variance(self, steps: np.ndarray | int) -> np.ndarray:
-        """2 b^2 times the base-k digit sum of s: one Laplace node per digit unit."""
-        return kary_digit_sum(steps, self.arity) * 2.0 * self._noise_scale**2
+    def factorisation(self) -> Factorisation:
+        """The k-ary tree: variance 2 b^2 times the base-k digit sum of s, one Laplace node per digit unit."""
+        return KaryTree(self.horizon, self.arity)
+
+    @property
+    def draw_variance(self) -> float:
+        """2 (b kappa)^2: the variance of one Laplace draw."""
+        return 2.0 * self._noise_scale**2
 
     def protected(self, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Every node closed by each counter's step (0 for the others), shape (1, -1)."""

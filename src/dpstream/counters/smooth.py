@@ -28,7 +28,6 @@ the mechanism is integer (a 0/1 factorisation), so exact integer noise certifies
 from __future__ import annotations
 
 import math
-from functools import cache
 from typing import NamedTuple
 
 import numpy as np
@@ -38,38 +37,8 @@ from dpstream.counters._smooth_kernels import binomials, push_draws, release_lea
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES
 from dpstream.counters.binary import BinaryTree, DerivedBinary, prefix_sums
 from dpstream.counters.discrete import DiscreteSecureBinary
-
-MAX_HEIGHT = 62
-"""Tree heights up to 62 keep every leaf index below 2^62 (an int64)."""
-
-
-@cache
-def smooth_shape(horizon: int) -> tuple[int, int]:
-    """(h, k): the tree height and set bits minimising k (h - k) with C(h, k) >= horizon + 1 (ties: smaller h)."""
-    best: tuple[int, int, int] | None = None
-    for h in range(1, MAX_HEIGHT + 1):
-        for k in range(1, h):
-            if math.comb(h, k) >= horizon + 1 and (best is None or k * (h - k) < best[0]):
-                best = (k * (h - k), h, k)
-        if best is not None and (h // 2) ** 2 > best[0] + h:  # every larger h costs more (k (h - k) >= h - 1)
-            break
-    if best is None:
-        raise ValueError(f"horizon={horizon} needs a smooth tree taller than {MAX_HEIGHT} levels")
-    return best[1], best[2]
-
-
-def used_nodes(horizon: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every node a release at steps 1..horizon uses: (level, index, first step using it), in first-use order."""
-    h, k = smooth_shape(horizon)
-    leaves = release_leaves(np.arange(horizon + 1, dtype=np.int64), np.int64(h), np.int64(k), binomials(h))
-    first: dict[tuple[int, int], int] = {}
-    for s in range(1, horizon + 1):
-        t = int(leaves[s])
-        for level in range(h):
-            if (t >> level) & 1:
-                first.setdefault((level, (t >> level) - 1), s)
-    rows = np.array([(lv, ix, s) for (lv, ix), s in first.items()], dtype=np.int64).reshape(-1, 3)
-    return rows[:, 0], rows[:, 1], rows[:, 2]
+from dpstream.counters.factorisation import MAX_HEIGHT as MAX_HEIGHT
+from dpstream.counters.factorisation import Factorisation, Smooth, smooth_shape, used_nodes
 
 
 class SmoothBinary(BinaryTree):
@@ -108,9 +77,9 @@ class SmoothBinary(BinaryTree):
         h, k = smooth_shape(self.horizon)
         return release_leaves(steps, np.int64(h), np.int64(k), binomials(h))
 
-    def variance(self, steps: np.ndarray | int) -> np.ndarray:
-        """K sigma^2 at every step s >= 1 (0 at s = 0): k node noises per release."""
-        return np.where(np.asarray(steps) > 0, self.set_bits * self._noise_scale**2, 0.0)
+    def factorisation(self) -> Factorisation:
+        """The smooth tree: variance k sigma^2 at every step s >= 1 (0 at s = 0), k node noises per release."""
+        return Smooth(self.horizon)
 
     def protected(self, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """The sums of the used nodes each counter has released by its step (0 for the others), shape (1, -1)."""

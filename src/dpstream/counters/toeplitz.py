@@ -36,46 +36,17 @@ from scipy.signal import lfilter
 from dpstream.counters import _kernels as kernels
 from dpstream.counters.base import NOISE_BYTES, Counter
 from dpstream.counters.binary import DerivedState, PhiloxDerived
+from dpstream.counters.factorisation import (
+    FULL,
+    Factorisation,
+    Toeplitz,
+    column_norm,
+    decoder_coefficients,
+    sqrt_coefficients,
+    unit_variances,
+)
 from dpstream.counters.philox import NODE_NORMAL
 from dpstream.counters.toeplitz_push import derived_release
-
-
-@functools.cache
-def sqrt_coefficients(length: int) -> np.ndarray:
-    """c_t = binom(2t, t) / 4^t, t = 0..length - 1: the coefficients of (1 - x)^{-1/2} (read-only)."""
-    t = np.arange(1, max(1, length))
-    c = np.concatenate(([1.0], np.cumprod((2 * t - 1) / (2 * t))))[:length]
-    c.flags.writeable = False
-    return c
-
-
-@functools.cache
-def decoder_coefficients(bands: int, horizon: int) -> np.ndarray:
-    """First column d of L = A C^{-1} over ``horizon`` steps for the ``bands``-band square root (read-only).
-
-    d = the coefficients of 1 / ((1 - x) c_b(x)), c_b the square root's first b coefficients; d = c when b >= T.
-    """
-    c = sqrt_coefficients(min(bands, horizon))
-    if bands >= horizon:
-        return c
-    impulse = np.zeros(horizon)
-    impulse[0] = 1.0
-    d = np.cumsum(lfilter([1.0], c, impulse))
-    d.flags.writeable = False
-    return d
-
-
-@functools.cache
-def unit_variances(bands: int, horizon: int) -> np.ndarray:
-    """Var(s) / sigma^2 = ||row s of L||^2 = sum_{t < s} d_t^2 for s = 1..horizon (read-only)."""
-    out = np.cumsum(decoder_coefficients(bands, horizon) ** 2)
-    out.flags.writeable = False
-    return out
-
-
-def column_norm(bands: int, horizon: int) -> float:
-    """The largest column norm of C over ``horizon`` steps (its first column): sqrt(sum_{t < min(b, T)} c_t^2)."""
-    return math.sqrt(float(np.sum(sqrt_coefficients(min(bands, horizon)) ** 2)))
 
 
 def encoder_images(increments: np.ndarray, steps: np.ndarray, coefs: np.ndarray) -> np.ndarray:
@@ -180,23 +151,14 @@ class ToeplitzCounter(Counter):
         """C x, the vector the Gaussian noise is added to (``encoder_images``)."""
         return encoder_images(increments, steps, self._coef)
 
-    def variance(self, steps: np.ndarray | int) -> np.ndarray:
-        """sigma^2 ||row s of A C^{-1}||^2 at each step s (``unit_variances``); 0 at step 0."""
-        s = np.asarray(steps, dtype=np.int64)
-        table = self.unit_variance(self.horizon)
-        out = np.zeros(s.shape)
-        on = s > 0
-        out[on] = table[np.minimum(s[on], self.horizon) - 1] * self._noise_scale**2
-        return out
+    def factorisation(self) -> Factorisation:
+        """C Toeplitz with b bands: variance sigma^2 ||row s of A C^{-1}||^2 (``unit_variances``); 0 at step 0."""
+        return Toeplitz(self.horizon, self.bands)
 
     @property
     def memory_bytes(self) -> int:
         """Bytes of the exact counts, the ring and the running totals."""
         return self._exact.nbytes + self._ring.nbytes + self._total.nbytes
-
-
-FULL = 2**62
-"""``bands`` of the plain square root: every diagonal of C (min(b, T) = T)."""
 
 
 class SqrtFactorisation(ToeplitzCounter):

@@ -17,9 +17,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from dpstream.counters._derived import release_wanted_cached
-from dpstream.counters._kernels import DERIVED, cell_push, specialise
 from dpstream.counters.binary import DerivedBinary, StoredBinary
+from dpstream.counters.kernels import DERIVED, cell_push, release_wanted_cached, specialise
 from dpstream.hashing import _canonical_words, canonical_keys, hash_rows
 from dpstream.sketches import LazyCMS
 from dpstream.sketches._kernels import block_keys, hash_keys, lazy_block_derived, query_hashed

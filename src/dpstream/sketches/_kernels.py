@@ -5,7 +5,7 @@ One update call processes a whole block of canonical keys.
 ``params`` is the (depth, 4) uint64 hash array of ``dpstream.hashing.draw_hash_params``; ``signed``
 selects the CS increment g_i(x) instead of the CMS increment 1. Keys are hashed ``BLOCK`` at a time
 (``hash_rows``: vectorised), then processed one by one in stream order. A private schedule's cells are a
-``dpstream.counters.Counter``: the loop is compiled once per counter kind (``counters._kernels.specialise``: cached
+``dpstream.counters.Counter``: the loop is compiled once per counter kind (``counters.kernels.specialise``: cached
 on disk for the package's counters, with the push inlined), its state arrays go in unpacked (``*counter.state``)
 and every cell step is one push. Noise
 arrives pre-drawn (already N(0, sigma^2)) in the order the pushes consume it, so a block and item-by-item
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from dpstream.counters._kernels import DERIVED, EXTERNAL, cell_push, specialise
+from dpstream.counters.kernels import DERIVED, EXTERNAL, cell_push, specialise
 from dpstream.hashing import hash_rows
 
 BLOCK = 256
@@ -113,7 +113,7 @@ def _punctual_extend(kind: int, external: Any) -> Callable[..., None]:
 
 
 punctual_extend = specialise(_punctual_extend)
-"""``punctual_extend(kind, external)(keys, params, signed, sparse, t0, noise, *state)`` (``counters._kernels``)."""
+"""``punctual_extend(kind, external)(keys, params, signed, sparse, t0, noise, *state)`` (``counters.kernels``)."""
 
 
 @njit(cache=True, inline="always")
@@ -193,7 +193,7 @@ def _lazy_extend(kind: int, external: Any) -> Callable[..., None]:
 
 
 lazy_extend = specialise(_lazy_extend)
-"""``lazy_extend(kind, external)(keys, params, signed, pending, t0, noise, *state)`` (``counters._kernels``)."""
+"""``lazy_extend(kind, external)(keys, params, signed, pending, t0, noise, *state)`` (``counters.kernels``)."""
 
 
 @njit(cache=True, inline="always")

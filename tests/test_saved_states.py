@@ -1,0 +1,90 @@
+"""States saved by an earlier dpstream restore and answer as they did (``saved_states``, ``tests/data/states``).
+
+Each file holds the bytes one counter or sketch wrote, what it released then and what it released after more of the
+stream. The restored object must release the same: integers (steps, times, items) exactly; floats within
+``RTOL`` relative plus ``ATOL`` absolute, since the files were written on another CPU whose last bits may differ.
+The bytes must also read back as the same bytes (nothing lost on the way in).
+"""
+
+import struct
+import zlib
+
+import numpy as np
+import pytest
+from saved_states import CONTINUE, DIR
+from serial_cases import BY_NAME, SPLIT
+
+from dpstream import serial
+
+RTOL = 1e-9
+ATOL = 1e-9
+FILES = sorted(DIR.glob("*.npz"))
+QUICK = ("LazyCMS-binary-stored", "LazyCS-binary-derived", "PunctualCMS-blt-stored", "LazyHH-smooth-stored",
+         "GaussBM-binary-stored")
+"""The sketch files of the default suite (every counter file is in it); the others have the ``long`` mark."""
+PARAMS = [pytest.param(f, id=f.stem, marks=() if "-" not in f.stem or f.stem in QUICK else pytest.mark.long)
+          for f in FILES]
+
+
+def _same(stored: np.ndarray, now: np.ndarray, what: str) -> None:
+    now = np.asarray(now)
+    assert now.shape == stored.shape, what
+    if stored.dtype.kind in "biu":
+        np.testing.assert_array_equal(now, stored, err_msg=what)
+    else:
+        np.testing.assert_allclose(now, stored, rtol=RTOL, atol=ATOL, err_msg=what)
+
+
+def test_fixtures_cover_the_counters_and_sketches():
+    names = {f.stem.split("-")[0] for f in FILES}
+    assert {"StoredBinary", "HonakerTree", "BLTCounter", "SmoothStored", "LaplaceTree", "HybridDerived",
+            "SqrtFactorisation", "DiscreteSecureBinary", "LazyCMS", "LazyCS", "PunctualCMS", "LazyHH",
+            "GaussBM"} <= names
+    assert len(FILES) >= 100
+
+
+@pytest.mark.parametrize("path", PARAMS)
+def test_saved_state_restores_and_answers_the_same(path):
+    saved = np.load(path)
+    data = saved["state"].tobytes()
+    obj = serial.from_bytes(data)
+    case = BY_NAME[type(obj).__name__]
+    assert obj.to_bytes() == data
+    at_save = [k for k in saved.files if k.startswith("at_save_")]
+    for i, value in enumerate(case.releases(obj, SPLIT)):
+        _same(saved[f"at_save_{i}"], value, f"{path.stem} at save, release {i}")
+    assert len(at_save) == i + 1
+    case.feed(obj, SPLIT, CONTINUE)
+    for i, value in enumerate(case.releases(obj, CONTINUE)):
+        _same(saved[f"continued_{i}"], value, f"{path.stem} continued, release {i}")
+
+
+def _with_version(data: bytes, version: int) -> bytes:
+    body = data[:8] + struct.pack("<H", version) + data[10:-4]
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def test_newer_format_is_refused_naming_what_to_do():
+    data = np.load(DIR / "StoredBinary.npz")["state"].tobytes()
+    with pytest.raises(serial.SerialError, match="newer dpstream.*upgrade"):
+        serial.from_bytes(_with_version(data, serial.FORMAT_VERSION + 1))
+
+
+def test_older_format_without_migration_is_refused_naming_how_to_migrate():
+    data = np.load(DIR / "StoredBinary.npz")["state"].tobytes()
+    with pytest.raises(serial.SerialError, match="format version 0.*dpstream that wrote it"):
+        serial.from_bytes(_with_version(data, 0))
+
+
+def test_older_format_is_migrated(monkeypatch):
+    data = np.load(DIR / "StoredBinary.npz")["state"].tobytes()
+    seen = []
+
+    def migrate(header, arrays):
+        seen.append(header["class"])
+        return header, arrays
+
+    monkeypatch.setattr(serial, "MIGRATIONS", {0: migrate})
+    restored = serial.from_bytes(_with_version(data, 0))
+    assert seen == ["StoredBinary"]
+    assert restored.to_bytes() == data  # written back at the current version
