@@ -18,16 +18,6 @@ SRC = ROOT / "src" / "dpstream"
 DOC = ROOT / "docs" / "harness.md"
 TOP_MODULES = ("cli", "watch", "__main__")  # top-level modules that are parts of their own; the others are ``core``
 
-PRIVATE_ALLOWED = {
-    # the factor engineer removes these (a public counters kernel API, issue 36 item 3)
-    ("dpstream.sketches._kernels", "dpstream.counters._kernels"),
-    ("dpstream.sketches._lazy_hh", "dpstream.counters._kernels"),
-    ("dpstream.sketches._lazy_hh", "dpstream.counters._derived"),
-    ("dpstream.audit.sensitivity_cases", "dpstream.counters._discrete_noise"),
-    # the watch engineer removes this (LazyHH's compiled loop moves from sketches/_lazy_hh.py into heavy_hitters/)
-    ("dpstream.heavy_hitters._tracker", "dpstream.sketches._lazy_hh"),
-}
-"""(importing module, private module of another part) pairs still allowed, each until its owner removes it."""
 
 
 def layers(text: str) -> list[list[str]]:
@@ -111,18 +101,13 @@ def test_imports_point_down_the_layers():
 
 
 def test_no_part_imports_another_parts_private_module():
-    found = set()
     wrong = []
     for path in sources():
         importer = module_name(path)
         for line, imported in imports(path):
             if private_of_another_part(importer, imported):
-                found.add((importer, imported))
-                if (importer, imported) not in PRIVATE_ALLOWED:
-                    wrong.append(f"{path.relative_to(ROOT)}:{line}: {importer} imports {imported}")
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: {importer} imports {imported}")
     assert not wrong, "imports of another part's private module:\n" + "\n".join(wrong)
-    stale = PRIVATE_ALLOWED - found
-    assert not stale, f"allowed private imports that no longer exist; remove them from PRIVATE_ALLOWED: {sorted(stale)}"
 
 
 @pytest.mark.parametrize(("source", "bad"), [

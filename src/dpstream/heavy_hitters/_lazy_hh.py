@@ -21,7 +21,7 @@ from dpstream.counters.binary import DerivedBinary, StoredBinary
 from dpstream.counters.kernels import DERIVED, cell_push, release_wanted_cached, specialise
 from dpstream.hashing import _canonical_words, canonical_keys, hash_rows
 from dpstream.sketches import LazyCMS
-from dpstream.sketches._kernels import block_keys, hash_keys, lazy_block_derived, query_hashed
+from dpstream.sketches.kernels import block_keys, hash_keys, lazy_block_derived, query_hashed
 from dpstream.sketches.lazy import LazySchedule
 
 REFRESH_ITEMS = 1 << 14

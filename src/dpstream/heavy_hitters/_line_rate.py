@@ -17,7 +17,7 @@ from numba import njit
 from dpstream.counters.philox import node_normal
 from dpstream.hashing import _canonical_words, canonical_keys, hash_rows
 from dpstream.heavy_hitters._lazy_hh import Refreshes, compiled
-from dpstream.sketches._kernels import hash_keys
+from dpstream.sketches.kernels import hash_keys
 
 
 @njit(cache=True, inline="always")
