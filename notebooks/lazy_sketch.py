@@ -32,8 +32,9 @@ from dpstream.harness.report import verdict_summary
 from dpstream.harness.results import load_claims, results_dir, show_experiments
 
 print("reading results from", results_dir())
-shown = show_experiments(["fig3a", "fig3b", "fig3c", "fig3d", "fig3e", "fig3f", "fig3b_wordfreq",
+shown = show_experiments(["fig3a", "fig3a_speedup", "fig3b", "fig3c", "fig3d", "fig3e", "fig3f", "fig3b_wordfreq",
                           "fig4a", "fig4b", "fig4c", "fig4d", "fig4e", "fig4f", "fig4_k256", "fig4c_wordfreq",
+                          "fig4_sensitivity", "fig4_sensitivity_eps", "fig4_sensitivity_full",
                           "beyond_memory", "beyond_eps", "beyond_hh", "counters", "counters_empirical"])
 
 # %% [markdown]

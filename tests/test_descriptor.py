@@ -147,3 +147,23 @@ def test_the_store_key_of_a_shipped_mechanism_holds_its_node_noise_version():
     assert descriptor.noise_version({"name": "lazycms", "node_noise": "stored"}) == {}
     assert np.unique([trial_key({"mechanism": {"name": "lazycms", "node_noise": n}}) for n in
                       ("stored", "derived", "discrete_secure")]).size == 3
+
+
+def test_a_descriptor_module_that_fails_to_load_is_named_and_the_registry_loads_once_it_is_fixed(monkeypatch):
+    shipped = dict(descriptor.load())
+    monkeypatch.setattr(descriptor, "REGISTRY", {})
+    monkeypatch.setattr(descriptor, "_loaded", [])
+    for module in descriptor.SHIPPED:
+        monkeypatch.delitem(sys.modules, module)
+    real = importlib.import_module
+
+    def broken(name, *args):
+        if name == "dpstream.svt.descriptors":
+            raise RuntimeError("boom")
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", broken)
+    with pytest.raises(ImportError, match="'dpstream.svt.descriptors' failed to load: boom"):
+        descriptor.load()
+    monkeypatch.setattr(importlib, "import_module", real)
+    assert descriptor.load().keys() == shipped.keys()  # not the part loaded before the failure

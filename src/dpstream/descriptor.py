@@ -187,11 +187,14 @@ def register(*descriptors: Descriptor) -> None:
 def load() -> dict[str, Descriptor]:
     """Every descriptor: the shipped ones, those of ``ENTRY_POINT_GROUP`` modules, and any registered since."""
     if not _loaded:
-        _loaded.append(True)
-        for module in SHIPPED:
-            importlib.import_module(module)
-        for point in entry_points(group=ENTRY_POINT_GROUP):
-            importlib.import_module(point.value.partition(":")[0])
+        _loaded.append(True)  # set first: a descriptor module may itself ask for the registry while it loads
+        modules = [*SHIPPED, *(point.value.partition(":")[0] for point in entry_points(group=ENTRY_POINT_GROUP))]
+        for module in modules:
+            try:
+                importlib.import_module(module)
+            except Exception as err:
+                _loaded.clear()  # a later call tries again rather than answering from a partial registry
+                raise ImportError(f"descriptor module {module!r} failed to load: {err}") from err
     return REGISTRY
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from dpstream.counters import philox
 from dpstream.counters._discrete_noise import DiscreteNoise
 from dpstream.counters.base import Counter
 from dpstream.counters.binary import DerivedBinary, StoredBinary, popcount
@@ -29,7 +30,6 @@ from dpstream.counters.honaker import HonakerTree
 from dpstream.counters.hybrid import HybridDerived
 from dpstream.counters.laplace_tree import LaplaceTree
 from dpstream.counters.normalised import NormalisedSqrt
-from dpstream.counters.philox import NODE_NORMAL
 from dpstream.counters.smooth import SmoothDerived, SmoothDiscreteSecure, SmoothStored
 from dpstream.counters.toeplitz import (
     BandedSqrt4,
@@ -41,7 +41,7 @@ from dpstream.counters.toeplitz import (
     banded_sqrt,
 )
 from dpstream.counters.unbounded import DerivedUnbounded, UnboundedFactorisation
-from dpstream.secure.samplers import EXACT_SAMPLER
+from dpstream.secure import samplers
 
 COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("binary", "stored"): StoredBinary,
@@ -117,9 +117,9 @@ def node_noise_version(mechanism: dict[str, Any]) -> dict[str, str]:
     """
     noise = mechanism.get("node_noise")
     if noise == "derived":
-        return {"node_normal": NODE_NORMAL}
+        return {"node_normal": philox.NODE_NORMAL}
     if noise in ("discrete_secure", "discrete_secure_ahead", "discrete_secure_stored"):
-        return {"exact_sampler": EXACT_SAMPLER}
+        return {"exact_sampler": samplers.EXACT_SAMPLER}
     return {}
 
 
