@@ -291,6 +291,8 @@ def test_kill_9_and_restart_through_a_pipe(tmp_path: Path) -> None:
                             check=True)
     after = [json.loads(line) for line in second.stdout.splitlines()]
     assert "opening epoch 2 with a new key" in second.stderr.decode()
+    assert all(line["privacy"]["assumes"].startswith("--stdin-is-new: ") for line in after)
+    assert all("assumes" not in line["privacy"] for line in before)
     old_epochs = {line["epoch"] for line in before}
     assert old_epochs == {0, 1} and {line["epoch"] for line in after} == {2}  # epoch 3: no release yet
     assert not {line["key_id"] for line in before} & {line["key_id"] for line in after}

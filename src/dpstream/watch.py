@@ -233,6 +233,9 @@ class Pace:
 def run(args: argparse.Namespace, watcher: EpochWatcher) -> int:
     """Feed every key of the source to ``watcher``, skipping those already released (a file or folder source)."""
     resumed = len(watcher.ledger.epochs) - 1
+    if args.source == STDIN and watcher.epoch.start:  # a restart on stdin, allowed by --stdin-is-new
+        watcher.privacy = {**watcher.privacy, "assumes": "--stdin-is-new: this run's pipe carries only packets that "
+                           "no earlier run on this state read; a replayed packet would lie in two epochs"}
     announce(watcher, args.rate, resumed)
     skip = watcher.epoch.start if args.source != STDIN else 0
     pace = Pace(args.rate, watcher.config.every)
