@@ -155,7 +155,7 @@ def test_ledger_holds_only_public_values(tmp_path: Path) -> None:
     state = tmp_path / "state.json"
     lines = run_watcher(zipf_sources(16384 + 8192, 7), state)
     raw = json.loads(state.read_text())
-    assert set(raw) == {"format", "config", "epochs"}
+    assert set(raw) == {"format", "config", "source", "epochs"} and raw["source"] is None  # no source given
     assert [set(e) for e in raw["epochs"]] == [{"epoch", "key_id", "horizon", "start", "released", "items"}] * 2
     last = raw["epochs"][-1]
     assert last["start"] + last["released"] == lines[-1]["step"]
@@ -286,10 +286,13 @@ def test_kill_9_and_restart_through_a_pipe(tmp_path: Path) -> None:
     assert saved["epochs"][-1]["start"] + saved["epochs"][-1]["released"] == before[-1]["step"] == 5 * every
     assert written - before[-1]["step"] <= every  # lost: the packets since the last release
 
-    second = subprocess.run(command, input=pcap_header() + pcap_records(sources[written:], first=written),
-                            capture_output=True, env=env, timeout=300, check=True)
+    rest = pcap_header() + pcap_records(sources[written:], first=written)  # only packets the first run never read
+    second = subprocess.run([*command, "--stdin-is-new"], input=rest, capture_output=True, env=env, timeout=300,
+                            check=True)
     after = [json.loads(line) for line in second.stdout.splitlines()]
     assert "opening epoch 2 with a new key" in second.stderr.decode()
+    assert all(line["privacy"]["assumes"].startswith("--stdin-is-new: ") for line in after)
+    assert all("assumes" not in line["privacy"] for line in before)
     old_epochs = {line["epoch"] for line in before}
     assert old_epochs == {0, 1} and {line["epoch"] for line in after} == {2}  # epoch 3: no release yet
     assert not {line["key_id"] for line in before} & {line["key_id"] for line in after}

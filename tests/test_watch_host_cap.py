@@ -122,7 +122,7 @@ def test_host_cap_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main([str(source), *small, "--host-cap", "9", "--state", str(tmp_path / "t.json")]) == 2
     assert "no guarantee" in capsys.readouterr().err
     assert main([str(source), *small, "--host-cap", "0", "--state", str(tmp_path / "u.json")]) == 2
-    assert "host_cap must be a positive" in capsys.readouterr().err
+    assert "--host-cap 0: allowed: a finite number >= 1" in capsys.readouterr().err
 
 
 def test_the_cap_is_stable_as_the_statement_assumes() -> None:

@@ -7,7 +7,9 @@
 
 LazyHH (Holland, Alg. 6) in epochs (``heavy_hitters.epochs``): a fresh key from the operating system and fresh
 counters per epoch, the horizon doubling from one epoch to the next, a new epoch at every start. Only the
-configuration and the releases are saved (``--state``), atomically before each line is written.
+configuration and the releases are saved (``--state``), atomically before each line is written, with the source
+they came from: a restart skips a file's released packets, and is refused on stdin unless ``--stdin-is-new``
+asserts that the pipe carries only packets never fed before, so each packet lies in one epoch.
 """
 
 from __future__ import annotations
@@ -18,18 +20,29 @@ import json
 import math
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any, TextIO
 
 from dpstream.data.live import STDIN, CaptureKeys, Decoder, LineKeys, ipv4_label, source_keys
-from dpstream.heavy_hitters.epochs import NODE_NOISE, EpochWatcher, WatchConfig, reportable_share
+from dpstream.heavy_hitters.epochs import MAX_HORIZON, NODE_NOISE, EpochWatcher, Ledger, WatchConfig, reportable_share
 
 DEFAULT_RATE = 1e6
+MAX_RATE = MAX_HORIZON // 3600
+"""The largest --rate: an hour of packets at it still fits the largest epoch horizon."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr and exit code 2 (no usage block)."""
+
+    def error(self, message: str) -> Any:
+        """Print ``error: message`` and exit 2."""
+        self.exit(2, f"error: {message}; see dpstream watch --help\n")
 
 
 def parser() -> argparse.ArgumentParser:
     """The command's options."""
-    p = argparse.ArgumentParser(prog="dpstream watch", description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+    p = OneLineParser(prog="dpstream watch", description=__doc__.split("\n\n")[0].split(": ", 1)[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("source", help="'-' (stdin: pcap, pcapng or lines), a file, or a folder of rotated captures")
     p.add_argument("--follow", action="store_true", help="at the end of a file or folder, wait for more")
@@ -53,9 +66,35 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--host-cap", type=int, default=None, metavar="N",
                    help="count at most N packets a host (item) per epoch, for a host-level guarantee (default off)")
     p.add_argument("--ipv6", choices=("skip", "key"), default="skip", help="IPv6 packets of a capture")
-    p.add_argument("--skip", choices=("released", "none"), default="released",
-                   help="a file or folder source: skip the items already released by earlier runs (default)")
+    p.add_argument("--stdin-is-new", action="store_true",
+                   help="a restart on stdin: assert the pipe carries only packets never fed to this --state before "
+                        "(a live tcpdump -w - -U pipe); without it such a restart is refused")
     return p
+
+
+def at_least(name: str, value: float | None, low: float) -> None:
+    """Refuse ``value`` of option ``name`` unless it is a finite number >= ``low`` (None: the option is unset)."""
+    if value is not None and not (math.isfinite(value) and value >= low):
+        raise ValueError(f"{name} {value!r}: allowed: a finite number >= {low:g}")
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Refuse a bad numeric option before anything is computed from it: one line naming option, value and range."""
+    for name in ("--k", "--k-tilde", "--every", "--horizon", "--host-cap"):
+        at_least(name, getattr(args, name[2:].replace("-", "_")), 1)
+    at_least("--column", args.column, 0)
+    at_least("--seed", args.seed, 0)
+    if args.k_tilde < args.k:
+        raise ValueError(f"--k-tilde {args.k_tilde}: allowed: an integer >= --k = {args.k}")
+    if not (math.isfinite(args.epsilon) and args.epsilon > 0):
+        raise ValueError(f"--epsilon {args.epsilon!r}: allowed: a finite number > 0")
+    if not 0 < args.delta < 0.5:
+        raise ValueError(f"--delta {args.delta!r}: allowed: a number in the open interval (0, 0.5)")
+    if args.beta is not None and not 0 < args.beta < args.delta:
+        raise ValueError(f"--beta {args.beta!r}: allowed: a number in the open interval (0, --delta = {args.delta:g})")
+    if not (math.isfinite(args.rate) and 0 < args.rate <= MAX_RATE):
+        raise ValueError(f"--rate {args.rate!r}: allowed: a number of packets/s > 0 and at most {MAX_RATE:.3g} (an "
+                         "hour at it fits the largest epoch horizon)")
 
 
 def round_up(value: float, unit: int) -> int:
@@ -64,9 +103,8 @@ def round_up(value: float, unit: int) -> int:
 
 
 def config_of(args: argparse.Namespace) -> WatchConfig:
-    """The ``WatchConfig`` of the parsed options (defaults of --every and --horizon from --rate)."""
-    if not args.rate > 0:
-        raise ValueError(f"rate must be a positive number of packets/s, got {args.rate!r}")
+    """The ``WatchConfig`` of the options (``check_options`` first; --every and --horizon default from --rate)."""
+    check_options(args)
     every = args.every if args.every is not None else round_up(5 * args.rate, args.k_tilde)
     horizon = args.horizon if args.horizon is not None else round_up(3600 * args.rate, every)
     return WatchConfig(k=args.k, k_tilde=args.k_tilde, epsilon=args.epsilon, delta=args.delta,
@@ -123,19 +161,84 @@ def hold(state: Path) -> TextIO:
     return fh
 
 
+def source_id(args: argparse.Namespace) -> str:
+    """What the ledger records of the source: its kind and absolute path, and what decides its keys' count."""
+    if args.source == STDIN:
+        return "stdin"
+    path = Path(args.source).resolve()
+    return f"{'folder' if path.is_dir() else 'file'} {path} column={args.column} ipv6={args.ipv6}"
+
+
+def check_restart(args: argparse.Namespace, state: Path, config: WatchConfig) -> None:
+    """Refuse a restart that could put a packet into a second epoch (none when nothing was released yet).
+
+    A file or folder source skips its first ``step`` keys (the packets already released), which is right only for
+    the same source read the same way; stdin cannot be skipped, so its packets must be new (``--stdin-is-new``).
+    """
+    if not state.exists():
+        return
+    ledger = Ledger.load(state, config)
+    if ledger.step == 0:
+        return
+    here = source_id(args)
+    if here == "stdin" and not args.stdin_is_new:
+        raise ValueError(f"state {state} has released {ledger.step} packets and stdin cannot skip them, so a restart "
+                         "could count them in a second epoch; allowed: --stdin-is-new when the pipe carries only "
+                         "packets never fed before (a live tcpdump -w - -U), the same file or folder source, or a "
+                         "new --state")
+    if here != "stdin" and ledger.source != here:
+        raise ValueError(f"source {here} differs from the source of the state's {ledger.step} released packets "
+                         f"({ledger.source}), so skipping them could count packets in two epochs; allowed: the same "
+                         "source with the same --column and --ipv6, or a new --state")
+
+
 def watch(args: argparse.Namespace) -> int:
     """Run the watcher over the source until it ends (never, when followed or on a live pipe), holding the state."""
     config = config_of(args)
     state = Path(args.state)
     with hold(state):  # the kernel drops the lock when the process ends, even on kill -9
-        return run(args, EpochWatcher(config, state, emit))
+        check_restart(args, state, config)
+        return run(args, EpochWatcher(config, state, emit, source=source_id(args)))
+
+
+class Pace:
+    """Warns once on stderr when the watcher processes packets slower than ``rate``, measured over a release interval.
+
+    Only the time inside ``EpochWatcher.feed`` counts (not the wait for input), read once a block, not a packet. The
+    first interval is warm-up (the kernels' first calls load or compile them) and is not judged.
+    """
+
+    def __init__(self, rate: float, every: int) -> None:
+        """Measure over at least ``every`` packets at a time."""
+        self.rate, self.every = rate, every
+        self.busy, self.packets, self.warm, self.warned = 0.0, 0, False, False
+
+    def feed(self, watcher: EpochWatcher, keys: Any) -> None:
+        """``watcher.feed(keys)``, timed."""
+        start = time.perf_counter()
+        watcher.feed(keys)
+        self.busy += time.perf_counter() - start
+        self.packets += keys.size
+        if self.packets >= self.every and not self.warned:
+            achieved = self.packets / self.busy if self.busy > 0 else math.inf
+            if self.warm and achieved < self.rate:
+                print(f"warning: falling behind: {achieved:.3g} packets/s processed over the last "
+                      f"{self.packets} packets, below --rate {self.rate:g}; a pipe backs up and the capture drops "
+                      "packets (docs/guide/watch.md, Speed)", file=sys.stderr)
+                sys.stderr.flush()
+                self.warned = True
+            self.busy, self.packets, self.warm = 0.0, 0, True
 
 
 def run(args: argparse.Namespace, watcher: EpochWatcher) -> int:
     """Feed every key of the source to ``watcher``, skipping those already released (a file or folder source)."""
     resumed = len(watcher.ledger.epochs) - 1
+    if args.source == STDIN and watcher.epoch.start:  # a restart on stdin, allowed by --stdin-is-new
+        watcher.privacy = {**watcher.privacy, "assumes": "--stdin-is-new: this run's pipe carries only packets that "
+                           "no earlier run on this state read; a replayed packet would lie in two epochs"}
     announce(watcher, args.rate, resumed)
-    skip = watcher.epoch.start if args.source != STDIN and args.skip == "released" else 0
+    skip = watcher.epoch.start if args.source != STDIN else 0
+    pace = Pace(args.rate, watcher.config.every)
 
     def on_stream(decoder: Decoder) -> None:
         if isinstance(decoder, CaptureKeys) or (isinstance(decoder, LineKeys) and decoder.label_kind == "ipv4"):
@@ -147,15 +250,20 @@ def run(args: argparse.Namespace, watcher: EpochWatcher) -> int:
         if skip:
             dropped = min(skip, keys.size)
             keys, skip = keys[dropped:], skip - dropped
-        watcher.feed(keys)
+        pace.feed(watcher, keys)
+    short = f"; the source holds {skip} packet(s) fewer than were released before, so nothing of it was read" \
+        if skip else ""
     print(f"end of input: step {watcher.ledger.step} released; the {watcher.unreleased} packet(s) after the last "
-          "release are not released", file=sys.stderr)
+          f"release are not released{short}", file=sys.stderr)
     return 0
 
 
 def main(argv: list[str]) -> int:
     """``dpstream watch ...``: 0 at the end of the input, 2 on bad input (one line), 130 on Ctrl-C."""
-    args = parser().parse_args(argv)
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0), or an option argparse refused (2, its one line already printed)
+        return exc.code if isinstance(exc.code, int) else 2
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         return watch(args)

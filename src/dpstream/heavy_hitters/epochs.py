@@ -227,6 +227,7 @@ class Ledger:
 
     config: WatchConfig
     epochs: list[EpochRecord] = field(default_factory=list)
+    source: str | None = None  # what the latest run read (``dpstream.watch.source_id``): a restart checks it
 
     @property
     def step(self) -> int:
@@ -235,7 +236,7 @@ class Ledger:
 
     def to_json(self) -> str:
         """The ledger as JSON."""
-        return json.dumps({"format": LEDGER_FORMAT, "config": asdict(self.config),
+        return json.dumps({"format": LEDGER_FORMAT, "config": asdict(self.config), "source": self.source,
                            "epochs": [asdict(e) for e in self.epochs]}, indent=1)
 
     def save(self, path: Path) -> None:
@@ -258,6 +259,7 @@ class Ledger:
                 raise ValueError(f"format {raw.get('format')!r}")
             saved = WatchConfig(**raw["config"])
             epochs = [EpochRecord(**e) for e in raw["epochs"]]
+            source = raw.get("source")
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"state {path}: not a {LEDGER_FORMAT} file ({exc}); allowed: a ledger written by "
                              "dpstream watch, or a new --state path") from None
@@ -265,21 +267,25 @@ class Ledger:
             if getattr(saved, name) != value:
                 raise ValueError(f"{name}={value!r} differs from {getattr(saved, name)!r} in the state {path}; "
                                  f"allowed: the same configuration, or a new --state path")
-        return cls(saved, epochs)
+        return cls(saved, epochs, source)
 
 
 class EpochWatcher:
     """Feeds items to the current epoch's LazyHH and writes a JSON line at each release (module docstring).
 
     ``emit`` receives each release (a dict); it is called after the ledger at ``state`` (if any) has been saved.
+    ``source``, when given, is recorded in the ledger as the source of the releases from now on.
     """
 
     def __init__(self, config: WatchConfig, state: Path | None, emit: Callable[[dict[str, Any]], None],
-                 label: Callable[[int], str] = str, clock: Callable[[], float] = time.time) -> None:
+                 label: Callable[[int], str] = str, clock: Callable[[], float] = time.time,
+                 source: str | None = None) -> None:
         """Load the ledger (or start one) and open a new epoch."""
         self.config = config
         self.state = state
         self.ledger = Ledger.load(state, config) if state is not None else Ledger(config)
+        if source is not None:
+            self.ledger.source = source
         self.emit = emit
         self.label = label
         self.clock = clock
