@@ -13,9 +13,7 @@ import pytest
 from scipy import stats
 
 from dpstream.counters import counter_class
-from dpstream.counters.gauss_bm import GaussBM
-from dpstream.counters.toeplitz import unit_variances
-from dpstream.counters.unbounded import (
+from dpstream.counters.factorisation import (
     ALPHA,
     R0_SQUARED,
     perturbed_squares,
@@ -24,6 +22,8 @@ from dpstream.counters.unbounded import (
     unbounded_encoder,
     unbounded_unit_variances,
 )
+from dpstream.counters.gauss_bm import GaussBM
+from dpstream.counters.toeplitz import unit_variances
 from dpstream.privacy.calibration import gaussian_sigma
 from dpstream.sketches import LazyCMS
 

@@ -28,68 +28,19 @@ key (``node_noise="derived"``).
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
-from scipy.signal import fftconvolve
 
+from dpstream.counters.factorisation import (
+    R0_SQUARED,
+    Factorisation,
+    Unbounded,
+    unbounded_decoder,
+    unbounded_encoder,
+    unbounded_unit_variances,
+)
 from dpstream.counters.toeplitz import FULL, ToeplitzCounter, derived
-
-ALPHA = 0.25
-"""The log perturbation's exponent alpha > 0 (module docstring)."""
-
-
-def perturbed_squares(steps: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
-    """r_t^2 = F(t) - F(t + 1), F(t) = ln(t + e)^{-2 alpha}, at each t of ``steps``, without cancellation.
-
-    F(t) - F(t + 1) = -F(t) expm1(-2 alpha ln(ln(t + 1 + e) / ln(t + e))), the ratio's log by log1p.
-    """
-    t = np.asarray(steps, dtype=np.float64)
-    log_t = np.log(t + math.e)
-    step = np.log1p(np.log1p(1.0 / (t + math.e)) / log_t)
-    return -(log_t ** (-2.0 * alpha)) * np.expm1(-2.0 * alpha * step)
-
-
-R0_SQUARED = float(perturbed_squares(np.zeros(1))[0])
-"""r_0^2 = 1 - ln(1 + e)^{-2 alpha}: the squared sensitivity a unit of m is 1 / r_0^2."""
-
-
-@functools.cache
-def unbounded_encoder(length: int) -> np.ndarray:
-    """C's first column r_t / r_0, t < ``length`` (read-only)."""
-    r = np.sqrt(perturbed_squares(np.arange(max(1, length))))
-    c = r / r[0]
-    c.flags.writeable = False
-    return c
-
-
-def series_inverse(c: np.ndarray, length: int) -> np.ndarray:
-    """The first ``length`` coefficients of 1 / c(x) (c_0 != 0), by Newton's iteration q <- q (2 - c q) with FFTs."""
-    q = np.array([1.0 / c[0]])
-    size = 1
-    while size < length:
-        size = min(2 * size, length)
-        e = -fftconvolve(c[:size], q)[:size]
-        e[0] += 2.0
-        q = fftconvolve(q, e)[:size]
-    return q
-
-
-@functools.cache
-def unbounded_decoder(horizon: int) -> np.ndarray:
-    """d: the first ``horizon`` coefficients of 1 / ((1 - x) C(x)), L's first column (read-only)."""
-    d = np.cumsum(series_inverse(unbounded_encoder(horizon), horizon))
-    d.flags.writeable = False
-    return d
-
-
-@functools.cache
-def unbounded_unit_variances(horizon: int) -> np.ndarray:
-    """Var(s) / sigma^2 = sum_{t < s} d_t^2 for s = 1..horizon (read-only)."""
-    out = np.cumsum(unbounded_decoder(horizon) ** 2)
-    out.flags.writeable = False
-    return out
 
 
 class UnboundedFactorisation(ToeplitzCounter):
@@ -125,6 +76,10 @@ class UnboundedFactorisation(ToeplitzCounter):
     def unit_variance(cls, horizon: int) -> np.ndarray:
         """Var(s) / sigma^2 for s = 1..horizon (``unbounded_unit_variances``)."""
         return unbounded_unit_variances(horizon)
+
+    def factorisation(self) -> Factorisation:
+        """C Toeplitz with first column r_t / r_0 (``factorisation.Unbounded``)."""
+        return Unbounded(self.horizon)
 
 
 DerivedUnbounded = derived(UnboundedFactorisation)
