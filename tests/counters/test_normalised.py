@@ -14,6 +14,7 @@ from scipy import stats
 
 from dpstream.counters import counter_class
 from dpstream.counters.factorisation import (
+    ROW_STEPS_LIMIT,
     ROW_TABLE_LIMIT,
     NormalisedRoot,
     normalised_unit_variances,
@@ -95,9 +96,20 @@ def test_noise_variance_matches_the_row_norms_at_several_steps():
 
 def test_row_norms_above_the_table_limit_are_the_table_rows():
     # above ROW_TABLE_LIMIT the row norms come from one FFT per step: they must be the recursion's rows
-    horizon, steps = ROW_TABLE_LIMIT + 1, np.array([0, 1, 2, 100, ROW_TABLE_LIMIT, ROW_TABLE_LIMIT + 1])
+    horizon = ROW_TABLE_LIMIT + 1
+    steps = np.array([0, 1, 2, 100, ROW_TABLE_LIMIT, ROW_TABLE_LIMIT + 1])
     table = np.concatenate(([0.0], normalised_unit_variances(horizon)))
     np.testing.assert_allclose(NormalisedRoot(horizon).row_norms_squared(steps), table[steps], rtol=1e-9, atol=0)
+
+
+def test_every_step_of_a_long_horizon_is_refused_at_once():
+    from dpstream.heavy_hitters import LazyHH
+
+    with pytest.raises(ValueError, match=f"allowed: horizon <= ROW_TABLE_LIMIT = {ROW_TABLE_LIMIT}"):
+        NormalisedRoot(2**28).row_norms_squared(np.arange(1, ROW_STEPS_LIMIT + 2))
+    with pytest.raises(ValueError, match="ROW_STEPS_LIMIT"):  # its threshold asks every step of 2^28 / 10
+        LazyHH(k=5, k_tilde=10, epsilon=1.0, delta=0.01, beta=0.005, horizon=2**28, seed=5, counter="nsqrt",
+               node_noise="derived")
 
 
 def test_only_derived_noise_is_admitted():

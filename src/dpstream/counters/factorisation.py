@@ -206,9 +206,12 @@ def unbounded_unit_variances(horizon: int) -> np.ndarray:
 
 
 # -- the normalised square root (``counters.normalised``) ---------------------------------------------------------
-ROW_TABLE_LIMIT = 2**13
+ROW_TABLE_LIMIT = 2**16
 """Up to this horizon the normalised square root's row norms come from the O(T^2) table of every row
-(``normalised_unit_variances``); above it, from one O(s log s) FFT per step asked (``normalised_row``)."""
+(``normalised_unit_variances``, about a second at 2^16); above it, from one O(s log s) FFT per step asked
+(``normalised_row``), at most ``ROW_STEPS_LIMIT`` distinct steps a call."""
+ROW_STEPS_LIMIT = 64
+"""The most distinct steps one ``NormalisedRoot.row_norms_squared`` call answers above ``ROW_TABLE_LIMIT``."""
 
 
 @functools.lru_cache(maxsize=CACHED_HORIZONS)
@@ -618,7 +621,8 @@ class NormalisedRoot(Factorisation):
 
     S = A^{1/2}, D = diag(1 / nu_u) (``root_column_norms``): every column of C has norm 1, sensitivity sqrt(m). B is
     not Toeplitz: row norm^2 ||row s of A D^{-1} S^{-1}||^2, from the table of every row up to ``ROW_TABLE_LIMIT``
-    (``normalised_unit_variances``), above it one FFT per step asked (``normalised_row``).
+    (``normalised_unit_variances``), above it one FFT per step asked (``normalised_row``), refusing more than
+    ``ROW_STEPS_LIMIT`` distinct steps (the maximum over every step, as ``LazyHH``'s threshold asks, is refused there).
     """
 
     name = "nsqrt"
@@ -628,8 +632,15 @@ class NormalisedRoot(Factorisation):
         if self.horizon <= ROW_TABLE_LIMIT:
             return _at_steps(normalised_unit_variances(self.horizon), steps, self.horizon)
         s = np.minimum(np.asarray(steps, dtype=np.int64), self.horizon)
+        seen = np.zeros(self.horizon + 1, dtype=bool)  # distinct steps in O(T), not by sorting
+        seen[s[s > 0]] = True
+        asked = np.flatnonzero(seen)
+        if asked.size > ROW_STEPS_LIMIT:
+            raise ValueError(f"{self!r}: the row norms of {asked.size} distinct steps need the O(T^2) table of every "
+                             f"row; allowed: horizon <= ROW_TABLE_LIMIT = {ROW_TABLE_LIMIT}, or at most "
+                             f"ROW_STEPS_LIMIT = {ROW_STEPS_LIMIT} distinct steps a call")
         out = np.zeros(s.shape)
-        for step in np.unique(s[s > 0]):
+        for step in asked:
             out[s == step] = float(np.sum(normalised_row(self.horizon, int(step)) ** 2))
         return out
 
