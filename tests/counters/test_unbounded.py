@@ -144,3 +144,12 @@ def test_probe_reaches_the_column_norm_at_the_horizon_below_the_unbounded_calibr
     # sum_{t < T} r_t^2 = 1 - F(T): the calibration covers every horizon, so at T = 100 it has sqrt(1 - F(100)) slack
     assert result.worst == pytest.approx(result.assumed * math.sqrt(1 - math.log(100 + math.e) ** (-2 * ALPHA)),
                                          rel=1e-9)
+
+
+def test_tables_are_cached_for_a_few_horizons_only():
+    from dpstream.counters.factorisation import CACHED_HORIZONS
+
+    for horizon in range(10, 10 + 3 * CACHED_HORIZONS):
+        unbounded_unit_variances(horizon)
+    for table in (unbounded_encoder, unbounded_decoder, unbounded_unit_variances):
+        assert table.cache_info().currsize <= CACHED_HORIZONS

@@ -11,19 +11,24 @@ that their squares are summable, and makes the sum exact by telescoping.
 Construction. With F(t) = ln(t + e)^{-2 alpha} (F(0) = 1, decreasing to 0), the encoder C has first column
 r_t / r_0, r_t = sqrt(F(t) - F(t + 1)) ~ sqrt(2 alpha / t) ln(t)^{-(1/2 + alpha)}. Every column of C is a prefix of
 the first, so the L2 sensitivity of C x is sqrt(m) sqrt(sum_{t >= 0} r_t^2) / r_0 = sqrt(m) / r_0 (the sum
-telescopes to F(0) = 1), the same for every horizon: sigma, the encoder and so every released value do not depend on
-the horizon, which only bounds the steps and sizes the coefficient tables (O(T) float64 each; for a stream of unknown
-length, give a generous bound). The decoder L = A C^{-1} has first column
-d = the coefficients of 1 / ((1 - x) C(x)) (``unbounded_decoder``; d_0 = 1, and d is positive and decreasing since
-r is log-convex), and Var(s) = sigma^2 sum_{t < s} d_t^2, O(ln^{2 + 2 alpha} s).
+telescopes to F(0) = 1), the same for every horizon. The decoder L = A C^{-1} has first column d = the coefficients
+of 1 / ((1 - x) C(x)) (``factorisation.unbounded_decoder``; d_0 = 1, and d is positive and decreasing since r is
+log-convex), and Var(s) = sigma^2 sum_{t < s} d_t^2, O(ln^{2 + 2 alpha} s).
+
+What "no horizon" means here, exactly: a counter is still built for a horizon T and refuses steps past it, but its
+calibration and its values do not depend on T: sigma, the encoder and every released value (for the same seed and
+stream) are the same whatever horizon is given, so a stream of unknown length can be given a generous bound without
+changing its noise. Memory is O(T) for the horizon asked: stored noise keeps T - 1 floats a counter (``sqrt``'s
+ring), and the encoder, decoder and variance tables are O(T) float64 each, cached for the last
+``factorisation.CACHED_HORIZONS`` horizons only.
 
 ``alpha`` = 1/4: at T = 2^16 and 2^20 it gives the smallest mean variance of alpha in {0.1, 0.25, 0.5, 1}, about 1.7x
 and 1.9x the square root's at that horizon (the paper reports less than 1.5x for its own construction up to 2^24).
 
 Privacy: as every ``ToeplitzCounter``, (epsilon, delta)-DP under continual observation for m-neighbouring counter
-arrays, by the Gaussian mechanism on C x followed by the post-processing L, here for streams of any length.
-Streaming is the square root's (``counters.toeplitz``): O(T) state stored, or one count with the noise derived from a
-key (``node_noise="derived"``).
+arrays, by the Gaussian mechanism on C x followed by the post-processing L, for the steps up to the horizon given, at
+the same sigma for every horizon. Streaming is the square root's (``counters.toeplitz``): O(T) state stored, or one
+count with the noise derived from a key (``node_noise="derived"``).
 """
 
 from __future__ import annotations
@@ -44,7 +49,9 @@ from dpstream.counters.toeplitz import FULL, ToeplitzCounter, derived
 
 
 class UnboundedFactorisation(ToeplitzCounter):
-    """No horizon: the log-perturbed square root (module docstring; derived from Jacobsen and Fawaz's abstract).
+    """The log-perturbed square root: calibration and values independent of the horizon (module docstring).
+
+    Derived from Jacobsen and Fawaz's abstract.
 
     sens^2 = m / r_0^2 for every horizon; Var(s) = sigma^2 sum_{t < s} d_t^2 (``unbounded_unit_variances``).
     """
