@@ -2,9 +2,10 @@
 
 Each file ``<Class>[-<counter>-<node_noise>].npz`` holds the bytes ``to_bytes`` wrote after the first ``SPLIT``
 stream positions (``state``, uint8), what the object released then (``at_save_<i>``) and what it released after the
-stream up to ``CONTINUE`` (``continued_<i>``). ``python tests/saved_states.py`` writes them; the files were written
-by the code they are named after, before counters became factorisations, and ``test_saved_states.py`` checks every
-later version restores them and answers the same.
+stream up to ``CONTINUE`` (``continued_<i>``). ``python tests/saved_states.py`` writes them all, ``python
+tests/saved_states.py --missing`` only those not yet kept (a new counter's); each file was written by the code it is
+named after when it was added (the first ones before counters became factorisations), and ``test_saved_states.py``
+checks every later version restores them and answers the same.
 """
 
 from __future__ import annotations
@@ -42,10 +43,12 @@ def releases(case: Case, obj: Any, t: int) -> list[np.ndarray]:
     return [np.array(x) for x in case.releases(obj, t)]  # copies: a release may be a view of live state
 
 
-def write() -> None:
-    """Write every fixture file from the code installed now."""
+def write(missing: bool = False) -> None:
+    """Write every fixture file (only those not kept yet if ``missing``) from the code installed now."""
     DIR.mkdir(parents=True, exist_ok=True)
     for stem, case, options in fixtures():
+        if missing and (DIR / f"{stem}.npz").exists():
+            continue
         obj = case.build(**options)
         case.feed(obj, 0, SPLIT)
         arrays = {"state": np.frombuffer(obj.to_bytes(), dtype=np.uint8)}
@@ -58,4 +61,6 @@ def write() -> None:
 assert CASES  # serial_cases builds every case at import
 
 if __name__ == "__main__":
-    write()
+    import sys
+
+    write(missing="--missing" in sys.argv[1:])

@@ -1,10 +1,10 @@
 """Each factorisation's closed forms against its explicit B and C, and each counter against its factorisation.
 
 B C must be the prefix-sum matrix A; ||row s of B||^2 must be ``row_norms_squared(s)``; the largest column of C times
-sqrt(m) (m for the L1 Laplace tree) must be ``sensitivity(m)`` (at most, for the smooth and hybrid trees, whose
-calibrations are bounds). Every counter's ``variance`` must be its factorisation's row norms times the variance of one
-noise draw, and its calibration sensitivity the factorisation's. Floats: relative 1e-9 (the closed forms and the
-matrices sum in other orders); counter against factorisation: the same closed forms, so 1e-12.
+sqrt(m) (m for the L1 Laplace tree) must be ``sensitivity(m)`` (at most, for the smooth and hybrid trees and the
+no-horizon square root, whose calibrations are bounds). Every counter's ``variance`` must be its factorisation's row
+norms times the variance of one noise draw, and its calibration sensitivity the factorisation's. Floats: relative 1e-9
+(the closed forms and the matrices sum in other orders); counter against factorisation: the same closed forms, so 1e-12.
 """
 
 import math
@@ -21,8 +21,10 @@ from dpstream.counters.factorisation import (
     HonakerEstimate,
     Hybrid,
     KaryTree,
+    NormalisedRoot,
     Smooth,
     Toeplitz,
+    Unbounded,
     factorisation_of,
 )
 from dpstream.counters.kernels import EXTERNAL
@@ -39,8 +41,10 @@ MAKERS = {
     "sqrt": Toeplitz,
     "banded4": lambda t: Toeplitz(t, 4),
     "blt": BLT,
+    "unbounded": Unbounded,
+    "nsqrt": NormalisedRoot,
 }
-BOUNDS = {"smooth", "hybrid"}
+BOUNDS = {"smooth", "hybrid", "unbounded"}
 """Factorisations whose sensitivity is a bound on the largest column, not always equal to it."""
 
 

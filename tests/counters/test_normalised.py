@@ -13,8 +13,15 @@ import pytest
 from scipy import stats
 
 from dpstream.counters import counter_class
+from dpstream.counters.factorisation import (
+    ROW_STEPS_LIMIT,
+    ROW_TABLE_LIMIT,
+    NormalisedRoot,
+    normalised_unit_variances,
+    root_column_norms,
+    root_inverse_coefficients,
+)
 from dpstream.counters.gauss_bm import GaussBM
-from dpstream.counters.normalised import column_norms, normalised_unit_variances, root_inverse_coefficients
 from dpstream.counters.toeplitz import sqrt_coefficients, unit_variances
 from dpstream.privacy.calibration import gaussian_sigma
 from dpstream.sketches import LazyCMS
@@ -40,7 +47,7 @@ def test_factors_multiply_to_the_all_ones_triangle_with_unit_encoder_columns():
     decoder, encoder = factors(horizon)
     assert np.allclose(decoder @ encoder, np.tril(np.ones((horizon, horizon))), atol=1e-10)
     assert np.allclose(np.linalg.norm(encoder, axis=0), 1.0)
-    assert np.allclose(column_norms(horizon), np.linalg.norm(dense(sqrt_coefficients(horizon)), axis=0))
+    assert np.allclose(root_column_norms(horizon), np.linalg.norm(dense(sqrt_coefficients(horizon)), axis=0))
     assert np.allclose(dense(root_inverse_coefficients(horizon)), np.linalg.inv(dense(sqrt_coefficients(horizon))))
     assert np.allclose(normalised_unit_variances(horizon), np.sum(decoder**2, axis=1), rtol=1e-10)
     assert counter_class("nsqrt", "derived").l2_sensitivity(horizon, 3) == pytest.approx(math.sqrt(3))
@@ -85,6 +92,24 @@ def test_noise_variance_matches_the_row_norms_at_several_steps():
             want = sigma**2 * float(normalised_unit_variances(horizon)[s - 1])
             assert bm.variance()[0] == pytest.approx(want, rel=1e-12)
             assert abs(bm.query_all().var() / want - 1) < Z_1E6 * math.sqrt(2 / n)
+
+
+def test_row_norms_above_the_table_limit_are_the_table_rows():
+    # above ROW_TABLE_LIMIT the row norms come from one FFT per step: they must be the recursion's rows
+    horizon = ROW_TABLE_LIMIT + 1
+    steps = np.array([0, 1, 2, 100, ROW_TABLE_LIMIT, ROW_TABLE_LIMIT + 1])
+    table = np.concatenate(([0.0], normalised_unit_variances(horizon)))
+    np.testing.assert_allclose(NormalisedRoot(horizon).row_norms_squared(steps), table[steps], rtol=1e-9, atol=0)
+
+
+def test_every_step_of_a_long_horizon_is_refused_at_once():
+    from dpstream.heavy_hitters import LazyHH
+
+    with pytest.raises(ValueError, match=f"allowed: horizon <= ROW_TABLE_LIMIT = {ROW_TABLE_LIMIT}"):
+        NormalisedRoot(2**28).row_norms_squared(np.arange(1, ROW_STEPS_LIMIT + 2))
+    with pytest.raises(ValueError, match="ROW_STEPS_LIMIT"):  # its threshold asks every step of 2^28 / 10
+        LazyHH(k=5, k_tilde=10, epsilon=1.0, delta=0.01, beta=0.005, horizon=2**28, seed=5, counter="nsqrt",
+               node_noise="derived")
 
 
 def test_only_derived_noise_is_admitted():

@@ -13,9 +13,7 @@ import pytest
 from scipy import stats
 
 from dpstream.counters import counter_class
-from dpstream.counters.gauss_bm import GaussBM
-from dpstream.counters.toeplitz import unit_variances
-from dpstream.counters.unbounded import (
+from dpstream.counters.factorisation import (
     ALPHA,
     R0_SQUARED,
     perturbed_squares,
@@ -24,6 +22,8 @@ from dpstream.counters.unbounded import (
     unbounded_encoder,
     unbounded_unit_variances,
 )
+from dpstream.counters.gauss_bm import GaussBM
+from dpstream.counters.toeplitz import unit_variances
 from dpstream.privacy.calibration import gaussian_sigma
 from dpstream.sketches import LazyCMS
 
@@ -144,3 +144,12 @@ def test_probe_reaches_the_column_norm_at_the_horizon_below_the_unbounded_calibr
     # sum_{t < T} r_t^2 = 1 - F(T): the calibration covers every horizon, so at T = 100 it has sqrt(1 - F(100)) slack
     assert result.worst == pytest.approx(result.assumed * math.sqrt(1 - math.log(100 + math.e) ** (-2 * ALPHA)),
                                          rel=1e-9)
+
+
+def test_tables_are_cached_for_a_few_horizons_only():
+    from dpstream.counters.factorisation import CACHED_HORIZONS
+
+    for horizon in range(10, 10 + 3 * CACHED_HORIZONS):
+        unbounded_unit_variances(horizon)
+    for table in (unbounded_encoder, unbounded_decoder, unbounded_unit_variances):
+        assert table.cache_info().currsize <= CACHED_HORIZONS

@@ -26,7 +26,8 @@ from abc import ABC, abstractmethod
 from typing import ClassVar
 
 import numpy as np
-from scipy.signal import lfilter
+from numba import njit
+from scipy.signal import fftconvolve, lfilter
 
 from dpstream.counters import blt_params as blt
 from dpstream.counters._bm_kernels import popcount
@@ -133,6 +134,137 @@ def unit_variances(bands: int, horizon: int) -> np.ndarray:
 def column_norm(bands: int, horizon: int) -> float:
     """The largest column norm of C over ``horizon`` steps (its first column): sqrt(sum_{t < min(b, T)} c_t^2)."""
     return math.sqrt(float(np.sum(sqrt_coefficients(min(bands, horizon)) ** 2)))
+
+
+def _at_steps(table: np.ndarray, steps: np.ndarray | int, horizon: int) -> np.ndarray:
+    """table[s - 1] at each step s (steps past the horizon read row T), 0 at s = 0: a row-norm table read at steps."""
+    s = np.asarray(steps, dtype=np.int64)
+    out = np.zeros(s.shape)
+    on = s > 0
+    out[on] = table[np.minimum(s[on], horizon) - 1]
+    return out
+
+
+CACHED_HORIZONS = 4
+"""How many horizons' O(T) tables the no-horizon and normalised square roots keep cached (least recently used)."""
+
+# -- the log-perturbed square root with no horizon (``counters.unbounded``) --------------------------------------
+ALPHA = 0.25
+"""The log perturbation's exponent alpha > 0 (``counters.unbounded``)."""
+
+
+def perturbed_squares(steps: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
+    """r_t^2 = F(t) - F(t + 1), F(t) = ln(t + e)^{-2 alpha}, at each t of ``steps``, without cancellation.
+
+    F(t) - F(t + 1) = -F(t) expm1(-2 alpha ln(ln(t + 1 + e) / ln(t + e))), the ratio's log by log1p.
+    """
+    t = np.asarray(steps, dtype=np.float64)
+    log_t = np.log(t + math.e)
+    step = np.log1p(np.log1p(1.0 / (t + math.e)) / log_t)
+    return -(log_t ** (-2.0 * alpha)) * np.expm1(-2.0 * alpha * step)
+
+
+R0_SQUARED = float(perturbed_squares(np.zeros(1))[0])
+"""r_0^2 = 1 - ln(1 + e)^{-2 alpha}: the squared sensitivity a unit of m is 1 / r_0^2."""
+
+
+@functools.lru_cache(maxsize=CACHED_HORIZONS)
+def unbounded_encoder(length: int) -> np.ndarray:
+    """C's first column r_t / r_0, t < ``length`` (read-only). The values do not depend on ``length``."""
+    r = np.sqrt(perturbed_squares(np.arange(max(1, length))))
+    c = r / r[0]
+    c.flags.writeable = False
+    return c
+
+
+def series_inverse(c: np.ndarray, length: int) -> np.ndarray:
+    """The first ``length`` coefficients of 1 / c(x) (c_0 != 0), by Newton's iteration q <- q (2 - c q) with FFTs."""
+    q = np.array([1.0 / c[0]])
+    size = 1
+    while size < length:
+        size = min(2 * size, length)
+        e = -fftconvolve(c[:size], q)[:size]
+        e[0] += 2.0
+        q = fftconvolve(q, e)[:size]
+    return q
+
+
+@functools.lru_cache(maxsize=CACHED_HORIZONS)
+def unbounded_decoder(horizon: int) -> np.ndarray:
+    """d: the first ``horizon`` coefficients of 1 / ((1 - x) C(x)), L's first column (read-only)."""
+    d = np.cumsum(series_inverse(unbounded_encoder(horizon), horizon))
+    d.flags.writeable = False
+    return d
+
+
+@functools.lru_cache(maxsize=CACHED_HORIZONS)
+def unbounded_unit_variances(horizon: int) -> np.ndarray:
+    """Var(s) / sigma^2 = sum_{t < s} d_t^2 for s = 1..horizon (read-only)."""
+    out = np.cumsum(unbounded_decoder(horizon) ** 2)
+    out.flags.writeable = False
+    return out
+
+
+# -- the normalised square root (``counters.normalised``) ---------------------------------------------------------
+ROW_TABLE_LIMIT = 2**16
+"""Up to this horizon the normalised square root's row norms come from the O(T^2) table of every row
+(``normalised_unit_variances``, about a second at 2^16); above it, from one O(s log s) FFT per step asked
+(``normalised_row``), at most ``ROW_STEPS_LIMIT`` distinct steps a call."""
+ROW_STEPS_LIMIT = 64
+"""The most distinct steps one ``NormalisedRoot.row_norms_squared`` call answers above ``ROW_TABLE_LIMIT``."""
+
+
+@functools.lru_cache(maxsize=CACHED_HORIZONS)
+def root_column_norms(horizon: int) -> np.ndarray:
+    """nu_u = sqrt(sum_{t <= n - u} s_t^2) for u = 1..n: S = A^{1/2}'s column norms over the horizon n (read-only)."""
+    nu = np.sqrt(np.cumsum(sqrt_coefficients(horizon) ** 2))[::-1].copy()
+    nu.flags.writeable = False
+    return nu
+
+
+@functools.lru_cache(maxsize=CACHED_HORIZONS)
+def root_inverse_coefficients(horizon: int) -> np.ndarray:
+    """q_t, t < ``horizon``: the coefficients of (1 - x)^{1/2}, S^{-1}'s first column (q_t = q_{t-1} (2t - 3) / 2t)."""
+    t = np.arange(1, max(1, horizon))
+    q = np.concatenate(([1.0], np.cumprod((2 * t - 3) / (2 * t))))[:horizon]
+    q.flags.writeable = False
+    return q
+
+
+@njit(cache=True)
+def _row_norms(q: np.ndarray, nu: np.ndarray) -> np.ndarray:
+    """sum_j L_{s j}^2 for s = 1..n, L_{s j} = L_{s-1, j} + nu_s q_{s-j} (row s of A D^{-1} S^{-1}, kept in place)."""
+    n = q.shape[0]
+    row = np.zeros(n)
+    out = np.empty(n)
+    for s in range(n):
+        total = 0.0
+        for j in range(s + 1):
+            row[j] += nu[s] * q[s - j]
+            total += row[j] * row[j]
+        out[s] = total
+    return out
+
+
+@functools.lru_cache(maxsize=CACHED_HORIZONS)
+def normalised_unit_variances(horizon: int) -> np.ndarray:
+    """Var(s) / sigma^2 = ||row s of L||^2 for s = 1..horizon (O(n^2), ``_row_norms``; read-only)."""
+    out = _row_norms(np.ascontiguousarray(root_inverse_coefficients(horizon)),
+                     np.ascontiguousarray(root_column_norms(horizon)))
+    out.flags.writeable = False
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def normalised_row(horizon: int, step: int) -> np.ndarray:
+    """k_t = L_{s, s-t} for t < s = ``step``: row s of L reversed, sum_{t' <= t} q_{t'} nu_{s-t+t'} (read-only).
+
+    One FFT correlation of nu_1..nu_s with q, O(s log s).
+    """
+    nu, q = root_column_norms(horizon)[:step], root_inverse_coefficients(horizon)[:step]
+    k = fftconvolve(nu[::-1], q)[:step] if step else np.zeros(0)
+    k.flags.writeable = False
+    return k
 
 
 class Factorisation(ABC):
@@ -410,11 +542,7 @@ class Toeplitz(Factorisation):
 
     def row_norms_squared(self, steps: np.ndarray | int) -> np.ndarray:
         """sum_{t < s} d_t^2, d the first column of A C^{-1}."""
-        s = np.asarray(steps, dtype=np.int64)
-        out = np.zeros(s.shape)
-        on = s > 0
-        out[on] = unit_variances(self.bands, self.horizon)[np.minimum(s[on], self.horizon) - 1]
-        return out
+        return _at_steps(unit_variances(self.bands, self.horizon), steps, self.horizon)
 
     def sensitivity(self, m: int = 1) -> float:
         """sqrt(m) ||C e_1||."""
@@ -464,8 +592,71 @@ class BLT(Factorisation):
         return b, c
 
 
+class Unbounded(Factorisation):
+    """The log-perturbed square root with no horizon (``counters.unbounded``, after Jacobsen and Fawaz): C Toeplitz.
+
+    C's first column r_t / r_0 (``unbounded_encoder``); B = A C^{-1} Toeplitz with first column d
+    (``unbounded_decoder``). Row norm^2 sum_{t < s} d_t^2; sensitivity sqrt(m) / r_0, the first column's norm over an
+    unbounded stream: a bound above ||C e_1|| over T steps that every horizon shares (its squares telescope).
+    """
+
+    name = "unbounded"
+
+    def row_norms_squared(self, steps: np.ndarray | int) -> np.ndarray:
+        """sum_{t < s} d_t^2 (``unbounded_unit_variances``)."""
+        return _at_steps(unbounded_unit_variances(self.horizon), steps, self.horizon)
+
+    def sensitivity(self, m: int = 1) -> float:
+        """sqrt(m / r_0^2), whatever the horizon."""
+        return math.sqrt(m / R0_SQUARED)
+
+    def matrices(self) -> tuple[np.ndarray, np.ndarray]:
+        """C and B from their first columns."""
+        horizon = self._check_size()
+        return _toeplitz(np.array(unbounded_decoder(horizon))), _toeplitz(np.array(unbounded_encoder(horizon)))
+
+
+class NormalisedRoot(Factorisation):
+    """The normalised square root (``counters.normalised``; Henzinger, Kalinin, Upadhyay): C = S D, B = A C^{-1}.
+
+    S = A^{1/2}, D = diag(1 / nu_u) (``root_column_norms``): every column of C has norm 1, sensitivity sqrt(m). B is
+    not Toeplitz: row norm^2 ||row s of A D^{-1} S^{-1}||^2, from the table of every row up to ``ROW_TABLE_LIMIT``
+    (``normalised_unit_variances``), above it one FFT per step asked (``normalised_row``), refusing more than
+    ``ROW_STEPS_LIMIT`` distinct steps (the maximum over every step, as ``LazyHH``'s threshold asks, is refused there).
+    """
+
+    name = "nsqrt"
+
+    def row_norms_squared(self, steps: np.ndarray | int) -> np.ndarray:
+        """||row s of B||^2."""
+        if self.horizon <= ROW_TABLE_LIMIT:
+            return _at_steps(normalised_unit_variances(self.horizon), steps, self.horizon)
+        s = np.minimum(np.asarray(steps, dtype=np.int64), self.horizon)
+        seen = np.zeros(self.horizon + 1, dtype=bool)  # distinct steps in O(T), not by sorting
+        seen[s[s > 0]] = True
+        asked = np.flatnonzero(seen)
+        if asked.size > ROW_STEPS_LIMIT:
+            raise ValueError(f"{self!r}: the row norms of {asked.size} distinct steps need the O(T^2) table of every "
+                             f"row; allowed: horizon <= ROW_TABLE_LIMIT = {ROW_TABLE_LIMIT}, or at most "
+                             f"ROW_STEPS_LIMIT = {ROW_STEPS_LIMIT} distinct steps a call")
+        out = np.zeros(s.shape)
+        for step in asked:
+            out[s == step] = float(np.sum(normalised_row(self.horizon, int(step)) ** 2))
+        return out
+
+    def sensitivity(self, m: int = 1) -> float:
+        """sqrt(m): unit columns."""
+        return math.sqrt(m)
+
+    def matrices(self) -> tuple[np.ndarray, np.ndarray]:
+        """C = S D from the square root's coefficients and column norms, B = A C^{-1}."""
+        horizon = self._check_size()
+        c = _toeplitz(np.array(sqrt_coefficients(horizon))) / root_column_norms(horizon)
+        return np.linalg.solve(c.T, np.tril(np.ones((horizon, horizon))).T).T, c
+
+
 FACTORISATIONS: dict[str, type[Factorisation]] = {
-    f.name: f for f in (Dyadic, HonakerEstimate, KaryTree, Smooth, Hybrid, Toeplitz, BLT)}
+    f.name: f for f in (Dyadic, HonakerEstimate, KaryTree, Smooth, Hybrid, Toeplitz, BLT, Unbounded, NormalisedRoot)}
 """Every factorisation by the counter name it serves (``banded*`` counters are ``Toeplitz`` with their bands)."""
 
 
@@ -473,6 +664,8 @@ def factorisation_of(counter: object) -> Factorisation:
     """The factorisation a counter instance of the package runs, with its horizon and parameters."""
     horizon = counter.horizon  # type: ignore[attr-defined]
     name = counter.name  # type: ignore[attr-defined]
+    if name in (Unbounded.name, NormalisedRoot.name):  # pushed as Toeplitz counters, but C is not the square root
+        return FACTORISATIONS[name](horizon)
     if hasattr(counter, "bands"):
         return Toeplitz(horizon, counter.bands)
     if name == "blt":

@@ -12,85 +12,36 @@ Construction. S = A^{1/2} (lower-triangular Toeplitz, s_t = binom(2t, t)/4^t, ``
 column u (1-based) over the horizon n has norm nu_u = sqrt(sum_{t <= n - u} s_t^2). The encoder is C = S D with
 D = diag(1 / nu_u), so every column of C has norm 1 and the L2 sensitivity of C x is sqrt(m) (at most m counters, each
 changed by 1 at one step); the decoder is L = A C^{-1} = A D^{-1} S^{-1}: with y = S^{-1} z (the coefficients of
-(1 - x)^{1/2}, q_t, ``root_inverse_coefficients``) and z_u ~ N(0, 1), the release at step s is the exact count plus
-sigma sum_{u <= s} nu_u y_u, and Var(s) = sigma^2 sum_{j <= s} L_{s j}^2 with L_{s j} = sum_{u=j}^{s} nu_u q_{u-j}
-(``normalised_unit_variances``, O(n^2) work by the row recursion L_{s j} = L_{s-1, j} + nu_s q_{s-j}). The scale nu_u
-depends on the horizon: unlike the square root's, L is not Toeplitz.
+(1 - x)^{1/2}, q_t, ``factorisation.root_inverse_coefficients``) and z_u ~ N(0, 1), the release at step s is the
+exact count plus sigma sum_{u <= s} nu_u y_u, and Var(s) = sigma^2 sum_{j <= s} L_{s j}^2 with
+L_{s j} = sum_{u=j}^{s} nu_u q_{u-j} (``factorisation.NormalisedRoot``: up to ``ROW_TABLE_LIMIT`` steps the table of
+every row, O(n^2) work by the row recursion L_{s j} = L_{s-1, j} + nu_s q_{s-j}; above it one FFT per step asked).
+The scale nu_u depends on the horizon: unlike the square root's, L is not Toeplitz.
 
 Node noise: derived only (``node_noise="derived"``): z_u of counter j is ``philox.node_normal`` at (u,
-``toeplitz_push.DERIVED_TAG``, j), as the derived square root's; a release at step s regenerates s keyed normals
-and weighs them by row s of L (``release_decoder``, one FFT per distinct step); a counter keeps one count. The stored
-Toeplitz push adds every step's w = C^{-1} z at one scale, so it cannot carry nu_u. Privacy: (epsilon, delta)-DP under
-continual observation for m-neighbouring counter arrays, by the Gaussian mechanism on C x followed by the
+``toeplitz_push.DERIVED_TAG``, j), as the derived square root's; a release at step s regenerates s keyed normals and
+weighs them by row s of L (``factorisation.normalised_row``, one FFT per distinct step); a counter keeps one count. The
+stored Toeplitz push adds every step's w = C^{-1} z at one scale, so it cannot carry nu_u. Privacy: (epsilon, delta)-DP
+under continual observation for m-neighbouring counter arrays, by the Gaussian mechanism on C x followed by the
 post-processing L, COMPUTATIONALLY (Philox as a random function, ``DerivedBinary``).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
-from scipy.signal import fftconvolve
 
-from dpstream.counters.toeplitz import DerivedToeplitz, SqrtFactorisation, encoder_images, sqrt_coefficients
+from dpstream.counters.factorisation import (
+    Factorisation,
+    NormalisedRoot,
+    normalised_row,
+    normalised_unit_variances,
+    root_column_norms,
+)
+from dpstream.counters.toeplitz import DerivedToeplitz, SqrtFactorisation, encoder_images
 from dpstream.counters.toeplitz_push import derived_release
-
-
-@functools.cache
-def column_norms(horizon: int) -> np.ndarray:
-    """nu_u = sqrt(sum_{t <= n - u} s_t^2) for u = 1..n: S's column norms over the horizon n (read-only)."""
-    nu = np.sqrt(np.cumsum(sqrt_coefficients(horizon) ** 2))[::-1].copy()
-    nu.flags.writeable = False
-    return nu
-
-
-@functools.cache
-def root_inverse_coefficients(horizon: int) -> np.ndarray:
-    """q_t, t < ``horizon``: the coefficients of (1 - x)^{1/2}, S^{-1}'s first column (q_t = q_{t-1} (2t - 3) / 2t)."""
-    t = np.arange(1, max(1, horizon))
-    q = np.concatenate(([1.0], np.cumprod((2 * t - 3) / (2 * t))))[:horizon]
-    q.flags.writeable = False
-    return q
-
-
-@njit(cache=True)
-def _row_norms(q: np.ndarray, nu: np.ndarray) -> np.ndarray:
-    """sum_j L_{s j}^2 for s = 1..n, L_{s j} = L_{s-1, j} + nu_s q_{s-j} (row s of A D^{-1} S^{-1}, kept in place)."""
-    n = q.shape[0]
-    row = np.zeros(n)
-    out = np.empty(n)
-    for s in range(n):
-        total = 0.0
-        for j in range(s + 1):
-            row[j] += nu[s] * q[s - j]
-            total += row[j] * row[j]
-        out[s] = total
-    return out
-
-
-@functools.cache
-def normalised_unit_variances(horizon: int) -> np.ndarray:
-    """Var(s) / sigma^2 = ||row s of L||^2 for s = 1..horizon (O(n^2), ``_row_norms``; read-only)."""
-    out = _row_norms(np.ascontiguousarray(root_inverse_coefficients(horizon)),
-                     np.ascontiguousarray(column_norms(horizon)))
-    out.flags.writeable = False
-    return out
-
-
-@functools.lru_cache(maxsize=64)
-def release_decoder(horizon: int, step: int) -> np.ndarray:
-    """k_t = L_{s, s-t} for t < s = ``step``: row s of L reversed, sum_{t <= s-u} q_t nu_{u+t} at t = s - u (read-only).
-
-    One FFT correlation of nu_1..nu_s with q; a release at step s is then ``toeplitz_push.derived_release`` with this
-    as its decoder, O(s) keyed normals a counter.
-    """
-    nu, q = column_norms(horizon)[:step], root_inverse_coefficients(horizon)[:step]
-    k = fftconvolve(nu[::-1], q)[:step] if step else np.zeros(0)
-    k.flags.writeable = False
-    return k
 
 
 class NormalisedSqrt(DerivedToeplitz, SqrtFactorisation):
@@ -112,9 +63,13 @@ class NormalisedSqrt(DerivedToeplitz, SqrtFactorisation):
         """Var(s) / sigma^2 for s = 1..horizon (``normalised_unit_variances``)."""
         return normalised_unit_variances(horizon)
 
+    def factorisation(self) -> Factorisation:
+        """C = S D with unit columns, B = A D^{-1} S^{-1} (``factorisation.NormalisedRoot``)."""
+        return NormalisedRoot(self.horizon)
+
     def _allocate(self) -> None:
         super()._allocate()
-        self._norms = np.ascontiguousarray(column_norms(self.horizon))
+        self._norms = np.ascontiguousarray(root_column_norms(self.horizon))
 
     def protected(self, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """C x = S (D x): each step's increment over its column norm nu_u, then the square root."""
@@ -129,6 +84,6 @@ class NormalisedSqrt(DerivedToeplitz, SqrtFactorisation):
         out = np.empty(cells.shape[0], dtype=np.float64)
         for step in np.unique(steps):  # a sketch's cells are at one or two steps
             at = np.flatnonzero(steps == step)
-            decoder = np.ascontiguousarray(release_decoder(self.horizon, int(step)))
+            decoder = np.ascontiguousarray(normalised_row(self.horizon, int(step)))
             out[at] = derived_release(self._exact, self._key, self._noise_scale, decoder, cells[at], steps[at])
         return out
