@@ -77,6 +77,13 @@ def test_bad_values_are_one_line_before_the_run(args, says, tmp_path, monkeypatc
     assert status == 2 and one_error_line(err).startswith(says), err
 
 
+def test_a_lazyhh_whose_delta_tilde_reaches_one_is_refused_naming_epsilon(tmp_path, monkeypatch, capsys, memory_8gb):
+    """Epsilon 10 at delta 1e-3: LazyHH's delta~ is 44.06, no guarantee, so the run is refused (not run uncertified)."""
+    monkeypatch.chdir(tmp_path)
+    status, err = run_cli(["mechanism=lazyhh", "epsilon=10", "profile=smoke"], capsys)
+    assert status == 2 and one_error_line(err).startswith("error: epsilon=10: must be below 6.212 at delta=0.001"), err
+
+
 def test_too_many_trials_are_refused_with_the_estimate_before_building_them(tmp_path, monkeypatch, capsys,
                                                                              memory_8gb):
     monkeypatch.chdir(tmp_path)

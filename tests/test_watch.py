@@ -215,6 +215,15 @@ def test_bad_option_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Captur
     assert not (tmp_path / "s.json").exists()
 
 
+def test_an_epsilon_whose_delta_tilde_reaches_one_is_refused_naming_epsilon(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """--epsilon 15 at delta 1e-6 gives delta~ = 6.5: refused in one line naming epsilon and what is allowed."""
+    assert main(["-", "--epsilon", "15", "--state", str(tmp_path / "s.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: epsilon must be below 13.12 at delta=1e-06 (") and err.endswith(", got 15.0\n")
+    assert err.count("\n") == 1 and not (tmp_path / "s.json").exists()
+
+
 def test_one_watcher_per_state_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from dpstream.watch import hold
 

@@ -26,7 +26,8 @@ from dpstream.heavy_hitters.thresholds import (
 )
 from dpstream.metrics import release_times
 from dpstream.privacy.calibration import gauss_bm_sigma
-from dpstream.privacy.heavy_hitters import final_delta, lazy_hh_depth
+from dpstream.privacy.heavy_hitters import check_final_delta, final_delta, final_delta_epsilon_bound, lazy_hh_depth
+from dpstream.privacy.statement import labels
 from dpstream.sketches import LazyCMS
 from dpstream.trials.heavy_hitters import load_trace, make_tracker, run_trial
 
@@ -96,6 +97,24 @@ def test_tau_many_is_thresholds_tau_to_the_bit():
 
 def test_final_delta_is_2delta_times_three_halves_plus_e_eps_plus_delta():
     assert final_delta(0.5, 1e-3) == pytest.approx(2e-3 * (1.5 + math.exp(0.5) + 1e-3), rel=1e-15)
+
+
+def test_a_delta_tilde_of_one_or_more_is_no_guarantee_and_not_certified(tmp_path):
+    """Epsilon 10 at delta 1e-3: delta~ = 44.06, which guarantees nothing: no statement, labels say not certified."""
+    hh = LazyHH(horizon=1000, **{**BASE, "epsilon": 10.0})
+    assert hh.delta_tilde == pytest.approx(44.06, rel=1e-3)
+    assert hh.privacy is None and not hh.certified
+    assert labels(hh) == {"private": False, "certified": False, "deployable": False}
+    bound = final_delta_epsilon_bound(1e-3)
+    assert final_delta(bound * (1 - 1e-9), 1e-3) < 1.0 <= final_delta(bound * (1 + 1e-9), 1e-3)
+    assert LazyHH(horizon=1000, **{**BASE, "epsilon": bound * (1 - 1e-9)}).certified
+    with pytest.raises(ValueError, match=r"^epsilon must be below 6.212 at delta=0.001 \(LazyHH's delta~ .* is 44.06"):
+        check_final_delta(10.0, 1e-3)
+    assert final_delta(1e-3, 0.1860) < 1.0 <= final_delta(1e-3, 0.1862)
+    with pytest.raises(ValueError, match=r"^delta must be below 0.1861 at epsilon=0.001"):  # no epsilon helps
+        check_final_delta(1e-3, 0.3)
+    with pytest.raises(ValueError, match=r"^epsilon must be below 6.212 at delta=0.001"):  # the trial refuses it
+        run_trial(_params(tmp_path, "lazyhh", epsilon=10.0), np.random.SeedSequence(0))
 
 
 def test_lazy_cms_noise_matches_the_sigma_gamma_is_derived_from():
@@ -389,7 +408,7 @@ def _params(tmp_path, mechanism, **extra):
     data = {"name": "caida_like_synthetic", "_target_": "dpstream.data.caida_like.synthetic_caida_like",
             "synthetic": True, "length": 40_000, "zipf_exponent": 1.0, "full_length": 26_600_000,
             "distinct_sources": 312_000, "trace_seed": 2019}
-    return {"epsilon": 8.0, "delta": 1e-3, "width": 55, "depth": 3, "memory_kb": 20, "seed": 0, "trial": 0,
+    return {"epsilon": 6.0, "delta": 1e-3, "width": 55, "depth": 3, "memory_kb": 20, "seed": 0, "trial": 0,
             "mechanism": mech, "data": data, "data_dir": str(tmp_path), "profile": {"name": "smoke"}}
 
 
@@ -426,7 +445,7 @@ def test_trial_means_over_release_times_equal_fresh_trackers_stopped_there(tmp_p
     precision_mean_t / recall_mean_t / are_mean_t equal the means, over the output steps at or before the release times,
     of NEW trackers fed only that prefix, each scored on its own prefix.
     """
-    params = _params(tmp_path, mechanism, k=k, k_tilde=k_tilde) | {"epsilon": 8.0, "memory_kb": None, "width": 16}
+    params = _params(tmp_path, mechanism, k=k, k_tilde=k_tilde) | {"epsilon": 6.0, "memory_kb": None, "width": 16}
     params["data"] = {"name": "zipf", "_target_": "dpstream.data.zipf_stream", "length": 40_000, "universe": 2000,
                       "skew": skew}
     seed = np.random.SeedSequence(0, spawn_key=(0,))

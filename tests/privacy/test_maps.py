@@ -29,6 +29,7 @@ from dpstream.privacy import (
 )
 from dpstream.privacy.accounting import sparse_sigma
 from dpstream.privacy.calibration import (
+    analytic_gaussian_delta,
     analytic_gaussian_sigma,
     classic_gaussian_sigma,
     gauss_bm_levels,
@@ -197,3 +198,53 @@ def test_laplace_maps_bound_dp_accounting():
     assert LaplaceMap(1.0, 20.0).epsilon(0.0) == pytest.approx(pld.get_epsilon_for_delta(1e-300), abs=10 * INTERVAL)
     composed = pld.self_compose(50).get_epsilon_for_delta(1e-6)
     assert composed - 10 * INTERVAL <= ComposedMap(LaplaceMap(1.0, 20.0), 50).epsilon(1e-6)
+
+
+# ---- where a theorem stops: the classic Gaussian beyond epsilon 1, delta at 0 or 1 ---------------------------------
+
+def test_classic_gaussian_states_the_exact_epsilon_where_thm_a1_does_not_hold():
+    """At epsilon 10 the classic sigma is (10, 3.36e-3)-DP exactly, not (10, 1e-3): the map states the exact epsilon.
+
+    The noise is the classic one still (the calibration is unchanged); below epsilon 1 the statement is the classic one.
+    """
+    sketch = LazyCMS(width=55, depth=3, epsilon=10.0, delta=1e-3, horizon=2**16, seed=0)
+    statement = sketch.privacy
+    assert statement is not None and statement.delta == 1e-3 and statement.epsilon > 10.0
+    sigma = classic_gaussian_sigma(1.0, 10.0, 1e-3)
+    assert analytic_gaussian_delta(10.0, 1.0, sigma) == pytest.approx(3.36e-3, rel=1e-2)
+    stated_epsilon = GaussianMap(1.0, sigma, "classic").epsilon(1e-3)
+    assert stated_epsilon == pytest.approx(GaussianMap(1.0, sigma, "analytic").epsilon(1e-3), rel=1e-12)
+    assert analytic_gaussian_delta(stated_epsilon, 1.0, sigma) <= 1e-3
+    assert not GaussianMap(1.0, sigma, "classic").check(10.0, 1e-3)
+    small = classic_gaussian_sigma(1.0, 0.5, 1e-5)  # inside the theorem's range: the classic closed form
+    assert GaussianMap(1.0, small, "classic").epsilon(1e-5) == 1.0 * math.sqrt(2.0 * math.log(1.25 / 1e-5)) / small
+
+
+@pytest.mark.parametrize("privacy_map", [GaussianMap(1.0, 3.0, "classic"), GaussianMap(1.0, 3.0, "analytic"),
+                                         DiscreteGaussianMap(1, Fraction(9))])
+def test_gaussian_maps_certify_nothing_at_delta_zero(privacy_map):
+    assert privacy_map.epsilon(0.0) == NOT_CERTIFIED and not privacy_map.check(1e6, 0.0)
+    assert privacy_map.statement(0.0, Relation.ADD_REMOVE_RECORD) is None
+    with pytest.raises(ValueError, match=r"delta must be in \[0, 1\)"):
+        privacy_map.epsilon(1.0)
+    with pytest.raises(ValueError, match=r"delta must be in \[0, 1\)"):
+        privacy_map.check(1.0, -1e-9)
+
+
+def test_calibrate_refuses_gaussian_noise_at_delta_zero_and_bad_targets():
+    with pytest.raises(ValueError, match="delta must be > 0 for this noise"):
+        calibrate(lambda s: GaussianMap(1.0, s, "analytic"), 1.0, 0.0)
+    with pytest.raises(ValueError, match="delta must be > 0 for this noise"):
+        calibrate(lambda s: GaussianMap(1.0, s, "classic"), 1.0, 0.0)
+    with pytest.raises(ValueError, match=r"delta must be in \[0, 1\)"):
+        calibrate(lambda s: GaussianMap(1.0, s, "analytic"), 1.0, 1.5)
+    with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
+        calibrate(lambda b: LaplaceMap(1.0, b), 0.0, 0.0)
+
+
+def test_maps_at_delta_one_raise_a_clear_error():
+    for privacy_map in (SparseMap(1.0, 1), LaplaceMap(1.0, 2.0), ComposedMap(LaplaceMap(1.0, 2.0), 3)):
+        with pytest.raises(ValueError, match=r"delta must be in \[0, 1\)"):
+            privacy_map.epsilon(1.0)
+    with pytest.raises(ValueError, match="epsilon must be a finite number >= 0"):
+        GaussianMap(1.0, 3.0, "analytic").check(-1.0, 1e-6)

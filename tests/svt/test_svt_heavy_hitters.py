@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import sparse, stats
 
-from dpstream.svt import ThresholdMonitor, calibrate, sparse_sigma
+from dpstream.svt import ThresholdMonitor, calibrate_monitor, sparse_sigma
 from dpstream.svt.shifting import (
     PRIVATE,
     HistogramEveryStep,
@@ -40,7 +40,7 @@ def test_heavy_rows_rejects_bad_input():
 @pytest.mark.parametrize("gap", [0.0, 2e4, 1.5e5])
 def test_monitor_report_probability_matches_sampled_noise(gap):
     # 400 000 draws of w + min(v, Delta); binomial two-sided test at p = 1e-6.
-    cal = calibrate(1.0, 1e-6, 1)
+    cal = calibrate_monitor(1.0, 1e-6, 1)
     rng = np.random.default_rng(1)
     n = 400_000
     top = rng.laplace(0, cal.w_scale, n) + np.minimum(rng.laplace(0, cal.v_scale, n), cal.cap) >= gap
@@ -53,7 +53,7 @@ def test_monitor_report_probability_matches_the_mechanism_below_and_above_the_ca
     # The actual ThresholdMonitor: one linear query f = 1 x counts, threshold t = f + gap, 200 000 seeded runs.
     # Tolerance: 5 binomial standard errors, 5 sqrt(p (1 - p) / n) (two-sided false alarm 5.7e-7 per case).
     counts = np.array([100.0])
-    cal = calibrate(epsilon, DELTA, k)
+    cal = calibrate_monitor(epsilon, DELTA, k)
     gap = gap_over_cap * cal.cap
     tm = ThresholdMonitor(epsilon=epsilon, delta=DELTA, threshold=counts[0] + gap, k=k, seed=7)
     n = 200_000

@@ -13,7 +13,7 @@ from dpstream.svt import (
     Sparse,
     ThresholdMonitor,
     ThresholdMonitorEvolving,
-    calibrate,
+    calibrate_monitor,
     sparse_sigma,
 )
 from dpstream.svt._kernels import RELEASE_FRESH, monitor_pass
@@ -104,8 +104,8 @@ def test_sparse_accepts_linear_queries_on_counts():
 @pytest.mark.parametrize(
     ("cls", "cal"),
     [
-        (ThresholdMonitor, calibrate(1.0, 1e-6, 3)),
-        (ThresholdMonitorEvolving, calibrate(0.5, 1e-6 / (1 + math.exp(0.5)), 3)),  # group privacy: eps/2, ...
+        (ThresholdMonitor, calibrate_monitor(1.0, 1e-6, 3)),
+        (ThresholdMonitorEvolving, calibrate_monitor(0.5, 1e-6 / (1 + math.exp(0.5)), 3)),  # group privacy: eps/2, ...
     ],
 )
 def test_monitor_noise_scales_are_10_delta_and_b(cls, cal):
@@ -120,7 +120,7 @@ def test_monitor_noise_scales_are_10_delta_and_b(cls, cal):
 def test_kappa_multiplies_every_noise_scale_and_is_not_certified():
     # tolerance: assert_laplace_scale (5 sd of the mean |x|, variance and tail); kappa = 0.1 against kappa = 1's scale
     kappa, q = 0.1, sparse.csr_matrix(np.ones((10, 1)))
-    full, low = calibrate(1.0, 1e-6, 3), calibrate(1.0, 1e-6, 3, kappa)
+    full, low = calibrate_monitor(1.0, 1e-6, 3), calibrate_monitor(1.0, 1e-6, 3, kappa)
     tm = ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=0.0, k=3, seed=7, kappa=kappa)
     res = tm.run(q, np.array([1.0]), n_runs=N // 10)
     assert_laplace_scale(res.noise["w"], kappa * full.w_scale)
@@ -142,7 +142,7 @@ def test_rejects_kappa_outside_unit_interval(kappa):
     with pytest.raises(ValueError, match=r"kappa must be in \(0, 1\]"):
         Sparse(epsilon=1.0, threshold=0.0, c=5, kappa=kappa)
     with pytest.raises(ValueError, match=r"kappa must be in \(0, 1\]"):
-        calibrate(1.0, 1e-6, 3, kappa)
+        calibrate_monitor(1.0, 1e-6, 3, kappa)
 
 
 def test_monitor_outcomes_are_value_plus_w_plus_one_sided_capped_v_against_exact_t():
@@ -213,7 +213,7 @@ def test_monitor_calibration_is_recorded():
 
 def test_evolving_calibrates_for_replace_one_by_group_privacy():
     mech = ThresholdMonitorEvolving(epsilon=1.0, delta=1e-6, threshold=1.0, k=2)
-    cal = calibrate(0.5, 1e-6 / (1 + math.exp(0.5)), 2)
+    cal = calibrate_monitor(0.5, 1e-6 / (1 + math.exp(0.5)), 2)
     assert mech.calibration == cal
 
 

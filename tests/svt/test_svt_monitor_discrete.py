@@ -14,7 +14,7 @@ from scipy import sparse, stats
 
 from dpstream.privacy.statement import Privacy, Relation
 from dpstream.secure.laplace import laplace_grid
-from dpstream.svt import ThresholdMonitor, ThresholdMonitorEvolving, calibrate
+from dpstream.svt import ThresholdMonitor, ThresholdMonitorEvolving, calibrate_monitor
 
 DS = "discrete_secure"
 RHO = 1.0 + 2.0**-31  # laplace_grid rounds a scale b >= 1/2 up to at most b (1 + 2^-31) (secure.laplace docstring)
@@ -68,7 +68,7 @@ BUDGETS = [(1.0, 1e-6, 1), (1.0, 1e-6, 3), (1.0, 1e-6, 100), (1.0, 1e-6, 700), (
 
 @pytest.mark.parametrize(("eps_total", "delta_total", "k"), BUDGETS)
 def test_discrete_calibration_spends_at_most_the_budget_by_the_discrete_theorem(eps_total, delta_total, k):
-    cal = calibrate(eps_total, delta_total, k, svt_noise=DS)
+    cal = calibrate_monitor(eps_total, delta_total, k, svt_noise=DS)
     assert cal.svt_noise == DS and cal.epsilon == max(cal.epsilon_a, cal.epsilon_b)
     eps_spent, delta_spent = _spent(cal.option, cal.epsilon, cal.delta, k, delta_total)
     assert eps_spent <= eps_total  # exactly, in floating point: the calibration bisects from below
@@ -81,7 +81,8 @@ def test_continuous_constants_overspend_with_discrete_noise(eps_total, delta_tot
     # the paper's calibration (continuous Laplace) applied to discrete noise: the discrete theorem charges more than
     # the budget for its parameters, so a discrete calibration that reused the continuous constants would fail the
     # test above
-    cont, disc = calibrate(eps_total, delta_total, k), calibrate(eps_total, delta_total, k, svt_noise=DS)
+    cont = calibrate_monitor(eps_total, delta_total, k)
+    disc = calibrate_monitor(eps_total, delta_total, k, svt_noise=DS)
     assert cont.option == disc.option and disc.epsilon < cont.epsilon
     assert _spent(cont.option, cont.epsilon, cont.delta, k, delta_total)[0] > eps_total
 
@@ -139,12 +140,12 @@ def test_privacy_statements_and_flags():
     evolving = ThresholdMonitorEvolving(epsilon=1.0, delta=1e-6, threshold=50, k=3, svt_noise=DS)
     assert evolving.certified and evolving.deployable
     assert evolving.privacy == Privacy(1.0, 1e-6, Relation.REPLACE_ONE_USER, "computational")
-    assert evolving.calibration == calibrate(0.5, 1e-6 / (1 + math.exp(0.5)), 3, svt_noise=DS)  # group privacy
+    assert evolving.calibration == calibrate_monitor(0.5, 1e-6 / (1 + math.exp(0.5)), 3, svt_noise=DS)  # group privacy
     scaled = ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=50, k=3, kappa=0.5, svt_noise=DS)
     assert not scaled.certified and not scaled.deployable and scaled.privacy is None
     continuous = ThresholdMonitor(epsilon=1.0, delta=1e-6, threshold=50, k=3)
     assert continuous.privacy == Privacy(1.0, 1e-6, Relation.ADD_REMOVE_RECORD)  # approximate, as before
-    assert continuous.calibration == calibrate(1.0, 1e-6, 3) and not continuous.deployable
+    assert continuous.calibration == calibrate_monitor(1.0, 1e-6, 3) and not continuous.deployable
 
 
 @pytest.mark.parametrize("seed", [None, 5])
@@ -161,7 +162,7 @@ def test_state_round_trip_keeps_certified_and_is_never_deployable(cls, seed):
 
 def test_calibration_rejects_an_unknown_noise_in_one_line():
     with pytest.raises(ValueError, match="unknown svt_noise 'discrete'; allowed") as info:
-        calibrate(1.0, 1e-6, 3, svt_noise="discrete")
+        calibrate_monitor(1.0, 1e-6, 3, svt_noise="discrete")
     assert "\n" not in str(info.value)
 
 

@@ -8,7 +8,7 @@ from dpstream.privacy.accounting import sparse_composed_epsilon, sparse_sigma
 from dpstream.privacy.query_release import hru_sparse_sigma
 from dpstream.privacy.svt import thm32_xi
 from dpstream.query_release.online import online_sigma
-from dpstream.svt import calibrate
+from dpstream.svt import calibrate_monitor
 from dpstream.svt import theory as T
 
 # Spec table (eps_tot = 1, delta_tot = 1e-6, beta = 0.05, m = 1e6), printed to 2 significant digits:
@@ -23,7 +23,7 @@ REFERENCE = [
 
 @pytest.mark.parametrize(("k", "ratio", "cap", "w_scale", "alpha_tm", "crossover"), REFERENCE)
 def test_monitor_reference_numbers_match_spec_table(k, ratio, cap, w_scale, alpha_tm, crossover):
-    cal = calibrate(1.0, 1e-6, k)
+    cal = calibrate_monitor(1.0, 1e-6, k)
     assert cal.epsilon_total / cal.epsilon == pytest.approx(ratio, rel=0.05)
     assert cal.cap == pytest.approx(cap, rel=0.05)
     assert cal.w_scale == pytest.approx(w_scale, rel=0.05)
@@ -38,13 +38,13 @@ def test_sparse_advanced_composition_reference_numbers(c, alpha):
 
 
 def test_option_a_wins_up_to_about_k_690():
-    assert calibrate(1.0, 1e-6, 600).option == "A"
-    assert calibrate(1.0, 1e-6, 700).option == "B"
+    assert calibrate_monitor(1.0, 1e-6, 600).option == "A"
+    assert calibrate_monitor(1.0, 1e-6, 700).option == "B"
 
 
 @pytest.mark.parametrize("k", [1, 10, 100])
 def test_option_a_spends_exactly_the_budget_by_thm_3_2(k):
-    cal = calibrate(1.0, 1e-6, k)
+    cal = calibrate_monitor(1.0, 1e-6, k)
     assert cal.option == "A"
     xi, delta3 = T.monitor_privacy_thm32(cal.epsilon, cal.delta, k)
     assert xi == pytest.approx(1.0, rel=1e-12)
@@ -53,7 +53,7 @@ def test_option_a_spends_exactly_the_budget_by_thm_3_2(k):
 
 @pytest.mark.parametrize("k", [700, 5000])
 def test_option_b_spends_exactly_the_budget_by_thm_3_8(k):
-    cal = calibrate(1.0, 1e-6, k)
+    cal = calibrate_monitor(1.0, 1e-6, k)
     assert cal.option == "B"
     eps0, delta0 = T.monitor_privacy_thm38(cal.epsilon, cal.delta, k, 1e-6 / 2)
     assert eps0 == pytest.approx(1.0, rel=1e-9)
@@ -103,7 +103,7 @@ def test_thm32_xi_formula():
 
 def test_heavy_hitter_threshold_and_tau_are_2b_and_3b():
     hh = T.heavy_hitter_tau(1.0, 1e-6, 2, 100, 50, 0.05)
-    cal = calibrate(0.5, 1e-6 / (1 + math.exp(0.5)), 2)
+    cal = calibrate_monitor(0.5, 1e-6 / (1 + math.exp(0.5)), 2)
     big_b = math.log(2 * 100 * 50 / 0.05) * (10 * cal.cap + math.log(1 / cal.delta) / cal.epsilon)
     assert hh.big_b == pytest.approx(big_b)
     assert (hh.threshold, hh.tau) == pytest.approx((2 * big_b, 3 * big_b))
@@ -112,22 +112,34 @@ def test_heavy_hitter_threshold_and_tau_are_2b_and_3b():
 @pytest.mark.parametrize("eps", [0.0, -1.0, float("nan")])
 def test_calibrate_rejects_nonpositive_epsilon_total(eps):
     with pytest.raises(ValueError, match="epsilon_total must be a finite number > 0"):
-        calibrate(eps, 1e-6, 1)
+        calibrate_monitor(eps, 1e-6, 1)
 
 
 @pytest.mark.parametrize("delta", [0.0, 1.0, -0.1, 2.0])
 def test_calibrate_rejects_delta_total_outside_open_unit_interval(delta):
     with pytest.raises(ValueError, match=r"delta_total must be in the open interval \(0, 1\)"):
-        calibrate(1.0, delta, 1)
+        calibrate_monitor(1.0, delta, 1)
 
 
 @pytest.mark.parametrize("k", [0, -3, 1.5])
 def test_calibrate_rejects_k_below_1(k):
     with pytest.raises(ValueError, match="k must be an integer >= 1"):
-        calibrate(1.0, 1e-6, k)
+        calibrate_monitor(1.0, 1e-6, k)
 
 
 def test_calibrate_rejects_violated_preconditions():
     # eps_tot = 1e4 with delta_tot = 0.5: ln(1/delta)/eps < 2.
     with pytest.raises(ValueError, match="ln\\(1/delta\\)/eps >= 2"):
-        calibrate(1e4, 0.5, 1)
+        calibrate_monitor(1e4, 0.5, 1)
+
+
+def test_the_monitor_calibration_has_its_own_name_not_the_generic_calibrators():
+    """``dpstream.privacy.calibrate`` is the generic search; ThresholdMonitor's closed form is ``calibrate_monitor``."""
+    import dpstream.privacy
+    import dpstream.privacy.svt
+    import dpstream.svt
+    from dpstream.privacy.maps import calibrate
+
+    assert dpstream.privacy.calibrate is calibrate and not hasattr(dpstream.privacy.svt, "calibrate")
+    assert not hasattr(dpstream.svt, "calibrate")
+    assert dpstream.svt.calibrate_monitor is dpstream.privacy.svt.calibrate_monitor

@@ -3,7 +3,7 @@
 None of them is private as claimed: never use them on data.
 
 Lyu, Su and Li (2017, "Understanding the Sparse Vector Technique") Alg. 3, 4, 5, 6; Sparse with too
-little noise (half of it; query noise Lap(sigma)); ThresholdMonitor without ``calibrate``. The SVT
+little noise (half of it; query noise Lap(sigma)); ThresholdMonitor without ``calibrate_monitor``. The SVT
 variants are ``GeneralisedSparse`` with the variant's noise, sensitivity Delta = 1; ``claimed_epsilon``
 is what was claimed, the docstring says what it really is. Each takes ``svt_noise`` as the certified
 mechanisms do (``svt.discrete``): with "discrete_secure" it is the same variant over exact discrete Laplace noise at
@@ -117,7 +117,7 @@ class LyuAlg3NumericSparseSameNoise(GeneralisedSparse):
 
 
 class BrokenThresholdMonitorUncalibrated(_MonitorCore):
-    """NOT PRIVATE as claimed. ThresholdMonitor (Alg. 3) that skips ``calibrate``: noise (eps, delta) = the claim.
+    """NOT PRIVATE as claimed. ThresholdMonitor (Alg. 3) skipping ``calibrate_monitor``: noise (eps, delta) = the claim.
 
     w = Lap(10 Delta), v = Lap(b) with b = ln(1/delta)/eps and Delta = b ln b at the CLAIMED (eps, delta);
     Thm 3.2 then only gives (75 (k+1) eps / ln(1/delta) + 25 eps, 3 delta). Its true epsilon is not
@@ -127,7 +127,7 @@ class BrokenThresholdMonitorUncalibrated(_MonitorCore):
 
     def __init__(self, *, epsilon: float, delta: float, threshold: float, k: int, seed: SeedLike = None,
                  svt_noise: str = CONTINUOUS) -> None:
-        """Alg. 3's noise at the claimed (eps, delta), skipping ``calibrate``; rejects (eps, delta) out of range."""
+        """Alg. 3's noise at the claimed (eps, delta), skipping ``calibrate_monitor``; rejects an out-of-range one."""
         eps, delta = check_epsilon(epsilon), check_delta(delta)
         log_inv = math.log(1.0 / delta)
         if not (log_inv / eps >= 2.0 and eps <= log_inv):

@@ -54,7 +54,7 @@ from dpstream.heavy_hitters._host_cap import PLACEHOLDER, HostCap
 from dpstream.heavy_hitters.lazy_hh import LazyHH
 from dpstream.heavy_hitters.thresholds import noise_term, thresholds
 from dpstream.privacy.composition import group
-from dpstream.privacy.heavy_hitters import lazy_hh_depth
+from dpstream.privacy.heavy_hitters import check_final_delta, lazy_hh_depth
 from dpstream.privacy.statement import Privacy
 
 LEDGER_FORMAT = "dpstream-watch-ledger/1"
@@ -84,7 +84,8 @@ class WatchConfig:
     host_cap: int | None = None
 
     def __post_init__(self) -> None:
-        """Check the release period and the first horizon against k~ (LazyHH checks the rest)."""
+        """Check the release period and the first horizon against k~, and that delta~ < 1 (LazyHH checks the rest)."""
+        check_final_delta(self.epsilon, self.delta)
         if self.node_noise not in NODE_NOISE:
             raise ValueError(f"node_noise must be one of {', '.join(NODE_NOISE)}, got {self.node_noise!r}")
         if self.k_tilde < 1 or self.every < 1 or self.every % self.k_tilde:
@@ -291,7 +292,9 @@ class EpochWatcher:
         self.clock = clock
         self._held = np.empty(0, dtype=np.int64)
         self._open_epoch()
-        self.privacy = statement(self.tracker.privacy, config.host_cap)
+        privacy = self.tracker.privacy
+        assert privacy is not None  # WatchConfig refuses a delta~ >= 1 (check_final_delta)
+        self.privacy = statement(privacy, config.host_cap)
         self.deployable: bool | str = True if self.tracker.deployable else (
             f"not deployable: {'seeded (--seed)' if config.seed is not None else config.node_noise + ' noise'}")
 

@@ -28,7 +28,9 @@ class LazyHH(BlockTracker):
     (``final_delta``; Sec. 6.5), given beta in (0, delta) and delta < 1/2 (Lemma 6). The LazyCMS is
     itself (epsilon, delta)-DP (Thm 2: inputs 2d-neighbouring); the candidate set is not released, and
     the threshold tau2 suppresses, except with probability beta <= delta, every item whose presence in
-    the candidate set depends on the neighbour.
+    the candidate set depends on the neighbour. Where delta~ >= 1 (a large epsilon: ``check_final_delta``) the
+    theorem guarantees nothing: such a LazyHH is not ``private`` (its ``privacy`` is None, its rows say
+    ``certified: False``) and the command line refuses it.
 
     Algorithm: d = ceil(log2(4T/beta)) and gamma from ``calibration`` (log base 2 for the unannotated
     logs, see there). Every update goes into the sketch and into C; at t = k~, 2k~, ... (t counted from
@@ -64,6 +66,7 @@ class LazyHH(BlockTracker):
                              f"got {horizon!r}")
         self.depth = lazy_hh_depth(horizon, self.beta)
         self.delta_tilde = final_delta(self.epsilon, self.delta)
+        self.private = self.delta_tilde < 1.0  # a delta~ >= 1 states nothing: no privacy theorem at these parameters
         sketch = LazyCMS(width=self.k_tilde, depth=self.depth, epsilon=self.epsilon, delta=self.delta,
                          horizon=horizon, seed=seed, node_noise=node_noise, hash_family=hash_family,
                          calibration=calibration, counter=counter)
@@ -90,14 +93,15 @@ class LazyHH(BlockTracker):
         return self.sketch.deployable
 
     @property
-    def privacy(self) -> Privacy:
-        """(epsilon, delta~) under continual observation for replace-one neighbouring streams.
+    def privacy(self) -> Privacy | None:
+        """(epsilon, delta~) under continual observation for replace-one neighbouring streams; None if delta~ >= 1.
 
         Its LazyCMS's (epsilon, delta), read from the sketch's noise, with delta~ = ``final_delta`` of them.
         """
         sketch = self.sketch.privacy
         assert sketch is not None  # a LazyCMS at its calibrated noise (LazyHH has no noise multiplier)
-        return replace(sketch, delta=final_delta(sketch.epsilon, sketch.delta))
+        tilde = final_delta(sketch.epsilon, sketch.delta)
+        return replace(sketch, delta=tilde) if tilde < 1.0 else None
 
     def _serial_args(self) -> dict[str, Any]:
         return {"k": self.k, "k_tilde": self.k_tilde, "epsilon": self.epsilon, "delta": self.delta, "beta": self.beta,

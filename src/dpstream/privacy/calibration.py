@@ -29,7 +29,8 @@ def classic_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float) 
     """Classical Gaussian mechanism: sigma = Delta_2 * sqrt(2 ln(1.25/delta)) / epsilon.
 
     (Dwork and Roth, Thm A.1; Holland, Sec. 2.) The theorem is stated for epsilon < 1; the Lazy
-    Sketch paper applies it for larger epsilon too, and so do we (documented, not hidden).
+    Sketch paper applies it for larger epsilon too, and so does this noise scale, but the statement made for it is
+    ``maps.GaussianMap``'s: from epsilon 1 up, the larger of this epsilon and the exact one.
     """
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)

@@ -27,3 +27,26 @@ def final_delta(epsilon: float, delta: float) -> float:
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
     return 2.0 * delta * (1.5 + math.exp(epsilon) + delta)
+
+
+def final_delta_epsilon_bound(delta: float) -> float:
+    """The epsilon below which delta~ < 1 at ``delta``: ln(1/(2 delta) - 3/2 - delta) (-inf when there is none)."""
+    room = 0.5 / check_delta(delta) - 1.5 - delta
+    return math.log(room) if room > 0 else -math.inf
+
+
+def check_final_delta(epsilon: float, delta: float) -> float:
+    """delta~ (``final_delta``) when it is < 1, else a one-line ``ValueError`` naming epsilon and what is allowed.
+
+    A delta~ >= 1 is no guarantee at all. Where no epsilon > 0 gives delta~ < 1 at this delta, the error names delta.
+    """
+    tilde = final_delta(epsilon, delta)
+    if tilde < 1.0:
+        return tilde
+    why = f"LazyHH's delta~ = 2 delta (3/2 + e^epsilon + delta) is {tilde:.4g} >= 1 there: no guarantee"
+    bound = final_delta_epsilon_bound(delta)
+    if bound > 0:
+        raise ValueError(f"epsilon must be below {bound:.4g} at delta={delta:g} ({why}), got {epsilon!r}")
+    grow = 1.5 + math.exp(epsilon)  # delta~ < 1 <=> delta^2 + (3/2 + e^eps) delta - 1/2 < 0
+    largest = (math.sqrt(grow * grow + 2.0) - grow) / 2.0
+    raise ValueError(f"delta must be below {largest:.4g} at epsilon={epsilon:g} ({why}), got {delta!r}")

@@ -22,6 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from numbers import Real
 from typing import Protocol
 
 from dpstream.privacy.accounting import QUERY_SENSITIVITY, composed_epsilon, sparse_advanced_certified
@@ -32,6 +33,8 @@ from dpstream.validation import check_choice
 
 NOT_CERTIFIED = math.inf
 """The epsilon of a map whose theorem does not apply: no (epsilon, delta) statement is made."""
+CLASSIC_RANGE = 1.0
+"""Dwork and Roth's Thm A.1 (the classic Gaussian) is proved for epsilon below this."""
 SEARCH_RTOL = 1e-13
 """Relative width at which the bisections of this module stop (the result is the end that meets the target)."""
 
@@ -91,6 +94,20 @@ class Checks(Protocol):
         """True when the held noise gives (epsilon, delta)-DP."""
 
 
+def check_map_delta(delta: float) -> float:
+    """``delta`` as a float if it lies in [0, 1) (a point of a privacy profile), else a one-line ``ValueError``."""
+    if isinstance(delta, bool) or not isinstance(delta, Real) or not 0.0 <= delta < 1.0:
+        raise ValueError(f"delta must be in [0, 1) (0 for pure DP), got {delta!r}")
+    return float(delta)
+
+
+def check_map_epsilon(epsilon: float) -> float:
+    """``epsilon`` as a float if it is >= 0 and finite, else a one-line ``ValueError``."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, Real) or not 0.0 <= epsilon < math.inf:
+        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+    return float(epsilon)
+
+
 class PrivacyMap(ABC):
     """The privacy a held noise buys at a fixed sensitivity: ``epsilon(delta)``, ``check`` and ``statement``."""
 
@@ -119,9 +136,11 @@ class PrivacyMap(ABC):
 class GaussianMap(PrivacyMap):
     """N(0, sigma^2) noise on an L2-sensitivity ``l2_sensitivity`` query (one Gaussian mechanism, any dimension).
 
-    ``calibration`` "classic" (Dwork and Roth, Thm A.1): epsilon(delta) = Delta_2 sqrt(2 ln(1.25/delta)) / sigma;
+    ``calibration`` "classic" (Dwork and Roth, Thm A.1): epsilon(delta) = Delta_2 sqrt(2 ln(1.25/delta)) / sigma where
+    that is below 1 (the theorem's range); at or above 1, the larger of it and the analytic epsilon (the analytic
+    curve is exact, so the larger is always a guarantee, and it is the classic one wherever that one holds).
     "analytic" (Balle and Wang 2018, Thm 8): the smallest epsilon whose exact curve ``analytic_gaussian_delta`` is
-    <= delta.
+    <= delta. Gaussian noise is never pure: at delta = 0 the epsilon is ``NOT_CERTIFIED``.
     """
 
     l2_sensitivity: float
@@ -133,20 +152,28 @@ class GaussianMap(PrivacyMap):
         check_choice(self.calibration, "calibration", CALIBRATIONS)
 
     def delta(self, epsilon: float) -> float:
-        """The privacy profile at ``epsilon``: the classic theorem solved for delta, or the exact curve."""
+        """The privacy profile at ``epsilon``: the exact curve, or the classic one solved for delta (``epsilon``)."""
+        epsilon = check_map_epsilon(epsilon)
+        exact = analytic_gaussian_delta(epsilon, self.l2_sensitivity, self.sigma)
         if self.calibration == "analytic":
-            return analytic_gaussian_delta(epsilon, self.l2_sensitivity, self.sigma)
-        return 1.25 * math.exp(-0.5 * (epsilon * self.sigma / self.l2_sensitivity) ** 2)
+            return exact
+        classic = 1.25 * math.exp(-0.5 * (epsilon * self.sigma / self.l2_sensitivity) ** 2)
+        return classic if epsilon < CLASSIC_RANGE else max(classic, exact)
 
     def epsilon(self, delta: float) -> float:
-        """Classic: the closed form; analytic: bisection on the exact curve (which decreases in epsilon)."""
+        """Classic: the closed form (with the exact curve from 1 up); analytic: bisection on the exact curve."""
+        if check_map_delta(delta) == 0.0:
+            return NOT_CERTIFIED
         classic = self.l2_sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / self.sigma
-        if self.calibration == "classic":
+        if self.calibration == "classic" and classic < CLASSIC_RANGE:
             return classic
-        return _bisect(lambda eps: self.delta(eps) <= delta, classic)
+        exact = _bisect(lambda eps: analytic_gaussian_delta(eps, self.l2_sensitivity, self.sigma) <= delta, classic)
+        return exact if self.calibration == "analytic" else max(classic, exact)
 
     def check(self, epsilon: float, delta: float) -> bool:
-        """Analytic: the exact curve at ``epsilon`` against ``delta`` (no search); classic: the closed form."""
+        """Analytic: the exact curve at ``epsilon`` against ``delta`` (no search); classic: ``epsilon(delta)``."""
+        if check_map_delta(delta) == 0.0:
+            return False
         if self.calibration == "analytic":
             return self.delta(epsilon) <= delta
         return super().check(epsilon, delta)
@@ -161,6 +188,7 @@ class LaplaceMap(PrivacyMap):
 
     def epsilon(self, delta: float) -> float:
         """Delta_1 / b (delta is not used: the Laplace mechanism is pure)."""
+        check_map_delta(delta)
         return self.l1_sensitivity / self.scale
 
 
@@ -175,7 +203,8 @@ class DiscreteGaussianMap(PrivacyMap):
     """N_Z(0, sigma2) per coordinate on an integer query of squared L2 sensitivity K (``discrete_gaussian``).
 
     epsilon(delta): the smallest epsilon whose bound ``discrete_gaussian_delta`` (the smaller of the zCDP and the
-    smoothing bound) is <= delta, by bisection (memoised: a bound costs about a millisecond).
+    smoothing bound) is <= delta, by bisection (memoised: a bound costs about a millisecond). Never pure: at
+    delta = 0 the epsilon is ``NOT_CERTIFIED``.
     """
 
     l2_sensitivity_sq: int
@@ -183,15 +212,17 @@ class DiscreteGaussianMap(PrivacyMap):
 
     def delta(self, epsilon: float) -> float:
         """The profile bound ``discrete_gaussian_delta`` at ``epsilon``."""
-        return discrete_gaussian_delta(self.l2_sensitivity_sq, Fraction(self.sigma2), epsilon)
+        return discrete_gaussian_delta(self.l2_sensitivity_sq, Fraction(self.sigma2), check_map_epsilon(epsilon))
 
     def epsilon(self, delta: float) -> float:
         """Bisection on the discrete Gaussian's delta bound, decreasing in epsilon."""
+        if check_map_delta(delta) == 0.0:
+            return NOT_CERTIFIED
         return _discrete_gaussian_epsilon(self.l2_sensitivity_sq, Fraction(self.sigma2), delta)
 
     def check(self, epsilon: float, delta: float) -> bool:
-        """The bound at ``epsilon`` against ``delta`` (one evaluation, no search)."""
-        return self.delta(epsilon) <= delta
+        """The bound at ``epsilon`` against ``delta`` (one evaluation, no search); False at delta = 0."""
+        return check_map_delta(delta) > 0.0 and self.delta(epsilon) <= delta
 
 
 @dataclass(frozen=True)
@@ -207,6 +238,7 @@ class ComposedMap(PrivacyMap):
 
     def epsilon(self, delta: float) -> float:
         """The composed epsilon of k steps, each at its own epsilon for delta 0."""
+        check_map_delta(delta)
         return composed_epsilon(self.step.epsilon(0.0), self.k, delta)
 
 
@@ -227,7 +259,7 @@ class SparseMap(PrivacyMap):
 
     def epsilon(self, delta: float) -> float:
         """The epsilon Sparse's scale sigma buys by the pure (delta = 0) or the approximate (delta > 0) theorem."""
-        if delta == 0:
+        if check_map_delta(delta) == 0.0:
             return 2.0 * self.c * self.sensitivity / self.sigma
         epsilon = math.sqrt(32.0 * self.c * math.log(1.0 / delta)) * self.sensitivity / self.sigma
         return epsilon if sparse_advanced_certified(epsilon, self.c, delta) else NOT_CERTIFIED
@@ -261,6 +293,14 @@ def calibrate(privacy_map: Callable[[float], Checks], epsilon: float, delta: flo
     ``privacy_map(scale)`` builds the map of a mechanism holding noise ``scale`` (more noise, less privacy loss:
     the check must be monotone in the scale). Bisection in log scale from a doubling/halving bracket around
     ``start`` to a relative ``rtol``; the scale returned meets the target. The closed forms are checked against it
-    (tests/privacy/test_maps.py).
+    (tests/privacy/test_maps.py). A one-line ``ValueError`` for epsilon not > 0, delta not in [0, 1), or a target
+    no scale meets (Gaussian noise at delta = 0: it is never pure).
     """
-    return _bisect(lambda scale: privacy_map(scale).check(epsilon, delta), start, rtol)
+    if isinstance(epsilon, bool) or not isinstance(epsilon, Real) or not 0.0 < epsilon < math.inf:
+        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+    delta = check_map_delta(delta)
+    scale = _bisect(lambda scale: privacy_map(scale).check(epsilon, delta), start, rtol)
+    if not math.isfinite(scale):
+        raise ValueError(f"delta must be > 0 for this noise (no scale gives ({epsilon!r}, {delta!r})-DP; Gaussian "
+                         f"noise is never pure), got {delta!r}")
+    return scale

@@ -153,7 +153,7 @@ def thm32_xi_discrete(epsilon: float, delta: float, k: float) -> float:
     The paper's step for a special-almost-top costs 2 eps/L (its tail eps/(2L) through e^x (1 - x/2) >= 1 at
     x = eps/L); with the discrete tail it costs 2 tau + eps/L. At tau = eps/(2L) this is Thm 3.2's
     75 (k+1) eps/L + 25 eps; the discrete tau is larger (2 b tau in (1, 1.245] for b >= 2), so xi' > xi.
-    Needs b = L/eps >= 2 (checked by ``calibrate``).
+    Needs b = L/eps >= 2 (checked by ``calibrate_monitor``).
     """
     log_inv = math.log(1.0 / delta)
     per_unit = epsilon / log_inv
@@ -258,7 +258,7 @@ def option_parameters(epsilon_total: float, delta_total: float, k: int,
             "B": _option_b(epsilon_total, delta_total, k, svt_noise)}
 
 
-def calibrate(epsilon_total: float, delta_total: float, k: int, kappa: float = 1.0,
+def calibrate_monitor(epsilon_total: float, delta_total: float, k: int, kappa: float = 1.0,
               svt_noise: str = CONTINUOUS) -> MonitorCalibration:
     """Noise parameters (eps, delta) of ThresholdMonitor for an (epsilon_total, delta_total) guarantee with cap k.
 
@@ -279,7 +279,7 @@ def calibrate(epsilon_total: float, delta_total: float, k: int, kappa: float = 1
     log_inv = math.log(1.0 / delta)
     if not (log_inv / eps >= 2.0 and eps <= log_inv):
         raise ValueError(
-            f"ThresholdMonitor needs ln(1/delta)/eps >= 2 and eps <= ln(1/delta); calibrate({epsilon_total}, "
+            f"ThresholdMonitor needs ln(1/delta)/eps >= 2 and eps <= ln(1/delta); calibrate_monitor({epsilon_total}, "
             f"{delta_total}, {k}) gives eps={eps:.3g}, ln(1/delta)={log_inv:.3g}"
         )
     return MonitorCalibration(epsilon_total, delta_total, k, eps, delta, option, eps_a, eps_b, kappa, svt_noise)
@@ -287,10 +287,10 @@ def calibrate(epsilon_total: float, delta_total: float, k: int, kappa: float = 1
 
 def calibrate_evolving(epsilon_total: float, delta_total: float, k: int,
                        svt_noise: str = CONTINUOUS) -> MonitorCalibration:
-    """ThresholdMonitorEvolving's noise (Alg. 5, Thm 4.4): ``calibrate(eps/2, delta/(1 + e^{eps/2}), k)``.
+    """ThresholdMonitorEvolving's noise (Alg. 5, Thm 4.4): ``calibrate_monitor(eps/2, delta/(1 + e^{eps/2}), k)``.
 
     Replace one user = remove + add, a group of two add/remove neighbours: (2 eps, (1 + e^eps) delta) by group
     privacy.
     """
-    return calibrate(epsilon_total / 2.0, delta_total / (1.0 + math.exp(epsilon_total / 2.0)), k,
+    return calibrate_monitor(epsilon_total / 2.0, delta_total / (1.0 + math.exp(epsilon_total / 2.0)), k,
                      svt_noise=svt_noise)

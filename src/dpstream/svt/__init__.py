@@ -1,7 +1,7 @@
 """The sparse vector family (Kaplan, Mansour, Stemmer; the SVT notes): mechanisms, calibration, theory."""
 
 from dpstream.privacy.accounting import sparse_sigma
-from dpstream.privacy.svt import MonitorCalibration, calibrate
+from dpstream.privacy.svt import MonitorCalibration, calibrate_monitor
 from dpstream.svt.monitor import ThresholdMonitor, ThresholdMonitorEvolving
 from dpstream.svt.queries import LinearQueries
 from dpstream.svt.sparse import AboveThreshold, GeneralisedSparse, NumericSparse, Sparse, SVTRun
@@ -16,6 +16,6 @@ __all__ = [
     "Sparse",
     "ThresholdMonitor",
     "ThresholdMonitorEvolving",
-    "calibrate",
+    "calibrate_monitor",
     "sparse_sigma",
 ]

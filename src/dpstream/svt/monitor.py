@@ -15,8 +15,8 @@ from dpstream.privacy.svt import (
     CONTINUOUS,
     DISCRETE_SECURE,
     MonitorCalibration,
-    calibrate,
     calibrate_evolving,
+    calibrate_monitor,
     check_svt_noise,
 )
 from dpstream.secure.laplace import MAX_CALLS, KeyedLaplace, laplace_grid
@@ -158,7 +158,7 @@ class ThresholdMonitor(_MonitorCore):
 
     Privacy: (epsilon, delta)-DP (the total guarantee, ``calibration.epsilon_total`` / ``delta_total``; the
     calibration's own epsilon, delta are Alg. 3's noise parameters) for add/remove-one-record neighbours, via
-    ``calibrate`` (Thm 3.2 = Option A or Thm 3.8 = Option B, whichever adds less noise; recorded in
+    ``calibrate_monitor`` (Thm 3.2 = Option A or Thm 3.8 = Option B, whichever adds less noise; recorded in
     ``calibration.option``). Queries must be linear with f_i(x) in [0, 1]. Accuracy (Thm 3.1) is
     relative to the pruned database S_i. ``kappa`` < 1 scales all noise by kappa: NOT privacy-certified.
     ``svt_noise="discrete_secure"``: the same (epsilon, delta) and neighbours, f_i(x) in {0, 1}, calibrated with
@@ -176,9 +176,9 @@ class ThresholdMonitor(_MonitorCore):
         kappa: float = 1.0,
         svt_noise: str = CONTINUOUS,
     ) -> None:
-        """Validate (epsilon, delta) and calibrate the noise (``calibrate``, scaled by ``kappa``)."""
+        """Validate (epsilon, delta) and calibrate_monitor the noise (``calibrate_monitor``, scaled by ``kappa``)."""
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
-        super().__init__(calibrate(epsilon, delta, k, kappa, svt_noise), threshold, seed, svt_noise)
+        super().__init__(calibrate_monitor(epsilon, delta, k, kappa, svt_noise), threshold, seed, svt_noise)
         self.kappa = self.calibration.kappa
         self.paper_constants = self.paper_constants and self.calibration.option in ("A", "B")
         self._args = {"epsilon": epsilon, "delta": delta, "threshold": self.threshold, "k": self.k,
@@ -200,10 +200,10 @@ class ThresholdMonitorEvolving(_MonitorCore):
     f_i(x_{i,j}) per user group, so excluded users (counter >= k) drop out of later sums but are
     never deleted from the population. Privacy: (epsilon, delta)-DP for replace-one-user
     neighbours over the whole stream (Thm 4.4), calibrated through group privacy to be safe:
-    calibrate(eps/2, delta/(1 + e^{eps/2}), k), since replace = remove + add costs (2 eps, (1 + e^eps) delta).
+    calibrate_monitor(eps/2, delta/(1 + e^{eps/2}), k), since replace = remove + add costs (2 eps, (1 + e^eps) delta).
     That step is group privacy (a group of two add/remove neighbours), not a composition of parts' statements, so
     the budget is stated directly, not with ``dpstream.privacy.compose``. ``svt_noise="discrete_secure"``: the same
-    (epsilon, delta) and neighbours, f_i in {0, 1}, with ``calibrate``'s discrete constants, computationally
+    (epsilon, delta) and neighbours, f_i in {0, 1}, with ``calibrate_monitor``'s discrete constants, computationally
     (Thm 4.4's reduction to ThresholdMonitor and group privacy do not depend on the noise).
     """
 
@@ -211,7 +211,7 @@ class ThresholdMonitorEvolving(_MonitorCore):
         self, *, epsilon: float, delta: float, threshold: float, k: int, seed: SeedLike = None,
         svt_noise: str = CONTINUOUS,
     ) -> None:
-        """Calibrate through group privacy: ``calibrate_evolving`` = calibrate(eps/2, delta/(1 + e^{eps/2}), k)."""
+        """Calibrate by group privacy: ``calibrate_evolving`` = calibrate_monitor(eps/2, delta/(1 + e^{eps/2}), k)."""
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         super().__init__(calibrate_evolving(epsilon, delta, k, svt_noise), threshold, seed, svt_noise)
         self.epsilon_total, self.delta_total = epsilon, delta

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from scipy.optimize import brentq
 
-from dpstream.privacy.svt import calibrate, calibrate_evolving, monitor_delta_cap, thm32_xi, thm38_epsilon_total
+from dpstream.privacy.svt import calibrate_evolving, calibrate_monitor, monitor_delta_cap, thm32_xi, thm38_epsilon_total
 from dpstream.validation import check_delta, check_epsilon, check_open_interval, check_positive_int
 
 
@@ -56,8 +56,8 @@ def alpha_monitor(epsilon: float, delta: float, m: int, beta: float) -> float:
 
 
 def alpha_monitor_total(epsilon_total: float, delta_total: float, k: int, m: int, beta: float) -> float:
-    """alpha_TM of a ThresholdMonitor calibrated (``calibrate``) to (epsilon_total, delta_total) with cap k."""
-    cal = calibrate(epsilon_total, delta_total, k)
+    """alpha_TM of a ThresholdMonitor calibrated (``calibrate_monitor``) to (epsilon_total, delta_total) with cap k."""
+    cal = calibrate_monitor(epsilon_total, delta_total, k)
     return alpha_monitor(cal.epsilon, cal.delta, m, beta)
 
 
@@ -101,7 +101,8 @@ def heavy_hitter_tau(
 ) -> HeavyHitterBounds:
     """Thm 4.7: shifting heavy hitters through TME calibrated at cap k*, group privacy for replace-one users.
 
-    (eps~, delta~) = calibrate_evolving(eps, delta, k*) = calibrate(eps/2, delta/(1+e^{eps/2}), k*) (group of 2);
+    (eps~, delta~) = calibrate_evolving(eps, delta, k*) = calibrate_monitor(eps/2, delta/(1+e^{eps/2}), k*)
+    (group of 2);
     Delta1 = Delta(eps~, delta~); Delta2 = ln(1/delta~)/eps~; B = ln(2 m |X| / beta)(10 Delta1 + Delta2).
     """
     cal = calibrate_evolving(epsilon, delta, k_star)

@@ -37,7 +37,7 @@ from dpstream.svt import (
     Sparse,
     ThresholdMonitor,
     ThresholdMonitorEvolving,
-    calibrate,
+    calibrate_monitor,
 )
 from dpstream.svt.shifting import HistogramEveryStep, ShiftingHeavyHitters, SparseThenHistogram
 from dpstream.svt.sparse import GeneralisedSparse
@@ -107,7 +107,7 @@ def _named(*names: str) -> tuple:
     return tuple(REGISTRY[n] for n in names)
 
 
-# ---- sparse vector family: noise from sparse_sigma / calibrate, probe and audit derived from the spec ------------
+# ---- sparse vector family: noise from sparse_sigma / calibrate_monitor, probe and audit derived from the spec ------
 
 def _sparse_noise(mech: Any, config: dict[str, Any]) -> list[NoiseDraws]:
     sigma = sparse_sigma(config["epsilon"], config.get("c", 1), config.get("delta", 0.0))
@@ -122,8 +122,8 @@ def _numeric_noise(mech: Any, config: dict[str, Any]) -> list[NoiseDraws]:
 
 
 def _monitor_noise(mech: Any, config: dict[str, Any],
-                   calibration: Callable[..., MonitorCalibration] = calibrate) -> list[NoiseDraws]:
-    """The w and v noise against the scales of ``calibration`` (``calibrate``; ``calibrate_evolving`` for TME)."""
+                   calibration: Callable[..., MonitorCalibration] = calibrate_monitor) -> list[NoiseDraws]:
+    """The w and v noise against the scales of ``calibration`` (``calibrate_monitor``; ``calibrate_evolving``: TME)."""
     svt_noise = config.get("svt_noise", CONTINUOUS)
     cal = calibration(config["epsilon"], config["delta"], config["k"], svt_noise=svt_noise)
     drawn = mech.draw_noise(4000)

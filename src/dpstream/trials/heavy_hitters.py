@@ -31,6 +31,7 @@ from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.heavy_hitters.metrics import BlockPrefixCounts, evaluate_prefix, summarise_release_times, summarise_steps
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, release_times
 from dpstream.noise import children
+from dpstream.privacy.heavy_hitters import check_final_delta
 from dpstream.privacy.statement import labels
 from dpstream.trials import build, row_columns, timing
 
@@ -78,10 +79,13 @@ def make_tracker(params: dict[str, Any], horizon: int, seed: np.random.SeedSeque
     """The configured tracker (``build.factory``).
 
     It gets the top-level keys its config ``uses`` (epsilon, delta, width, depth, memory_kb) unless its own config
-    sets them.
+    sets them. A LazyHH whose delta~ is >= 1 (no guarantee: ``check_final_delta``) is refused, not run uncertified.
     """
     make = build.factory(params["mechanism"], OWN_KEYS, siblings=TRACKERS)
-    return build.call(make, **build.shared(params), horizon=horizon, seed=seed)
+    tracker = build.call(make, **build.shared(params), horizon=horizon, seed=seed)
+    if isinstance(tracker, LazyHH):
+        check_final_delta(tracker.epsilon, tracker.delta)
+    return tracker
 
 
 def _feed(tracker: Any, stream: np.ndarray, stops: np.ndarray,

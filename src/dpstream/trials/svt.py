@@ -23,7 +23,7 @@ from dpstream.descriptor import resolve
 from dpstream.noise import children
 from dpstream.privacy.accounting import check_kappa, sparse_prefers_pure
 from dpstream.privacy.statement import labels
-from dpstream.privacy.svt import DISCRETE_SECURE, calibrate, option_parameters
+from dpstream.privacy.svt import DISCRETE_SECURE, calibrate_monitor, option_parameters
 from dpstream.svt import AboveThreshold
 from dpstream.svt import theory as T
 from dpstream.svt.atoms import (
@@ -63,7 +63,7 @@ def theory_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> Row:
     }
     for option, (eps_o, delta_o) in option_parameters(eps, delta, c).items():
         row[f"alpha_tm_{option}"] = T.alpha_monitor(eps_o, delta_o, m, beta)
-    cal = calibrate(eps, delta, c)
+    cal = calibrate_monitor(eps, delta, c)
     row["alpha_tm"] = T.alpha_monitor(cal.epsilon, cal.delta, m, beta)
     row["tm_option"] = cal.option
     for k_star in mech["k_star_lines"]:
