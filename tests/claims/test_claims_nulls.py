@@ -15,6 +15,7 @@ from conftest import ROOT
 from dpstream.claims import trend_claim
 from dpstream.claims.core import Claim, flat_claim
 from dpstream.claims.nulls import MAX_NULL_SHARE, TESTS, Planted, apply_nulls, null_shares
+from dpstream.claims.registration import gate
 from dpstream.harness.rejudge import composed_config, judge
 from dpstream.harness.runner import claims_table, experiments_to_run
 from dpstream.harness.verify import UNSTABLE
@@ -95,7 +96,8 @@ def _seed_zero_verdict(row: dict) -> str:
 
 @pytest.mark.parametrize("exp_id", sorted(SPECS))
 def test_committed_claims_are_the_rules_with_their_nulls(exp_id):
-    # make claims (N nulls, one table): every verdict and null note is recomputed. make verify (200 nulls, three
+    # make claims (N nulls, one table): every verdict and null note is recomputed, then gated by the registration
+    # (history rows decide nothing: ``registration.gate``), exactly as rejudge writes it. make verify (200 nulls, three
     # seeds, the first seed's table committed): the rules are rerun on the committed table without nulls, and each
     # committed first-seed verdict must be that verdict, or "inconclusive" where its nulls say it cannot tell data
     # from noise; a verdict that differs across seeds must say so (its three outcomes in ``measured``)
@@ -104,7 +106,7 @@ def test_committed_claims_are_the_rules_with_their_nulls(exp_id):
     confirmed = committed[committed["verdict"] == "confirmed"]
     assert not confirmed["nulls"].str.contains("cannot tell data from noise").any()
     if _null_count(committed["nulls"]) in (None, N):
-        fresh = judge(SPECS[exp_id], df, nulls=N)
+        fresh = gate(judge(SPECS[exp_id], df, nulls=N), df, exp_id)
         assert fresh["verdict"].tolist() == committed["verdict"].tolist()
         assert fresh["nulls"].tolist() == committed["nulls"].tolist()
         return

@@ -268,7 +268,7 @@ def test_lazyhh_trial_on_a_pcap_scores_against_the_traces_sources(tmp_path):
                                                                               "path_xxh3": "ignored by the loader"}
     mech = {"name": "lazyhh", "_target_": "dpstream.heavy_hitters.LazyHH", "trial": "x", "private": True, "k": 4,
             "k_tilde": 16, "beta": 5e-4, "metrics_every_output": False, "uses": ["epsilon", "delta"]}
-    params = {"epsilon": 8.0, "delta": 1e-3, "width": 55, "depth": 3, "memory_kb": None, "seed": 0, "trial": 0,
+    params = {"epsilon": 6.0, "delta": 1e-3, "width": 55, "depth": 3, "memory_kb": None, "seed": 0, "trial": 0,
               "mechanism": mech, "data": data, "data_dir": str(tmp_path), "profile": {"name": "smoke"}}
     row = run_trial(params, np.random.SeedSequence(0, spawn_key=(0,)))
     assert (row["length"], row["rows_read"], row["rows_skipped"]) == (4000, 4040, 40)

@@ -86,7 +86,7 @@ def words_csv(tmp_path):
 def test_a_heavy_hitter_run_prints_its_words_or_why_it_found_none(words_csv, compose_cfg, tmp_path, capsys):
     base = ["mechanism=lazyhh", "data=items", f"data.path={words_csv}", "data.column=word", "trials=1", "n_jobs=1",
             f"results_dir={tmp_path}"]
-    found = [*base, "epsilon=8"]
+    found = [*base, "epsilon=6"]  # below 6.21, where LazyHH's delta~ at delta 1e-3 reaches 1
     run(compose_cfg(found), CONF_DIR, found)
     out = capsys.readouterr().out
     assert "heavy hitters reported by trial 0" in out
