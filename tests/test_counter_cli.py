@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from test_bad_input import run_cli
 
-from dpstream.cli import main
 from dpstream.counters import COUNTERS
 
 SKETCHES = ("lazycms", "lazycs", "punctualcms", "lazyhh")
@@ -25,16 +25,6 @@ BUDGET = ["memory_kb=24"]
 stored tree."""
 REFUSED = {("lazyhh", "laplace"): "Laplace noise"}
 """(mechanism, counter) pairs the mechanism refuses whatever the noise, and a phrase of the line."""
-
-
-def run_cli(args: list[str], capsys) -> tuple[int, str]:
-    """(exit status, stderr) of ``dpstream args`` run in this process."""
-    try:
-        main(args)
-        status = 0
-    except SystemExit as stop:
-        status = stop.code if isinstance(stop.code, int) else 1
-    return status, capsys.readouterr().err
 
 
 def run_counter(mechanism: str, counter: str, noise: str, tmp_path, capsys, *more: str) -> tuple[int, str]:

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
+from test_toeplitz import assert_derived_releases, assert_variance_at_steps, dense
 
 from dpstream.counters import counter_class
 from dpstream.counters.factorisation import (
@@ -25,14 +25,6 @@ from dpstream.counters.gauss_bm import GaussBM
 from dpstream.counters.toeplitz import sqrt_coefficients, unit_variances
 from dpstream.privacy.calibration import gaussian_sigma
 from dpstream.sketches import LazyCMS
-
-Z_1E6 = stats.norm.isf(0.5e-6)
-
-
-def dense(first_column: np.ndarray) -> np.ndarray:
-    """The lower-triangular Toeplitz matrix with ``first_column``."""
-    i, j = np.indices((first_column.size, first_column.size))
-    return np.where(i >= j, first_column[np.maximum(i - j, 0)], 0.0)
 
 
 def factors(horizon: int) -> tuple[np.ndarray, np.ndarray]:
@@ -66,19 +58,9 @@ def test_factorisation_norms_fall_towards_the_stated_constants(horizon, gamma_2,
 
 
 def test_releases_equal_prefix_sums_plus_the_decoder_times_the_keyed_normals():
-    from dpstream.counters.philox import node_normal
-    from dpstream.counters.toeplitz_push import DERIVED_TAG
-
     horizon, n = 40, 3
     bm = GaussBM(n=n, horizon=horizon, epsilon=1.0, delta=1e-3, seed=8, counter="nsqrt", node_noise="derived")
-    increments = np.random.default_rng(2).integers(-1, 3, (horizon, n))
-    key, decoder = bm.counter._key, factors(horizon)[0]
-    z = np.array([[node_normal(key[0], key[1], np.uint64(u), DERIVED_TAG, np.uint64(j)) for j in range(n)]
-                  for u in range(1, horizon + 1)])
-    for s in range(1, horizon + 1):
-        bm.update_all(increments[s - 1])
-        want = increments[:s].sum(axis=0) + bm.sigma * decoder[s - 1, :s] @ z[:s]
-        assert bm.query_all() == pytest.approx(want, rel=1e-9, abs=1e-9)
+    assert_derived_releases(bm, np.random.default_rng(2).integers(-1, 3, (horizon, n)), factors(horizon)[0])
     assert bm.counter.memory_bytes == 8 * n + 16
 
 
@@ -86,12 +68,7 @@ def test_noise_variance_matches_the_row_norms_at_several_steps():
     n, horizon, steps = 20000, 256, (1, 7, 64, 256)
     bm = GaussBM(n=n, horizon=horizon, epsilon=1.0, delta=1e-3, m=2, seed=41, counter="nsqrt", node_noise="derived")
     sigma = gaussian_sigma(math.sqrt(2), 1.0, 1e-3, "classic")
-    for s in range(1, horizon + 1):
-        bm.update_all(np.zeros(n, dtype=np.int64))
-        if s in steps:
-            want = sigma**2 * float(normalised_unit_variances(horizon)[s - 1])
-            assert bm.variance()[0] == pytest.approx(want, rel=1e-12)
-            assert abs(bm.query_all().var() / want - 1) < Z_1E6 * math.sqrt(2 / n)
+    assert_variance_at_steps(bm, steps, sigma**2 * normalised_unit_variances(horizon))
 
 
 def test_row_norms_above_the_table_limit_are_the_table_rows():

@@ -22,13 +22,47 @@ Z_1E6 = stats.norm.isf(0.5e-6)
 NAMES = ["sqrt", "banded4", "banded16", "banded64"]
 
 
+def dense(first_column: np.ndarray) -> np.ndarray:
+    """The lower-triangular Toeplitz matrix with ``first_column``."""
+    i, j = np.indices((first_column.size, first_column.size))
+    return np.where(i >= j, first_column[np.maximum(i - j, 0)], 0.0)
+
+
 def dense_encoder(bands: int, horizon: int) -> np.ndarray:
     """C: lower-triangular Toeplitz with the square root's first ``bands`` coefficients, dense."""
     c = np.zeros(horizon)
     k = min(bands, horizon)
     c[:k] = sqrt_coefficients(k)
-    i, j = np.indices((horizon, horizon))
-    return np.where(i >= j, c[np.maximum(i - j, 0)], 0.0)
+    return dense(c)
+
+
+def assert_variance_at_steps(bm: GaussBM, steps: tuple[int, ...], variances: np.ndarray) -> None:
+    """At each of ``steps``, the stated variance is ``variances[s - 1]`` and the released one matches it.
+
+    The released noise's sample variance over the ``bm.n`` independent counters may differ from it by at most
+    Z_1E6 of its relative standard deviation sqrt(2 / n).
+    """
+    for s in range(1, max(steps) + 1):
+        bm.update_all(np.zeros(bm.n, dtype=np.int64))
+        if s in steps:
+            want = float(variances[s - 1])
+            assert bm.variance()[0] == pytest.approx(want, rel=1e-12)
+            assert abs(bm.query_all().var() / want - 1) < Z_1E6 * math.sqrt(2 / bm.n)
+
+
+def assert_derived_releases(bm: GaussBM, increments: np.ndarray, decoder: np.ndarray) -> None:
+    """Each release of ``bm`` (derived noise) is the true count plus sigma (decoder z)_s, z the keyed normals."""
+    from dpstream.counters.philox import node_normal
+    from dpstream.counters.toeplitz_push import DERIVED_TAG
+
+    horizon, n = increments.shape
+    key = bm.counter._key
+    z = np.array([[node_normal(key[0], key[1], np.uint64(u), DERIVED_TAG, np.uint64(j)) for j in range(n)]
+                  for u in range(1, horizon + 1)])
+    for s in range(1, horizon + 1):
+        bm.update_all(increments[s - 1])
+        want = increments[:s].sum(axis=0) + bm.sigma * decoder[s - 1, :s] @ z[:s]
+        assert bm.query_all() == pytest.approx(want, rel=1e-9, abs=1e-9)
 
 
 def test_square_root_squares_to_the_all_ones_lower_triangle():
@@ -74,13 +108,7 @@ def test_noise_variance_matches_the_row_norms_at_several_steps(name, noise):
     cls = counter_class(name)
     sigma = gaussian_sigma(math.sqrt(2) * math.sqrt(float(np.sum(sqrt_coefficients(min(cls.bands, horizon)) ** 2))),
                            1.0, 1e-3, "classic")
-    decoder = decoder_coefficients(cls.bands, horizon)
-    for s in range(1, horizon + 1):
-        bm.update_all(np.zeros(n, dtype=np.int64))
-        if s in steps:
-            want = sigma**2 * float(np.sum(decoder[:s] ** 2))
-            assert bm.variance()[0] == pytest.approx(want, rel=1e-12)
-            assert abs(bm.query_all().var() / want - 1) < Z_1E6 * math.sqrt(2 / n)
+    assert_variance_at_steps(bm, steps, sigma**2 * np.cumsum(decoder_coefficients(cls.bands, horizon) ** 2))
 
 
 def test_square_root_variance_follows_its_asymptotic_expansion():
@@ -175,19 +203,11 @@ def test_lazy_hh_gamma_covers_its_counters_largest_variance(name):
 
 
 def test_derived_releases_are_the_decoder_times_the_keyed_normals():
-    from dpstream.counters.philox import node_normal
-    from dpstream.counters.toeplitz_push import DERIVED_TAG
-
     horizon, n = 40, 3
     bm = GaussBM(n=n, horizon=horizon, epsilon=1.0, delta=1e-3, seed=8, counter="banded16", node_noise="derived")
     increments = np.random.default_rng(2).integers(-1, 3, (horizon, n))
-    key, decoder = bm.counter._key, np.tril(np.ones((horizon, horizon))) @ np.linalg.inv(dense_encoder(16, horizon))
-    z = np.array([[node_normal(key[0], key[1], np.uint64(u), DERIVED_TAG, np.uint64(j)) for j in range(n)]
-                  for u in range(1, horizon + 1)])
-    for s in range(1, horizon + 1):
-        bm.update_all(increments[s - 1])
-        want = increments[:s].sum(axis=0) + bm.sigma * decoder[s - 1, :s] @ z[:s]
-        assert bm.query_all() == pytest.approx(want, rel=1e-9, abs=1e-9)
+    decoder = np.tril(np.ones((horizon, horizon))) @ np.linalg.inv(dense_encoder(16, horizon))
+    assert_derived_releases(bm, increments, decoder)
     assert bm.counter.memory_bytes == 8 * n + 16
 
 

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
+from test_toeplitz import assert_variance_at_steps, dense
 
 from dpstream.counters import counter_class
 from dpstream.counters.factorisation import (
@@ -26,14 +26,6 @@ from dpstream.counters.gauss_bm import GaussBM
 from dpstream.counters.toeplitz import unit_variances
 from dpstream.privacy.calibration import gaussian_sigma
 from dpstream.sketches import LazyCMS
-
-Z_1E6 = stats.norm.isf(0.5e-6)
-
-
-def dense(first_column: np.ndarray) -> np.ndarray:
-    """The lower-triangular Toeplitz matrix with ``first_column``."""
-    i, j = np.indices((first_column.size, first_column.size))
-    return np.where(i >= j, first_column[np.maximum(i - j, 0)], 0.0)
 
 
 def test_squares_are_the_differences_of_the_log_power():
@@ -107,13 +99,7 @@ def test_noise_variance_matches_the_row_norms_at_several_steps(noise):
     n, horizon, steps = 20000, 256, (1, 7, 64, 256)
     bm = GaussBM(n=n, horizon=horizon, epsilon=1.0, delta=1e-3, m=2, seed=41, counter="unbounded", node_noise=noise)
     sigma = gaussian_sigma(math.sqrt(2 / R0_SQUARED), 1.0, 1e-3, "classic")
-    decoder = unbounded_decoder(horizon)
-    for s in range(1, horizon + 1):
-        bm.update_all(np.zeros(n, dtype=np.int64))
-        if s in steps:
-            want = sigma**2 * float(np.sum(decoder[:s] ** 2))
-            assert bm.variance()[0] == pytest.approx(want, rel=1e-12)
-            assert abs(bm.query_all().var() / want - 1) < Z_1E6 * math.sqrt(2 / n)
+    assert_variance_at_steps(bm, steps, sigma**2 * np.cumsum(unbounded_decoder(horizon) ** 2))
 
 
 def test_mean_variance_is_within_twice_the_square_roots_at_2_to_16():
