@@ -1,4 +1,4 @@
-"""The package's layers point one way (docs/harness.md#layers), and no part imports another part's private module.
+"""The package's layers point one way (docs/harness.md#layers); no part imports another part's private module or name.
 
 Every import of ``src/dpstream`` (module level or inside a function) is read with ``ast``; the allowed order is the
 list in docs/harness.md, read from there, so it is written down once.
@@ -47,24 +47,39 @@ def is_module(module: str) -> bool:
     return SRC.joinpath(*pieces).is_dir() or SRC.joinpath(*pieces).with_suffix(".py").exists()
 
 
-def imports(path: Path, text: str | None = None) -> Iterator[tuple[int, str]]:
-    """(line, module) of every ``dpstream`` module that ``path`` (or ``text`` placed there) imports.
-
-    ``from a import b`` gives ``a`` and, when b is a module, ``a.b``.
-    """
+def import_nodes(path: Path, text: str | None = None) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
+    """Every import statement of ``path`` (or ``text`` placed there), with the absolute module a ``from`` reads."""
     package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text() if text is None else text, str(path))):
         if isinstance(node, ast.Import):
-            found = [alias.name for alias in node.names]
+            yield node, ""
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 up = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*up, *([node.module] if node.module else [])])
-            found = [base] + [f"{base}.{a.name}" for a in node.names if is_module(f"{base}.{a.name}")]
+            yield node, base
+
+
+def imports(path: Path, text: str | None = None) -> Iterator[tuple[int, str]]:
+    """(line, module) of every ``dpstream`` module that ``path`` (or ``text`` placed there) imports.
+
+    ``from a import b`` gives ``a`` and, when b is a module, ``a.b``.
+    """
+    for node, base in import_nodes(path, text):
+        if isinstance(node, ast.Import):
+            found = [alias.name for alias in node.names]
         else:
-            continue
+            found = [base] + [f"{base}.{a.name}" for a in node.names if is_module(f"{base}.{a.name}")]
         yield from ((node.lineno, name) for name in found if name.split(".")[0] == "dpstream")
+
+
+def private_names(path: Path, text: str | None = None) -> Iterator[tuple[int, str, str]]:
+    """(line, module, name) of every ``_private`` name (not a module) taken by ``from dpstream... import``."""
+    for node, base in import_nodes(path, text):
+        if isinstance(node, ast.ImportFrom) and base.split(".")[0] == "dpstream":
+            yield from ((node.lineno, base, a.name) for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__") and not is_module(f"{base}.{a.name}"))
 
 
 def private_of_another_part(importer: str, imported: str) -> bool:
@@ -110,6 +125,16 @@ def test_no_part_imports_another_parts_private_module():
     assert not wrong, "imports of another part's private module:\n" + "\n".join(wrong)
 
 
+def test_no_part_imports_another_parts_private_name():
+    wrong = []
+    for path in sources():
+        importer = module_name(path)
+        for line, module, name in private_names(path):
+            if part(module) != part(importer):
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: {importer} imports {name} from {module}")
+    assert not wrong, "imports of another part's private name:\n" + "\n".join(wrong)
+
+
 @pytest.mark.parametrize(("source", "bad"), [
     ("from dpstream.harness.timing import x\n", "up"),
     ("def f():\n    from dpstream.harness import config\n", "up"),
@@ -118,6 +143,8 @@ def test_no_part_imports_another_parts_private_module():
     ("from dpstream.svt._kernels import RELEASE_SAME\n", "private"),
     ("from dpstream.svt import _kernels\n", "private"),
     ("from dpstream.audit import _probe\n", None),
+    ("from dpstream.svt.monitor import _Core\n", "private"),
+    ("from dpstream.audit.probe import _helper\n", None),
 ])
 def test_the_checks_see_a_bad_import(source, bad):
     """A module of a lower part (audit) importing upwards or a private module is caught, also inside a function."""
@@ -125,4 +152,5 @@ def test_the_checks_see_a_bad_import(source, bad):
     found = [m for _, m in imports(SRC / "audit" / "probe.py", source)]
     up = [m for m in found if part(m) != "audit" and rank[part(m)] >= rank["audit"]]
     private = [m for m in found if private_of_another_part("dpstream.audit.probe", m)]
+    private += [n for _, m, n in private_names(SRC / "audit" / "probe.py", source) if part(m) != "audit"]
     assert bool(up) == (bad == "up") and bool(private) == (bad == "private"), found

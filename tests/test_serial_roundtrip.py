@@ -13,7 +13,7 @@ from serial_cases import CASES, CHUNKS, NOT_STATE, SPLIT, Case, option_grid
 
 from dpstream import serial
 
-BASES = {"Serialisable", "SketchCore", "BlockTracker", "_MonitorCore"}  # shared cores of the public classes
+BASES = {"Serialisable", "SketchCore", "BlockTracker", "MonitorCore"}  # shared cores of the public classes
 GRID = [(case, options) for case in CASES for options in option_grid(case)]
 
 

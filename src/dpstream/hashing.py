@@ -301,7 +301,7 @@ def _xxh64_word(v: np.uint64) -> np.uint64:
 
 
 @njit(cache=True)
-def _canonical_words(words: np.ndarray) -> np.ndarray:
+def canonical_words(words: np.ndarray) -> np.ndarray:
     """Canonical keys of uint64 words (an int64 array's two's complement view): the word if < p, else xxh64 mod p.
 
     One pass copies and tests every word (it vectorises); only when some word is >= p does a second pass hash those.
@@ -353,9 +353,9 @@ def canonical_keys(items: np.ndarray | list) -> np.ndarray:
     if arr.size == 0:
         return np.empty(0, dtype=np.uint64)
     if arr.dtype.kind == "u":
-        return _canonical_words(arr.astype(np.uint64, copy=False))
+        return canonical_words(arr.astype(np.uint64, copy=False))
     if arr.dtype.kind == "i":  # as uint64, a negative int64 is >= 2^63 > p: one test `word < p` covers both ends
-        return _canonical_words(arr.astype(np.int64, copy=False).view(np.uint64))
+        return canonical_words(arr.astype(np.int64, copy=False).view(np.uint64))
     if arr.dtype.kind in "USO":
         return np.fromiter((canonical_key(k) for k in arr.tolist()), dtype=np.uint64, count=arr.shape[0])
     raise TypeError(f"keys must be integers, str or bytes, got an array of dtype {arr.dtype}")

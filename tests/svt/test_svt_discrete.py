@@ -10,14 +10,14 @@ from scipy import sparse
 
 from dpstream.secure import laplace, samplers
 from dpstream.svt import AboveThreshold, NumericSparse, Sparse, ThresholdMonitor, ThresholdMonitorEvolving
-from dpstream.svt.monitor import _MonitorCore
+from dpstream.svt.monitor import MonitorCore
 from dpstream.svt.sparse import GeneralisedSparse
 
 DS = "discrete_secure"
 ANSWERS = np.array([3, 40, 12, 55, 38, 41, 90, 0, 47, 60, 39, 44, 70, 10, 52], dtype=np.int64)
 
 
-def _sampler_draw(mech: GeneralisedSparse | _MonitorCore, role: str, call: int, run: int, index: int) -> int:
+def _sampler_draw(mech: GeneralisedSparse | MonitorCore, role: str, call: int, run: int, index: int) -> int:
     """The draw the documented nonce (role | call << 4, run, index) gives, straight from the sampler."""
     t, s = mech.grids[role]  # type: ignore[misc]
     nonce = np.array([[laplace.nonce_word(role, call), run, index]], dtype=np.uint32)
@@ -86,7 +86,7 @@ def test_chunked_drawing_equals_drawing_at_once() -> None:
     assert (lazy.outcomes == 0).all()
 
 
-def _reference_monitor(mech: _MonitorCore, q: np.ndarray, counts: np.ndarray, noise: dict) -> np.ndarray:
+def _reference_monitor(mech: MonitorCore, q: np.ndarray, counts: np.ndarray, noise: dict) -> np.ndarray:
     """Kaplan, Mansour, Stemmer Alg. 3 by its definition on Python integers (q: 0/1 matrix)."""
     runs, m = noise["w"].shape
     out = np.zeros((runs, m), np.int8)

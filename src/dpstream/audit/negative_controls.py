@@ -18,7 +18,7 @@ from dpstream.counters.gauss_bm import GaussBM
 from dpstream.noise import SeedLike
 from dpstream.privacy.accounting import sparse_sigma
 from dpstream.privacy.svt import CONTINUOUS, MonitorCalibration
-from dpstream.svt.monitor import _MonitorCore
+from dpstream.svt.monitor import MonitorCore
 from dpstream.svt.sparse import RELEASE_SAME, GeneralisedSparse
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
@@ -116,7 +116,7 @@ class LyuAlg3NumericSparseSameNoise(GeneralisedSparse):
                          redraw=False, release=RELEASE_SAME, seed=seed, svt_noise=svt_noise)
 
 
-class BrokenThresholdMonitorUncalibrated(_MonitorCore):
+class BrokenThresholdMonitorUncalibrated(MonitorCore):
     """NOT PRIVATE as claimed. ThresholdMonitor (Alg. 3) skipping ``calibrate_monitor``: noise (eps, delta) = the claim.
 
     w = Lap(10 Delta), v = Lap(b) with b = ln(1/delta)/eps and Delta = b ln b at the CLAIMED (eps, delta);

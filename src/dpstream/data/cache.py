@@ -52,7 +52,7 @@ def _cache_file(cache_dir: str | Path, kind: str, params: dict[str, Any], suffix
     return Path(cache_dir) / kind / f"{kind}-{digest}{suffix}"
 
 
-def _write_atomically(path: Path, write: Callable[[Any], None]) -> None:
+def write_atomically(path: Path, write: Callable[[Any], None]) -> None:
     """Write through ``write(file handle)`` into a temporary file renamed into place.
 
     Parallel workers never read a half-written file.
@@ -77,7 +77,7 @@ def cached_array(cache_dir: str | Path | None, kind: str, params: dict[str, Any]
     if path.exists():
         return np.load(path)
     array = build()
-    _write_atomically(path, lambda fh: np.save(fh, array))
+    write_atomically(path, lambda fh: np.save(fh, array))
     return array
 
 
@@ -96,7 +96,7 @@ def cached_arrays(cache_dir: str | Path | None, kind: str, params: dict[str, Any
             return {name: stored[name] for name in stored.files}
     arrays = build()
     # numpy's stub cannot tell that no key of ``arrays`` is savez's own ``allow_pickle`` keyword
-    _write_atomically(path, lambda fh: np.savez(fh, **arrays))  # type: ignore[arg-type]
+    write_atomically(path, lambda fh: np.savez(fh, **arrays))  # type: ignore[arg-type]
     return arrays
 
 

@@ -38,8 +38,7 @@ import dpkt
 import numpy as np
 
 from dpstream.data.cache import _cache_file as cache_file  # one cache layout for every converted file
-from dpstream.data.cache import _write_atomically as write_atomically
-from dpstream.data.cache import file_fingerprint
+from dpstream.data.cache import file_fingerprint, write_atomically
 from dpstream.data.capture import KNOWN_LINKTYPES, ScanCounts, UnknownLinkType, scan_capture
 from dpstream.data.columns import csv_batches, csv_names
 from dpstream.data.quads import MALFORMED, NON_IPV4, parse_quads

@@ -19,7 +19,7 @@ from numba import njit
 
 from dpstream.counters.binary import DerivedBinary, StoredBinary
 from dpstream.counters.kernels import DERIVED, cell_push, release_wanted_cached, specialise
-from dpstream.hashing import _canonical_words, canonical_keys, hash_rows
+from dpstream.hashing import canonical_keys, canonical_words, hash_rows
 from dpstream.sketches import LazyCMS
 from dpstream.sketches.kernels import block_keys, hash_keys, lazy_block_derived, query_hashed
 from dpstream.sketches.lazy import LazySchedule
@@ -120,7 +120,7 @@ def estimates_at(kind: int, candidates: np.ndarray, params: np.ndarray, t: int, 
 
     The derived tree releases the cells read (``release_wanted_cached``); the stored one reads its released sums.
     """
-    cols, incs, wanted = hash_keys(_canonical_words(candidates.view(np.uint64)), params, False, depth, width)
+    cols, incs, wanted = hash_keys(canonical_words(candidates.view(np.uint64)), params, False, depth, width)
     if kind == DERIVED:
         cells = release_wanted_cached(state[0], derived_key, scale, lazy_cell_steps(t, depth, width), wanted, nodes,
                                       cached)

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from dpstream.counters.philox import node_normal
-from dpstream.hashing import _canonical_words, canonical_keys, hash_rows
+from dpstream.hashing import canonical_keys, canonical_words, hash_rows
 from dpstream.heavy_hitters._lazy_hh import Refreshes, compiled
 from dpstream.sketches.kernels import hash_keys
 
@@ -142,7 +142,7 @@ def line_rate_run(items: np.ndarray, keys: np.ndarray, params: np.ndarray, exact
     cols = np.empty((depth, width), dtype=np.int64)
     incs = np.empty((depth, width), dtype=np.int64)
     cand = candidates
-    hashed, _, _ = hash_keys(_canonical_words(cand.view(np.uint64)), params, False, depth, width)
+    hashed, _, _ = hash_keys(canonical_words(cand.view(np.uint64)), params, False, depth, width)
     cand_cols = np.ascontiguousarray(hashed.T)
     out_items = np.empty(0, dtype=np.int64)
     out_estimates = np.empty(0, dtype=np.float64)

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from dpstream.data.cache import _write_atomically
+from dpstream.data.cache import write_atomically
 from dpstream.heavy_hitters._host_cap import PLACEHOLDER, HostCap
 from dpstream.heavy_hitters.lazy_hh import LazyHH
 from dpstream.heavy_hitters.thresholds import noise_term, thresholds
@@ -247,7 +247,7 @@ class Ledger:
             fh.flush()
             os.fsync(fh.fileno())
 
-        _write_atomically(path, write)
+        write_atomically(path, write)
 
     @classmethod
     def load(cls, path: Path, config: WatchConfig) -> Ledger:

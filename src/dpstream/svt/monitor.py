@@ -27,7 +27,7 @@ from dpstream.svt.sparse import SVTRun
 from dpstream.validation import check_delta, check_epsilon, check_positive_int
 
 
-class _MonitorCore(Certified, serial.Serialisable):
+class MonitorCore(Certified, serial.Serialisable):
     """Alg. 3's loop with noise from ``calibration``: w = Lap(10 Delta), v = Lap(b), v_bar = min(v, Delta).
 
     No noisy threshold (t is used exactly), fresh w and v per query, v capped from above only, w never
@@ -54,6 +54,7 @@ class _MonitorCore(Certified, serial.Serialisable):
 
     def __init__(self, calibration: MonitorCalibration, threshold: float, seed: SeedLike,
                  svt_noise: str = CONTINUOUS) -> None:
+        """Hold ``calibration``'s noise scales, the exact ``threshold`` t and a generator seeded from ``seed``."""
         self.svt_noise = check_svt_noise(svt_noise)
         if not math.isfinite(threshold):
             raise ValueError(f"threshold must be a finite number, got {threshold!r}")
@@ -153,7 +154,7 @@ class _MonitorCore(Certified, serial.Serialisable):
         return {} if self._keyed is None else {"key": self._keyed.key}
 
 
-class ThresholdMonitor(_MonitorCore):
+class ThresholdMonitor(MonitorCore):
     """ThresholdMonitor (Kaplan, Mansour, Stemmer, Alg. 3): SVT that never halts, each record answers <= k TOPs.
 
     Privacy: (epsilon, delta)-DP (the total guarantee, ``calibration.epsilon_total`` / ``delta_total``; the
@@ -162,7 +163,7 @@ class ThresholdMonitor(_MonitorCore):
     ``calibration.option``). Queries must be linear with f_i(x) in [0, 1]. Accuracy (Thm 3.1) is
     relative to the pruned database S_i. ``kappa`` < 1 scales all noise by kappa: NOT privacy-certified.
     ``svt_noise="discrete_secure"``: the same (epsilon, delta) and neighbours, f_i(x) in {0, 1}, calibrated with
-    the discrete constants (``privacy.svt.thm32_xi_discrete``), computationally (see ``_MonitorCore``).
+    the discrete constants (``privacy.svt.thm32_xi_discrete``), computationally (see ``MonitorCore``).
     """
 
     def __init__(
@@ -193,7 +194,7 @@ class ThresholdMonitor(_MonitorCore):
         return self.calibration.privacy_map.statement(Relation.ADD_REMOVE_RECORD, self.notion)
 
 
-class ThresholdMonitorEvolving(_MonitorCore):
+class ThresholdMonitorEvolving(MonitorCore):
     """ThresholdMonitorEvolving (Alg. 5, "TME"): fresh user inputs each step, counters per user, users excluded.
 
     Atom a = a group of users that hold equal inputs throughout; row i of the query matrix holds
