@@ -117,6 +117,8 @@ def test_the_page_shows_what_watch_released(piped: str, tmp_path: Path) -> None:
     assert f"epsilon {last['privacy']['epsilon']:g}" in privacy and last["privacy"]["relation"] in privacy
     _, status = text_of(dom, "status")
     assert f"step {last['step']}" in status and f"epoch {last['epoch']}" in status and "input ended" in status
+    bands = re.findall(r'<polygon points="([^"]+)"', dom)  # the epoch intervals: a band a run of 2+ releases
+    assert bands and all(len(b.split()) >= 4 and len(b.split()) % 2 == 0 for b in bands)
     marks = re.findall(r'<g class="epoch">(.*?)</g>', dom, flags=re.S)
     assert marks and re.findall(r">epoch (\d+)<", marks[0]) == [str(e) for e in range(last["epoch"] + 1)]
     render(piped, f"--screenshot={tmp_path / 'page.png'}", "--window-size=1000,1100")

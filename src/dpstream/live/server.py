@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import parse_qs, urlsplit
 
+from dpstream import live
 from dpstream.errors import one_line
 from dpstream.live.releases import Releases
 
@@ -42,7 +43,9 @@ class OneLineParser(argparse.ArgumentParser):
 
 def parser() -> argparse.ArgumentParser:
     """The command's options."""
-    p = OneLineParser(prog="dpstream live", description=__doc__.split("\n\n")[0].split(": ", 1)[1])
+    summary, examples = (live.__doc__ or "").split("\n\n")[:2]
+    p = OneLineParser(prog="dpstream live", description=f"{summary.split(': ', 1)[1]}\n\n{examples}".replace("``", ""),
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("source", help="the JSON lines of dpstream watch: a file (followed while it grows) or '-' (stdin)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0: any free one)")
     p.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
