@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 UV_VERSION := 0.13.9
 
-.PHONY: install lock lock-upgrade run test test-long lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify verify-registered verify-status preregister fig4-sensitivity fig4-caida docs soak watch-hour counters
+.PHONY: install lock lock-upgrade run test test-long lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify verify-registered verify-status preregister fig4-sensitivity fig4-caida docs soak watch-hour counters live-check
 
 $(STAMP): $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,10 +46,10 @@ lint: install  ## ruff (pyflakes, style, docstrings, complexity) over the repo, 
 # process): on 2 cores from a fresh clone, 484 s against 865 s in one process, most of it numba compiling.
 test: install lint  ## lint (ruff + mypy), the documentation build (a broken reference fails), the suite but `long`
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
-	$(PY) -m pytest -m "not long" -n auto --dist loadfile
+	$(PY) -m pytest -m "not long and not chromium" -n auto --dist loadfile
 
 test-long: install  ## the checks of a minute or more each (marked `long`: numba's cache across processes, serial fuzz)
-	$(PY) -m pytest -m long
+	$(PY) -m pytest -m "long and not chromium"
 
 docs: install  ## the documentation site (mkdocs-material + mkdocstrings) into site/; open site/index.html
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
@@ -70,6 +70,12 @@ fuzz: install  ## 2,000 random mutations of the bytes of every serialised class,
 PACKETS ?= 2500000000
 watch-hour: install
 	cd benchmarks && ../$(PY) watch.py --hour --packets $(PACKETS)
+
+# `make live-check`: the live page (`dpstream live`) rendered by headless Chromium from `dpstream watch`'s releases
+# piped into it (tests/live/test_live_chromium.py, mark `chromium`); fails when Chromium is missing
+# (apt-get install -y chromium). Not in make test or make test-long.
+live-check: install
+	$(PY) -m pytest -m chromium tests/live
 
 soak: install  ## the default job in 50 fresh processes sharing one numba cache: runs 2-50 compile nothing
 	$(PY) tests/soak.py 50

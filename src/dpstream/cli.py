@@ -45,6 +45,7 @@ usage: dpstream [key=value ...]                 one run: mechanism x data, `tria
        dpstream --cfg job [key=value ...]        print the config that would run (add --resolve)
        dpstream cache list | clear [FOLDER ...]  generated / downloaded data under ./data, with sizes
        dpstream watch SOURCE [--help]            private heavy hitters of a live link (pcap on stdin: -)
+       dpstream live RELEASES [--port N]         a page on localhost drawing watch's JSON lines (stdin: -)
        dpstream --version                        dpstream's version; --hydra-help: Hydra's own flags
 Results go to ./results/runs/<run>/ of the working directory (./results/smoke/... with profile=smoke); results_dir=DIR
 moves the root.
@@ -435,6 +436,10 @@ def main(argv: list[str] | None = None) -> None:
         from dpstream.watch import main as watch_main  # imported here so that the Hydra app starts as fast
 
         raise SystemExit(watch_main(args[1:]))
+    if args[:1] == ["live"]:
+        from dpstream.live.server import main as live_main
+
+        raise SystemExit(live_main(args[1:]))
     if args[:1] == ["list"] or "-h" in args or "--help" in args:
         print(catalog())
         return
