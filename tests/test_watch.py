@@ -112,6 +112,17 @@ def run_watcher(keys: np.ndarray, state: Path | None = None, parts: int = 13, **
     return lines
 
 
+@pytest.mark.parametrize("text", [b"10.0.0.1\n10.0.0.2\n", b"source\n10.0.0.1\n10.0.0.2\n"])
+def test_a_line_streams_label_kind_is_told_before_its_first_keys(tmp_path: Path, text: bytes) -> None:
+    """IPv4 lines are labelled as addresses: the watcher learns the kind before the keys it labels, header or not."""
+    path = tmp_path / "hosts.csv"
+    path.write_bytes(text)
+    events: list[str] = []
+    for keys in source_keys(str(path), on_stream=lambda d: events.append(f"kind {d.label_kind}")):
+        events.append(f"{keys.size} keys")
+    assert events[:2] == ["kind ipv4", "2 keys"], events
+
+
 def test_epochs_double_and_partition_the_stream() -> None:
     keys = zipf_sources(16384 + 32768 + 20000, 4)
     lines = run_watcher(keys)

@@ -251,9 +251,14 @@ def source_keys(source: str, follow: bool = False, column: int = 0, ipv6: str = 
 
 def _stream_keys(name: str, blocks: Iterator[bytes], column: int, ipv6: str,
                  on_stream: Callable[[Decoder], None]) -> Iterator[np.ndarray]:
-    """The keys of one stream: its format from its first 24 bytes (or its first line, or all of a shorter stream)."""
+    """The keys of one stream: its format from its first 24 bytes (or its first line, or all of a shorter stream).
+
+    ``on_stream`` hears of the decoder before the first keys whose labels it fixes: a capture's at once, a line
+    stream's once its first item (not a header) has fixed the kind, integer or IPv4.
+    """
     head = b""
     decoder: Decoder | None = None
+    told: str | None = None
     for data in blocks:
         if decoder is None:
             head += data
@@ -261,14 +266,26 @@ def _stream_keys(name: str, blocks: Iterator[bytes], column: int, ipv6: str,
             if len(head) < 24 and (magic or b"\n" not in head):
                 continue
             decoder, data = decoder_for(head, name, column, ipv6), head
-            on_stream(decoder)
-        yield decoder.feed(data)
+        keys = decoder.feed(data)
+        told = _tell(decoder, told, on_stream)
+        yield keys
     if decoder is None:
         if not head:
             return
         decoder = decoder_for(head, name, column, ipv6)
-        on_stream(decoder)
-        yield decoder.feed(head)
+        keys = decoder.feed(head)
+        told = _tell(decoder, told, on_stream)
+        yield keys
     if isinstance(decoder, LineKeys):
-        yield decoder.feed(b"", final=True)
+        keys = decoder.feed(b"", final=True)
+        _tell(decoder, told, on_stream)
+        yield keys
     on_stream(decoder)
+
+
+def _tell(decoder: Decoder, told: str | None, on_stream: Callable[[Decoder], None]) -> str | None:
+    """Call ``on_stream`` when the decoder's label kind is newly known; the kind told so far."""
+    kind = decoder.label_kind if isinstance(decoder, LineKeys) else "capture"
+    if kind is not None and kind != told:
+        on_stream(decoder)
+    return kind or told
