@@ -35,8 +35,8 @@ def test_claims_table_requires_a_rule():
     with pytest.raises(TypeError):
         claims_table([{"claim": "c", "measured": "m", "verdict": "confirmed"}])
     table = claims_table([Claim("c", "r", "m", "n/a")])
-    assert list(table.columns) == ["claim", "rule", "measured", "verdict", "kind", "kind_reason", "sentence", "setting",
-                                   "data"]
+    assert list(table.columns) == ["claim", "rule", "measured", "verdict", "id", "kind", "kind_reason", "sentence",
+                                   "setting", "data"]
     assert table["kind"].tolist() == ["unregistered"]  # a claim the pre-registration does not list
 
 

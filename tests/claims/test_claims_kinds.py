@@ -12,7 +12,7 @@ ENTRIES = {c["id"]: c for c in load()["claims"]}
 
 def _kind(claim_id: str) -> str:
     entry = ENTRIES[claim_id]
-    return kind_of(entry["experiment"], entry["claim"])[0]
+    return kind_of(entry["id"])[0]
 
 
 def test_calibration_restatements_and_auditor_self_tests_are_implementation_checks():
@@ -36,7 +36,7 @@ def test_one_sentence_checked_twice_is_combined_like_grid_points(verdicts, word)
 
 
 def _rows(ids: list[str], verdicts: list[str]) -> pd.DataFrame:
-    frames = [classify(ENTRIES[i]["experiment"], pd.DataFrame({"claim": [ENTRIES[i]["claim"]], "rule": "r",
+    frames = [classify(ENTRIES[i]["experiment"], pd.DataFrame({"id": [i], "claim": [ENTRIES[i]["claim"]], "rule": "r",
                                                                "measured": "", "verdict": [v]}))
               .assign(experiment=ENTRIES[i]["experiment"]) for i, v in zip(ids, verdicts, strict=True)]
     return pd.concat(frames, ignore_index=True)
@@ -54,7 +54,7 @@ def test_headline_counts_each_sentence_once_and_no_check():
 
 def test_the_mirror_of_a_literal_sentence_is_not_counted_for_the_paper():
     entry = ENTRIES["fig4d#1"]
-    kind, why = kind_of("fig4d", entry["claim"])
+    kind, why = kind_of(entry["id"])
     assert kind == OURS and "not independent" in why
 
 
@@ -62,7 +62,7 @@ def test_the_report_states_where_each_theory_bound_stops_being_vacuous_and_wheth
     from dpstream.harness.report import theory_scale_lines
 
     theory = [c for c in ENTRIES.values() if c["kind"] == THEORY]
-    rows = pd.DataFrame([{"experiment": c["experiment"], "claim": c["claim"], "kind": c["kind"]}
+    rows = pd.DataFrame([{"id": c["id"], "experiment": c["experiment"], "claim": c["claim"], "kind": c["kind"]}
                          for c in ENTRIES.values()])
     text = "\n".join(theory_scale_lines(rows))
     vacuous = sum(str(c["runs_reach_it"]).lower().startswith("no") for c in theory)

@@ -454,3 +454,20 @@ def test_the_descriptive_speedup_comes_from_interleaved_timing_not_trial_wall_cl
     assert speedups(df, "punctualcs") == "no interleaved measurement"
     slower = df.assign(seconds=df["seconds"] * 1e3)  # wall-clock moves; the description does not
     assert fig3a_speedup_claims(df, {})[0].measured == fig3a_speedup_claims(slower, {})[0].measured
+
+
+def test_near_copy_traces_are_one_block_not_several():
+    """Four trials with one series and a fifth differing at one point: 2 distinct series, too few blocks for Page.
+
+    Over the 5 trials as blocks Page's test would give p ~ 1e-4 from the copies; with distinct noisy series it decides.
+    """
+    series = dict(zip(KT, [0.2, 0.3, 0.5, 0.7, 0.9, 1.0], strict=True))
+    copies = hh_table(lambda m, kt: {"recall": series[kt]})
+    copies.loc[(copies["trial"] == 3) & (copies["mechanism.k_tilde"] == 640), "recall"] = 0.8
+    trend = heavy_hitters.fig4c_claims(copies, {})[1]
+    assert trend.verdict == "inconclusive" and "2 distinct series of 5 trials" in trend.measured
+    rng = np.random.default_rng(7)
+    distinct = copies.assign(recall=lambda d: d["recall"] + rng.uniform(-0.05, 0.05, len(d)))
+    assert heavy_hitters.fig4c_claims(distinct, {})[1].verdict == "confirmed"
+    kept = heavy_hitters.distinct_blocks(heavy_hitters._lazy(copies), "mechanism.k_tilde", "recall")
+    assert sorted(kept["trial"].unique()) == [0, 3]

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from dpstream.claims.kinds import PAPER, THEORY, UNREGISTERED, classify, headline, kind_of, stand_in
 from dpstream.claims.quotes import seed_words, seeds_dir, tokens, verbatim
@@ -65,18 +66,18 @@ def test_every_claim_of_the_committed_tables_is_registered_under_its_id():
 def test_kinds_are_declared_and_theory_checks_state_their_scale():
     assert {c["kind"] for c in ENTRIES} == set(KIND_WORDS)
     for c in ENTRIES:
-        assert kind_of(c["experiment"], c["claim"])[0] == c["kind"]
+        assert kind_of(c["id"])[0] == c["kind"]
         if c["kind"] == PAPER:  # the paper tally is Holland's verbatim sentences only
             assert c["seed"].startswith("004_") and c["sentence"] and c["setting"]
         if c["kind"] == THEORY:
             assert c["seed"] in THEORY_SEEDS and c["nonvacuous_at"] and c["runs_reach_it"], c["id"]
         assert c["alpha"] > 0 and c["budget"] >= c["first_batch"] > 0 and c["smallest_effect"]["source"]
-    assert kind_of("fig3b", "a sentence nobody registered")[0] == UNREGISTERED
+    assert kind_of("fig3b#999")[0] == UNREGISTERED
 
 
 def _claims(ids: list[str], verdicts: list[str]) -> pd.DataFrame:
     rows = [next(c for c in ENTRIES if c["id"] == i) for i in ids]
-    frames = [classify(r["experiment"], pd.DataFrame({"claim": [r["claim"]], "verdict": [v]}))
+    frames = [classify(r["experiment"], pd.DataFrame({"id": [r["id"]], "claim": [r["claim"]], "verdict": [v]}))
               .assign(experiment=r["experiment"]) for r, v in zip(rows, verdicts, strict=True)]
     return pd.concat(frames, ignore_index=True)
 
@@ -113,6 +114,20 @@ def test_verdicts_come_only_from_trials_under_the_registered_hash_on_new_seeds()
         history = gate(claims, rows, "fig3b")
         assert history["verdict"].tolist() == ["inconclusive", "inconclusive"]
         assert history["gate"].str.startswith(HISTORY).all()
+
+
+def test_claims_are_found_by_their_registered_id_not_their_text():
+    claims = _claims(["fig3b#0"], ["confirmed"]).assign(claim="a text the registration does not hold")
+    kept = gate(claims, _rows(FIRST_NEW_SEED, registration_hash()), "fig3b")
+    assert kept["verdict"].tolist() == ["confirmed"] and kept["gate"].tolist() == [""]
+    assert classify("fig3b", claims.drop(columns=["kind"]))["kind"].tolist() == [claims["kind"].iloc[0]]
+    # positions, when the table has no id column: row i of experiment e is e#i
+    positional = classify("fig3b", pd.DataFrame({"claim": ["x", "y"], "verdict": ["n/a", "n/a"]}))
+    assert positional["id"].tolist() == ["fig3b#0", "fig3b#1"]
+    # another experiment's id is not registered for this one, and an unregistered id decides nothing
+    for other in ("fig3c#0", "fig3b#999"):
+        moved = gate(claims.assign(id=other), _rows(FIRST_NEW_SEED, registration_hash()), "fig3b")
+        assert moved["verdict"].tolist() == ["inconclusive"] and moved["gate"].iloc[0].startswith("not in")
 
 
 def test_a_rule_changed_after_registration_is_flagged(monkeypatch):
@@ -196,6 +211,32 @@ def test_the_committed_registration_is_what_make_preregister_writes():
     from dpstream.claims.preregister import dump, regenerate
 
     assert REGISTRATION.read_text(encoding="utf-8") == dump(regenerate())
+
+
+def test_the_registration_depends_on_nothing_a_trial_writes(tmp_path, monkeypatch):
+    """Fresh trials replace the history tables: with their wall times (and claims) changed, the file is unchanged."""
+    import dpstream.claims.preregister as prereg
+
+    committed = REGISTRATION.read_text(encoding="utf-8")
+    for path in TABLES.glob("*.csv"):
+        if path.name.endswith(".claims.csv"):
+            continue
+        df = pd.read_csv(path)
+        if "trial_wall_s" in df.columns:
+            df = df.assign(trial_wall_s=df["trial_wall_s"] * 7 + 1)
+        df.to_csv(tmp_path / path.name, index=False)
+    monkeypatch.setattr(prereg, "TABLES", tmp_path)
+    assert prereg.dump(prereg.regenerate()) == committed
+    # the test can fail: re-measured on those tables, the estimate moves
+    frozen = load()["budget_estimate"]
+    assert prereg.estimate(load()["claims"])["hours_on_2_cores"] > frozen["hours_on_2_cores"]
+    # and a budget the frozen estimate was not computed for is refused, not silently kept
+    data = yaml.safe_load(committed)
+    data["claims"][0]["budget"] = int(data["claims"][0]["budget"]) * 5
+    changed = tmp_path / "preregistration.yaml"
+    changed.write_text(prereg.dump(data), encoding="utf-8")
+    with pytest.raises(ValueError, match="frozen budget estimate"):
+        prereg.regenerate(changed)
 
 
 def test_the_registered_budgets_fit_the_twelve_hour_run_and_every_cap_says_why():

@@ -70,3 +70,15 @@ def test_git_tracks_a_seeds_trial_store_and_ignores_its_tables_and_figures():
     ignored = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=REPO, capture_output=True,
                              text=True).stdout.split()
     assert ignored == paths[2:]
+
+
+def test_the_registered_run_takes_experiments_cheapest_first_by_the_frozen_estimate():
+    from dpstream.claims.registration import load
+    from dpstream.harness.verify import cheapest_first
+
+    specs = [{"id": i} for i in ("fig3a", "unregistered", "fig4a", "audit_svt")]
+    hours = load()["budget_estimate"]["per_experiment"]
+    order = [s["id"] for s in cheapest_first(specs, load())]
+    assert order[-1] == "unregistered" and [hours[i]["hours"] for i in order[:-1]] == sorted(
+        hours[i]["hours"] for i in order[:-1])
+    assert hours["audit_svt"]["hours"] < hours["fig3a"]["hours"] and order.index("audit_svt") < order.index("fig3a")

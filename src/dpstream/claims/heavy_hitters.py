@@ -82,10 +82,11 @@ LITERAL_4D = ("the literal sentence (ARE falls as eps grows) as a one-sided tren
               "p < 0.05: confirmed; rising at p < 0.05 or constant: not confirmed; otherwise inconclusive. The "
               "sentence contradicts the paper's own explanation (at small eps only the heaviest items are reported, "
               "with LOWER relative error, i.e. ARE rises with eps), which is the next claim")
-TREND_HH = ("LazyHH: Page's trend test (trials as blocks) that {y} is {direction} in {x}; if every point has the same "
-            "value in all of its (>= 3) trials, the trials are copies of one deterministic series, tested once by a "
-            "one-sided Spearman test over the points; p < 0.05: confirmed; the opposite trend at p < 0.05 or a "
-            "constant {y}: not confirmed" + THREE)
+TREND_HH = ("LazyHH: Page's trend test (trials as blocks) that {y} is {direction} in {x}; trials whose {y} series over "
+            "{x} is identical to another trial's (copies of one deterministic series, or near-copy traces) count as "
+            "one block; if one distinct series is left from >= 3 trials, it is tested once by a one-sided Spearman "
+            "test over the points; p < 0.05: confirmed; the opposite trend at p < 0.05 or a constant {y}: not "
+            "confirmed" + THREE)
 DETERMINISTIC = " [trials identical at every point: deterministic on this one trace]"
 MEAN_T = (" [on {y}: averaged over the output steps at 16 release times; STRONGER than the paper, which measures at "
           "the end]")
@@ -215,17 +216,33 @@ def _recall_one(df: pd.DataFrame, claim: str, x: str, points: list[float], where
                              verdict_of(all_points(results))), df)
 
 
-def _trend(df: pd.DataFrame, claim: str, x: str, y: str, direction: Literal["increasing", "decreasing"]) -> Claim:
-    """LazyHH trend (Page's test, trials as blocks) with the trace named.
+def distinct_blocks(rows: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
+    """``rows`` of the first trial of every distinct ``y`` series over ``x``: identical series are one block.
 
-    When every point has the same value in all of its (at least ``MIN_TRIALS``) trials, the trials are copies of one
-    deterministic series: Page's test would count the copies as evidence, so the series is tested once (Spearman over
-    the points).
+    Trials on one trace, or on near-copy traces whose differences do not reach ``y``, give the same series; as Page's
+    blocks the copies would count one observation as many.
+    """
+    series = rows.dropna(subset=[y]).pivot_table(index="trial", columns=x, values=y, aggfunc="first")
+    keep = series[~series.apply(tuple, axis=1).duplicated()].index
+    return rows[rows["trial"].isin(keep)]
+
+
+def _trend(df: pd.DataFrame, claim: str, x: str, y: str, direction: Literal["increasing", "decreasing"]) -> Claim:
+    """LazyHH trend (Page's test, distinct trials as blocks: ``distinct_blocks``) with the trace named.
+
+    When every trial (at least ``MIN_TRIALS``) gives the same series, the trials are copies of one deterministic
+    series: it is tested once (Spearman over the points).
     """
     lazy = _lazy(df)
     rule = TREND_HH.format(x=x, y=y, direction=direction)
-    if not identical_trials(lazy, x, y, MIN_TRIALS):
-        return _with_trace(replace(trend_claim(df, claim, ("lazyhh",), x, y, direction, names=NAMES), rule=rule), df)
+    blocks = distinct_blocks(lazy, x, y)
+    n_all, n_distinct = lazy["trial"].nunique(), blocks["trial"].nunique()
+    if not (n_distinct == 1 and identical_trials(lazy, x, y, MIN_TRIALS)):
+        trend = replace(trend_claim(blocks, claim, ("lazyhh",), x, y, direction, names=NAMES), rule=rule)
+        if n_distinct < n_all:
+            trend = replace(trend, measured=f"{trend.measured} ({n_distinct} distinct series of {n_all} trials: "
+                                            "identical series count as one block)")
+        return _with_trace(trend, df)
     series = lazy.groupby(x)[y].first()
     holds, _, p = monotone_trend(series.index, series.to_numpy(), direction)
     first, last = float(series.iloc[0]), float(series.iloc[-1])

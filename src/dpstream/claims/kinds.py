@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dpstream.claims.registration import IMPLEMENTATION, KIND_WORDS, OURS, PAPER, REGISTRATION, THEORY, by_text
+from dpstream.claims.registration import IMPLEMENTATION, KIND_WORDS, OURS, PAPER, REGISTRATION, THEORY, by_id, claim_ids
 
 UNREGISTERED = "unregistered"
 """The kind of a claim the pre-registration does not list: it can neither confirm nor refute (``registration.gate``)."""
@@ -25,20 +25,25 @@ __all__ = ["IMPLEMENTATION", "KIND_WORDS", "OURS", "PAPER", "STAND_IN", "THEORY"
            "combine", "headline", "kind_of", "stand_in"]
 
 
-def kind_of(exp_id: str, claim: str) -> tuple[str, str]:
-    """(kind, reason) of one claim of experiment ``exp_id`` as registered, else (``UNREGISTERED``, why)."""
-    entry = by_text(REGISTRATION).get((exp_id, claim))
+def kind_of(claim_id: str) -> tuple[str, str]:
+    """(kind, reason) of the claim registered as ``claim_id`` (``<experiment>#<index>``), else (unregistered, why)."""
+    entry = by_id(REGISTRATION).get(claim_id)
     if entry is None:
         return UNREGISTERED, f"not in {REGISTRATION.name}: decides nothing until registered before its trials"
     return entry["kind"], str(entry.get("kind_reason", ""))
 
 
 def classify(exp_id: str, claims: pd.DataFrame) -> pd.DataFrame:
-    """``claims`` with the registered ``kind``, ``kind_reason``, ``sentence``, ``setting`` and ``data`` columns."""
-    registered = by_text(REGISTRATION)
-    entries = [registered.get((exp_id, str(c)), {}) for c in claims["claim"]]
-    kinds = [kind_of(exp_id, str(c)) for c in claims["claim"]]
-    return claims.assign(kind=[k for k, _ in kinds], kind_reason=[r for _, r in kinds],
+    """``claims`` with their ``id`` and the registered ``kind``, ``kind_reason``, ``sentence``, ``setting``, ``data``.
+
+    A row is found by its registered id (``registration.claim_ids``: the ``id`` column, else its position); an empty
+    id is an unregistered claim.
+    """
+    registered = by_id(REGISTRATION)
+    ids = claim_ids(exp_id, claims)
+    entries = [registered.get(i, {}) for i in ids]
+    kinds = [kind_of(i) for i in ids]
+    return claims.assign(id=ids, kind=[k for k, _ in kinds], kind_reason=[r for _, r in kinds],
                          sentence=[str(e.get("sentence", "")) for e in entries],
                          setting=[str(e.get("setting", "")) for e in entries],
                          data=[STAND_IN if "stand-in" in str(e.get("data", "")) else "" for e in entries])

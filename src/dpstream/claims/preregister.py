@@ -3,18 +3,23 @@
 The declared fields of every entry (kind, quote, rule family and parameters, smallest effect and its source, alpha,
 pilot) are kept; what follows from the code is recomputed, claim by its declared ``id`` (``<experiment>#<index>``):
 
-- ``claim``: the text the experiment's claims function now gives at that index, on the committed history table
-  (``results/tables/<experiment>.csv``, master seed 0): a renamed mechanism changes the display text, not the claim;
+- ``budget`` and ``first_batch``: the registered budget, capped where ``CAPS`` says so and why (``budget_cap``);
+- ``rule_hash``: the decision code and parameters (``registration.rule_hash``).
+
+The file's bytes depend on nothing a trial writes: the fields measured on the committed history tables (master seed 0)
+are frozen in the file and carried over verbatim, since ``make verify-registered`` replaces those tables with the
+pooled fresh trials and a changed byte would turn every fresh trial into history. They are recomputed only with
+``--from-tables``, a step for before the first fresh trial:
+
+- ``claim``: the text the experiment's claims function gives at that index on the history table (display text);
 - ``rule.sequential``: true when the claims function gives the claim its per-trial evidence
   (``dpstream.claims.decide``), so ``make verify-registered`` decides it at its planned looks; else it is a
   fixed-sample rule judged once, at its budget;
-- ``budget`` and ``first_batch``: the registered budget, capped where ``CAPS`` says so and why (``budget_cap``);
-- ``rule_hash``: the decision code and parameters (``registration.rule_hash``);
 - ``budget_estimate``: the hours the run takes on 2 cores (``estimate``), from the budgets and the per-trial wall time
-  measured in the committed history tables.
+  measured in the history tables.
 
-Usage: ``python -m dpstream.claims.preregister [--check]`` (``--check`` writes nothing and exits 1 when the committed
-file differs from what would be written).
+Usage: ``python -m dpstream.claims.preregister [--check] [--from-tables]`` (``--check`` writes nothing and exits 1
+when the committed file differs from what would be written).
 """
 
 from __future__ import annotations
@@ -106,28 +111,48 @@ def estimate(entries: list[dict[str, Any]]) -> dict[str, Any]:
                       "early", "per_experiment": rows}
 
 
-def regenerate(path: Path = REGISTRATION) -> dict[str, Any]:
-    """The registration with every code-derived field recomputed (see the module docstring)."""
+def regenerate(path: Path = REGISTRATION, from_tables: bool = False) -> dict[str, Any]:
+    """The registration with every code-derived field recomputed (see the module docstring).
+
+    The fields measured on the history tables (claim texts, sequential flags, the budget estimate) are carried over
+    from ``path`` verbatim unless ``from_tables``.
+    """
     from dpstream.claims.core import Claim
 
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     found: dict[str, list[Any]] = {}
     for entry in data["claims"]:
         exp, index = entry["experiment"], int(entry["id"].rsplit("#", 1)[1])
-        if exp not in found:
-            found[exp] = _claims_of(exp)
-        claim = found[exp][index] if index < len(found[exp]) else None
-        if claim is not None:
-            entry["claim"] = claim.claim if isinstance(claim, Claim) else str(claim["claim"])
-        entry["rule"] = {**entry["rule"], "sequential": isinstance(claim, Claim) and claim.evidence is not None}
+        if from_tables:
+            if exp not in found:
+                found[exp] = _claims_of(exp)
+            claim = found[exp][index] if index < len(found[exp]) else None
+            if claim is not None:
+                entry["claim"] = claim.claim if isinstance(claim, Claim) else str(claim["claim"])
+            entry["rule"] = {**entry["rule"], "sequential": isinstance(claim, Claim) and claim.evidence is not None}
         if entry["id"] in CAPS:
             cap, why = CAPS[entry["id"]]
             uncapped = int((entry.get("budget_cap") or {}).get("uncapped", entry["budget"]))
             entry["budget_cap"] = {"cap": cap, "uncapped": uncapped, "reason": why}
             entry["budget"], entry["first_batch"] = cap, cap // int(data.get("looks", 3))
         entry["rule_hash"] = rule_hash(claims_function(exp), entry)
-    data["budget_estimate"] = estimate(data["claims"])
+    if from_tables or "budget_estimate" not in data:
+        data["budget_estimate"] = estimate(data["claims"])
+    stale = _stale_estimate(data)
+    if stale:
+        raise ValueError(f"{path}: the frozen budget estimate is for other budgets ({stale}); re-measure it with "
+                         "--from-tables, which turns every trial run under the old file into history")
     return data
+
+
+def _stale_estimate(data: dict[str, Any]) -> str:
+    """Experiments whose largest registered budget is not the one the frozen estimate was computed for."""
+    budget: dict[str, int] = {}
+    for e in data["claims"]:
+        budget[e["experiment"]] = max(budget.get(e["experiment"], 0), int(e["budget"]))
+    rows = data["budget_estimate"]["per_experiment"]
+    return ", ".join(f"{exp}: {b} registered, {rows.get(exp, {}).get('budget')} estimated"
+                     for exp, b in sorted(budget.items()) if rows.get(exp, {}).get("budget") != b)
 
 
 def dump(data: dict[str, Any]) -> str:
@@ -140,8 +165,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m dpstream.claims.preregister", description=__doc__.split("\n")[0])
     parser.add_argument("--path", type=Path, default=REGISTRATION)
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the file is not up to date")
+    parser.add_argument("--from-tables", action="store_true",
+                        help="re-measure claim texts, sequential flags and the budget estimate on the history tables "
+                             "(before the first fresh trial only: it changes the file's hash)")
     args = parser.parse_args(argv)
-    text = dump(regenerate(args.path))
+    text = dump(regenerate(args.path, args.from_tables))
     est = yaml.safe_load(text)["budget_estimate"]
     if args.check:
         same = args.path.read_text(encoding="utf-8") == text

@@ -76,9 +76,20 @@ def registration_hash(path: Path = REGISTRATION) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
-def by_text(path: Path = REGISTRATION) -> dict[tuple[str, str], dict[str, Any]]:
-    """The registered claims keyed by (experiment, claim text)."""
-    return {(c["experiment"], c["claim"]): c for c in load(path)["claims"]}
+def by_id(path: Path = REGISTRATION) -> dict[str, dict[str, Any]]:
+    """The registered claims keyed by their ``id`` (``<experiment>#<index>``)."""
+    return {str(c["id"]): c for c in load(path)["claims"]}
+
+
+def claim_ids(experiment: str, claims: pd.DataFrame) -> list[str]:
+    """The registered ids of the rows of a claims table: its ``id`` column, else ``<experiment>#<row>``.
+
+    A claims function's output is in a fixed order, so a claim is found by its position, never by its text (a text
+    may name a mechanism or a measured grid).
+    """
+    if "id" in claims.columns:
+        return [str(i) for i in claims["id"]]
+    return [f"{experiment}#{i}" for i in range(len(claims))]
 
 
 def _code(obj: Any) -> str:
@@ -185,18 +196,20 @@ def gate(claims: pd.DataFrame, rows: pd.DataFrame, experiment: str, path: Path =
          function: str | None = None) -> pd.DataFrame:
     """``claims`` of ``experiment`` with every verdict it may not give made ``inconclusive``, and why, in ``gate``.
 
-    A confirmed / not confirmed verdict stands only when (a) the claim is registered, (b) its rule's code and
+    Claims are found by their registered id (``claim_ids``). A confirmed / not confirmed verdict stands only when (a)
+    the claim is registered, (b) its rule's code and
     parameters still hash to the registered ``rule_hash`` and (c) every row it was judged from was run under the
     registered hash at seed >= 3 (``registered_rows``). Otherwise the verdict becomes ``inconclusive`` and the ``gate``
     column keeps the verdict the rows gave, marked as history or as a changed rule. ``function`` is the experiment's
     claims function (default: its ``claims:`` entry in ``conf/experiment``).
     """
-    registered = by_text(path)
+    registered = by_id(path)
     fn = function or claims_function(experiment)
     fresh = len(rows) > 0 and len(registered_rows(rows, path)) == len(rows)
     verdicts, notes = [], []
-    for claim, verdict in zip(claims["claim"], claims["verdict"], strict=True):
-        entry = registered.get((experiment, claim))
+    for claim_id, verdict in zip(claim_ids(experiment, claims), claims["verdict"], strict=True):
+        entry = registered.get(claim_id)
+        entry = entry if entry is not None and entry["experiment"] == experiment else None
         if entry is None:
             note = "not in the pre-registration"
         elif rule_hash(fn, entry) != entry["rule_hash"]:

@@ -38,8 +38,7 @@ def panel_claims(tables: Path) -> dict[str, pd.DataFrame]:
             if path.exists():
                 claims = pd.read_csv(path, keep_default_na=False)
                 claims = claims.drop(columns=[c for c in ("kind", "kind_reason") if c in claims.columns])
-                frames.append(classify(exp, claims).assign(experiment=exp, id=[f"{exp}#{i}" for i in
-                                                                                range(len(claims))]))
+                frames.append(classify(exp, claims).assign(experiment=exp))
         if frames:
             out[panel] = pd.concat(frames, ignore_index=True)
     return out

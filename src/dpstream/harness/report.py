@@ -30,7 +30,7 @@ from dpstream.claims.kinds import (
     headline,
     stand_in,
 )
-from dpstream.claims.registration import REGISTRATION, by_text
+from dpstream.claims.registration import REGISTRATION, by_id
 from dpstream.harness.console import SMOKE_BANNER, typed_command
 from dpstream.harness.environment import PACKAGES, environment
 from dpstream.harness.first_page import PANELS
@@ -140,10 +140,10 @@ def theory_scale_lines(claims: pd.DataFrame) -> list[str]:
     theory = claims[claims["kind"] == THEORY]
     if theory.empty:
         return []
-    entries = by_text(REGISTRATION)
+    entries = by_id(REGISTRATION)
     scales: dict[tuple[str, str], int] = {}
     for r in theory.itertuples():
-        e = entries.get((str(r.experiment), str(r.claim)), {})
+        e = entries.get(str(r.id), {})
         key = (str(e.get("nonvacuous_at", "not stated")), str(e.get("runs_reach_it", "not stated")))
         scales[key] = scales.get(key, 0) + 1
     below = sum(n for (_, reach), n in scales.items() if reach.lower().startswith("no"))

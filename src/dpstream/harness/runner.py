@@ -366,7 +366,7 @@ def run_experiment(spec: dict[str, Any], all_params: list[dict[str, Any]], cfg: 
         say(f"figure: {figure}")
     claims = None
     if spec.get("claims"):
-        claims = claims_table(judge(spec, df, swept), exp_id)
+        claims = claims_table(judge(spec, df, swept), exp_id, registered=not swept)
         write_csv(claims, results_dir / "tables" / f"{exp_id}.claims.csv")
         # verdicts are decided on evaluation numbers (errors against the raw data): not shown in a release-only run
         console.print_claims(claims, smoke=cfg["profile"]["name"] == "smoke", verbose=verbose and not release_only,
@@ -437,13 +437,15 @@ def judge(spec: dict[str, Any], df: pd.DataFrame, swept: tuple[str, ...] = ()) -
     return out
 
 
-def claims_table(claims: list[Claim], exp_id: str = "") -> pd.DataFrame:
-    """The claims CSV: one row per claim with its rule and its kind (``dpstream.claims.kinds``).
+def claims_table(claims: list[Claim], exp_id: str = "", registered: bool = True) -> pd.DataFrame:
+    """The claims CSV: one row per claim with its rule, its registered id and kind (``dpstream.claims.kinds``).
 
-    Only the four verdict words are accepted.
+    A claims function's output in its own order carries the registered ids ``<exp_id>#<index>``; ``registered=False``
+    (claims judged per value of a key ``-m`` added) leaves them unregistered. Only the four verdict words are accepted.
     """
-    rows = [c.row() if isinstance(c, Claim) else Claim(**c).row() for c in claims]
-    return classify(exp_id, pd.DataFrame(rows, columns=["claim", "rule", "measured", "verdict"]))
+    rows = pd.DataFrame([c.row() if isinstance(c, Claim) else Claim(**c).row() for c in claims],
+                        columns=["claim", "rule", "measured", "verdict"])
+    return classify(exp_id, rows if registered else rows.assign(id=""))
 
 
 def experiments_to_run(cfg: dict[str, Any], conf_dir: ConfDirs,

@@ -17,9 +17,11 @@ Usage: ``python -m dpstream.harness.verify [--seeds 0 1 2] [--profile paper] [--
 [--out results] [--status]``. At paper scale one seed of everything takes hours on 2 cores.
 
 ``--registered`` is the run under the pre-registration (``dpstream.claims.registration``), experiment by experiment
-(``registered_experiment``): each look adds new master seeds from ``FIRST_NEW_SEED`` up (enough for the smallest
-registered first batch of the experiment's claims); the trials of all its new seeds so far are pooled into one table
-(trial ``t`` of seed ``s`` becomes block ``s * 1000 + t``: independent draws, each still pairing its arms). A claim
+(``registered_experiment``), cheapest first by the registration's frozen budget estimate (``cheapest_first``: a run
+stopped part-way has finished whole experiments): each look adds new master seeds from ``FIRST_NEW_SEED`` up (enough
+for the smallest registered first batch of the experiment's claims); the trials of all its new seeds so far are
+pooled into one table (trial ``t`` of seed ``s`` becomes block ``s * 1000 + t``: independent draws, each still
+pairing its arms). A claim
 registered as sequential (``rule.sequential: true``) whose claims function gives its per-trial evidence
 (``dpstream.claims.decide``) is decided at its planned looks (k x its first batch) with Lan-DeMets spending, and frozen
 at its own stopping look while its experiment keeps running for other claims; any other rule is a fixed-sample rule,
@@ -216,7 +218,7 @@ def _examine(spec: dict[str, Any], table: pd.DataFrame, entries: list[dict[str, 
     due = {}
     for e in entries:
         prev = [r for r in past if r["id"] == e["id"]]
-        row = claim_row(found, e["claim"])
+        row = claim_row(found, e["id"])
         plan_ = schedule(e, looks, row is not None and evidence[row] is not None)
         if not any(r["final"] for r in prev) and sum(c <= n for c in plan_) > len(prev):
             due[e["id"]] = (e, row, tuple(r["trials"] for r in prev))
@@ -237,8 +239,8 @@ def _examine(spec: dict[str, Any], table: pd.DataFrame, entries: list[dict[str, 
             verdict, measured = decided.verdict, decided.measured
         else:
             verdict, measured = str(judged["verdict"].iloc[row]), str(judged["measured"].iloc[row])
-        gated = gate(pd.DataFrame({"claim": [e["claim"]], "verdict": [verdict]}), table, spec["id"], path,
-                     spec["claims"])
+        gated = gate(pd.DataFrame({"id": [claim_id], "claim": [e["claim"]], "verdict": [verdict]}), table, spec["id"],
+                     path, spec["claims"])
         verdict, note = str(gated["verdict"].iloc[0]), str(gated["gate"].iloc[0])
         final = verdict in DECIDED or n >= int(e["budget"])
         if final and verdict == "inconclusive" and ev is None:
@@ -249,10 +251,13 @@ def _examine(spec: dict[str, Any], table: pd.DataFrame, entries: list[dict[str, 
     return out
 
 
-def claim_row(found: list[Any], text: str) -> int | None:
-    """Index of the claim stating ``text`` in a claims function's output (``Claim`` or row dicts), else None."""
-    texts = [c.claim if isinstance(c, Claim) else str(c["claim"]) for c in found]
-    return texts.index(text) if text in texts else None
+def claim_row(found: list[Any], claim_id: str) -> int | None:
+    """Index of the claim registered as ``claim_id`` (``<experiment>#<index>``) in a claims function's output.
+
+    None when the function no longer gives that many claims.
+    """
+    index = int(claim_id.rsplit("#", 1)[1])
+    return index if index < len(found) else None
 
 
 def registered_experiment(spec: dict[str, Any], store: Path, profile: str, records: list[dict[str, Any]],
@@ -305,16 +310,26 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
         return None
     claims = gate(claims, table, spec["id"], path, spec["claims"])
     finals = {r["id"]: r for r in mine if r["final"]}
-    ids = {e["claim"]: e["id"] for e in entries}
     verdicts, measured = [], []
-    for text, verdict, m in zip(claims["claim"], claims["verdict"], claims["measured"], strict=True):
-        r = finals.get(ids.get(text, ""))
+    for claim_id, verdict, m in zip(claims["id"], claims["verdict"], claims["measured"], strict=True):
+        r = finals.get(str(claim_id))
         verdicts.append(r["verdict"] if r else verdict)
         measured.append(f"look {r['look']} of the pre-registered run, {r['trials']} pooled trials: {r['measured']}"
                         if r else m)
     claims = claims.assign(verdict=pd.Series(verdicts, index=claims.index, dtype=object), measured=measured)
     claims.attrs["table"] = table
     return claims
+
+
+def cheapest_first(specs: list[dict[str, Any]], registration: dict[str, Any]) -> list[dict[str, Any]]:
+    """``specs`` ordered by the registration's frozen estimate of their hours, cheapest first (ties by id).
+
+    A run stopped part-way has then completed whole experiments, as many as its time allowed. An experiment the
+    estimate does not list (nothing registered) comes last.
+    """
+    hours = {k: float(v["hours"]) for k, v in (registration.get("budget_estimate") or {}).get("per_experiment",
+                                                                                             {}).items()}
+    return sorted(specs, key=lambda s: (hours.get(s["id"], float("inf")), s["id"]))
 
 
 def verify_registered(profile: str = "paper", experiment: str = "all", nulls: int = NULLS,
@@ -327,7 +342,7 @@ def verify_registered(profile: str = "paper", experiment: str = "all", nulls: in
     cfg = composed_config(out, experiment, profile)
     specs = experiments_to_run(cfg, CONF_DIR)
     final: dict[str, pd.DataFrame] = {}
-    for spec in specs:
+    for spec in cheapest_first(specs, load(path)):
         claims = registered_experiment(spec, store, profile, records, record, nulls, n_jobs, path)
         if claims is not None:
             final[spec["id"]] = claims
