@@ -1,5 +1,6 @@
 """The pre-registration: every claim listed with a declared kind, verbatim quotes, and verdicts only from its trials."""
 
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +15,7 @@ from dpstream.claims.registration import (
     KIND_WORDS,
     PROVENANCE,
     REGISTRATION,
+    _commit,
     claims_function,
     gate,
     load,
@@ -187,6 +189,23 @@ def test_a_label_is_display_text_and_moves_no_rule_hash_but_a_threshold_does(mon
 def test_a_trial_row_records_commit_time_and_registration_hash():
     row = provenance()
     assert tuple(row) == PROVENANCE and row["prereg_hash"] == registration_hash() and len(row["commit"]) >= 7
+
+
+def test_tables_a_run_writes_leave_the_commit_clean_and_code_changes_do_not(tmp_path):
+    """A registered run rewrites results/tables between experiments: that is not a dirty commit; an edited module is."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "t.csv").write_text("a\n1\n")
+    (tmp_path / "m.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "c")
+    (tmp_path / "results" / "t.csv").write_text("a\n2\n")
+    assert not _commit.__wrapped__(tmp_path).endswith("-dirty")
+    (tmp_path / "m.py").write_text("x = 2\n")
+    assert _commit.__wrapped__(tmp_path).endswith("-dirty")
 
 
 @pytest.mark.parametrize("path", sorted(p for p in TABLES.glob("*.csv") if not p.name.endswith(".claims.csv")),

@@ -38,7 +38,9 @@ import pandas as pd
 from dpstream.descriptor import Labels
 
 ROOT = Path(__file__).resolve().parents[3]
-REGISTRATION = ROOT / "results" / "preregistration.yaml"
+RESULTS = "results"
+"""The folder of outputs: tables a run writes there leave the code clean (the registration's bytes are hashed)."""
+REGISTRATION = ROOT / RESULTS / "preregistration.yaml"
 FIRST_NEW_SEED = 3
 """Master seeds below this ran the rules found wanting (seeds 0-2): shown as history only."""
 PAPER, OURS, THEORY, IMPLEMENTATION = "paper claim", "own hypothesis", "theory check", "implementation check"
@@ -164,8 +166,8 @@ def _commit(root: Path = ROOT) -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True,
                               timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", f":!{RESULTS}"],
+                               cwd=root, capture_output=True, text=True, check=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + ("-dirty" if dirty else "")
@@ -174,7 +176,8 @@ def _commit(root: Path = ROOT) -> str:
 def provenance(path: Path = REGISTRATION) -> dict[str, str]:
     """What a trial row records (``PROVENANCE``): commit, UTC time and registration hash.
 
-    The commit ends in ``-dirty`` with uncommitted changes; the hash is ``"none"`` without a registration file.
+    The commit ends in ``-dirty`` with uncommitted changes outside ``results/`` (a registered run rewrites the tables
+    there between experiments); the hash is ``"none"`` without a registration file.
     """
     return {"commit": _commit(), "run_time": datetime.now(UTC).isoformat(timespec="seconds"),
             "prereg_hash": registration_hash(path) if path.exists() else "none"}
