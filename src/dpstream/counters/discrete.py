@@ -126,6 +126,7 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
         Restored, it would release other values for nodes it has already released (the nodes are drawn again at each
         release): two noisy copies of the same sums, which the privacy guarantee does not cover.
         """
+        self._settled()
         found = scalars.get("exact_sampler")
         if self.exact_sampler is not None and found != self.exact_sampler:
             which = (f"exact_sampler={found!r}" if found else
