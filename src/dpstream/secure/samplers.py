@@ -37,8 +37,8 @@ The internal functions are compiled without numba's reference counting (``_nrt=F
 removes an atomic increment / decrement of every array argument at every call (most of the cost otherwise). The
 per-word helpers are inlined into their callers (the discrete Gaussian keeps its reservoir in local variables,
 ``_take``), and so is ``_dgauss`` itself, into its two callers (``lanes.draw_queued`` and ``_gaussian_batch``):
-about 49 ns a draw at sigma ~ 136 against 56 ns out of line, for about 3 s more of cold compilation. The ChaCha20 block stays out of line
-(``_refill``), which keeps the compile time at a few seconds.
+about 49 ns a draw at sigma ~ 136 against 56 ns out of line, for about 3 s more of cold compilation. The ChaCha20
+block stays out of line (``_refill``), which keeps the compile time at a few seconds.
 
 ``st`` (int64[5 + 1 + 6 capacity]): next block counter, word position in ``buf`` (16 = empty), bit reservoir, bits
 in it, words consumed so far (for the timing tests); then the number of undecided discrete Gaussian draws since the
