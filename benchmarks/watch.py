@@ -10,7 +10,9 @@ generated pcap, Ethernet + IPv4, captured length 96, fed to the streaming reader
 sketches' own 2-word ``hashing.multiply_shift``, one key and row at a time) of the same depth (LazyHH's d for the
 epoch's horizon) and width k~ over the same packets' keys; and the same with mod-p hashing in both (the bare loop
 ``benchmarks/hashing.py:reference_loop_modp``). Arms: derived node noise, and the deployable default
-(discrete_secure_ahead, OS key). Targets: >= 0.35x with derived noise, >= 0.2x deployable.
+(discrete_secure_ahead, OS key, its refreshes' node noise drawn a period ahead on a second thread: ``--clock wall``
+counts the two threads' work once, the default CPU clock adds them). ``--host-cap N``: the same arms again with the
+host cap on. Targets: >= 0.35x with derived noise, >= 0.2x deployable.
 
 ``--hour``: a one-hour backbone trace (2.5e9 packets by default) generated a chunk at a time and streamed through
 the same reader and watcher (deployable default, one-hour first epoch), never stored: packets/s (CPU, reader and
@@ -52,11 +54,12 @@ def sources(n: int, seed: int) -> np.ndarray:
     return (0x0A000000 + ranks).astype(np.uint32)
 
 
-def config(packets: int, node_noise: str, hash_family: str = "multiply_shift") -> WatchConfig:
+def config(packets: int, node_noise: str, hash_family: str = "multiply_shift",
+           host_cap: int | None = None) -> WatchConfig:
     """One epoch covering ``packets``: k = 128, k~ = 512, eps = 1, delta = 1e-6, a release every 2^17 packets."""
     horizon = -(-packets // EVERY) * EVERY
     return WatchConfig(k=128, k_tilde=512, epsilon=1.0, delta=1e-6, beta=5e-7, every=EVERY, horizon=horizon,
-                       node_noise=node_noise, hash_family=hash_family)
+                       node_noise=node_noise, hash_family=hash_family, host_cap=host_cap)
 
 
 def end_to_end(data: bytes, cfg: WatchConfig) -> int:
@@ -94,8 +97,11 @@ CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 
 
 def ratios(packets: int, repeats: int, families: tuple[str, ...] = ("multiply_shift", "modp"),
-           noises: tuple[str, ...] = tuple(TARGETS), clock: str = "cpu") -> list[dict]:
-    """The end-to-end arms (``noises``) against the bare loops of ``families`` on ``clock`` (module docstring)."""
+           noises: tuple[str, ...] = tuple(TARGETS), clock: str = "cpu", host_cap: int | None = None) -> list[dict]:
+    """The end-to-end arms (``noises``) against the bare loops of ``families`` on ``clock`` (module docstring).
+
+    ``host_cap``: the watcher counts at most that many packets a host and epoch (``--host-cap``).
+    """
     src = sources(packets, 1)
     data = pcap_header(CAPLEN) + pcap_records(src, CAPLEN)
     keys = canonical_keys(src.astype(np.int64))
@@ -104,13 +110,15 @@ def ratios(packets: int, repeats: int, families: tuple[str, ...] = ("multiply_sh
     for family in families:
         for noise in noises:
             target = TARGETS[noise]
-            cfg = config(packets, noise, family)
+            cfg = config(packets, noise, family, host_cap)
             end_to_end(data, cfg)  # compile / load the kernels
             bare(keys, depth, 512, family)
             est = interleaved_ratios({"watch": lambda cfg=cfg: end_to_end(data, cfg),
                                       "bare loop": lambda family=family: bare(keys, depth, 512, family)},
                                      "bare loop", repeats, CLOCKS[clock])["watch"]
-            name = f"watch end to end, {noise}, {family} ({'deployable' if cfg.deployable else 'not deployable'})"
+            cap = "" if host_cap is None else f", host cap {host_cap}"
+            name = (f"watch end to end, {noise}, {family}{cap} "
+                    f"({'deployable' if cfg.deployable else 'not deployable'})")
             rows.append({**est.as_dict(), "name": name, "clock": clock,
                          "reference": f"bare {family} Count-Min loop (d {depth}, w 512)", "row": name,
                          "target": target, "met": RatioEstimate.decide(est, target),
@@ -120,8 +128,12 @@ def ratios(packets: int, repeats: int, families: tuple[str, ...] = ("multiply_sh
     return rows
 
 
-def hour(packets: int, chunk: int = 1 << 20) -> dict:
-    """Stream ``packets`` generated packets through the reader and the deployable watcher (module docstring)."""
+def hour(packets: int, chunk: int = 1 << 18) -> dict:
+    """Stream ``packets`` generated packets through the reader and the deployable watcher (module docstring).
+
+    Generated ``chunk`` packets at a time, each chunk dropped before the next is made: the generator's records (a
+    chunk's array and its bytes, 2 x 112 bytes a packet) stay small next to the watcher's own memory.
+    """
     cfg = config(packets, "discrete_secure_ahead")
     lines = 0
 
@@ -133,12 +145,13 @@ def hour(packets: int, chunk: int = 1 << 20) -> dict:
     watcher = EpochWatcher(cfg, None, count, label=ipv4_label)
     decoder = CaptureKeys(pcap_header(CAPLEN), "hour")
     decoder.feed(pcap_header(CAPLEN))
-    sample = canonical_keys(sources(chunk, 0).astype(np.int64))
+    sample = canonical_keys(sources(1 << 20, 0).astype(np.int64))
     depth = watcher.tracker.depth
     bare(sample, depth, 512)
     t0 = time.process_time()
     bare(sample, depth, 512)
-    bare_rate = chunk / (time.process_time() - t0)
+    bare_rate = sample.size / (time.process_time() - t0)
+    del sample
     cpu = 0.0
     wall0 = time.perf_counter()
     done = 0
@@ -150,8 +163,10 @@ def hour(packets: int, chunk: int = 1 << 20) -> dict:
         for start in range(0, len(data), CHUNK_BYTES):
             watcher.feed(decoder.feed(view[start:start + CHUNK_BYTES]))
         cpu += time.process_time() - c0
+        view.release()
+        del data, view
         done += n
-        if done % (chunk * 256) == 0 or done == packets:
+        if done % (chunk * 1024) == 0 or done == packets:
             print(f"{done:.3e} packets, {done / cpu / 1e6:.2f} M/s (CPU), peak RSS "
                   f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", file=sys.stderr, flush=True)
     rate = packets / cpu
@@ -172,13 +187,16 @@ def main() -> None:
     parser.add_argument("--noise", choices=tuple(TARGETS), action="append",
                         help="only this node noise's arms (repeatable; default both)")
     parser.add_argument("--clock", choices=tuple(CLOCKS), default="cpu", help="process CPU time or wall time")
+    parser.add_argument("--host-cap", type=int, action="append", default=None,
+                        help="also time the arms with the watcher's host cap N (repeatable)")
     args = parser.parse_args()
     if args.hour:
         print(json.dumps(hour(args.packets or 2_500_000_000)))
         return
     packets = args.packets or 1_000_000
-    rows = ratios(packets, args.repeats, tuple(args.family or ("multiply_shift", "modp")),
-                  tuple(args.noise or TARGETS), args.clock)
+    rows = [row for cap in (None, *(args.host_cap or ()))
+            for row in ratios(packets, args.repeats, tuple(args.family or ("multiply_shift", "modp")),
+                              tuple(args.noise or TARGETS), args.clock, cap)]
     if args.json:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps({

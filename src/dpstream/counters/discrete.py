@@ -70,6 +70,21 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
     """Whether whole-table releases keep the block's nodes below level k, drawn ahead (``AheadDiscreteBinary``)."""
     _kept_nodes: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
     """The node cache of ``release_all``: (k, key, nodes, blocks), or None before the first (or after a failed) one."""
+    _prefetch: secure_release.Prefetch | None = None
+    """Set by ``prefetch_releases``: whole-table releases drawn one step ahead on a second thread."""
+
+    def prefetch_releases(self) -> None:
+        """Draw each whole-table release's successor (every step + 1) on a second thread (``release.Prefetch``).
+
+        For a caller whose whole-table releases move one step at a time (a LazyHH refresh): the same values, drawn
+        while the caller works on the next items. The draws land in the node cache and ``_st`` only.
+        """
+        self._prefetch = secure_release.Prefetch()
+
+    def _settled(self) -> None:
+        """Wait for a running prefetch (before anything reads or writes ``_st`` or the node cache)."""
+        if self._prefetch is not None:
+            self._prefetch.wait()
 
     @classmethod
     def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
@@ -82,6 +97,7 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
         self.state = DerivedState(self._exact)
 
     def _noise_sums(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        self._settled()
         return secure_release.sampled_noise_sums(self._key, *self._sampler(), cells, steps, self._st)
 
     def _sampler(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -94,6 +110,7 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
         return 0
 
     def _state_arrays(self) -> dict[str, np.ndarray]:
+        self._settled()
         return {**super()._state_arrays(), "key": self._key}
 
     def _state_scalars(self) -> dict[str, Any]:
@@ -109,6 +126,7 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
         Restored, it would release other values for nodes it has already released (the nodes are drawn again at each
         release): two noisy copies of the same sums, which the privacy guarantee does not cover.
         """
+        self._settled()
         found = scalars.get("exact_sampler")
         if self.exact_sampler is not None and found != self.exact_sampler:
             which = (f"exact_sampler={found!r}" if found else
@@ -142,9 +160,9 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
             return self.release(np.arange(self.n), steps)
         sampler, hi, lo, k = self._sampler()
         nodes, blocks = self._node_cache(k)
+        draw = secure_release.cached_noise_sums if self._prefetch is None else self._prefetch.sums
         try:
-            noise = secure_release.cached_noise_sums(self._key, sampler, hi, lo, k, steps, self._st, nodes, blocks,
-                                                     self.keeps_block)
+            noise = draw(self._key, sampler, hi, lo, k, steps, self._st, nodes, blocks, self.keeps_block)
         except BaseException:  # the cache may hold draws not yet settled: drop it, the next release rebuilds it
             self._kept_nodes = None
             raise

@@ -116,6 +116,8 @@ class WatchConfig:
                          hash_family=self.hash_family)
         if self.node_noise == "derived":
             tracker.use_line_rate()
+        else:
+            tracker.prefetch_noise()
         return tracker
 
 

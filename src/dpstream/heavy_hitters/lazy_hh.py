@@ -87,6 +87,18 @@ class LazyHH(BlockTracker):
         cells = self.sketch._state.counters
         self._suffix = _line_rate.SuffixSums(cells.levels, cells.n)
 
+    def prefetch_noise(self) -> None:
+        """Draw each refresh's exact node noise during the previous period, on a second thread (discrete_secure).
+
+        ``DiscreteSecureBinary.prefetch_releases``: a refresh releases every cell one push after the last, so its
+        draws are known a period ahead; the same values, drawn while the next items are counted.
+        """
+        cells = self.sketch._state.counters
+        if not hasattr(cells, "prefetch_releases"):
+            raise ValueError(f"prefetch_noise() needs node_noise discrete_secure or discrete_secure_ahead, not "
+                             f"{cells.node_noise!r}")
+        cells.prefetch_releases()
+
     @property
     def deployable(self) -> bool:
         """Whether the noise may be deployed: exact discrete noise keyed from OS entropy (``LazyCMS.deployable``)."""

@@ -8,9 +8,13 @@ draw from the ChaCha20 stream with nonce (cell, index low 32 bits, level | index
 uses the constant-time table sampler (``cdt``). The nodes are drawn ``chacha.LANES`` at a time (``lanes``).
 ``cached_noise_sums`` is a whole-table release that keeps the nodes of levels >= k it drew, so that a release draws
 only the nodes its block does not share with the cell's previous block (module doc of ``counters.discrete``).
+``Prefetch`` computes it one release ahead on a second thread (the compiled loops release the GIL).
 """
 
 from __future__ import annotations
+
+import concurrent.futures
+import functools
 
 import numpy as np
 from numba import njit
@@ -166,7 +170,7 @@ def _advance(blocks: np.ndarray, c: int, s: np.int64, k: np.int64, ahead: bool) 
     return not (last_step == s or (ahead and same_block))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # nogil: ``Prefetch`` runs it on a second thread
 def _cached_draws(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndarray, k: np.int64, ahead: bool,
                   steps: np.ndarray, st: np.ndarray, nodes: np.ndarray, blocks: np.ndarray) -> None:
     """Draw, for cell c at step s = steps[c], the nodes D(s) of ``cached_noise_sums``, into ``nodes``.
@@ -212,7 +216,7 @@ def _cached_draws(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.n
         lanes.draw_queued(key, sampler, hi, lo, nonces, rows, used, queued, words, nonce, buf, st, flat)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _cached_sums(nodes: np.ndarray, k: np.int64, ahead: bool, steps: np.ndarray) -> np.ndarray:
     """Per cell: its in-block nodes its step uses, plus its cached nodes of the set bits >= k of its step.
 
@@ -268,3 +272,51 @@ def cached_noise_sums(key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: 
     _cached_draws(key, sampler, hi, lo, np.int64(k), ahead, steps, st, nodes, blocks)
     _settle(key, sampler, st, nodes.reshape(-1))
     return _cached_sums(nodes, np.int64(k), ahead, steps)
+
+
+@functools.cache
+def _worker() -> concurrent.futures.ThreadPoolExecutor:
+    """The one thread that draws whole-table releases ahead (``Prefetch``), started on first use."""
+    return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpstream-noise-ahead")
+
+
+class Prefetch:
+    """``cached_noise_sums`` of the next whole-table release (every step + 1), drawn on a second thread.
+
+    A LazyHH refresh releases every cell one push after the last, so its steps are the last release's plus one. After
+    each release ``sums`` starts those draws on ``_worker`` (the compiled loops hold no GIL) and returns; the next call
+    waits for them and returns them when its steps are the ones predicted, else draws its own (from the cache as the
+    prefetch left it: nodes are derived from (key, cell, level, index), so the values are ``block_noise_sums``'
+    either way). The values never depend on the thread: it only moves when the draws are made, and they are made
+    after a release, for a step that depends on the time alone. The caller must not touch ``st``, ``nodes`` or
+    ``blocks`` while a prefetch runs: ``wait`` first.
+    """
+
+    def __init__(self) -> None:
+        """No prefetch running."""
+        self._future: concurrent.futures.Future[np.ndarray] | None = None
+        self._for: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (key, nodes, steps) of the prefetch
+
+    def wait(self) -> np.ndarray | None:
+        """The running prefetch's sums once it is done (its exception re-raised), or None if none runs."""
+        future, self._future = self._future, None
+        return None if future is None else future.result()
+
+    def sums(self, key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndarray, k: int, steps: np.ndarray,
+             st: np.ndarray, nodes: np.ndarray, blocks: np.ndarray, ahead: bool = False) -> np.ndarray:
+        """``cached_noise_sums`` at ``steps`` (the prefetched sums if they were predicted); then prefetch steps + 1."""
+        steps = np.ascontiguousarray(steps, dtype=np.int64)
+        predicted, made_for = self.wait(), self._for
+        self._for = None
+        if (predicted is not None and made_for is not None and made_for[1] is nodes
+                and np.array_equal(made_for[0], key) and np.array_equal(made_for[2], steps)):
+            noise = predicted
+        else:
+            noise = cached_noise_sums(key, sampler, hi, lo, k, steps, st, nodes, blocks, ahead)
+        following = steps + 1
+        levels = nodes.shape[1] - int(in_block_columns(np.int64(k), ahead))
+        if following.size and int(following.max()) >> k < 1 << levels:
+            self._for = (key.copy(), nodes, following)
+            self._future = _worker().submit(cached_noise_sums, key, sampler, hi, lo, k, following, st, nodes, blocks,
+                                            ahead)
+        return noise
