@@ -451,6 +451,8 @@ register("PunctualCMS_smooth_discrete_secure")(lambda: sketch_case(PunctualCMS, 
                                                                    node_noise="discrete_secure"))
 register("LazyCMS_laplace")(lambda: sketch_case(LazyCMS, counter="laplace"))
 register("PunctualCS_laplace")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=400, counter="laplace"))
+register("LazyCMS_laplace_discrete_secure_stored")(lambda: sketch_case(LazyCMS, counter="laplace",
+                                                                      node_noise="discrete_secure_stored"))
 register("LazyCMS_hybrid_derived")(lambda: sketch_case(LazyCMS, counter="hybrid", node_noise="derived"))
 register("lazycs_honaker_discrete_secure_stored")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=512,
                                                                       counter="honaker",
@@ -570,6 +572,13 @@ register("lazyhh_discrete_secure_ahead")(lambda: _lazy_hh_discrete("discrete_sec
 def _gauss_bm_discrete_secure_stored() -> SensitivityCase:
     bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, node_noise="discrete_secure_stored")
     return GaussBMCase("GaussBM (exact discrete Gaussian node noise, stored)", bm)
+
+
+@register("GaussBM_laplace_discrete_secure_stored")
+def _gauss_bm_laplace_discrete_secure_stored() -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=400, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="laplace",
+                 node_noise="discrete_secure_stored")
+    return GaussBMCase("GaussBM (19-ary Laplace tree, exact discrete Laplace node noise, pure DP)", bm)
 
 
 @register("GaussBM_honaker_discrete_secure_stored")
