@@ -564,6 +564,10 @@ register("LazyHH_smooth_discrete_secure")(lambda: SketchCase(
     "LazyHH, smooth binary mechanism, exact discrete Gaussian noise (its LazyCMS)",
     (hh := LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0, counter="smooth",
                   node_noise="discrete_secure")).sketch, 256, mechanism=hh))
+register("LazyHH_laplace_discrete_secure_stored")(lambda: SketchCase(
+    "LazyHH, 19-ary Laplace tree, exact discrete Laplace noise (its LazyCMS)",
+    (hh := LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0, counter="laplace",
+                  node_noise="discrete_secure_stored")).sketch, 256, mechanism=hh))
 register("lazyhh_discrete_secure_ahead")(lambda: _lazy_hh_discrete("discrete_secure_ahead",
                                                                    "exact discrete Gaussian noise, blocks kept ahead"))
 

@@ -311,7 +311,8 @@ SPECS = [
                   expected_delta=lambda c: final_delta(c["epsilon"], c["delta"]),  # the tracker's overall delta~
                   noise_tests=("tests/heavy_hitters/test_heavy_hitters.py::test_lazy_cms_noise_matches_the_sigma_gamma_is_derived_"
                                "from",),
-                  sensitivity=_named("lazyhh", "LazyHH_derived", "LazyHH_smooth_discrete_secure", "LazyHH_sqrt")),
+                  sensitivity=_named("lazyhh", "LazyHH_derived", "LazyHH_smooth_discrete_secure", "LazyHH_sqrt",
+                                     "LazyHH_laplace_discrete_secure_stored")),
     MechanismSpec("punctual_hh", PunctualHH, lambda: {"k": 2, "universe_size": 64, "epsilon": 1.0, "delta": 1e-3,
                                                      "horizon": 512, "width": 8, "depth": 2}, _tracker,
                   noise_tests=("tests/sketches/test_sketches.py::test_cell_noise_variance_matches_popcount_sigma2",),
