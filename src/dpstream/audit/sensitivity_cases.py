@@ -451,6 +451,8 @@ register("PunctualCMS_smooth_discrete_secure")(lambda: sketch_case(PunctualCMS, 
                                                                    node_noise="discrete_secure"))
 register("LazyCMS_laplace")(lambda: sketch_case(LazyCMS, counter="laplace"))
 register("PunctualCS_laplace")(lambda: sketch_case(PunctualCS, depth=3, width=3, horizon=400, counter="laplace"))
+register("LazyCMS_laplace_discrete_secure_stored")(lambda: sketch_case(LazyCMS, counter="laplace",
+                                                                      node_noise="discrete_secure_stored"))
 register("LazyCMS_hybrid_derived")(lambda: sketch_case(LazyCMS, counter="hybrid", node_noise="derived"))
 register("lazycs_honaker_discrete_secure_stored")(lambda: sketch_case(LazyCS, depth=3, width=8, horizon=512,
                                                                       counter="honaker",
@@ -562,6 +564,10 @@ register("LazyHH_smooth_discrete_secure")(lambda: SketchCase(
     "LazyHH, smooth binary mechanism, exact discrete Gaussian noise (its LazyCMS)",
     (hh := LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0, counter="smooth",
                   node_noise="discrete_secure")).sketch, 256, mechanism=hh))
+register("LazyHH_laplace_discrete_secure_stored")(lambda: SketchCase(
+    "LazyHH, 19-ary Laplace tree, exact discrete Laplace noise (its LazyCMS)",
+    (hh := LazyHH(k=2, k_tilde=4, epsilon=1.0, delta=1e-3, beta=1e-4, horizon=256, seed=0, counter="laplace",
+                  node_noise="discrete_secure_stored")).sketch, 256, mechanism=hh))
 register("lazyhh_discrete_secure_ahead")(lambda: _lazy_hh_discrete("discrete_secure_ahead",
                                                                    "exact discrete Gaussian noise, blocks kept ahead"))
 
@@ -570,6 +576,13 @@ register("lazyhh_discrete_secure_ahead")(lambda: _lazy_hh_discrete("discrete_sec
 def _gauss_bm_discrete_secure_stored() -> SensitivityCase:
     bm = GaussBM(n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, node_noise="discrete_secure_stored")
     return GaussBMCase("GaussBM (exact discrete Gaussian node noise, stored)", bm)
+
+
+@register("GaussBM_laplace_discrete_secure_stored")
+def _gauss_bm_laplace_discrete_secure_stored() -> SensitivityCase:
+    bm = GaussBM(n=5, horizon=400, epsilon=0.5, delta=1e-3, m=3, seed=0, counter="laplace",
+                 node_noise="discrete_secure_stored")
+    return GaussBMCase("GaussBM (19-ary Laplace tree, exact discrete Laplace node noise, pure DP)", bm)
 
 
 @register("GaussBM_honaker_discrete_secure_stored")

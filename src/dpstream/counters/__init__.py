@@ -28,6 +28,7 @@ from dpstream.counters.discrete import AheadDiscreteBinary, ConstantTimeDiscrete
 from dpstream.counters.discrete_stored import HonakerDiscreteSecure, StoredDiscreteSecureBinary
 from dpstream.counters.honaker import HonakerTree
 from dpstream.counters.hybrid import HybridDerived
+from dpstream.counters.laplace_discrete import DiscreteLaplaceTree
 from dpstream.counters.laplace_tree import LaplaceTree
 from dpstream.counters.normalised import NormalisedSqrt
 from dpstream.counters.smooth import SmoothDerived, SmoothDiscreteSecure, SmoothStored
@@ -58,6 +59,7 @@ COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("smooth", "derived"): SmoothDerived,
     ("smooth", "discrete_secure"): SmoothDiscreteSecure,
     ("laplace", "stored"): LaplaceTree,
+    ("laplace", "discrete_secure_stored"): DiscreteLaplaceTree,
     ("hybrid", "derived"): HybridDerived,
     ("sqrt", "stored"): SqrtFactorisation,
     **{(c.name, "stored"): c for c in (BandedSqrt4, BandedSqrt16, BandedSqrt64)},
@@ -76,7 +78,8 @@ NODE_NOISES = ("stored", "derived", "discrete_secure", "discrete_secure_ahead", 
 discrete Gaussian nodes derived at release from a keyed ChaCha20 stream (``dpstream.secure``), the same keeping a
 block's nodes drawn ahead (``discrete_secure_ahead``: fewer draws, 8 more bytes a counter), the same with a
 constant-time sampler (``discrete_secure_ct``: fixed work per draw, its small distance from exact added to delta), or
-exact discrete Gaussian nodes drawn once when they close and stored (``discrete_secure_stored``)."""
+exact discrete Gaussian nodes drawn once when they close and stored (``discrete_secure_stored``; exact discrete
+Laplace nodes for ``counter="laplace"``)."""
 
 
 def _own_counter(path: str) -> type[Counter]:
@@ -124,7 +127,8 @@ def node_noise_version(mechanism: dict[str, Any]) -> dict[str, str]:
 
 
 __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "AheadDiscreteBinary", "BLTCounter",
-           "ConstantTimeDiscreteBinary", "Counter", "DerivedBLT", "DerivedBinary", "DiscreteNoise",
+           "ConstantTimeDiscreteBinary", "Counter", "DerivedBLT", "DerivedBinary", "DiscreteLaplaceTree",
+           "DiscreteNoise",
            "DiscreteSecureBinary", "HonakerDiscreteSecure", "HonakerTree", "HybridDerived", "LaplaceTree",
            "NormalisedSqrt", "SmoothDerived", "SmoothDiscreteSecure", "SmoothStored", "SqrtFactorisation",
            "StoredBinary", "StoredDiscreteSecureBinary", "UnboundedFactorisation", "banded_sqrt", "counter_class",

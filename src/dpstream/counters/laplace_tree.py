@@ -125,6 +125,13 @@ class LaplaceTree(StoredBinary):
         """2 (b kappa)^2: the variance of one Laplace draw."""
         return 2.0 * self._noise_scale**2
 
+    def node_log_mgf(self, lam: np.ndarray) -> np.ndarray:
+        """The log moment generating function of one node noise Laplace(b kappa): -ln(1 - lam^2 (b kappa)^2).
+
+        For 0 <= lam < 1/(b kappa). With the digit sum it bounds the release noise's tail (Chernoff) for LazyHH.
+        """
+        return -np.log1p(-(np.asarray(lam) * self._noise_scale) ** 2)
+
     def protected(self, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Every node closed by each counter's step (0 for the others), shape (1, -1)."""
         horizon = increments.shape[1]

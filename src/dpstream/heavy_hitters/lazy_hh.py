@@ -71,9 +71,9 @@ class LazyHH(BlockTracker):
                          horizon=horizon, seed=seed, node_noise=node_noise, hash_family=hash_family,
                          calibration=calibration, counter=counter)
         assert isinstance(sketch._state, PrivateSchedule)  # a LazyCMS is private
-        if sketch._state.counters.notion == "pure":
-            raise ValueError(f"counter={counter!r} adds Laplace noise, whose tail the thresholds (a Gaussian tail "
-                             "bound) do not cover; allowed: a counter with Gaussian node noise (binary, smooth, ...)")
+        if sketch._state.counters.notion == "pure" and not hasattr(sketch._state.counters, "node_log_mgf"):
+            raise ValueError(f"counter={counter!r} is pure DP without a noise tail the thresholds can bound; "
+                             "allowed: a counter with Gaussian or Laplace node noise (binary, smooth, laplace, ...)")
         self.gamma = noise_term(horizon, self.k_tilde, self.epsilon, self.delta, self.depth, self.beta, calibration,
                                 counter, node_noise)
         super().__init__(sketch, period=self.k_tilde, horizon=horizon, capacity=self.k_tilde)
@@ -108,10 +108,15 @@ class LazyHH(BlockTracker):
     def privacy(self) -> Privacy | None:
         """(epsilon, delta~) under continual observation for replace-one neighbouring streams; None if delta~ >= 1.
 
-        Its LazyCMS's (epsilon, delta), read from the sketch's noise, with delta~ = ``final_delta`` of them.
+        Its LazyCMS's (epsilon, delta), read from the sketch's noise, with delta~ = ``final_delta`` of them. Over a
+        pure sketch (Laplace nodes) the thresholds still fail with probability beta < delta, so delta~ is
+        ``final_delta`` of the configured delta and the guarantee approximate.
         """
         sketch = self.sketch.privacy
         assert sketch is not None  # a LazyCMS at its calibrated noise (LazyHH has no noise multiplier)
+        if sketch.delta == 0.0:
+            sketch = replace(sketch, delta=self.delta,
+                             notion="approximate" if sketch.notion == "pure" else sketch.notion)
         tilde = final_delta(sketch.epsilon, sketch.delta)
         return replace(sketch, delta=tilde) if tilde < 1.0 else None
 

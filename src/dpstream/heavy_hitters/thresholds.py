@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -34,18 +35,40 @@ def lazy_cms_noise_tail(horizon: int, k_tilde: int, epsilon: float, delta: float
     one only at eps above ~7), so the bound covers the noise the sketch adds.
 
     Another ``counter`` (``dpstream.counters``): the same union bound with its largest release variance over the
-    |I| steps, max_s Var(s), for sigma^2 h (the tree's popcount(s) <= h), under the larger calibration.
+    |I| steps, max_s Var(s), for sigma^2 h (the tree's popcount(s) <= h), under the larger calibration. A counter
+    with Laplace node noise (``node_log_mgf``): ``laplace_sum_tail``.
     """
     steps = math.ceil(horizon / k_tilde)
     levels = gauss_bm_levels(steps)
     m = cell_neighbour_m(False, depth)
     if counter != "binary":
         cls = counter_class(counter, node_noise)
+        if hasattr(cls, "node_log_mgf"):
+            probe = cls(n=1, horizon=steps, epsilon=epsilon, delta=delta, m=m, seed=0)
+            return laplace_sum_tail(probe, steps, k_tilde * depth, beta)
         largest = max(float(cls(n=1, horizon=steps, epsilon=epsilon, delta=delta, m=m, seed=0, calibration=c)
                             .variance(np.arange(1, steps + 1)).max()) for c in {"classic", calibration})
         return math.sqrt(largest * 2.0 * math.log(4.0 * steps * k_tilde * depth / beta))
     sigma = max(gauss_bm_sigma(steps, epsilon, delta, m), gauss_bm_sigma(steps, epsilon, delta, m, calibration))
     return sigma * math.sqrt(2.0 * levels * math.log(4.0 * steps * k_tilde * depth / beta))
+
+
+def laplace_sum_tail(counter: Any, steps: int, counters: int, beta: float) -> float:
+    """Lemma 4's union bound for a counter whose release noise is a sum of D(s) i.i.d. Laplace-type node noises.
+
+    D = max_s Var(s) / Var(node) over the ``steps`` steps (the k-ary tree's largest digit sum). Chernoff: for
+    0 < lam < 1/b (b the node scale), P(|S| >= x) <= 2 exp(-lam x + D ln E exp(lam Y)) for a sum S of at most D of
+    them (each term's moment generating function is >= 1), so with probability >= 1 - beta/2 every one of the
+    ``counters`` counters at every step has |noise| <= (D ln E exp(lam Y) + ln(4 steps counters / beta)) / lam;
+    the smallest over a grid of lam is returned (every lam gives a valid bound).
+    """
+    largest = float(counter.variance(np.arange(1, steps + 1)).max())
+    if largest == 0.0:
+        return 0.0
+    digits = round(largest / counter.draw_variance)
+    lam = np.linspace(0.005, 0.995, 199) / counter._noise_scale
+    bound = (digits * counter.node_log_mgf(lam) + math.log(4.0 * steps * counters / beta)) / lam
+    return float(bound.min())
 
 
 def noise_term_closed_form(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: int,

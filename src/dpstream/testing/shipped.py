@@ -180,14 +180,16 @@ QR_NOISE = "tests/query_release/test_query_release_mechanisms.py::"
 PMF_TEST = "tests/secure/test_secure_noise.py::test_discrete_gaussian_matches_pmf"
 STORED_TEST = "tests/counters/test_discrete_stored.py::test_release_covariance_across_times_matches_the_formula"
 SMOOTH_TEST = "tests/counters/test_smooth.py::test_release_covariance_across_steps_is_the_factorisations"
+LAPLACE_TEST = "tests/counters/test_laplace_discrete.py::test_release_variance_matches_the_discrete_laplace_formula"
 TREE_AUDIT: dict[str, Any] = {"horizon": 8, "epsilon": 1.0, "delta": 1e-3, "m": 1}
 STEP_ONE = (np.arange(TREE_AUDIT["horizon"]) == 0).astype(np.int64)  # +1 at step 1: inside one node of every level
 
 
-def discrete_bm_spec(counter: str, node_noise: str, noise_test: str) -> MechanismSpec:
-    """GaussBM with exact discrete Gaussian node noise: its sensitivity case and a search audit of one counter.
+def discrete_bm_spec(counter: str, node_noise: str, noise_test: str, pure: bool = False) -> MechanismSpec:
+    """GaussBM with exact discrete node noise: its sensitivity case and a search audit of one counter.
 
-    The audit's neighbours: a counter's increments all 0 against +1 at step 1, claimed (1, 1e-3).
+    The audit's neighbours: a counter's increments all 0 against +1 at step 1, claimed (1, 1e-3). ``pure``: the
+    noise (discrete Laplace) states delta 0.
     """
     name = "_".join(["GaussBM", *([counter] if counter != "binary" else []), node_noise])
     config = {"n": 4000, "horizon": 16, "epsilon": 1.0, "delta": 1e-3, "m": 1, "counter": counter,
@@ -195,7 +197,8 @@ def discrete_bm_spec(counter: str, node_noise: str, noise_test: str) -> Mechanis
     audit = gauss_bm_audit(GaussBM, {**TREE_AUDIT, "counter": counter, "node_noise": node_noise},
                            np.zeros_like(STEP_ONE), STEP_ONE, TREE_AUDIT["epsilon"], TREE_AUDIT["delta"])
     return MechanismSpec(name, GaussBM, lambda: dict(config), gauss_bm_output, noise_tests=(noise_test,),
-                         sensitivity=_named(name), audit=audit)
+                         sensitivity=_named(name), audit=audit,
+                         expected_delta=(lambda c: 0.0) if pure else None)
 
 
 def factorisation_bm_spec(counter: str) -> MechanismSpec:
@@ -308,7 +311,8 @@ SPECS = [
                   expected_delta=lambda c: final_delta(c["epsilon"], c["delta"]),  # the tracker's overall delta~
                   noise_tests=("tests/heavy_hitters/test_heavy_hitters.py::test_lazy_cms_noise_matches_the_sigma_gamma_is_derived_"
                                "from",),
-                  sensitivity=_named("lazyhh", "LazyHH_derived", "LazyHH_smooth_discrete_secure", "LazyHH_sqrt")),
+                  sensitivity=_named("lazyhh", "LazyHH_derived", "LazyHH_smooth_discrete_secure", "LazyHH_sqrt",
+                                     "LazyHH_laplace_discrete_secure_stored")),
     MechanismSpec("punctual_hh", PunctualHH, lambda: {"k": 2, "universe_size": 64, "epsilon": 1.0, "delta": 1e-3,
                                                      "horizon": 512, "width": 8, "depth": 2}, _tracker,
                   noise_tests=("tests/sketches/test_sketches.py::test_cell_noise_variance_matches_popcount_sigma2",),
@@ -333,6 +337,7 @@ SPECS = [
     discrete_bm_spec("binary", "discrete_secure_stored", STORED_TEST),
     discrete_bm_spec("honaker", "discrete_secure_stored", STORED_TEST),
     discrete_bm_spec("smooth", "discrete_secure", SMOOTH_TEST),
+    discrete_bm_spec("laplace", "discrete_secure_stored", LAPLACE_TEST, pure=True),
     discrete_sketch_spec(LazyCMS, node_noise="discrete_secure"),
     discrete_sketch_spec(PunctualCS, node_noise="discrete_secure_stored"),
     discrete_sketch_spec(LazyCS, counter="honaker", node_noise="discrete_secure_stored"),

@@ -1,0 +1,81 @@
+"""docs/guide/counters.md ("Choosing a counter") quotes the committed leaderboard, ``results/tables/counters.csv``.
+
+Every row of the page's T = 2^20 table is the table's row at T = 2^20, rendered as the page renders it (variance and
+speed ratios to 3 significant digits, bytes exactly, the ARE to 2), every counter of the table is on the page, and the
+deployable goal's ratios in the text are the table's. The empirical check's committed table
+(``counters_empirical.csv``) covers the horizons the page names, every counter, and passes where it checked.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "guide" / "counters.md"
+TABLE = ROOT / "results" / "tables" / "counters.csv"
+EMPIRICAL = ROOT / "results" / "tables" / "counters_empirical.csv"
+HORIZON = 2**20
+
+
+def _board() -> pd.DataFrame:
+    df = pd.read_csv(TABLE)
+    return df[df["data.length"] == HORIZON].set_index(["mechanism.counter", "mechanism.node_noise"])
+
+
+def _page_rows() -> dict[tuple[str, str], list[str]]:
+    """The page's leaderboard rows by (counter, node noise): the table whose header starts with ``| counter |``."""
+    lines = PAGE.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| counter | node noise | mean var"))
+    rows = {}
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0], cells[1]] = cells[2:]
+    return rows
+
+
+def _fmt(value: float, digits: int, missing: str) -> str:
+    return missing if math.isnan(value) else f"{value:.{digits}g}"
+
+
+def test_the_page_table_is_the_committed_table_at_2_20():
+    board, rows = _board(), _page_rows()
+    bound = rows.pop(("factorisation lower bound", ""))
+    assert bound[0] == _fmt(float(board["lower_bound_mean_ratio"].iloc[0]), 3, "")
+    assert set(rows) == set(board.index), "the page and the table list different counters"
+    for key, cells in rows.items():
+        row = board.loc[key]
+        want = [_fmt(row.var_mean_ratio, 3, ""), _fmt(row.var_max_ratio, 3, ""), str(int(row.bytes_per_counter)),
+                _fmt(row.update_ratio, 3, "not timed"), _fmt(row.release_ratio, 3, "not timed"),
+                _fmt(row.are_top15, 2, "does not fit")]
+        assert cells == want, f"{key}: the page says {cells}, the table {want}"
+
+
+@pytest.mark.parametrize(("counter", "noise", "against"), [
+    ("smooth", "discrete_secure", "binary"), ("honaker", "discrete_secure_stored", "binary"),
+    ("laplace", "discrete_secure_stored", "binary")])
+def test_the_deployable_ratios_in_the_text_are_the_tables(counter, noise, against):
+    board = _board()
+    ratio = board.loc[(counter, noise), "var_mean_ratio"] / board.loc[(against, "discrete_secure"), "var_mean_ratio"]
+    text = re.sub(r"\s+", " ", PAGE.read_text())
+    assert f"{ratio:.3f}x the deployable tree" in text, f"{counter} {noise}: {ratio:.3f}x is not on the page"
+
+
+def test_the_empirical_table_is_what_the_page_says():
+    df = pd.read_csv(EMPIRICAL)
+    text = re.sub(r"\s+", " ", PAGE.read_text())
+    assert "holds every counter and node noise at T = 2^10 and 2^12" in text
+    assert sorted(df["data.length"].unique()) == [2**10, 2**12]
+    assert set(zip(df["mechanism.counter"], df["mechanism.node_noise"], strict=True)) == set(_board().index) | {
+        ("nsqrt", "derived")}
+    checked = df[df["empirical_counters"] > 0]
+    assert (checked["empirical_counters"] == 100_000).all() and checked["empirical_ok"].astype(bool).all()
+    skipped = df[df["empirical_counters"] == 0]
+    assert set(zip(skipped["mechanism.counter"], skipped["mechanism.node_noise"], skipped["data.length"],
+                   strict=True)) == {("sqrt", "stored", 2**12), ("unbounded", "stored", 2**12)}
