@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from dpstream.counters import philox
+from dpstream.counters import sources
 from dpstream.counters._discrete_noise import DiscreteNoise
 from dpstream.counters.base import Counter
 from dpstream.counters.binary import DerivedBinary, StoredBinary, popcount
@@ -41,7 +41,6 @@ from dpstream.counters.toeplitz import (
     banded_sqrt,
 )
 from dpstream.counters.unbounded import DerivedUnbounded, UnboundedFactorisation
-from dpstream.secure import samplers
 
 COUNTERS: dict[tuple[str, str], type[Counter]] = {
     ("binary", "stored"): StoredBinary,
@@ -70,8 +69,7 @@ COUNTERS: dict[tuple[str, str], type[Counter]] = {
 """Every counter class by (counter, node noise)."""
 COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))
 """The counter names a sketch accepts (``counter=``)."""
-NODE_NOISES = ("stored", "derived", "discrete_secure", "discrete_secure_ahead", "discrete_secure_ct",
-               "discrete_secure_stored")
+NODE_NOISES = sources.NODE_NOISES
 """The node-noise modes a sketch accepts (``node_noise=``): stored tree nodes, nodes derived from Philox, exact
 discrete Gaussian nodes derived at release from a keyed ChaCha20 stream (``dpstream.secure``), the same keeping a
 block's nodes drawn ahead (``discrete_secure_ahead``: fewer draws, 8 more bytes a counter), the same with a
@@ -115,12 +113,7 @@ def node_noise_version(mechanism: dict[str, Any]) -> dict[str, str]:
     Derived node noise is a function of the code's normal transform (``counters.philox.NODE_NORMAL``); exact discrete
     node noise of the sampler (``secure.samplers.EXACT_SAMPLER``; ``discrete_secure_ct`` has its own table sampler).
     """
-    noise = mechanism.get("node_noise")
-    if noise == "derived":
-        return {"node_normal": philox.NODE_NORMAL}
-    if noise in ("discrete_secure", "discrete_secure_ahead", "discrete_secure_stored"):
-        return {"exact_sampler": samplers.EXACT_SAMPLER}
-    return {}
+    return sources.source_version(mechanism.get("node_noise"))
 
 
 __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "AheadDiscreteBinary", "BLTCounter",
