@@ -27,8 +27,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from dpstream.counters import _kernels as kernels
-from dpstream.counters._kary_kernels import kary_levels
+from dpstream.counters._kary_kernels import KARY, kary_levels
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES
 from dpstream.counters.binary import StoredBinary, prefix_sums
 from dpstream.counters.factorisation import Factorisation, KaryTree
@@ -62,7 +61,7 @@ class LaplaceTree(StoredBinary):
     """
 
     name = "laplace"
-    kind = kernels.KARY
+    kind = KARY
     source = STORED_LAPLACE
     default_arity: ClassVar[int] = ARITY
     """The arity of the class-level memory model and of ``counter="laplace"``."""
