@@ -34,7 +34,6 @@ from numba.extending import overload
 
 from dpstream.counters._bm_kernels import push, tree_level
 from dpstream.counters.honaker_tree import honaker_push
-from dpstream.counters.toeplitz_push import toeplitz_push
 
 EXTERNAL = -1
 """The kind of a counter defined elsewhere, with its own ``push_kernel``."""
@@ -53,21 +52,22 @@ def register_push(kind: int, push: Any) -> int:
     return kind
 
 
-def registered_push(kind: int, state: tuple, cell: Any, step: Any, c: Any, noise: np.ndarray, z: Any) -> Any:
+def cell_push(kind: int, state: tuple, cell: Any, step: Any, c: Any, noise: np.ndarray, z: Any) -> Any:
     """The push of the registered counter ``kind``, in compiled code only, with ``kind`` a compile-time constant."""
-    raise NotImplementedError("registered_push is called from compiled loops only (counters._kernels)")
+    raise NotImplementedError("cell_push is called from compiled loops only (counters._kernels)")
 
 
-@overload(registered_push, prefer_literal=True, inline="always")
-def _registered_push(kind: Any, state: Any, cell: Any, step: Any, c: Any, noise: Any, z: Any) -> Any:
-    """Resolve ``registered_push`` to the push registered for the literal ``kind``, inlined into the loop.
+@overload(cell_push, prefer_literal=True, inline="always")
+def _cell_push(kind: Any, state: Any, cell: Any, step: Any, c: Any, noise: Any, z: Any) -> Any:
+    """Resolve ``cell_push`` to the push registered for the literal ``kind``, inlined into the loop.
 
     Inlined in numba's IR, with the push's own ``inline="always"``: a call instead passes the state tuple by value at
-    every push (2.4 times the time of the stored tree's loop). A test compares every registered push's compiled loop
-    with its Python loop (``tests/counters/test_kernel_api.py``).
+    every push (2.4 times the time of the stored tree's loop). numba 0.68 inlined a push that binds the state's
+    arrays to local names wrongly (``toeplitz_push`` says how it avoids it); a test compares every registered push's
+    compiled loop with its Python loop (``tests/counters/test_kernel_api.py``).
     """
     if not isinstance(kind, types.IntegerLiteral):
-        raise TypingError(f"registered_push needs a constant kind, got {kind}")
+        raise TypingError(f"cell_push needs a constant kind, got {kind}")
     if kind.literal_value not in PUSHES:
         raise TypingError(f"counter kind {kind.literal_value} has no registered push; registered: {sorted(PUSHES)}")
     registered = PUSHES[kind.literal_value]
@@ -139,20 +139,6 @@ def blt_push(state: tuple, cell: np.int64, step: np.int64, c: np.int64, noise: n
 
 
 BLT = register_push(3, blt_push)
-
-
-TOEPLITZ = register_push(6, toeplitz_push)
-"""The Toeplitz factorisations' kind. ``cell_push`` branches to its push before the registry: numba 0.68 inlines it
-wrongly through the overload (its ring and running totals were not written); as an ``inline="always"`` function it is
-right, and a call not inlined took 1.5 times as long."""
-
-
-@njit(inline="always")
-def cell_push(kind: int, state: tuple, cell: Any, step: Any, c: Any, noise: np.ndarray, z: Any) -> Any:
-    """The push of counter ``kind`` (a compile-time constant), inlined (``registered_push`` resolves it)."""
-    if kind == TOEPLITZ:
-        return toeplitz_push(state, cell, step, c, noise, z)
-    return registered_push(kind, state, cell, step, c, noise, z)
 
 
 def specialise(factory: Callable[[int, Any], Callable[..., Any]]) -> Callable[[int, Any], Any]:

@@ -33,7 +33,6 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 from scipy.signal import lfilter
 
-from dpstream.counters._kernels import TOEPLITZ
 from dpstream.counters.base import NOISE_BYTES, Counter
 from dpstream.counters.binary import DerivedState, PhiloxDerived
 from dpstream.counters.factorisation import (
@@ -46,7 +45,7 @@ from dpstream.counters.factorisation import (
     unit_variances,
 )
 from dpstream.counters.philox import NODE_NORMAL
-from dpstream.counters.toeplitz_push import derived_release
+from dpstream.counters.toeplitz_push import TOEPLITZ, derived_release
 
 
 def encoder_images(increments: np.ndarray, steps: np.ndarray, coefs: np.ndarray) -> np.ndarray:

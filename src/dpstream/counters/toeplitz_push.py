@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from dpstream.counters._kernels import register_push
 from dpstream.counters.philox import node_normal
 
 
@@ -13,19 +14,25 @@ def toeplitz_push(state: tuple, cell: np.int64, step: np.int64, c: np.int64, noi
                   z: np.int64) -> np.int64:
     """Step ``step`` (1-based, every step pushed) of counter ``cell``; one noise.
 
-    w_s = (z_s - sum_{j=1}^{b-1} c_j w_{s-j}) / c_0 into the ring, and total += w_s (``counters.toeplitz``).
+    w_s = (z_s - sum_{j=1}^{b-1} c_j w_{s-j}) / c_0 into the ring, and total += w_s (``counters.toeplitz``). State
+    (exact, ring, total, coef). The arrays are indexed through ``state`` at each use: bound to local names first,
+    numba 0.68's inlining into ``cell_push`` (``counters._kernels``) lost the writes to the ring and the totals.
     """
-    exact, ring, total, coef = state[0], state[1], state[2], state[3]
-    exact[0, cell] += c
-    rows = ring.shape[0]
+    coef = state[3]
+    state[0][0, cell] += c
+    rows = state[1].shape[0]
     x = noise[z]
     for j in range(1, min(coef.shape[0], step)):
-        x -= coef[j] * ring[(step - j - 1) % rows, cell]
+        x -= coef[j] * state[1][(step - j - 1) % rows, cell]
     x /= coef[0]
     if coef.shape[0] > 1:
-        ring[(step - 1) % rows, cell] = x
-    total[0, cell] += x
+        state[1][(step - 1) % rows, cell] = x
+    state[2][0, cell] += x
     return z + 1
+
+
+TOEPLITZ = register_push(6, toeplitz_push)
+"""The Toeplitz factorisations' kind (``counters._kernels``)."""
 
 
 DERIVED_TAG = np.uint64(0x5351_5254) << np.uint64(8)
