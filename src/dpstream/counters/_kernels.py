@@ -62,9 +62,9 @@ def _cell_push(kind: Any, state: Any, cell: Any, step: Any, c: Any, noise: Any, 
     """Resolve ``cell_push`` to the push registered for the literal ``kind``, inlined into the loop.
 
     Inlined in numba's IR, with the push's own ``inline="always"``: a call instead passes the state tuple by value at
-    every push (2.4 times the time of the stored tree's loop). numba 0.68 inlined a push that binds the state's
-    arrays to local names wrongly (``toeplitz_push`` says how it avoids it); a test compares every registered push's
-    compiled loop with its Python loop (``tests/counters/test_kernel_api.py``).
+    every push (2.4 times the time of the stored tree's loop). numba 0.68 inlines the Toeplitz push wrongly this way
+    (its running totals stayed 0), so that push is compiled as a call (``toeplitz_push``); a test compares every
+    registered push's compiled loop with its Python loop (``tests/counters/test_kernel_api.py``).
     """
     if not isinstance(kind, types.IntegerLiteral):
         raise TypingError(f"cell_push needs a constant kind, got {kind}")

@@ -9,25 +9,23 @@ from dpstream.counters._kernels import register_push
 from dpstream.counters.philox import node_normal
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)  # a call, not inline="always": numba 0.68 inlines it wrongly into ``cell_push`` (counters._kernels)
 def toeplitz_push(state: tuple, cell: np.int64, step: np.int64, c: np.int64, noise: np.ndarray,
                   z: np.int64) -> np.int64:
     """Step ``step`` (1-based, every step pushed) of counter ``cell``; one noise.
 
-    w_s = (z_s - sum_{j=1}^{b-1} c_j w_{s-j}) / c_0 into the ring, and total += w_s (``counters.toeplitz``). State
-    (exact, ring, total, coef). The arrays are indexed through ``state`` at each use: bound to local names first,
-    numba 0.68's inlining into ``cell_push`` (``counters._kernels``) lost the writes to the ring and the totals.
+    w_s = (z_s - sum_{j=1}^{b-1} c_j w_{s-j}) / c_0 into the ring, and total += w_s (``counters.toeplitz``).
     """
-    coef = state[3]
-    state[0][0, cell] += c
-    rows = state[1].shape[0]
+    exact, ring, total, coef = state[0], state[1], state[2], state[3]
+    exact[0, cell] += c
+    rows = ring.shape[0]
     x = noise[z]
     for j in range(1, min(coef.shape[0], step)):
-        x -= coef[j] * state[1][(step - j - 1) % rows, cell]
+        x -= coef[j] * ring[(step - j - 1) % rows, cell]
     x /= coef[0]
     if coef.shape[0] > 1:
-        state[1][(step - 1) % rows, cell] = x
-    state[2][0, cell] += x
+        ring[(step - 1) % rows, cell] = x
+    total[0, cell] += x
     return z + 1
 
 
