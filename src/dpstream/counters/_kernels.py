@@ -57,14 +57,13 @@ def cell_push(kind: int, state: tuple, cell: Any, step: Any, c: Any, noise: np.n
     raise NotImplementedError("cell_push is called from compiled loops only (counters._kernels)")
 
 
-@overload(cell_push, prefer_literal=True, inline="always")
+@overload(cell_push, prefer_literal=True)
 def _cell_push(kind: Any, state: Any, cell: Any, step: Any, c: Any, noise: Any, z: Any) -> Any:
-    """Resolve ``cell_push`` to the push registered for the literal ``kind``, inlined into the loop.
+    """Resolve ``cell_push`` to the push registered for the literal ``kind``.
 
-    Inlined in numba's IR, with the push's own ``inline="always"``: a call instead passes the state tuple by value at
-    every push (2.4 times the time of the stored tree's loop). numba 0.68 inlines the Toeplitz push wrongly this way
-    (its running totals stayed 0), so that push is compiled as a call (``toeplitz_push``); a test compares every
-    registered push's compiled loop with its Python loop (``tests/counters/test_kernel_api.py``).
+    The push is inlined into this implementation (its ``inline="always"``) and LLVM inlines the implementation into
+    the loop. Not ``inline="always"`` here as well: numba 0.68's IR inlining of an overload that inlines a push
+    lost the push's writes to the state tuple's later arrays (the Toeplitz running totals stayed 0).
     """
     if not isinstance(kind, types.IntegerLiteral):
         raise TypingError(f"cell_push needs a constant kind, got {kind}")

@@ -9,7 +9,7 @@ from dpstream.counters._kernels import register_push
 from dpstream.counters.philox import node_normal
 
 
-@njit(cache=True)  # a call, not inline="always": numba 0.68 inlines it wrongly into ``cell_push`` (counters._kernels)
+@njit(cache=True, inline="always")
 def toeplitz_push(state: tuple, cell: np.int64, step: np.int64, c: np.int64, noise: np.ndarray,
                   z: np.int64) -> np.int64:
     """Step ``step`` (1-based, every step pushed) of counter ``cell``; one noise.
