@@ -5,8 +5,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpstream.counters._kernels import register_push
-
 
 def kary_levels(horizon: int, arity: int) -> int:
     """L = ceil(log_k(horizon + 1)): the levels whose nodes end at some step <= horizon (at least 1)."""
@@ -41,7 +39,3 @@ def kary_push(state: tuple, cell: np.int64, step: np.int64, c: np.int64, noise: 
     for lower in range(level + 1):
         noisy[lower, cell] = released
     return z + 1
-
-
-KARY = register_push(5, kary_push)
-"""The k-ary Laplace tree's kind (``counters._kernels``)."""

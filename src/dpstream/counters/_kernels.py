@@ -1,25 +1,19 @@
-"""Compiled per-push step of every counter kind, the registry of pushes, and the factory that specialises loops.
+"""Compiled per-push step of every counter kind, and the factory that compiles a loop once per counter kind.
 
 A counter's state is a tuple of arrays (``Counter.state``) that goes into every kernel unpacked, as plain arrays,
 and arrives in the kernel as the tuple ``state``. A push gives cell ``cell`` its step ``step`` (1-based) with
-increment ``c``, consuming pre-drawn noises from ``noise`` at position ``z``, and returns the next position. Step
-counts are kept outside the kernels (``Counter.push``).
-
-Registry. Each push is registered under an integer kind where it is written (``register_push(kind, push)``, at
-import: here for the stored and derived binary tree, Honaker's tree and BLT, beside their kernels for the smooth,
-k-ary and Toeplitz counters). The kind is one push of a (factorisation, noise source) pair: noise derived at release
-pushes the exact counts only (``DERIVED``, whatever the factorisation), stored noise has its factorisation's push.
+increment ``c``, consuming pre-drawn N(0, sigma^2) noises from ``noise`` at position ``z``, and returns the next
+position. Step counts are kept outside the kernels (``Counter.push``).
 
 Specialisation. A loop over pushes (``push_many`` here, the sketches' extend loops in ``sketches._kernels``) is
-written once as a factory ``make(kind, push)`` whose inner function calls ``cell_push(kind, ...)``. ``kind`` is a
-constant of the closure, so ``cell_push`` is typed with it as a literal and resolves, at compile time, to the one
-registered push (``_cell_push``): the compiled loop holds exactly one inlined push and no per-item test (a loop that
-tested the kind per push ran the derived-noise Lazy sketch at 5.6 against 53 million updates/s). The package's
-loops are cached on disk (``cache=True``; a closure over an int has the same cache key in every process, and the
-push is looked up by the int, never passed in). A counter defined outside the package has kind ``EXTERNAL`` and its
-own compiled ``push_kernel``: its loops are compiled once per process and not cached, since a compiled function
-inside a cached kernel gets a new cache entry in every process (numba keys it by a per-process identity) until the
-cache index breaks.
+written once as a factory ``make(kind, push)`` whose inner function calls ``cell_push`` below. ``kind`` is a
+constant of the closure: numba prunes every other branch before typing, so the compiled loop holds exactly one
+inlined push and no per-item test (a loop that tested the kind per push ran the derived-noise Lazy sketch at 5.6
+against 53 million updates/s). The package's counters have integer kinds, and their loops are cached on disk
+(``cache=True``; a closure over an int has the same cache key in every process). A counter defined outside the
+package has kind ``EXTERNAL`` and its own compiled ``push_kernel``: its loops are compiled once per process and
+not cached, since a compiled function inside a cached kernel gets a new cache entry in every process (numba keys
+it by a per-process identity) until the cache index breaks.
 """
 
 from __future__ import annotations
@@ -28,53 +22,17 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numba import njit, types
-from numba.core.errors import TypingError
-from numba.extending import overload
+from numba import njit
 
 from dpstream.counters._bm_kernels import push, tree_level
+from dpstream.counters._kary_kernels import kary_push
+from dpstream.counters._smooth_kernels import smooth_push
 from dpstream.counters.honaker_tree import honaker_push
+from dpstream.counters.toeplitz_push import toeplitz_push
 
-EXTERNAL = -1
-"""The kind of a counter defined elsewhere, with its own ``push_kernel``."""
-PUSHES: dict[int, Any] = {}
-"""Every registered push (a compiled ``(state, cell, step, c, noise, z) -> next z``) by kind."""
-KINDS = PUSHES.keys()
-"""The registered kinds (a live view of ``PUSHES``)."""
-
-
-def register_push(kind: int, push: Any) -> int:
-    """Register the compiled ``push`` of counter kind ``kind`` (>= 0, one push a kind) and return ``kind``."""
-    if not isinstance(kind, int) or kind < 0:
-        raise ValueError(f"counter kind {kind!r}; allowed: an int >= 0 ({EXTERNAL} is a counter's own push_kernel)")
-    if PUSHES.setdefault(kind, push) is not push:
-        raise ValueError(f"counter kind {kind} is taken by {PUSHES[kind]}; registered kinds: {sorted(PUSHES)}")
-    return kind
-
-
-def cell_push(kind: int, state: tuple, cell: Any, step: Any, c: Any, noise: np.ndarray, z: Any) -> Any:
-    """The push of the registered counter ``kind``, in compiled code only, with ``kind`` a compile-time constant."""
-    raise NotImplementedError("cell_push is called from compiled loops only (counters._kernels)")
-
-
-@overload(cell_push, prefer_literal=True)
-def _cell_push(kind: Any, state: Any, cell: Any, step: Any, c: Any, noise: Any, z: Any) -> Any:
-    """Resolve ``cell_push`` to the push registered for the literal ``kind``.
-
-    The push is inlined into this implementation (its ``inline="always"``) and LLVM inlines the implementation into
-    the loop. Not ``inline="always"`` here as well: numba 0.68's IR inlining of an overload that inlines a push
-    lost the push's writes to the state tuple's later arrays (the Toeplitz running totals stayed 0).
-    """
-    if not isinstance(kind, types.IntegerLiteral):
-        raise TypingError(f"cell_push needs a constant kind, got {kind}")
-    if kind.literal_value not in PUSHES:
-        raise TypingError(f"counter kind {kind.literal_value} has no registered push; registered: {sorted(PUSHES)}")
-    registered = PUSHES[kind.literal_value]
-
-    def impl(kind: Any, state: Any, cell: Any, step: Any, c: Any, noise: Any, z: Any) -> Any:
-        return registered(state, cell, step, c, noise, z)
-
-    return impl
+EXTERNAL, STORED, DERIVED, HONAKER, BLT, SMOOTH, KARY, TOEPLITZ = -1, 0, 1, 2, 3, 4, 5, 6
+"""Counter kinds: the package's counters with their own push, and a counter defined elsewhere (``push_kernel``)."""
+KINDS = (STORED, DERIVED, HONAKER, BLT, SMOOTH, KARY, TOEPLITZ)
 
 
 @njit(cache=True, inline="always")
@@ -86,9 +44,6 @@ def stored_push(state: tuple, cell: np.int64, step: np.int64, c: np.int64, noise
     return z + 1
 
 
-STORED = register_push(0, stored_push)
-
-
 @njit(cache=True, inline="always")
 def derived_push(state: tuple, cell: np.int64, step: np.int64, c: np.int64, noise: np.ndarray,
                  z: np.int64) -> np.int64:
@@ -96,10 +51,6 @@ def derived_push(state: tuple, cell: np.int64, step: np.int64, c: np.int64, nois
     exact = state[0]
     exact[0, cell] += c
     return z
-
-
-DERIVED = register_push(1, derived_push)
-"""Noise derived at release (any factorisation): a push adds to the exact count only, and a push of 0 may be skipped."""
 
 
 @njit(cache=True, inline="always")
@@ -112,9 +63,6 @@ def honaker_cell_push(state: tuple, cell: np.int64, step: np.int64, c: np.int64,
     level = tree_level(step)
     honaker_push(state[0], state[1], state[2], cell, level, c, noise, z)
     return z + level + 1
-
-
-HONAKER = register_push(2, honaker_cell_push)
 
 
 @njit(cache=True, inline="always")
@@ -137,13 +85,28 @@ def blt_push(state: tuple, cell: np.int64, step: np.int64, c: np.int64, noise: n
     return z + 1
 
 
-BLT = register_push(3, blt_push)
+@njit(inline="always")
+def cell_push(kind: int, state: tuple, cell: Any, step: Any, c: Any, noise: np.ndarray, z: Any) -> Any:
+    """The push of the package's counter ``kind``, inlined; a constant ``kind`` leaves one branch after pruning."""
+    if kind == STORED:
+        return stored_push(state, cell, step, c, noise, z)
+    elif kind == DERIVED:
+        return derived_push(state, cell, step, c, noise, z)
+    elif kind == HONAKER:
+        return honaker_cell_push(state, cell, step, c, noise, z)
+    elif kind == SMOOTH:
+        return smooth_push(state, cell, step, c, noise, z)
+    elif kind == KARY:
+        return kary_push(state, cell, step, c, noise, z)
+    elif kind == TOEPLITZ:
+        return toeplitz_push(state, cell, step, c, noise, z)
+    return blt_push(state, cell, step, c, noise, z)
 
 
 def specialise(factory: Callable[[int, Any], Callable[..., Any]]) -> Callable[[int, Any], Any]:
     """``factory(kind, external)`` returns a loop over pushes; this compiles it once per counter kind.
 
-    The registered kinds (``PUSHES``) with ``external`` None: ``njit(cache=True)``. A counter's own compiled push
+    The package's kinds (``KINDS``) with ``external`` None: ``njit(cache=True)``. A counter's own compiled push
     ``external`` (kind then ``EXTERNAL``): ``njit`` without the cache, compiled once per process and push function.
     ``counter.push_kernel`` read through an instance is a bound method made afresh for each instance (numba's
     ``Dispatcher.__get__``); the key is the dispatcher under it, so every instance shares one compiled loop.
@@ -155,9 +118,9 @@ def specialise(factory: Callable[[int, Any], Callable[..., Any]]) -> Callable[[i
             kind = EXTERNAL  # a counter's own push wins over an inherited kind
             # a dispatcher read through an instance is a new bound method per instance: key on the dispatcher
             external = getattr(external, "__func__", external)
-        elif kind not in PUSHES:
-            raise ValueError(f"counter kind {kind!r} without a push_kernel; allowed: one of {sorted(PUSHES)} or a "
-                             "compiled push_kernel (a counter defined outside dpstream)")
+        elif kind not in KINDS:
+            raise ValueError(f"counter kind {kind!r} without a push_kernel; allowed: one of {KINDS} or a compiled "
+                             "push_kernel (a counter defined outside dpstream)")
         key = (kind, external)
         if key not in compiled:
             compiled[key] = njit(cache=kind != EXTERNAL)(factory(kind, external))

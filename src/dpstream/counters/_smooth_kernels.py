@@ -8,8 +8,6 @@ from functools import cache
 import numpy as np
 from numba import njit
 
-from dpstream.counters._kernels import register_push
-
 
 @cache
 def binomials(h: int) -> np.ndarray:
@@ -91,7 +89,3 @@ def smooth_push(state: tuple, cell: np.int64, step: np.int64, c: np.int64, noise
             z += 1
         noisy[level, cell] = above
     return z
-
-
-SMOOTH = register_push(4, smooth_push)
-"""The smooth binary mechanism's kind (``counters._kernels``)."""

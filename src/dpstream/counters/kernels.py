@@ -1,8 +1,7 @@
 """The counters' compiled-kernel API for other packages' compiled loops (sketches, heavy hitters, audits).
 
 A loop over pushes is written once as a factory ``make(kind, external)`` whose inner function calls
-``cell_push(kind, state, cell, step, c, noise, z)`` (the package's counters, ``kind`` in ``KINDS``: each push is
-registered where it is written, and ``cell_push`` resolves the constant ``kind`` to it at compile time) or
+``cell_push(kind, state, cell, step, c, noise, z)`` (the package's counters, ``kind`` in ``KINDS``) or
 ``external(state, ...)`` (a counter's own ``push_kernel``, ``kind`` then ``EXTERNAL``); ``specialise(make)`` compiles
 it once per kind, cached on disk for the package's kinds (see ``counters._kernels`` for why a compiled function is
 never an argument of a cached kernel). ``DERIVED`` is the kind whose pushes only add to the exact counts (derived node

@@ -27,7 +27,8 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from dpstream.counters._kary_kernels import KARY, kary_levels
+from dpstream.counters import _kernels as kernels
+from dpstream.counters._kary_kernels import kary_levels
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES
 from dpstream.counters.binary import StoredBinary, prefix_sums
 from dpstream.counters.factorisation import Factorisation, KaryTree
@@ -61,7 +62,7 @@ class LaplaceTree(StoredBinary):
     """
 
     name = "laplace"
-    kind = KARY
+    kind = kernels.KARY
     source = STORED_LAPLACE
     default_arity: ClassVar[int] = ARITY
     """The arity of the class-level memory model and of ``counter="laplace"``."""

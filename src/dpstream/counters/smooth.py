@@ -32,7 +32,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dpstream.counters._smooth_kernels import SMOOTH, binomials, push_draws, release_leaves
+from dpstream.counters import _kernels as kernels
+from dpstream.counters._smooth_kernels import binomials, push_draws, release_leaves
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES
 from dpstream.counters.binary import BinaryTree, DerivedBinary, prefix_sums
 from dpstream.counters.discrete import DiscreteSecureBinary
@@ -114,7 +115,7 @@ class SmoothStored(SmoothBinary):
     the nodes its release leaf does not share with the last one (``push_draws``; on average a small constant).
     """
 
-    kind = SMOOTH
+    kind = kernels.SMOOTH
     tracks_steps = True
     draws_per_push = 2
 

@@ -33,6 +33,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 from scipy.signal import lfilter
 
+from dpstream.counters import _kernels as kernels
 from dpstream.counters.base import NOISE_BYTES, Counter
 from dpstream.counters.binary import DerivedState, PhiloxDerived
 from dpstream.counters.factorisation import (
@@ -45,7 +46,7 @@ from dpstream.counters.factorisation import (
     unit_variances,
 )
 from dpstream.counters.philox import NODE_NORMAL
-from dpstream.counters.toeplitz_push import TOEPLITZ, derived_release
+from dpstream.counters.toeplitz_push import derived_release
 
 
 def encoder_images(increments: np.ndarray, steps: np.ndarray, coefs: np.ndarray) -> np.ndarray:
@@ -83,7 +84,7 @@ class ToeplitzCounter(Counter):
     name: ClassVar[str]
     bands: ClassVar[int]
     """b: C's diagonals (``FULL``: all of them, the plain square root)."""
-    kind = TOEPLITZ
+    kind = kernels.TOEPLITZ
     tracks_steps = False
     draws_per_push = 1
 

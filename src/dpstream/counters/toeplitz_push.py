@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpstream.counters._kernels import register_push
 from dpstream.counters.philox import node_normal
 
 
@@ -27,10 +26,6 @@ def toeplitz_push(state: tuple, cell: np.int64, step: np.int64, c: np.int64, noi
         ring[(step - 1) % rows, cell] = x
     total[0, cell] += x
     return z + 1
-
-
-TOEPLITZ = register_push(6, toeplitz_push)
-"""The Toeplitz factorisations' kind (``counters._kernels``)."""
 
 
 DERIVED_TAG = np.uint64(0x5351_5254) << np.uint64(8)
