@@ -39,6 +39,7 @@ from dpstream.audit.sensitivity import REGISTRY, Neighbours, Sensitivity, Sensit
 from dpstream.counters import Counter, DiscreteNoise, LaplaceTree
 from dpstream.counters.discrete import DiscreteSecureBinary
 from dpstream.counters.gauss_bm import GaussBM
+from dpstream.counters.registry import PROBED
 from dpstream.descriptor import resolve
 from dpstream.hashing import bucket_many
 from dpstream.heavy_hitters import LazyHH
@@ -481,9 +482,9 @@ def _gauss_bm_blt_derived() -> SensitivityCase:
     return GaussBMCase("GaussBM (BLT, noise derived from a key)", bm)
 
 
-FACTORISATIONS = ("sqrt", "banded4", "unbounded")
-"""The factorisation counters probed (``counters.toeplitz``, every band count sharing banded4's code, and
-``counters.unbounded``)."""
+FACTORISATIONS = PROBED
+"""The counters probed from their descriptor (``counters.registry``): the square root, banded4 (every band count
+shares its code) and the unbounded factorisation."""
 for _name in FACTORISATIONS:
     register(f"GaussBM_{_name}")(partial(lambda c: GaussBMCase(f"GaussBM ({c})", GaussBM(
         n=5, horizon=100, epsilon=0.5, delta=1e-3, m=3, seed=0, counter=c)), _name))

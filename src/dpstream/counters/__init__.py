@@ -7,7 +7,8 @@ Toeplitz (BLT) counter with its noise stored in buffers or derived from a key, t
 banded (``counters.toeplitz``), the normalised square root (``nsqrt``, ``counters.normalised``), and a factorisation
 with no horizon, the square root perturbed by logarithms (``unbounded``, ``counters.unbounded``).
 
-``counter_class(counter, node_noise)`` is the one place a configuration's choice becomes a class; an
+``counter_class(counter, node_noise)`` reads the counters' descriptors (``counters.registry``, one line a class);
+it is the one place a configuration's choice becomes a class; an
 unknown or unavailable combination is an error naming it and listing what is allowed. A counter of your own, outside
 the package, is named by its import path, ``counter="my_module:MyCounter"`` (a ``Counter`` subclass): nothing to
 register.
@@ -18,7 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from dpstream.counters import philox
+from dpstream.counters import sources
 from dpstream.counters._discrete_noise import DiscreteNoise
 from dpstream.counters.base import Counter
 from dpstream.counters.binary import DerivedBinary, StoredBinary, popcount
@@ -31,49 +32,14 @@ from dpstream.counters.hybrid import HybridDerived
 from dpstream.counters.laplace_discrete import DiscreteLaplaceTree
 from dpstream.counters.laplace_tree import LaplaceTree
 from dpstream.counters.normalised import NormalisedSqrt
+from dpstream.counters.registry import COUNTERS
 from dpstream.counters.smooth import SmoothDerived, SmoothDiscreteSecure, SmoothStored
-from dpstream.counters.toeplitz import (
-    BandedSqrt4,
-    BandedSqrt16,
-    BandedSqrt64,
-    DerivedBandedSqrt16,
-    DerivedSqrt,
-    SqrtFactorisation,
-    banded_sqrt,
-)
-from dpstream.counters.unbounded import DerivedUnbounded, UnboundedFactorisation
-from dpstream.secure import samplers
+from dpstream.counters.toeplitz import SqrtFactorisation, banded_sqrt
+from dpstream.counters.unbounded import UnboundedFactorisation
 
-COUNTERS: dict[tuple[str, str], type[Counter]] = {
-    ("binary", "stored"): StoredBinary,
-    ("binary", "derived"): DerivedBinary,
-    ("binary", "discrete_secure"): DiscreteSecureBinary,
-    ("binary", "discrete_secure_ahead"): AheadDiscreteBinary,
-    ("binary", "discrete_secure_ct"): ConstantTimeDiscreteBinary,
-    ("binary", "discrete_secure_stored"): StoredDiscreteSecureBinary,
-    ("honaker", "stored"): HonakerTree,
-    ("honaker", "discrete_secure_stored"): HonakerDiscreteSecure,
-    ("blt", "stored"): BLTCounter,
-    ("blt", "derived"): DerivedBLT,
-    ("smooth", "stored"): SmoothStored,
-    ("smooth", "derived"): SmoothDerived,
-    ("smooth", "discrete_secure"): SmoothDiscreteSecure,
-    ("laplace", "stored"): LaplaceTree,
-    ("laplace", "discrete_secure_stored"): DiscreteLaplaceTree,
-    ("hybrid", "derived"): HybridDerived,
-    ("sqrt", "stored"): SqrtFactorisation,
-    **{(c.name, "stored"): c for c in (BandedSqrt4, BandedSqrt16, BandedSqrt64)},
-    ("sqrt", "derived"): DerivedSqrt,
-    ("banded16", "derived"): DerivedBandedSqrt16,
-    ("unbounded", "stored"): UnboundedFactorisation,
-    ("unbounded", "derived"): DerivedUnbounded,
-    ("nsqrt", "derived"): NormalisedSqrt,
-}
-"""Every counter class by (counter, node noise)."""
 COUNTER_NAMES = tuple(sorted({c for c, _ in COUNTERS}))
 """The counter names a sketch accepts (``counter=``)."""
-NODE_NOISES = ("stored", "derived", "discrete_secure", "discrete_secure_ahead", "discrete_secure_ct",
-               "discrete_secure_stored")
+NODE_NOISES = sources.NODE_NOISES
 """The node-noise modes a sketch accepts (``node_noise=``): stored tree nodes, nodes derived from Philox, exact
 discrete Gaussian nodes derived at release from a keyed ChaCha20 stream (``dpstream.secure``), the same keeping a
 block's nodes drawn ahead (``discrete_secure_ahead``: fewer draws, 8 more bytes a counter), the same with a
@@ -118,12 +84,7 @@ def node_noise_version(mechanism: dict[str, Any]) -> dict[str, str]:
     Derived node noise is a function of the code's normal transform (``counters.philox.NODE_NORMAL``); exact discrete
     node noise of the sampler (``secure.samplers.EXACT_SAMPLER``; ``discrete_secure_ct`` has its own table sampler).
     """
-    noise = mechanism.get("node_noise")
-    if noise == "derived":
-        return {"node_normal": philox.NODE_NORMAL}
-    if noise in ("discrete_secure", "discrete_secure_ahead", "discrete_secure_stored"):
-        return {"exact_sampler": samplers.EXACT_SAMPLER}
-    return {}
+    return sources.source_version(mechanism.get("node_noise"))
 
 
 __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "AheadDiscreteBinary", "BLTCounter",

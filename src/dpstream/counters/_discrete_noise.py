@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import secrets
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +21,6 @@ from dpstream.counters.base import Counter
 from dpstream.noise import SeedLike, as_seed_sequence
 from dpstream.privacy.discrete_gaussian import discrete_gaussian_sigma2
 from dpstream.privacy.maps import DiscreteGaussianMap, PrivacyMap
-from dpstream.privacy.statement import Notion
 from dpstream.secure.chacha import KEY_BYTES, MAX_CELLS, key_words
 from dpstream.secure.samplers import CHUNKS, gaussian_params, gaussian_table, new_state
 
@@ -34,7 +33,6 @@ class DiscreteFlags(Counter):
     replacing the fresh one its rebuild drew.
     """
 
-    notion: ClassVar[Notion] = "computational"
     deployable: bool
 
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 from dpstream import serial
 from dpstream.counters import _kernels as kernels
 from dpstream.counters.factorisation import Factorisation
+from dpstream.counters.sources import STORED, NodeNoise
 from dpstream.noise import NoiseSource, SeedLike, noise_mode
 from dpstream.privacy.calibration import CALIBRATIONS, gauss_bm_levels, gaussian_sigma
 from dpstream.privacy.maps import GaussianMap, PrivacyMap
@@ -56,20 +57,40 @@ class Counter(Certified, serial.Serialisable, ABC):
     """
 
     name: ClassVar[str]
+    source: ClassVar[NodeNoise] = STORED
+    """Where the noise of the factorisation comes from (``counters.sources``); the next four follow from it."""
     node_noise: ClassVar[str]
+    """The source's name (``node_noise=``)."""
+    notion: ClassVar[Notion]
+    """The sense of the (epsilon, delta) guarantee (``privacy.Privacy.notion``): the source's."""
+    sparse_pushes: ClassVar[bool]
+    """A push of 0 changes nothing, so a schedule may skip it: the source derives its noise at release."""
+    fixed_bytes: ClassVar[int]
+    """Memory model: bytes held once per counter array (the source's key), on top of ``bytes_per_counter`` each."""
     kind: ClassVar[int] = kernels.EXTERNAL
     push_kernel: ClassVar[Any] = None
     state: NamedTuple
-    sparse_pushes: ClassVar[bool] = False
     tracks_steps: ClassVar[bool]
     draws_per_push: ClassVar[int]
-    """Noise draws per push (on average, for buffer sizing): 0 when the noise is derived at release time."""
-    fixed_bytes: ClassVar[int] = 0
-    """Memory model: bytes held once per counter array (a key), on top of ``bytes_per_counter`` each."""
-    notion: ClassVar[Notion] = "approximate"
-    """The sense of the (epsilon, delta) guarantee (``privacy.Privacy.notion``): computational for derived noise."""
+    """Noise draws per push (on average, for buffer sizing): 0 when the source draws at release."""
     partial_release: ClassVar[bool] = False
     """Whether ``release_wanted`` saves work over ``release_all`` (a reader then says which cells it reads)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Derive ``node_noise``, ``notion``, ``sparse_pushes`` and ``fixed_bytes`` from ``source``.
+
+        Noise derived at release also means no draws at push. A class that states one itself keeps it (a counter
+        defined elsewhere).
+        """
+        super().__init_subclass__(**kwargs)
+        source = cls.source
+        derived = {"node_noise": source.name, "notion": source.notion, "sparse_pushes": source.sparse_pushes,
+                   "fixed_bytes": source.key_bytes}
+        if not source.draws_at_push:
+            derived["draws_per_push"] = 0
+        for attr, value in derived.items():
+            if attr not in cls.__dict__:
+                setattr(cls, attr, value)
 
     def __init__(
         self,
@@ -164,8 +185,11 @@ class Counter(Certified, serial.Serialisable, ABC):
 
     @property
     def draw_variance(self) -> float:
-        """The variance of one noise draw: (sigma kappa)^2 for Gaussian noise."""
-        return self._noise_scale**2
+        """The variance of one noise draw at the held scale (``source.draw_variance``).
+
+        (sigma kappa)^2 for Gaussian noise, 2 (b kappa)^2 for Laplace.
+        """
+        return self.source.draw_variance(self._noise_scale)
 
     def variance(self, steps: np.ndarray | int) -> np.ndarray:
         """Analytic noise variance of a release at each step: the factorisation's row norms times ``draw_variance``."""

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from dpstream import serial
-from dpstream.counters import _derived
+from dpstream.counters import _derived, sources
 from dpstream.counters import _kernels as kernels
 from dpstream.counters._bm_kernels import popcount as popcount
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES, Counter
@@ -70,13 +70,9 @@ class PhiloxDerived(Counter):
     pseudorandom function).
     """
 
-    node_noise = "derived"
+    source = sources.DERIVED
     kind = kernels.DERIVED
-    sparse_pushes = True
     tracks_steps = False
-    draws_per_push = 0
-    fixed_bytes = 16  # the 128-bit Philox key
-    notion = "computational"
 
 
 class BinaryTree(Counter):
@@ -110,7 +106,6 @@ class StoredBinary(BinaryTree):
     counter.
     """
 
-    node_noise = "stored"
     kind = kernels.STORED
     tracks_steps = True
     draws_per_push = 1

@@ -54,7 +54,6 @@ class BLTCounter(Counter):
     """
 
     name = "blt"
-    node_noise = "stored"
     kind = kernels.BLT
     tracks_steps = False
     draws_per_push = 1

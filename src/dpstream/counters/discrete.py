@@ -13,11 +13,11 @@ import numpy as np
 
 from dpstream import serial
 from dpstream.counters import _kernels as kernels
+from dpstream.counters import sources
 from dpstream.counters._discrete_noise import DiscreteNoise
 from dpstream.counters.binary import BinaryTree, DerivedState
 from dpstream.secure import cdt, lanes
 from dpstream.secure import release as secure_release
-from dpstream.secure.chacha import KEY_BYTES
 from dpstream.secure.samplers import EXACT_SAMPLER, gaussian_params
 
 
@@ -55,15 +55,11 @@ class DiscreteSecureBinary(DiscreteNoise, BinaryTree):
     when a release raises and rebuilt on demand; it is as secret as the key.
     """
 
-    node_noise = "discrete_secure"
+    source = sources.DISCRETE_SECURE
     exact_sampler: str | None = EXACT_SAMPLER
     """The exact sampler's version, written by ``to_bytes`` and checked on restore (None: another sampler)."""
     kind = kernels.DERIVED  # pushes as the derived tree (the exact sums only); the noise differs at release
-    sparse_pushes = True
     tracks_steps = False
-    draws_per_push = 0
-    fixed_bytes = KEY_BYTES
-    notion = "computational"
     block_levels = 1
     """Timing level 1: a release draws every node of its block of 2^k steps (``release.block_noise_sums``)."""
     keeps_block = False
@@ -212,7 +208,7 @@ class AheadDiscreteBinary(DiscreteSecureBinary):
     KB, int64 counts: 497 columns instead of 994); the rest of the node cache stays ``noise_cache_bytes``.
     """
 
-    node_noise = "discrete_secure_ahead"
+    source = sources.DISCRETE_SECURE_AHEAD
     keeps_block = True
     AHEAD_BYTES = 8
     """Bytes of one node kept ahead (an int64 in the node cache)."""
@@ -255,7 +251,7 @@ class ConstantTimeDiscreteBinary(DiscreteSecureBinary):
     GaussBM built on it shows the term; the stated delta is the total.
     """
 
-    node_noise = "discrete_secure_ct"
+    source = sources.DISCRETE_SECURE_CT
     exact_sampler = None
     DELTA_SHARE = 2.0**-10
     """The share of delta given to the sampler's distance from the exact discrete Gaussian."""

@@ -19,11 +19,8 @@ import numpy as np
 from dpstream.counters._discrete_noise import DiscreteNoise
 from dpstream.counters.binary import StoredBinary
 from dpstream.counters.honaker import HonakerTree
+from dpstream.counters.sources import DISCRETE_SECURE_STORED
 from dpstream.secure import sequential
-from dpstream.secure.chacha import KEY_BYTES
-
-DRAWN_BYTES = 8
-"""The int64 number of draws made so far (the next draw's stream number)."""
 
 
 class StoredDiscreteDraws(DiscreteNoise):
@@ -33,8 +30,7 @@ class StoredDiscreteDraws(DiscreteNoise):
     ``to_bytes`` so a restored counter goes on with fresh streams and never repeats one.
     """
 
-    node_noise = "discrete_secure_stored"
-    fixed_bytes = KEY_BYTES + DRAWN_BYTES
+    source = DISCRETE_SECURE_STORED
 
     def _allocate(self) -> None:
         super()._allocate()  # type: ignore[safe-super]  # the stored tree after this class in the MRO allocates

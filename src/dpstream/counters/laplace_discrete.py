@@ -35,20 +35,19 @@ from typing import Any
 import numpy as np
 
 from dpstream.counters._discrete_noise import DiscreteFlags
-from dpstream.counters.discrete_stored import DRAWN_BYTES
 from dpstream.counters.laplace_tree import LaplaceTree
+from dpstream.counters.sources import DISCRETE_SECURE_STORED_LAPLACE
 from dpstream.noise import SeedLike
 from dpstream.privacy.maps import LaplaceMap, PrivacyMap
 from dpstream.secure import sequential
-from dpstream.secure.chacha import KEY_BYTES, MAX_CELLS
+from dpstream.secure.chacha import MAX_CELLS
 from dpstream.secure.laplace import laplace_grid, seed_key
 from dpstream.secure.samplers import new_state
 
 
 def discrete_laplace_variance(t: int, s: int) -> float:
-    """Variance of the discrete Laplace of scale t/s: 2 q / (1 - q)^2, q = exp(-s / t)."""
-    q = math.exp(-s / t)
-    return 2.0 * q / (1.0 - q) ** 2
+    """Variance of the discrete Laplace of scale t/s: 2 q / (1 - q)^2, q = exp(-s / t) (the source's)."""
+    return DISCRETE_SECURE_STORED_LAPLACE.draw_variance(t / s)
 
 
 class DiscreteLaplaceTree(DiscreteFlags, LaplaceTree):
@@ -57,8 +56,7 @@ class DiscreteLaplaceTree(DiscreteFlags, LaplaceTree):
     State beside ``LaplaceTree``'s: the key (8 uint32) and ``drawn`` (1 int64), the number of the next draw.
     """
 
-    node_noise = "discrete_secure_stored"
-    fixed_bytes = KEY_BYTES + DRAWN_BYTES
+    source = DISCRETE_SECURE_STORED_LAPLACE
 
     def __init__(self, *, seed: SeedLike = None, **kwargs: Any) -> None:
         """As ``LaplaceTree``; the key from OS entropy when ``seed`` is None, else from the seed (not deployable)."""
@@ -94,8 +92,8 @@ class DiscreteLaplaceTree(DiscreteFlags, LaplaceTree):
 
     @property
     def draw_variance(self) -> float:
-        """The discrete Laplace variance at the drawn scale (0 without noise)."""
-        return 0.0 if self.grid is None else discrete_laplace_variance(*self.grid)
+        """The source's discrete Laplace variance at the drawn scale t/s (0 without noise)."""
+        return 0.0 if self.grid is None else self.source.draw_variance(self.grid[0] / self.grid[1])
 
     def node_log_mgf(self, lam: np.ndarray) -> np.ndarray:
         """The log moment generating function of one node noise, ln((1 - q)^2 / ((1 - q e^lam) (1 - q e^-lam))).

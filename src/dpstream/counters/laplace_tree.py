@@ -33,8 +33,8 @@ from dpstream.counters.base import NOISE_BYTES, STEP_BYTES
 from dpstream.counters.binary import StoredBinary, prefix_sums
 from dpstream.counters.factorisation import Factorisation, KaryTree
 from dpstream.counters.factorisation import kary_digit_sum as kary_digit_sum
+from dpstream.counters.sources import STORED_LAPLACE
 from dpstream.privacy.maps import LaplaceMap, PrivacyMap
-from dpstream.privacy.statement import Notion
 from dpstream.validation import check_positive_int
 
 ARITY = 19
@@ -63,7 +63,7 @@ class LaplaceTree(StoredBinary):
 
     name = "laplace"
     kind = kernels.KARY
-    notion: ClassVar[Notion] = "pure"
+    source = STORED_LAPLACE
     default_arity: ClassVar[int] = ARITY
     """The arity of the class-level memory model and of ``counter="laplace"``."""
 
@@ -119,11 +119,6 @@ class LaplaceTree(StoredBinary):
     def factorisation(self) -> Factorisation:
         """The k-ary tree: variance 2 b^2 times the base-k digit sum of s, one Laplace node per digit unit."""
         return KaryTree(self.horizon, self.arity)
-
-    @property
-    def draw_variance(self) -> float:
-        """2 (b kappa)^2: the variance of one Laplace draw."""
-        return 2.0 * self._noise_scale**2
 
     def node_log_mgf(self, lam: np.ndarray) -> np.ndarray:
         """The log moment generating function of one node noise Laplace(b kappa): -ln(1 - lam^2 (b kappa)^2).

@@ -115,7 +115,6 @@ class SmoothStored(SmoothBinary):
     the nodes its release leaf does not share with the last one (``push_draws``; on average a small constant).
     """
 
-    node_noise = "stored"
     kind = kernels.SMOOTH
     tracks_steps = True
     draws_per_push = 2

@@ -84,7 +84,6 @@ class ToeplitzCounter(Counter):
     name: ClassVar[str]
     bands: ClassVar[int]
     """b: C's diagonals (``FULL``: all of them, the plain square root)."""
-    node_noise = "stored"
     kind = kernels.TOEPLITZ
     tracks_steps = False
     draws_per_push = 1

@@ -6,6 +6,7 @@ cases, the noise-test index and the class list of ``tests/testing/test_mechanism
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -18,6 +19,7 @@ from dpstream.audit.sensitivity import REGISTRY
 from dpstream.audit.sensitivity import register as register_case
 from dpstream.counters import counter_class
 from dpstream.counters.gauss_bm import GaussBM
+from dpstream.counters.registry import NOISE_TESTS
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.privacy.accounting import sparse_sigma
 from dpstream.privacy.calibration import gauss_bm_sigma, gaussian_sigma
@@ -202,10 +204,10 @@ def discrete_bm_spec(counter: str, node_noise: str, noise_test: str, pure: bool 
 
 
 def factorisation_bm_spec(counter: str) -> MechanismSpec:
-    """GaussBM over a square-root factorisation counter (``counters.toeplitz``).
+    """GaussBM over a counter probed from its descriptor (``counters.registry``).
 
-    Its first release's noise, N(0, sigma^2) (row 1 of A C^{-1} is e_1) with sigma from C's column norm; its
-    sensitivity case; a search audit of one counter.
+    Its first release's noise, N(0, sigma^2 ||row 1 of B||^2) with sigma from the counter's L2 sensitivity (for the
+    square-root factorisations row 1 of A C^{-1} is e_1); its sensitivity case; a search audit of one counter.
     """
     name = f"GaussBM_{counter}"
     config = {"n": 4000, "horizon": 16, "epsilon": 1.0, "delta": 1e-3, "m": 1, "counter": counter}
@@ -213,15 +215,13 @@ def factorisation_bm_spec(counter: str) -> MechanismSpec:
     def noise(mech: GaussBM, c: dict[str, Any]) -> list[NoiseDraws]:
         cls = counter_class(counter)
         sigma = gaussian_sigma(cls.l2_sensitivity(c["horizon"], c["m"]), c["epsilon"], c["delta"], "classic")
-        return gauss_bm_noise(mech, sigma, "(sigma for sqrt(m) ||C e_1||)")
+        row = float(np.asarray(mech.counter.factorisation().variance(1, 1.0)).reshape(-1)[0])
+        return gauss_bm_noise(mech, sigma * math.sqrt(row), "(sigma for sqrt(m) ||C e_1||)")
 
     audit = gauss_bm_audit(GaussBM, {**TREE_AUDIT, "counter": counter}, np.zeros_like(STEP_ONE), STEP_ONE,
                            TREE_AUDIT["epsilon"], TREE_AUDIT["delta"])
     return MechanismSpec(name, GaussBM, lambda: dict(config), gauss_bm_output, noise=noise,
-                         noise_tests=(TOEPLITZ_NOISE,), sensitivity=_named(name), audit=audit)
-
-
-TOEPLITZ_NOISE = "tests/counters/test_toeplitz.py::test_noise_variance_matches_the_row_norms_at_several_steps"
+                         noise_tests=(NOISE_TESTS[counter],), sensitivity=_named(name), audit=audit)
 
 
 def discrete_sketch_spec(cls: type, **variant: str) -> MechanismSpec:
