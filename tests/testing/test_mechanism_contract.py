@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("dpstream.svt", "dpstream.query_release", "dpstream.heavy_hitters", "dpstream.sketches",
             "dpstream.counters")
 NOT_MECHANISMS = {"SketchCore": "the base class of the sketches (each public sketch is registered)",
+                  "MonitorCore": "the base class of the threshold monitors (each public monitor is registered)",
                   "WatchConfig": "the configuration of dpstream watch, whose epochs are LazyHH instances (registered); "
                                  "its epoch accounting is tested in tests/test_watch.py"}
 SPECS = registered()
