@@ -93,3 +93,14 @@ def test_a_quoted_verdict_is_the_table_s_and_history_says_what_its_rows_said(tmp
     claims.to_csv(tables / "fig3b.claims.csv", index=False)
     assert value("verdict:fig3b#0", tables) == "`inconclusive`" and value("rows:fig3b#0", tables) == "`not confirmed`"
     assert value("verdict:fig3b#1", tables) == value("rows:fig3b#1", tables) == "`confirmed`"
+
+
+def test_a_quoted_mean_is_taken_over_the_rows_it_names():
+    from dpstream.harness.quoted import value
+
+    df = pd.read_csv(TABLES / "fig4_k256.csv")
+    rows = df[(df["mechanism.name"] == "lazyhh") & (df["mechanism.k_tilde"] == 1024)]
+    assert value("mean:fig4_k256:recall:mechanism.name=lazyhh,mechanism.k_tilde=1024", TABLES) == \
+        f"{rows['recall'].mean():.3g}"
+    with pytest.raises(ValueError, match="no row"):
+        value("mean:fig4_k256:recall:mechanism.name=lazyhh,mechanism.k_tilde=3", TABLES)

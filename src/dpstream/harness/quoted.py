@@ -84,11 +84,30 @@ def claim_verdict(tables: Path, claim_id: str, gated: bool = True) -> str:
     return str(row["verdict"]) if gated or said is None else said.group("verdict")
 
 
+def table_mean(tables: Path, spec: str) -> str:
+    """``<experiment>:<column>:<key>=<value>,...``: the mean of ``column`` over the rows matching every key."""
+    exp, column, where = (spec.split(":", 2) + [""])[:3]
+    df = pd.read_csv(tables / f"{exp}.csv")
+    for cond in filter(None, where.split(",")):
+        key, _, want = cond.partition("=")
+        col = df[key]
+        df = df[col.astype(float) == float(want)] if pd.api.types.is_numeric_dtype(col) else df[col.astype(str) == want]
+    if df.empty or df[column].dropna().empty:
+        raise ValueError(f"{spec!r}: no row of {exp}.csv matches")
+    return f"{float(df[column].mean()):.3g}"
+
+
 def value(name: str, tables: Path) -> str:
-    """The text of quotable ``name``: a key of ``QUOTED``, ``verdict:<id>`` or ``rows:<id>`` (``claim_verdict``)."""
+    """The text of quotable ``name``.
+
+    A key of ``QUOTED``; ``verdict:<id>`` or ``rows:<id>`` (``claim_verdict``); ``mean:<experiment>:<column>:<key>=
+    <value>,...`` (``table_mean``).
+    """
     if name in QUOTED:
         return QUOTED[name](tables)
-    kind, _, claim_id = name.partition(":")
-    if kind in ("verdict", "rows") and "#" in claim_id:
-        return f"`{claim_verdict(tables, claim_id, gated=kind == 'verdict')}`"
-    raise KeyError(f"no quotable number {name!r}; quotable: {sorted(QUOTED)}, verdict:<id>, rows:<id>")
+    kind, _, rest = name.partition(":")
+    if kind in ("verdict", "rows") and "#" in rest:
+        return f"`{claim_verdict(tables, rest, gated=kind == 'verdict')}`"
+    if kind == "mean":
+        return table_mean(tables, rest)
+    raise KeyError(f"no quotable number {name!r}; quotable: {sorted(QUOTED)}, verdict:<id>, rows:<id>, mean:<spec>")
