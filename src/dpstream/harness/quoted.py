@@ -61,7 +61,17 @@ def fig3f_eps_table(tables: Path) -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+def fig4b_time_range(tables: Path) -> str:
+    """Fig. 4(b): LazyHH's point means of us per update over k~, their range and max / min spread."""
+    df = _table(tables, "fig4b")
+    if df is None:
+        return "no table"
+    means = df[df["mechanism.name"] == "lazyhh"].groupby("mechanism.k_tilde")["us_per_update"].mean()
+    return f"{means.min():.3g}-{means.max():.3g} us per update, spread {means.max() / means.min():.3g}x"
+
+
 QUOTED: dict[str, Callable[[Path], str]] = {
+    "fig4b.time_range": fig4b_time_range,
     "fig3a.speedup.cms": speedup("punctualcms"),
     "fig3a.speedup.cs": speedup("punctualcs"),
     **{f"fig3f.ratio.{m}": noise_ratio(m) for m in ("lazycms", "lazycs", "punctualcms", "punctualcs")},
