@@ -103,7 +103,7 @@ figures: install
 notebooks: install  ## the lock holds the notebook extra; the kernels run in notebooks/: point them at this checkout's results/
 	DPSTREAM_RESULTS=$${DPSTREAM_RESULTS:-$(CURDIR)/results} $(PY) -m jupytext --to notebook --execute $(wildcard notebooks/*.py)
 
-VERDICT_PAGES := docs/reproduction/sketches.md docs/reproduction/svt.md docs/reproduction/query_release.md docs/guide/beyond.md
+VERDICT_PAGES := docs/reproduction/sketches.md docs/reproduction/svt.md docs/reproduction/query_release.md docs/guide/beyond.md docs/limitations.md docs/guide/sketches.md
 readme: install  ## re-render the verdict tables of the reproduction pages from results/tables/*.claims.csv
 	for f in $(VERDICT_PAGES); do $(PY) -m dpstream.harness.readme --readme $$f || exit 1; done
 

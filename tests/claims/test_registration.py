@@ -56,9 +56,14 @@ def test_a_paraphrase_is_not_verbatim_and_markup_is_normalised():
 def test_every_claim_of_the_committed_tables_is_registered_under_its_id():
     registered = {c["id"]: c for c in ENTRIES}
     seen = set()
+    experiments = {c["experiment"] for c in ENTRIES}
     for path in sorted(TABLES.glob("*.claims.csv")):
         exp = path.name.removesuffix(".claims.csv")
-        for i, claim in enumerate(pd.read_csv(path, keep_default_na=False)["claim"]):
+        claims = pd.read_csv(path, keep_default_na=False)
+        if exp not in experiments:  # a description registered nowhere (fig3a_speedup): it may decide nothing
+            assert set(claims["verdict"]) <= {"inconclusive", "n/a"}, exp
+            continue
+        for i, claim in enumerate(claims["claim"]):
             entry = registered.get(f"{exp}#{i}")
             assert entry is not None and entry["claim"] == claim and entry["experiment"] == exp, f"{exp}#{i}"
             seen.add(entry["id"])

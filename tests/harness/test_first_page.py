@@ -42,3 +42,20 @@ def test_the_changelog_lists_exactly_the_verdicts_that_changed():
     new = {**old, "fig3b": old["fig3b"].assign(verdict=["not confirmed"] + list(old["fig3b"]["verdict"][1:]))}
     lines = changelog(old, new)
     assert len(lines) == 3 and lines[2].startswith(f"| fig3b#0 | {old['fig3b']['verdict'][0]} | not confirmed |")
+
+
+def test_the_report_opens_with_the_first_page_and_changelog_before_tallies_and_provenance(tmp_path):
+    import shutil
+
+    from dpstream.harness.report import write_report
+
+    (tmp_path / "tables").mkdir()
+    for name in ("fig3b.csv", "fig3b.claims.csv"):
+        shutil.copy(RESULTS / "tables" / name, tmp_path / "tables" / name)
+    spec = {"id": "fig3b", "title": "Figure 3(b)", "claims": "dpstream.claims.sketch:fig3b_claims"}
+    cfg = {"results_dir": str(tmp_path), "profile": {"name": "paper"}, "seed": 0, "noise": "numpy",
+           "backend": "loky", "n_jobs": 1, "regenerated_by": "a test"}
+    text = write_report([spec], [pd.read_csv(tmp_path / "tables" / "fig3b.csv")], cfg).read_text()
+    order = [text.index(s) for s in ("## First page", "## Changelog", "Verdicts:", "| setting | value |",
+                                     "## fig3b:")]
+    assert order == sorted(order)

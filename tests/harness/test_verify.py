@@ -82,3 +82,8 @@ def test_the_registered_run_takes_experiments_cheapest_first_by_the_frozen_estim
     assert order[-1] == "unregistered" and [hours[i]["hours"] for i in order[:-1]] == sorted(
         hours[i]["hours"] for i in order[:-1])
     assert hours["audit_svt"]["hours"] < hours["fig3a"]["hours"] and order.index("audit_svt") < order.index("fig3a")
+    # fig4c's trials are fig4a's (counted once, for fig4a): fig4c goes with fig4a, not first at "0 h"
+    specs = [{"id": i} for i in ("fig4c", "audit_svt", "fig4a", "qr_alg5")]
+    keys = {"fig4c": {"k1", "k2"}, "fig4a": {"k1", "k2", "k3"}, "audit_svt": {"s"}, "qr_alg5": {"q"}}
+    assert hours["fig4c"]["hours"] < hours["qr_alg5"]["hours"] < hours["audit_svt"]["hours"] < hours["fig4a"]["hours"]
+    assert [s["id"] for s in cheapest_first(specs, load(), keys)] == ["qr_alg5", "audit_svt", "fig4c", "fig4a"]

@@ -51,10 +51,11 @@ def _setting(tables: Path, exp: str) -> str:
     df = pd.read_csv(path, usecols=lambda c: c in {"trial", "seed", "length", "data.length", "data.synthetic"})
     trials = df.groupby("seed")["trial"].nunique().sum() if "seed" in df else df["trial"].nunique()
     length = next((int(df[c].max()) for c in ("length", "data.length") if c in df and df[c].notna().any()), None)
-    synthetic = bool(df["data.synthetic"].any()) if "data.synthetic" in df else exp.startswith("fig3")
-    scale = f"T = {length:,}" if length else "T as configured"
-    data = "synthetic stand-in for CAIDA" if exp.startswith("fig4") else "Zipf (synthetic, as the paper)" \
-        if synthetic else "real data"
+    synthetic = bool(df["data.synthetic"].any()) if "data.synthetic" in df else None
+    scale = f"T = {length:,}" if length else "scale as configured"
+    data = ("synthetic stand-in for CAIDA" if exp.startswith("fig4") else "Zipf (synthetic, as the paper)"
+            if exp.startswith("fig3") else "data as configured (no data column)" if synthetic is None
+            else "synthetic data" if synthetic else "real data")
     return f"{scale}; {data}; {trials} trials; {LANGUAGE}"
 
 
@@ -91,6 +92,43 @@ def first_page(tables: Path, figures: str = "figures") -> list[str]:
             lines.append(f"| {panel} | \"{quote}\" | {setting} | **{verdict}** | {_robustness(rows, verdict)} | "
                          f"{deviation or 'none registered'} | {thumb} |")
     return lines
+
+
+def experiment_rows(tables: Path, experiments: list[str], figures: str = "figures") -> list[str]:
+    """The first page of a document without figure panels: one row per experiment, from the committed tables.
+
+    The claim is the experiment's ``paper_claim`` (``conf/experiment``); the verdict combines its registered claims
+    other than implementation checks (``kinds.combine``), with their count per verdict; the main deviation is the
+    first registered ``underspecified`` reason among them, else the kinds they are (a theory check states where its
+    bound stops being vacuous in the registration).
+    """
+    from dpstream.registry import CONF_DIR, load_option
+
+    entries = {c["id"]: c for c in load()["claims"]}
+    lines = ["| experiment | claim | our setting | verdict | robustness | main deviation | thumbnail |",
+             "|---|---|---|---|---|---|---|"]
+    for exp in experiments:
+        path = tables / f"{exp}.claims.csv"
+        if not path.exists():
+            raise FileNotFoundError(f"a first page names experiment {exp!r} but {path} does not exist")
+        claims = pd.read_csv(path, keep_default_na=False)
+        claims = classify(exp, claims.drop(columns=[c for c in ("kind", "kind_reason") if c in claims.columns]))
+        judged = claims[claims["kind"] != "implementation check"]
+        judged = judged if len(judged) else claims
+        counts = ", ".join(f"{n} {v}" for v, n in judged["verdict"].value_counts().sort_index().items())
+        registered = [entries[i] for i in judged["id"] if i in entries]
+        deviation = next((str(e["underspecified"]) for e in registered if e.get("underspecified")), "") or \
+            "; ".join(f"{n} {k}s" for k, n in pd.Series([e["kind"] for e in registered]).value_counts().items())
+        robustness = _robustness(judged.assign(setting=judged["setting"].replace("", PAPER_SETTING)),
+                                 combine(list(judged["verdict"])))
+        claim = str(load_option(CONF_DIR, "experiment", exp).get("paper_claim") or "")
+        lines.append(f"| {exp} | {_cell(claim)} | {_setting(tables, exp)} | **{combine(list(judged['verdict']))}** "
+                     f"({counts}) | {robustness} | {_cell(deviation)} | <img src='{figures}/{exp}.png' width='120'> |")
+    return lines
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def changelog(old: dict[str, pd.DataFrame], new: dict[str, pd.DataFrame]) -> list[str]:

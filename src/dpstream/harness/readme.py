@@ -1,9 +1,15 @@
-"""Keep the README's verdict tables equal to the committed claims tables.
+"""Keep the README's verdict tables and first pages equal to the committed claims tables.
 
 A README block between ``<!-- verdicts: fig3a fig3b -->`` and ``<!-- /verdicts -->`` is rendered from
 ``results/tables/<id>.claims.csv`` of the listed experiments: one row per claim with its rule, what was
 measured and the verdict. ``python -m dpstream.harness.readme`` rewrites the blocks; ``--check`` exits 1
 when a block differs from the tables (the test suite runs the check, so a README verdict cannot go stale).
+
+A block between ``<!-- first-page: fig3a fig3b -->`` and ``<!-- /first-page -->`` is a page's first page: one row per
+figure panel of Holland's paper and sentence (``first_page.first_page``), or, for documents without figure panels, one
+row per listed experiment (``first_page.experiment_rows``): the claim, our setting, the verdict, its robustness, the
+main deviation and a thumbnail. A number between ``<!-- q: NAME -->`` and ``<!-- /q -->`` is computed from the
+tables (``dpstream.harness.quoted``).
 """
 
 from __future__ import annotations
@@ -15,9 +21,24 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpstream.harness.first_page import PANELS, experiment_rows, first_page
+from dpstream.harness.quoted import value as quoted_value
 from dpstream.harness.report import claim_cells
 
 BLOCK = re.compile(r"(<!-- verdicts: (?P<ids>[^>]*?) -->\n)(?P<body>.*?)(<!-- /verdicts -->)", re.S)
+FIRST_PAGE = re.compile(r"(<!-- first-page: (?P<ids>[^>]*?) -->\n)(?P<body>.*?)(<!-- /first-page -->)", re.S)
+QUOTE = re.compile(r"(<!-- q: (?P<ids>[^>]*?) -->)(?P<body>.*?)(<!-- /q -->)", re.S)
+FIGURES = "../../results/figures"
+"""The figures folder seen from a page of ``docs/<section>/`` (the thumbnails of a first-page block)."""
+
+
+def render_first_page(ids: list[str], tables: Path) -> str:
+    """A first-page block: Holland's panels (``first_page.PANELS``), a row per sentence; else a row per experiment."""
+    if all(i in PANELS for i in ids):
+        rows = first_page(tables, FIGURES)
+        keep = [r for r in rows[2:] if r.split(" | ")[0].removeprefix("| ") in ids]
+        return "\n".join([*rows[:2], *keep]) + "\n"
+    return "\n".join(experiment_rows(tables, ids, FIGURES)) + "\n"
 
 
 def render(ids: list[str], tables: Path) -> str:
@@ -45,7 +66,21 @@ def sync(readme: Path, tables: Path) -> tuple[str, list[str]]:
             changed.append(" ".join(ids))
         return m.group(1) + body + m.group(4)
 
-    return BLOCK.sub(replace, text), changed
+    def replace_first(m: re.Match[str]) -> str:
+        body = render_first_page(m.group("ids").split(), tables)
+        if body != m.group("body"):
+            changed.append("first-page: " + m.group("ids"))
+        return m.group(1) + body + m.group(4)
+
+    def replace_quote(m: re.Match[str]) -> str:
+        name = m.group("ids").strip()
+        body = quoted_value(name, tables)
+        if body != m.group("body"):
+            changed.append("q: " + name)
+        return m.group(1) + body + m.group(4)
+
+    text = FIRST_PAGE.sub(replace_first, BLOCK.sub(replace, text))
+    return QUOTE.sub(replace_quote, text), changed
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -266,8 +266,9 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
           "other numbers computed from the raw data evaluate the releases: they are **NOT private (evaluation)**; "
           "only a row's release stands under its privacy label."
           + (f" **Smoke profile: {SMOKE_BANNER}.**" if smoke else ""), "",
-          "| setting | value |", "|---|---|", *[f"| {k} | {v} |" for k, v in prov.items()], "",
           *(first_page_section(results_dir) if any(s["id"] in PANELS for s in specs) else [])]
+    tallies_at = len(md)  # the first page on top, then the tallies, then the provenance
+    md += ["| setting | value |", "|---|---|", *[f"| {k} | {v} |" for k, v in prov.items()], ""]
     page = ["<html><head><meta charset='utf-8'><title>dpstream report</title>",
             "<style>body{font-family:sans-serif;max-width:70em;margin:auto}table{border-collapse:collapse}"
             "td,th{border:1px solid #ccc;padding:3px 6px;font-size:90%}</style></head><body>",
@@ -307,7 +308,7 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
             page += [page_table]
     if summary:
         everything = pd.DataFrame(summary)
-        md[4:4] = tally_lines(everything)
+        md[tallies_at:tallies_at] = tally_lines(everything)
         page[3:3] = ["<h2>Verdicts</h2>", html_table(tally_table(everything), "verdicts")]
         md += theory_scale_lines(everything)
         checks = everything[everything["kind"] == IMPLEMENTATION]

@@ -321,15 +321,32 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
     return claims
 
 
-def cheapest_first(specs: list[dict[str, Any]], registration: dict[str, Any]) -> list[dict[str, Any]]:
+def cheapest_first(specs: list[dict[str, Any]], registration: dict[str, Any],
+                   keys: dict[str, set[str]] | None = None) -> list[dict[str, Any]]:
     """``specs`` ordered by the registration's frozen estimate of their hours, cheapest first (ties by id).
 
-    A run stopped part-way has then completed whole experiments, as many as its time allowed. An experiment the
-    estimate does not list (nothing registered) comes last.
+    A run stopped part-way has then completed whole experiments, as many as its time allowed. The estimate counts a
+    trial two experiments share (one store key, ``keys``: experiment -> its planned store keys) once, for one of
+    them; an experiment sharing trials is placed by the dearest experiment it shares them with, since whichever runs
+    first computes them. An experiment the estimate does not list (nothing registered) comes last.
     """
-    hours = {k: float(v["hours"]) for k, v in (registration.get("budget_estimate") or {}).get("per_experiment",
-                                                                                             {}).items()}
-    return sorted(specs, key=lambda s: (hours.get(s["id"], float("inf")), s["id"]))
+    rows = (registration.get("budget_estimate") or {}).get("per_experiment", {})
+    hours = {k: float(v["hours"]) for k, v in rows.items()}
+    keys = keys or {}
+
+    def cost(exp: str) -> float:
+        own = hours.get(exp, float("inf"))
+        shared = [hours.get(o, float("inf")) for o in keys if o != exp and keys[o] & keys.get(exp, set())]
+        return max([own, *shared])
+
+    return sorted(specs, key=lambda s: (cost(s["id"]), hours.get(s["id"], float("inf")), s["id"]))
+
+
+def planned_keys(store: Path, profile: str, experiment: str = "all") -> dict[str, set[str]]:
+    """Per experiment, the store keys of its trials at the first new master seed (computing nothing)."""
+    planned = plan(seed_config(store, profile, FIRST_NEW_SEED, experiment), CONF_DIR, [])
+    return {spec["id"]: {store_key(p, trial_function(p, spec)) for p in all_params}
+            for spec, all_params in planned.experiments}
 
 
 def verify_registered(profile: str = "paper", experiment: str = "all", nulls: int = NULLS,
@@ -342,7 +359,7 @@ def verify_registered(profile: str = "paper", experiment: str = "all", nulls: in
     cfg = composed_config(out, experiment, profile)
     specs = experiments_to_run(cfg, CONF_DIR)
     final: dict[str, pd.DataFrame] = {}
-    for spec in cheapest_first(specs, load(path)):
+    for spec in cheapest_first(specs, load(path), planned_keys(store, profile, experiment)):
         claims = registered_experiment(spec, store, profile, records, record, nulls, n_jobs, path)
         if claims is not None:
             final[spec["id"]] = claims

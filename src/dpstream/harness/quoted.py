@@ -1,0 +1,123 @@
+"""Numbers the documentation quotes from results, each computed from its committed table when a page is rendered.
+
+A page quotes one between ``<!-- q: NAME -->`` and ``<!-- /q -->`` (``NAME`` a key of ``QUOTED``); ``make readme``
+(``dpstream.harness.readme``) writes the value computed from ``results/tables`` there, and the test suite's check
+fails when the page's text differs from what the tables give. Speed-ups are quoted only from interleaved in-process
+timing (``experiment=fig3a_speedup``), never from the wall-clock of separate trials.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from dpstream.claims.sketch import speedups
+
+FIG3F_EPS = (0.05, 0.3, 1.0, 2.0)
+NOT_TIMED = ("not measured yet: `experiment=fig3a_speedup` (Punctual against Lazy in interleaved rounds in one "
+             "process) has no committed table")
+
+
+def _table(tables: Path, exp: str) -> pd.DataFrame | None:
+    path = tables / f"{exp}.csv"
+    return pd.read_csv(path) if path.exists() else None
+
+
+def speedup(punctual: str) -> Callable[[Path], str]:
+    """Per memory, the median Punctual / Lazy speed-up of the interleaved timing, its trial range and interval."""
+    def value(tables: Path) -> str:
+        df = _table(tables, "fig3a_speedup")
+        return NOT_TIMED if df is None else speedups(df, punctual)
+    return value
+
+
+def noise_ratio(mech: str) -> Callable[[Path], str]:
+    """Fig. 3(f): the mean over trials of the per-trial ratio ARE(smallest eps) / ARE(largest eps) of ``mech``."""
+    def value(tables: Path) -> str:
+        df = _table(tables, "fig3f")
+        if df is None:
+            return "no table"
+        rows = df[df["mechanism.name"] == mech].pivot_table(index="trial", columns="epsilon", values="are_top15")
+        return f"{float((rows[rows.columns.min()] / rows[rows.columns.max()]).mean()):.3g}x"
+    return value
+
+
+def fig3f_eps_table(tables: Path) -> str:
+    """Fig. 3(f) at skew 2.1: PunctualCMS and LazyCMS mean ARE at T and over release times, at a few eps."""
+    df = _table(tables, "fig3f")
+    if df is None:
+        return "\nno table\n"
+    means = {col: df.groupby(["mechanism.name", "epsilon"])[col].mean().to_dict()
+             for col in ("are_top15", "are_top15_mean_t")}
+    n = int(df["trial"].nunique())
+    lines = [f"| skew 2.1, mean of {n} trials | " + " | ".join(f"eps = {e:g}" for e in FIG3F_EPS) + " |",
+             "|---|" + "---|" * len(FIG3F_EPS)]
+    for mech, name in (("punctualcms", "PunctualCMS"), ("lazycms", "LazyCMS")):
+        cells = [f"{means['are_top15'][mech, e]:.3g} / {means['are_top15_mean_t'][mech, e]:.3g}" for e in FIG3F_EPS]
+        lines.append(f"| {name} ARE at T = 2^20 / mean over release times | " + " | ".join(cells) + " |")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def fig4b_time_range(tables: Path) -> str:
+    """Fig. 4(b): LazyHH's point means of us per update over k~, their range and max / min spread."""
+    df = _table(tables, "fig4b")
+    if df is None:
+        return "no table"
+    means = df[df["mechanism.name"] == "lazyhh"].groupby("mechanism.k_tilde")["us_per_update"].mean()
+    return f"{means.min():.3g}-{means.max():.3g} us per update, spread {means.max() / means.min():.3g}x"
+
+
+QUOTED: dict[str, Callable[[Path], str]] = {
+    "fig4b.time_range": fig4b_time_range,
+    "fig3a.speedup.cms": speedup("punctualcms"),
+    "fig3a.speedup.cs": speedup("punctualcs"),
+    **{f"fig3f.ratio.{m}": noise_ratio(m) for m in ("lazycms", "lazycs", "punctualcms", "punctualcs")},
+    "fig3f.eps_table": fig3f_eps_table,
+}
+"""Every quotable number: name -> its value computed from the tables folder."""
+SAY = re.compile(r"the rows say '(?P<verdict>[^']+)'")
+
+
+def claim_verdict(tables: Path, claim_id: str, gated: bool = True) -> str:
+    """The verdict of the claim registered as ``claim_id`` in its committed claims table.
+
+    ``gated=False``: the verdict its rows gave before ``registration.gate`` (history rows decide nothing, but say
+    what they would have said).
+    """
+    exp, index = claim_id.rsplit("#", 1)
+    claims = pd.read_csv(tables / f"{exp}.claims.csv", keep_default_na=False)
+    row = claims.iloc[int(index)]
+    said = SAY.search(str(row.get("gate", "")))
+    return str(row["verdict"]) if gated or said is None else said.group("verdict")
+
+
+def table_mean(tables: Path, spec: str) -> str:
+    """``<experiment>:<column>:<key>=<value>,...``: the mean of ``column`` over the rows matching every key."""
+    exp, column, where = (spec.split(":", 2) + [""])[:3]
+    df = pd.read_csv(tables / f"{exp}.csv")
+    for cond in filter(None, where.split(",")):
+        key, _, want = cond.partition("=")
+        col = df[key]
+        df = df[col.astype(float) == float(want)] if pd.api.types.is_numeric_dtype(col) else df[col.astype(str) == want]
+    if df.empty or df[column].dropna().empty:
+        raise ValueError(f"{spec!r}: no row of {exp}.csv matches")
+    return f"{float(df[column].mean()):.3g}"
+
+
+def value(name: str, tables: Path) -> str:
+    """The text of quotable ``name``.
+
+    A key of ``QUOTED``; ``verdict:<id>`` or ``rows:<id>`` (``claim_verdict``); ``mean:<experiment>:<column>:<key>=
+    <value>,...`` (``table_mean``).
+    """
+    if name in QUOTED:
+        return QUOTED[name](tables)
+    kind, _, rest = name.partition(":")
+    if kind in ("verdict", "rows") and "#" in rest:
+        return f"`{claim_verdict(tables, rest, gated=kind == 'verdict')}`"
+    if kind == "mean":
+        return table_mean(tables, rest)
+    raise KeyError(f"no quotable number {name!r}; quotable: {sorted(QUOTED)}, verdict:<id>, rows:<id>, mean:<spec>")
