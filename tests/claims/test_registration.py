@@ -15,6 +15,7 @@ from dpstream.claims.registration import (
     KIND_WORDS,
     PROVENANCE,
     REGISTRATION,
+    STATISTICS,
     _commit,
     claims_function,
     gate,
@@ -23,6 +24,7 @@ from dpstream.claims.registration import (
     registered_rows,
     registration_hash,
     rule_hash,
+    statistics_registered,
 )
 
 TABLES = REGISTRATION.parent / "tables"
@@ -106,7 +108,10 @@ def test_a_sentence_of_several_clauses_is_one_claim():
     assert headline(robust)["verdict"].tolist() == ["confirmed"]
 
 
-def _rows(seed: int, prereg: str, commit: str = "abc") -> pd.DataFrame:
+CLEAN = "0123456789abcdef" * 2 + "01234567"
+
+
+def _rows(seed: int, prereg: str, commit: str = CLEAN) -> pd.DataFrame:
     return pd.DataFrame({"seed": [seed] * 3, "trial": [0, 1, 2], "commit": commit, "run_time": "t",
                          "prereg_hash": prereg})
 
@@ -116,17 +121,26 @@ def test_verdicts_come_only_from_trials_under_the_registered_hash_on_new_seeds()
     h = registration_hash()
     kept = gate(claims, _rows(FIRST_NEW_SEED, h), "fig3b")
     assert kept["verdict"].tolist() == ["confirmed", "not confirmed"] and set(kept["gate"]) == {""}
-    for rows in (_rows(0, h), _rows(FIRST_NEW_SEED, "another"), _rows(FIRST_NEW_SEED, h, "abc-dirty"),
+    for rows in (_rows(0, h), _rows(FIRST_NEW_SEED, "another"), _rows(FIRST_NEW_SEED, h, f"{CLEAN}-dirty"),
+                 _rows(FIRST_NEW_SEED, h, "unknown"), _rows(FIRST_NEW_SEED, h, "abc"),
                  pd.concat([_rows(FIRST_NEW_SEED, h), _rows(1, h)])):
         history = gate(claims, rows, "fig3b")
         assert history["verdict"].tolist() == ["inconclusive", "inconclusive"]
         assert history["gate"].str.startswith(HISTORY).all()
 
 
-def test_claims_are_found_by_their_registered_id_not_their_text():
-    claims = _claims(["fig3b#0"], ["confirmed"]).assign(claim="a text the registration does not hold")
+def test_claims_are_found_by_their_registered_id_and_must_state_its_text():
+    claims = _claims(["fig3b#1", "fig3b#0"], ["inconclusive", "confirmed"])  # found by id, not by position
     kept = gate(claims, _rows(FIRST_NEW_SEED, registration_hash()), "fig3b")
-    assert kept["verdict"].tolist() == ["confirmed"] and kept["gate"].tolist() == [""]
+    assert kept["verdict"].tolist() == ["inconclusive", "confirmed"] and kept["gate"].tolist() == ["", ""]
+    reworded = claims.assign(claim=["x", "  ".join(claims["claim"].iloc[1].split(" "))])  # spacing is no change
+    kept = gate(reworded, _rows(FIRST_NEW_SEED, registration_hash()), "fig3b")
+    assert kept["verdict"].tolist() == ["inconclusive", "confirmed"] and kept["gate"].iloc[1] == ""
+    other = gate(claims.assign(claim=["x", "a text the registration does not hold"]),
+                 _rows(FIRST_NEW_SEED, registration_hash()), "fig3b")
+    assert other["verdict"].tolist() == ["inconclusive", "inconclusive"]
+    assert other["gate"].iloc[1].startswith("states another claim than the registered fig3b#0")
+    claims = claims.iloc[[1]]
     assert classify("fig3b", claims.drop(columns=["kind"]))["kind"].tolist() == [claims["kind"].iloc[0]]
     # positions, when the table has no id column: row i of experiment e is e#i
     positional = classify("fig3b", pd.DataFrame({"claim": ["x", "y"], "verdict": ["n/a", "n/a"]}))
@@ -196,21 +210,46 @@ def test_a_trial_row_records_commit_time_and_registration_hash():
     assert tuple(row) == PROVENANCE and row["prereg_hash"] == registration_hash() and len(row["commit"]) >= 7
 
 
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+                   capture_output=True)
+
+
 def test_tables_a_run_writes_leave_the_commit_clean_and_code_changes_do_not(tmp_path):
-    """A registered run rewrites results/tables between experiments: that is not a dirty commit; an edited module is."""
+    """A run rewrites its tables between experiments: no dirty commit; an edited module or registration is."""
     def git(*args: str) -> None:
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
-                       capture_output=True)
-    (tmp_path / "results").mkdir()
-    (tmp_path / "results" / "t.csv").write_text("a\n1\n")
+        _git(tmp_path, *args)
+    (tmp_path / "results" / "tables").mkdir(parents=True)
+    (tmp_path / "results" / "tables" / "t.csv").write_text("a\n1\n")
+    (tmp_path / "results" / "preregistration.yaml").write_text("claims: []\n")
     (tmp_path / "m.py").write_text("x = 1\n")
     git("init", "-q")
     git("add", ".")
     git("commit", "-qm", "c")
-    (tmp_path / "results" / "t.csv").write_text("a\n2\n")
+    (tmp_path / "results" / "tables" / "t.csv").write_text("a\n2\n")
     assert not _commit.__wrapped__(tmp_path).endswith("-dirty")
+    (tmp_path / "results" / "preregistration.yaml").write_text("edited after the data\n")
+    assert _commit.__wrapped__(tmp_path).endswith("-dirty")
+    git("checkout", "--", "results/preregistration.yaml")
     (tmp_path / "m.py").write_text("x = 2\n")
     assert _commit.__wrapped__(tmp_path).endswith("-dirty")
+
+
+def test_sequential_statistics_are_held_to_the_registrations_commit(tmp_path):
+    """decide.py / sequential.py edited, even in a later commit, make sequential verdicts stand no more."""
+    def git(*args: str) -> None:
+        _git(tmp_path, *args)
+    for f in (*STATISTICS, "results/preregistration.yaml"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "registered")
+    assert statistics_registered.__wrapped__(tmp_path) == ""
+    (tmp_path / STATISTICS[1]).write_text("x = 2\n")
+    git("commit", "-qam", "a later change of the spending")
+    assert statistics_registered.__wrapped__(tmp_path).startswith(f"{STATISTICS[1]} changed since")
+    assert statistics_registered() == "", "the committed statistics differ from the registration's commit"
 
 
 @pytest.mark.parametrize("path", sorted(p for p in TABLES.glob("*.csv") if not p.name.endswith(".claims.csv")),

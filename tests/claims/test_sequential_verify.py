@@ -33,10 +33,14 @@ def _registration(path, sequential=(True, True, False, True)):
     return path
 
 
+CLEAN = "0123456789abcdef" * 2 + "01234567"
+"""A clean commit hash the fake rows record."""
+
+
 class FakeRuns:
     """``verify.run_seed`` for the fake experiment: a seed's table written once (counted), with its provenance."""
 
-    def __init__(self, registration, commit="abc"):
+    def __init__(self, registration, commit=CLEAN):
         self.prereg, self.commit, self.computed = registration_hash(registration), commit, []
 
     def __call__(self, store, profile, seed, experiment, n_jobs=None):
@@ -103,7 +107,7 @@ def test_claims_are_decided_at_their_looks_frozen_and_resumed(tmp_path, monkeypa
 
 def test_trials_not_run_under_the_registration_decide_nothing_and_run_to_the_budget(tmp_path, monkeypatch):
     registration = _registration(tmp_path / "prereg.yaml")
-    claims, looks = _run(tmp_path, monkeypatch, FakeRuns(registration, commit="abc-dirty"), registration)
+    claims, looks = _run(tmp_path, monkeypatch, FakeRuns(registration, commit=f"{CLEAN}-dirty"), registration)
     assert set(looks["verdict"]) == {"inconclusive"} and looks.groupby("id")["trials"].max().eq(30).all()
     assert claims["verdict"].eq("inconclusive").all() and claims["measured"].str.contains("history").iloc[:2].all()
     assert "no estimate of the trials" in claims["measured"].iloc[2]  # the fixed-sample rule, undecided at its budget

@@ -25,6 +25,7 @@ import ast
 import hashlib
 import inspect
 import json
+import re
 import subprocess
 import textwrap
 import types
@@ -39,8 +40,12 @@ from dpstream.descriptor import Labels
 
 ROOT = Path(__file__).resolve().parents[3]
 RESULTS = "results"
-"""The folder of outputs: tables a run writes there leave the code clean (the registration's bytes are hashed)."""
 REGISTRATION = ROOT / RESULTS / "preregistration.yaml"
+RUN_OUTPUTS = ("results/tables", "results/figures", "results/verify", "results/report.md", "results/report.html")
+"""What a registered run itself rewrites: changes there leave a commit clean. Everything else, the registration
+included, makes it ``-dirty``."""
+COMMIT = re.compile(r"[0-9a-f]{40}")
+"""A recorded commit that may decide: a full hash, clean (not ``-dirty``, not ``unknown``)."""
 FIRST_NEW_SEED = 3
 """Master seeds below this ran the rules found wanting (seeds 0-2): shown as history only."""
 PAPER, OURS, THEORY, IMPLEMENTATION = "paper claim", "own hypothesis", "theory check", "implementation check"
@@ -166,29 +171,56 @@ def _commit(root: Path = ROOT) -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True,
                               timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", f":!{RESULTS}"],
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                *(f":!{p}" for p in RUN_OUTPUTS)],
                                cwd=root, capture_output=True, text=True, check=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + ("-dirty" if dirty else "")
 
 
+STATISTICS = ("src/dpstream/claims/decide.py", "src/dpstream/claims/sequential.py")
+"""The sequential decision code (``decide`` and the spending, boundaries and tests it calls): not part of a claim's
+``rule_hash`` (a claims function does not call it), so it is held to the code registered with the file."""
+
+
+@lru_cache(maxsize=4)
+def statistics_registered(root: Path = ROOT) -> str:
+    """Empty when ``STATISTICS`` are byte for byte as at the commit that last wrote the registration, else why not.
+
+    A sequential verdict stands only then: changing the spending or the tests after the data would otherwise go
+    unseen by every hash. Without git the question cannot be answered, and the answer is that reason.
+    """
+    def git(*args: str) -> bytes:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, check=True, timeout=10).stdout
+
+    try:
+        commit = git("log", "-1", "--format=%H", "--", str(REGISTRATION.relative_to(ROOT))).decode().strip()
+        if not commit:
+            return "the registration is not committed"
+        changed = [f for f in STATISTICS if git("show", f"{commit}:{f}") != (root / f).read_bytes()]
+    except (OSError, subprocess.SubprocessError):
+        return "the registration's commit cannot be read (no git)"
+    return f"{', '.join(changed)} changed since the registration's commit {commit[:12]}" if changed else ""
+
+
 def provenance(path: Path = REGISTRATION) -> dict[str, str]:
     """What a trial row records (``PROVENANCE``): commit, UTC time and registration hash.
 
-    The commit ends in ``-dirty`` with uncommitted changes outside ``results/`` (a registered run rewrites the tables
-    there between experiments); the hash is ``"none"`` without a registration file.
+    The commit ends in ``-dirty`` with uncommitted changes outside ``RUN_OUTPUTS`` (a registered run rewrites its
+    tables between experiments; an edited registration is dirty); ``unknown`` without git; the hash is ``"none"``
+    without a registration file.
     """
     return {"commit": _commit(), "run_time": datetime.now(UTC).isoformat(timespec="seconds"),
             "prereg_hash": registration_hash(path) if path.exists() else "none"}
 
 
 def registered_rows(df: pd.DataFrame, path: Path = REGISTRATION) -> pd.DataFrame:
-    """The rows that may decide a verdict: run under the registered hash, on a clean commit, at seed >= 3."""
+    """The rows that may decide a verdict: run under the registered hash, on a clean known commit, at seed >= 3."""
     if not set(PROVENANCE) <= set(df.columns) or "seed" not in df.columns:
         return df.iloc[0:0]
     keep = ((df["prereg_hash"] == registration_hash(path)) & (df["seed"] >= FIRST_NEW_SEED)
-            & ~df["commit"].astype(str).str.endswith("-dirty"))
+            & df["commit"].astype(str).str.fullmatch(COMMIT.pattern))
     return df[keep]
 
 
@@ -200,7 +232,7 @@ def gate(claims: pd.DataFrame, rows: pd.DataFrame, experiment: str, path: Path =
     """``claims`` of ``experiment`` with every verdict it may not give made ``inconclusive``, and why, in ``gate``.
 
     Claims are found by their registered id (``claim_ids``). A confirmed / not confirmed verdict stands only when (a)
-    the claim is registered, (b) its rule's code and
+    the claim is registered and states the registered text (whitespace aside), (b) its rule's code and
     parameters still hash to the registered ``rule_hash`` and (c) every row it was judged from was run under the
     registered hash at seed >= 3 (``registered_rows``). Otherwise the verdict becomes ``inconclusive`` and the ``gate``
     column keeps the verdict the rows gave, marked as history or as a changed rule. ``function`` is the experiment's
@@ -210,11 +242,13 @@ def gate(claims: pd.DataFrame, rows: pd.DataFrame, experiment: str, path: Path =
     fn = function or claims_function(experiment)
     fresh = len(rows) > 0 and len(registered_rows(rows, path)) == len(rows)
     verdicts, notes = [], []
-    for claim_id, verdict in zip(claim_ids(experiment, claims), claims["verdict"], strict=True):
+    for claim_id, text, verdict in zip(claim_ids(experiment, claims), claims["claim"], claims["verdict"], strict=True):
         entry = registered.get(claim_id)
         entry = entry if entry is not None and entry["experiment"] == experiment else None
         if entry is None:
             note = "not in the pre-registration"
+        elif " ".join(str(text).split()) != " ".join(str(entry["claim"]).split()):
+            note = f"states another claim than the registered {claim_id} ({entry['claim']!r})"
         elif rule_hash(fn, entry) != entry["rule_hash"]:
             note = "rule changed after registration: needs fresh trials"
         elif not fresh:

@@ -43,7 +43,7 @@ from omegaconf import DictConfig
 
 from dpstream.claims.core import VERDICTS, Claim
 from dpstream.claims.decide import decide
-from dpstream.claims.registration import FIRST_NEW_SEED, REGISTRATION, gate, load
+from dpstream.claims.registration import FIRST_NEW_SEED, REGISTRATION, gate, load, statistics_registered
 from dpstream.claims.sequential import MIN_BATCH
 from dpstream.harness.rejudge import composed_config, judge, rejudge
 from dpstream.harness.report import write_report
@@ -237,9 +237,12 @@ def _examine(spec: dict[str, Any], table: pd.DataFrame, entries: list[dict[str, 
         if ev is not None and sequential(e):
             decided = decide(ev, e, earlier)
             verdict, measured = decided.verdict, decided.measured
+            if (why := statistics_registered()) and verdict in DECIDED:
+                verdict, measured = "inconclusive", f"{measured} [sequential statistics not as registered: {why}]"
         else:
             verdict, measured = str(judged["verdict"].iloc[row]), str(judged["measured"].iloc[row])
-        gated = gate(pd.DataFrame({"id": [claim_id], "claim": [e["claim"]], "verdict": [verdict]}), table, spec["id"],
+        stated = found[row].claim if isinstance(found[row], Claim) else str(found[row]["claim"])
+        gated = gate(pd.DataFrame({"id": [claim_id], "claim": [stated], "verdict": [verdict]}), table, spec["id"],
                      path, spec["claims"])
         verdict, note = str(gated["verdict"].iloc[0]), str(gated["gate"].iloc[0])
         final = verdict in DECIDED or n >= int(e["budget"])
