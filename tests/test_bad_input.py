@@ -254,3 +254,20 @@ def test_errors_behind_errors_are_found_and_said_in_one_line():
         "error: a number too large for 64-bit arithmetic (Python int too large to convert to C long); choose " \
         "smaller sizes"
     assert explain(MemoryError(), []).startswith("error: out of memory; choose smaller sizes")
+
+
+def test_a_swept_dotted_key_is_changed_by_the_override_its_error_suggests(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    base = ["experiment=counters_empirical", "profile=smoke", f"results_dir={tmp_path / 'results'}"]
+    status, err = run_cli([*base, "data.length=1024"], capsys)
+    line = one_error_line(err)
+    assert status == 2 and "change the sweep with 'experiment.grid={data.length:[...]}' instead" in line
+    status, err = run_cli([*base, "mechanism.counter=sqrt"], capsys)  # a key of the experiment's zip
+    assert status == 2 and "'experiment.zip={mechanism.counter:[...]}'" in one_error_line(err)
+    # the Hydra path to the dotted key is refused, naming the form that reaches it
+    status, err = run_cli([*base, "experiment.grid.data.length=[1024,4096]"], capsys)
+    assert status == 2 and "set it with 'experiment.grid={data.length:[1024,4096]}'" in one_error_line(err)
+    # the suggested form sets the sweep, merged into the experiment's grid
+    main([*base[:1], *base[2:], "experiment.grid={data.length:[1024,4096]}", "--cfg", "job"])
+    swept = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("# swept: "))
+    assert swept.startswith("# swept: data.length: [1024, 4096]; mechanism.counter: ")

@@ -165,6 +165,18 @@ def test_the_site_has_every_page_of_the_nav(site):
     assert (site / "figures" / "fig3a.png").exists()  # the committed figures are served with the site
 
 
+def test_every_image_of_the_site_is_served_with_it(site):
+    """A relative ``<img src>`` resolves to a file of the site (a first-page thumbnail included)."""
+    images = 0
+    for page in site.rglob("*.html"):
+        for src in re.findall(r"<img\s[^>]*?src=['\"]([^'\"]+)['\"]", page.read_text()):
+            if "://" in src or src.startswith(("data:", "/")):
+                continue
+            images += 1
+            assert (page.parent / src).resolve().is_file(), f"{page.relative_to(site)}: {src}"
+    assert images >= 20  # the first pages of the reproduction show a thumbnail per row
+
+
 def test_the_api_reference_shows_constructors_and_inherited_methods(site):
     sketches = (site / "api" / "sketches" / "index.html").read_text()
     signature = sketches[sketches.index('id="dpstream.sketches.LazyCMS"'):][:4000]

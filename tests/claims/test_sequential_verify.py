@@ -15,6 +15,7 @@ import yaml
 
 import dpstream.harness.verify as v
 from dpstream.claims.registration import registration_hash, rule_hash
+from dpstream.errors import InputError
 from dpstream.harness.verify import seed_dir
 
 SPEC = {"id": "fake", "claims": "_harness_fake:sequential_claims"}
@@ -65,7 +66,7 @@ class FakeRuns:
 def _run(tmp_path, monkeypatch, runs, registration):
     monkeypatch.setattr(v, "run_seed", runs)
     record = tmp_path / "store" / "smoke" / "looks.csv"
-    records = v._read_records(record)
+    records = v._read_records(record, registration)
     claims = v.registered_experiment(SPEC, tmp_path / "store", "smoke", records, record, nulls=0, path=registration)
     return claims, pd.read_csv(record, keep_default_na=False)
 
@@ -120,3 +121,32 @@ def test_a_look_adds_enough_seeds_for_the_smallest_first_batch(trials_per_seed):
     assert v.look_seeds(2, 2) == (3, 4, 5, 6)  # seeds 0-2 are history
     assert v.schedule({"budget": 171, "first_batch": 57, "rule": {"sequential": True}}, 3, True) == (57, 114, 171)
     assert v.schedule({"budget": 171, "first_batch": 57, "rule": {"sequential": True}}, 3, False) == (171,)
+
+
+def test_looks_recorded_under_another_registration_are_refused_and_old_files_upgraded(tmp_path, monkeypatch, capsys):
+    registration = _registration(tmp_path / "prereg.yaml")
+    runs = FakeRuns(registration)
+    claims, looks = _run(tmp_path, monkeypatch, runs, registration)
+    record = tmp_path / "store" / "smoke" / "looks.csv"
+    assert looks["prereg_hash"].eq(registration_hash(registration)).all()
+    # written before records carried the hash: stamped with the current one, once, and resumed as before
+    looks.drop(columns="prereg_hash").to_csv(record, index=False)
+    again, upgraded = _run(tmp_path, monkeypatch, runs, registration)
+    assert upgraded.equals(looks) and again["verdict"].tolist() == claims["verdict"].tolist()
+    assert runs.computed == [3, 4, 5, 6, 7, 8]
+    # the registration changed: the looks decided under the old one are not resumed
+    old = registration_hash(registration)
+    registration.write_text(registration.read_text().replace("alpha: 0.05\n", "alpha: 0.01\n", 1))
+    new = registration_hash(registration)
+    assert new != old
+    with pytest.raises(InputError, match=f"{old}.*{new}"):
+        _run(tmp_path, monkeypatch, runs, registration)
+    # from the command line (the committed registration): one line naming both hashes, exit status 2
+    record.parent.mkdir(parents=True, exist_ok=True)
+    looks.assign(prereg_hash="0123abcdef").to_csv(record, index=False)
+    monkeypatch.setenv("DPSTREAM_VERIFY_STORE", str(tmp_path / "store"))
+    with pytest.raises(SystemExit) as exit_:
+        v.main(["--registered", "--profile", "smoke", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and len(err.splitlines()) == 1
+    assert "0123abcdef" in err and registration_hash() in err

@@ -154,6 +154,16 @@ def grid_points(spec: dict[str, Any]) -> list[list[tuple[str, Any]]]:
     return points
 
 
+def sweep_override(section: str, key: str) -> str:
+    """The command-line override that sets the list of ``key`` in the experiment's ``section`` (grid or zip).
+
+    A dotted key (``data.length``) is one key of the section, which a Hydra path (``experiment.grid.data.length``)
+    cannot reach: the section is given as a mapping instead, which Hydra merges into the experiment's (quoted, so the
+    shell leaves its braces alone).
+    """
+    return f"'experiment.{section}={{{key}:[...]}}'" if "." in key else f"experiment.{section}.{key}=[...]"
+
+
 def command_line_overrides(task: list[str], cfg: dict[str, Any]) -> list[tuple[str, Any]]:
     """The ``key=value`` overrides a user typed (Hydra's ``overrides.task``), with their composed values.
 
@@ -226,9 +236,9 @@ def expand(spec: dict[str, Any], base: dict[str, Any], conf_dir: ConfDirs, trial
     for key, value in cli:
         if key in sweeps:
             shown = value.get("name") if isinstance(value, dict) else value
+            section = "zip" if key in (spec.get("zip") or {}) else "grid"
             raise ConfigError(key, shown, f"{key} is swept by experiment {spec.get('id')!r}; change the sweep with "
-                                          f"experiment.grid.{key}=[...] (or experiment.zip.{key}) instead of "
-                                          f"{key}=...")
+                                          f"{sweep_override(section, key)} instead of {key}=...")
     out = []
     points = grid_points(spec)
     for number, point in enumerate(points):
@@ -347,15 +357,28 @@ def check_override(key: str, raw: str, defaults: dict[str, Any], choices: dict[s
     parts = key.split(".")
     for depth, part in enumerate(parts):
         if not isinstance(node, dict) or part not in node:
-            section = ".".join(parts[:depth])
-            allowed = sorted(node) if isinstance(node, dict) else []
-            where = f"keys of {section}" if section else "top-level keys"
-            raise ConfigError(key, raw, f"unknown config key; {where}: {', '.join(map(str, allowed))}")
+            raise unknown_key(key, raw, node, depth)
         node = node[part]
     if (isinstance(node, int | float) and not isinstance(node, bool)) or (node is None and key in SHARED_KEYS):
         for value in values:  # every shared key is a number, also where its default is null (memory_kb)
             if not _is_number(value) and value != "null":
                 raise ConfigError(key, value, f"must be a number (default {'null' if node is None else node})")
+
+
+def unknown_key(key: str, raw: str, node: Any, depth: int) -> ConfigError:
+    """The error of ``key=raw`` whose path leaves the config at part ``depth``, in the section ``node``.
+
+    A dotted key of a mapping (a grid's ``data.length``) is one key that a dotted path cannot reach: the error
+    names the mapping form that sets it.
+    """
+    parts = key.split(".")
+    section, rest = ".".join(parts[:depth]), ".".join(parts[depth:])
+    if isinstance(node, dict) and rest in node:
+        return ConfigError(key, raw, f"{rest} is one key of {section}, which a dotted path cannot reach; set it with "
+                                     f"'{section}={{{rest}:{raw}}}' (merged into {section})")
+    allowed = sorted(node) if isinstance(node, dict) else []
+    where = f"keys of {section}" if section else "top-level keys"
+    return ConfigError(key, raw, f"unknown config key; {where}: {', '.join(map(str, allowed))}")
 
 
 def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -29,7 +29,8 @@ BLOCK = re.compile(r"(<!-- verdicts: (?P<ids>[^>]*?) -->\n)(?P<body>.*?)(<!-- /v
 FIRST_PAGE = re.compile(r"(<!-- first-page: (?P<ids>[^>]*?) -->\n)(?P<body>.*?)(<!-- /first-page -->)", re.S)
 QUOTE = re.compile(r"(<!-- q: (?P<ids>[^>]*?) -->)(?P<body>.*?)(<!-- /q -->)", re.S)
 FIGURES = "../../results/figures"
-"""The figures folder seen from a page of ``docs/<section>/`` (the thumbnails of a first-page block)."""
+"""The figures folder seen from a page of ``docs/<section>/`` (the thumbnails of a first-page block), as the repository
+shows it; the documentation site serves the figures itself and points these ``<img>`` tags there (``docs_hooks.py``)."""
 
 
 def render_first_page(ids: list[str], tables: Path) -> str:

@@ -38,6 +38,7 @@ from dpstream.harness.config import (
     flatten,
     load_experiment,
     resolve_profile,
+    sweep_override,
     without_declarations,
 )
 from dpstream.harness.environment import ENV_COLUMNS, environment
@@ -483,8 +484,10 @@ def with_sweep(spec: dict[str, Any], sweep: dict[str, list[Any]] | None) -> dict
     own = {**(spec.get("grid") or {}), **(spec.get("zip") or {})}
     for key, values in sweep.items():
         if key in own:
+            section = "zip" if key in (spec.get("zip") or {}) else "grid"
             raise ConfigError(key, ",".join(map(str, values)), f"{key} is swept by experiment {spec['id']!r}; change "
-                                                              f"its sweep with experiment.grid.{key}=[...] instead")
+                                                              f"its sweep with {sweep_override(section, key)} "
+                                                              "instead")
     return {**spec, "grid": {**(spec.get("grid") or {}), **sweep}}
 
 

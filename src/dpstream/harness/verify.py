@@ -27,7 +27,9 @@ registered as sequential (``rule.sequential: true``) whose claims function gives
 at its own stopping look while its experiment keeps running for other claims; any other rule is a fixed-sample rule,
 judged once at its budget. Every verdict passes ``registration.gate`` (registered hash, clean commit, seeds >= 3,
 unchanged rule). ``<store>/<profile>/looks.csv`` records every examined claim at every look, so a resumed run starts
-at the first unrecorded look; an experiment whose claims are all final gets no further batches.
+at the first unrecorded look; an experiment whose claims are all final gets no further batches. Every record carries
+the hash of the registration it was written under (``prereg_hash``); a run under another registration refuses the
+file (``_read_records``: one line naming both hashes, exit 2), since its looks were decided by other rules.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +46,16 @@ from omegaconf import DictConfig
 
 from dpstream.claims.core import VERDICTS, Claim
 from dpstream.claims.decide import decide
-from dpstream.claims.registration import FIRST_NEW_SEED, REGISTRATION, gate, load, statistics_registered
+from dpstream.claims.registration import (
+    FIRST_NEW_SEED,
+    REGISTRATION,
+    gate,
+    load,
+    registration_hash,
+    statistics_registered,
+)
 from dpstream.claims.sequential import MIN_BATCH
+from dpstream.errors import InputError, one_line
 from dpstream.harness.rejudge import composed_config, judge, rejudge
 from dpstream.harness.report import write_report
 from dpstream.harness.runner import STORE_NAME, experiments_to_run, plan, run, store_key, trial_function, write_csv
@@ -57,8 +68,9 @@ BLOCK = 1000
 """Pooled tables number trial t of master seed s as block s * BLOCK + t."""
 NULLS = 200
 UNSTABLE = "unstable across seeds"
-RECORD = ("look", "id", "verdict", "trials", "final", "measured")
-"""Columns of ``looks.csv``: one row per claim examined at a look of the pre-registered run."""
+RECORD = ("look", "id", "verdict", "trials", "final", "measured", "prereg_hash")
+"""Columns of ``looks.csv``: one row per claim examined at a look of the pre-registered run, and the hash of the
+registration it was examined under."""
 
 
 def verify_store(out: Path = Path("results")) -> Path:
@@ -200,12 +212,29 @@ def schedule(entry: dict[str, Any], looks: int, has_evidence: bool) -> tuple[int
     return tuple(sorted({min(k * first, budget) for k in range(1, looks + 1)} | {budget}))
 
 
-def _read_records(path: Path) -> list[dict[str, Any]]:
+def _read_records(path: Path, registration: Path = REGISTRATION) -> list[dict[str, Any]]:
+    """The records of ``looks.csv`` at ``path``, all written under ``registration`` (its ``registration_hash``).
+
+    Raises ``InputError`` naming both hashes when a record was written under another registration: its looks were
+    decided by other rules and may not be resumed (move the file away to start the run afresh). A file without the
+    ``prereg_hash`` column was written before records carried it, by runs under the registration frozen then and
+    still current; it is upgraded once: stamped with the current hash and rewritten, so that a later change of the
+    registration finds it stamped.
+    """
     if not path.exists():
         return []
-    frame = pd.read_csv(path, keep_default_na=False)
+    current = registration_hash(registration)
+    frame = pd.read_csv(path, keep_default_na=False, dtype={"prereg_hash": str})
+    if "prereg_hash" not in frame.columns:
+        frame["prereg_hash"] = current
+        write_csv(frame[list(RECORD)], path)
+    other = sorted(set(frame["prereg_hash"]) - {current})
+    if other:
+        raise InputError(f"{path}: looks recorded under registration {', '.join(other)}, but "
+                         f"{registration} has hash {current}: move the file away to start the registered run afresh")
     return [{"look": int(r["look"]), "id": str(r["id"]), "verdict": str(r["verdict"]), "trials": int(r["trials"]),
-             "final": str(r["final"]) == "True", "measured": str(r["measured"])} for r in frame.to_dict("records")]
+             "final": str(r["final"]) == "True", "measured": str(r["measured"]), "prereg_hash": current}
+            for r in frame.to_dict("records")]
 
 
 def _examine(spec: dict[str, Any], table: pd.DataFrame, entries: list[dict[str, Any]], past: list[dict[str, Any]],
@@ -293,7 +322,9 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
         if not any(r["look"] == look for r in mine) and not finished:
             for s in seeds:
                 run_seed(store, profile, s, spec["id"], n_jobs)
-            new = _examine(spec, pooled(store, profile, seeds, spec["id"]), entries, mine, look, looks, nulls, path)
+            new = [{**r, "prereg_hash": registration_hash(path)}
+                   for r in _examine(spec, pooled(store, profile, seeds, spec["id"]), entries, mine, look, looks, nulls,
+                                     path)]
             mine += new
             records += new
             record.parent.mkdir(parents=True, exist_ok=True)
@@ -358,7 +389,7 @@ def verify_registered(profile: str = "paper", experiment: str = "all", nulls: in
     """``make verify`` under the pre-registration: every experiment's looks (``registered_experiment``), the report."""
     store = store or verify_store(out)
     record = store / profile / "looks.csv"
-    records = _read_records(record)
+    records = _read_records(record, path)
     cfg = composed_config(out, experiment, profile)
     specs = experiments_to_run(cfg, CONF_DIR)
     final: dict[str, pd.DataFrame] = {}
@@ -406,7 +437,11 @@ def main(argv: list[str] | None = None) -> None:
                   "experiments to run")
         return
     if args.registered:
-        final = verify_registered(args.profile, args.experiment, args.nulls, args.out, n_jobs=args.n_jobs)
+        try:
+            final = verify_registered(args.profile, args.experiment, args.nulls, args.out, n_jobs=args.n_jobs)
+        except InputError as exc:
+            print(f"error: {one_line(exc)}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
         claims = pd.concat(final.values(), ignore_index=True)
         print(f"verify (pre-registered): {len(final)} experiments; "
               + ", ".join(f"{n} {v}" for v, n in claims["verdict"].value_counts().items())
