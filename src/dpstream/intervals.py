@@ -16,16 +16,26 @@ measured in ``tests/test_intervals.py``.
 
 The quantiles are the normal distribution's: exact for Gaussian node noise (stored, derived, Honaker, BLT), an
 approximation for exact discrete Gaussian nodes (the same variance; sigma is in the tens or more).
+
+- Laplace node noise (a k-ary tree of Laplace(b) or discrete Laplace nodes, ``counter="laplace"``): a release's
+  noise is the sum of D i.i.d. node noises Y (D the base-k digit sum of its step: its variance over one node's).
+  Chernoff's bound P(|S| >= x) <= 2 exp(-lam x + D ln E exp(lam Y)), 0 < lam < 1/b, inverted at the per-row miss
+  probability 1 - c^(1/d) and minimised over a grid of lam (every lam gives a valid bound): estimate +-
+  max over rows of that bound; coverage at least c, conservative (one Laplace node at c = 0.999: 10.3 b where the
+  exact quantile is 6.9 b).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 from scipy.special import ndtri
 
-__all__ = ["Interval", "check_confidence", "clipped", "normal_halfwidth", "rows_halfwidth"]
+__all__ = ["Interval", "check_confidence", "chernoff_sum_bound", "clipped", "laplace_rows_halfwidth",
+           "normal_halfwidth", "rows_halfwidth"]
 
 
 class Interval(NamedTuple):
@@ -55,6 +65,35 @@ def rows_halfwidth(variances: np.ndarray, confidence: float) -> np.ndarray:
     d = variances.shape[0]
     z = ndtri((1.0 + check_confidence(confidence) ** (1.0 / d)) / 2.0)
     return z * np.sqrt(variances.max(axis=0))
+
+
+def chernoff_sum_bound(terms: np.ndarray, log_mgf: Callable[[np.ndarray], np.ndarray], scale: float,
+                       log_term: float) -> np.ndarray:
+    """The Chernoff bound: min over lam of (terms ln E exp(lam Y) + log_term) / lam, for each entry of ``terms``.
+
+    Chernoff: a sum S of ``terms`` i.i.d. symmetric node noises Y of scale ``scale`` (``log_mgf``: ln E exp(lam Y),
+    finite for 0 <= lam < 1/scale) has P(|S| >= x) <= 2 exp(-lam x + terms ln E exp(lam Y)), so the value returned
+    bounds |S| except with probability 2 exp(-log_term). lam runs over a grid in (0, 1/scale).
+    """
+    lam = np.linspace(0.005, 0.995, 199) / scale
+    bound = (np.multiply.outer(terms, log_mgf(lam)) + log_term) / lam
+    return bound.min(axis=-1)
+
+
+def laplace_rows_halfwidth(variances: np.ndarray, confidence: float, node_variance: float,
+                           log_mgf: Callable[[np.ndarray], np.ndarray], scale: float) -> np.ndarray:
+    """Laplace node noise: the Chernoff bound at miss 1 - c^(1/d) for each column of ``variances`` (d, n).
+
+    A row's noise sums variances[i] / ``node_variance`` node noises (its digit sum); ``log_mgf`` and ``scale`` are
+    the node noise's (``chernoff_sum_bound``). The largest sum over the d rows bounds every order statistic's move.
+    """
+    variances = np.asarray(variances, dtype=np.float64)
+    miss = -math.expm1(math.log(check_confidence(confidence)) / variances.shape[0])
+    if node_variance == 0.0:
+        return np.zeros(variances.shape[1:])
+    terms = np.rint(variances.max(axis=0) / node_variance)
+    half = chernoff_sum_bound(terms, log_mgf, scale, math.log(2.0 / miss))
+    return np.where(terms > 0, half, 0.0)
 
 
 def clipped(interval: Interval, low: float, high: float) -> Interval:

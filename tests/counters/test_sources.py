@@ -7,7 +7,7 @@ import pytest
 
 from dpstream.counters import COUNTERS, NODE_NOISES, node_noise_version, sources
 from dpstream.counters.philox import NODE_NORMAL
-from dpstream.secure.samplers import EXACT_SAMPLER
+from dpstream.secure.samplers import EXACT_SAMPLER, LAPLACE_SAMPLER
 
 
 @pytest.mark.parametrize(("name", "noise"), list(COUNTERS))
@@ -28,6 +28,19 @@ def test_node_noises_and_store_versions_come_from_the_sources():
         assert node_noise_version({"node_noise": noise}) == {"exact_sampler": EXACT_SAMPLER}
     assert node_noise_version({"node_noise": "discrete_secure_ct"}) == {}
     assert node_noise_version({"node_noise": "stored"}) == node_noise_version({}) == {}
+
+
+@pytest.mark.parametrize(("name", "noise"), list(COUNTERS))
+def test_every_counter_is_keyed_by_its_own_sources_version(name, noise):
+    # by the (counter, node_noise) pair: sources of one name (discrete_secure_stored) draw from different samplers
+    assert node_noise_version({"counter": name, "node_noise": noise}) == COUNTERS[name, noise].source.version()
+
+
+def test_the_exact_discrete_laplace_tree_is_keyed_by_the_laplace_sampler():
+    assert node_noise_version({"counter": "laplace", "node_noise": "discrete_secure_stored"}) == {
+        "laplace_sampler": LAPLACE_SAMPLER}
+    assert node_noise_version({"counter": "binary", "node_noise": "discrete_secure_stored"}) == {
+        "exact_sampler": EXACT_SAMPLER}
 
 
 def test_draw_variance_is_the_distributions():

@@ -103,3 +103,13 @@ def test_exact_discrete_node_noise_is_keyed_by_its_sampler(monkeypatch):
     assert after["discrete_secure_stored"] != before["discrete_secure_stored"]
     assert after["discrete_secure_ct"] == before["discrete_secure_ct"], "the table sampler does not use it"
     assert after["derived"] == before["derived"]
+
+
+def test_exact_discrete_laplace_node_noise_is_keyed_by_its_own_sampler(monkeypatch):
+    mechanism = {"name": "lazyhh", "counter": "laplace", "node_noise": "discrete_secure_stored", "width": 8}
+    laplace = {"seed": 0, "trial": 1, "mechanism": mechanism}
+    gaussian = {**laplace, "mechanism": {**mechanism, "counter": "binary"}}
+    before = trial_key(laplace), trial_key(gaussian)
+    monkeypatch.setattr(samplers, "LAPLACE_SAMPLER", "alg2-rational-2")
+    assert trial_key(laplace) != before[0], "rows of another discrete Laplace sampler must not be reused"
+    assert trial_key(gaussian) == before[1], "the discrete Gaussian tree does not use it"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import threading
+
 import numpy as np
 import pytest
 from test_secure_noise import _chi_square_p
@@ -11,6 +14,7 @@ from dpstream.data import zipf_stream
 from dpstream.heavy_hitters import LazyHH
 from dpstream.heavy_hitters.epochs import WatchConfig
 from dpstream.secure import release
+from dpstream.secure.release import Prefetch
 
 
 @pytest.mark.parametrize("node_noise", ["discrete_secure", "discrete_secure_ahead"])
@@ -72,3 +76,29 @@ def test_prefetch_refuses_node_noise_it_cannot_draw_in_one_line() -> None:
     with pytest.raises(ValueError, match="prefetch_noise\\(\\) needs node_noise discrete_secure"):
         LazyHH(k=4, k_tilde=64, epsilon=1.0, delta=1e-3, beta=5e-4, horizon=4096, seed=1,
                node_noise="derived").prefetch_noise()
+
+
+def test_an_interrupted_wait_keeps_the_running_prefetch_for_the_next_wait() -> None:
+    started, go = threading.Event(), threading.Event()
+
+    def draws() -> np.ndarray:
+        started.set()
+        go.wait(10)
+        return np.arange(3)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        prefetch = Prefetch()
+        future = prefetch._future = pool.submit(draws)
+        started.wait(10)
+
+        def interrupted(timeout: float | None = None) -> np.ndarray:
+            raise KeyboardInterrupt  # Ctrl-C (or the watch's SIGTERM) while the release waits
+
+        future.result = interrupted  # type: ignore[method-assign]
+        with pytest.raises(KeyboardInterrupt):
+            prefetch.wait()
+        assert not future.done() and prefetch._future is future  # its thread still draws: the next wait waits
+        del future.result
+        go.set()
+        assert np.array_equal(prefetch.wait(), np.arange(3))
+        assert prefetch._future is None and prefetch.wait() is None

@@ -81,10 +81,13 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
 def node_noise_version(mechanism: dict[str, Any]) -> dict[str, str]:
     """Code versions of the node noise of a mechanism config (entries of its store key; empty for most).
 
-    Derived node noise is a function of the code's normal transform (``counters.philox.NODE_NORMAL``); exact discrete
-    node noise of the sampler (``secure.samplers.EXACT_SAMPLER``; ``discrete_secure_ct`` has its own table sampler).
+    The version of the source of the config's counter class (``counter`` and ``node_noise``, by default binary and
+    stored; empty for a pair no counter takes): derived node noise is a function of the code's normal transform
+    (``counters.philox.NODE_NORMAL``), exact discrete node noise of its sampler (``secure.samplers.EXACT_SAMPLER``,
+    ``secure.samplers.LAPLACE_SAMPLER``; ``discrete_secure_ct`` has its own table sampler).
     """
-    return sources.source_version(mechanism.get("node_noise"))
+    cls = COUNTERS.get((mechanism.get("counter") or "binary", mechanism.get("node_noise") or "stored"))
+    return {} if cls is None else cls.source.version()
 
 
 __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "AheadDiscreteBinary", "BLTCounter",

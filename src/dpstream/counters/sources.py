@@ -17,14 +17,13 @@ holds once per counter array (``key_bytes``) and the code versions a store key r
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass
 from typing import Literal
 
-from dpstream.counters.philox import NODE_NORMAL
 from dpstream.privacy.statement import Notion
 from dpstream.secure.chacha import KEY_BYTES
-from dpstream.secure.samplers import EXACT_SAMPLER
 
 Drawn = Literal["push", "release"]
 Distribution = Literal["gaussian", "laplace", "discrete_gaussian", "discrete_laplace"]
@@ -41,7 +40,8 @@ class NodeNoise:
 
     ``drawn``: "push" (a node's noise is drawn when it closes and stored) or "release" (derived from the key when a
     release needs it; pushes touch the exact counts only). ``version``: the code versions a store key must record,
-    since derived or keyed values are a function of that code.
+    since derived or keyed values are a function of that code: ``version_name`` and the constant ``version_of``
+    ("module:NAME") holding it, read when a key is computed.
     """
 
     name: str
@@ -50,7 +50,7 @@ class NodeNoise:
     notion: Notion
     key_bytes: int = 0
     version_name: str | None = None
-    version_value: str | None = None
+    version_of: str | None = None
 
     @property
     def draws_at_push(self) -> bool:
@@ -75,13 +75,23 @@ class NodeNoise:
 
     def version(self) -> dict[str, str]:
         """The store-key entries of this source's code version (empty: numpy's stored draws)."""
-        return {} if self.version_name is None else {self.version_name: str(self.version_value)}
+        if self.version_name is None or self.version_of is None:
+            return {}
+        module, name = self.version_of.split(":")
+        return {self.version_name: str(getattr(importlib.import_module(module), name))}
 
 
 STORED = NodeNoise("stored", "push", "gaussian", "approximate")
 """N(0, sigma^2) from the counter's numpy generator, drawn when a node closes and stored."""
 STORED_LAPLACE = NodeNoise("stored", "push", "laplace", "pure")
 """Laplace(b) from the counter's numpy generator, drawn when a node closes and stored (pure DP)."""
+NODE_NORMAL = "dpstream.counters.philox:NODE_NORMAL"
+"""The normal transform of derived noise (``philox.NODE_NORMAL``)."""
+EXACT_SAMPLER = "dpstream.secure.samplers:EXACT_SAMPLER"
+"""The exact discrete Gaussian sampler (``secure.samplers.EXACT_SAMPLER``)."""
+LAPLACE_SAMPLER = "dpstream.secure.samplers:LAPLACE_SAMPLER"
+"""The exact discrete Laplace sampler (``secure.samplers.LAPLACE_SAMPLER``)."""
+
 DERIVED = NodeNoise("derived", "release", "gaussian", "computational", PHILOX_KEY_BYTES, "node_normal",
                       NODE_NORMAL)
 """N(0, sigma^2) derived at release from a Philox4x64-10 key (``counters.philox``)."""
@@ -97,7 +107,7 @@ DISCRETE_SECURE_STORED = NodeNoise("discrete_secure_stored", "push", "discrete_g
                                      KEY_BYTES + DRAWN_BYTES, "exact_sampler", EXACT_SAMPLER)
 """Exact N_Z(0, sigma^2) from a ChaCha20 key, drawn when a node closes and stored."""
 DISCRETE_SECURE_STORED_LAPLACE = NodeNoise("discrete_secure_stored", "push", "discrete_laplace", "computational",
-                                             KEY_BYTES + DRAWN_BYTES)
+                                             KEY_BYTES + DRAWN_BYTES, "laplace_sampler", LAPLACE_SAMPLER)
 """Exact discrete Laplace from a ChaCha20 key (``secure.sequential.laplace_draws``), drawn when a node closes and
 stored: the Laplace tree's deployable noise (pure DP, computationally)."""
 
@@ -106,11 +116,3 @@ SOURCES: tuple[NodeNoise, ...] = (STORED, STORED_LAPLACE, DERIVED, DISCRETE_SECU
 """Every noise source of the package's counters."""
 NODE_NOISES: tuple[str, ...] = tuple(dict.fromkeys(s.name for s in SOURCES))
 """The node-noise names a configuration takes (``node_noise=``), one per way of drawing."""
-
-
-def source_version(node_noise: str | None) -> dict[str, str]:
-    """The store-key entries of the node noise named ``node_noise`` (empty for stored numpy noise or None)."""
-    for source in SOURCES:
-        if source.name == node_noise:
-            return source.version()
-    return {}

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from dpstream.counters import counter_class
+from dpstream.intervals import chernoff_sum_bound
 from dpstream.privacy.calibration import cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
 
 
@@ -66,9 +67,8 @@ def laplace_sum_tail(counter: Any, steps: int, counters: int, beta: float) -> fl
     if largest == 0.0:
         return 0.0
     digits = round(largest / counter.draw_variance)
-    lam = np.linspace(0.005, 0.995, 199) / counter._noise_scale
-    bound = (digits * counter.node_log_mgf(lam) + math.log(4.0 * steps * counters / beta)) / lam
-    return float(bound.min())
+    return float(chernoff_sum_bound(np.asarray(digits), counter.node_log_mgf, counter._noise_scale,
+                                    math.log(4.0 * steps * counters / beta)))
 
 
 def noise_term_closed_form(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: int,

@@ -298,9 +298,19 @@ class Prefetch:
         self._for: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (key, nodes, steps) of the prefetch
 
     def wait(self) -> np.ndarray | None:
-        """The running prefetch's sums once it is done (its exception re-raised), or None if none runs."""
-        future, self._future = self._future, None
-        return None if future is None else future.result()
+        """The running prefetch's sums once it is done (its exception re-raised), or None if none runs.
+
+        The prefetch is forgotten only once it is done: a wait interrupted (KeyboardInterrupt) leaves it to the next
+        wait, since its thread still writes ``st`` and the node cache.
+        """
+        future = self._future
+        if future is None:
+            return None
+        try:
+            return future.result()
+        finally:
+            if future.done():
+                self._future = None
 
     def sums(self, key: np.ndarray, sampler: np.ndarray, hi: np.ndarray, lo: np.ndarray, k: int, steps: np.ndarray,
              st: np.ndarray, nodes: np.ndarray, blocks: np.ndarray, ahead: bool = False) -> np.ndarray:

@@ -64,6 +64,10 @@ EXACT_SAMPLER = "bytes-128"
 """The discrete Gaussian sampler's version (its values from a stream: byte-wise trials on 128-bit tables). Results
 stores key ``discrete_secure`` trials by it and ``DiscreteSecureBinary.to_bytes`` writes it: give it a new name
 whenever the value drawn from a stream changes. (The rejection sampler before it had no name.)"""
+LAPLACE_SAMPLER = "alg2-rational"
+"""The discrete Laplace sampler's version (``_dlaplace_rational`` read through ``sequential.laplace_draws``'s
+streams). Results stores key the exact discrete Laplace tree's trials by it: give it a new name whenever the value
+drawn from a stream changes."""
 TABLE_BITS = 128
 """Bits of each exp(-gamma) in the discrete Gaussian's table (two uint64)."""
 CHUNKS = TABLE_BITS // CHUNK_BITS

@@ -27,7 +27,7 @@ import numpy as np
 from dpstream import serial
 from dpstream.counters import Counter, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
-from dpstream.intervals import Interval, clipped, rows_halfwidth
+from dpstream.intervals import Interval, clipped, laplace_rows_halfwidth, rows_halfwidth
 from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
 from dpstream.privacy.calibration import cell_neighbour_m
 from dpstream.privacy.maps import with_relation
@@ -448,11 +448,20 @@ class SketchCore(Certified, serial.Serialisable):
         return clipped(interval, 0, self.t) if clip else interval
 
     def _halfwidths(self, keys: np.ndarray, confidence: float, t: int) -> np.ndarray:
-        """Half-widths of the keys' intervals for the release after ``t`` items (``intervals.rows_halfwidth``)."""
+        """Half-widths of the keys' intervals for the release after ``t`` items (``dpstream.intervals``).
+
+        The normal quantile, or for Laplace node noise the Chernoff bound of a sum of nodes.
+        """
         if self.variant.estimator != "alg4":
             raise ValueError(f"intervals are stated for estimator='alg4' (min / median over rows), not "
                              f"estimator={self.variant.estimator!r}")
-        return rows_halfwidth(np.abs(self._rows(keys, self._state.cell_variances(t))), confidence)
+        variances = np.abs(self._rows(keys, self._state.cell_variances(t)))
+        counters = getattr(self._state, "counters", None)
+        if counters is not None and counters.source.distribution in ("laplace", "discrete_laplace"):
+            # a sum of Laplace nodes: its tails are heavier than the normal quantile assumes
+            return laplace_rows_halfwidth(variances, confidence, counters.draw_variance, counters.node_log_mgf,
+                                          counters._noise_scale)
+        return rows_halfwidth(variances, confidence)
 
     def query_interval(self, x: int | str | bytes, confidence: float = 0.95, *, clip: bool = False) -> Interval:
         """One key's estimate and interval (floats), as ``query_interval_many``."""
