@@ -8,7 +8,9 @@ such errors (and an unwritable or full disk, a size beyond memory or int64) from
 
 from __future__ import annotations
 
+import argparse
 import errno
+import signal
 from typing import Any
 
 
@@ -68,3 +70,17 @@ def one_line(exc: BaseException) -> str:
     if isinstance(exc, OverflowError):
         return f"a number too large for 64-bit arithmetic ({text}); choose smaller sizes"
     return text or type(exc).__name__
+
+
+def command_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | int:
+    """A long-running command's arguments, or the exit status argparse chose instead.
+
+    ``--help`` gives 0 and a refused option 2 (its one line already printed). Once parsed, SIGTERM stops the command
+    as Ctrl-C does (``KeyboardInterrupt``).
+    """
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    return args

@@ -18,13 +18,13 @@ import argparse
 import fcntl
 import json
 import math
-import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
 
 from dpstream.data.live import STDIN, CaptureKeys, Decoder, LineKeys, ipv4_label, source_keys
+from dpstream.errors import command_args
 from dpstream.heavy_hitters.epochs import MAX_HORIZON, NODE_NOISE, EpochWatcher, Ledger, WatchConfig, reportable_share
 
 DEFAULT_RATE = 1e6
@@ -260,11 +260,9 @@ def run(args: argparse.Namespace, watcher: EpochWatcher) -> int:
 
 def main(argv: list[str]) -> int:
     """``dpstream watch ...``: 0 at the end of the input, 2 on bad input (one line), 130 on Ctrl-C."""
-    try:
-        args = parser().parse_args(argv)
-    except SystemExit as exc:  # --help (0), or an option argparse refused (2, its one line already printed)
-        return exc.code if isinstance(exc.code, int) else 2
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    args = command_args(parser(), argv)
+    if isinstance(args, int):
+        return args
     try:
         return watch(args)
     except ValueError as exc:

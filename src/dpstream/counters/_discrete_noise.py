@@ -41,6 +41,25 @@ class DiscreteFlags(Counter):
         self.deployable = False
 
 
+class KeyedDraws(DiscreteFlags):
+    """Base of the counters whose keyed node noise is drawn when a node closes and stored (put it first).
+
+    State beside the tree's: the key ``_key`` (8 uint32) and ``_drawn`` (1 int64), the number of the next draw,
+    written by ``to_bytes`` so a restored counter goes on with fresh streams and never repeats one.
+    """
+
+    _key: np.ndarray
+    _drawn: np.ndarray
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        return {**super()._state_arrays(), "key": self._key, "drawn": self._drawn}
+
+    def _restore_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        super()._restore_arrays(arrays)
+        if self._drawn[0] < 0:
+            raise ValueError(f"corrupt state: {type(self).__name__} drawn={int(self._drawn[0])} < 0")
+
+
 class DiscreteNoise(DiscreteFlags):
     """Base of the counters whose node noise is N_Z(0, sigma^2) drawn by ``secure.samplers`` (put it first).
 

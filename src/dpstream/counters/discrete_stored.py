@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpstream.counters._discrete_noise import DiscreteNoise
+from dpstream.counters._discrete_noise import DiscreteNoise, KeyedDraws
 from dpstream.counters.binary import StoredBinary
 from dpstream.counters.honaker import HonakerTree
 from dpstream.counters.sources import DISCRETE_SECURE_STORED
 from dpstream.secure import sequential
 
 
-class StoredDiscreteDraws(DiscreteNoise):
+class StoredDiscreteDraws(KeyedDraws, DiscreteNoise):
     """Base of the stored trees (put it first): ``draw`` gives the next N_Z(0, sigma^2) draws of the keyed stream.
 
-    State beside the tree's: the key (8 uint32) and ``drawn`` (1 int64), the number of the next draw, written by
-    ``to_bytes`` so a restored counter goes on with fresh streams and never repeats one.
+    State beside the tree's: ``KeyedDraws``'.
     """
 
     source = DISCRETE_SECURE_STORED
@@ -46,14 +45,6 @@ class StoredDiscreteDraws(DiscreteNoise):
         out = sequential.draws(self._key, self._drawn[0], np.int64(size), a, b, t, self._st, self._chunks)
         self._drawn[0] += size
         return out.astype(np.float64)
-
-    def _state_arrays(self) -> dict[str, np.ndarray]:
-        return {**super()._state_arrays(), "key": self._key, "drawn": self._drawn}
-
-    def _restore_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        super()._restore_arrays(arrays)
-        if self._drawn[0] < 0:
-            raise ValueError(f"corrupt state: {type(self).__name__} drawn={int(self._drawn[0])} < 0")
 
 
 class StoredDiscreteSecureBinary(StoredDiscreteDraws, StoredBinary):

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from dpstream.counters._discrete_noise import DiscreteFlags
+from dpstream.counters._discrete_noise import KeyedDraws
 from dpstream.counters.laplace_tree import LaplaceTree
 from dpstream.counters.sources import DISCRETE_SECURE_STORED_LAPLACE
 from dpstream.noise import SeedLike
@@ -50,10 +50,10 @@ def discrete_laplace_variance(t: int, s: int) -> float:
     return DISCRETE_SECURE_STORED_LAPLACE.draw_variance(t / s)
 
 
-class DiscreteLaplaceTree(DiscreteFlags, LaplaceTree):
+class DiscreteLaplaceTree(KeyedDraws, LaplaceTree):
     """k-ary tree, node noise discrete Laplace of scale t/s >= L m / epsilon drawn when the node closes (module doc).
 
-    State beside ``LaplaceTree``'s: the key (8 uint32) and ``drawn`` (1 int64), the number of the next draw.
+    State beside ``LaplaceTree``'s: ``KeyedDraws``'.
     """
 
     source = DISCRETE_SECURE_STORED_LAPLACE
@@ -120,11 +120,3 @@ class DiscreteLaplaceTree(DiscreteFlags, LaplaceTree):
     def words_consumed(self) -> int:
         """32-bit generator words drawn so far (all draws)."""
         return int(self._st[4])
-
-    def _state_arrays(self) -> dict[str, np.ndarray]:
-        return {**super()._state_arrays(), "key": self._key, "drawn": self._drawn}
-
-    def _restore_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        super()._restore_arrays(arrays)
-        if self._drawn[0] < 0:
-            raise ValueError(f"corrupt state: {type(self).__name__} drawn={int(self._drawn[0])} < 0")

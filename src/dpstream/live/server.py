@@ -12,7 +12,6 @@ import argparse
 import errno
 import json
 import os
-import signal
 import stat
 import sys
 import threading
@@ -23,7 +22,7 @@ from typing import IO, Any
 from urllib.parse import parse_qs, urlsplit
 
 from dpstream import live
-from dpstream.errors import one_line
+from dpstream.errors import command_args, one_line
 from dpstream.live.releases import Releases
 
 DEFAULT_PORT = 8765
@@ -159,11 +158,9 @@ def open_server(args: argparse.Namespace) -> LiveServer:
 
 def main(argv: list[str]) -> int:
     """``dpstream live ...``: 2 on bad input (one line), 130 on Ctrl-C; it serves until then."""
-    try:
-        args = parser().parse_args(argv)
-    except SystemExit as exc:  # --help (0), or an option argparse refused (2, its one line already printed)
-        return exc.code if isinstance(exc.code, int) else 2
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    args = command_args(parser(), argv)
+    if isinstance(args, int):
+        return args
     try:
         server = open_server(args)
     except (ValueError, OSError) as exc:
