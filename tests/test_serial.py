@@ -13,6 +13,8 @@ import zlib
 import numpy as np
 import pytest
 from conftest import child_env
+from fuzz_serial import frame as fuzz_frame
+from fuzz_serial import split as fuzz_split
 from test_heavy_hitters import planted_stream
 
 from dpstream import serial
@@ -105,6 +107,16 @@ def test_noise_mode_is_restored():
         sketch = PunctualCMS(**KW)
     restored = PunctualCMS.from_bytes(sketch.to_bytes())
     assert restored._state.counters._noise.mode == "secure"
+
+
+def test_a_lazy_hh_header_whose_threshold_scan_would_not_fit_is_refused():
+    """A horizon of 2^40 in the header: the smooth counter's variance scan is refused, not allocated (MemoryError)."""
+    original = LazyHH(k=2, k_tilde=8, epsilon=2.0, delta=1e-3, beta=5e-4, horizon=600, seed=4, counter="smooth",
+                      node_noise="derived")
+    version, header, payload = fuzz_split(original.to_bytes())
+    header["args"]["horizon"] = 1 << 40
+    with pytest.raises(serial.SerialError, match="working tables"):
+        LazyHH.from_bytes(fuzz_frame(json.dumps(header).encode(), payload, version))
 
 
 @pytest.mark.parametrize("node_noise", ["stored", "derived"])

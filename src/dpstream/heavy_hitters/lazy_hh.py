@@ -10,7 +10,7 @@ import numpy as np
 from dpstream import serial
 from dpstream.heavy_hitters import _line_rate
 from dpstream.heavy_hitters._tracker import BlockTracker
-from dpstream.heavy_hitters.thresholds import Thresholds, noise_term, tau_many, thresholds
+from dpstream.heavy_hitters.thresholds import Thresholds, noise_tail_working_bytes, noise_term, tau_many, thresholds
 from dpstream.noise import SeedLike
 from dpstream.privacy.heavy_hitters import final_delta, lazy_hh_depth
 from dpstream.privacy.statement import Privacy
@@ -134,6 +134,15 @@ class LazyHH(BlockTracker):
                                           "horizon": horizon, "counter": args.get("counter", "binary"),
                                           "node_noise": args["node_noise"],
                                           "hash_family": args["hash_family"]})
+
+    @classmethod
+    def _working_bytes(cls, args: dict[str, Any]) -> int:
+        """The sketch's working tables and the threshold's variance scan (``noise_tail_working_bytes``)."""
+        horizon, k_tilde = serial.size_arg(args, "horizon"), serial.size_arg(args, "k_tilde")
+        counter = args.get("counter", "binary")
+        return (LazyCMS._working_bytes({"width": k_tilde, "horizon": horizon, "counter": counter,
+                                        "node_noise": args["node_noise"]})
+                + noise_tail_working_bytes(horizon, k_tilde, counter, args["node_noise"]))
 
     def thresholds(self, t: int) -> Thresholds:
         """lambda1, lambda2, tau1, tau2 and tau at output step t (Alg. 6, ``output``)."""

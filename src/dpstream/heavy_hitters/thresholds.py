@@ -54,6 +54,21 @@ def lazy_cms_noise_tail(horizon: int, k_tilde: int, epsilon: float, delta: float
     return sigma * math.sqrt(2.0 * levels * math.log(4.0 * steps * k_tilde * depth / beta))
 
 
+SCAN_BYTES_PER_STEP = 32
+"""Working bytes a step of ``lazy_cms_noise_tail``'s variance scan takes: its step (int64), its variance (float64)
+and the row-norm temporaries behind it."""
+
+
+def noise_tail_working_bytes(horizon: int, k_tilde: int, counter: str, node_noise: str) -> int:
+    """Bytes of the table ``lazy_cms_noise_tail`` builds: the variance at every step of a cell.
+
+    None for the binary tree (closed form) or a Laplace tree (its digit sums).
+    """
+    if counter == "binary" or hasattr(counter_class(counter, node_noise), "node_log_mgf"):
+        return 0
+    return SCAN_BYTES_PER_STEP * math.ceil(horizon / k_tilde)
+
+
 def laplace_sum_tail(counter: Any, steps: int, counters: int, beta: float) -> float:
     """Lemma 4's union bound for a counter whose release noise is a sum of D(s) i.i.d. Laplace-type node noises.
 
