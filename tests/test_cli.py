@@ -205,6 +205,17 @@ def test_a_sweep_of_a_key_the_experiment_sweeps_is_refused(compose_cfg):
         plan(compose_cfg(["experiment=fig3a", "profile=smoke"]), CONF_DIR, [], {"memory_kb": [8, 16]})
 
 
+def test_an_experiment_key_typed_on_the_command_line_wins_over_the_profile(compose_cfg):
+    """fig3b's smoke block sweeps memory_kb [8, 24]; a grid the user types replaces it, the rest stays shrunk."""
+    typed = ["experiment=fig3b", "profile=smoke", "experiment.grid.memory_kb=[16]"]
+    (spec, params), = plan(compose_cfg(typed), CONF_DIR, typed).experiments
+    assert spec["grid"]["memory_kb"] == [16]
+    assert {p["memory_kb"] for p in params} == {16}
+    assert {p["data"]["length"] for p in params} == {65536}, "the profile still shrinks the keys left alone"
+    (spec, _), = plan(compose_cfg(typed[:2]), CONF_DIR, typed[:2]).experiments
+    assert spec["grid"]["memory_kb"] == [8, 24]
+
+
 def children(pid: int) -> set[int]:
     """Processes whose parent is ``pid`` (from /proc)."""
     out = set()

@@ -110,14 +110,18 @@ def as_mapping(value: Any, what: str) -> dict[str, Any]:
     return cast(dict[str, Any], value)
 
 
-def resolve_profile(spec: Any, profile: str) -> dict[str, Any]:
-    """Check ``spec`` against ``ExperimentSchema``, then deep-merge its ``profiles.<profile>`` block."""
+def resolve_profile(spec: Any, profile: str, typed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Check ``spec`` against ``ExperimentSchema``, then deep-merge its ``profiles.<profile>`` block.
+
+    ``typed`` (``typed_experiment_keys``): the experiment's keys the user set on the command line, merged last, so
+    that a profile shrinks what the user left alone and never replaces what they typed.
+    """
     plain = spec if isinstance(spec, dict) else OmegaConf.to_container(OmegaConf.create(spec), resolve=False)
     plain = as_mapping(plain, "an experiment")
     check_experiment(plain, str(plain.get("id", "?")))
     config = OmegaConf.create(spec)
     block = config.get("profiles", {}).get(profile, {}) if "profiles" in config else {}
-    merged = OmegaConf.merge(config, block) if block else config
+    merged = OmegaConf.merge(config, block, typed or {})
     out = as_mapping(OmegaConf.to_container(merged, resolve=True), f"experiment {plain.get('id', '?')!r}")
     out.pop("profiles", None)
     out["profile_name"] = profile
@@ -162,6 +166,17 @@ def sweep_override(section: str, key: str) -> str:
     shell leaves its braces alone).
     """
     return f"'experiment.{section}={{{key}:[...]}}'" if "." in key else f"experiment.{section}.{key}=[...]"
+
+
+def typed_experiment_keys(task: list[str], cfg: dict[str, Any]) -> dict[str, Any]:
+    """The keys of ``cfg["experiment"]`` the user typed (``experiment.grid.x=[...]``), nested, with composed values."""
+    out = OmegaConf.create({})
+    for item in task:
+        key = item.split("=", 1)[0].lstrip("+")
+        if key.startswith("experiment."):
+            OmegaConf.update(out, key.removeprefix("experiment."),
+                             OmegaConf.select(OmegaConf.create(cfg), key), merge=True)
+    return as_mapping(OmegaConf.to_container(out, resolve=True), "the command line's experiment keys")
 
 
 def command_line_overrides(task: list[str], cfg: dict[str, Any]) -> list[tuple[str, Any]]:

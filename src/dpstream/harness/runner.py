@@ -39,6 +39,7 @@ from dpstream.harness.config import (
     load_experiment,
     resolve_profile,
     sweep_override,
+    typed_experiment_keys,
     without_declarations,
 )
 from dpstream.harness.environment import ENV_COLUMNS, environment
@@ -449,12 +450,13 @@ def claims_table(claims: list[Claim], exp_id: str = "", registered: bool = True)
     return classify(exp_id, rows if registered else rows.assign(id=""))
 
 
-def experiments_to_run(cfg: dict[str, Any], conf_dir: ConfDirs,
-                       sweep: dict[str, list[Any]] | None = None) -> list[dict[str, Any]]:
+def experiments_to_run(cfg: dict[str, Any], conf_dir: ConfDirs, sweep: dict[str, list[Any]] | None = None,
+                       typed: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The experiment specs a config asks for: parts of an aggregate expanded, or one single-run spec.
 
     ``sweep`` (the keys ``-m`` sweeps, with their values) is added to each experiment's grid; a single run with a
-    sweep becomes one experiment whose grid it is.
+    sweep becomes one experiment whose grid it is. ``typed``: the experiment keys set on the command line, which win
+    over the profile's block (``config.resolve_profile``).
     """
     profile = cfg["profile"]["name"]
     spec = cfg.get("experiment")
@@ -466,7 +468,7 @@ def experiments_to_run(cfg: dict[str, Any], conf_dir: ConfDirs,
             return [{"id": run_id, "title": f"sweep: {swept}", "grid": dict(sweep), "profile_name": profile}]
         run_id = f"run-{check_path_name(cfg['mechanism']['name'], 'mechanism.name')}-{trial_key(base)[:8]}"
         return [{"id": run_id, "title": f"single run: {cfg['mechanism']['name']}", "profile_name": profile}]
-    spec = resolve_profile(spec, profile)
+    spec = resolve_profile(spec, profile, typed)
     if spec.get("parts"):
         out = []
         for part in spec["parts"]:
@@ -522,7 +524,8 @@ def plan(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[s
         names = [str(n) for n in sweep.pop("experiment")]
         plain["experiment"] = {"id": "+".join(names), "parts": names}
     experiments = []
-    for spec in experiments_to_run(plain, conf_dir, sweep):
+    typed = typed_experiment_keys(overrides or [], plain)
+    for spec in experiments_to_run(plain, conf_dir, sweep, typed):
         trials = int(spec.get("trials") or plain["trials"])
         expanded = expand(spec, base, conf_dir, trials, profile_overrides, cli)
         check_path_name(spec["id"], "experiment.id")  # it names the table and figure files
