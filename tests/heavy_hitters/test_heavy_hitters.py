@@ -7,8 +7,10 @@ import pytest
 import yaml
 from conftest import ROOT
 
+from dpstream.counters import COUNTERS
 from dpstream.data import zipf_stream
 from dpstream.heavy_hitters import CMSHeap, HeavyHitters, LazyHH, PunctualHH, _lazy_hh
+from dpstream.heavy_hitters import thresholds as thresholds_module
 from dpstream.heavy_hitters.metrics import (
     BlockPrefixCounts,
     PrefixCounts,
@@ -18,9 +20,12 @@ from dpstream.heavy_hitters.metrics import (
     summarise_steps,
 )
 from dpstream.heavy_hitters.thresholds import (
+    SCAN_BYTES_PER_STEP,
     lazy_cms_noise_tail,
+    noise_tail_working_bytes,
     noise_term,
     noise_term_closed_form,
+    scans_variance,
     tau_many,
     thresholds,
 )
@@ -491,3 +496,25 @@ def test_console_replay_is_the_trials_own_output(tmp_path):
     tracker.extend(load_trace(params["data"], str(tmp_path), data_seed)[0])
     assert time == row["output_time"] and len(pairs) == row["n_reported"] > 0
     assert pairs == [(str(item), est) for item, est in tracker.estimate().pairs()]
+
+
+@pytest.mark.parametrize("pair", sorted(COUNTERS), ids="-".join)
+def test_the_noise_tail_scans_exactly_when_its_working_bytes_count_the_scan(pair, monkeypatch):
+    """One predicate (``scans_variance``) decides whether the noise tail scans a variance and counts its bytes.
+
+    The tail computes ``largest_variance`` iff it is predicted, and the working bytes LazyHH refuses a horizon by count
+    the scan's table iff it runs (the Laplace tree's digit-sum scan was once left out of them).
+    """
+    counter, node_noise = pair
+    scans: list[int] = []
+    scan = thresholds_module.largest_variance
+    monkeypatch.setattr(thresholds_module, "largest_variance",
+                        lambda c, steps: scans.append(steps) or scan(c, steps))
+    horizon, k_tilde = 512, 16
+    tail = lazy_cms_noise_tail(horizon, k_tilde, 1.0, 1e-3, 3, 1e-3, counter=counter, node_noise=node_noise)
+    assert tail > 0.0
+    predicted = scans_variance(counter, node_noise)
+    assert bool(scans) == predicted, (scans, predicted)
+    assert all(s == horizon // k_tilde for s in scans)
+    working = noise_tail_working_bytes(horizon, k_tilde, counter, node_noise)
+    assert working == (SCAN_BYTES_PER_STEP * (horizon // k_tilde) if predicted else 0)

@@ -42,13 +42,13 @@ def lazy_cms_noise_tail(horizon: int, k_tilde: int, epsilon: float, delta: float
     steps = math.ceil(horizon / k_tilde)
     levels = gauss_bm_levels(steps)
     m = cell_neighbour_m(False, depth)
-    if counter != "binary":
+    if scans_variance(counter, node_noise):
         cls = counter_class(counter, node_noise)
         if hasattr(cls, "node_log_mgf"):
             probe = cls(n=1, horizon=steps, epsilon=epsilon, delta=delta, m=m, seed=0)
             return laplace_sum_tail(probe, steps, k_tilde * depth, beta)
-        largest = max(float(cls(n=1, horizon=steps, epsilon=epsilon, delta=delta, m=m, seed=0, calibration=c)
-                            .variance(np.arange(1, steps + 1)).max()) for c in {"classic", calibration})
+        largest = max(largest_variance(cls(n=1, horizon=steps, epsilon=epsilon, delta=delta, m=m, seed=0,
+                                           calibration=c), steps) for c in {"classic", calibration})
         return math.sqrt(largest * 2.0 * math.log(4.0 * steps * k_tilde * depth / beta))
     sigma = max(gauss_bm_sigma(steps, epsilon, delta, m), gauss_bm_sigma(steps, epsilon, delta, m, calibration))
     return sigma * math.sqrt(2.0 * levels * math.log(4.0 * steps * k_tilde * depth / beta))
@@ -59,12 +59,28 @@ SCAN_BYTES_PER_STEP = 32
 and the row-norm temporaries behind it."""
 
 
-def noise_tail_working_bytes(horizon: int, k_tilde: int, counter: str, node_noise: str) -> int:
-    """Bytes of the table ``lazy_cms_noise_tail`` builds: the variance at every step of a cell.
+def scans_variance(counter: str, node_noise: str) -> bool:
+    """Whether ``lazy_cms_noise_tail`` scans the variance of a cell at every step (``largest_variance``).
 
-    None for the binary tree (closed form) or a Laplace tree (its digit sums).
+    Every counter but the binary tree, whose largest variance has a closed form (sigma^2 h, at any node noise):
+    a Gaussian counter for its largest variance, a Laplace tree (``node_log_mgf``) for its largest digit sum.
+    ``node_noise`` must be one the counter takes (``counter_class``).
     """
-    if counter == "binary" or hasattr(counter_class(counter, node_noise), "node_log_mgf"):
+    counter_class(counter, node_noise)
+    return counter != "binary"
+
+
+def largest_variance(counter: Any, steps: int) -> float:
+    """The largest release variance of ``counter`` over steps 1..``steps``: the scan ``scans_variance`` predicts."""
+    return float(counter.variance(np.arange(1, steps + 1)).max())
+
+
+def noise_tail_working_bytes(horizon: int, k_tilde: int, counter: str, node_noise: str) -> int:
+    """Bytes of the table ``lazy_cms_noise_tail`` builds: the variance at every step of a cell (``scans_variance``).
+
+    0 for the binary tree (closed form).
+    """
+    if not scans_variance(counter, node_noise):
         return 0
     return SCAN_BYTES_PER_STEP * math.ceil(horizon / k_tilde)
 
@@ -78,7 +94,7 @@ def laplace_sum_tail(counter: Any, steps: int, counters: int, beta: float) -> fl
     ``counters`` counters at every step has |noise| <= (D ln E exp(lam Y) + ln(4 steps counters / beta)) / lam;
     the smallest over a grid of lam is returned (every lam gives a valid bound).
     """
-    largest = float(counter.variance(np.arange(1, steps + 1)).max())
+    largest = largest_variance(counter, steps)
     if largest == 0.0:
         return 0.0
     digits = round(largest / counter.draw_variance)

@@ -20,7 +20,7 @@ from typing import Literal
 
 import numpy as np
 
-from dpstream.counters import Counter, StoredBinary
+from dpstream.counters import Counter, counter_class
 from dpstream.hashing import HASH_FAMILIES, PARAMS_PER_ROW
 from dpstream.validation import check_allocation, check_choice
 
@@ -28,6 +28,8 @@ BYTES_PER_KB = 1000
 COUNTER_BYTES = 4
 NODE_BYTES = 12
 MODELS = ("paper", "actual")
+PAPER_COUNTER = counter_class("binary", "stored")
+"""The counter the paper's memory model describes: the binary tree with stored node noise (Holland, Alg. 1)."""
 Model = Literal["paper", "actual"]
 Schedule = Literal["exact", "punctual", "lazy"]
 SCHEDULES = ("exact", "punctual", "lazy")
@@ -50,14 +52,14 @@ def hash_bytes(depth: int, hash_family: str = "modp") -> int:
 
 def sketch_bytes(
     schedule: Schedule, widths: np.ndarray, depth: int, horizon: int, model: Model,
-    counter: type[Counter] = StoredBinary, hash_family: str = "modp",
+    counter: type[Counter] = PAPER_COUNTER, hash_family: str = "modp",
 ) -> np.ndarray:
     """Modelled bytes of a depth x width sketch with the given push schedule, cell counter and hash family."""
     check_choice(schedule, "schedule", SCHEDULES)
     check_choice(model, "memory model", MODELS)
     w = np.asarray(widths, dtype=np.int64)
     cells = depth * w
-    if model == "paper" and schedule != "exact" and counter is not StoredBinary:
+    if model == "paper" and schedule != "exact" and counter is not PAPER_COUNTER:
         raise ValueError(f"model='paper' describes the paper's stored binary tree, not counter={counter.name!r} "
                          f"node_noise={counter.node_noise!r}; allowed: model='actual'")
     if model == "paper":
@@ -81,7 +83,7 @@ def sketch_bytes(
 
 def width_for_memory(
     schedule: Schedule, kilobytes: float, depth: int, horizon: int, model: Model, name: str,
-    counter: type[Counter] = StoredBinary, hash_family: str = "modp",
+    counter: type[Counter] = PAPER_COUNTER, hash_family: str = "modp",
 ) -> int:
     """The largest width whose modelled bytes fit in ``kilobytes`` (KB = 1000 bytes): one more column would not.
 
