@@ -12,7 +12,8 @@ epoch's horizon) and width k~ over the same packets' keys; and the same with mod
 ``benchmarks/hashing.py:reference_loop_modp``). Arms: derived node noise, and the deployable default
 (discrete_secure_ahead, OS key, its refreshes' node noise drawn a period ahead on a second thread: ``--clock wall``
 counts the two threads' work once, the default CPU clock adds them). ``--host-cap N``: the same arms again with the
-host cap on. Targets: >= 0.35x with derived noise, >= 0.2x deployable.
+host cap on. ``--flush-every B``: the watcher's counter clock (default the watcher's, ``epochs.FLUSH_EVERY``; 1 is
+LazyHH as the paper). Targets: >= 0.35x with derived noise, >= 0.2x deployable.
 
 ``--hour``: a one-hour backbone trace (2.5e9 packets by default) generated a chunk at a time and streamed through
 the same reader and watcher (deployable default, one-hour first epoch), never stored: packets/s (CPU, reader and

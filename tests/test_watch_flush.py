@@ -181,3 +181,42 @@ def test_watch_line_and_ledger_carry_flush_every(tmp_path: Path) -> None:
 
 def zipf_sources(n: int) -> np.ndarray:
     return zipf_stream(length=n, universe=500, skew=1.2, seed=4).astype(np.int64)
+
+
+def test_one_replaced_item_moves_at_most_2d_pushes_by_one() -> None:
+    """Sensitivity of the flush schedule on adversarial neighbours (Thm 2's m = 2d at B > 1).
+
+    Every position of three periods (B = 4) replaced by an item whose columns differ from the original's in every
+    row: the counters' push streams (the exact counts pushed in each period) differ in at most 2d cells, by at most 1,
+    at one step each; the bound is reached, so the probe is not vacuous.
+    """
+    flush_every, width, periods = 4, 64, 3
+    stream = zipf_stream(length=width * flush_every * periods, universe=300, skew=1.1, seed=8).astype(np.int64)
+    probe = tracker(stream.size, flush_every)
+    params, depth = probe.sketch._params, probe.depth
+
+    def pushes(items: np.ndarray) -> np.ndarray:
+        fast = tracker(items.size, flush_every)
+        exact = fast.sketch._state.counters.state[0][0]
+        seen = [exact.copy()]
+        for part in np.split(items, periods):
+            fast.extend(part)
+            seen.append(exact.copy())
+        return np.diff(np.array(seen), axis=0)  # (steps, cells): what each push added
+
+    base = pushes(stream)
+    common = np.bincount(stream).argmax()
+    replacement = next(y for y in range(10**6, 10**6 + 10**4)
+                       if np.all(candidate_columns(np.array([y]), params, depth, width)[0]
+                                 != candidate_columns(np.array([common]), params, depth, width)[0]))
+    largest = 0
+    for position in [*np.flatnonzero(stream == common)[::3], *range(1, stream.size, 11)]:
+        neighbour = stream.copy()
+        if neighbour[position] == replacement:
+            continue
+        neighbour[position] = replacement
+        change = pushes(neighbour) - base
+        assert np.abs(change).max() <= 1 and (np.abs(change).sum(axis=0) <= 1).all()
+        assert np.count_nonzero(change) <= 2 * depth
+        largest = max(largest, np.count_nonzero(change))
+    assert largest == 2 * depth
