@@ -90,25 +90,54 @@ def keep_first_top(estimates: np.ndarray, capacity: int) -> np.ndarray:
 
 
 @njit(cache=True)
+def first_of_each(block: np.ndarray) -> np.ndarray:
+    """The index of each distinct key's first occurrence in ``block``, in block order (an open-addressing set).
+
+    Linear probing in a table of at least twice the block's size, slots hashed by the multiplicative (Fibonacci)
+    hash of the key: one probe or two a key, so a period of many repeats sorts only its distinct keys.
+    """
+    m = block.shape[0]
+    bits = 1
+    while (1 << bits) < 2 * m:
+        bits += 1
+    mask = (1 << bits) - 1
+    slots = np.full(1 << bits, -1, dtype=np.int64)
+    out = np.empty(m, dtype=np.int64)
+    u = 0
+    for k in range(m):
+        x = block[k]
+        h = np.int64((np.uint64(x) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
+        while slots[h] >= 0 and block[slots[h]] != x:
+            h = (h + 1) & mask
+        if slots[h] < 0:
+            slots[h] = k
+            out[u] = k
+            u += 1
+    return out[:u]
+
+
+@njit(cache=True)
 def union_hashed(cand: np.ndarray, cand_cols: np.ndarray, block: np.ndarray,
                  cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """unique(cand u block), sorted, with each key's d columns (a row each).
 
-    A candidate's columns are kept, a block item's taken from ``cols`` (d, w), the block's hashes: no key is hashed
-    twice.
+    A candidate's columns are kept, a block item's taken from ``cols`` (d, len(block)), the block's hashes: no key is
+    hashed twice. Only the block's distinct keys are sorted (``first_of_each``); the keys are merged first, then the
+    block items' columns gathered row by row of ``cols`` (each row read in one place, not d rows per item).
     """
     depth = cols.shape[0]
-    order = np.argsort(block)
-    n0, m = cand.shape[0], block.shape[0]
+    firsts = first_of_each(block)
+    order = firsts[np.argsort(block[firsts])]
+    n0, m = cand.shape[0], order.shape[0]
     out = np.empty(n0 + m, dtype=np.int64)
-    out_cols = np.empty((n0 + m, depth), dtype=np.int64)
+    source = np.empty(n0 + m, dtype=np.int64)  # a candidate's index i as -(i + 1), a block item's index k as k
     i, j, u = 0, 0, 0
     while i < n0 or j < m:
         if j == m or (i < n0 and cand[i] <= block[order[j]]):
             x = cand[i]
             if u == 0 or out[u - 1] != x:
                 out[u] = x
-                out_cols[u] = cand_cols[i]
+                source[u] = -(i + 1)
                 u += 1
             i += 1
         else:
@@ -116,11 +145,19 @@ def union_hashed(cand: np.ndarray, cand_cols: np.ndarray, block: np.ndarray,
             x = block[k]
             if u == 0 or out[u - 1] != x:
                 out[u] = x
-                for r in range(depth):
-                    out_cols[u, r] = cols[r, k]
+                source[u] = k
                 u += 1
             j += 1
-    return out[:u], out_cols[:u]
+    out_cols = np.empty((u, depth), dtype=np.int64)
+    for v in range(u):
+        if source[v] < 0:
+            out_cols[v] = cand_cols[-source[v] - 1]
+    for r in range(depth):
+        row = cols[r]
+        for v in range(u):
+            if source[v] >= 0:
+                out_cols[v, r] = row[source[v]]
+    return out[:u], out_cols
 
 
 @njit(cache=True, inline="always")
