@@ -97,8 +97,10 @@ class LazyHH(BlockTracker):
         self.beta = check_open_interval(beta, "beta", 0.0, self.delta)
         horizon = check_positive_int(horizon, "horizon")
         if horizon < self.k_tilde * self.flush_every:
-            raise ValueError(f"horizon must be >= k_tilde x flush_every = {self.k_tilde * self.flush_every} (the "
-                             f"first output is at t = k_tilde x flush_every), got {horizon!r}")
+            first = (f"k_tilde = {self.k_tilde}" if self.flush_every == 1
+                     else f"k_tilde x flush_every = {self.k_tilde * self.flush_every}")
+            raise ValueError(f"horizon must be >= {first} (the first output is at t = {first.split(' = ')[0]}), got "
+                             f"{horizon!r}")
         self.depth = lazy_hh_depth(horizon, self.beta)
         self.delta_tilde = final_delta(self.epsilon, self.delta)
         self.private = self.delta_tilde < 1.0  # a delta~ >= 1 states nothing: no privacy theorem at these parameters
