@@ -160,35 +160,40 @@ def union_hashed(cand: np.ndarray, cand_cols: np.ndarray, block: np.ndarray,
     return out[:u], out_cols
 
 
-@njit(cache=True, inline="always")
-def count_period(keys: np.ndarray, params: np.ndarray, first: int, flush_every: int, counts: np.ndarray,
-                 pending: np.ndarray, cols: np.ndarray, incs: np.ndarray) -> None:
+@njit(cache=True)
+def flush_count(keys: np.ndarray, params: np.ndarray, first: int, flush_every: int, exact: np.ndarray,
+                pending: np.ndarray, cols: np.ndarray, incs: np.ndarray) -> None:
     """Alg. 5's counts over one period of B w items from keys[first], B = ``flush_every``, w the width.
 
     Column c's push falls after the period's item c B + B - 1 (one push a column a period; B = 1: after item c). The
     pending counts of every column move to the exact counts first (the period pushes every column once), then item k
     adds to column c of each row, in the exact count if c >= k // B (its push comes at or after it) or pending if
-    not: no branch on the column. The period's hashes are left in ``cols`` and ``incs`` (d, B w).
+    not: no branch on the column. ``exact``: the counters' exact counts (1, d w). The period's hashes are left in
+    ``cols`` and ``incs`` (d, B w).
     """
     depth, width = pending.shape
     period = cols.shape[1]
+    counts = exact[0].reshape((depth, width))
     hash_rows(params, keys, first, period, width, False, cols, incs)
     for i in range(depth):
         row, held = counts[i], pending[i]
         for c in range(width):
             row[c] += held[c]
             held[c] = 0
-        for k in range(period):
-            c = cols[i, k]
-            inc = incs[i, k]
-            inside = c >= k // flush_every
-            row[c] += inc * inside
-            held[c] += inc * (not inside)
+        k = 0
+        for group in range(width):  # items k of the group k // B = group
+            for _ in range(flush_every):
+                c = cols[i, k]
+                inc = incs[i, k]
+                inside = c >= group
+                row[c] += inc * inside
+                held[c] += inc * (not inside)
+                k += 1
 
 
-@njit(cache=True, inline="always")
-def refresh_period(cand: np.ndarray, cand_cols: np.ndarray, block: np.ndarray, cols: np.ndarray, table: np.ndarray,
-                   tau: float, capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+@njit(cache=True)
+def flush_refresh(cand: np.ndarray, cand_cols: np.ndarray, block: np.ndarray, cols: np.ndarray, table: np.ndarray,
+                  tau: float, capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Alg. 6's output step on the released ``table``: (candidates, their columns, reported items, estimates).
 
     Candidates = unique(C u block) with their columns (``union_hashed``), estimates by Alg. 4 (min over rows of
@@ -220,47 +225,29 @@ def candidate_columns(cand: np.ndarray, params: np.ndarray, depth: int, width: i
 @njit(cache=True)
 def line_rate_run(items: np.ndarray, keys: np.ndarray, params: np.ndarray, exact: np.ndarray, pending: np.ndarray,
                   t0: int, flush_every: int, taus: np.ndarray, capacity: int, candidates: np.ndarray,
-                  key: np.ndarray, scale: float, sums: np.ndarray, valid: np.ndarray,
-                  table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  key: np.ndarray, scale: float, sums: np.ndarray, valid: np.ndarray, table: np.ndarray,
+                  cols: np.ndarray, incs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``lazy_hh_run`` for the watcher: derived nodes, a period of B w items (B = ``flush_every``), t0 a multiple.
 
-    Each period: its counts (``count_period``), the release of all d w cells at its step (``release_suffix``, into
-    ``table``; it replaces the node cache's sums), then the refresh (``refresh_period``): candidates, estimates
+    Each period: its counts (``flush_count``), the release of all d w cells at its step (``release_suffix``, into
+    ``table``; it replaces the node cache's sums), then the refresh (``flush_refresh``): candidates, estimates
     (Alg. 4), the threshold and the top-k~ cut as ``lazy_hh_run``, with the candidates' columns kept from the block's
     hashes and ties at the cut kept in key order. Returns (candidates, reported items, reported estimates) after the
-    last period.
+    last period. ``cols``, ``incs``: (d, B w) int64 buffers for a period's hashes, kept by the caller across calls.
     """
     depth, width = pending.shape
     period = width * flush_every
-    counts = exact[0].reshape((depth, width))
-    cols = np.empty((depth, period), dtype=np.int64)
-    incs = np.empty((depth, period), dtype=np.int64)
     cand = candidates
     cand_cols = candidate_columns(cand, params, depth, width)
     out_items = np.empty(0, dtype=np.int64)
     out_estimates = np.empty(0, dtype=np.float64)
     for b in range(items.shape[0] // period):
         first = b * period
-        count_period(keys, params, first, flush_every, counts, pending, cols, incs)
+        flush_count(keys, params, first, flush_every, exact, pending, cols, incs)
         release_suffix(exact, key, scale, (t0 + first + period) // period, sums, valid, table)
-        cand, cand_cols, out_items, out_estimates = refresh_period(cand, cand_cols, items[first : first + period],
-                                                                   cols, table, taus[b], capacity)
+        cand, cand_cols, out_items, out_estimates = flush_refresh(cand, cand_cols, items[first : first + period],
+                                                                  cols, table, taus[b], capacity)
     return cand, out_items, out_estimates
-
-
-@njit(cache=True)
-def flush_count(keys: np.ndarray, params: np.ndarray, first: int, flush_every: int, exact: np.ndarray,
-                pending: np.ndarray, cols: np.ndarray, incs: np.ndarray) -> None:
-    """``count_period`` on its own: the counts of one period, for counters released outside compiled code."""
-    depth, width = pending.shape
-    count_period(keys, params, first, flush_every, exact[0].reshape((depth, width)), pending, cols, incs)
-
-
-@njit(cache=True)
-def flush_refresh(cand: np.ndarray, cand_cols: np.ndarray, block: np.ndarray, cols: np.ndarray, table: np.ndarray,
-                  tau: float, capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``refresh_period`` on its own, on a table released outside compiled code."""
-    return refresh_period(cand, cand_cols, block, cols, table, tau, capacity)
 
 
 class SuffixSums:
@@ -302,21 +289,29 @@ def line_rate_refreshes(sketch: Any, items: np.ndarray, taus: np.ndarray, capaci
     cells, t0 = state.counters, sketch.t
     candidates, out_items, out_estimates = line_rate_run(
         items, canonical_keys(items), sketch._params, cells.state[0], state.pending, t0, 1, taus, capacity, candidates,
-        cells._key, cells._noise_scale, suffix.sums, suffix.valid, suffix.table)
+        cells._key, cells._noise_scale, suffix.sums, suffix.valid, suffix.table, *period_hashes(state.depth, width))
     state.t = sketch.t = t0 + items.shape[0]
     if cells.tracks_steps:
         cells.record_steps(state.cell_steps())
     return Refreshes(candidates, out_items, out_estimates)
 
 
+def period_hashes(depth: int, period: int) -> tuple[np.ndarray, np.ndarray]:
+    """Buffers for a period's hashes: columns and increments, (d, period) int64 each."""
+    return np.empty((depth, period), dtype=np.int64), np.empty((depth, period), dtype=np.int64)
+
+
 def flushed_refreshes(sketch: Any, items: np.ndarray, flush_every: int, taus: np.ndarray, capacity: int,
-                      candidates: np.ndarray, suffix: SuffixSums | None) -> Refreshes:
+                      candidates: np.ndarray, suffix: SuffixSums | None,
+                      hashes: tuple[np.ndarray, np.ndarray]) -> Refreshes:
     """Whole periods of B k~ items (B = ``flush_every``) of ``LazyHH(flush_every=B)``: counts, release, refresh.
 
     The sketch's clock ``t`` counts push slots, one per B items, so its cell steps, releases and variances are those
     of the flush schedule (every cell at step p after p periods). Derived nodes: every period in compiled code
     (``line_rate_run``, its sums in ``suffix``). Exact discrete nodes (``suffix`` None): a period's counts and refresh
     compiled, its whole-table release ``release_all`` (one step a period, so a prefetch draws the next one ahead).
+    ``hashes``: ``period_hashes`` of (d, B k~), kept across calls (a fresh 2 x 8 d B k~ bytes a call would be paged
+    in again each time).
     """
     state = sketch._state
     cells = state.counters
@@ -327,10 +322,9 @@ def flushed_refreshes(sketch: Any, items: np.ndarray, flush_every: int, taus: np
     if suffix is not None:
         candidates, out_items, out_estimates = line_rate_run(
             items, keys, sketch._params, cells.state[0], state.pending, t0, flush_every, taus, capacity, candidates,
-            cells._key, cells._noise_scale, suffix.sums, suffix.valid, suffix.table)
+            cells._key, cells._noise_scale, suffix.sums, suffix.valid, suffix.table, *hashes)
     else:
-        cols = np.empty((depth, period), dtype=np.int64)
-        incs = np.empty((depth, period), dtype=np.int64)
+        cols, incs = hashes
         cand_cols = candidate_columns(candidates, sketch._params, depth, width)
         out_items, out_estimates = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         for b in range(items.shape[0] // period):
