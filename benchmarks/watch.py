@@ -12,7 +12,8 @@ epoch's horizon) and width k~ over the same packets' keys; and the same with mod
 ``benchmarks/hashing.py:reference_loop_modp``). Arms: derived node noise, and the deployable default
 (discrete_secure_ahead, OS key, its refreshes' node noise drawn a period ahead on a second thread: ``--clock wall``
 counts the two threads' work once, the default CPU clock adds them). ``--host-cap N``: the same arms again with the
-host cap on. Targets: >= 0.35x with derived noise, >= 0.2x deployable.
+host cap on. ``--flush-every B``: the watcher's counter clock (default the watcher's, ``epochs.FLUSH_EVERY``; 1 is
+LazyHH as the paper). Targets: >= 0.35x with derived noise, >= 0.2x deployable.
 
 ``--hour``: a one-hour backbone trace (2.5e9 packets by default) generated a chunk at a time and streamed through
 the same reader and watcher (deployable default, one-hour first epoch), never stored: packets/s (CPU, reader and
@@ -37,7 +38,7 @@ from numba import njit
 from dpstream.data.live import CHUNK_BYTES, CaptureKeys, ipv4_label
 from dpstream.data.synthetic_capture import pcap_header, pcap_records
 from dpstream.hashing import canonical_keys, draw_hash_params, multiply_shift
-from dpstream.heavy_hitters.epochs import EpochWatcher, WatchConfig
+from dpstream.heavy_hitters.epochs import FLUSH_EVERY, EpochWatcher, WatchConfig
 from dpstream.privacy.heavy_hitters import lazy_hh_depth
 from dpstream.timing import RatioEstimate, interleaved_ratios
 
@@ -55,11 +56,14 @@ def sources(n: int, seed: int) -> np.ndarray:
 
 
 def config(packets: int, node_noise: str, hash_family: str = "multiply_shift",
-           host_cap: int | None = None) -> WatchConfig:
-    """One epoch covering ``packets``: k = 128, k~ = 512, eps = 1, delta = 1e-6, a release every 2^17 packets."""
+           host_cap: int | None = None, flush_every: int = FLUSH_EVERY) -> WatchConfig:
+    """One epoch covering ``packets``: k = 128, k~ = 512, eps = 1, delta = 1e-6, a release every 2^17 packets.
+
+    ``flush_every`` B: the counters step once per B k~ packets (the watcher's default unless given).
+    """
     horizon = -(-packets // EVERY) * EVERY
     return WatchConfig(k=128, k_tilde=512, epsilon=1.0, delta=1e-6, beta=5e-7, every=EVERY, horizon=horizon,
-                       node_noise=node_noise, hash_family=hash_family, host_cap=host_cap)
+                       node_noise=node_noise, hash_family=hash_family, host_cap=host_cap, flush_every=flush_every)
 
 
 def end_to_end(data: bytes, cfg: WatchConfig) -> int:
@@ -97,10 +101,12 @@ CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 
 
 def ratios(packets: int, repeats: int, families: tuple[str, ...] = ("multiply_shift", "modp"),
-           noises: tuple[str, ...] = tuple(TARGETS), clock: str = "cpu", host_cap: int | None = None) -> list[dict]:
+           noises: tuple[str, ...] = tuple(TARGETS), clock: str = "cpu", host_cap: int | None = None,
+           flush_every: int = FLUSH_EVERY) -> list[dict]:
     """The end-to-end arms (``noises``) against the bare loops of ``families`` on ``clock`` (module docstring).
 
-    ``host_cap``: the watcher counts at most that many packets a host and epoch (``--host-cap``).
+    ``host_cap``: the watcher counts at most that many packets a host and epoch (``--host-cap``); ``flush_every``:
+    the watcher's B (``--flush-every``).
     """
     src = sources(packets, 1)
     data = pcap_header(CAPLEN) + pcap_records(src, CAPLEN)
@@ -110,31 +116,31 @@ def ratios(packets: int, repeats: int, families: tuple[str, ...] = ("multiply_sh
     for family in families:
         for noise in noises:
             target = TARGETS[noise]
-            cfg = config(packets, noise, family, host_cap)
+            cfg = config(packets, noise, family, host_cap, flush_every)
             end_to_end(data, cfg)  # compile / load the kernels
             bare(keys, depth, 512, family)
             est = interleaved_ratios({"watch": lambda cfg=cfg: end_to_end(data, cfg),
                                       "bare loop": lambda family=family: bare(keys, depth, 512, family)},
                                      "bare loop", repeats, CLOCKS[clock])["watch"]
             cap = "" if host_cap is None else f", host cap {host_cap}"
-            name = (f"watch end to end, {noise}, {family}{cap} "
+            name = (f"watch end to end, {noise}, {family}, flush every {flush_every}{cap} "
                     f"({'deployable' if cfg.deployable else 'not deployable'})")
             rows.append({**est.as_dict(), "name": name, "clock": clock,
                          "reference": f"bare {family} Count-Min loop (d {depth}, w 512)", "row": name,
-                         "target": target, "met": RatioEstimate.decide(est, target),
+                         "target": target, "met": RatioEstimate.decide(est, target), "flush_every": flush_every,
                          f"packets_per_{clock}_s": packets / est.candidate_seconds})
             print(f"{name}: {est}; {packets / est.candidate_seconds / 1e6:.2f} M packets per {clock} second; "
                   f"target >= {target}x: {rows[-1]['met']}", flush=True)
     return rows
 
 
-def hour(packets: int, chunk: int = 1 << 18) -> dict:
+def hour(packets: int, chunk: int = 1 << 18, flush_every: int = FLUSH_EVERY) -> dict:
     """Stream ``packets`` generated packets through the reader and the deployable watcher (module docstring).
 
     Generated ``chunk`` packets at a time, each chunk dropped before the next is made: the generator's records (a
     chunk's array and its bytes, 2 x 112 bytes a packet) stay small next to the watcher's own memory.
     """
-    cfg = config(packets, "discrete_secure_ahead")
+    cfg = config(packets, "discrete_secure_ahead", flush_every=flush_every)
     lines = 0
 
     def count(line: dict) -> None:
@@ -170,7 +176,8 @@ def hour(packets: int, chunk: int = 1 << 18) -> dict:
             print(f"{done:.3e} packets, {done / cpu / 1e6:.2f} M/s (CPU), peak RSS "
                   f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", file=sys.stderr, flush=True)
     rate = packets / cpu
-    return {"packets": packets, "releases": lines, "packets_per_cpu_s": rate, "bare_loop_per_cpu_s": bare_rate,
+    return {"packets": packets, "flush_every": flush_every, "releases": lines, "packets_per_cpu_s": rate,
+            "bare_loop_per_cpu_s": bare_rate,
             "ratio": rate / bare_rate, "wall_s": time.perf_counter() - wall0,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
@@ -189,19 +196,22 @@ def main() -> None:
     parser.add_argument("--clock", choices=tuple(CLOCKS), default="cpu", help="process CPU time or wall time")
     parser.add_argument("--host-cap", type=int, action="append", default=None,
                         help="also time the arms with the watcher's host cap N (repeatable)")
+    parser.add_argument("--flush-every", type=int, default=FLUSH_EVERY,
+                        help=f"the watcher's B: counters stepped once per B k~ packets (default {FLUSH_EVERY})")
     args = parser.parse_args()
     if args.hour:
-        print(json.dumps(hour(args.packets or 2_500_000_000)))
+        print(json.dumps(hour(args.packets or 2_500_000_000, flush_every=args.flush_every)))
         return
     packets = args.packets or 1_000_000
     rows = [row for cap in (None, *(args.host_cap or ()))
             for row in ratios(packets, args.repeats, tuple(args.family or ("multiply_shift", "modp")),
-                              tuple(args.noise or TARGETS), args.clock, cap)]
+                              tuple(args.noise or TARGETS), args.clock, cap, args.flush_every)]
     if args.json:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps({
             "title": f"dpstream watch end to end: {packets} packets (pcap, captured length {CAPLEN}) through the "
-                     "streaming reader and LazyHH in epochs (k 128, k~ 512), a JSON line every 2^17 packets",
+                     f"streaming reader and LazyHH in epochs (k 128, k~ 512, counters stepped once per "
+                     f"{args.flush_every} x k~ packets), a JSON line every 2^17 packets",
             "command": "python benchmarks/watch.py " + " ".join(sys.argv[1:]),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
             "rows": rows}, indent=2) + "\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -17,13 +18,22 @@ from capture_files import VALID
 from dpstream.data.capture import scan_capture
 from dpstream.data.live import CaptureKeys, LineKeys, ipv4_label, source_keys
 from dpstream.data.synthetic_capture import pcap_bytes, pcap_header, pcap_records
-from dpstream.heavy_hitters.epochs import EpochWatcher, Ledger, WatchConfig, reportable_share, statement
+from dpstream.heavy_hitters.epochs import (
+    EpochWatcher,
+    Ledger,
+    WatchConfig,
+    clock_statement,
+    reportable_share,
+    statement,
+)
 from dpstream.heavy_hitters.thresholds import noise_term, thresholds
 from dpstream.privacy.heavy_hitters import final_delta, lazy_hh_depth
 from dpstream.watch import main
 
-# a small watcher: k~ = 128, releases every 4096 items, epochs of 16384, 32768, 65536, ... items
-SMALL = {"k": 8, "k_tilde": 128, "epsilon": 4.0, "delta": 1e-6, "beta": 5e-7, "every": 4096, "horizon": 16384}
+# a small watcher: k~ = 128, counters stepped every 4 k~ = 512 items, releases every 4096 items, epochs of 16384,
+# 32768, 65536, ... items
+SMALL = {"k": 8, "k_tilde": 128, "epsilon": 4.0, "delta": 1e-6, "beta": 5e-7, "every": 4096, "horizon": 16384,
+         "flush_every": 4}
 
 
 def zipf_sources(n: int, seed: int, heavy: int = 3, share: float = 0.25) -> np.ndarray:
@@ -146,8 +156,16 @@ def test_privacy_statement_is_parallel_over_epochs() -> None:
     # the same (eps, delta~) after three epochs (parallel composition), each epoch's LazyHH stating exactly that
     config = WatchConfig(**{**SMALL, "node_noise": "derived", "seed": 7})
     for epoch in range(3):
-        assert statement(config.lazy_hh(epoch).privacy) == lines[-1]["privacy"]
-    assert {json.dumps(line["privacy"]) for line in lines} == {json.dumps(lines[0]["privacy"])}
+        tracker = config.lazy_hh(epoch)
+        held = {**statement(tracker.privacy), **clock_statement(tracker)}
+        assert held == [line for line in lines if line["epoch"] == epoch][-1]["privacy"]
+        # the horizon in steps of the noise held: one counter step per k~ x flush_every packets
+        assert held["horizon_steps"] == tracker.sketch._state.counters.horizon == math.ceil(
+            config.epoch_horizon(epoch) / (config.k_tilde * config.flush_every))
+        assert held["flush_every"] == config.flush_every == 4
+    clock = set(clock_statement(config.lazy_hh(0)))
+    assert len({json.dumps({k: v for k, v in line["privacy"].items() if k not in clock}) for line in lines}) == 1
+    assert all(line["flush_every"] == 4 for line in lines)
     assert lines[0]["privacy"]["notion"] == "computational" and lines[0]["deployable"] == "not deployable: seeded " \
         "(--seed)"
 
@@ -214,15 +232,20 @@ def test_default_watcher_is_deployable_and_keys_differ() -> None:
 def test_reportable_share_is_tau_over_t() -> None:
     config = WatchConfig(**SMALL)
     depth = lazy_hh_depth(16384, 5e-7)
-    gamma = noise_term(16384, 128, 4.0, 1e-6, depth, 5e-7)
-    assert reportable_share(config, 9000) == thresholds(8192, 8, 128, gamma).tau / 8192
+    gamma = noise_term(16384, 128, 4.0, 1e-6, depth, 5e-7, flush_every=4)
+    assert reportable_share(config, 9000) == thresholds(8192, 8, 128, gamma, 4).tau / 8192
+    once = WatchConfig(**{**SMALL, "flush_every": 1})  # B = 1: another threshold (gamma and lambda1 move)
+    gamma1 = noise_term(16384, 128, 4.0, 1e-6, depth, 5e-7)
+    assert reportable_share(once, 9000) == thresholds(8192, 8, 128, gamma1).tau / 8192
+    assert reportable_share(config, 9000) != reportable_share(once, 9000)
     assert reportable_share(config, 100) == np.inf
 
 
 def test_bad_option_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["-", "--every", "100", "--state", str(tmp_path / "s.json")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: every must be a positive multiple of k_tilde = 512") and err.count("\n") == 1
+    assert err.startswith("error: every must be a positive multiple of k_tilde x flush_every = 8192")
+    assert err.count("\n") == 1
     assert not (tmp_path / "s.json").exists()
 
 

@@ -88,7 +88,8 @@ BAD = [("--k-tilde", "0"), ("--k-tilde", "4"), ("--k", "0"), ("--k", "-3"), ("--
        ("--rate", "nan"), ("--rate", "0"), ("--rate", "-1"), ("--rate", "1e20"), ("--epsilon", "0"),
        ("--epsilon", "inf"), ("--epsilon", "nan"), ("--delta", "0"), ("--delta", "0.5"), ("--delta", "nan"),
        ("--beta", "1e-6"), ("--beta", "0"), ("--every", "0"), ("--every", "100"), ("--horizon", "-4096"),
-       ("--horizon", "1000"), ("--host-cap", "0"), ("--column", "-1"), ("--seed", "-1")]
+       ("--horizon", "1000"), ("--host-cap", "0"), ("--column", "-1"), ("--seed", "-1"),
+       ("--flush-every", "0"), ("--flush-every", "2.5")]
 
 
 @pytest.mark.parametrize(("option", "value"), BAD)

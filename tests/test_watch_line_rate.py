@@ -71,6 +71,6 @@ def test_line_rate_counts_and_reports_as_the_node_cache_path() -> None:
 def test_watcher_runs_derived_noise_on_the_line_rate_kernel() -> None:
     """A derived-noise watcher's epochs use the kernel; the deployable default keeps the shared path."""
     for noise, kernel in (("derived", True), ("discrete_secure_ahead", False)):
-        config = WatchConfig(k=4, k_tilde=64, every=64 * 8, horizon=64 * 64, node_noise=noise, seed=1)
+        config = WatchConfig(k=4, k_tilde=64, every=64 * 8, horizon=64 * 64, node_noise=noise, seed=1, flush_every=1)
         watcher = EpochWatcher(config, None, lambda line: None)
         assert (watcher.tracker._suffix is not None) == kernel

@@ -25,6 +25,7 @@ from typing import Any, TextIO
 
 from dpstream.data.live import STDIN, CaptureKeys, Decoder, LineKeys, ipv4_label, source_keys
 from dpstream.errors import command_args
+from dpstream.heavy_hitters import epochs
 from dpstream.heavy_hitters.epochs import MAX_HORIZON, NODE_NOISE, EpochWatcher, Ledger, WatchConfig, reportable_share
 
 DEFAULT_RATE = 1e6
@@ -56,6 +57,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--beta", type=float, default=None, help="utility failure probability, < delta (default delta/2)")
     p.add_argument("--rate", type=float, default=DEFAULT_RATE,
                    help="expected packets/s: sizes the defaults of --every and --horizon (default 1e6)")
+    p.add_argument("--flush-every", type=int, default=epochs.FLUSH_EVERY, metavar="B",
+                   help=f"the counters step once per B x k~ packets (default {epochs.FLUSH_EVERY}; 1 = LazyHH as the "
+                        "paper): fewer exact noise draws a packet, a refresh every B x k~ packets")
     p.add_argument("--every", type=int, default=None,
                    help="packets between releases, a multiple of k~ (default: 5 s at --rate)")
     p.add_argument("--horizon", type=int, default=None,
@@ -80,7 +84,7 @@ def at_least(name: str, value: float | None, low: float) -> None:
 
 def check_options(args: argparse.Namespace) -> None:
     """Refuse a bad numeric option before anything is computed from it: one line naming option, value and range."""
-    for name in ("--k", "--k-tilde", "--every", "--horizon", "--host-cap"):
+    for name in ("--k", "--k-tilde", "--flush-every", "--every", "--horizon", "--host-cap"):
         at_least(name, getattr(args, name[2:].replace("-", "_")), 1)
     at_least("--column", args.column, 0)
     at_least("--seed", args.seed, 0)
@@ -105,12 +109,12 @@ def round_up(value: float, unit: int) -> int:
 def config_of(args: argparse.Namespace) -> WatchConfig:
     """The ``WatchConfig`` of the options (``check_options`` first; --every and --horizon default from --rate)."""
     check_options(args)
-    every = args.every if args.every is not None else round_up(5 * args.rate, args.k_tilde)
+    every = args.every if args.every is not None else round_up(5 * args.rate, args.k_tilde * args.flush_every)
     horizon = args.horizon if args.horizon is not None else round_up(3600 * args.rate, every)
     return WatchConfig(k=args.k, k_tilde=args.k_tilde, epsilon=args.epsilon, delta=args.delta,
                        beta=args.delta / 2 if args.beta is None else args.beta, every=every, horizon=horizon,
                        node_noise=args.noise, hash_family="multiply_shift", seed=args.seed,
-                       host_cap=args.host_cap)
+                       host_cap=args.host_cap, flush_every=args.flush_every)
 
 
 def share_text(config: WatchConfig, rate: float, seconds: float) -> str:
@@ -127,7 +131,8 @@ def announce(watcher: EpochWatcher, rate: float, resumed: int) -> None:
         say(f"state: {resumed} earlier epoch(s), step {epoch.start} released; opening epoch {epoch.epoch} with a "
             "new key (no secret state is saved, so no noise is replayed)", file=sys.stderr)
     say(f"epoch {epoch.epoch}: key id {epoch.key_id}, horizon {epoch.horizon} packets (doubling per epoch), a "
-        f"release every {config.every} packets", file=sys.stderr)
+        f"release every {config.every} packets, counters stepped once per {config.period} packets (k~ "
+        f"{config.k_tilde} x --flush-every {config.flush_every})", file=sys.stderr)
     say(f"smallest share an item needs before it can be reported, at {rate:g} packets/s: after a minute "
         f"{share_text(config, rate, 60)}, after an hour {share_text(config, rate, 3600)}", file=sys.stderr)
     p = watcher.privacy

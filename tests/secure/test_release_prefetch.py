@@ -56,20 +56,26 @@ def test_prefetched_nodes_follow_the_exact_pmf_and_not_half_its_sigma() -> None:
     assert _chi_square_p(draws, -support.astype(float) ** 2 / (2 * sigma2 / 4), support) < 1e-6
 
 
-def test_watcher_trackers_prefetch_exact_noise_and_report_as_without() -> None:
-    """A deployable watcher's LazyHH prefetches; seeded, its reports equal a LazyHH's without the prefetch."""
-    cfg = WatchConfig(k=4, k_tilde=64, epsilon=1.0, delta=1e-3, beta=5e-4, every=64 * 16, horizon=64 * 64, seed=3)
+@pytest.mark.parametrize(("flush_every", "piece"), [(1, 700), (16, 1024)])
+def test_watcher_trackers_prefetch_exact_noise_and_report_as_without(flush_every: int, piece: int) -> None:
+    """A deployable watcher's LazyHH prefetches; seeded, its reports equal a LazyHH's without the prefetch.
+
+    B = 1 in pieces that cut periods; B = 16 (one whole-table release a period of 16 k~) a period at a time.
+    """
+    cfg = WatchConfig(k=4, k_tilde=64, epsilon=1.0, delta=1e-3, beta=5e-4, every=64 * 16, horizon=64 * 64, seed=3,
+                      flush_every=flush_every)
     fast = cfg.lazy_hh(0)
     assert isinstance(fast.sketch._state.counters._prefetch, release.Prefetch)
     slow = LazyHH(k=4, k_tilde=64, epsilon=1.0, delta=1e-3, beta=5e-4, horizon=64 * 64,
                   seed=np.random.SeedSequence(3, spawn_key=(0,)), node_noise=cfg.node_noise,
-                  hash_family=cfg.hash_family)
+                  hash_family=cfg.hash_family, flush_every=flush_every)
     assert slow.sketch._state.counters._prefetch is None
     items = zipf_stream(64 * 64, 500, 1.3, seed=0)
-    for start in range(0, items.size, 700):  # pieces that cut periods
-        fast.extend(items[start:start + 700])
-        slow.extend(items[start:start + 700])
+    for start in range(0, items.size, piece):
+        fast.extend(items[start:start + piece])
+        slow.extend(items[start:start + piece])
         assert fast.estimate().pairs() == slow.estimate().pairs()
+        np.testing.assert_array_equal(fast.candidates, slow.candidates)  # the same estimates picked them
 
 
 def test_prefetch_refuses_node_noise_it_cannot_draw_in_one_line() -> None:

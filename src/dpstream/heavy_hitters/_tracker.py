@@ -88,6 +88,10 @@ class BlockTracker(Certified, serial.Serialisable):
     def _reported_mask(self, estimates: np.ndarray, t: int) -> np.ndarray:
         raise NotImplementedError
 
+    def _sketch_time(self, t: int) -> int:
+        """The sketch's clock after t updates (its ``t``; a variant whose sketch steps slower says so)."""
+        return t
+
     def _thresholds_many(self, times: np.ndarray) -> np.ndarray | None:
         """Tau at the output steps ``times`` if the variant reports estimates > tau (compiled refreshes), or None."""
         return None
@@ -208,7 +212,7 @@ class BlockTracker(Certified, serial.Serialisable):
         """
         keys, out = as_items(xs), self._output
         estimates = self.query_many(keys)
-        half = self._sketch._halfwidths(canonical_keys(keys), confidence, out.time)
+        half = self._sketch._halfwidths(canonical_keys(keys), confidence, self._sketch_time(out.time))
         interval = Interval(estimates, estimates - half, estimates + half)
         return clipped(interval, 0, out.time) if clip else interval
 

@@ -3,8 +3,10 @@
 LazyHH (Holland, Alg. 6) needs its horizon T up front: its depth d = ceil(log2(4T/beta)) and its noise term gamma
 grow with T. ``EpochWatcher`` runs it in epochs: epoch e is a new ``LazyHH`` of horizon T_e = 2^e T_0 (capped at
 ``MAX_HORIZON``) keyed afresh (from the operating system unless seeded), fed the stream's next T_e items. A restart
-opens a new epoch. Releases fall every ``every`` items of an epoch (a multiple of k~, so a release is an output step
-of Alg. 6; T_0 is a multiple of ``every``, so an epoch ends on a release).
+opens a new epoch. Each epoch's LazyHH steps its counters once per B k~ items (``WatchConfig.flush_every`` = B,
+``LazyHH``'s ``flush_every``: ~d/B node draws an item instead of d, the threshold's lazy delay B k~). Releases fall
+every ``every`` items of an epoch (a multiple of B k~, so a release is an output step of Alg. 6; T_0 is a multiple
+of ``every``, so an epoch ends on a release).
 
 What is saved (``Ledger``, a JSON file written to a temporary file and renamed into place) is the configuration and
 what was released: per epoch its key id, horizon, first global step and its last release. No secret state (key,
@@ -62,6 +64,8 @@ MAX_HORIZON = 1 << 48
 """Largest epoch horizon: the doubling stops there (2.8e14 items, about 3 years at 3 M packets/s)."""
 CONFIDENCE = 0.95
 """The joint confidence of a release's intervals (``intervals``)."""
+FLUSH_EVERY = 16
+"""The watcher's default ``flush_every`` B: its counters step once per 16 k~ packets (docs/guide/watch.md, Speed)."""
 NODE_NOISE = ("discrete_secure_ahead", "discrete_secure", "derived")
 """Node noise with a key (an epoch's key id is its fingerprint); the first is the default, the only deployable ones
 are the discrete_secure ones without a seed."""
@@ -82,15 +86,19 @@ class WatchConfig:
     hash_family: str = "multiply_shift"
     seed: int | None = None
     host_cap: int | None = None
+    flush_every: int = FLUSH_EVERY
 
     def __post_init__(self) -> None:
         """Check the release period and the first horizon against k~, and that delta~ < 1 (LazyHH checks the rest)."""
         check_final_delta(self.epsilon, self.delta)
         if self.node_noise not in NODE_NOISE:
             raise ValueError(f"node_noise must be one of {', '.join(NODE_NOISE)}, got {self.node_noise!r}")
-        if self.k_tilde < 1 or self.every < 1 or self.every % self.k_tilde:
-            raise ValueError(f"every must be a positive multiple of k_tilde = {self.k_tilde} (a release is an "
-                             f"output step of LazyHH), got {self.every!r}")
+        if isinstance(self.flush_every, bool) or not isinstance(self.flush_every, int) or self.flush_every < 1:
+            raise ValueError(f"flush_every must be a positive integer (the counters step once per flush_every x "
+                             f"k_tilde packets), got {self.flush_every!r}")
+        if self.k_tilde < 1 or self.every < 1 or self.every % self.period:
+            raise ValueError(f"every must be a positive multiple of k_tilde x flush_every = {self.period} (a "
+                             f"release is an output step of LazyHH), got {self.every!r}")
         if self.host_cap is not None and (isinstance(self.host_cap, bool) or not isinstance(self.host_cap, int)
                                           or self.host_cap < 1):
             raise ValueError(f"host_cap must be a positive number of packets a host per epoch (or off), got "
@@ -98,6 +106,11 @@ class WatchConfig:
         if self.horizon % self.every or self.horizon > MAX_HORIZON:
             raise ValueError(f"horizon must be a multiple of every = {self.every} (an epoch ends on a release) and "
                              f"at most {MAX_HORIZON}, got {self.horizon!r}")
+
+    @property
+    def period(self) -> int:
+        """Packets between two refreshes of LazyHH (its counters' step): k~ x ``flush_every``."""
+        return self.k_tilde * self.flush_every
 
     def epoch_horizon(self, epoch: int) -> int:
         """T_e = 2^e T_0, capped at ``MAX_HORIZON`` (a multiple of ``every`` either way)."""
@@ -113,9 +126,10 @@ class WatchConfig:
         seed = None if self.seed is None else np.random.SeedSequence(self.seed, spawn_key=(epoch,))
         tracker = LazyHH(k=self.k, k_tilde=self.k_tilde, epsilon=self.epsilon, delta=self.delta, beta=self.beta,
                          horizon=self.epoch_horizon(epoch), seed=seed, node_noise=self.node_noise,
-                         hash_family=self.hash_family)
+                         hash_family=self.hash_family, flush_every=self.flush_every)
         if self.node_noise == "derived":
-            tracker.use_line_rate()
+            if tracker._suffix is None:
+                tracker.use_line_rate()
         else:
             tracker.prefetch_noise()
         return tracker
@@ -166,33 +180,47 @@ def statement(privacy: Privacy, host_cap: int | None = None) -> dict[str, Any]:
     return out
 
 
+def clock_statement(tracker: LazyHH) -> dict[str, Any]:
+    """The epoch's counter clock, read from the counters it holds: the privacy statement's horizon in steps and B.
+
+    Each of the d k~ counters is a binary tree over ``horizon_steps`` = ceil(T_e / (B k~)) steps, its node noise
+    calibrated for that horizon and Thm 2's m = 2d (``LazyHH``'s docstring).
+    """
+    cells = tracker.sketch._state.counters
+    return {"flush_every": tracker.flush_every, "horizon_steps": int(cells.horizon),
+            "counter_step": f"every counter steps once per {tracker.period} packets (k~ {tracker.k_tilde} x "
+                            f"flush_every {tracker.flush_every}), a schedule fixed by the packet count alone"}
+
+
 def reportable_share(config: WatchConfig, items: int) -> float:
     """The smallest share of an epoch's first ``items`` items an item needs before LazyHH may report it.
 
     An item is reported at step t only when its estimate exceeds tau(t) = max(t/k, t/k~ + lambda1 + 2 lambda2) + 1
-    (``calibration.thresholds``), so tau(t)/t at the last release step t <= ``items`` of epoch 0 (no restarts).
-    Inf before the first release.
+    (``thresholds.thresholds``, lambda1 and gamma at the configured ``flush_every``), so tau(t)/t at the last release
+    step t <= ``items`` of epoch 0 (no restarts). Inf before the first release.
     """
     horizon = config.horizon
     t = min(items, horizon) // config.every * config.every
     if t == 0:
         return math.inf
     depth = lazy_hh_depth(horizon, config.beta)
-    gamma = noise_term(horizon, config.k_tilde, config.epsilon, config.delta, depth, config.beta)
-    return thresholds(t, config.k, config.k_tilde, gamma).tau / t
+    gamma = noise_term(horizon, config.k_tilde, config.epsilon, config.delta, depth, config.beta,
+                       flush_every=config.flush_every)
+    return thresholds(t, config.k, config.k_tilde, gamma, config.flush_every).tau / t
 
 
 def intervals(tracker: LazyHH, items: np.ndarray, confidence: float = CONFIDENCE) -> np.ndarray:
     """[low, high] of each reported item's epoch estimate, jointly over every candidate of the refresh: (n, 2).
 
-    A refresh chooses its reported items among at most 2 k~ candidates (the k~ kept and a period of k~ items), so
-    each interval is the sketch's (``BlockTracker.query_interval_many``) at confidence 1 - (1 - c) / (2 k~): all
+    A refresh chooses its reported items among at most (B + 1) k~ candidates (the k~ kept and a period of B k~ items,
+    B = ``flush_every``), so each interval is the sketch's (``BlockTracker.query_interval_many``) at confidence
+    1 - (1 - c) / ((B + 1) k~): all
     the candidates' intervals hold together with probability at least c (union bound), whichever the threshold
     picks. Each holds what the sketch would answer without its noise (the same hashes and pushes), not the
     item's count: Count-Min collisions move the estimate up and the pushes' lag moves it down (docs/guide/api.md).
     Half-widths come from the noise variances alone (public): post-processing.
     """
-    joint = 1 - (1 - confidence) / (2 * tracker.k_tilde)
+    joint = 1 - (1 - confidence) / ((tracker.flush_every + 1) * tracker.k_tilde)
     interval = tracker.query_interval_many(items, joint)
     return np.column_stack([interval.lower, interval.upper])
 
@@ -260,7 +288,7 @@ class Ledger:
             raw = json.loads(path.read_text())
             if raw.get("format") != LEDGER_FORMAT:
                 raise ValueError(f"format {raw.get('format')!r}")
-            saved = WatchConfig(**raw["config"])
+            saved = WatchConfig(**{"flush_every": 1, **raw["config"]})  # written before the option: B = 1
             epochs = [EpochRecord(**e) for e in raw["epochs"]]
             source = raw.get("source")
         except (ValueError, KeyError, TypeError) as exc:
@@ -317,6 +345,7 @@ class EpochWatcher:
                 keys = keys[np.argsort(-values, kind="stable")[:self.config.k_tilde]]
             self.tracker.carry(np.sort(keys))
         self.ledger.epochs.append(EpochRecord(index, key_id(self.tracker), self.tracker.horizon, self.ledger.step))
+        self._clock = clock_statement(self.tracker)
         if self.state is not None:  # saved before any item: a crash before its first release still uses up its index
             self.ledger.save(self.state)
 
@@ -336,12 +365,12 @@ class EpochWatcher:
     def feed(self, keys: np.ndarray) -> None:
         """Process ``keys`` in order: releases at every ``every`` items of an epoch, a new epoch at its horizon.
 
-        Items go to LazyHH in whole periods of k~ (its compiled path); the rest, fewer than k~, waits for the next
-        call. Release points are multiples of k~, so no release waits.
+        Items go to LazyHH in whole periods of k~ x ``flush_every`` (its compiled path); the rest, fewer, waits for
+        the next call. Release points are multiples of the period, so no release waits.
         """
         if self._held.size:
             keys = np.concatenate([self._held, keys])
-        cut = keys.size - keys.size % self.config.k_tilde
+        cut = keys.size - keys.size % self.config.period
         keys, self._held = keys[:cut], keys[cut:].copy()
         pos = 0
         every = self.config.every
@@ -378,6 +407,7 @@ class EpochWatcher:
             "items": [{"label": self.label(k), "estimate": total, "epoch_estimate": own, "epoch_interval": interval}
                       for total, k, own, interval in combined],
             "interval_confidence": CONFIDENCE,
-            "privacy": self.privacy,
+            "privacy": {**self.privacy, **self._clock},
+            "flush_every": self.config.flush_every,
             "deployable": self.deployable,
         })

@@ -25,7 +25,7 @@ from dpstream.privacy.calibration import cell_neighbour_m, gauss_bm_levels, gaus
 
 def lazy_cms_noise_tail(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: int,
                         beta: float, calibration: str = "classic", counter: str = "binary",
-                        node_noise: str = "stored") -> float:
+                        node_noise: str = "stored", flush_every: int = 1) -> float:
     """Lemma 4 at failure probability beta/2 for the d x k~ LazyCMS of Alg. 6 (the bound eq. (3) uses).
 
     Each of the n = d k~ GaussBM counters sees |I| = ceil(T/k~) steps, so with probability >= 1 - beta/2
@@ -38,8 +38,10 @@ def lazy_cms_noise_tail(horizon: int, k_tilde: int, epsilon: float, delta: float
     Another ``counter`` (``dpstream.counters``): the same union bound with its largest release variance over the
     |I| steps, max_s Var(s), for sigma^2 h (the tree's popcount(s) <= h), under the larger calibration. A counter
     with Laplace node noise (``node_log_mgf``): ``laplace_sum_tail``.
+
+    ``flush_every`` B: the counters step once per B k~ items (``LazyHH``'s ``flush_every``), so |I| = ceil(T/(B k~)).
     """
-    steps = math.ceil(horizon / k_tilde)
+    steps = math.ceil(horizon / (k_tilde * flush_every))
     levels = gauss_bm_levels(steps)
     m = cell_neighbour_m(False, depth)
     if scans_variance(counter, node_noise):
@@ -103,43 +105,56 @@ def laplace_sum_tail(counter: Any, steps: int, counters: int, beta: float) -> fl
 
 
 def noise_term_closed_form(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: int,
-                           beta: float) -> float:
-    """Alg. 6 line 4: gamma = 3 log2(T/k~) / eps * sqrt(d ln(4 T d / beta) log2(1.25/delta))."""
-    return (3.0 * math.log2(horizon / k_tilde) / epsilon
+                           beta: float, flush_every: int = 1) -> float:
+    """Alg. 6 line 4: gamma = 3 log2(T/k~) / eps * sqrt(d ln(4 T d / beta) log2(1.25/delta)).
+
+    ``flush_every`` B: the counters' horizon T/k~ becomes T/(B k~) (their steps); the union bound's ln(4 T d / beta)
+    is kept (it only grows the term).
+    """
+    return (3.0 * math.log2(horizon / (k_tilde * flush_every)) / epsilon
             * math.sqrt(depth * math.log(4.0 * horizon * depth / beta) * math.log2(1.25 / delta)))
 
 
 def noise_term(horizon: int, k_tilde: int, epsilon: float, delta: float, depth: int, beta: float,
-               calibration: str = "classic", counter: str = "binary", node_noise: str = "stored") -> float:
-    """The gamma LazyHH uses: max(closed form of Alg. 6 line 4, Lemma 4 tail bound of its LazyCMS's counters)."""
-    return max(noise_term_closed_form(horizon, k_tilde, epsilon, delta, depth, beta),
-               lazy_cms_noise_tail(horizon, k_tilde, epsilon, delta, depth, beta, calibration, counter, node_noise))
+               calibration: str = "classic", counter: str = "binary", node_noise: str = "stored",
+               flush_every: int = 1) -> float:
+    """The gamma LazyHH uses: max(closed form of Alg. 6 line 4, Lemma 4 tail bound of its LazyCMS's counters).
+
+    ``flush_every`` B: counters that step once per B k~ items (ceil(T/(B k~)) steps: fewer levels, less noise).
+    """
+    return max(noise_term_closed_form(horizon, k_tilde, epsilon, delta, depth, beta, flush_every),
+               lazy_cms_noise_tail(horizon, k_tilde, epsilon, delta, depth, beta, calibration, counter, node_noise,
+                                   flush_every))
 
 
 @dataclass(frozen=True)
 class Thresholds:
     """The thresholds of Alg. 6's ``output`` at output step t (all in counts)."""
 
-    lambda1: float  # gamma + k~: largest underestimate of a candidate (noise + lazy delay)
+    lambda1: float  # gamma + B k~: largest underestimate of a candidate (noise + lazy delay; B = flush_every)
     lambda2: float  # 2t/k~ + gamma: largest overestimate of a candidate (collisions + noise)
     tau1: float  # t/k: the heavy-hitter threshold
     tau2: float  # t/k~ + lambda1 + 2 lambda2: the suppression threshold
     tau: float  # max(tau1, tau2) + 1: an item is reported iff its estimate is STRICTLY above tau
 
 
-def thresholds(t: int, k: int, k_tilde: int, gamma: float) -> Thresholds:
-    """Alg. 6, ``output`` lines 3-6 and 9, exactly: lambda1, lambda2, tau1, tau2 and tau."""
-    lambda1 = gamma + k_tilde
+def thresholds(t: int, k: int, k_tilde: int, gamma: float, flush_every: int = 1) -> Thresholds:
+    """Alg. 6, ``output`` lines 3-6 and 9, exactly: lambda1, lambda2, tau1, tau2 and tau.
+
+    ``flush_every`` B > 1 (``LazyHH``): a cell's lazy delay is at most B k~ items, so lambda1 = gamma + B k~
+    (``LazyHH``'s docstring derives it); gamma is then ``noise_term``'s at the same B.
+    """
+    lambda1 = gamma + k_tilde * flush_every
     lambda2 = 2.0 * t / k_tilde + gamma
     tau1 = t / k
     tau2 = t / k_tilde + lambda1 + 2.0 * lambda2
     return Thresholds(lambda1, lambda2, tau1, tau2, max(tau1, tau2) + 1.0)
 
 
-def tau_many(times: np.ndarray, k: int, k_tilde: int, gamma: float) -> np.ndarray:
+def tau_many(times: np.ndarray, k: int, k_tilde: int, gamma: float, flush_every: int = 1) -> np.ndarray:
     """``thresholds(t, ...).tau`` at every output step of ``times`` (int64), in the same float operations."""
     t = np.asarray(times, dtype=np.int64)
-    lambda1 = gamma + k_tilde
+    lambda1 = gamma + k_tilde * flush_every
     lambda2 = 2.0 * t / k_tilde + gamma
     tau1 = t / k
     tau2 = t / k_tilde + lambda1 + 2.0 * lambda2
