@@ -38,9 +38,10 @@ OPTIONS: dict[str, tuple[Any, ...]] = {
     "arity": (2, 19),
 }
 """Every value of every option a streaming object's constructor takes (``counter`` goes with ``node_noise``)."""
-NOT_STATE = {"seed", "memory_kb"}
-"""Constructor parameters that are not written as such: the seed (its generators' states are) and a size budget
-(written as the width it chose)."""
+NOT_STATE = {"seed", "memory_kb", "flush_every"}
+"""Constructor parameters that are not written as such: the seed (its generators' states are), a size budget
+(written as the width it chose) and LazyHH's ``flush_every``, whose every value but the default 1 refuses ``to_bytes``
+(``tests/test_watch_flush.py``)."""
 HORIZON = 600
 SPLIT = 233  # 233 = 33 * 7 + 2: Lazy is mid-column, the trees mid-node, the trackers between refresh points
 CHUNKS = [(233, 234), (234, 400), (400, 599), (599, 600)]
