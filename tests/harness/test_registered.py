@@ -90,3 +90,16 @@ def test_the_status_block_of_the_verdicts_page_is_the_committed_looks_csv():
 
     text, changed = sync(ROOT / "docs" / "verdicts.md", RESULTS / "tables")
     assert STATUS.search(text) and "registered-status" not in changed
+
+
+def test_make_claims_leaves_the_adopted_claims_and_rejudges_history():
+    from dpstream.harness.rejudge import adopted
+
+    shown = registered.all_claims(RESULTS / "tables")
+    done = sorted(set(shown.loc[[registered.is_registered(x) for x in shown["label"]], "experiment"]))
+    if not done:
+        pytest.skip("no experiment adopted from the registered run yet")
+    table = pd.read_csv(RESULTS / "tables" / f"{done[0]}.csv", low_memory=False)
+    assert adopted(RESULTS, done[0], table) is not None
+    assert adopted(RESULTS, "fig3b", pd.read_csv(RESULTS / "tables" / "fig3b.csv")) is None
+    assert adopted(RESULTS, done[0], table.assign(seed=0)) is None  # the same claims on history rows: re-judged

@@ -155,7 +155,11 @@ def rerender(out: Path, profile: str = "paper", regenerated_by: str = "make adop
 
 def adopt(out: Path = Path("results"), profile: str = "paper", nulls: int = NULLS, store: Path | None = None,
           experiments: list[str] | None = None, path: Path = REGISTRATION, pages: bool = True) -> dict[str, str]:
-    """Adopt every final experiment (or those of ``experiments``): replay, check, write; return id -> outcome."""
+    """Adopt every final experiment (or those of ``experiments``): replay, check, write; return id -> outcome.
+
+    An experiment whose replay differs from ``looks.csv`` is left as it was (named on stderr); the others are
+    adopted and the pages rewritten, then ``Mismatch`` names every one refused.
+    """
     store = store or verify_store(out)
     looks = registered.read_looks(store / profile / "looks.csv")
     state = registered.status(looks, path)
@@ -166,13 +170,15 @@ def adopt(out: Path = Path("results"), profile: str = "paper", nulls: int = NULL
                          f"{', '.join(final) or 'none'})")
     specs = {s["id"]: s for s in experiments_to_run(composed_config(out, "all", profile), CONF_DIR)}
     (out / "tables").mkdir(parents=True, exist_ok=True)
-    outcome = {}
+    outcome, refused = {}, []
     for exp in final:
         claims, records = replay(specs[exp], store, profile, nulls, path)
         diff = differences(records, looks[looks["experiment"] == exp])
         if claims is None or diff:
-            raise Mismatch(f"{exp}: re-judging the stores does not give looks.csv ({len(diff)} differences; first: "
+            refused.append(f"{exp}: re-judging the stores does not give looks.csv ({len(diff)} differences; first: "
                            f"{diff[0] if diff else 'no claims'}): nothing adopted for it")
+            print(refused[-1], file=sys.stderr, flush=True)
+            continue
         rows = claims.attrs["table"]
         claims = claims.assign(provenance=provenance(claims, records, rows, path))
         write_csv(rows, out / "tables" / f"{exp}.csv")
@@ -182,6 +188,8 @@ def adopt(out: Path = Path("results"), profile: str = "paper", nulls: int = NULL
         print(f"adopted {exp}: {rows['trial'].nunique()} pooled trials; {outcome[exp]}", flush=True)
     if pages:
         rerender(out, profile)
+    if refused:
+        raise Mismatch(f"{len(refused)} of {len(final)} final experiments not adopted: " + "; ".join(refused))
     return outcome
 
 

@@ -314,7 +314,9 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
     page = ["<html><head><meta charset='utf-8'><title>dpstream report</title>",
             "<style>body{font-family:sans-serif;max-width:70em;margin:auto}table{border-collapse:collapse}"
             "td,th{border:1px solid #ccc;padding:3px 6px;font-size:90%}</style></head><body>",
-            "<h1>dpstream report</h1>", *markdown_html(first), html_table(pd.DataFrame([prov]), "provenance")]
+            "<h1>dpstream report</h1>", *markdown_html(first)]
+    verdicts_at = len(page)  # the first page on top, then the verdict summary, then the provenance
+    page.append(html_table(pd.DataFrame([prov]), "provenance"))
     summary = []
     for spec, df in zip(specs, frames, strict=True):
         exp_id = spec["id"]
@@ -352,7 +354,7 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
     if summary:
         everything = pd.DataFrame(summary)
         md[tallies_at:tallies_at] = tally_lines(everything)
-        page[3:3] = ["<h2>Verdicts</h2>", html_table(tally_table(everything), "verdicts")]
+        page[verdicts_at:verdicts_at] = ["<h2>Verdicts</h2>", html_table(tally_table(everything), "verdicts")]
         md += theory_scale_lines(everything)
         checks = everything[everything["kind"] == IMPLEMENTATION]
         if len(checks):
