@@ -123,7 +123,8 @@ clean:
 
 # `make claims`: re-judge every claim from the committed trial tables (results/tables/*.csv), rewrite the
 # *.claims.csv and results/report.{md,html}, every comparative rule also on NULLS (default 20) permutation nulls
-# of its table (about 1 CPU-minute); no trial runs.
+# of its table (about 1 CPU-minute); no trial runs. Claims adopted from the registered run (make adopt-registered)
+# were decided at their looks and are left as they are.
 claims: install
 	$(PY) -m dpstream.harness.rejudge results --nulls $${NULLS:-20}
 

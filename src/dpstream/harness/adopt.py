@@ -110,20 +110,6 @@ def differences(replayed: pd.DataFrame, committed: pd.DataFrame) -> list[str]:
     return out
 
 
-def provenance(claims: pd.DataFrame, records: pd.DataFrame, rows: pd.DataFrame, path: Path = REGISTRATION) -> list[str]:
-    """Per claim, ``registered: look N, K pooled trials, seeds a-b, registration H`` of its final record."""
-    final = {str(r["id"]): r for r in records.to_dict("records") if str(r["final"]) == "True"}
-    seeds = sorted({int(s) for s in rows["seed"]})
-    out = []
-    for claim_id in claims["id"]:
-        r = final.get(str(claim_id))
-        if r is None:
-            raise Mismatch(f"{claim_id}: no final record in the replayed looks")
-        out.append(f"registered: look {r['look']}, {r['trials']} pooled trials, seeds {seeds[0]}-{seeds[-1]}, "
-                   f"registration {registration_hash(path)}")
-    return out
-
-
 def draw(spec: dict[str, Any], df: pd.DataFrame, out: Path, profile: str) -> None:
     """The experiment's figure from its pooled table into ``<out>/figures`` (as the runner draws it)."""
     if not spec.get("plot"):
@@ -180,7 +166,10 @@ def adopt(out: Path = Path("results"), profile: str = "paper", nulls: int = NULL
             print(refused[-1], file=sys.stderr, flush=True)
             continue
         rows = claims.attrs["table"]
-        claims = claims.assign(provenance=provenance(claims, records, rows, path))
+        if not all(map(registered.REGISTERED.match, claims["provenance"])):
+            refused.append(f"{exp}: a claim without a final look in the replay: nothing adopted for it")
+            print(refused[-1], file=sys.stderr, flush=True)
+            continue
         write_csv(rows, out / "tables" / f"{exp}.csv")
         write_csv(claims, out / "tables" / f"{exp}.claims.csv")
         draw(specs[exp], rows, out, profile)

@@ -306,9 +306,10 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
     resumes at its first unrecorded look and computes no stored trial again). A decided claim is frozen at its own
     stopping look even while the experiment keeps running for its other claims; an experiment whose claims are all
     final gets no further batch. Returns the claims table on the last look's pooled trials, every registered claim
-    with its final verdict and the look that gave it; None for an experiment without registered claims (not run).
-    ``seed_run`` writes a seed's table (default ``run_seed``, which runs the trials missing from its store;
-    ``dpstream.harness.adopt`` passes one that only reads the store).
+    with its final verdict and the look that gave it (``provenance``: look, pooled trials, seeds, registration hash;
+    empty for a claim not final); None for an experiment without registered claims (not run). ``seed_run`` writes a
+    seed's table (default ``run_seed``, which runs the trials missing from its store; ``dpstream.harness.adopt``
+    passes one that only reads the store).
     """
     seed_run = seed_run or run_seed
     registration = load(path)
@@ -350,13 +351,16 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
         return None
     claims = gate(claims, table, spec["id"], path, spec["claims"])
     finals = {r["id"]: r for r in mine if r["final"]}
-    verdicts, measured = [], []
+    span = f"seeds {int(table['seed'].min())}-{int(table['seed'].max())}, registration {registration_hash(path)}"
+    verdicts, measured, provenance = [], [], []
     for claim_id, verdict, m in zip(claims["id"], claims["verdict"], claims["measured"], strict=True):
         r = finals.get(str(claim_id))
         verdicts.append(r["verdict"] if r else verdict)
         measured.append(f"look {r['look']} of the pre-registered run, {r['trials']} pooled trials: {r['measured']}"
                         if r else m)
-    claims = claims.assign(verdict=pd.Series(verdicts, index=claims.index, dtype=object), measured=measured)
+        provenance.append(f"registered: look {r['look']}, {r['trials']} pooled trials, {span}" if r else "")
+    claims = claims.assign(verdict=pd.Series(verdicts, index=claims.index, dtype=object), measured=measured,
+                           provenance=provenance)
     claims.attrs["table"] = table
     return claims
 
