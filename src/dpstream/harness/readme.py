@@ -9,8 +9,9 @@ A block between ``<!-- first-page: fig3a fig3b -->`` and ``<!-- /first-page -->`
 figure panel of Holland's paper and sentence (``first_page.first_page``), or, for documents without figure panels, one
 row per listed experiment (``first_page.experiment_rows``): the claim, our setting, the verdict, its robustness, the
 main deviation and a thumbnail. A number between ``<!-- q: NAME -->`` and ``<!-- /q -->`` is computed from the
-tables (``dpstream.harness.quoted``). A block between ``<!-- registered-status -->`` and
-``<!-- /registered-status -->`` is the registered run's state per experiment, from ``looks.csv``.
+tables (``dpstream.harness.quoted``). A block between ``<!-- registered-status -->`` (or
+``<!-- registered-status: svt_c svt_kstar -->``) and ``<!-- /registered-status -->`` is the registered run's state per
+experiment (of those listed), from ``looks.csv``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from dpstream.harness.report import claim_cells
 
 BLOCK = re.compile(r"(<!-- verdicts: (?P<ids>[^>]*?) -->\n)(?P<body>.*?)(<!-- /verdicts -->)", re.S)
 FIRST_PAGE = re.compile(r"(<!-- first-page: (?P<ids>[^>]*?) -->\n)(?P<body>.*?)(<!-- /first-page -->)", re.S)
-STATUS = re.compile(r"(<!-- registered-status -->\n)(?P<body>.*?)(<!-- /registered-status -->)", re.S)
+STATUS = re.compile(r"(<!-- registered-status(?::(?P<ids>[^>]*?))? -->\n)(?P<body>.*?)(<!-- /registered-status -->)",
+                    re.S)
 QUOTE = re.compile(r"(<!-- q: (?P<ids>[^>]*?) -->)(?P<body>.*?)(<!-- /q -->)", re.S)
 PAGES = ("docs/reproduction/sketches.md", "docs/reproduction/svt.md", "docs/reproduction/query_release.md",
          "docs/guide/beyond.md", "docs/limitations.md", "docs/guide/sketches.md", "docs/verdicts.md")
@@ -68,9 +70,17 @@ def render(ids: list[str], tables: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_status(tables: Path) -> str:
-    """The registered run per experiment (``registered.status``) from the ``looks.csv`` beside ``tables``."""
+def render_status(tables: Path, ids: list[str] | None = None) -> str:
+    """The registered run per experiment (``registered.status``, of ``ids`` only if given) from ``looks.csv``.
+
+    ``looks.csv`` is the one beside ``tables`` (``<results>/verify/paper``).
+    """
     state = registered.status(registered.read_looks(registered.looks_path(tables.parent)))
+    if ids:
+        unknown = sorted(set(ids) - set(state["experiment"]))
+        if unknown:
+            raise KeyError(f"a status block names experiments without registered claims: {unknown}")
+        state = state[state["experiment"].isin(ids)]
     lines = ["| experiment | state | registered claims | final | last look | pooled trials |",
              "|---|---|---|---|---|---|",
              *[f"| {r['experiment']} | {r['state']} | {r['claims']} | {r['final']} | {r['look'] or ''} | "
@@ -106,10 +116,10 @@ def sync(readme: Path, tables: Path) -> tuple[str, list[str]]:
         return m.group(1) + body + m.group(4)
 
     def replace_status(m: re.Match[str]) -> str:
-        body = render_status(tables)
+        body = render_status(tables, (m.group("ids") or "").split() or None)
         if body != m.group("body"):
             changed.append("registered-status")
-        return m.group(1) + body + m.group(3)
+        return m.group(1) + body + m.group(4)
 
     text = STATUS.sub(replace_status, FIRST_PAGE.sub(replace_first, BLOCK.sub(replace, text)))
     return QUOTE.sub(replace_quote, text), changed
