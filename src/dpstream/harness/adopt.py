@@ -10,7 +10,8 @@ final look's verdicts, each with its ``provenance``: look, pooled trials, seeds,
 ``<id>.claims.csv``, its figure is drawn from the pooled table, and the report and the pages' verdict blocks
 (``make readme``'s pages) are rewritten from ``<out>/tables``, where every other experiment keeps its history table.
 
-Usage: ``python -m dpstream.harness.adopt [--out results] [--profile paper] [--nulls 200] [--experiment ID ...]``.
+Usage: ``python -m dpstream.harness.adopt [--out results] [--profile paper] [--nulls 200] [--experiment ID ...]
+[--since REF]`` (the report's changelog against the claims committed at REF, default HEAD).
 The nulls must be the registered run's (``verify.NULLS``): a fixed-sample rule's verdict depends on them.
 """
 
@@ -123,14 +124,18 @@ def draw(spec: dict[str, Any], df: pd.DataFrame, out: Path, profile: str) -> Non
     import_object(spec["plot"])(df, shown, out / "figures" / f"{spec['id']}.png")
 
 
-def rerender(out: Path, profile: str = "paper", regenerated_by: str = "make adopt-registered") -> Path:
-    """The report over every table of ``<out>/tables`` (adopted and history) and the pages' verdict blocks."""
+def rerender(out: Path, profile: str = "paper", regenerated_by: str = "make adopt-registered",
+             changelog_ref: str = "HEAD") -> Path:
+    """The report over every table of ``<out>/tables`` (adopted and history) and the pages' verdict blocks.
+
+    The report's changelog lists the verdicts that differ from the claims tables committed at ``changelog_ref``.
+    """
     from dpstream.harness.readme import PAGES, sync
 
     cfg = composed_config(out, "all", profile)
     specs = [s for s in experiments_to_run(cfg, CONF_DIR) if (out / "tables" / f"{s['id']}.csv").exists()]
     frames = [pd.read_csv(out / "tables" / f"{s['id']}.csv", low_memory=False) for s in specs]
-    report = write_report(specs, frames, {**cfg, "regenerated_by": regenerated_by})
+    report = write_report(specs, frames, {**cfg, "regenerated_by": regenerated_by, "changelog_ref": changelog_ref})
     root = out.resolve().parent
     for page in PAGES:
         if (root / page).exists():
@@ -140,7 +145,8 @@ def rerender(out: Path, profile: str = "paper", regenerated_by: str = "make adop
 
 
 def adopt(out: Path = Path("results"), profile: str = "paper", nulls: int = NULLS, store: Path | None = None,
-          experiments: list[str] | None = None, path: Path = REGISTRATION, pages: bool = True) -> dict[str, str]:
+          experiments: list[str] | None = None, path: Path = REGISTRATION, pages: bool = True,
+          changelog_ref: str = "HEAD") -> dict[str, str]:
     """Adopt every final experiment (or those of ``experiments``): replay, check, write; return id -> outcome.
 
     An experiment whose replay differs from ``looks.csv`` is left as it was (named on stderr); the others are
@@ -176,7 +182,7 @@ def adopt(out: Path = Path("results"), profile: str = "paper", nulls: int = NULL
         outcome[exp] = ", ".join(f"{n} {v}" for v, n in claims["verdict"].value_counts().items())
         print(f"adopted {exp}: {rows['trial'].nunique()} pooled trials; {outcome[exp]}", flush=True)
     if pages:
-        rerender(out, profile)
+        rerender(out, profile, changelog_ref=changelog_ref)
     if refused:
         raise Mismatch(f"{len(refused)} of {len(final)} final experiments not adopted: " + "; ".join(refused))
     return outcome
@@ -189,9 +195,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", default="paper")
     parser.add_argument("--nulls", type=int, default=NULLS)
     parser.add_argument("--experiment", nargs="*", default=None, help="only these final experiments")
+    parser.add_argument("--since", default="HEAD", help="the report's changelog is against this commit's claims")
     args = parser.parse_args(argv)
     try:
-        done = adopt(args.out, args.profile, args.nulls, experiments=args.experiment)
+        done = adopt(args.out, args.profile, args.nulls, experiments=args.experiment, changelog_ref=args.since)
     except InputError as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None

@@ -186,8 +186,8 @@ def committed_claims(results_dir: Path, ref: str = "HEAD") -> dict[str, pd.DataF
     return out
 
 
-def section(results_dir: Path) -> list[str]:
-    """The report's first page: the panel table and the changelog against the committed claims tables."""
+def section(results_dir: Path, ref: str = "HEAD") -> list[str]:
+    """The report's first page: the panel table and the changelog against the claims tables committed at ``ref``."""
     tables = results_dir / "tables"
     now = {p.name.removesuffix(".claims.csv"): pd.read_csv(p, keep_default_na=False)
            for p in sorted(tables.glob("*.claims.csv"))}
@@ -195,4 +195,4 @@ def section(results_dir: Path) -> list[str]:
             "Verdicts in the paper's setting (each sentence's clauses and checks combined); robustness columns beside "
             "them. Figure 4 runs on a synthetic stand-in for the CAIDA trace: those verdicts are their own tally.", "",
             *first_page(tables), "", "## Changelog: verdicts that changed against the committed report", "",
-            *changelog(committed_claims(results_dir), now), ""]
+            *changelog(committed_claims(results_dir, ref), now), ""]

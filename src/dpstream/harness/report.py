@@ -307,7 +307,8 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
           + (f" **Smoke profile: {SMOKE_BANNER}.**" if smoke else ""), "",
           ]
     first = [*(registered_section(results_dir) if not smoke else []),
-             *(first_page_section(results_dir) if any(s["id"] in PANELS for s in specs) else [])]
+             *(first_page_section(results_dir, str(cfg.get("changelog_ref") or "HEAD"))
+               if any(s["id"] in PANELS for s in specs) else [])]
     md += first
     tallies_at = len(md)  # the first page on top, then the tallies, then the provenance
     md += ["| setting | value |", "|---|---|", *[f"| {k} | {v} |" for k, v in prov.items()], ""]
@@ -358,16 +359,18 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
         md += theory_scale_lines(everything)
         checks = everything[everything["kind"] == IMPLEMENTATION]
         if len(checks):
-            listed = with_paper_names(checks)[["experiment", "claim", "kind_reason", "rule", "measured", "verdict"]]
+            listed = with_paper_names(checks)[["experiment", "claim", "kind_reason", "rule", "measured", "verdict",
+                                               "source"]]
             md += ["## Implementation checks", "", CHECKS_NOTE, "",
-                   "| experiment | check | why it is not a paper claim | rule | measured | verdict |",
-                   "|---|---|---|---|---|---|",
+                   "| experiment | check | why it is not a paper claim | rule | measured | verdict | from |",
+                   "|---|---|---|---|---|---|---|",
                    *[f"| {r.experiment} | {_cell(r.claim)} | {_cell(r.kind_reason)} | {_cell(r.rule)} | "
-                     f"{_cell(r.measured)} | **{r.verdict}** |" for r in listed.itertuples()], ""]
+                     f"{_cell(r.measured)} | **{r.verdict}** | {_cell(r.source)} |" for r in listed.itertuples()], ""]
             page += ["<h2>Implementation checks</h2>", f"<p>{inline_html(CHECKS_NOTE)}</p>",
-                     html_table(listed.assign(verdict=[f"**{v}**" for v in listed["verdict"]]), "checks")]
+                     html_table(listed.assign(verdict=[f"**{v}**" for v in listed["verdict"]]).rename(
+                         columns={"source": "from"}), "checks")]
     shown = {k: _project_relative(v) if k.endswith("_dir") else v for k, v in cfg.items()
-             if k not in ("experiment", "regenerated_by")}
+             if k not in ("experiment", "regenerated_by", "changelog_ref")}
     md += ["## Configuration", "", "```yaml", yaml.safe_dump(shown, sort_keys=True).rstrip(), "```", ""]
     page += ["</body></html>"]
     out = results_dir / "report.md"
