@@ -62,3 +62,18 @@ def test_adopting_runs_no_trial_a_missing_one_is_an_error(tmp_path):
     assert (store / "trials.jsonl").read_text() == ""  # nothing was computed into it
     with pytest.raises(InputError, match="no trial store"):
         stored_seed(tmp_path, "paper", 4, EXPERIMENT)
+
+
+STATE = registered.status(registered.read_looks(PAPER / "looks.csv"))
+FINAL = sorted(STATE.loc[STATE["state"] == "final", "experiment"])
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("experiment", FINAL)
+def test_every_final_experiment_rejudged_from_the_stores_gives_looks_csv(store, experiment):
+    """All of them (minutes each: 200 nulls per fixed-sample rule); make adopt-registered refuses any that differ."""
+    looks = registered.read_looks(PAPER / "looks.csv")
+    spec = next(s for s in experiments_to_run(composed_config(ROOT / "results", experiment), CONF_DIR))
+    claims, records = replay(spec, store)
+    assert differences(records, looks[looks["experiment"] == experiment]) == []
+    assert claims is not None and all(map(registered.REGISTERED.match, claims["provenance"]))
