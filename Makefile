@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 UV_VERSION := 0.13.9
 
-.PHONY: install lock lock-upgrade run test test-long lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify verify-registered verify-status preregister fig4-sensitivity fig4-caida docs soak watch-hour counters live-check
+.PHONY: install lock lock-upgrade run test test-long lint bench fuzz figures notebooks readme clean tshark-fixtures trace-memory claims verify verify-registered verify-status adopt-registered preregister fig4-sensitivity fig4-caida docs soak watch-hour counters live-check
 
 $(STAMP): $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -103,7 +103,7 @@ figures: install
 notebooks: install  ## the lock holds the notebook extra; the kernels run in notebooks/: point them at this checkout's results/
 	DPSTREAM_RESULTS=$${DPSTREAM_RESULTS:-$(CURDIR)/results} $(PY) -m jupytext --to notebook --execute $(wildcard notebooks/*.py)
 
-VERDICT_PAGES := docs/reproduction/sketches.md docs/reproduction/svt.md docs/reproduction/query_release.md docs/guide/beyond.md docs/limitations.md docs/guide/sketches.md
+VERDICT_PAGES := docs/reproduction/sketches.md docs/reproduction/svt.md docs/reproduction/query_release.md docs/guide/beyond.md docs/limitations.md docs/guide/sketches.md docs/verdicts.md
 readme: install  ## re-render the verdict tables of the reproduction pages from results/tables/*.claims.csv
 	for f in $(VERDICT_PAGES); do $(PY) -m dpstream.harness.readme --readme $$f || exit 1; done
 
@@ -123,7 +123,8 @@ clean:
 
 # `make claims`: re-judge every claim from the committed trial tables (results/tables/*.csv), rewrite the
 # *.claims.csv and results/report.{md,html}, every comparative rule also on NULLS (default 20) permutation nulls
-# of its table (about 1 CPU-minute); no trial runs.
+# of its table (about 1 CPU-minute); no trial runs. Claims adopted from the registered run (make adopt-registered)
+# were decided at their looks and are left as they are.
 claims: install
 	$(PY) -m dpstream.harness.rejudge results --nulls $${NULLS:-20}
 
@@ -144,6 +145,14 @@ verify: install
 # Smoke check: make verify-registered VERIFY_ARGS="--profile smoke --nulls 0 --out /tmp/verify-smoke"
 verify-registered: install
 	$(PY) -m dpstream.harness.verify --registered --nulls 200 $(VERIFY_ARGS)
+
+# `make adopt-registered`: after each batch of the registered run (its stores and looks.csv copied into
+# results/verify/paper), every experiment whose registered claims are all final in looks.csv is re-judged look by look
+# from the committed stores alone (no trial runs; a missing trial is an error) and must give looks.csv's records
+# exactly; then its pooled table, claims (each with its look and pooled trials), figure, results/report.{md,html} and
+# the pages' verdict blocks are rewritten. Minutes (200 nulls per fixed-sample rule, as the registered run).
+adopt-registered: install
+	$(PY) -m dpstream.harness.adopt $(ADOPT_ARGS)
 
 # `make preregister`: regenerate results/preregistration.yaml against the current claims code (texts by declared id,
 # sequential flags, capped budgets, rule hashes, the budget estimate); commit it before the first trial of seeds 3+.

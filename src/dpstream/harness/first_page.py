@@ -18,6 +18,7 @@ import pandas as pd
 
 from dpstream.claims.kinds import PAPER, PAPER_SETTING, classify, combine
 from dpstream.claims.registration import load
+from dpstream.harness.registered import combined, labels, table_rows
 
 PANELS = {
     "fig3a": ("fig3a",), "fig3b": ("fig3b", "fig3b_wordfreq"), "fig3c": ("fig3c",), "fig3d": ("fig3d",),
@@ -29,7 +30,10 @@ LANGUAGE = "Python/numba (the paper: C++)"
 
 
 def panel_claims(tables: Path) -> dict[str, pd.DataFrame]:
-    """Per panel, its claims rows with the registered columns (``kinds.classify``) and ``experiment`` and ``id``."""
+    """Per panel, its claims rows with the registered columns (``kinds.classify``), ``experiment``, ``id``, ``label``.
+
+    ``label`` is where the verdict comes from (``registered.labels``: a registered look, or history).
+    """
     out = {}
     for panel, experiments in PANELS.items():
         frames = []
@@ -38,7 +42,8 @@ def panel_claims(tables: Path) -> dict[str, pd.DataFrame]:
             if path.exists():
                 claims = pd.read_csv(path, keep_default_na=False)
                 claims = claims.drop(columns=[c for c in ("kind", "kind_reason") if c in claims.columns])
-                frames.append(classify(exp, claims).assign(experiment=exp))
+                frames.append(classify(exp, claims).assign(experiment=exp,
+                                                           label=labels(claims, table_rows(tables, exp))))
         if frames:
             out[panel] = pd.concat(frames, ignore_index=True)
     return out
@@ -84,13 +89,14 @@ def first_page(tables: Path, figures: str = "figures") -> list[str]:
             if decisive.empty:  # a sentence of another panel checked here for robustness only
                 continue
             verdict = combine(list(decisive["verdict"]))
+            source = combined(list(decisive["label"]))
             entry = entries[str(decisive["id"].iloc[0])]
             deviation = "; ".join(d for d in (entry.get("underspecified"), "judged on a synthetic stand-in (its own "
                                               "tally)" if entry.get("data") else "") if d)
             quote = str(entry["quote"]).replace("|", "\\|")
             thumb = f"<img src='{figures}/{PANELS[panel][0]}.png' width='120'>"
-            lines.append(f"| {panel} | \"{quote}\" | {setting} | **{verdict}** | {_robustness(rows, verdict)} | "
-                         f"{deviation or 'none registered'} | {thumb} |")
+            lines.append(f"| {panel} | \"{quote}\" | {setting} | **{verdict}** ({source}) | "
+                         f"{_robustness(rows, verdict)} | {deviation or 'none registered'} | {thumb} |")
     return lines
 
 
@@ -121,9 +127,13 @@ def experiment_rows(tables: Path, experiments: list[str], figures: str = "figure
             "; ".join(f"{n} {k}s" for k, n in pd.Series([e["kind"] for e in registered]).value_counts().items())
         robustness = _robustness(judged.assign(setting=judged["setting"].replace("", PAPER_SETTING)),
                                  combine(list(judged["verdict"])))
+        source = combined([x for x, keep in zip(labels(claims, table_rows(tables, exp)),
+                                                claims["kind"] != "implementation check", strict=True)
+                           if keep or len(judged) == len(claims)])
         claim = str(load_option(CONF_DIR, "experiment", exp).get("paper_claim") or "")
         lines.append(f"| {exp} | {_cell(claim)} | {_setting(tables, exp)} | **{combine(list(judged['verdict']))}** "
-                     f"({counts}) | {robustness} | {_cell(deviation)} | <img src='{figures}/{exp}.png' width='120'> |")
+                     f"({counts}; {source}) | {robustness} | {_cell(deviation)} | "
+                     f"<img src='{figures}/{exp}.png' width='120'> |")
     return lines
 
 
@@ -135,7 +145,8 @@ def changelog(old: dict[str, pd.DataFrame], new: dict[str, pd.DataFrame]) -> lis
     """Markdown lines: every claim (by id) whose verdict differs between two sets of claims tables, and why.
 
     The reason is the new table's ``gate`` note (history, a rule changed after registration) where it has one, else
-    its rule (the rule and trials of this run decided). A claim new or gone counts as changed.
+    its ``provenance`` (a look of the registered run, ``make adopt-registered``), else its rule (the rule and trials
+    of this run decided). A claim new or gone counts as changed.
     """
     lines = ["| claim | before | now | why |", "|---|---|---|---|"]
     empty = pd.DataFrame(columns=["verdict"])
@@ -147,8 +158,11 @@ def changelog(old: dict[str, pd.DataFrame], new: dict[str, pd.DataFrame]) -> lis
             if b == n:
                 continue
             gate = str(now["gate"].iloc[i]) if "gate" in now.columns and i < len(now) else ""
-            why = gate or ("the claim is gone" if n == "absent" else "decided by its rule on this run's trials: "
-                           + str(now["rule"].iloc[i])[:160].replace("|", "\\|"))
+            source = str(now["provenance"].iloc[i]) if "provenance" in now.columns and i < len(now) else ""
+            registered = (f"decided by the registered run ({source}) on fresh trials, where the history's rows "
+                          "decided nothing") if source else ""
+            why = gate or registered or ("the claim is gone" if n == "absent" else "decided by its rule on this "
+                                         "run's trials: " + str(now["rule"].iloc[i])[:160].replace("|", "\\|"))
             lines.append(f"| {exp}#{i} | {b} | {n} | {why} |")
     return lines if len(lines) > 2 else ["No verdict changed."]
 
@@ -172,8 +186,8 @@ def committed_claims(results_dir: Path, ref: str = "HEAD") -> dict[str, pd.DataF
     return out
 
 
-def section(results_dir: Path) -> list[str]:
-    """The report's first page: the panel table and the changelog against the committed claims tables."""
+def section(results_dir: Path, ref: str = "HEAD") -> list[str]:
+    """The report's first page: the panel table and the changelog against the claims tables committed at ``ref``."""
     tables = results_dir / "tables"
     now = {p.name.removesuffix(".claims.csv"): pd.read_csv(p, keep_default_na=False)
            for p in sorted(tables.glob("*.claims.csv"))}
@@ -181,4 +195,4 @@ def section(results_dir: Path) -> list[str]:
             "Verdicts in the paper's setting (each sentence's clauses and checks combined); robustness columns beside "
             "them. Figure 4 runs on a synthetic stand-in for the CAIDA trace: those verdicts are their own tally.", "",
             *first_page(tables), "", "## Changelog: verdicts that changed against the committed report", "",
-            *changelog(committed_claims(results_dir), now), ""]
+            *changelog(committed_claims(results_dir, ref), now), ""]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpstream.claims.sketch import speedups
+from dpstream.plots.names import relabel
 
 FIG3F_EPS = (0.05, 0.3, 1.0, 2.0)
 NOT_TIMED = ("not measured yet: `experiment=fig3a_speedup` (Punctual against Lazy in interleaved rounds in one "
@@ -70,7 +71,42 @@ def fig4b_time_range(tables: Path) -> str:
     return f"{means.min():.3g}-{means.max():.3g} us per update, spread {means.max() / means.min():.3g}x"
 
 
+FIG3_PANELS = ("fig3a", "fig3b", "fig3c", "fig3d", "fig3e", "fig3f")
+
+
+def fig3_runtime(tables: Path) -> str:
+    """Figure 3's cost from its tables: rows, distinct trials, trial wall seconds per panel, 3(a)'s largest share.
+
+    Wall seconds are the rows' ``trial_wall_s`` (one worker, under whatever load the machine had): a trial shared by
+    two panels (one store key) is counted for the first panel that lists it, and a later panel shows its own share.
+    """
+    frames = {p: df for p in FIG3_PANELS if (df := _table(tables, p)) is not None}
+    if "fig3a" not in frames or any("trial_wall_s" not in df or "key" not in df for df in frames.values()):
+        return "no trial wall time in the Figure 3 tables"
+    seen: set[str] = set()
+    parts = []
+    for panel, df in frames.items():
+        own = df[~df["key"].isin(seen)]
+        seen |= set(df["key"])
+        parts.append(f"3({panel[-1]}) {own['trial_wall_s'].sum():.0f} s" + (
+            f" ({len(df) - len(own)} of its {len(df)} rows from another panel's trials)" if len(own) < len(df) else ""))
+    rows = sum(len(df) for df in frames.values())
+    total = float(pd.concat(frames.values()).drop_duplicates("key")["trial_wall_s"].sum())
+    a = frames["fig3a"]
+    cost = a.groupby(["mechanism.name", "memory_kb"])["trial_wall_s"].sum()
+    largest = cost.sort_values().index[-1]
+    mech, kb = str(largest[0]), float(largest[1])
+    top = float(cost.max())
+    seeds = sorted({int(x) for df in frames.values() for x in df["seed"].unique()})
+    return (f"{rows} trial rows of which {len(seen)} are distinct trials (master seed{'s' if len(seeds) > 1 else ''} "
+            f"{', '.join(map(str, seeds))}); trial wall time, one worker: {'; '.join(parts)}; "
+            f"**{total:.0f} s = {total / 60:.1f} minutes** for the distinct trials. The largest share of 3(a) is "
+            f"{relabel(mech)} at {kb:g} KB, {top:.0f} s of {a['trial_wall_s'].sum():.0f} s "
+            f"({top / a['trial_wall_s'].sum():.0%})")
+
+
 QUOTED: dict[str, Callable[[Path], str]] = {
+    "fig3.runtime": fig3_runtime,
     "fig4b.time_range": fig4b_time_range,
     "fig3a.speedup.cms": speedup("punctualcms"),
     "fig3a.speedup.cs": speedup("punctualcs"),

@@ -9,7 +9,9 @@ A block between ``<!-- first-page: fig3a fig3b -->`` and ``<!-- /first-page -->`
 figure panel of Holland's paper and sentence (``first_page.first_page``), or, for documents without figure panels, one
 row per listed experiment (``first_page.experiment_rows``): the claim, our setting, the verdict, its robustness, the
 main deviation and a thumbnail. A number between ``<!-- q: NAME -->`` and ``<!-- /q -->`` is computed from the
-tables (``dpstream.harness.quoted``).
+tables (``dpstream.harness.quoted``). A block between ``<!-- registered-status -->`` (or
+``<!-- registered-status: svt_c svt_kstar -->``) and ``<!-- /registered-status -->`` is the registered run's state per
+experiment (of those listed), from ``looks.csv``.
 """
 
 from __future__ import annotations
@@ -21,13 +23,20 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpstream.harness import registered
 from dpstream.harness.first_page import PANELS, experiment_rows, first_page
 from dpstream.harness.quoted import value as quoted_value
+from dpstream.harness.registered import labels, short, table_rows
 from dpstream.harness.report import claim_cells
 
 BLOCK = re.compile(r"(<!-- verdicts: (?P<ids>[^>]*?) -->\n)(?P<body>.*?)(<!-- /verdicts -->)", re.S)
 FIRST_PAGE = re.compile(r"(<!-- first-page: (?P<ids>[^>]*?) -->\n)(?P<body>.*?)(<!-- /first-page -->)", re.S)
+STATUS = re.compile(r"(<!-- registered-status(?::(?P<ids>[^>]*?))? -->\n)(?P<body>.*?)(<!-- /registered-status -->)",
+                    re.S)
 QUOTE = re.compile(r"(<!-- q: (?P<ids>[^>]*?) -->)(?P<body>.*?)(<!-- /q -->)", re.S)
+PAGES = ("docs/reproduction/sketches.md", "docs/reproduction/svt.md", "docs/reproduction/query_release.md",
+         "docs/guide/beyond.md", "docs/limitations.md", "docs/guide/sketches.md", "docs/verdicts.md")
+"""The pages whose blocks are rendered from the tables (``make readme``), relative to the repository root."""
 FIGURES = "../../results/figures"
 """The figures folder seen from a page of ``docs/<section>/`` (the thumbnails of a first-page block), as the repository
 shows it; the documentation site serves the figures itself and points these ``<img>`` tags there (``docs_hooks.py``)."""
@@ -43,16 +52,42 @@ def render_first_page(ids: list[str], tables: Path) -> str:
 
 
 def render(ids: list[str], tables: Path) -> str:
-    """The Markdown table of every claim of the experiments ``ids``, in that order."""
-    lines = ["| panel | claim | rule (fixed before the run) | measured | verdict |", "|---|---|---|---|---|"]
+    """The Markdown table of every claim of the experiments ``ids``, in that order, each with where it comes from.
+
+    ``from`` is ``registered.labels``: a registered look and its pooled trials only for rows the registered run
+    decided, else history (seeds 0-2), which decides nothing.
+    """
+    lines = ["| panel | claim | rule (fixed before the run) | measured | verdict | from |", "|---|---|---|---|---|---|"]
     for exp_id in ids:
         path = tables / f"{exp_id}.claims.csv"
         if not path.exists():
             raise FileNotFoundError(f"README names experiment {exp_id!r} but {path} does not exist")
-        for r in pd.read_csv(path, keep_default_na=False).itertuples():
+        claims = pd.read_csv(path, keep_default_na=False)
+        sources = labels(claims, table_rows(tables, exp_id))
+        for r, source in zip(claims.itertuples(), sources, strict=True):
             cells = claim_cells(r).replace("[", "\\[").replace("]", "\\]")  # brackets are text, not links
-            lines.append(f"| {exp_id} | {cells}")
+            lines.append(f"| {exp_id} | {cells} {short(source)} |")
     return "\n".join(lines) + "\n"
+
+
+def render_status(tables: Path, ids: list[str] | None = None) -> str:
+    """The registered run per experiment (``registered.status``, of ``ids`` only if given) from ``looks.csv``.
+
+    ``looks.csv`` is the one beside ``tables`` (``<results>/verify/paper``).
+    """
+    state = registered.status(registered.read_looks(registered.looks_path(tables.parent)))
+    if ids:
+        unknown = sorted(set(ids) - set(state["experiment"]))
+        if unknown:
+            raise KeyError(f"a status block names experiments without registered claims: {unknown}")
+        state = state[state["experiment"].isin(ids)]
+    lines = ["| experiment | state | registered claims | final | last look | pooled trials |",
+             "|---|---|---|---|---|---|",
+             *[f"| {r['experiment']} | {r['state']} | {r['claims']} | {r['final']} | {r['look'] or ''} | "
+               f"{r['pooled trials'] or ''} |" for r in state.to_dict("records")]]
+    counts = state["state"].value_counts()
+    return "\n".join([*lines, "", ", ".join(f"{int(counts.get(s, 0))} {s}" for s in registered.STATES)
+                      + f" of {len(state)} experiments with registered claims."]) + "\n"
 
 
 def sync(readme: Path, tables: Path) -> tuple[str, list[str]]:
@@ -80,7 +115,13 @@ def sync(readme: Path, tables: Path) -> tuple[str, list[str]]:
             changed.append("q: " + name)
         return m.group(1) + body + m.group(4)
 
-    text = FIRST_PAGE.sub(replace_first, BLOCK.sub(replace, text))
+    def replace_status(m: re.Match[str]) -> str:
+        body = render_status(tables, (m.group("ids") or "").split() or None)
+        if body != m.group("body"):
+            changed.append("registered-status")
+        return m.group(1) + body + m.group(4)
+
+    text = STATUS.sub(replace_status, FIRST_PAGE.sub(replace_first, BLOCK.sub(replace, text)))
     return QUOTE.sub(replace_quote, text), changed
 
 

@@ -4,6 +4,8 @@
 ``experiment=all`` (paper profile), applies its claim rules, rewrites ``<id>.claims.csv`` and ``report.{md,html}``.
 Every verdict passes ``registration.gate``: rows not run under the registered pre-registration on seeds >= 3 are
 history, and their verdicts are written as ``inconclusive`` with the verdict they would give in the ``gate`` column.
+An experiment adopted from the registered run (``make adopt-registered``) keeps its claims: they were decided at
+their looks.
 The figures are left as they are (they are drawn from the same tables by ``make figures``).
 """
 
@@ -21,6 +23,7 @@ from omegaconf import OmegaConf
 from dpstream.claims.nulls import apply_nulls, null_shares
 from dpstream.claims.registration import gate
 from dpstream.harness.config import as_mapping
+from dpstream.harness.registered import is_registered, labels
 from dpstream.harness.report import write_report
 from dpstream.harness.runner import claims_table, experiments_to_run, write_csv
 from dpstream.registry import CONF_DIR, import_object
@@ -62,6 +65,19 @@ def judge(spec: dict[str, Any], df: pd.DataFrame, nulls: int = 0, seed: int = 0)
     return apply_nulls(claims, shares, nulls)
 
 
+def adopted(results_dir: Path, exp_id: str, df: pd.DataFrame) -> pd.DataFrame | None:
+    """The claims of ``exp_id`` when every one is a registered look's (``registered.labels``), else None.
+
+    Those were decided at their looks (sequential rules included) by ``make adopt-registered`` from the stores; a
+    fixed-sample re-judgement of the pooled table is not their rule, so ``make claims`` leaves them.
+    """
+    path = results_dir / "tables" / f"{exp_id}.claims.csv"
+    if not path.exists():
+        return None
+    claims = pd.read_csv(path, keep_default_na=False)
+    return claims if len(claims) and all(map(is_registered, labels(claims, df))) else None
+
+
 def rejudge(results_dir: Path, experiment: str = "all", profile: str = "paper", report: bool = True,
             nulls: int = NULLS) -> dict[str, pd.DataFrame]:
     """Rewrite every ``<id>.claims.csv`` (and the report) from the trial tables under ``results_dir``.
@@ -78,8 +94,12 @@ def rejudge(results_dir: Path, experiment: str = "all", profile: str = "paper", 
         print(f"not re-judged, no trial table in {results_dir / 'tables'} yet: {', '.join(missing)}", file=sys.stderr)
     frames, out = [], {}
     for spec in specs:
-        df = pd.read_csv(results_dir / "tables" / f"{spec['id']}.csv")
+        df = pd.read_csv(results_dir / "tables" / f"{spec['id']}.csv", low_memory=False)
         frames.append(df)
+        kept = adopted(results_dir, spec["id"], df)
+        if kept is not None:  # decided look by look from the stores (``make adopt-registered``): left as it is
+            out[spec["id"]] = kept
+            continue
         claims = judge(spec, df, nulls)
         if claims is not None:
             claims = gate(claims, df, spec["id"])  # history (seeds 0-2, another registration) decides nothing

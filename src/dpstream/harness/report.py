@@ -35,6 +35,8 @@ from dpstream.harness.console import SMOKE_BANNER, typed_command
 from dpstream.harness.environment import PACKAGES, environment
 from dpstream.harness.first_page import PANELS
 from dpstream.harness.first_page import section as first_page_section
+from dpstream.harness.registered import labels, short
+from dpstream.harness.registered import section as registered_section
 from dpstream.plots.names import relabel
 
 
@@ -173,6 +175,40 @@ def inline_html(text: object) -> str:
     return out
 
 
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+_IMG = re.compile(r"&lt;(img src='[^'&<>]+' width='\d+')&gt;")
+"""A first-page thumbnail (``first_page``), the one raw HTML tag the page holds."""
+
+
+def markdown_html(lines: list[str]) -> list[str]:
+    """The report's first page (headings, paragraphs, pipe tables, links; Markdown) as HTML lines."""
+    out: list[str] = []
+    rows: list[list[str]] = []
+
+    def cells(line: str) -> list[str]:
+        return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+    def text(s: str) -> str:
+        return _IMG.sub(r"<\1>", _LINK.sub(r"<a href='\2'>\1</a>", inline_html(s)))
+
+    for line in [*lines, ""]:
+        if line.startswith("|"):
+            if not set(line) <= set("|-: "):
+                rows.append(cells(line))
+            continue
+        if rows:
+            head, *body = rows
+            out.append("<table><thead><tr>" + "".join(f"<th>{text(c)}</th>" for c in head) + "</tr></thead><tbody>"
+                       + "".join("<tr>" + "".join(f"<td>{text(c)}</td>" for c in r) + "</tr>" for r in body)
+                       + "</tbody></table>")
+            rows = []
+        if line.startswith("## "):
+            out.append(f"<h2>{text(line[3:])}</h2>")
+        elif line.strip():
+            out.append(f"<p>{text(line)}</p>")
+    return out
+
+
 def html_table(table: pd.DataFrame, cls: str) -> str:
     """``table`` as an HTML table of class ``cls``: every cell through ``inline_html``, floats to 3 digits."""
     head = "".join(f"<th>{inline_html(c)}</th>" for c in table.columns)
@@ -234,10 +270,13 @@ def claims_section(claims: pd.DataFrame, smoke: bool) -> tuple[list[str], str]:
     named = with_paper_names(claims)
     if smoke:
         named = named.assign(verdict=[f"{v} ({SMOKE_BANNER})" for v in named["verdict"]])
-    md = ["| claim | rule (fixed before the run) | measured | verdict |", "|---|---|---|---|",
-          *[f"| {claim_cells(r)}" for r in named.itertuples()], ""]
+    source = "source" in named.columns  # where each verdict comes from (``registered.labels``)
+    md = [f"| claim | rule (fixed before the run) | measured | verdict |{' from |' if source else ''}",
+          f"|---|---|---|---|{'---|' if source else ''}",
+          *[f"| {claim_cells(r)}" + (f" {_cell(r.source)} |" if source else "") for r in named.itertuples()],
+          ""]
     page = html_table(named.assign(verdict=[f"**{v}**" for v in named["verdict"]]).rename(
-        columns={"rule": "rule (fixed before the run)"}), "claims")
+        columns={"rule": "rule (fixed before the run)", "source": "from"}), "claims")
     return md, page
 
 
@@ -266,13 +305,19 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
           "other numbers computed from the raw data evaluate the releases: they are **NOT private (evaluation)**; "
           "only a row's release stands under its privacy label."
           + (f" **Smoke profile: {SMOKE_BANNER}.**" if smoke else ""), "",
-          *(first_page_section(results_dir) if any(s["id"] in PANELS for s in specs) else [])]
+          ]
+    first = [*(registered_section(results_dir) if not smoke else []),
+             *(first_page_section(results_dir, str(cfg.get("changelog_ref") or "HEAD"))
+               if any(s["id"] in PANELS for s in specs) else [])]
+    md += first
     tallies_at = len(md)  # the first page on top, then the tallies, then the provenance
     md += ["| setting | value |", "|---|---|", *[f"| {k} | {v} |" for k, v in prov.items()], ""]
     page = ["<html><head><meta charset='utf-8'><title>dpstream report</title>",
             "<style>body{font-family:sans-serif;max-width:70em;margin:auto}table{border-collapse:collapse}"
             "td,th{border:1px solid #ccc;padding:3px 6px;font-size:90%}</style></head><body>",
-            "<h1>dpstream report</h1>", html_table(pd.DataFrame([prov]), "provenance")]
+            "<h1>dpstream report</h1>", *markdown_html(first)]
+    verdicts_at = len(page)  # the first page on top, then the verdict summary, then the provenance
+    page.append(html_table(pd.DataFrame([prov]), "provenance"))
     summary = []
     for spec, df in zip(specs, frames, strict=True):
         exp_id = spec["id"]
@@ -297,11 +342,12 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
             page += [f"<p>{inline_html(intro)}</p>", html_table(_display(continual), "continual")]
         claims = _claims(results_dir, exp_id)
         if claims is not None and len(claims):
+            claims = claims.assign(source=[short(x) for x in labels(claims, df)])
             summary += [{"experiment": exp_id, **r} for r in claims.to_dict("records")]
             visible = claims[claims["kind"] != IMPLEMENTATION]
             if "nulls" in visible.columns:  # the falsifiability check goes with what was measured
                 visible = visible.assign(measured=visible["measured"] + " [nulls: " + visible["nulls"] + "]")
-            claims = visible[["claim", "rule", "measured", "verdict"]]
+            claims = visible[["claim", "rule", "measured", "verdict", "source"]]
         if claims is not None and len(claims):
             md_rows, page_table = claims_section(claims, smoke)
             md += md_rows
@@ -309,20 +355,22 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
     if summary:
         everything = pd.DataFrame(summary)
         md[tallies_at:tallies_at] = tally_lines(everything)
-        page[3:3] = ["<h2>Verdicts</h2>", html_table(tally_table(everything), "verdicts")]
+        page[verdicts_at:verdicts_at] = ["<h2>Verdicts</h2>", html_table(tally_table(everything), "verdicts")]
         md += theory_scale_lines(everything)
         checks = everything[everything["kind"] == IMPLEMENTATION]
         if len(checks):
-            listed = with_paper_names(checks)[["experiment", "claim", "kind_reason", "rule", "measured", "verdict"]]
+            listed = with_paper_names(checks)[["experiment", "claim", "kind_reason", "rule", "measured", "verdict",
+                                               "source"]]
             md += ["## Implementation checks", "", CHECKS_NOTE, "",
-                   "| experiment | check | why it is not a paper claim | rule | measured | verdict |",
-                   "|---|---|---|---|---|---|",
+                   "| experiment | check | why it is not a paper claim | rule | measured | verdict | from |",
+                   "|---|---|---|---|---|---|---|",
                    *[f"| {r.experiment} | {_cell(r.claim)} | {_cell(r.kind_reason)} | {_cell(r.rule)} | "
-                     f"{_cell(r.measured)} | **{r.verdict}** |" for r in listed.itertuples()], ""]
+                     f"{_cell(r.measured)} | **{r.verdict}** | {_cell(r.source)} |" for r in listed.itertuples()], ""]
             page += ["<h2>Implementation checks</h2>", f"<p>{inline_html(CHECKS_NOTE)}</p>",
-                     html_table(listed.assign(verdict=[f"**{v}**" for v in listed["verdict"]]), "checks")]
+                     html_table(listed.assign(verdict=[f"**{v}**" for v in listed["verdict"]]).rename(
+                         columns={"source": "from"}), "checks")]
     shown = {k: _project_relative(v) if k.endswith("_dir") else v for k, v in cfg.items()
-             if k not in ("experiment", "regenerated_by")}
+             if k not in ("experiment", "regenerated_by", "changelog_ref")}
     md += ["## Configuration", "", "```yaml", yaml.safe_dump(shown, sort_keys=True).rstrip(), "```", ""]
     page += ["</body></html>"]
     out = results_dir / "report.md"

@@ -38,6 +38,7 @@ import argparse
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,8 @@ BLOCK = 1000
 """Pooled tables number trial t of master seed s as block s * BLOCK + t."""
 NULLS = 200
 UNSTABLE = "unstable across seeds"
+SeedRun = Callable[[Path, str, int, str, int | None], Path]
+"""Writes the table of one experiment at one master seed into its seed folder (``run_seed``); returns the folder."""
 RECORD = ("look", "id", "verdict", "trials", "final", "measured", "prereg_hash")
 """Columns of ``looks.csv``: one row per claim examined at a look of the pre-registered run, and the hash of the
 registration it was examined under."""
@@ -294,7 +297,7 @@ def claim_row(found: list[Any], claim_id: str) -> int | None:
 
 def registered_experiment(spec: dict[str, Any], store: Path, profile: str, records: list[dict[str, Any]],
                           record: Path, nulls: int = NULLS, n_jobs: int | None = None,
-                          path: Path = REGISTRATION) -> pd.DataFrame | None:
+                          path: Path = REGISTRATION, seed_run: SeedRun | None = None) -> pd.DataFrame | None:
     """One experiment under the pre-registration: looks of pooled new seeds until every registered claim is final.
 
     A look adds ``seeds_per_look`` new master seeds (the trials a seed adds are counted on the first new seed); the
@@ -303,14 +306,18 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
     resumes at its first unrecorded look and computes no stored trial again). A decided claim is frozen at its own
     stopping look even while the experiment keeps running for its other claims; an experiment whose claims are all
     final gets no further batch. Returns the claims table on the last look's pooled trials, every registered claim
-    with its final verdict and the look that gave it; None for an experiment without registered claims (not run).
+    with its final verdict and the look that gave it (``provenance``: look, pooled trials, seeds, registration hash;
+    empty for a claim not final); None for an experiment without registered claims (not run). ``seed_run`` writes a
+    seed's table (default ``run_seed``, which runs the trials missing from its store; ``dpstream.harness.adopt``
+    passes one that only reads the store).
     """
+    seed_run = seed_run or run_seed
     registration = load(path)
     entries = [c for c in registration["claims"] if c["experiment"] == spec["id"]]
     if not entries:
         return None  # nothing registered: its trials could decide nothing (the stand-in maps, for one)
     looks = int(registration.get("looks", 1))
-    run_seed(store, profile, FIRST_NEW_SEED, spec["id"], n_jobs)
+    seed_run(store, profile, FIRST_NEW_SEED, spec["id"], n_jobs)
     trials_per_seed = max(int(pooled(store, profile, (FIRST_NEW_SEED,), spec["id"])["trial"].nunique()), 1)
     per_look = seeds_per_look(entries, trials_per_seed)
     mine = [r for r in records if r["id"].rsplit("#", 1)[0] == spec["id"]]
@@ -321,7 +328,7 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
         finished = bool(entries) and all(any(r["id"] == e["id"] and r["final"] for r in mine) for e in entries)
         if not any(r["look"] == look for r in mine) and not finished:
             for s in seeds:
-                run_seed(store, profile, s, spec["id"], n_jobs)
+                seed_run(store, profile, s, spec["id"], n_jobs)
             new = [{**r, "prereg_hash": registration_hash(path)}
                    for r in _examine(spec, pooled(store, profile, seeds, spec["id"]), entries, mine, look, looks, nulls,
                                      path)]
@@ -337,20 +344,23 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
     last = max((r["look"] for r in mine), default=1)
     seeds = look_seeds(last, per_look)
     for s in seeds:
-        run_seed(store, profile, s, spec["id"], n_jobs)
+        seed_run(store, profile, s, spec["id"], n_jobs)
     table = pooled(store, profile, seeds, spec["id"])
     claims = judge(spec, table, nulls)
     if claims is None:
         return None
     claims = gate(claims, table, spec["id"], path, spec["claims"])
     finals = {r["id"]: r for r in mine if r["final"]}
-    verdicts, measured = [], []
+    span = f"seeds {int(table['seed'].min())}-{int(table['seed'].max())}, registration {registration_hash(path)}"
+    verdicts, measured, provenance = [], [], []
     for claim_id, verdict, m in zip(claims["id"], claims["verdict"], claims["measured"], strict=True):
         r = finals.get(str(claim_id))
         verdicts.append(r["verdict"] if r else verdict)
         measured.append(f"look {r['look']} of the pre-registered run, {r['trials']} pooled trials: {r['measured']}"
                         if r else m)
-    claims = claims.assign(verdict=pd.Series(verdicts, index=claims.index, dtype=object), measured=measured)
+        provenance.append(f"registered: look {r['look']}, {r['trials']} pooled trials, {span}" if r else "")
+    claims = claims.assign(verdict=pd.Series(verdicts, index=claims.index, dtype=object), measured=measured,
+                           provenance=provenance)
     claims.attrs["table"] = table
     return claims
 

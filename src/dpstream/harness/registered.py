@@ -1,0 +1,210 @@
+"""Where each shown verdict comes from: the registered run (a look of pooled new seeds) or the history (seeds 0-2).
+
+``make adopt-registered`` (``dpstream.harness.adopt``) writes, for every experiment whose registered claims are all
+final in ``looks.csv``, its pooled table and claims with a ``provenance`` column naming the look and the pooled trials.
+Every other claims table is history. A label is never taken from a claims file on its word: ``labels`` gives the
+registered label only when the claims row says so *and* every row of the experiment's table was run under the
+registered hash on a clean commit at seed >= 3 (``registration.registered_rows``) *and* the gate passed it; anything
+else is shown as history, deciding nothing. ``status`` is the registered run per experiment (final / running / not
+started) from ``looks.csv``; ``section`` is the report's first page on the registered run.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+
+from dpstream.claims.kinds import classify
+from dpstream.claims.registration import REGISTRATION, ROOT, load, registered_rows, registration_hash
+
+REGISTERED = re.compile(r"^registered: look (?P<look>\d+), (?P<trials>\d+) pooled trials")
+"""How a claims row written by ``adopt`` names its provenance."""
+HISTORY_LABEL = "history"
+PROVENANCE_COLUMNS = ("seed", "prereg_hash", "commit", "run_time")
+STATES = ("final", "running", "not started")
+
+
+def looks_path(results_dir: Path, profile: str = "paper") -> Path:
+    """``looks.csv`` of the registered run whose store is ``<results_dir>/verify`` (``verify.verify_store``)."""
+    return results_dir / "verify" / profile / "looks.csv"
+
+
+def read_looks(path: Path) -> pd.DataFrame:
+    """The records of ``looks.csv`` as written (read only: no column is added, nothing is rewritten)."""
+    columns = ["look", "id", "verdict", "trials", "final", "measured"]
+    if not path.exists():
+        return pd.DataFrame(columns=[*columns, "experiment"])
+    frame = pd.read_csv(path, keep_default_na=False, dtype={"prereg_hash": str})
+    frame["final"] = frame["final"].astype(str) == "True"
+    return frame.assign(experiment=frame["id"].str.rsplit("#", n=1).str[0])
+
+
+def status(looks: pd.DataFrame, path: Path = REGISTRATION) -> pd.DataFrame:
+    """Per experiment with registered claims: its state, registered / final claims, the last look and pooled trials.
+
+    ``final``: every registered claim has a final record; ``running``: some look is recorded; ``not started``: none is
+    (in this checkout's ``looks.csv``: a run elsewhere shows once its records are copied here).
+    """
+    entries = load(path)["claims"]
+    rows = []
+    for exp in dict.fromkeys(str(e["experiment"]) for e in entries):
+        ids = [str(e["id"]) for e in entries if e["experiment"] == exp]
+        mine = looks[looks["experiment"] == exp]
+        final = set(mine.loc[mine["final"], "id"])
+        state = "final" if set(ids) <= final else "running" if len(mine) else "not started"
+        rows.append({"experiment": exp, "state": state, "claims": len(ids), "final": len(final & set(ids)),
+                     "look": int(mine["look"].max()) if len(mine) else 0,
+                     "pooled trials": int(mine["trials"].max()) if len(mine) else 0})
+    return pd.DataFrame(rows, columns=["experiment", "state", "claims", "final", "look", "pooled trials"])
+
+
+def table_rows(tables: Path, exp: str) -> pd.DataFrame:
+    """The provenance columns of ``<tables>/<exp>.csv`` (empty when there is no table)."""
+    path = tables / f"{exp}.csv"
+    if not path.exists():
+        return pd.DataFrame(columns=list(PROVENANCE_COLUMNS))
+    return pd.read_csv(path, usecols=lambda c: c in PROVENANCE_COLUMNS, dtype={"prereg_hash": str, "commit": str})
+
+
+def _seeds(rows: pd.DataFrame) -> str:
+    seeds = sorted({int(s) for s in rows["seed"].dropna()}) if "seed" in rows else []
+    if not seeds:
+        return "seeds unknown"
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"
+
+
+def labels(claims: pd.DataFrame, rows: pd.DataFrame, path: Path = REGISTRATION) -> list[str]:
+    """Per claims row, where its verdict comes from: ``registered: look N, K pooled trials ...`` or history.
+
+    Registered only when the row's ``provenance`` says so, the gate passed it (empty ``gate``) and every trial row
+    is registered (``registered_rows``); a claims file cannot make history rows registered by saying so.
+    """
+    fresh = len(rows) > 0 and set(PROVENANCE_COLUMNS) <= set(rows.columns) and \
+        len(registered_rows(rows, path)) == len(rows)
+    said = claims["provenance"].astype(str) if "provenance" in claims else pd.Series([""] * len(claims))
+    gates = claims["gate"].astype(str) if "gate" in claims else pd.Series([""] * len(claims))
+    out = []
+    for text, note in zip(said, gates, strict=True):
+        if fresh and REGISTERED.match(text) and not note:
+            out.append(text)
+        elif fresh:
+            out.append(f"registered rows, not decided by a registered look{': ' + note if note else ''}")
+        else:
+            out.append(f"{HISTORY_LABEL}: {_seeds(rows)}, decides nothing")
+    return out
+
+
+def short(label: str) -> str:
+    """A label in a table cell: ``registered, look 3, 30 trials`` or ``history, seeds 0-2``."""
+    m = REGISTERED.match(label)
+    if m:
+        return f"registered, look {m['look']}, {m['trials']} trials"
+    return label.removesuffix(", decides nothing").replace(": ", ", ", 1)
+
+
+def is_registered(label: str) -> bool:
+    """Whether a label (from ``labels``) names a registered look."""
+    return REGISTERED.match(label) is not None
+
+
+def all_claims(tables: Path, path: Path = REGISTRATION) -> pd.DataFrame:
+    """Every claims row of ``tables`` with ``experiment``, its registered kind (``classify``) and ``label``."""
+    frames = []
+    for file in sorted(tables.glob("*.claims.csv")):
+        exp = file.name.removesuffix(".claims.csv")
+        claims = pd.read_csv(file, keep_default_na=False)
+        claims = classify(exp, claims.drop(columns=[c for c in ("kind", "kind_reason") if c in claims.columns]))
+        frames.append(claims.assign(experiment=exp, label=labels(claims, table_rows(tables, exp), path)))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def registration_commit(path: Path = REGISTRATION) -> tuple[str, str]:
+    """The commit that last wrote the registration and its date (``unknown`` outside a git checkout)."""
+    try:
+        out = subprocess.run(["git", "log", "-1", "--format=%H %cI", "--", str(path.relative_to(ROOT))], cwd=ROOT,
+                             capture_output=True, text=True, check=True, timeout=10).stdout.split()
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return "unknown", "unknown"
+    return (out[0][:12], out[1]) if len(out) == 2 else ("unknown", "unknown")
+
+
+def cpu_hours(tables: Path, experiments: list[str]) -> float:
+    """Trial wall hours (one worker: the runner's ``trial_wall_s``) of the registered rows of ``experiments``."""
+    total = 0.0
+    for exp in experiments:
+        path = tables / f"{exp}.csv"
+        if path.exists():
+            df = pd.read_csv(path, usecols=lambda c: c in {*PROVENANCE_COLUMNS, "trial_wall_s"},
+                             dtype={"prereg_hash": str, "commit": str})
+            if "trial_wall_s" in df:
+                total += float(registered_rows(df)["trial_wall_s"].sum())
+    return total / 3600
+
+
+def counts(claims: pd.DataFrame) -> pd.DataFrame:
+    """Verdict counts by registered kind (rows) x verdict (columns), registered and history apart."""
+    from dpstream.claims import VERDICTS
+
+    if claims.empty:
+        return pd.DataFrame()
+    source = ["registered" if is_registered(x) else "history" for x in claims["label"]]
+    kinds = claims["kind"].astype(str).replace("", "unregistered")
+    table = pd.crosstab([pd.Series(source, name="from"), kinds.rename("kind")], claims["verdict"].rename("verdict"))
+    table = table.reindex(columns=list(VERDICTS), fill_value=0)
+    return table.assign(total=table.sum(axis=1)).reset_index()
+
+
+def _md(frame: pd.DataFrame) -> list[str]:
+    cells = [[str(v).replace("|", "\\|") for v in row] for row in frame.itertuples(index=False)]
+    return ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns),
+            *["| " + " | ".join(r) + " |" for r in cells]]
+
+
+LINKS = (("the registration", "preregistration.yaml"), ("every look of the registered run", "verify/paper/looks.csv"),
+         ("how paper claims are checked", "../docs/verdicts.md"),
+         ("Holland's figures", "../docs/reproduction/sketches.md"),
+         ("the sparse vector technique", "../docs/reproduction/svt.md"),
+         ("query release", "../docs/reproduction/query_release.md"))
+
+
+def section(results_dir: Path, profile: str = "paper", path: Path = REGISTRATION) -> list[str]:
+    """The report's first page on the registered run: registration, what ran, verdict counts, links (Markdown)."""
+    tables = results_dir / "tables"
+    commit, date = registration_commit(path)
+    state = status(read_looks(looks_path(results_dir, profile)), path)
+    final = list(state.loc[state["state"] == "final", "experiment"])
+    claims = all_claims(tables, path)
+    adopted = sorted(set(claims.loc[[is_registered(x) for x in claims["label"]], "experiment"])) if len(claims) \
+        else []
+    by_state = state["state"].value_counts()
+    lines = ["## The registered run", "",
+             f"Registration `results/preregistration.yaml`, hash `{registration_hash(path)}`, committed in `{commit}` "
+             f"on {date}: every claim's kind, rule, budget and alpha fixed before any trial of master seeds 3 and up.",
+             "",
+             f"Experiments with registered claims: {len(state)}; "
+             + ", ".join(f"{int(by_state.get(s, 0))} {s}" for s in STATES)
+             + f". Shown here as registered: {len(adopted)} experiments ({len(final)} final in `looks.csv`), "
+             f"{int(state.loc[state['experiment'].isin(adopted), 'pooled trials'].sum())} pooled trials, "
+             f"{cpu_hours(tables, adopted):.3g} CPU hours of trial time (one worker, the rows' `trial_wall_s`). "
+             "Every other verdict is history (master seeds 0-2, judged by rules some of which changed after their "
+             "data was seen) and decides nothing: the gate turns its decided verdicts into `inconclusive`.", "",
+             "Verdicts by kind, registered and history apart (claims rows: each clause of a paper sentence counts "
+             "here; the tallies below count each sentence once):", "", *_md(counts(claims)), "",
+             "Status of the registered run per experiment (from `looks.csv`; `not started`: no look recorded in this "
+             "checkout's `looks.csv` yet, though a batch may be running elsewhere):", "",
+             *_md(state), "",
+             "Links: " + "; ".join(f"[{name}]({target})" for name, target in LINKS), ""]
+    return lines
+
+
+def combined(sources: list[str]) -> str:
+    """One cell for the labels of several claims combined into one verdict: registered only if every one is."""
+    shown = list(dict.fromkeys(short(x) for x in sources))
+    if not shown:
+        return "no claims"
+    if all(is_registered(x) for x in sources) or not any(is_registered(x) for x in sources):
+        return "; ".join(shown)
+    return "partly history (decides nothing): " + "; ".join(shown)

@@ -1,0 +1,79 @@
+"""make adopt-registered: the registered looks re-judged from the committed trial stores give looks.csv exactly."""
+
+import pytest
+from conftest import ROOT
+
+from dpstream.errors import InputError
+from dpstream.harness import registered
+from dpstream.harness.adopt import differences, replay, stored_seed
+from dpstream.harness.rejudge import composed_config
+from dpstream.harness.runner import experiments_to_run
+from dpstream.registry import CONF_DIR
+
+PAPER = ROOT / "results" / "verify" / "paper"
+EXPERIMENT = "svt_theory"  # the cheapest registered experiment: 30 pooled trials, three looks
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """The committed stores of the new seeds, linked read-only into a folder of its own (seed tables go there)."""
+    root = tmp_path_factory.mktemp("verify")
+    for seed_dir in PAPER.glob("seed_*"):
+        if int(seed_dir.name.removeprefix("seed_")) >= 3 and (seed_dir / "store").is_dir():
+            (root / "paper" / seed_dir.name).mkdir(parents=True)
+            (root / "paper" / seed_dir.name / "store").symlink_to(seed_dir / "store")
+    return root
+
+
+@pytest.fixture(scope="module")
+def replayed(store):
+    looks = registered.read_looks(PAPER / "looks.csv")
+    if not (looks["experiment"] == EXPERIMENT).any():
+        pytest.skip(f"{EXPERIMENT} has no record in the committed looks.csv")
+    spec = next(s for s in experiments_to_run(composed_config(ROOT / "results", EXPERIMENT), CONF_DIR))
+    claims, records = replay(spec, store)
+    return claims, records, looks[looks["experiment"] == EXPERIMENT]
+
+
+def test_rejudging_the_stores_reproduces_looks_csv(replayed):
+    claims, records, committed = replayed
+    assert len(records) == len(committed) > 0
+    assert differences(records, committed) == []
+    final = committed[committed["final"]].set_index("id")
+    assert list(claims["verdict"]) == [final.loc[i, "verdict"] for i in claims["id"]]
+
+
+def test_a_record_that_differs_from_the_stores_is_named(replayed):
+    _, records, committed = replayed
+    tampered = committed.copy()
+    tampered.loc[tampered.index[0], "verdict"] = "confirmed" if tampered["verdict"].iloc[0] != "confirmed" else "n/a"
+    diff = differences(records, tampered)
+    assert len(diff) == 1 and "verdict" in diff[0] and str(tampered["id"].iloc[0]) in diff[0]
+    assert differences(records.iloc[1:], committed)[0].endswith("only in looks.csv")
+
+
+def test_adopting_runs_no_trial_a_missing_one_is_an_error(tmp_path):
+    store = tmp_path / "paper" / "seed_3" / "store"
+    store.mkdir(parents=True)
+    (store / "trials.format").write_bytes((PAPER / "seed_3" / "store" / "trials.format").read_bytes())
+    (store / "trials.jsonl").write_text("")
+    with pytest.raises(InputError, match="not stored"):
+        stored_seed(tmp_path, "paper", 3, EXPERIMENT)
+    assert (store / "trials.jsonl").read_text() == ""  # nothing was computed into it
+    with pytest.raises(InputError, match="no trial store"):
+        stored_seed(tmp_path, "paper", 4, EXPERIMENT)
+
+
+STATE = registered.status(registered.read_looks(PAPER / "looks.csv"))
+FINAL = sorted(STATE.loc[STATE["state"] == "final", "experiment"])
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("experiment", FINAL)
+def test_every_final_experiment_rejudged_from_the_stores_gives_looks_csv(store, experiment):
+    """All of them (minutes each: 200 nulls per fixed-sample rule); make adopt-registered refuses any that differ."""
+    looks = registered.read_looks(PAPER / "looks.csv")
+    spec = next(s for s in experiments_to_run(composed_config(ROOT / "results", experiment), CONF_DIR))
+    claims, records = replay(spec, store)
+    assert differences(records, looks[looks["experiment"] == experiment]) == []
+    assert claims is not None and all(map(registered.REGISTERED.match, claims["provenance"]))
