@@ -216,6 +216,13 @@ def test_an_experiment_key_typed_on_the_command_line_wins_over_the_profile(compo
     assert spec["grid"]["memory_kb"] == [8, 24]
 
 
+def test_an_experiment_key_typed_with_an_aggregate_is_refused(compose_cfg):
+    """The parts of fig3 load their own files: a grid typed for the aggregate would reach none of them."""
+    typed = ["experiment=fig3", "profile=smoke", "+experiment.grid.memory_kb=[16]"]
+    with pytest.raises(ConfigError, match=r"experiment.grid.memory_kb=\[16\]: experiment 'fig3' runs the parts"):
+        plan(compose_cfg(typed), CONF_DIR, typed)
+
+
 def children(pid: int) -> set[int]:
     """Processes whose parent is ``pid`` (from /proc)."""
     out = set()

@@ -205,7 +205,7 @@ def test_restart_opens_a_new_epoch_with_a_new_key(tmp_path: Path) -> None:
     third = run_watcher(zipf_sources(4096, 9), state)
     assert third[0]["epoch"] == 3 and third[0]["step"] == 12288 + 8192 + 4096
     assert second[-1]["step"] == 12288 + 8192
-    with pytest.raises(ValueError, match="epsilon=1.0 differs from 4.0"):
+    with pytest.raises(ValueError, match=r"epsilon=1.0 \(the state's 4.0\) differ"):
         run_watcher(np.empty(0, np.uint32), state, epsilon=1.0)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -171,8 +172,10 @@ def test_watch_line_and_ledger_carry_flush_every(tmp_path: Path) -> None:
     del raw["config"]["flush_every"]
     state.write_text(json.dumps(raw))
     assert Ledger.load(state, WatchConfig(**{**raw["config"], "flush_every": 1})).config.flush_every == 1
-    with pytest.raises(ValueError, match="flush_every=8 differs from 1"):
+    with pytest.raises(ValueError, match=r"flush_every=8 \(the state's 1\) differ"):
         Ledger.load(state, config)
+    with pytest.raises(ValueError, match=r"every=2048 \(the state's 1024\), flush_every=16 \(the state's 1\)"):
+        Ledger.load(state, WatchConfig(**{**asdict(config), "every": 2048, "flush_every": 16}))
     with pytest.raises(ValueError, match="every must be a positive multiple of k_tilde x flush_every = 512"):
         WatchConfig(k=4, k_tilde=64, every=64 * 4, horizon=64 * 64, flush_every=8)
     with pytest.raises(ValueError, match="flush_every must be a positive integer"):
@@ -220,3 +223,13 @@ def test_one_replaced_item_moves_at_most_2d_pushes_by_one() -> None:
         assert np.count_nonzero(change) <= 2 * depth
         largest = max(largest, np.count_nonzero(change))
     assert largest == 2 * depth
+
+
+def test_memory_bytes_counts_the_working_buffers() -> None:
+    """At B > 1 a period's hashes (2 x d x B k~ int64) and the line-rate node sums are memory the tracker holds."""
+    one, sixteen = tracker(1 << 16, 1), tracker(1 << 16, 16)
+    d, period = sixteen.depth, sixteen.period
+    cells = sixteen.sketch._state.counters
+    sums = 8 * (cells.levels * cells.n + cells.n + 1)
+    assert sixteen.memory_bytes - (one.memory_bytes - one.sketch.memory_bytes + sixteen.sketch.memory_bytes) \
+        == 2 * 8 * d * period + sums

@@ -118,7 +118,7 @@ def test_host_cap_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixt
     assert json.loads((tmp_path / "s.json").read_text())["config"]["host_cap"] == 2
     # a restart with another cap is refused (the ledger holds the cap), and so is a cap with no guarantee
     assert main([str(source), *small, "--host-cap", "3", "--state", str(tmp_path / "s.json")]) == 2
-    assert "host_cap=3 differs from 2" in capsys.readouterr().err
+    assert "host_cap=3 (the state's 2) differ" in capsys.readouterr().err
     assert main([str(source), *small, "--host-cap", "9", "--state", str(tmp_path / "t.json")]) == 2
     assert "no guarantee" in capsys.readouterr().err
     assert main([str(source), *small, "--host-cap", "0", "--state", str(tmp_path / "u.json")]) == 2

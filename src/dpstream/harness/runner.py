@@ -470,6 +470,11 @@ def experiments_to_run(cfg: dict[str, Any], conf_dir: ConfDirs, sweep: dict[str,
         return [{"id": run_id, "title": f"single run: {cfg['mechanism']['name']}", "profile_name": profile}]
     spec = resolve_profile(spec, profile, typed)
     if spec.get("parts"):
+        for key, value in flatten(typed or {}).items():
+            if key not in ("id", "title", "parts"):  # the aggregate's own keys
+                raise ConfigError(f"experiment.{key}", value, f"experiment {spec['id']!r} runs the parts "
+                                  f"{', '.join(spec['parts'])}: set the key with one part (experiment=PART "
+                                  f"experiment.{key}=...)")
         out = []
         for part in spec["parts"]:
             sub = load_experiment(conf_dir, part, profile)

@@ -263,6 +263,11 @@ class SuffixSums:
         self.valid = np.full(1, -1, dtype=np.int64)
         self.table = np.zeros(cells)
 
+    @property
+    def nbytes(self) -> int:
+        """The bytes its arrays hold."""
+        return self.sums.nbytes + self.valid.nbytes + self.table.nbytes
+
 
 def line_rate(sketch: Any, period: int) -> bool:
     """Whether ``line_rate_run`` applies: derived nodes, a period of one width, at a multiple of it."""

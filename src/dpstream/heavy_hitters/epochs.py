@@ -294,10 +294,11 @@ class Ledger:
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"state {path}: not a {LEDGER_FORMAT} file ({exc}); allowed: a ledger written by "
                              "dpstream watch, or a new --state path") from None
-        for name, value in asdict(config).items():
-            if getattr(saved, name) != value:
-                raise ValueError(f"{name}={value!r} differs from {getattr(saved, name)!r} in the state {path}; "
-                                 f"allowed: the same configuration, or a new --state path")
+        differ = [f"{name}={value!r} (the state's {getattr(saved, name)!r})"
+                  for name, value in asdict(config).items() if getattr(saved, name) != value]
+        if differ:  # every field named: a derived one (every, from flush_every x k~) would hide its cause
+            raise ValueError(f"{', '.join(differ)} differ from the state {path}; allowed: the same configuration, "
+                             f"or a new --state path")
         return cls(saved, epochs, source)
 
 

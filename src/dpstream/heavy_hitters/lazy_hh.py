@@ -144,6 +144,12 @@ class LazyHH(BlockTracker):
         """The sketch's clock after t items: push slots, one per ``flush_every`` items."""
         return t // self.flush_every
 
+    @property
+    def memory_bytes(self) -> int:
+        """The tracker's memory plus the watcher's working buffers: a period's hashes and the line-rate node sums."""
+        hashes = sum(a.nbytes for a in self._hashes) if self.flush_every > 1 else 0
+        return super().memory_bytes + hashes + (self._suffix.nbytes if self._suffix is not None else 0)
+
     def use_line_rate(self) -> None:
         """Refresh through the watcher's kernel (``_line_rate.line_rate_run``) wherever it applies (derived nodes).
 
