@@ -286,27 +286,27 @@ def _cell_text(group: pd.DataFrame) -> str:
     if "not run" in verdicts:
         return "not run (O(T) state)"
     text = ", ".join(f"{verdicts[v]} {v}" for v in ("match", "mismatch", "inconclusive") if v in verdicts)
-    return f"{text}; max dev {float((group['ratio'] - 1).abs().max()):.4f}"
+    return f"{text}; max abs(S/v - 1) {float((group['ratio'] - 1).abs().max()):.4f}"
 
 
 def render(df: pd.DataFrame) -> str:
-    """The page's block: what ran, the verdict counts, and one row per counter with its cells at each horizon."""
+    """The page's block: what ran, the verdict counts, and one row per registered counter at each horizon."""
     horizons = sorted(df["horizon"].unique())
     counts = df["verdict"].value_counts()
     first = df.iloc[0]
-    lines = [f"Checked: {df.groupby(['counter', 'node_noise']).ngroups} counters and node noises x "
-             f"T = {', '.join(f'2^{int(math.log2(h))}' for h in horizons)}, {int(first['counters'])} independent "
+    lines = [f"Configuration: the {len(COUNTERS)} registered counters and node noises x T = "
+             f"{', '.join(f'2^{int(math.log2(h))}' for h in horizons)}, {int(first['counters'])} independent "
              f"counters a cell, seed {int(first['seed'])}, alpha = {first['alpha']:g} family-wise over "
-             f"{int(first['cells'])} cells (Bonferroni). Of {len(df)} (counter, T, step) cells: "
-             + ", ".join(f"{counts.get(v, 0)} {v}" for v in ("match", "mismatch", "inconclusive", "not run")) + ".",
+             f"{int(first['cells'])} (counter, T, step) cells (Bonferroni). Of the {len(df)} cells in the table: "
+             + ", ".join(f"{counts.get(v, 0)} {v}" for v in ("match", "mismatch", "inconclusive", "not run"))
+             + f"; {int(first['cells']) - len(df)} not finished in the time the run had.",
              "", "| counter | node noise | " + " | ".join(f"T = 2^{int(math.log2(h))}" for h in horizons) + " |",
              "|---|---|" + "---|" * len(horizons)]
-    order = {key: i for i, key in enumerate(COUNTERS)}
-    for key, group in sorted(df.groupby(["counter", "node_noise"]),
-                             key=lambda kv: order.get((str(kv[0][0]), str(kv[0][1])), len(order))):
-        cells = [_cell_text(group[group["horizon"] == h]) if (group["horizon"] == h).any() else "not finished"
+    for counter, noise in COUNTERS:
+        mine = df[(df["counter"] == counter) & (df["node_noise"] == noise)]
+        cells = [_cell_text(mine[mine["horizon"] == h]) if (mine["horizon"] == h).any() else "not finished"
                  for h in horizons]
-        lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
+        lines.append(f"| {counter} | {noise} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
