@@ -221,9 +221,14 @@ def check_cell(cls: type[Counter], horizon: int, steps: tuple[int, ...], n: int,
 
 
 def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+    """The checkout's commit, ``-dirty`` when its sources differ from it (the code that ran is not that commit's)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True,
                               cwd=Path(__file__).parent).stdout.strip()
+
+    try:
+        return git("rev-parse", "HEAD") + ("-dirty" if git("status", "--porcelain", "--untracked-files=normal", "--",
+                                                           str(Path(__file__).parents[1])) else "")
     except (OSError, subprocess.CalledProcessError):
         return ""
 
