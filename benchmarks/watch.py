@@ -188,7 +188,8 @@ def main() -> None:
     parser.add_argument("--packets", type=int, default=None, help="default 1e6 (ratios), 2.5e9 (--hour)")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--hour", action="store_true", help="stream a generated one-hour trace (make watch-hour)")
-    parser.add_argument("--json", action="store_true", help=f"write {RESULTS}")
+    parser.add_argument("--json", nargs="?", const=RESULTS, type=Path, default=None, metavar="PATH",
+                        help=f"write the rows as JSON to PATH (default {RESULTS})")
     parser.add_argument("--family", choices=("multiply_shift", "modp"), action="append",
                         help="only this hash family's arms (repeatable; default both)")
     parser.add_argument("--noise", choices=tuple(TARGETS), action="append",
@@ -196,22 +197,23 @@ def main() -> None:
     parser.add_argument("--clock", choices=tuple(CLOCKS), default="cpu", help="process CPU time or wall time")
     parser.add_argument("--host-cap", type=int, action="append", default=None,
                         help="also time the arms with the watcher's host cap N (repeatable)")
-    parser.add_argument("--flush-every", type=int, default=FLUSH_EVERY,
-                        help=f"the watcher's B: counters stepped once per B k~ packets (default {FLUSH_EVERY})")
+    parser.add_argument("--flush-every", type=int, nargs="+", default=[FLUSH_EVERY],
+                        help=f"the watcher's B: counters stepped once per B k~ packets (default {FLUSH_EVERY}; "
+                             "several values: a sweep of B, every arm at each)")
     args = parser.parse_args()
     if args.hour:
-        print(json.dumps(hour(args.packets or 2_500_000_000, flush_every=args.flush_every)))
+        print(json.dumps(hour(args.packets or 2_500_000_000, flush_every=args.flush_every[0])))
         return
     packets = args.packets or 1_000_000
-    rows = [row for cap in (None, *(args.host_cap or ()))
+    rows = [row for flush_every in args.flush_every for cap in (None, *(args.host_cap or ()))
             for row in ratios(packets, args.repeats, tuple(args.family or ("multiply_shift", "modp")),
-                              tuple(args.noise or TARGETS), args.clock, cap, args.flush_every)]
+                              tuple(args.noise or TARGETS), args.clock, cap, flush_every)]
     if args.json:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(json.dumps({
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({
             "title": f"dpstream watch end to end: {packets} packets (pcap, captured length {CAPLEN}) through the "
                      f"streaming reader and LazyHH in epochs (k 128, k~ 512, counters stepped once per "
-                     f"{args.flush_every} x k~ packets), a JSON line every 2^17 packets",
+                     f"{'/'.join(map(str, args.flush_every))} x k~ packets), a JSON line every 2^17 packets",
             "command": "python benchmarks/watch.py " + " ".join(sys.argv[1:]),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
             "rows": rows}, indent=2) + "\n")
