@@ -150,3 +150,12 @@ def test_looks_recorded_under_another_registration_are_refused_and_old_files_upg
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2 and len(err.splitlines()) == 1
     assert "0123abcdef" in err and registration_hash() in err
+
+
+def test_a_claims_provenance_names_the_seeds_of_its_own_look(tmp_path, monkeypatch):
+    """fake#0 is final at look 1 (seeds 3-4) while its experiment ran to look 3 (seeds 3-8)."""
+    registration = _registration(tmp_path / "prereg.yaml")
+    claims, looks = _run(tmp_path, monkeypatch, FakeRuns(registration), registration)
+    hash_ = registration_hash(registration)
+    assert claims["provenance"].iloc[0] == f"registered: look 1, 10 pooled trials, seeds 3-4, registration {hash_}"
+    assert claims["provenance"].iloc[3] == f"registered: look 3, 30 pooled trials, seeds 3-8, registration {hash_}"

@@ -77,3 +77,43 @@ def test_every_final_experiment_rejudged_from_the_stores_gives_looks_csv(store, 
     claims, records = replay(spec, store)
     assert differences(records, looks[looks["experiment"] == experiment]) == []
     assert claims is not None and all(map(registered.REGISTERED.match, claims["provenance"]))
+
+
+@pytest.mark.parametrize("where", ["looks.csv edited", "replay differs"])
+def test_a_refused_experiment_is_not_rendered_as_registered(tmp_path, monkeypatch, where):
+    """Repro: a copy of looks.csv with svt_order#1's final record `not confirmed` (or a differing replay) is refused.
+
+    adopt raises Mismatch, and the report and pages rendered before it do not show svt_order as registered.
+    """
+    import pandas as pd
+
+    import dpstream.harness.adopt as adopt_module
+
+    (tmp_path / "tables").mkdir()
+    for name in ("svt_order.csv", "svt_order.claims.csv"):
+        (tmp_path / "tables" / name).write_bytes((ROOT / "results" / "tables" / name).read_bytes())
+    looks = pd.read_csv(PAPER / "looks.csv", keep_default_na=False, dtype={"prereg_hash": str})
+    committed = registered.read_looks(PAPER / "looks.csv")
+    records = committed[committed["experiment"] == "svt_order"][list(adopt_module.COMPARED)].reset_index(drop=True)
+    final = looks.index[(looks["id"] == "svt_order#1") & (looks["final"].astype(str) == "True")][0]
+    assert looks.loc[final, "verdict"] == "confirmed"
+    if where == "looks.csv edited":
+        looks.loc[final, "verdict"] = "not confirmed"
+    else:
+        records.loc[records["id"] == "svt_order#1", "measured"] = "another measurement"
+    (tmp_path / "verify" / "paper").mkdir(parents=True)
+    looks.to_csv(tmp_path / "verify" / "paper" / "looks.csv", index=False)
+    shown: dict[str, list[str]] = {}
+
+    def rendered(out, *args, **kwargs):  # what the report and pages would show, at the time they are rendered
+        claims = registered.all_claims(out / "tables")
+        shown.update(claims.groupby("experiment")["label"].agg(list).to_dict())
+        return out / "report.md"
+
+    monkeypatch.setattr(adopt_module, "replay", lambda *args, **kwargs: (pd.DataFrame({"verdict": []}), records))
+    monkeypatch.setattr(adopt_module, "rerender", rendered)
+    with pytest.raises(adopt_module.Mismatch, match="svt_order"):
+        adopt_module.adopt(tmp_path, experiments=["svt_order"])
+    assert shown["svt_order"] and not any(map(registered.is_registered, shown["svt_order"])), shown["svt_order"]
+    after = pd.read_csv(tmp_path / "tables" / "svt_order.claims.csv", keep_default_na=False)
+    assert after["provenance"].str.startswith("refused by make adopt-registered").all()

@@ -59,3 +59,15 @@ def test_the_report_opens_with_the_first_page_and_changelog_before_tallies_and_p
     order = [text.index(s) for s in ("## First page", "## Changelog", "Verdicts:", "| setting | value |",
                                      "## fig3b:")]
     assert order == sorted(order)
+
+
+def test_the_changelog_gives_the_label_never_the_raw_provenance():
+    """A claims file naming a look that looks.csv does not back is not quoted as decided by the registered run."""
+    old = {"x": pd.DataFrame({"verdict": ["inconclusive", "inconclusive"], "rule": ["r", "r"]})}
+    said = "registered: look 1, 10 pooled trials, seeds 3-12, registration 3cb7d19a335bb227"
+    new = {"x": old["x"].assign(verdict="confirmed", provenance=said, gate="")}
+    backed = "registered: look 3, 30 pooled trials, seeds 3-32, registration 3cb7d19a335bb227"
+    lines = changelog(old, new, {"x": ["registered rows, not decided by a registered look: no record", backed]})
+    assert "decided by the registered run" not in lines[2] and said not in lines[2]
+    assert "looks.csv does not back" in lines[2]
+    assert f"decided by the registered run ({backed})" in lines[3]

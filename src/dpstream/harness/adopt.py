@@ -4,11 +4,13 @@ For every experiment whose registered claims are all final in ``<store>/<profile
 (``registered.status``), the looks are replayed from the committed trial stores of the new master seeds alone: each
 seed's table is read from its store (``stored_seed``: a trial missing from a store is an error, nothing is computed)
 and ``verify.registered_experiment`` decides every look again under the registration. The replayed records must equal
-the committed ones (look, id, verdict, pooled trials, final, measured), else nothing is written for that experiment
-and the command fails naming the difference. Then the pooled table goes to ``<out>/tables/<id>.csv``, its claims (the
-final look's verdicts, each with its ``provenance``: look, pooled trials, seeds, registration hash) to
-``<id>.claims.csv``, its figure is drawn from the pooled table, and the report and the pages' verdict blocks
-(``make readme``'s pages) are rewritten from ``<out>/tables``, where every other experiment keeps its history table.
+the committed ones (look, id, verdict, pooled trials, final, measured), else nothing of the replay is written for
+that experiment, its claims already in ``<out>/tables`` lose their registered provenance (``demote``: shown as not
+decided by a registered look) and the command fails naming the difference. Then the pooled table goes to
+``<out>/tables/<id>.csv``, its claims (the final look's verdicts, each with its ``provenance``: look, pooled trials,
+seeds, registration hash) to ``<id>.claims.csv``, its figure is drawn from the pooled table, and the report and the
+pages' verdict blocks (``make readme``'s pages) are rewritten from ``<out>/tables``, where every other experiment
+keeps its history table.
 
 Usage: ``python -m dpstream.harness.adopt [--out results] [--profile paper] [--nulls 200] [--experiment ID ...]
 [--since REF]`` (the report's changelog against the claims committed at REF, default HEAD).
@@ -124,6 +126,19 @@ def draw(spec: dict[str, Any], df: pd.DataFrame, out: Path, profile: str) -> Non
     import_object(spec["plot"])(df, shown, out / "figures" / f"{spec['id']}.png")
 
 
+def demote(out: Path, exp: str, why: str) -> None:
+    """Relabel the claims of a refused experiment in ``<out>/tables``: their ``provenance`` no longer names a look.
+
+    ``registered.labels`` then shows them as registered rows not decided by a registered look (or history), and
+    ``make claims`` re-judges them through the gate: a report rendered after a refusal shows none of them as
+    registered.
+    """
+    path = out / "tables" / f"{exp}.claims.csv"
+    if path.exists():
+        claims = pd.read_csv(path, keep_default_na=False)
+        write_csv(claims.assign(provenance=f"refused by make adopt-registered: {why}"[:300]), path)
+
+
 def rerender(out: Path, profile: str = "paper", regenerated_by: str = "make adopt-registered",
              changelog_ref: str = "HEAD") -> Path:
     """The report over every table of ``<out>/tables`` (adopted and history) and the pages' verdict blocks.
@@ -149,8 +164,9 @@ def adopt(out: Path = Path("results"), profile: str = "paper", nulls: int = NULL
           changelog_ref: str = "HEAD") -> dict[str, str]:
     """Adopt every final experiment (or those of ``experiments``): replay, check, write; return id -> outcome.
 
-    An experiment whose replay differs from ``looks.csv`` is left as it was (named on stderr); the others are
-    adopted and the pages rewritten, then ``Mismatch`` names every one refused.
+    An experiment whose replay differs from ``looks.csv`` gets nothing of the replay, its claims in ``<out>/tables``
+    are relabelled (``demote``) and it is named on stderr; the others are adopted and the pages rewritten (a refused
+    experiment shown as not registered), then ``Mismatch`` names every one refused.
     """
     store = store or verify_store(out)
     looks = registered.read_looks(store / profile / "looks.csv")
@@ -170,11 +186,13 @@ def adopt(out: Path = Path("results"), profile: str = "paper", nulls: int = NULL
             refused.append(f"{exp}: re-judging the stores does not give looks.csv ({len(diff)} differences; first: "
                            f"{diff[0] if diff else 'no claims'}): nothing adopted for it")
             print(refused[-1], file=sys.stderr, flush=True)
+            demote(out, exp, refused[-1])
             continue
         rows = claims.attrs["table"]
         if not all(map(registered.REGISTERED.match, claims["provenance"])):
             refused.append(f"{exp}: a claim without a final look in the replay: nothing adopted for it")
             print(refused[-1], file=sys.stderr, flush=True)
+            demote(out, exp, refused[-1])
             continue
         write_csv(rows, out / "tables" / f"{exp}.csv")
         write_csv(claims, out / "tables" / f"{exp}.claims.csv")

@@ -18,7 +18,7 @@ import pandas as pd
 
 from dpstream.claims.kinds import PAPER, PAPER_SETTING, classify, combine
 from dpstream.claims.registration import load
-from dpstream.harness.registered import combined, labels, table_rows
+from dpstream.harness.registered import combined, is_registered, labels, looks_of, table_rows
 
 PANELS = {
     "fig3a": ("fig3a",), "fig3b": ("fig3b", "fig3b_wordfreq"), "fig3c": ("fig3c",), "fig3d": ("fig3d",),
@@ -35,6 +35,7 @@ def panel_claims(tables: Path) -> dict[str, pd.DataFrame]:
     ``label`` is where the verdict comes from (``registered.labels``: a registered look, or history).
     """
     out = {}
+    looks = looks_of(tables)
     for panel, experiments in PANELS.items():
         frames = []
         for exp in experiments:
@@ -43,7 +44,8 @@ def panel_claims(tables: Path) -> dict[str, pd.DataFrame]:
                 claims = pd.read_csv(path, keep_default_na=False)
                 claims = claims.drop(columns=[c for c in ("kind", "kind_reason") if c in claims.columns])
                 frames.append(classify(exp, claims).assign(experiment=exp,
-                                                           label=labels(claims, table_rows(tables, exp))))
+                                                           label=labels(claims, table_rows(tables, exp), looks,
+                                                                        exp)))
         if frames:
             out[panel] = pd.concat(frames, ignore_index=True)
     return out
@@ -113,6 +115,7 @@ def experiment_rows(tables: Path, experiments: list[str], figures: str = "figure
     entries = {c["id"]: c for c in load()["claims"]}
     lines = ["| experiment | claim | our setting | verdict | robustness | main deviation | thumbnail |",
              "|---|---|---|---|---|---|---|"]
+    looks = looks_of(tables)
     for exp in experiments:
         path = tables / f"{exp}.claims.csv"
         if not path.exists():
@@ -127,7 +130,7 @@ def experiment_rows(tables: Path, experiments: list[str], figures: str = "figure
             "; ".join(f"{n} {k}s" for k, n in pd.Series([e["kind"] for e in registered]).value_counts().items())
         robustness = _robustness(judged.assign(setting=judged["setting"].replace("", PAPER_SETTING)),
                                  combine(list(judged["verdict"])))
-        source = combined([x for x, keep in zip(labels(claims, table_rows(tables, exp)),
+        source = combined([x for x, keep in zip(labels(claims, table_rows(tables, exp), looks, exp),
                                                 claims["kind"] != "implementation check", strict=True)
                            if keep or len(judged) == len(claims)])
         claim = str(load_option(CONF_DIR, "experiment", exp).get("paper_claim") or "")
@@ -141,12 +144,15 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def changelog(old: dict[str, pd.DataFrame], new: dict[str, pd.DataFrame]) -> list[str]:
+def changelog(old: dict[str, pd.DataFrame], new: dict[str, pd.DataFrame],
+              sources: dict[str, list[str]] | None = None) -> list[str]:
     """Markdown lines: every claim (by id) whose verdict differs between two sets of claims tables, and why.
 
     The reason is the new table's ``gate`` note (history, a rule changed after registration) where it has one, else
-    its ``provenance`` (a look of the registered run, ``make adopt-registered``), else its rule (the rule and trials
-    of this run decided). A claim new or gone counts as changed.
+    its label (``sources``: per experiment, ``registered.labels`` of the new table) when that is a look of the
+    registered run, else its rule (the rule and trials of this run decided). A ``provenance`` the label does not back
+    (``looks.csv`` holds no such final record) is said to be so, never quoted as a registered look. A claim new or
+    gone counts as changed.
     """
     lines = ["| claim | before | now | why |", "|---|---|---|---|"]
     empty = pd.DataFrame(columns=["verdict"])
@@ -158,9 +164,13 @@ def changelog(old: dict[str, pd.DataFrame], new: dict[str, pd.DataFrame]) -> lis
             if b == n:
                 continue
             gate = str(now["gate"].iloc[i]) if "gate" in now.columns and i < len(now) else ""
-            source = str(now["provenance"].iloc[i]) if "provenance" in now.columns and i < len(now) else ""
-            registered = (f"decided by the registered run ({source}) on fresh trials, where the history's rows "
-                          "decided nothing") if source else ""
+            said = str(now["provenance"].iloc[i]) if "provenance" in now.columns and i < len(now) else ""
+            shown = (sources or {}).get(exp, [])
+            label = shown[i] if i < len(shown) else ""
+            registered = (f"decided by the registered run ({label}) on fresh trials, where the history's rows "
+                          "decided nothing") if is_registered(label) else (
+                f"its claims file names a registered look that looks.csv does not back; shown as {label or 'history'}"
+                if said else "")
             why = gate or registered or ("the claim is gone" if n == "absent" else "decided by its rule on this "
                                          "run's trials: " + str(now["rule"].iloc[i])[:160].replace("|", "\\|"))
             lines.append(f"| {exp}#{i} | {b} | {n} | {why} |")
@@ -191,8 +201,10 @@ def section(results_dir: Path, ref: str = "HEAD") -> list[str]:
     tables = results_dir / "tables"
     now = {p.name.removesuffix(".claims.csv"): pd.read_csv(p, keep_default_na=False)
            for p in sorted(tables.glob("*.claims.csv"))}
+    looks = looks_of(tables)
+    sources = {exp: labels(claims, table_rows(tables, exp), looks, exp) for exp, claims in now.items()}
     return ["## First page: Holland's figures, one row per panel and sentence", "",
             "Verdicts in the paper's setting (each sentence's clauses and checks combined); robustness columns beside "
             "them. Figure 4 runs on a synthetic stand-in for the CAIDA trace: those verdicts are their own tally.", "",
             *first_page(tables), "", "## Changelog: verdicts that changed against the committed report", "",
-            *changelog(committed_claims(results_dir, ref), now), ""]
+            *changelog(committed_claims(results_dir, ref), now, sources), ""]

@@ -26,7 +26,7 @@ import pandas as pd
 from dpstream.harness import registered
 from dpstream.harness.first_page import PANELS, experiment_rows, first_page
 from dpstream.harness.quoted import value as quoted_value
-from dpstream.harness.registered import labels, short, table_rows
+from dpstream.harness.registered import labels, looks_of, short, table_rows
 from dpstream.harness.report import claim_cells
 
 BLOCK = re.compile(r"(<!-- verdicts: (?P<ids>[^>]*?) -->\n)(?P<body>.*?)(<!-- /verdicts -->)", re.S)
@@ -58,12 +58,13 @@ def render(ids: list[str], tables: Path) -> str:
     decided, else history (seeds 0-2), which decides nothing.
     """
     lines = ["| panel | claim | rule (fixed before the run) | measured | verdict | from |", "|---|---|---|---|---|---|"]
+    looks = looks_of(tables)
     for exp_id in ids:
         path = tables / f"{exp_id}.claims.csv"
         if not path.exists():
             raise FileNotFoundError(f"README names experiment {exp_id!r} but {path} does not exist")
         claims = pd.read_csv(path, keep_default_na=False)
-        sources = labels(claims, table_rows(tables, exp_id))
+        sources = labels(claims, table_rows(tables, exp_id), looks, exp_id)
         for r, source in zip(claims.itertuples(), sources, strict=True):
             cells = claim_cells(r).replace("[", "\\[").replace("]", "\\]")  # brackets are text, not links
             lines.append(f"| {exp_id} | {cells} {short(source)} |")

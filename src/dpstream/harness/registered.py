@@ -3,9 +3,11 @@
 ``make adopt-registered`` (``dpstream.harness.adopt``) writes, for every experiment whose registered claims are all
 final in ``looks.csv``, its pooled table and claims with a ``provenance`` column naming the look and the pooled trials.
 Every other claims table is history. A label is never taken from a claims file on its word: ``labels`` gives the
-registered label only when the claims row says so *and* every row of the experiment's table was run under the
-registered hash on a clean commit at seed >= 3 (``registration.registered_rows``) *and* the gate passed it; anything
-else is shown as history, deciding nothing. ``status`` is the registered run per experiment (final / running / not
+registered label only when the claims row says so, the gate passed it, every row of the experiment's table was run
+under the registered hash on a clean commit at seed >= 3 (``registration.registered_rows``) *and* the claim's final
+record in ``looks.csv`` (``final_record``) gives the same look, pooled trials, verdict and measurement under the current
+registration's hash, for the registered claim text; anything else is shown as history or as registered rows not
+decided by a registered look, deciding nothing. ``status`` is the registered run per experiment (final / running / not
 started) from ``looks.csv``; ``section`` is the report's first page on the registered run.
 """
 
@@ -18,7 +20,15 @@ from pathlib import Path
 import pandas as pd
 
 from dpstream.claims.kinds import classify
-from dpstream.claims.registration import REGISTRATION, ROOT, load, registered_rows, registration_hash
+from dpstream.claims.registration import (
+    REGISTRATION,
+    ROOT,
+    by_id,
+    claim_ids,
+    load,
+    registered_rows,
+    registration_hash,
+)
 
 REGISTERED = re.compile(r"^registered: look (?P<look>\d+), (?P<trials>\d+) pooled trials")
 """How a claims row written by ``adopt`` names its provenance."""
@@ -30,6 +40,11 @@ STATES = ("final", "running", "not started")
 def looks_path(results_dir: Path, profile: str = "paper") -> Path:
     """``looks.csv`` of the registered run whose store is ``<results_dir>/verify`` (``verify.verify_store``)."""
     return results_dir / "verify" / profile / "looks.csv"
+
+
+def looks_of(tables: Path, profile: str = "paper") -> pd.DataFrame:
+    """The records of the ``looks.csv`` beside ``tables`` (``<results>/verify/<profile>/looks.csv``, ``read_looks``)."""
+    return read_looks(looks_path(tables.parent, profile))
 
 
 def read_looks(path: Path) -> pd.DataFrame:
@@ -76,18 +91,55 @@ def _seeds(rows: pd.DataFrame) -> str:
     return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"
 
 
-def labels(claims: pd.DataFrame, rows: pd.DataFrame, path: Path = REGISTRATION) -> list[str]:
+def final_record(claim_id: str, label: str, verdict: str, measured: str, looks: pd.DataFrame,
+                 path: Path = REGISTRATION) -> str:
+    """Why ``looks.csv`` does not back a registered ``label`` of claim ``claim_id``; empty when it does.
+
+    It does when the claim has one final record, written under the current registration's hash, at the label's look
+    and pooled trials, with the claims row's verdict and the measurement the row quotes (``verify``'s ``look N of the
+    pre-registered run, K pooled trials: <measured>``).
+    """
+    m = REGISTERED.match(label)
+    if m is None:
+        return "no registered look named"
+    mine = looks[(looks["id"].astype(str) == claim_id) & looks["final"]] if len(looks) else looks
+    if len(mine) != 1:
+        return f"{len(mine)} final records of {claim_id} in looks.csv"
+    r = mine.iloc[0]
+    said = (f"look {r['look']} of the pre-registered run, {r['trials']} pooled trials: {r['measured']}",
+            str(r["verdict"]), int(r["look"]), int(r["trials"]), str(r.get("prereg_hash", "")))
+    shown = (measured, verdict, int(m["look"]), int(m["trials"]), registration_hash(path))
+    names = ("measured", "verdict", "look", "pooled trials", "registration hash")
+    return "; ".join(f"looks.csv's final {n} differs" for n, a, b in zip(names, said, shown, strict=True) if a != b)
+
+
+def labels(claims: pd.DataFrame, rows: pd.DataFrame, looks: pd.DataFrame, experiment: str = "",
+           path: Path = REGISTRATION) -> list[str]:
     """Per claims row, where its verdict comes from: ``registered: look N, K pooled trials ...`` or history.
 
-    Registered only when the row's ``provenance`` says so, the gate passed it (empty ``gate``) and every trial row
-    is registered (``registered_rows``); a claims file cannot make history rows registered by saying so.
+    Registered only when the row's ``provenance`` says so, the gate passed it (empty ``gate``), every trial row is
+    registered (``registered_rows``), the row states its registered claim text and ``looks`` (the records of
+    ``looks.csv``, ``read_looks``) holds its final record as the row shows it (``final_record``); a claims file cannot
+    make history rows, or verdicts the registered run did not give, registered by saying so. Claims are found by
+    their ``id`` column, else by position in ``experiment`` (``registration.claim_ids``).
     """
     fresh = len(rows) > 0 and set(PROVENANCE_COLUMNS) <= set(rows.columns) and \
         len(registered_rows(rows, path)) == len(rows)
-    said = claims["provenance"].astype(str) if "provenance" in claims else pd.Series([""] * len(claims))
-    gates = claims["gate"].astype(str) if "gate" in claims else pd.Series([""] * len(claims))
+    column = {c: (claims[c].astype(str) if c in claims else pd.Series([""] * len(claims)))
+              for c in ("provenance", "gate", "claim", "verdict", "measured")}
+    entries = by_id(path)
     out = []
-    for text, note in zip(said, gates, strict=True):
+    for i, claim_id in enumerate(claim_ids(experiment, claims)):
+        text, note = column["provenance"].iloc[i], column["gate"].iloc[i]
+        entry = entries.get(claim_id)
+        if not note and REGISTERED.match(text):
+            if entry is None:
+                note = "not in the pre-registration"
+            elif " ".join(column["claim"].iloc[i].split()) != " ".join(str(entry["claim"]).split()):
+                note = "states another claim than the registered one"
+            else:
+                note = final_record(claim_id, text, column["verdict"].iloc[i], column["measured"].iloc[i], looks,
+                                    path)
         if fresh and REGISTERED.match(text) and not note:
             out.append(text)
         elif fresh:
@@ -110,14 +162,19 @@ def is_registered(label: str) -> bool:
     return REGISTERED.match(label) is not None
 
 
-def all_claims(tables: Path, path: Path = REGISTRATION) -> pd.DataFrame:
-    """Every claims row of ``tables`` with ``experiment``, its registered kind (``classify``) and ``label``."""
+def all_claims(tables: Path, path: Path = REGISTRATION, looks: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every claims row of ``tables`` with ``experiment``, its registered kind (``classify``) and ``label``.
+
+    ``looks``: the records the labels are checked against (default: the ``looks.csv`` beside ``tables``).
+    """
+    looks = looks_of(tables) if looks is None else looks
     frames = []
     for file in sorted(tables.glob("*.claims.csv")):
         exp = file.name.removesuffix(".claims.csv")
         claims = pd.read_csv(file, keep_default_na=False)
         claims = classify(exp, claims.drop(columns=[c for c in ("kind", "kind_reason") if c in claims.columns]))
-        frames.append(claims.assign(experiment=exp, label=labels(claims, table_rows(tables, exp), path)))
+        frames.append(claims.assign(experiment=exp, label=labels(claims, table_rows(tables, exp), looks, exp,
+                                                                  path)))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -174,9 +231,10 @@ def section(results_dir: Path, profile: str = "paper", path: Path = REGISTRATION
     """The report's first page on the registered run: registration, what ran, verdict counts, links (Markdown)."""
     tables = results_dir / "tables"
     commit, date = registration_commit(path)
-    state = status(read_looks(looks_path(results_dir, profile)), path)
+    looks = read_looks(looks_path(results_dir, profile))
+    state = status(looks, path)
     final = list(state.loc[state["state"] == "final", "experiment"])
-    claims = all_claims(tables, path)
+    claims = all_claims(tables, path, looks)
     adopted = sorted(set(claims.loc[[is_registered(x) for x in claims["label"]], "experiment"])) if len(claims) \
         else []
     by_state = state["state"].value_counts()

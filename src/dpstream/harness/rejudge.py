@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 from dpstream.claims.nulls import apply_nulls, null_shares
 from dpstream.claims.registration import gate
 from dpstream.harness.config import as_mapping
-from dpstream.harness.registered import is_registered, labels
+from dpstream.harness.registered import is_registered, labels, looks_of
 from dpstream.harness.report import write_report
 from dpstream.harness.runner import claims_table, experiments_to_run, write_csv
 from dpstream.registry import CONF_DIR, import_object
@@ -68,6 +68,9 @@ def judge(spec: dict[str, Any], df: pd.DataFrame, nulls: int = 0, seed: int = 0)
 def adopted(results_dir: Path, exp_id: str, df: pd.DataFrame) -> pd.DataFrame | None:
     """The claims of ``exp_id`` when every one is a registered look's (``registered.labels``), else None.
 
+    A label is registered only when ``<results_dir>/verify/paper/looks.csv`` holds the claim's final record as the
+    claims file shows it: a claims file edited after its look is re-judged (and gated) like history.
+
     Those were decided at their looks (sequential rules included) by ``make adopt-registered`` from the stores; a
     fixed-sample re-judgement of the pooled table is not their rule, so ``make claims`` leaves them.
     """
@@ -75,7 +78,8 @@ def adopted(results_dir: Path, exp_id: str, df: pd.DataFrame) -> pd.DataFrame | 
     if not path.exists():
         return None
     claims = pd.read_csv(path, keep_default_na=False)
-    return claims if len(claims) and all(map(is_registered, labels(claims, df))) else None
+    shown = labels(claims, df, looks_of(results_dir / "tables"), exp_id)
+    return claims if len(claims) and all(map(is_registered, shown)) else None
 
 
 def rejudge(results_dir: Path, experiment: str = "all", profile: str = "paper", report: bool = True,

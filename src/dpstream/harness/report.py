@@ -35,7 +35,7 @@ from dpstream.harness.console import SMOKE_BANNER, typed_command
 from dpstream.harness.environment import PACKAGES, environment
 from dpstream.harness.first_page import PANELS
 from dpstream.harness.first_page import section as first_page_section
-from dpstream.harness.registered import labels, short
+from dpstream.harness.registered import labels, looks_of, short
 from dpstream.harness.registered import section as registered_section
 from dpstream.plots.names import relabel
 
@@ -319,6 +319,7 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
     verdicts_at = len(page)  # the first page on top, then the verdict summary, then the provenance
     page.append(html_table(pd.DataFrame([prov]), "provenance"))
     summary = []
+    looks = looks_of(results_dir / "tables")
     for spec, df in zip(specs, frames, strict=True):
         exp_id = spec["id"]
         md += [f"## {exp_id}: {spec.get('title', '')}", ""]
@@ -342,7 +343,7 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
             page += [f"<p>{inline_html(intro)}</p>", html_table(_display(continual), "continual")]
         claims = _claims(results_dir, exp_id)
         if claims is not None and len(claims):
-            claims = claims.assign(source=[short(x) for x in labels(claims, df)])
+            claims = claims.assign(source=[short(x) for x in labels(claims, df, looks, exp_id)])
             summary += [{"experiment": exp_id, **r} for r in claims.to_dict("records")]
             visible = claims[claims["kind"] != IMPLEMENTATION]
             if "nulls" in visible.columns:  # the falsifiability check goes with what was measured

@@ -191,6 +191,12 @@ def look_seeds(look: int, per_look: int) -> tuple[int, ...]:
     return tuple(range(FIRST_NEW_SEED, FIRST_NEW_SEED + look * per_look))
 
 
+def seed_span(look: int, per_look: int, path: Path = REGISTRATION) -> str:
+    """A claim's seeds in its provenance: those pooled at its own look (``look_seeds``), and the registration hash."""
+    seeds = look_seeds(look, per_look)
+    return f"seeds {seeds[0]}-{seeds[-1]}, registration {registration_hash(path)}"
+
+
 def seeds_per_look(entries: list[dict[str, Any]], trials_per_seed: int) -> int:
     """New seeds a look adds to an experiment: enough for the smallest registered first batch of its claims."""
     batch = min((int(c["first_batch"]) for c in entries), default=MIN_BATCH)
@@ -351,14 +357,14 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
         return None
     claims = gate(claims, table, spec["id"], path, spec["claims"])
     finals = {r["id"]: r for r in mine if r["final"]}
-    span = f"seeds {int(table['seed'].min())}-{int(table['seed'].max())}, registration {registration_hash(path)}"
     verdicts, measured, provenance = [], [], []
     for claim_id, verdict, m in zip(claims["id"], claims["verdict"], claims["measured"], strict=True):
         r = finals.get(str(claim_id))
         verdicts.append(r["verdict"] if r else verdict)
         measured.append(f"look {r['look']} of the pre-registered run, {r['trials']} pooled trials: {r['measured']}"
                         if r else m)
-        provenance.append(f"registered: look {r['look']}, {r['trials']} pooled trials, {span}" if r else "")
+        provenance.append(f"registered: look {r['look']}, {r['trials']} pooled trials, "
+                          f"{seed_span(int(r['look']), per_look, path)}" if r else "")
     claims = claims.assign(verdict=pd.Series(verdicts, index=claims.index, dtype=object), measured=measured,
                            provenance=provenance)
     claims.attrs["table"] = table
