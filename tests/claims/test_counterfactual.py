@@ -40,9 +40,11 @@ SURVIVES = {
                                 "qr_error_vs_eps#5", "qr_error_vs_eps#7", "qr_error_vs_queries#1",
                                 "qr_error_vs_n_fair#0", "qr_error_vs_n_fair#2")},
     "beyond_hh#0": "the threshold decides both arms' outputs (an equivalence by design)",
-    **{f"beyond_eps#{i}": ("refuted by differences of both signs across the grid ('below 0 at every point'): the mirror "
-                           "flips every sign and keeps the mix, the scalings keep every sign")
-       for i in (0, 1)},
+    **{c: ("refuted by effects of both signs across the grid (below 0, or a falling trend, at every point claimed): "
+           "the mirror flips every sign and keeps the mix, the scalings keep every sign")
+       for c in ("beyond_eps#0", "beyond_eps#1", "qr_median_toy#1")},
+    "qr_error_vs_queries#2": ("refuted far above the uniform line (+14.9 at the deciding point), a second measured "
+                              "column every counterfactual moves with it: its negation needs a table planted below it"),
     **{f"audit_svt#{i}": AUDIT for i in range(13)},
     **{f"audit_power#{i}": AUDIT for i in (3, 5, 7, 9)},
 }
