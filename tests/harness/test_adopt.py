@@ -65,7 +65,11 @@ def test_adopting_runs_no_trial_a_missing_one_is_an_error(tmp_path):
 
 
 STATE = registered.status(registered.read_looks(PAPER / "looks.csv"))
-FINAL = sorted(STATE.loc[STATE["state"] == "final", "experiment"])
+REFUSED = {"audit_svt": "its claims function gives one claim per audit row of the pooled table (390): the 377 beyond "
+                        "the registered 13 have no final look, so the adoption refuses it"}
+"""Final experiments ``make adopt-registered`` refuses, each with the reason (strict: one that passes must leave)."""
+FINAL = [pytest.param(e, marks=[pytest.mark.xfail(strict=True, reason=REFUSED[e])] if e in REFUSED else [])
+         for e in sorted(STATE.loc[STATE["state"] == "final", "experiment"])]
 
 
 @pytest.mark.long
