@@ -13,10 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from capture_files import VALID
+from capture_files import ETH, MALFORMED, VALID, eth, idb, ipv4, pcap, shb
+from capture_files import epb as pcapng_epb
 
-from dpstream.data.capture import scan_capture
-from dpstream.data.live import CaptureKeys, LineKeys, ipv4_label, source_keys
+from dpstream.data.capture import MalformedCaptureError, scan_capture
+from dpstream.data.live import HEAD_BYTES, CaptureKeys, LineKeys, ipv4_label, source_keys
 from dpstream.data.synthetic_capture import pcap_bytes, pcap_header, pcap_records
 from dpstream.heavy_hitters.epochs import (
     EpochWatcher,
@@ -65,6 +66,49 @@ def test_capture_keys_fed_in_pieces_equal_the_file_scan(name: str, tmp_path: Pat
         got = np.concatenate([decoder.feed(p) for p in parts])
         np.testing.assert_array_equal(got, expected)
         assert decoder.pending_bytes == 0
+
+
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+def test_records_longer_than_the_head_are_joined_across_pieces(fmt: str, tmp_path: Path) -> None:
+    """A record cut at a piece's end is finished from the next piece's head, or a longer one when it is longer.
+
+    Payloads from 60 bytes to past 8 x ``HEAD_BYTES`` (the head grows twice), cut at many random points; keys and
+    tallies equal those of the file scan and of one feed of the whole file.
+    """
+    rng = np.random.default_rng(3)
+    sizes = rng.choice([60, 100, 3 * HEAD_BYTES, 9 * HEAD_BYTES], 120, p=[0.6, 0.2, 0.1, 0.1])
+    frames = [eth(ipv4(f"10.0.{i // 250}.{i % 250 + 1}", int(size))) for i, size in enumerate(sizes)]
+    data = pcap(frames, ETH) if fmt == "pcap" else shb() + idb(ETH) + b"".join(pcapng_epb(0, f) for f in frames)
+    path = tmp_path / f"long.{fmt}"
+    path.write_bytes(data)
+    expected = np.concatenate(list(scan_capture(path)))
+    whole = CaptureKeys(data[:24], "whole")
+    np.testing.assert_array_equal(whole.feed(data), expected)
+    for seed in range(3):
+        decoder = CaptureKeys(data[:24], "piece")
+        got = np.concatenate([decoder.feed(p) for p in pieces(data, seed, 300)])
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(decoder.tallies, whole.tallies)
+        assert decoder.pending_bytes == 0
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_a_malformed_capture_fed_in_pieces_names_the_same_offset(name: str) -> None:
+    """A malformed capture fed in pieces fails at the byte offset the whole file fails at.
+
+    What the message says beyond the offset may name the bytes a piece held.
+    """
+    data = MALFORMED[name][0]()
+    messages = []
+    for parts in ([data], pieces(data, 1, 9), [data[i:i + 1] for i in range(len(data))]):
+        decoder = CaptureKeys(data[:24], "m")
+        with pytest.raises(MalformedCaptureError) as caught:
+            for part in parts:
+                decoder.feed(part)
+            if decoder.pending_bytes:
+                raise MalformedCaptureError(f"m: truncated at byte offset {len(data) - decoder.pending_bytes}")
+        messages.append(str(caught.value).split(":")[1])
+    assert len(set(messages)) == 1 and "byte offset" in messages[0], messages
 
 
 def test_generated_capture_keys_are_its_sources(tmp_path: Path) -> None:

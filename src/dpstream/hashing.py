@@ -204,19 +204,37 @@ def _hash_rows_modp(
 
 
 @njit(cache=True, inline="always")
+def _shift_columns(a0: np.uint64, a1: np.uint64, b: np.uint64, block: np.ndarray, width: int,
+                   row: np.ndarray) -> None:
+    """row[k] = (H(x) width) >> 32 for x = block[k], H = ``multiply_shift`` of (a0, a1, b): one loop, vectorised."""
+    w = np.uint64(width)
+    for k in range(block.shape[0]):
+        row[k] = np.int64((multiply_shift(a0, a1, b, block[k]) * w) >> _S32)
+
+
+@njit(cache=True, inline="always")
+def row_columns(params: np.ndarray, i: int, block: np.ndarray, width: int, row: np.ndarray) -> None:
+    """row[k] = h_i(block[k]) for every key of ``block``: row i's columns alone, either family (``hash_rows``).
+
+    Multiply-shift needs width <= 2^32 (``hash_rows`` checks it; here it is the caller's to check).
+    """
+    if params.shape[1] == _SHIFT_COLUMNS:
+        _shift_columns(params[i, 0], params[i, 1], params[i, 2], block, width, row)
+    else:
+        _modp_columns(params[i, 0], params[i, 1], block, width, row)
+
+
+@njit(cache=True, inline="always")
 def _hash_rows_multiply_shift(
     params: np.ndarray, keys: np.ndarray, start: int, m: int, width: int, signed: bool, cols: np.ndarray,
     incs: np.ndarray,
 ) -> None:
     if width > MAX_SHIFT_WIDTH:
         raise ValueError("multiply_shift hashing needs width <= 2^32")
-    w = np.uint64(width)
     block = keys[start : start + m]
     for i in range(params.shape[0]):
         row, inc = cols[i], incs[i]  # one-dimensional views, as in ``_hash_rows_modp``
-        a0, a1, b = params[i, 0], params[i, 1], params[i, 2]
-        for k in range(m):
-            row[k] = np.int64((multiply_shift(a0, a1, b, block[k]) * w) >> _S32)
+        _shift_columns(params[i, 0], params[i, 1], params[i, 2], block, width, row)
         if signed:
             ga0, ga1, gb = params[i, 3], params[i, 4], params[i, 5]
             for k in range(m):

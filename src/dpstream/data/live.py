@@ -46,6 +46,8 @@ from dpstream.data.capture import (
 
 CHUNK_BYTES = 1 << 22
 """Bytes asked of the source per read (a pipe may return fewer)."""
+HEAD_BYTES = 1 << 12
+"""Bytes of a block joined with a record cut at the end of the previous one (``CaptureKeys.feed``)."""
 STDIN = "-"
 
 
@@ -75,24 +77,55 @@ class CaptureKeys:
         """Bytes of an incomplete record held for the next block (at the end of a stream: a truncated record)."""
         return len(self._rest)
 
-    def feed(self, data: bytes) -> np.ndarray:
-        """The keys of every record completed by ``data`` (uint32; int64 with ``ipv6="key"``)."""
-        joined = self._rest + data
-        buf = np.frombuffer(joined, dtype=np.uint8)
-        words = np.frombuffer(joined, dtype=np.uint32, count=len(joined) // 4)
-        size = buf.size
-        pos, self._skip = min(self._skip, size), max(0, self._skip - size)
-        out = np.empty(size // 12 + 1, dtype=np.int64 if self.mode else np.uint32)  # a record takes >= 12 bytes
-        n = 0
-        while pos < size:
+    def feed(self, data: bytes | memoryview) -> np.ndarray:
+        """The keys of every record completed by ``data`` (uint32; int64 with ``ipv6="key"``).
+
+        ``data`` is read in place: only a record cut at the end of the previous block is joined with the first
+        ``HEAD_BYTES`` of this one (more if the record is longer), and the bytes of a record cut at its end are kept.
+        """
+        view = memoryview(data).cast("B")
+        skip = min(self._skip, len(view))
+        self._skip -= skip
+        self._offset += skip
+        view = view[skip:]
+        out = np.empty((len(self._rest) + len(view)) // 12 + 1, dtype=np.int64 if self.mode else np.uint32)
+        n = 0  # keys written (a record takes >= 12 bytes)
+        head = HEAD_BYTES
+        while self._rest:  # finish the held record from the head of ``view``
+            held, whole = len(self._rest), head >= len(view)
+            joined = self._rest + view[:head]
+            n, pos = self._scan(joined, len(joined) if whole else held, out, n)
+            self._offset += pos
+            if whole:
+                self._rest = joined[pos:]
+                return out[:n]
+            if pos >= held:
+                view, self._rest = view[pos - held:], b""
+                break
+            self._rest = self._rest[pos:]  # a record longer than the head: a longer one
+            head *= 8
+        n, pos = self._scan(view, len(view), out, n)
+        self._offset += pos
+        self._rest = bytes(view[pos:])
+        return out[:n]
+
+    def _scan(self, data: bytes | memoryview, stop: int, out: np.ndarray, n: int) -> tuple[int, int]:
+        """Key the records of ``data`` (starting at a record) that start before ``stop`` into out[n:]: (n, end).
+
+        The end is the first byte not consumed: ``stop`` or beyond, or the start of a record cut short.
+        """
+        buf = np.frombuffer(data, dtype=np.uint8)
+        words = np.frombuffer(data, dtype=np.uint32, count=buf.size // 4)
+        pos = 0
+        while pos < stop:
             if self.fmt == "pcap":
-                pos, got, status, a, b = scan_pcap(buf, pos, size, self.state, self.mode, out[n:], self.tallies)
+                pos, got, status, a, b = scan_pcap(buf, pos, stop, self.state, self.mode, out[n:], self.tallies)
             else:
-                pos, got = fast_pcapng(buf, words, pos, size, self.state, self.if_link, self.if_snap, self.mode,
+                pos, got = fast_pcapng(buf, words, pos, stop, self.state, self.if_link, self.if_snap, self.mode,
                                        out[n:], self.tallies)
                 n += got
                 got, status, a, b = 0, OK, 0, 0
-                if pos < size:  # a block the fast loop leaves to the checked one
+                if pos < stop:  # a block the fast loop leaves to the checked one
                     pos, got, status, a, b = scan_pcapng(buf, pos, pos + 1, self.state, self.if_link, self.if_snap,
                                                          self.mode, out[n:], self.tallies)
             n += got
@@ -101,9 +134,7 @@ class CaptureKeys:
                 raise _error(Path(self.name), self.fmt, self._offset + pos, status, a, b, btype)
             if status == TRUNCATED:
                 break
-        self._offset += pos
-        self._rest = joined[pos:]
-        return out[:n]
+        return n, pos
 
 
 class LineKeys:

@@ -15,9 +15,10 @@ import numpy as np
 from numba import njit
 
 from dpstream.counters.philox import node_normal
-from dpstream.hashing import canonical_keys, canonical_words, hash_rows
+from dpstream.hashing import MAX_SHIFT_WIDTH, PARAMS_PER_ROW, canonical_keys, canonical_words, row_columns
 from dpstream.heavy_hitters._lazy_hh import Refreshes, compiled
-from dpstream.sketches.kernels import hash_keys
+
+_SHIFT_COLUMNS = PARAMS_PER_ROW["multiply_shift"]
 
 
 @njit(cache=True, inline="always")
@@ -74,179 +75,220 @@ def release_suffix(exact: np.ndarray, key: np.ndarray, scale: float, s: int, sum
     valid[0] = s
 
 
-@njit(cache=True)
-def keep_first_top(estimates: np.ndarray, capacity: int) -> np.ndarray:
-    """Bool mask of the ``capacity`` largest estimates; ties at the cut kept in candidate (key) order."""
-    cut = -np.partition(-estimates, capacity - 1)[capacity - 1]
-    room = capacity
-    for v in estimates:
-        room -= v > cut
-    keep = np.empty(estimates.shape[0], dtype=np.bool_)
-    for k in range(estimates.shape[0]):
-        v = estimates[k]
-        keep[k] = v > cut or (v == cut and room > 0)
-        room -= v == cut and room > 0
-    return keep
+ROWS_AT_ONCE = 4
+"""Rows ``count_period`` counts in one pass over a period's keys (four independent add chains, one per row)."""
+CHUNK_ITEMS = 256
+"""Items whose columns ``count_period`` hashes at once per row (about that many, whole groups of B): L1-resident."""
 
 
 @njit(cache=True)
-def first_of_each(block: np.ndarray) -> np.ndarray:
-    """The index of each distinct key's first occurrence in ``block``, in block order (an open-addressing set).
+def count_period(keys: np.ndarray, params: np.ndarray, first: int, flush_every: int, exact: np.ndarray,
+                 pending: np.ndarray) -> None:
+    """Alg. 5's counts over one period of B w items from keys[first], B = ``flush_every``, w the width.
 
-    Linear probing in a table of at least twice the block's size, slots hashed by the multiplicative (Fibonacci)
-    hash of the key: one probe or two a key, so a period of many repeats sorts only its distinct keys.
+    Column c's push falls after the period's item c B + B - 1 (one push a column a period; B = 1: after item c). The
+    pending counts of every column move to the exact counts first (the period pushes every column once); item k of
+    group g = k // B adds to column c of each row, in the exact count if c >= g (its push comes at or after it) or
+    pending if not. Counted in int32 tallies of 2w slots a row (slot c + w (c < g): one add an item and row, no
+    branch), ``ROWS_AT_ONCE`` rows a pass over the keys so that repeats of a heavy key do not chain one row's adds,
+    the columns hashed ``CHUNK_ITEMS`` at a time (``hashing.row_columns``). ``exact``: the counters' exact counts (1,
+    d w); ``keys`` canonical.
     """
-    m = block.shape[0]
+    depth, width = pending.shape
+    if params.shape[1] == _SHIFT_COLUMNS and width > MAX_SHIFT_WIDTH:
+        raise ValueError("multiply_shift hashing needs width <= 2^32")
+    period = width * flush_every
+    chunk = max(1, CHUNK_ITEMS // flush_every) * flush_every
+    w = np.uint64(width)
+    cols = np.empty((ROWS_AT_ONCE, chunk), dtype=np.uint64)
+    tallies = np.empty((ROWS_AT_ONCE, 2 * width), dtype=np.int32)
+    c0, c1, c2, c3 = cols[0], cols[1], cols[2], cols[3]
+    t0, t1, t2, t3 = tallies[0], tallies[1], tallies[2], tallies[3]
+    counts = exact[0].reshape((depth, width))
+    for i in range(0, depth, ROWS_AT_ONCE):
+        tallies[:] = 0
+        for start in range(0, period, chunk):
+            block = keys[first + start : first + min(start + chunk, period)]
+            for r in range(ROWS_AT_ONCE):  # past the last row: row d - 1 again, its tallies not kept
+                row_columns(params, min(i + r, depth - 1), block, width, cols[r])
+            group = np.uint64(start // flush_every)
+            k = 0
+            for _ in range(block.shape[0] // flush_every):
+                for _ in range(flush_every):
+                    c = c0[k]
+                    t0[c + w * (c < group)] += 1
+                    c = c1[k]
+                    t1[c + w * (c < group)] += 1
+                    c = c2[k]
+                    t2[c + w * (c < group)] += 1
+                    c = c3[k]
+                    t3[c + w * (c < group)] += 1
+                    k += 1
+                group += np.uint64(1)
+        for r in range(min(ROWS_AT_ONCE, depth - i)):
+            row, held, tally = counts[i + r], pending[i + r], tallies[r]
+            for c in range(width):
+                row[c] += held[c] + tally[c]
+                held[c] = tally[width + c]
+
+
+@njit(cache=True)
+def new_items(candidates: np.ndarray, block: np.ndarray) -> np.ndarray:
+    """The index in ``block`` of the first occurrence of each item not among ``candidates``, in block order.
+
+    An open-addressing set (linear probing, at least twice the items' slots, the multiplicative (Fibonacci) hash of
+    the item): the candidates go in first, then each block item is probed once or twice.
+    """
+    n = candidates.shape[0] + block.shape[0]
     bits = 1
-    while (1 << bits) < 2 * m:
+    while (1 << bits) < 2 * n:
         bits += 1
     mask = (1 << bits) - 1
-    slots = np.full(1 << bits, -1, dtype=np.int64)
-    out = np.empty(m, dtype=np.int64)
+    shift = np.uint64(64 - bits)
+    values = np.empty(1 << bits, dtype=np.int64)
+    used = np.zeros(1 << bits, dtype=np.bool_)
+    out = np.empty(block.shape[0], dtype=np.int64)
     u = 0
-    for k in range(m):
-        x = block[k]
-        h = np.int64((np.uint64(x) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
-        while slots[h] >= 0 and block[slots[h]] != x:
+    for j in range(n):
+        x = candidates[j] if j < candidates.shape[0] else block[j - candidates.shape[0]]
+        h = np.int64((np.uint64(x) * np.uint64(0x9E3779B97F4A7C15)) >> shift)
+        while used[h] and values[h] != x:
             h = (h + 1) & mask
-        if slots[h] < 0:
-            slots[h] = k
-            out[u] = k
-            u += 1
+        if not used[h]:
+            used[h] = True
+            values[h] = x
+            if j >= candidates.shape[0]:
+                out[u] = j - candidates.shape[0]
+                u += 1
     return out[:u]
 
 
 @njit(cache=True)
-def union_hashed(cand: np.ndarray, cand_cols: np.ndarray, block: np.ndarray,
-                 cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """unique(cand u block), sorted, with each key's d columns (a row each).
+def estimates_of(keys: np.ndarray, params: np.ndarray, table: np.ndarray, width: int) -> np.ndarray:
+    """Alg. 4 on the released ``table`` (d w): each canonical key's minimum over the rows of its cells."""
+    depth = params.shape[0]
+    cols = np.empty(keys.shape[0], dtype=np.int64)
+    out = np.full(keys.shape[0], np.inf)
+    for i in range(depth):
+        row_columns(params, i, keys, width, cols)
+        cells = table[i * width : (i + 1) * width]
+        for u in range(keys.shape[0]):
+            out[u] = min(out[u], cells[cols[u]])
+    return out
 
-    A candidate's columns are kept, a block item's taken from ``cols`` (d, len(block)), the block's hashes: no key is
-    hashed twice. Only the block's distinct keys are sorted (``first_of_each``); the keys are merged first, then the
-    block items' columns gathered row by row of ``cols`` (each row read in one place, not d rows per item).
-    """
-    depth = cols.shape[0]
-    firsts = first_of_each(block)
-    order = firsts[np.argsort(block[firsts])]
-    n0, m = cand.shape[0], order.shape[0]
-    out = np.empty(n0 + m, dtype=np.int64)
-    source = np.empty(n0 + m, dtype=np.int64)  # a candidate's index i as -(i + 1), a block item's index k as k
-    i, j, u = 0, 0, 0
-    while i < n0 or j < m:
-        if j == m or (i < n0 and cand[i] <= block[order[j]]):
-            x = cand[i]
-            if u == 0 or out[u - 1] != x:
-                out[u] = x
-                source[u] = -(i + 1)
-                u += 1
+
+@njit(cache=True)
+def merged(a: np.ndarray, a_values: np.ndarray, b: np.ndarray, b_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The items of two sorted, disjoint arrays in one sorted array, each with its value."""
+    n = a.shape[0] + b.shape[0]
+    items = np.empty(n, dtype=np.int64)
+    values = np.empty(n, dtype=np.float64)
+    i, j = 0, 0
+    for u in range(n):
+        if j == b.shape[0] or (i < a.shape[0] and a[i] < b[j]):
+            items[u], values[u] = a[i], a_values[i]
             i += 1
         else:
-            k = order[j]
-            x = block[k]
-            if u == 0 or out[u - 1] != x:
-                out[u] = x
-                source[u] = k
-                u += 1
+            items[u], values[u] = b[j], b_values[j]
             j += 1
-    out_cols = np.empty((u, depth), dtype=np.int64)
-    for v in range(u):
-        if source[v] < 0:
-            out_cols[v] = cand_cols[-source[v] - 1]
-    for r in range(depth):
-        row = cols[r]
-        for v in range(u):
-            if source[v] >= 0:
-                out_cols[v, r] = row[source[v]]
-    return out[:u], out_cols
+    return items, values
 
 
 @njit(cache=True)
-def flush_count(keys: np.ndarray, params: np.ndarray, first: int, flush_every: int, exact: np.ndarray,
-                pending: np.ndarray, cols: np.ndarray, incs: np.ndarray) -> None:
-    """Alg. 5's counts over one period of B w items from keys[first], B = ``flush_every``, w the width.
+def sorted_by_item(items: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``items`` sorted, each with its value."""
+    order = np.argsort(items)
+    return items[order], values[order]
 
-    Column c's push falls after the period's item c B + B - 1 (one push a column a period; B = 1: after item c). The
-    pending counts of every column move to the exact counts first (the period pushes every column once), then item k
-    adds to column c of each row, in the exact count if c >= k // B (its push comes at or after it) or pending if
-    not: no branch on the column. ``exact``: the counters' exact counts (1, d w). The period's hashes are left in
-    ``cols`` and ``incs`` (d, B w).
+
+@njit(cache=True)
+def top_cut(first: np.ndarray, first_values: np.ndarray, second: np.ndarray, second_values: np.ndarray,
+            capacity: int) -> tuple[float, int]:
+    """(cut, last tied item): the ``capacity`` largest values of both groups, ties at the cut taken in item order.
+
+    cut is the capacity-th largest value; an item is among the largest when its value exceeds the cut, or equals it
+    and the item is at most the last tied item (the first capacity - #(value > cut) tied items by key).
     """
-    depth, width = pending.shape
-    period = cols.shape[1]
-    counts = exact[0].reshape((depth, width))
-    hash_rows(params, keys, first, period, width, False, cols, incs)
-    for i in range(depth):
-        row, held = counts[i], pending[i]
-        for c in range(width):
-            row[c] += held[c]
-            held[c] = 0
-        k = 0
-        for group in range(width):  # items k of the group k // B = group
-            for _ in range(flush_every):
-                c = cols[i, k]
-                inc = incs[i, k]
-                inside = c >= group
-                row[c] += inc * inside
-                held[c] += inc * (not inside)
-                k += 1
+    values = np.concatenate((first_values, second_values))
+    cut = -np.partition(-values, capacity - 1)[capacity - 1]
+    room = capacity - np.sum(values > cut)
+    tied = np.concatenate((first[first_values == cut], second[second_values == cut]))
+    tied.sort()
+    return cut, tied[room - 1]
 
 
 @njit(cache=True)
-def flush_refresh(cand: np.ndarray, cand_cols: np.ndarray, block: np.ndarray, cols: np.ndarray, table: np.ndarray,
-                  tau: float, capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Alg. 6's output step on the released ``table``: (candidates, their columns, reported items, estimates).
+def refresh(cand: np.ndarray, block: np.ndarray, block_keys: np.ndarray, params: np.ndarray, table: np.ndarray,
+            tau: float, capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Alg. 6's output step on the released ``table``: (candidates, reported items, their estimates).
 
-    Candidates = unique(C u block) with their columns (``union_hashed``), estimates by Alg. 4 (min over rows of
-    ``table``), reported = estimate > ``tau``, then the top ``capacity`` kept (``keep_first_top``).
+    Candidates = unique(C u block), estimates by Alg. 4 (min over the rows of ``table``), reported = estimate >
+    ``tau`` in key order, then the ``capacity`` largest kept in key order, ties at the cut kept in key order (the
+    first ones). ``cand`` is C, sorted; ``block_keys`` the block's canonical keys. C's estimates come first; when C
+    holds ``capacity`` items, the capacity-th largest of them, ``bound``, is at most the cut of the union, so a new
+    item is dropped as soon as its running minimum over the rows is below ``bound`` and at most ``tau``: its
+    estimate is then below the cut and not reported, so neither the kept set nor the report depends on its remaining
+    rows. The rows run one at a time over the live new items (compacted after each row); only the reported and the
+    kept new items are sorted.
     """
-    depth, width = cols.shape[0], table.shape[0] // cols.shape[0]
-    cand, cand_cols = union_hashed(cand, cand_cols, block, cols)
-    estimates = np.empty(cand.shape[0], dtype=np.float64)
-    for u in range(cand.shape[0]):
-        v = table[cand_cols[u, 0]]
-        for r in range(1, depth):
-            v = min(v, table[r * width + cand_cols[u, r]])
-        estimates[u] = v
-    reported = estimates > tau
-    out_items, out_estimates = cand[reported], estimates[reported]
-    if cand.shape[0] > capacity:
-        top = keep_first_top(estimates, capacity)
-        cand, cand_cols = cand[top], cand_cols[top]
-    return cand, cand_cols, out_items, out_estimates
-
-
-@njit(cache=True)
-def candidate_columns(cand: np.ndarray, params: np.ndarray, depth: int, width: int) -> np.ndarray:
-    """The candidates' d columns, a row each (n, d)."""
-    hashed, _, _ = hash_keys(canonical_words(cand.view(np.uint64)), params, False, depth, width)
-    return np.ascontiguousarray(hashed.T)
+    width = table.shape[0] // params.shape[0]
+    own = estimates_of(canonical_words(cand.view(np.uint64)), params, table, width)
+    bound = -np.inf
+    if cand.shape[0] >= capacity:
+        bound = -np.partition(-own, capacity - 1)[capacity - 1]
+    firsts = new_items(cand, block)
+    m = firsts.shape[0]
+    keys = block_keys[firsts]
+    fresh = block[firsts]
+    est = np.full(m, np.inf)
+    cols = np.empty(m, dtype=np.int64)
+    live = m
+    for i in range(params.shape[0]):
+        if live == 0:
+            break
+        row_columns(params, i, keys[:live], width, cols)
+        cells = table[i * width : (i + 1) * width]
+        kept = 0
+        for j in range(live):
+            v = min(est[j], cells[cols[j]])
+            if v >= bound or v > tau:
+                keys[kept], fresh[kept], est[kept] = keys[j], fresh[j], v
+                kept += 1
+        live = kept
+    fresh, est = fresh[:live], est[:live]
+    up, up_fresh = own > tau, est > tau
+    out_items, out_estimates = merged(cand[up], own[up], *sorted_by_item(fresh[up_fresh], est[up_fresh]))
+    if cand.shape[0] + m <= capacity:
+        return merged(cand, own, *sorted_by_item(fresh, est))[0], out_items, out_estimates
+    cut, last = top_cut(cand, own, fresh, est, capacity)
+    keep = (own > cut) | ((own == cut) & (cand <= last))
+    keep_fresh = (est > cut) | ((est == cut) & (fresh <= last))
+    return merged(cand[keep], own[keep], *sorted_by_item(fresh[keep_fresh], est[keep_fresh]))[0], out_items, \
+        out_estimates
 
 
 @njit(cache=True)
 def line_rate_run(items: np.ndarray, keys: np.ndarray, params: np.ndarray, exact: np.ndarray, pending: np.ndarray,
                   t0: int, flush_every: int, taus: np.ndarray, capacity: int, candidates: np.ndarray,
-                  key: np.ndarray, scale: float, sums: np.ndarray, valid: np.ndarray, table: np.ndarray,
-                  cols: np.ndarray, incs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  key: np.ndarray, scale: float, sums: np.ndarray, valid: np.ndarray,
+                  table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``lazy_hh_run`` for the watcher: derived nodes, a period of B w items (B = ``flush_every``), t0 a multiple.
 
-    Each period: its counts (``flush_count``), the release of all d w cells at its step (``release_suffix``, into
-    ``table``; it replaces the node cache's sums), then the refresh (``flush_refresh``): candidates, estimates
-    (Alg. 4), the threshold and the top-k~ cut as ``lazy_hh_run``, with the candidates' columns kept from the block's
-    hashes and ties at the cut kept in key order. Returns (candidates, reported items, reported estimates) after the
-    last period. ``cols``, ``incs``: (d, B w) int64 buffers for a period's hashes, kept by the caller across calls.
+    Each period: its counts (``count_period``), the release of all d w cells at its step (``release_suffix``, into
+    ``table``; it replaces the node cache's sums), then the refresh (``refresh``): candidates, estimates (Alg. 4),
+    the threshold and the top-k~ cut as ``lazy_hh_run``, ties at the cut kept in key order. Returns (candidates,
+    reported items, reported estimates) after the last period.
     """
-    depth, width = pending.shape
-    period = width * flush_every
+    period = pending.shape[1] * flush_every
     cand = candidates
-    cand_cols = candidate_columns(cand, params, depth, width)
     out_items = np.empty(0, dtype=np.int64)
     out_estimates = np.empty(0, dtype=np.float64)
     for b in range(items.shape[0] // period):
         first = b * period
-        flush_count(keys, params, first, flush_every, exact, pending, cols, incs)
+        count_period(keys, params, first, flush_every, exact, pending)
         release_suffix(exact, key, scale, (t0 + first + period) // period, sums, valid, table)
-        cand, cand_cols, out_items, out_estimates = flush_refresh(cand, cand_cols, items[first : first + period],
-                                                                  cols, table, taus[b], capacity)
+        cand, out_items, out_estimates = refresh(cand, items[first : first + period], keys[first : first + period],
+                                                 params, table, taus[b], capacity)
     return cand, out_items, out_estimates
 
 
@@ -294,50 +336,40 @@ def line_rate_refreshes(sketch: Any, items: np.ndarray, taus: np.ndarray, capaci
     cells, t0 = state.counters, sketch.t
     candidates, out_items, out_estimates = line_rate_run(
         items, canonical_keys(items), sketch._params, cells.state[0], state.pending, t0, 1, taus, capacity, candidates,
-        cells._key, cells._noise_scale, suffix.sums, suffix.valid, suffix.table, *period_hashes(state.depth, width))
+        cells._key, cells._noise_scale, suffix.sums, suffix.valid, suffix.table)
     state.t = sketch.t = t0 + items.shape[0]
     if cells.tracks_steps:
         cells.record_steps(state.cell_steps())
     return Refreshes(candidates, out_items, out_estimates)
 
 
-def period_hashes(depth: int, period: int) -> tuple[np.ndarray, np.ndarray]:
-    """Buffers for a period's hashes: columns and increments, (d, period) int64 each."""
-    return np.empty((depth, period), dtype=np.int64), np.empty((depth, period), dtype=np.int64)
-
-
 def flushed_refreshes(sketch: Any, items: np.ndarray, flush_every: int, taus: np.ndarray, capacity: int,
-                      candidates: np.ndarray, suffix: SuffixSums | None,
-                      hashes: tuple[np.ndarray, np.ndarray]) -> Refreshes:
+                      candidates: np.ndarray, suffix: SuffixSums | None) -> Refreshes:
     """Whole periods of B k~ items (B = ``flush_every``) of ``LazyHH(flush_every=B)``: counts, release, refresh.
 
     The sketch's clock ``t`` counts push slots, one per B items, so its cell steps, releases and variances are those
     of the flush schedule (every cell at step p after p periods). Derived nodes: every period in compiled code
     (``line_rate_run``, its sums in ``suffix``). Exact discrete nodes (``suffix`` None): a period's counts and refresh
     compiled, its whole-table release ``release_all`` (one step a period, so a prefetch draws the next one ahead).
-    ``hashes``: ``period_hashes`` of (d, B k~), kept across calls (a fresh 2 x 8 d B k~ bytes a call would be paged
-    in again each time).
     """
     state = sketch._state
     cells = state.counters
-    depth, width = state.depth, state.width
-    period = width * flush_every
+    period = state.width * flush_every
     t0 = state.t * flush_every
     keys = canonical_keys(items)
     if suffix is not None:
         candidates, out_items, out_estimates = line_rate_run(
             items, keys, sketch._params, cells.state[0], state.pending, t0, flush_every, taus, capacity, candidates,
-            cells._key, cells._noise_scale, suffix.sums, suffix.valid, suffix.table, *hashes)
+            cells._key, cells._noise_scale, suffix.sums, suffix.valid, suffix.table)
     else:
-        cols, incs = hashes
-        cand_cols = candidate_columns(candidates, sketch._params, depth, width)
         out_items, out_estimates = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         for b in range(items.shape[0] // period):
             first = b * period
-            flush_count(keys, sketch._params, first, flush_every, cells.state[0], state.pending, cols, incs)
+            count_period(keys, sketch._params, first, flush_every, cells.state[0], state.pending)
             table = cells.release_all(np.full(cells.n, (t0 + first + period) // period, dtype=np.int64))
-            candidates, cand_cols, out_items, out_estimates = flush_refresh(
-                candidates, cand_cols, items[first : first + period], cols, table, float(taus[b]), capacity)
+            candidates, out_items, out_estimates = refresh(candidates, items[first : first + period],
+                                                           keys[first : first + period], sketch._params, table,
+                                                           float(taus[b]), capacity)
     state.t = sketch.t = (t0 + items.shape[0]) // flush_every
     if cells.tracks_steps:
         cells.record_steps(state.cell_steps())

@@ -114,10 +114,8 @@ class LazyHH(BlockTracker):
         self.gamma = noise_term(horizon, self.k_tilde, self.epsilon, self.delta, self.depth, self.beta, calibration,
                                 counter, node_noise, self.flush_every)
         super().__init__(sketch, period=self.k_tilde * self.flush_every, horizon=horizon, capacity=self.k_tilde)
-        if self.flush_every > 1:
-            self._hashes = _line_rate.period_hashes(self.depth, self.period)  # a working buffer, never saved
-            if node_noise == "derived":
-                self.use_line_rate()
+        if self.flush_every > 1 and node_noise == "derived":
+            self.use_line_rate()
 
     def extend(self, items: Any) -> None:
         """Process ``items`` in order (``BlockTracker.extend``); with ``flush_every`` B > 1 whole periods of B k~."""
@@ -135,7 +133,7 @@ class LazyHH(BlockTracker):
             return
         taus = self._thresholds_many(self._t + self.period * np.arange(1, items.size // self.period + 1))
         result = _line_rate.flushed_refreshes(self.sketch, items, self.flush_every, taus, self.k_tilde,
-                                              self._candidates, self._suffix, self._hashes)
+                                              self._candidates, self._suffix)
         self._t += items.size
         self._candidates = result.candidates
         self._output = HeavyHitters(result.items, result.estimates, self._t)
@@ -146,9 +144,8 @@ class LazyHH(BlockTracker):
 
     @property
     def memory_bytes(self) -> int:
-        """The tracker's memory plus the watcher's working buffers: a period's hashes and the line-rate node sums."""
-        hashes = sum(a.nbytes for a in self._hashes) if self.flush_every > 1 else 0
-        return super().memory_bytes + hashes + (self._suffix.nbytes if self._suffix is not None else 0)
+        """The tracker's memory plus the line-rate node sums (``use_line_rate``)."""
+        return super().memory_bytes + (self._suffix.nbytes if self._suffix is not None else 0)
 
     def use_line_rate(self) -> None:
         """Refresh through the watcher's kernel (``_line_rate.line_rate_run``) wherever it applies (derived nodes).
