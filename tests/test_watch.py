@@ -288,7 +288,7 @@ def test_reportable_share_is_tau_over_t() -> None:
 def test_bad_option_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["-", "--every", "100", "--state", str(tmp_path / "s.json")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: every must be a positive multiple of k_tilde x flush_every = 8192")
+    assert err.startswith("error: every must be a positive multiple of k_tilde x flush_every = 32768")
     assert err.count("\n") == 1
     assert not (tmp_path / "s.json").exists()
 

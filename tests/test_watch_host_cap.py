@@ -107,8 +107,8 @@ def test_host_cap_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixt
     keys = zipf_sources(8192, 2)
     source = tmp_path / "keys.txt"
     source.write_text("\n".join(str(k) for k in keys.tolist()) + "\n")
-    small = ["--k", "8", "--k-tilde", "128", "--every", "4096", "--horizon", "16384", "--epsilon", "4",
-             "--seed", "1", "--noise", "derived"]
+    small = ["--k", "8", "--k-tilde", "128", "--flush-every", "4", "--every", "4096", "--horizon", "16384",
+             "--epsilon", "4", "--seed", "1", "--noise", "derived"]
     assert main([str(source), *small, "--host-cap", "2", "--state", str(tmp_path / "s.json")]) == 0
     out, err = capsys.readouterr()
     lines = [json.loads(line) for line in out.splitlines()]

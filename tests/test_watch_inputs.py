@@ -17,7 +17,8 @@ from dpstream.data.synthetic_capture import pcap_bytes
 from dpstream.heavy_hitters.epochs import EpochRecord, Ledger, WatchConfig
 from dpstream.watch import Pace, check_restart, main, parser
 
-SMALL = {"k": 8, "k_tilde": 128, "epsilon": 4.0, "delta": 1e-6, "beta": 5e-7, "every": 4096, "horizon": 16384}
+SMALL = {"k": 8, "k_tilde": 128, "epsilon": 4.0, "delta": 1e-6, "beta": 5e-7, "every": 4096, "horizon": 16384,
+         "flush_every": 16}
 SEEDED = {**SMALL, "node_noise": "derived", "seed": 1}
 OPTIONS = ["--noise", "derived", "--seed", "1", *[f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()]]
 

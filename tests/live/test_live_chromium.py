@@ -93,7 +93,8 @@ def piped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     capture(tmp / "c.pcap", 1_200_000)
     with (tmp / "c.pcap").open("rb") as packets:
         watch = subprocess.Popen([sys.executable, "-m", "dpstream", "watch", "-", "--seed", "1", "--noise", "derived",
-                                  "--k", "32", "--k-tilde", "256", "--every", "32768", "--horizon", "262144",
+                                  "--k", "32", "--k-tilde", "256", "--flush-every", "16", "--every", "32768",
+                                  "--horizon", "262144",
                                   "--state", str(tmp / "state.json")], stdin=packets, stdout=subprocess.PIPE,
                                  stderr=subprocess.DEVNULL, env=child_env())
     live = subprocess.Popen([sys.executable, "-m", "dpstream", "live", "-", "--port", "0"], stdin=watch.stdout,

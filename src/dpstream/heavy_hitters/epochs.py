@@ -64,8 +64,8 @@ MAX_HORIZON = 1 << 48
 """Largest epoch horizon: the doubling stops there (2.8e14 items, about 3 years at 3 M packets/s)."""
 CONFIDENCE = 0.95
 """The joint confidence of a release's intervals (``intervals``)."""
-FLUSH_EVERY = 16
-"""The watcher's default ``flush_every`` B: its counters step once per 16 k~ packets (docs/guide/watch.md, Speed)."""
+FLUSH_EVERY = 64
+"""The watcher's default ``flush_every`` B: its counters step once per 64 k~ packets (docs/guide/watch.md, Speed)."""
 NODE_NOISE = ("discrete_secure_ahead", "discrete_secure", "derived")
 """Node noise with a key (an epoch's key id is its fingerprint); the first is the default, the only deployable ones
 are the discrete_secure ones without a seed."""
