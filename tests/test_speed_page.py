@@ -28,3 +28,9 @@ def test_the_page_has_a_row_per_result_with_its_verdict_and_skips_a_malformed_fi
     assert "| fast | slow | 1.5x | [1.2, 1.8] (98%) | 7 | >= 1.1 | met |" in text
     assert "| other | slow | 1.5x | [1.2, 1.8] (98%) | 7 | >= 1.1 | inconclusive |" in text
     assert "skipped b.json" in capsys.readouterr().err
+
+
+def test_the_committed_speed_page_is_the_render_of_the_committed_results():
+    """docs/speed.md cannot go stale: a results file changed without re-rendering the page fails here."""
+    page = load_module()
+    assert page.PAGE.read_text() == page.render(page.RESULTS), "run python benchmarks/speed_page.py"

@@ -8,6 +8,7 @@ timing (``experiment=fig3a_speedup``), never from the wall-clock of separate tri
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -105,7 +106,30 @@ def fig3_runtime(tables: Path) -> str:
             f"({top / a['trial_wall_s'].sum():.0%})")
 
 
+def watch_speed(deployable: bool) -> Callable[[Path], str]:
+    """``dpstream watch`` end to end at its defaults (multiply-shift hashing, no host cap), from the benchmark's record.
+
+    ``benchmarks/results/watch.json`` beside the tables' ``results/``: packets per CPU second and the ratio, with its
+    interval, to the bare Count-Min loop of the same depth and hash family measured in the same process.
+    """
+    def value(tables: Path) -> str:
+        path = tables.parent.parent / "benchmarks" / "results" / "watch.json"
+        if not path.exists():
+            return "not measured: `benchmarks/results/watch.json` is missing"
+        rows = [r for r in json.loads(path.read_text())["rows"] if "multiply_shift" in r["name"]
+                and "host cap" not in r["name"] and ("(deployable)" in r["name"]) == deployable]
+        if len(rows) != 1:
+            raise ValueError(f"{path}: expected one default {'deployable' if deployable else 'derived'} row, "
+                             f"found {len(rows)}")
+        r = rows[0]
+        return (f"{r['packets_per_cpu_s'] / 1e6:.1f} M packets per CPU second ({r['ratio']:.2g}x "
+                f"[{r['low']:.2g}, {r['high']:.2g}] of a {r['reference']}, flush every {r['flush_every']})")
+    return value
+
+
 QUOTED: dict[str, Callable[[Path], str]] = {
+    "watch.deployable": watch_speed(True),
+    "watch.derived": watch_speed(False),
     "fig3.runtime": fig3_runtime,
     "fig4b.time_range": fig4b_time_range,
     "fig3a.speedup.cms": speedup("punctualcms"),
