@@ -145,6 +145,13 @@ def test_claims_are_found_by_their_registered_id_and_must_state_its_text():
     # positions, when the table has no id column: row i of experiment e is e#i
     positional = classify("fig3b", pd.DataFrame({"claim": ["x", "y"], "verdict": ["n/a", "n/a"]}))
     assert positional["id"].tolist() == ["fig3b#0", "fig3b#1"]
+    # a position the registration does not list carries no id: unregistered, never a registered-looking one
+    n = sum(c["experiment"] == "fig3b" for c in ENTRIES)
+    beyond = classify("fig3b", pd.DataFrame({"claim": ["x"] * (n + 2), "verdict": ["confirmed"] * (n + 2)}))
+    assert beyond["id"].tolist() == [f"fig3b#{i}" for i in range(n)] + ["", ""]
+    assert beyond["kind"].tolist()[n:] == [UNREGISTERED] * 2
+    gated = gate(beyond, _rows(FIRST_NEW_SEED, registration_hash()), "fig3b")
+    assert gated["verdict"].tolist()[n:] == ["inconclusive"] * 2 and gated["gate"].iloc[n].startswith("not in")
     # another experiment's id is not registered for this one, and an unregistered id decides nothing
     for other in ("fig3c#0", "fig3b#999"):
         moved = gate(claims.assign(id=other), _rows(FIRST_NEW_SEED, registration_hash()), "fig3b")

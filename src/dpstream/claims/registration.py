@@ -88,15 +88,18 @@ def by_id(path: Path = REGISTRATION) -> dict[str, dict[str, Any]]:
     return {str(c["id"]): c for c in load(path)["claims"]}
 
 
-def claim_ids(experiment: str, claims: pd.DataFrame) -> list[str]:
-    """The registered ids of the rows of a claims table: its ``id`` column, else ``<experiment>#<row>``.
+def claim_ids(experiment: str, claims: pd.DataFrame, path: Path = REGISTRATION) -> list[str]:
+    """The registered ids of the rows of a claims table: its ``id`` column, else ``<experiment>#<row>`` if registered.
 
     A claims function's output is in a fixed order, so a claim is found by its position, never by its text (a text
-    may name a mechanism or a measured grid).
+    may name a mechanism or a measured grid). A position the registration does not list gets no id (``""``): a
+    claims function that gives more rows than were registered (one per trial row of a pooled table, say) cannot
+    hand its extra rows registered-looking ids.
     """
     if "id" in claims.columns:
         return [str(i) for i in claims["id"]]
-    return [f"{experiment}#{i}" for i in range(len(claims))]
+    registered = by_id(path)
+    return [f"{experiment}#{i}" if f"{experiment}#{i}" in registered else "" for i in range(len(claims))]
 
 
 def _code(obj: Any) -> str:
@@ -242,7 +245,8 @@ def gate(claims: pd.DataFrame, rows: pd.DataFrame, experiment: str, path: Path =
     fn = function or claims_function(experiment)
     fresh = len(rows) > 0 and len(registered_rows(rows, path)) == len(rows)
     verdicts, notes = [], []
-    for claim_id, text, verdict in zip(claim_ids(experiment, claims), claims["claim"], claims["verdict"], strict=True):
+    for claim_id, text, verdict in zip(claim_ids(experiment, claims, path), claims["claim"], claims["verdict"],
+                                       strict=True):
         entry = registered.get(claim_id)
         entry = entry if entry is not None and entry["experiment"] == experiment else None
         if entry is None:
