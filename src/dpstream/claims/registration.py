@@ -37,6 +37,7 @@ from typing import Any
 import pandas as pd
 
 from dpstream.descriptor import Labels
+from dpstream.provenance import git_commit
 
 ROOT = Path(__file__).resolve().parents[3]
 RESULTS = "results"
@@ -171,15 +172,8 @@ def rule_hash(claims_function: str, entry: dict[str, Any]) -> str:
 
 @lru_cache(maxsize=1)
 def _commit(root: Path = ROOT) -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True,
-                              timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-                                *(f":!{p}" for p in RUN_OUTPUTS)],
-                               cwd=root, capture_output=True, text=True, check=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return head + ("-dirty" if dirty else "")
+    """The checkout's commit, ``-dirty`` with a tracked change outside ``RUN_OUTPUTS``; ``unknown`` without git."""
+    return git_commit(root, excluded=RUN_OUTPUTS) or "unknown"
 
 
 STATISTICS = ("src/dpstream/claims/decide.py", "src/dpstream/claims/sequential.py")
