@@ -99,8 +99,16 @@ def claim_ids(experiment: str, claims: pd.DataFrame, path: Path = REGISTRATION) 
     """
     if "id" in claims.columns:
         return [str(i) for i in claims["id"]]
+    return position_ids(experiment, len(claims), path)
+
+
+def position_ids(experiment: str, n: int, path: Path = REGISTRATION) -> list[str]:
+    """The ids of the first ``n`` claims of an experiment's claims function: ``<experiment>#<i>`` where registered.
+
+    A position the registration at ``path`` does not list gets ``""`` (an unregistered claim).
+    """
     registered = by_id(path)
-    return [f"{experiment}#{i}" if f"{experiment}#{i}" in registered else "" for i in range(len(claims))]
+    return [f"{experiment}#{i}" if f"{experiment}#{i}" in registered else "" for i in range(n)]
 
 
 def _code(obj: Any) -> str:

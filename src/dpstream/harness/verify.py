@@ -52,6 +52,7 @@ from dpstream.claims.registration import (
     REGISTRATION,
     gate,
     load,
+    position_ids,
     registration_hash,
     statistics_registered,
 )
@@ -357,7 +358,9 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
     claims = judge(spec, table, nulls)
     if claims is None:
         return None
-    claims = gate(claims, table, spec["id"], path, spec["claims"])
+    # the ids by position in this registration (``judge`` gives those of the committed one)
+    claims = gate(claims.assign(id=position_ids(spec["id"], len(claims), path)), table, spec["id"], path,
+                  spec["claims"])
     # a row without a registered id was examined at no look (audit_svt's claims function gives one claim per audit
     # row: on the pooled table it restates the registered claims once per further seed): it is not a registered claim
     claims = claims[claims["id"].isin({str(e["id"]) for e in entries})].reset_index(drop=True)
