@@ -16,7 +16,6 @@ from dpstream.claims.registration import (
     PROVENANCE,
     REGISTRATION,
     STATISTICS,
-    _commit,
     claims_function,
     gate,
     load,
@@ -145,6 +144,13 @@ def test_claims_are_found_by_their_registered_id_and_must_state_its_text():
     # positions, when the table has no id column: row i of experiment e is e#i
     positional = classify("fig3b", pd.DataFrame({"claim": ["x", "y"], "verdict": ["n/a", "n/a"]}))
     assert positional["id"].tolist() == ["fig3b#0", "fig3b#1"]
+    # a position the registration does not list carries no id: unregistered, never a registered-looking one
+    n = sum(c["experiment"] == "fig3b" for c in ENTRIES)
+    beyond = classify("fig3b", pd.DataFrame({"claim": ["x"] * (n + 2), "verdict": ["confirmed"] * (n + 2)}))
+    assert beyond["id"].tolist() == [f"fig3b#{i}" for i in range(n)] + ["", ""]
+    assert beyond["kind"].tolist()[n:] == [UNREGISTERED] * 2
+    gated = gate(beyond, _rows(FIRST_NEW_SEED, registration_hash()), "fig3b")
+    assert gated["verdict"].tolist()[n:] == ["inconclusive"] * 2 and gated["gate"].iloc[n].startswith("not in")
     # another experiment's id is not registered for this one, and an unregistered id decides nothing
     for other in ("fig3c#0", "fig3b#999"):
         moved = gate(claims.assign(id=other), _rows(FIRST_NEW_SEED, registration_hash()), "fig3b")
@@ -213,26 +219,6 @@ def test_a_trial_row_records_commit_time_and_registration_hash():
 def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
                    capture_output=True)
-
-
-def test_tables_a_run_writes_leave_the_commit_clean_and_code_changes_do_not(tmp_path):
-    """A run rewrites its tables between experiments: no dirty commit; an edited module or registration is."""
-    def git(*args: str) -> None:
-        _git(tmp_path, *args)
-    (tmp_path / "results" / "tables").mkdir(parents=True)
-    (tmp_path / "results" / "tables" / "t.csv").write_text("a\n1\n")
-    (tmp_path / "results" / "preregistration.yaml").write_text("claims: []\n")
-    (tmp_path / "m.py").write_text("x = 1\n")
-    git("init", "-q")
-    git("add", ".")
-    git("commit", "-qm", "c")
-    (tmp_path / "results" / "tables" / "t.csv").write_text("a\n2\n")
-    assert not _commit.__wrapped__(tmp_path).endswith("-dirty")
-    (tmp_path / "results" / "preregistration.yaml").write_text("edited after the data\n")
-    assert _commit.__wrapped__(tmp_path).endswith("-dirty")
-    git("checkout", "--", "results/preregistration.yaml")
-    (tmp_path / "m.py").write_text("x = 2\n")
-    assert _commit.__wrapped__(tmp_path).endswith("-dirty")
 
 
 def test_sequential_statistics_are_held_to_the_registrations_commit(tmp_path):

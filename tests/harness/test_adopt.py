@@ -1,11 +1,12 @@
 """make adopt-registered: the registered looks re-judged from the committed trial stores give looks.csv exactly."""
 
+import pandas as pd
 import pytest
 from conftest import ROOT
 
 from dpstream.errors import InputError
 from dpstream.harness import registered
-from dpstream.harness.adopt import differences, replay, stored_seed
+from dpstream.harness.adopt import differences, replay, stored_seed, without_look
 from dpstream.harness.rejudge import composed_config
 from dpstream.harness.runner import experiments_to_run
 from dpstream.registry import CONF_DIR
@@ -64,9 +65,30 @@ def test_adopting_runs_no_trial_a_missing_one_is_an_error(tmp_path):
         stored_seed(tmp_path, "paper", 4, EXPERIMENT)
 
 
+def test_a_claims_function_with_more_rows_than_registered_gives_one_row_per_registered_id(store):
+    """audit_svt: one claim per audit row, 390 on the pooled table of seeds 3-32, 13 registered (seed 3's rows).
+
+    The replay gives looks.csv, and the adopted claims are the 13 registered ones, each with its final look's verdict
+    and provenance; the other 377 rows have no registered id (``registration.claim_ids``) and are left out.
+    """
+    looks = registered.read_looks(PAPER / "looks.csv")
+    committed = looks[looks["experiment"] == "audit_svt"]
+    if not committed["final"].any():
+        pytest.skip("audit_svt has no final record in the committed looks.csv")
+    spec = next(s for s in experiments_to_run(composed_config(ROOT / "results", "audit_svt"), CONF_DIR))
+    claims, records = replay(spec, store)
+    assert differences(records, committed) == []
+    assert claims is not None and len(claims.attrs["table"]) == 390
+    final = committed[committed["final"]].set_index("id")
+    assert list(claims["id"]) == [f"audit_svt#{i}" for i in range(13)] == list(final.index)
+    assert list(claims["verdict"]) == list(final["verdict"])
+    assert without_look(claims, "audit_svt") == []
+    assert without_look(claims.iloc[1:], "audit_svt") == ["audit_svt#0"]  # a registered id without its row
+    assert without_look(claims.iloc[[*range(13), 2]], "audit_svt") == ["audit_svt#2"]  # or with two
+
+
 STATE = registered.status(registered.read_looks(PAPER / "looks.csv"))
-REFUSED = {"audit_svt": "its claims function gives one claim per audit row of the pooled table (390): the 377 beyond "
-                        "the registered 13 have no final look, so the adoption refuses it"}
+REFUSED: dict[str, str] = {}
 """Final experiments ``make adopt-registered`` refuses, each with the reason (strict: one that passes must leave)."""
 FINAL = [pytest.param(e, marks=[pytest.mark.xfail(strict=True, reason=REFUSED[e])] if e in REFUSED else [])
          for e in sorted(STATE.loc[STATE["state"] == "final", "experiment"])]
@@ -89,8 +111,6 @@ def test_a_refused_experiment_is_not_rendered_as_registered(tmp_path, monkeypatc
 
     adopt raises Mismatch, and the report and pages rendered before it do not show svt_order as registered.
     """
-    import pandas as pd
-
     import dpstream.harness.adopt as adopt_module
 
     (tmp_path / "tables").mkdir()

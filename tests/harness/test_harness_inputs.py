@@ -118,3 +118,26 @@ def test_svt_audit_runs_at_the_epsilon_on_the_command_line(compose_cfg, tmp_path
     config_line = capsys.readouterr().out.split("config: ")[1].splitlines()[0]
     assert "epsilon=5" in config_line.replace(",", " ").split() and " delta=" not in config_line \
         and "width=" not in config_line
+
+
+def test_typed_keys_are_read_from_one_conversion_of_the_config(monkeypatch):
+    """``typed_experiment_keys`` and ``command_line_overrides`` convert the config once each, not once per key."""
+    from omegaconf import OmegaConf
+
+    from dpstream.harness.config import command_line_overrides, typed_experiment_keys
+
+    cfg = {"experiment": {"id": "x", "grid": {"a": [1, 2], "b": [3]}, "trials": 4}, "epsilon": 0.5, "width": 8,
+           "trials": 2, "mechanism": {"name": "m", "width": 16}}
+    task = ["experiment.grid.a=[1,2]", "+experiment.grid.b=[3]", "experiment.trials=4", "epsilon=0.5", "width=8",
+            "trials=2", "mechanism=m", "mechanism.width=16", "~delta", "profile=smoke"]
+    converted = []
+    create = OmegaConf.create
+    monkeypatch.setattr(OmegaConf, "create", lambda obj=None, *a, **k: (converted.append(obj), create(obj, *a, **k))[1])
+    assert typed_experiment_keys(task, cfg) == {"grid": {"a": [1, 2], "b": [3]}, "trials": 4}
+    assert command_line_overrides(task, cfg) == [("epsilon", 0.5), ("width", 8), ("mechanism", cfg["mechanism"]),
+                                                 ("mechanism.width", 16)]
+    assert sum(obj is cfg for obj in converted) == 2
+    converted.clear()
+    assert typed_experiment_keys(["mechanism=m"], cfg) == {} and command_line_overrides(["mechanism=m"], cfg) == \
+        [("mechanism", cfg["mechanism"])]
+    assert not any(obj is cfg for obj in converted)  # nothing to select: the config is not converted

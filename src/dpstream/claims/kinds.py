@@ -36,8 +36,8 @@ def kind_of(claim_id: str) -> tuple[str, str]:
 def classify(exp_id: str, claims: pd.DataFrame) -> pd.DataFrame:
     """``claims`` with their ``id`` and the registered ``kind``, ``kind_reason``, ``sentence``, ``setting``, ``data``.
 
-    A row is found by its registered id (``registration.claim_ids``: the ``id`` column, else its position); an empty
-    id is an unregistered claim.
+    A row is found by its registered id (``registration.claim_ids``: the ``id`` column, else its position where the
+    registration lists it); an empty id is an unregistered claim.
     """
     registered = by_id(REGISTRATION)
     ids = claim_ids(exp_id, claims)

@@ -37,6 +37,7 @@ from typing import Any
 import pandas as pd
 
 from dpstream.descriptor import Labels
+from dpstream.provenance import git_commit
 
 ROOT = Path(__file__).resolve().parents[3]
 RESULTS = "results"
@@ -88,15 +89,26 @@ def by_id(path: Path = REGISTRATION) -> dict[str, dict[str, Any]]:
     return {str(c["id"]): c for c in load(path)["claims"]}
 
 
-def claim_ids(experiment: str, claims: pd.DataFrame) -> list[str]:
-    """The registered ids of the rows of a claims table: its ``id`` column, else ``<experiment>#<row>``.
+def claim_ids(experiment: str, claims: pd.DataFrame, path: Path = REGISTRATION) -> list[str]:
+    """The registered ids of the rows of a claims table: its ``id`` column, else ``<experiment>#<row>`` if registered.
 
     A claims function's output is in a fixed order, so a claim is found by its position, never by its text (a text
-    may name a mechanism or a measured grid).
+    may name a mechanism or a measured grid). A position the registration does not list gets no id (``""``): a
+    claims function that gives more rows than were registered (one per trial row of a pooled table, say) cannot
+    hand its extra rows registered-looking ids.
     """
     if "id" in claims.columns:
         return [str(i) for i in claims["id"]]
-    return [f"{experiment}#{i}" for i in range(len(claims))]
+    return position_ids(experiment, len(claims), path)
+
+
+def position_ids(experiment: str, n: int, path: Path = REGISTRATION) -> list[str]:
+    """The ids of the first ``n`` claims of an experiment's claims function: ``<experiment>#<i>`` where registered.
+
+    A position the registration at ``path`` does not list gets ``""`` (an unregistered claim).
+    """
+    registered = by_id(path)
+    return [f"{experiment}#{i}" if f"{experiment}#{i}" in registered else "" for i in range(n)]
 
 
 def _code(obj: Any) -> str:
@@ -168,15 +180,8 @@ def rule_hash(claims_function: str, entry: dict[str, Any]) -> str:
 
 @lru_cache(maxsize=1)
 def _commit(root: Path = ROOT) -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True,
-                              timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-                                *(f":!{p}" for p in RUN_OUTPUTS)],
-                               cwd=root, capture_output=True, text=True, check=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return head + ("-dirty" if dirty else "")
+    """The checkout's commit, ``-dirty`` with a tracked change outside ``RUN_OUTPUTS``; ``unknown`` without git."""
+    return git_commit(root, excluded=RUN_OUTPUTS) or "unknown"
 
 
 STATISTICS = ("src/dpstream/claims/decide.py", "src/dpstream/claims/sequential.py")
@@ -242,7 +247,8 @@ def gate(claims: pd.DataFrame, rows: pd.DataFrame, experiment: str, path: Path =
     fn = function or claims_function(experiment)
     fresh = len(rows) > 0 and len(registered_rows(rows, path)) == len(rows)
     verdicts, notes = [], []
-    for claim_id, text, verdict in zip(claim_ids(experiment, claims), claims["claim"], claims["verdict"], strict=True):
+    for claim_id, text, verdict in zip(claim_ids(experiment, claims, path), claims["claim"], claims["verdict"],
+                                       strict=True):
         entry = registered.get(claim_id)
         entry = entry if entry is not None and entry["experiment"] == experiment else None
         if entry is None:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import subprocess
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ import dpstream
 from dpstream.counters.base import Counter
 from dpstream.counters.registry import COUNTERS
 from dpstream.noise import children
+from dpstream.provenance import git_commit
 
 EPSILON, DELTA = 1.0, 1e-6
 """The (epsilon, delta) every counter is calibrated for (m = 1, classic calibration), as the leaderboard's."""
@@ -64,6 +64,8 @@ STATE_BYTES = 2**31
 """Most bytes of counter state (8-byte counts) a cell allocates; a counter past it is ``not run``."""
 GAUSSIAN = ("gaussian",)
 """Node distributions whose releases are exactly normal (chi-square rule)."""
+SOURCES = Path(__file__).resolve().parents[1]
+"""The package's sources: a row's ``commit`` is ``-dirty`` when any file here (untracked ones too) differs from it."""
 
 
 def check_steps(variance: np.ndarray) -> tuple[int, ...]:
@@ -220,17 +222,9 @@ def check_cell(cls: type[Counter], horizon: int, steps: tuple[int, ...], n: int,
     return rows
 
 
-def _commit() -> str:
-    """The checkout's commit, ``-dirty`` when its sources differ from it (the code that ran is not that commit's)."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).parent).stdout.strip()
-
-    try:
-        return git("rev-parse", "HEAD") + ("-dirty" if git("status", "--porcelain", "--untracked-files=normal", "--",
-                                                           str(Path(__file__).parents[1])) else "")
-    except (OSError, subprocess.CalledProcessError):
-        return ""
+def _commit(root: Path = SOURCES) -> str:
+    """The checkout's commit, ``-dirty`` when the sources under ``root`` differ from it; empty without git."""
+    return git_commit(root, untracked=True) or ""
 
 
 def run(horizons: Iterable[int], n: int, seed: int, out: Path | None = None, alpha: float = ALPHA,

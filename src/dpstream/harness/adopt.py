@@ -7,10 +7,10 @@ and ``verify.registered_experiment`` decides every look again under the registra
 the committed ones (look, id, verdict, pooled trials, final, measured), else nothing of the replay is written for
 that experiment, its claims already in ``<out>/tables`` lose their registered provenance (``demote``: shown as not
 decided by a registered look) and the command fails naming the difference. Then the pooled table goes to
-``<out>/tables/<id>.csv``, its claims (the final look's verdicts, each with its ``provenance``: look, pooled trials,
-seeds, registration hash) to ``<id>.claims.csv``, its figure is drawn from the pooled table, and the report and the
-pages' verdict blocks (``make readme``'s pages) are rewritten from ``<out>/tables``, where every other experiment
-keeps its history table.
+``<out>/tables/<id>.csv``, its claims (one row per registered claim, each with its final look's verdict and its
+``provenance``: look, pooled trials, seeds, registration hash; ``without_look``) to ``<id>.claims.csv``, its figure is
+drawn from the pooled table, and the report and the pages' verdict blocks (``make readme``'s pages) are rewritten
+from ``<out>/tables``, where every other experiment keeps its history table.
 
 Usage: ``python -m dpstream.harness.adopt [--out results] [--profile paper] [--nulls 200] [--experiment ID ...]
 [--since REF]`` (the report's changelog against the claims committed at REF, default HEAD).
@@ -113,6 +113,16 @@ def differences(replayed: pd.DataFrame, committed: pd.DataFrame) -> list[str]:
     return out
 
 
+def without_look(claims: pd.DataFrame, exp: str, path: Path = REGISTRATION) -> list[str]:
+    """The registered ids of ``exp`` that do not have exactly one row of ``claims`` with a registered ``provenance``.
+
+    Only registered ids need a look: a row without one (``registration.claim_ids``) is not a registered claim.
+    """
+    ids = [str(e["id"]) for e in load(path)["claims"] if e["experiment"] == exp]
+    shown = [str(i) for i, p in zip(claims["id"], claims["provenance"], strict=True) if registered.REGISTERED.match(p)]
+    return [i for i in ids if shown.count(i) != 1]
+
+
 def draw(spec: dict[str, Any], df: pd.DataFrame, out: Path, profile: str) -> None:
     """The experiment's figure from its pooled table into ``<out>/figures`` (as the runner draws it)."""
     if not spec.get("plot"):
@@ -189,8 +199,10 @@ def adopt(out: Path = Path("results"), profile: str = "paper", nulls: int = NULL
             demote(out, exp, refused[-1])
             continue
         rows = claims.attrs["table"]
-        if not all(map(registered.REGISTERED.match, claims["provenance"])):
-            refused.append(f"{exp}: a claim without a final look in the replay: nothing adopted for it")
+        missing = without_look(claims, exp, path)
+        if missing:
+            refused.append(f"{exp}: registered claims without one row decided by a final look in the replay "
+                           f"({', '.join(missing)}): nothing adopted for it")
             print(refused[-1], file=sys.stderr, flush=True)
             demote(out, exp, refused[-1])
             continue

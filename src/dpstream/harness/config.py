@@ -168,14 +168,18 @@ def sweep_override(section: str, key: str) -> str:
     return f"'experiment.{section}={{{key}:[...]}}'" if "." in key else f"experiment.{section}.{key}=[...]"
 
 
+def typed_keys(task: list[str]) -> list[str]:
+    """The keys of the ``key=value`` items a user typed (Hydra's ``overrides.task``), a leading ``+`` dropped."""
+    return [item.split("=", 1)[0].lstrip("+") for item in task]
+
+
 def typed_experiment_keys(task: list[str], cfg: dict[str, Any]) -> dict[str, Any]:
     """The keys of ``cfg["experiment"]`` the user typed (``experiment.grid.x=[...]``), nested, with composed values."""
+    keys = [k for k in typed_keys(task) if k.startswith("experiment.")]
+    composed = OmegaConf.create(cfg if keys else {})  # converted once for every key (and not at all without one)
     out = OmegaConf.create({})
-    for item in task:
-        key = item.split("=", 1)[0].lstrip("+")
-        if key.startswith("experiment."):
-            OmegaConf.update(out, key.removeprefix("experiment."),
-                             OmegaConf.select(OmegaConf.create(cfg), key), merge=True)
+    for key in keys:
+        OmegaConf.update(out, key.removeprefix("experiment."), OmegaConf.select(composed, key), merge=True)
     return as_mapping(OmegaConf.to_container(out, resolve=True), "the command line's experiment keys")
 
 
@@ -185,15 +189,10 @@ def command_line_overrides(task: list[str], cfg: dict[str, Any]) -> list[tuple[s
     Group choices carry the composed option config (which may come from a ``hydra.searchpath`` dir, and whose
     ``name`` need not be its file name); run settings, ``experiment`` and ``profile`` are not trial keys.
     """
-    out = []
-    for item in task:
-        key = item.split("=", 1)[0].lstrip("+")
-        head = key.split(".", 1)[0]
-        if key.startswith("~") or head in ("hydra", "experiment", "profile") or head in RUN_KEYS:
-            continue
-        value = cfg[key] if key in GROUPS else OmegaConf.select(OmegaConf.create(cfg), key)
-        out.append((key, value))
-    return out
+    keys = [k for k in typed_keys(task) if not k.startswith("~")
+            and k.split(".", 1)[0] not in ("hydra", "experiment", "profile", *RUN_KEYS)]
+    composed = OmegaConf.create(cfg if any(k not in GROUPS for k in keys) else {})  # once, and only if needed
+    return [(key, cfg[key] if key in GROUPS else OmegaConf.select(composed, key)) for key in keys]
 
 
 def declared_uses(mechanism: dict[str, Any]) -> list[str]:

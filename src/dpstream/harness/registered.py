@@ -129,7 +129,7 @@ def labels(claims: pd.DataFrame, rows: pd.DataFrame, looks: pd.DataFrame, experi
               for c in ("provenance", "gate", "claim", "verdict", "measured")}
     entries = by_id(path)
     out = []
-    for i, claim_id in enumerate(claim_ids(experiment, claims)):
+    for i, claim_id in enumerate(claim_ids(experiment, claims, path)):
         text, note = column["provenance"].iloc[i], column["gate"].iloc[i]
         entry = entries.get(claim_id)
         if not note and REGISTERED.match(text):

@@ -442,8 +442,9 @@ def judge(spec: dict[str, Any], df: pd.DataFrame, swept: tuple[str, ...] = ()) -
 def claims_table(claims: list[Claim], exp_id: str = "", registered: bool = True) -> pd.DataFrame:
     """The claims CSV: one row per claim with its rule, its registered id and kind (``dpstream.claims.kinds``).
 
-    A claims function's output in its own order carries the registered ids ``<exp_id>#<index>``; ``registered=False``
-    (claims judged per value of a key ``-m`` added) leaves them unregistered. Only the four verdict words are accepted.
+    A claims function's output in its own order carries the registered ids ``<exp_id>#<index>`` the registration
+    lists (``registration.claim_ids``; a row beyond them carries none); ``registered=False`` (claims judged per value
+    of a key ``-m`` added) leaves them all unregistered. Only the four verdict words are accepted.
     """
     rows = pd.DataFrame([c.row() if isinstance(c, Claim) else Claim(**c).row() for c in claims],
                         columns=["claim", "rule", "measured", "verdict"])

@@ -52,6 +52,7 @@ from dpstream.claims.registration import (
     REGISTRATION,
     gate,
     load,
+    position_ids,
     registration_hash,
     statistics_registered,
 )
@@ -311,9 +312,11 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
     (``_examine``) and recorded in ``record`` (``looks.csv``, rewritten after every look, so an interrupted run
     resumes at its first unrecorded look and computes no stored trial again). A decided claim is frozen at its own
     stopping look even while the experiment keeps running for its other claims; an experiment whose claims are all
-    final gets no further batch. Returns the claims table on the last look's pooled trials, every registered claim
-    with its final verdict and the look that gave it (``provenance``: look, pooled trials, seeds, registration hash;
-    empty for a claim not final); None for an experiment without registered claims (not run). ``seed_run`` writes a
+    final gets no further batch. Returns the registered claims judged on the last look's pooled trials (the rows of
+    the claims function's output that carry a registered id, ``registration.claim_ids``; any further row decides
+    nothing and is left out), each with its final verdict and the look that gave it (``provenance``: look, pooled
+    trials, seeds, registration hash; empty for a claim not final); None for an experiment without registered claims
+    (not run). ``seed_run`` writes a
     seed's table (default ``run_seed``, which runs the trials missing from its store; ``dpstream.harness.adopt``
     passes one that only reads the store).
     """
@@ -355,7 +358,12 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
     claims = judge(spec, table, nulls)
     if claims is None:
         return None
-    claims = gate(claims, table, spec["id"], path, spec["claims"])
+    # the ids by position in this registration (``judge`` gives those of the committed one)
+    claims = gate(claims.assign(id=position_ids(spec["id"], len(claims), path)), table, spec["id"], path,
+                  spec["claims"])
+    # a row without a registered id was examined at no look (audit_svt's claims function gives one claim per audit
+    # row: on the pooled table it restates the registered claims once per further seed): it is not a registered claim
+    claims = claims[claims["id"].isin({str(e["id"]) for e in entries})].reset_index(drop=True)
     finals = {r["id"]: r for r in mine if r["final"]}
     verdicts, measured, provenance = [], [], []
     for claim_id, verdict, m in zip(claims["id"], claims["verdict"], claims["measured"], strict=True):

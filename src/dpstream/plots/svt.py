@@ -134,13 +134,24 @@ def atoms_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
 
 
 def audit_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
-    """Audit: searched epsilon lower bound per case (hand-picked event: black tick) vs the claim; controls red."""
+    """Audit: searched epsilon lower bound per case vs the claim; controls red, correct mechanisms green.
+
+    One audit per case and trial: the bar is the median over trials, each trial a dot (hand-picked event: black
+    tick), and a case's label counts the trials flagged (lower bound above the claim).
+    """
     df = df.reset_index(drop=True)
+    cases = list(dict.fromkeys(df["case"]))
+    groups = {c: df[df["case"] == c] for c in cases}
     fig, ax = subplots(figsize=(10, 5.5))
-    colors = ["tab:red" if b else "tab:green" for b in df["negative_control"]]
-    ax.barh(df["case"], df["epsilon_lower"].clip(upper=8.0), color=colors)
-    if "epsilon_lower_given" in df.columns:
-        ax.plot(df["epsilon_lower_given"].clip(upper=8.0), df["case"], "k|", ms=14, mew=2)
+    y = np.arange(len(cases))
+    colors = ["tab:red" if bool(groups[c]["negative_control"].iloc[0]) else "tab:green" for c in cases]
+    ax.barh(y, [float(groups[c]["epsilon_lower"].clip(upper=8.0).median()) for c in cases], color=colors, alpha=0.6)
+    for i, c in enumerate(cases):
+        ax.plot(groups[c]["epsilon_lower"].clip(upper=8.0), np.full(len(groups[c]), i), "o", color="k", ms=2.5,
+                alpha=0.7)
+        if "epsilon_lower_given" in df.columns:
+            ax.plot(groups[c]["epsilon_lower_given"].clip(upper=8.0), np.full(len(groups[c]), i), "k|", ms=14, mew=1)
+    ax.set_yticks(y, [f"{c} (flagged {int(groups[c]['fails'].astype(bool).sum())}/{len(groups[c])})" for c in cases])
     ax.axvline(df["claimed_epsilon"].max(), color="k", ls="--")
     ax.set(
         xlabel=f"epsilon lower bound (searched event, Clopper-Pearson on the certify half, alpha={df['alpha'].iloc[0]};"
@@ -148,8 +159,9 @@ def audit_figure(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> No
     )
     ax.legend(
         handles=[
-            Rectangle((0, 0), 1, 1, color="tab:green", label="correct mechanism (must pass)"),
-            Rectangle((0, 0), 1, 1, color="tab:red", label="negative control (must be flagged)"),
+            Rectangle((0, 0), 1, 1, color="tab:green", alpha=0.6, label="correct mechanism (must pass): median"),
+            Rectangle((0, 0), 1, 1, color="tab:red", alpha=0.6, label="negative control (must be flagged): median"),
+            Line2D([], [], color="k", marker="o", ms=2.5, ls="", label="one trial's audit"),
             Line2D([], [], color="k", marker="|", ls="", label="hand-picked event (where one exists)"),
             Line2D([], [], color="k", ls="--", label="claimed epsilon"),
         ],
