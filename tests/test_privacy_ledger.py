@@ -107,3 +107,16 @@ def test_every_stream_mechanism_books_the_statement_of_its_own_object(own_file, 
                 differ.add(name)
     assert seen == set(names) and len(entries) == len(names)
     assert {"lazyhh", "lazyhh_derived", "lazyhh_discrete_secure_ahead"} <= differ  # the test can tell them apart
+
+
+def test_only_stream_data_names_a_file_so_the_sweep_above_covers_every_booking():
+    """The ledger books trials on a file input (``ledger.own_file``); every shipped data source with one is a stream.
+
+    So the trials that can book are those of the stream mechanisms, each checked above; the sparse-vector and
+    query-release trials read designed or shipped data and never book.
+    """
+    from dpstream.harness.config import FILE_KEY_SUFFIXES
+
+    with_file = {n: load_option(CONF_DIR, "data", n) for n in options(CONF_DIR, "data")}
+    with_file = {n: spec for n, spec in with_file.items() if any(k.endswith(FILE_KEY_SUFFIXES) for k in spec)}
+    assert set(with_file) >= {"items", "caida"} and all(spec["kind"] == "stream" for spec in with_file.values())
