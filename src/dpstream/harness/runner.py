@@ -544,6 +544,9 @@ def plan(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[s
     for spec in experiments_to_run(plain, conf_dir, sweep, typed):
         trials = int(spec.get("trials") or plain["trials"])
         expanded = expand(spec, base, conf_dir, trials, profile_overrides, cli)
+        for point in {(p["epsilon"], p["delta"]) for p in expanded}:  # a swept value too, before the first trial
+            check_epsilon(point[0])
+            check_delta(point[1])
         check_path_name(spec["id"], "experiment.id")  # it names the table and figure files
         check_panel_data(spec, expanded, conf_dir, plain["profile"]["name"])  # your data in a paper panel
         check_reproduction(plain, expanded)
