@@ -63,6 +63,8 @@ def test_spend_books_the_statement_and_nothing_without_one(tmp_path):
     assert ledger.totals(tmp_path, "abc").basic == pytest.approx((8.0, 2 * final_delta(4.0, 1e-3)))
     noiseless = LazyCMS._uncertified_noiseless(width=8, depth=2, epsilon=4.0, delta=1e-3, horizon=64, seed=0)
     assert stated(noiseless) == {STATED: None}  # an uncertified mechanism states no guarantee
+    pure = LazyCMS(width=8, depth=2, epsilon=4.0, delta=1e-3, horizon=64, seed=0, counter="laplace")
+    assert stated(pure)[STATED] == (4.0, 0.0)  # Laplace nodes: pure DP, whatever delta it was given
     ledger.spend(tmp_path, {**OWN, "trial": 2}, {"certified": True, "key": "2"}, None)  # certified, states none
     ledger.spend(tmp_path, {**OWN, "trial": 3}, {"certified": False, "key": "3"}, statement)  # not certified
     assert [(e["epsilon"], e["delta"]) for e in booked(tmp_path)[2:]] == [(None, None)] * 2
