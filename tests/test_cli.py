@@ -20,7 +20,7 @@ import pytest
 from conftest import CONF_DIR, child_env, ctrl_c_as_at_a_terminal
 from test_harness import fake_cfg, fake_conf
 
-from dpstream.cli import main, precheck, split_sweep
+from dpstream.cli import explain, main, precheck, split_sweep
 from dpstream.errors import ConfigError
 from dpstream.harness.config import DATA_KINDS, check_experiment, data_kind, data_kinds
 from dpstream.harness.results import results_dir
@@ -198,6 +198,25 @@ def test_a_sweep_splits_into_one_run_and_its_grid():
     for arg in ("trials=1,2", "profile=smoke,paper", "n_jobs=1,2"):
         with pytest.raises(ConfigError, match="a run setting, not a parameter"):
             split_sweep(["-m", arg])
+
+
+def test_a_bad_swept_value_is_named_not_the_first_value(capsys, tmp_path, monkeypatch):
+    """Review 4, finding 6: ``epsilon=0.3,-1`` was reported as ``epsilon=0.3`` (the typed key's first value)."""
+    line = one_error_line(capsys, ["-m", "mechanism=lazycms", "epsilon=0.3,-1", "profile=smoke", "trials=1",
+                                   "data.length=1000", f"results_dir={tmp_path}"])
+    assert line == "error: epsilon=-1: must be a finite number > 0"
+    assert not list(tmp_path.rglob("*.jsonl"))  # refused before the first trial (the point 0.3 ran, then failed)
+    for typed, swept, message, shown in [
+            ("1", [1, 0], "epsilon must be a finite number > 0, got 0.0", "epsilon=0:"),
+            ("0.001", [0.001, 2], "delta must be in the open interval (0, 1), got 2", "delta=2:"),
+            ("1.2", [1.2, -1], "skew must be a number > 0, got -1.0", "data.skew=-1:"),
+            ("0.3", [0.3, 0.5], "epsilon must be a finite number > 0, got 7.5", "epsilon=7.5:")]:  # a derived value
+        key = shown.split("=")[0]
+        monkeypatch.setattr("dpstream.cli.SWEEP", {key: swept})
+        assert explain(ValueError(message), [(key, typed)]).startswith(f"error: {shown} must "), message
+    monkeypatch.setattr("dpstream.cli.SWEEP", {})
+    assert explain(ValueError("epsilon must be a finite number > 0, got -1.0"), [("epsilon", "-1")]) == \
+        "error: epsilon=-1: must be a finite number > 0"  # as typed, not the validator's float
 
 
 def test_a_sweep_of_a_key_the_experiment_sweeps_is_refused(compose_cfg):

@@ -329,7 +329,34 @@ def explain(exc: BaseException, typed: list[tuple[str, str]]) -> str:
         return f"error: {message}"
     name = found["name"]
     key, value = next(((k, v) for k, v in typed if k == name or k.endswith("." + name)), (name, found["got"]))
-    return f"error: {key}={value}: must {found['rule']}"
+    return f"error: {key}={shown_value(key, value, found['got'])}: must {found['rule']}"
+
+
+def shown_value(key: str, typed: str | None, got: str | None) -> str | None:
+    """The value an error about ``key`` names: the one the validator ``got``, as the user typed it.
+
+    A swept key's typed override holds its first value only (``split_sweep``), so the swept values (``SWEEP``) and
+    the typed ones (``a,b`` before the split) are searched for the one equal to ``got`` (``-1`` for ``got -1.0``). A
+    swept key none of whose values is ``got`` names ``got``; an unswept key names what was typed.
+    """
+    if got is None:
+        return typed
+    candidates = [v.strip() for v in (typed or "").split(",")] + [str(v) for v in SWEEP.get(key, [])]
+    match = next((c for c in candidates if same_value(c, got)), None)
+    if match is not None:
+        return match
+    return got if key in SWEEP else typed
+
+
+def same_value(text: str, got: str) -> bool:
+    """Whether the typed ``text`` is the value a validator printed as ``got`` (its repr: quoted, or a float)."""
+    got = got.strip().strip("'\"")
+    if text == got:
+        return True
+    try:
+        return float(text) == float(got)
+    except ValueError:
+        return False
 
 
 def fail(exc: BaseException, typed: list[tuple[str, str]]) -> NoReturn:

@@ -102,10 +102,16 @@ def test_the_reported_heavy_hitters_carry_their_mechanisms_label(monkeypatch):
     """A non-private tracker's list (CMS heap: near-exact counts) says so, as the table above it does."""
     from dpstream.harness import console as console_module
 
-    monkeypatch.setattr(console_module, "replay_reported", lambda params: ([("apple", 5189.0)], 19968))
+    monkeypatch.setattr(console_module, "replay_reported", lambda params: ([("apple", 5189.0)], 19968, None))
     for label in (NOT_PRIVATE, CERTIFIED):
         lines = console_module.heavy_hitter_lines(pd.DataFrame([{"n_reported": 1, "privacy": label}]), {})
         assert lines[0].endswith(f"(item: estimated count; privacy: {label}):") and lines[1] == "  apple: 5189"
+    # review 4's new user: a certified list names the numbers of its guarantee (LazyHH: the delta~ that holds)
+    monkeypatch.setattr(console_module, "replay_reported",
+                        lambda params: ([("apple", 5189.0)], 19968, (4.0, 0.11219830006628848)))
+    row = {"n_reported": 1, "privacy": CERTIFIED, "delta_tilde": 0.11219830006628848}
+    lines = console_module.heavy_hitter_lines(pd.DataFrame([row]), {})
+    assert lines[0].endswith(f"privacy: {CERTIFIED} at (epsilon, delta~) = (4, 0.1122)):")
 
 
 def test_a_run_of_private_and_non_private_mechanisms_labels_each_setting(capsys):

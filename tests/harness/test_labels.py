@@ -168,7 +168,7 @@ def test_advanced_composition_of_many_equal_releases_is_below_basic(tmp_path):
     params = {"data": {"synthetic": False, "path": "f", "path_xxh3": "abc"}, "epsilon": 0.1, "delta": 1e-6,
               "seed": 0, "trial": 0, "mechanism": {"name": "m"}}
     for trial in range(400):
-        ledger.spend(tmp_path, {**params, "trial": trial}, {"certified": True, "key": str(trial)})
+        ledger.spend(tmp_path, {**params, "trial": trial}, {"certified": True, "key": str(trial)}, (0.1, 1e-6))
     total = ledger.totals(tmp_path, "abc")
     assert total.releases == 400 and total.basic == pytest.approx((40.0, 4e-4))
     advanced = np.sqrt(2 * 400 * np.log(1e6)) * 0.1 + 400 * 0.1 * np.expm1(0.1)  # Dwork-Rothblum-Vadhan
@@ -179,10 +179,10 @@ def test_an_interrupted_spend_is_cut_off_and_a_bad_line_is_named(tmp_path, capsy
     """A spend killed mid-line glued the next spend onto it: the ledger was unreadable and that spend was lost."""
     params = {"data": {"synthetic": False, "path": "f", "path_xxh3": "abc"}, "epsilon": 0.1, "delta": 1e-6,
               "seed": 0, "trial": 0, "mechanism": {"name": "m"}}
-    ledger.spend(tmp_path, params, {"certified": True, "key": "0"})
+    ledger.spend(tmp_path, params, {"certified": True, "key": "0"}, (0.1, 1e-6))
     with ledger.ledger_path(tmp_path).open("a") as fh:
         fh.write('{"file_xxh3": "ab')  # the first bytes of a line, then the process died
-    ledger.spend(tmp_path, {**params, "trial": 1}, {"certified": True, "key": "1"})
+    ledger.spend(tmp_path, {**params, "trial": 1}, {"certified": True, "key": "1"}, (0.1, 1e-6))
     assert "cut off a partial last line (17 bytes" in capsys.readouterr().err
     assert ledger.totals(tmp_path, "abc").releases == 2
     with ledger.ledger_path(tmp_path).open("a") as fh:

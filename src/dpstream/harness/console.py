@@ -177,8 +177,10 @@ def _labelled(item: int, labels: dict[int, str] | None, data: dict[str, Any]) ->
     return str(item)
 
 
-def replay_reported(params: dict[str, Any]) -> tuple[list[tuple[str, float]], int]:
-    """The (label, estimate) pairs trial ``params`` reports at its last output step, and that step.
+def replay_reported(params: dict[str, Any]) -> tuple[list[tuple[str, float]], int, tuple[float, float] | None]:
+    """The (label, estimate) pairs trial ``params`` reports at its last output step, that step, and its guarantee.
+
+    The guarantee is the (epsilon, delta) the tracker states (``privacy.statement.stated``; None: it states none).
 
     The trial is replayed from its seed: the stream from its data seed and the tracker from its mechanism seed, as
     ``trials.heavy_hitters.run_trial`` does, so this is the trial's own output. A trace is fed block by block.
@@ -188,6 +190,7 @@ def replay_reported(params: dict[str, Any]) -> tuple[list[tuple[str, float]], in
     from dpstream.data.cache import FINGERPRINT_SUFFIX
     from dpstream.data.stream import CONFIG_ONLY, FileStream
     from dpstream.noise import children, trial_seed
+    from dpstream.privacy.statement import STATED, stated
     from dpstream.trials.heavy_hitters import FEED_BLOCK, make_tracker
 
     data = params["data"]
@@ -200,7 +203,8 @@ def replay_reported(params: dict[str, Any]) -> tuple[list[tuple[str, float]], in
     for start in range(0, len(stream), FEED_BLOCK):
         tracker.extend(np.asarray(stream[start:start + FEED_BLOCK], dtype=np.int64))
     reported = tracker.estimate()
-    return [(_labelled(item, labels, data), est) for item, est in reported.pairs()], int(reported.time)
+    return ([(_labelled(item, labels, data), est) for item, est in reported.pairs()], int(reported.time),
+            stated(tracker)[STATED])
 
 
 def why_nothing(row: pd.Series, epsilon: float) -> str:
@@ -216,6 +220,12 @@ def why_nothing(row: pd.Series, epsilon: float) -> str:
             f"5 t / k~), or a smaller k. An item needs about {tau / t:.1%} of a stream this long to be reported.")
 
 
+def guarantee_text(statement: tuple[float, float], tilde: bool) -> str:
+    """``(epsilon, delta) = (4, 0.1122)``: a stated guarantee; ``delta~`` where the delta that holds is LazyHH's."""
+    epsilon, delta = statement
+    return f"(epsilon, delta{'~' if tilde else ''}) = ({epsilon:.4g}, {delta:.4g})"
+
+
 def heavy_hitter_lines(df: pd.DataFrame, params: dict[str, Any]) -> list[str]:
     """For a single heavy-hitter run: what its first trial reported (labels, estimates) or why it reported nothing."""
     if "n_reported" not in df.columns or df.empty:
@@ -223,8 +233,10 @@ def heavy_hitter_lines(df: pd.DataFrame, params: dict[str, Any]) -> list[str]:
     first = df.iloc[0]
     if int(first["n_reported"]) == 0:
         return [why_nothing(first, float(params.get("epsilon", float("nan"))))]
-    pairs, t = replay_reported(params)
+    pairs, t, statement = replay_reported(params)
     label = str(first["privacy"]) if "privacy" in df.columns else NOT_PRIVATE  # a baseline's counts are not private
+    if statement is not None and label != NOT_PRIVATE:  # the numbers of the guarantee, as the ledger books them
+        label += f" at {guarantee_text(statement, 'delta_tilde' in df.columns)}"
     lines = [f"heavy hitters reported by trial 0 at t = {t} (item: estimated count; privacy: {label}):"]
     lines += [f"  {label}: {est:.0f}" for label, est in pairs[:MAX_LISTED]]
     if len(pairs) > MAX_LISTED:

@@ -6,11 +6,13 @@ data.path=...``) is a release of that file, seeded or not, in a sweep or a rerun
 content hash (``data.path_xxh3``). A row read back from the results store releases nothing new and spends nothing;
 synthetic data spends nothing.
 
-A trial spends the run's (epsilon, delta) when its mechanism certified its row (``privacy.labels``), else it is
-not private: its ``epsilon`` is null and every total after it says so. ``totals`` composes the spends of one file
-by basic composition (sums) and by advanced composition (Dwork, Rothblum and Vadhan, "Boosting and differential
-privacy", Thm III.3, ``privacy.accounting.composed_epsilon``) over each repeated (epsilon, delta), at slack delta^ =
-that delta, the groups then added up (basic).
+A trial spends the (epsilon, delta) its mechanism states (``privacy.statement.stated``: the ``privacy`` it computes
+from the noise it holds), not the run's configured pair: LazyHH's delta~ = 2 delta (3/2 + e^eps + delta), a pure
+(Laplace) sketch's delta = 0. A trial whose row is not certified (``privacy.labels``) or whose mechanism states
+nothing is not private: its ``epsilon`` is null and every total after it says so. ``totals`` composes the spends of
+one file by basic composition (sums) and by advanced composition (Dwork, Rothblum and Vadhan, "Boosting and
+differential privacy", Thm III.3, ``privacy.accounting.composed_epsilon``) over each repeated (epsilon, delta), at
+slack delta^ = that delta, the groups then added up (basic).
 """
 
 from __future__ import annotations
@@ -51,16 +53,21 @@ def ledger_path(results_dir: str | Path) -> Path:
     return Path(results_dir) / LEDGER_NAME
 
 
-def spend(results_dir: str | Path, params: dict[str, Any], row: dict[str, Any]) -> bool:
-    """Append what trial ``params`` (its stored ``row``) spent on the user's file; False for synthetic data."""
+def spend(results_dir: str | Path, params: dict[str, Any], row: dict[str, Any],
+          statement: tuple[float, float] | None) -> bool:
+    """Append what trial ``params`` (its stored ``row``) spent on the user's file; False for synthetic data.
+
+    ``statement``: the (epsilon, delta) its mechanism stated (``privacy.statement.stated``), booked as spent when
+    the row is certified; with none, the release is booked as not private.
+    """
     source = own_file(params)
     if source is None:
         return False
-    private = bool(row.get("certified", False))
+    spent = statement if bool(row.get("certified", False)) else None
     entry = {"file_xxh3": source[1], "path": source[0], "key": row.get("key"), "trial": params.get("trial"),
              "seed": params.get("seed"), "mechanism": (params.get("mechanism") or {}).get("name"),
-             "epsilon": float(params["epsilon"]) if private else None,
-             "delta": float(params["delta"]) if private else None}
+             "epsilon": None if spent is None else float(spent[0]),
+             "delta": None if spent is None else float(spent[1])}
     path = ledger_path(results_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     line = (json.dumps(entry, allow_nan=False) + "\n").encode()
@@ -85,8 +92,8 @@ class Total:
         """The console line for the file at ``path``."""
         head = f"privacy spent on {path} so far: {self.releases} release(s)"
         if self.basic is None or self.advanced is None:
-            return (f"{head}, {self.not_private} of them NOT private (a non-private or uncertified mechanism): "
-                    "no (epsilon, delta) bounds what the file has given away")
+            return (f"{head}, {self.not_private} of them NOT private (a non-private or uncertified mechanism, or "
+                    "one that states no guarantee): no (epsilon, delta) bounds what the file has given away")
         (eb, db), (ea, da) = self.basic, self.advanced
         return (f"{head}; basic composition (epsilon, delta) = ({eb:.4g}, {db:.3g}); advanced composition "
                 f"(Dwork-Rothblum-Vadhan per repeated setting) = ({ea:.4g}, {da:.3g})")

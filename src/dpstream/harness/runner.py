@@ -49,6 +49,7 @@ from dpstream.harness.natural import check_panel_data
 from dpstream.harness.report import verdict_summary, write_report
 from dpstream.harness.store import NOT_IN_KEY, ResultsStore, trial_key
 from dpstream.noise import NOISE_MODES, check_noise_mode, noise_mode, trial_seed
+from dpstream.privacy.statement import STATED
 from dpstream.registry import CONF_DIR, ConfDirs, import_object, load_option
 from dpstream.trials import row_schema, undeclared, within_budget
 from dpstream.validation import MAX_SIZE, check_choice, check_delta, check_epsilon, check_positive_int
@@ -71,18 +72,28 @@ def is_timing(column: str) -> bool:
 
 def execute_trial(trial_fn: str, params: dict[str, Any]) -> dict[str, Any]:
     """Run one trial (in a worker): seed from (params.seed, params.trial), return its metrics."""
+    return stated_trial(trial_fn, params)[0]
+
+
+def stated_trial(trial_fn: str, params: dict[str, Any]) -> tuple[dict[str, Any], tuple[float, float] | None]:
+    """``execute_trial``'s metrics and the (epsilon, delta) its mechanism stated (``privacy.statement.stated``).
+
+    The statement is what the privacy ledger books; it is not a row column. None: no statement (not private, not
+    certified, or a trial that returns none).
+    """
     fn = import_object(trial_fn)
     started = time.perf_counter()
     with noise_mode(params.get("noise", "numpy")):
         metrics = fn(params, trial_seed(params["seed"], params["trial"]))
     if not isinstance(metrics, dict):
         raise TypeError(f"trial function {trial_fn} returned {type(metrics).__name__}, expected a dict")
+    statement = metrics.pop(STATED, None)
     extra = undeclared(fn, metrics)
     if extra:
         raise ValueError(f"trial function {trial_fn} returned undeclared column(s) {', '.join(extra)}: add them to "
                          "its @row_columns(...) (which recomputes its stored rows)")
     # the whole trial's wall time, added by the runner (not part of the store key): the report's cost per experiment
-    return {**metrics, TRIAL_WALL: time.perf_counter() - started}
+    return {**metrics, TRIAL_WALL: time.perf_counter() - started}, statement
 
 
 def store_key(params: dict[str, Any], trial_fn: str) -> str:
@@ -152,11 +163,11 @@ def run_trials(trials: list[tuple[str, str, dict[str, Any]]], store: ResultsStor
             jobs = (joblib.delayed(_keyed)(key, fn, p, parent) for key, fn, p in todo)
             log = console.ProgressLog(len(todo), label)  # a line every 5% when stderr is not a terminal
             try:
-                for key, params, metrics in parallel(jobs):
+                for key, params, metrics, statement in parallel(jobs):
                     row = make_row(key, params, metrics)
                     # a trial on the user's own file is a release of it: spent before its row is stored, so a
                     # stop between the two counts it twice at worst, never zero times
-                    ledger.spend(cfg.get("ledger_dir", cfg["results_dir"]), params, row)
+                    ledger.spend(cfg.get("ledger_dir", cfg["results_dir"]), params, row, statement)
                     store.append(row, replace=cfg["rerun"])
                     bar.update()
                     log.update()
@@ -213,10 +224,10 @@ def workers_die_with_the_run(backend: str) -> Iterator[None]:
 
 
 def _keyed(key: str, trial_fn: str, params: dict[str, Any],
-           parent: int | None = None) -> tuple[str, dict[str, Any], dict[str, Any]]:
+           parent: int | None = None) -> tuple[str, dict[str, Any], dict[str, Any], tuple[float, float] | None]:
     if parent is not None:
         die_with(parent)  # a worker process ends with the run that started it (``harness.lifeline``)
-    return key, params, execute_trial(trial_fn, params)
+    return key, params, *stated_trial(trial_fn, params)
 
 
 def config_columns(params: dict[str, Any]) -> dict[str, Any]:
@@ -534,6 +545,9 @@ def plan(cfg: DictConfig | dict[str, Any], conf_dir: ConfDirs, overrides: list[s
     for spec in experiments_to_run(plain, conf_dir, sweep, typed):
         trials = int(spec.get("trials") or plain["trials"])
         expanded = expand(spec, base, conf_dir, trials, profile_overrides, cli)
+        for point in {(p["epsilon"], p["delta"]) for p in expanded}:  # a swept value too, before the first trial
+            check_epsilon(point[0])
+            check_delta(point[1])
         check_path_name(spec["id"], "experiment.id")  # it names the table and figure files
         check_panel_data(spec, expanded, conf_dir, plain["profile"]["name"])  # your data in a paper panel
         check_reproduction(plain, expanded)

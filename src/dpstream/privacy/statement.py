@@ -141,3 +141,20 @@ def labels(mechanism: Any) -> dict[str, bool]:
     certified = bool(getattr(mechanism, "certified", False))
     return {"private": bool(getattr(mechanism, "private", False)), "certified": certified,
             "deployable": certified and bool(getattr(mechanism, "deployable", False))}
+
+
+STATED = "stated_privacy"
+"""The key under which a trial returns its mechanism's own (epsilon, delta) (``stated``).
+
+The runner takes it out before the row is checked and stored (it is not a row column) and books it in the privacy
+ledger of one's own data (``dpstream.harness.ledger``)."""
+
+
+def stated(mechanism: Any) -> dict[str, tuple[float, float] | None]:
+    """``{STATED: (epsilon, delta)}`` of ``mechanism.privacy``, the statement it computes from the noise it holds.
+
+    None when it makes none: not private, not certified, or no guarantee (a LazyHH with delta~ >= 1). The delta is
+    the one that holds, which is not always the configured one: delta~ of LazyHH, 0 for a pure (Laplace) sketch.
+    """
+    statement = getattr(mechanism, "privacy", None) if labels(mechanism)["certified"] else None
+    return {STATED: None if statement is None else (float(statement.epsilon), float(statement.delta))}

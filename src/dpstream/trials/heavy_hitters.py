@@ -32,7 +32,7 @@ from dpstream.heavy_hitters.metrics import BlockPrefixCounts, evaluate_prefix, s
 from dpstream.metrics import DEFAULT_RELEASE_TIMES, release_times
 from dpstream.noise import children
 from dpstream.privacy.heavy_hitters import check_final_delta
-from dpstream.privacy.statement import labels
+from dpstream.privacy.statement import labels, stated
 from dpstream.trials import build, row_columns, timing
 
 OWN_KEYS = ("metrics_every_output", timing.TIMING_KEY)
@@ -143,6 +143,7 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
         "seconds": seconds,
         "us_per_update": seconds / stream.size * 1e6,
         **labels(tracker),  # from the tracker itself; seeded trials are never deployable (docs/secure-noise.md)
+        **stated(tracker),  # its (epsilon, delta~), for the privacy ledger (not a row column)
         "trace_xxh3": trace_hash(stream, read),
         **read,
         **timing.interleaved_columns(params, lambda p: make_tracker(p, stream.size, mech_seed), stream, OWN_KEYS),

@@ -20,7 +20,7 @@ import numpy as np
 from dpstream.data.stream import load_stream
 from dpstream.metrics import BLOCK, DEFAULT_RELEASE_TIMES, average_relative_error, prefix_top_k, release_times
 from dpstream.noise import children
-from dpstream.privacy.statement import labels
+from dpstream.privacy.statement import labels, stated
 from dpstream.sketches.core import SketchCore
 from dpstream.trials import build, row_columns, timing
 
@@ -92,6 +92,7 @@ def run_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
         "seconds": seconds,
         "updates_per_s": len(stream) / seconds if seconds > 0 else float("inf"),
         **labels(sketch),  # from the sketch itself; seeded trials are never deployable (docs/secure-noise.md)
+        **stated(sketch),  # its (epsilon, delta), for the privacy ledger (not a row column)
         **read,
         **timing.interleaved_columns(params, lambda p: make_sketch(p, len(stream), mech_seed), stream, OWN_KEYS),
     }
