@@ -9,6 +9,7 @@ file here is a text stream of 4096 items, one a line.
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 from pathlib import Path
@@ -207,7 +208,7 @@ def test_a_state_of_format_1_is_migrated_or_refused_with_a_how_to(tmp_path: Path
     assert json.loads(state.read_text()) == old
 
 
-@pytest.mark.parametrize("source", ["itemz.txt", "bad.txt", "bad.pcap", "column"])
+@pytest.mark.parametrize("source", ["itemz.txt", "bad.txt", "bad.pcap", "items.gz", "column"])
 def test_a_bad_source_is_one_line_and_writes_nothing(source: str, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """A mistyped or unreadable source: one line naming it, exit 2, no state or lock file, no epoch used up."""
@@ -215,6 +216,7 @@ def test_a_bad_source_is_one_line_and_writes_nothing(source: str, tmp_path: Path
     good.write_text("".join(f"{v}\n" for v in items(3)))
     (tmp_path / "bad.txt").write_text("item\n12\n13x\n")
     (tmp_path / "bad.pcap").write_bytes(b"\xd4\xc3\xb2\xa1" + bytes(16) + (999).to_bytes(4, "little"))  # link 999
+    (tmp_path / "items.gz").write_bytes(gzip.compress(b"1\n2\n"))
     state = tmp_path / "st.json"
     extra = ["--column", "3"] if source == "column" else []
     path = good if source == "column" else tmp_path / source
@@ -225,6 +227,7 @@ def test_a_bad_source_is_one_line_and_writes_nothing(source: str, tmp_path: Path
                            "folder of rotated captures",
               "bad.txt": "line 3: item '13x' in column 0: allowed: an integer",
               "bad.pcap": "bad.pcap: pcap link type 999 is not one the reader decodes; allowed: link types 0,",
+              "items.gz": "items.gz: the lines from line 1 on: bytes that are not UTF-8 text; allowed: a pcap",
               "column": "the lines from line 1 on have no field 3 (--column 3, 0-based)"}[source]
     assert wanted in err, err
     assert not list(tmp_path.glob("st.json*"))

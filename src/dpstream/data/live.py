@@ -144,11 +144,13 @@ class LineKeys:
         try:
             frame = pd.read_csv(io.BytesIO(joined[:cut]), header=None, usecols=[self.column], dtype=str,
                                 skip_blank_lines=True, skipinitialspace=True)
-        except ValueError as exc:
-            if "usecols" not in str(exc):
-                raise
-            raise ValueError(f"{self.name}: the lines from line {self._line + 1} on have no field {self.column} "
-                             f"(--column {self.column}, 0-based); allowed: a field the lines have") from None
+        except ValueError as exc:  # pandas' errors name neither the stream nor the line
+            if "usecols" in str(exc):
+                raise ValueError(f"{self.name}: the lines from line {self._line + 1} on have no field {self.column} "
+                                 f"(--column {self.column}, 0-based); allowed: a field the lines have") from None
+            what = "bytes that are not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc).strip()
+            raise ValueError(f"{self.name}: the lines from line {self._line + 1} on: {what}; allowed: a pcap or "
+                             "pcapng capture, or text lines of integers or IPv4 addresses") from None
         values = frame.iloc[:, 0].str.strip()
         first_line, self._line = self._line, self._line + len(values)
         if self.label_kind is None and len(values):
@@ -388,12 +390,6 @@ class Reading:
             last = index == len(self.resume) - 1
             if entry.packets < record[2] or (not last and entry.packets != record[2]):
                 raise self._changed(index, f"it now holds {entry.packets} packets")
-
-    @property
-    def skipping(self) -> bool:
-        """Whether packets a state released are still to be dropped."""
-        return self.skip > 0 or len(self.files) < len(self.resume) or (
-            bool(self.resume) and len(self.files) == len(self.resume) and self.files[-1].packets < self.resume[-1][2])
 
     def released(self, step: int) -> list[list[Any]]:
         """``[name, size, packets, fingerprint]`` of each file the first ``step`` packets came from."""
