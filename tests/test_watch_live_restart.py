@@ -94,6 +94,28 @@ def test_a_followed_rotation_moves_past_cap9(tmp_path: Path) -> None:
     np.testing.assert_array_equal(np.concatenate(got), np.concatenate([items(i) for i in range(12)]))
 
 
+def test_a_file_that_appears_before_the_ones_read_is_refused(tmp_path: Path) -> None:
+    """It would never be read: following cap3, cap1 appears (a file copied in late, or a renumbering)."""
+    for name in ("cap", "cap2", "cap3"):
+        (tmp_path / name).write_text("1\n2\n")
+    errors: list[str] = []
+
+    def read() -> None:
+        try:
+            for _ in source_keys(str(tmp_path), follow=True, poll=0.02):
+                pass
+        except ValueError as exc:
+            errors.append(str(exc))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(0.5)
+    (tmp_path / "cap1").write_text("5\n")
+    reader.join(10)
+    assert errors == [f"folder {tmp_path}: file 'cap1' appeared after 'cap3' was read, but comes before it in the "
+                      "rotation's order, so it would never be read; allowed: files that come after the ones read"]
+
+
 def test_a_restart_reads_the_new_rotated_files_and_nothing_released_again(tmp_path: Path,
                                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """The review's repro: cap..cap9 watched, cap10 and cap11 written, restart.

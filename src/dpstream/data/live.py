@@ -261,53 +261,82 @@ def rotation_files(path: Path, first: str | None = None) -> list[str]:
     Every name must fit the rotation of ``first`` (by default the first name in that order; ``fits``): a file that
     does not, which could sort anywhere among them, is refused.
     """
-    names = sorted((p.name for p in path.iterdir() if not p.name.startswith(".") and p.is_file()), key=natural_key)
-    if names:
-        first = first or names[0]
-        for name in names:
-            if not fits(name, first):
-                raise ValueError(f"folder {path}: file {name!r} does not fit the rotation of its first file "
-                                 f"{first!r} (the same name with other numbers, or one number added at its end, as "
-                                 "tcpdump -C and -G name them); allowed: only the rotated captures in the folder")
-    return names
+    return Rotation(path, first).names()
+
+
+class Rotation:
+    """The files of a rotation folder as they appear: each new name checked once (``fits``), all kept in order.
+
+    A followed folder is listed at every poll; only names not seen before are checked and sorted in, so a folder of
+    many files costs a listing a poll, not a sort.
+    """
+
+    def __init__(self, path: Path, first: str | None = None) -> None:
+        """No name seen yet; ``first``: the rotation's first file (default: the first in order of the first listing)."""
+        self.path, self.first = path, first
+        self.seen: set[str] = set()
+        self.order: list[str] = []
+
+    def names(self) -> list[str]:
+        """Every file's name in rotation order, after listing the folder again (a foreign name refused)."""
+        new = []
+        with os.scandir(self.path) as entries:
+            for entry in entries:
+                if entry.name not in self.seen and not entry.name.startswith(".") and entry.is_file():
+                    new.append(entry.name)
+        if new:
+            self.order = sorted([*self.order, *new], key=natural_key)
+            self.first = self.first or self.order[0]
+            for name in new:
+                if not fits(name, self.first):
+                    raise ValueError(f"folder {self.path}: file {name!r} does not fit the rotation of its first file "
+                                     f"{self.first!r} (the same name with other numbers, or one number added at its "
+                                     "end, as tcpdump -C and -G name them); allowed: only the rotated captures in the "
+                                     "folder")
+            self.seen.update(new)
+        return self.order
 
 
 def _folder(path: Path, follow: bool, poll: float) -> Iterator[tuple[str, Iterator[bytes]]]:
-    """The files of ``path`` in rotation order (``rotation_files``); following, new files as they appear.
+    """The files of ``path`` in rotation order (``Rotation``); following, new files as they appear.
 
     A file is followed until a later one exists. A file that appears sorting before the one being read would never
     be read: it is refused.
     """
-    first: str | None = None
-    last: str | None = None
-    read: set[str] = set()
+    rotation = Rotation(path)
+    last = ""  # the last file read
+    read = 0  # files read: the first ``read`` of the order, unless one appeared among them
+    done: set[str] = set()
     while True:
-        names = rotation_files(path, first)
-        first = first or (names[0] if names else None)
-        if last is not None:
-            early = [n for n in names if n not in read and natural_key(n) < natural_key(last)]
-            if early:
-                raise ValueError(f"folder {path}: file {early[0]!r} appeared after {last!r} was read, but comes "
-                                 "before it in the rotation's order, so it would never be read; allowed: files that "
-                                 "come after the ones read")
-        later = [n for n in names if last is None or natural_key(n) > natural_key(last)]
-        if not later:
+        names = rotation.names()
+        if read and names[read - 1] != last:
+            early = next(n for n in names if n not in done and natural_key(n) < natural_key(last))
+            raise ValueError(f"folder {path}: file {early!r} appeared after {last!r} was read, but comes "
+                             "before it in the rotation's order, so it would never be read; allowed: files that come "
+                             "after the ones read")
+        if read == len(names):
             if not follow:
                 return
             time.sleep(poll)
             continue
-        current = later[0]
+        current = names[read]
 
-        def newer(name: str = current, pattern: str | None = first) -> bool:  # follow it until a later one exists
-            return follow and not any(natural_key(n) > natural_key(name) for n in rotation_files(path, pattern))
+        def newer(name: str = current, index: int = read) -> bool:  # follow it until a later one (or an early
+            names = rotation.names()  # one, refused below) exists
+            return follow and names[-1] == name and names[index] == name
 
-        fd = os.open(path / current, os.O_RDONLY)
+        try:
+            fd = os.open(path / current, os.O_RDONLY)
+        except OSError as exc:
+            raise ValueError(f"folder {path}: file {current!r}: {exc.strerror}; allowed: rotated files that stay "
+                             "until read") from None
         try:
             yield str(path / current), _blocks_of(fd, newer, poll)
         finally:
             os.close(fd)
-        read.add(current)
+        read += 1
         last = current
+        done.add(current)
 
 
 def fingerprint(head: bytes) -> str:
