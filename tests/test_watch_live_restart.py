@@ -302,3 +302,18 @@ def test_startup_share_and_statement_are_the_current_epochs(tmp_path: Path,
         assert {k: line["privacy"][k] for k in ("epsilon", "delta")} == {k: statement(privacy)[k]
                                                                           for k in ("epsilon", "delta")}
     assert "largest epsilon and delta of the epochs" in lines[0]["privacy"]["over_epochs"]
+
+
+def test_a_last_line_without_a_newline_is_no_change(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Its item is counted at the end of the stream: a restart reads it again as released, then what was added."""
+    path = tmp_path / "items.txt"
+    path.write_text("\n".join(str(7 if i % 2 else i) for i in range(2 * LINES)))  # no newline at the end
+    args = [str(path), "--state", str(tmp_path / "st.json"), *OPTIONS]
+    expected = ["step 8192 released; the 0 packet(s)", "no packet after the 8192 released before; no epoch opened",
+                "step 12288 released; the 0 packet(s)"]
+    for run in range(3):
+        assert main(args) == 0
+        assert capsys.readouterr().err.splitlines()[-1].startswith(f"end of input: {expected[run]}")
+        if run == 1:
+            with path.open("a") as fh:
+                fh.write("\n" + "9\n" * LINES)

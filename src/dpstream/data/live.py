@@ -404,7 +404,8 @@ class Reading:
         entry.packets += keys.size
         if index < len(self.resume):
             record = self.resume[index]
-            if entry.size >= record[1] and entry.packets < record[2]:
+            if entry.size > record[1] and entry.packets < record[2]:  # beyond its bytes then (a last line
+                # without a newline, counted at the end of the stream then, is counted here once one follows it)
                 raise self._changed(index, f"its first {entry.size} bytes now hold {entry.packets} packets")
             return keys[max(0, min(keys.size, record[2] - before)):]
         drop = min(keys.size, self.skip)
