@@ -228,7 +228,8 @@ def test_ledger_holds_only_public_values(tmp_path: Path) -> None:
     state = tmp_path / "state.json"
     lines = run_watcher(zipf_sources(16384 + 8192, 7), state)
     raw = json.loads(state.read_text())
-    assert set(raw) == {"format", "config", "source", "epochs"} and raw["source"] is None  # no source given
+    assert set(raw) == {"format", "config", "source", "epochs", "files"} and raw["source"] is None  # no source given
+    assert raw["files"] == []  # no files given
     assert [set(e) for e in raw["epochs"]] == [{"epoch", "key_id", "horizon", "start", "released", "items"}] * 2
     last = raw["epochs"][-1]
     assert last["start"] + last["released"] == lines[-1]["step"]
@@ -314,9 +315,9 @@ def test_one_watcher_per_state_file(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_seeded_mode_says_not_deployable_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    empty = tmp_path / "empty.pcap"
-    empty.write_bytes(b"")
-    assert main([str(empty), "--seed", "1", "--noise", "derived", "--state", str(tmp_path / "s.json")]) == 0
+    short = tmp_path / "short.pcap"  # an epoch opens with the first packet
+    short.write_bytes(pcap_bytes(zipf_sources(10, 1)))
+    assert main([str(short), "--seed", "1", "--noise", "derived", "--state", str(tmp_path / "s.json")]) == 0
     err = capsys.readouterr().err
     assert err.count("not deployable") == 1 and "after a minute" in err and "after an hour" in err
 

@@ -73,10 +73,16 @@ def test_a_file_restart_needs_the_same_source_read_the_same_way(tmp_path: Path,
     assert main([str(first), "--state", str(state), *OPTIONS]) == 0
     out = capsys.readouterr()
     assert out.out == "" and "step 8192 released; the 808 packet(s) after" in out.err
-    # a source shorter than what was released reads nothing of it, and says so
-    first.write_bytes(pcap_bytes(0x0A000000 + rng.integers(0, 50, 5000)))
-    assert main([str(first), "--state", str(state), "--rate", "1000", *OPTIONS]) == 0
-    assert "holds 3192 packet(s) fewer than were released before" in capsys.readouterr().err
+    # a file that changed since its packets were released is refused, naming it, before any epoch opens
+    saved = state.read_text()
+    size = first.stat().st_size
+    for packets, why in ((5000, f"it is now {5000 * 50 + 24} bytes"), (9500, "its first bytes differ from those read")):
+        first.write_bytes(pcap_bytes(0x0A000000 + rng.integers(0, 50, packets)))
+        assert main([str(first), "--state", str(state), "--rate", "1000", *OPTIONS]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: state {state}: file 1 of the source was 'a.pcap' ({size} bytes read, 8192 "
+                              f"packets released), but {why};") and err.count("\n") == 1, err
+        assert state.read_text() == saved
 
 
 def test_skip_none_is_gone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,8 +8,11 @@
 LazyHH (Holland, Alg. 6) in epochs (``heavy_hitters.epochs``): a fresh key from the operating system and fresh
 counters per epoch, the horizon doubling from one epoch to the next, a new epoch at every start. Only the
 configuration and the releases are saved (``--state``), atomically before each line is written, with the source
-they came from: a restart skips a file's released packets, and is refused on stdin unless ``--stdin-is-new``
-asserts that the pipe carries only packets never fed before, so each packet lies in one epoch.
+they came from and the (name, size, packets) of each file they were read from: a restart checks those files and
+skips their released packets (refused when they changed), and is refused on stdin unless ``--stdin-is-new``
+asserts that the pipe carries only packets never fed before, so each packet lies in one epoch. The source is
+checked (it exists, its first block decodes) before the state is touched, and an epoch opens with the first packet
+read after the released ones.
 """
 
 from __future__ import annotations
@@ -20,10 +23,22 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from dpstream.data.live import STDIN, CaptureKeys, Decoder, LineKeys, ipv4_label, source_keys
+from dpstream.data.live import (
+    STDIN,
+    CaptureKeys,
+    Decoder,
+    LineKeys,
+    Reading,
+    check_resume,
+    ipv4_label,
+    probe,
+    rotation_files,
+    source_keys,
+)
 from dpstream.errors import command_args
 from dpstream.heavy_hitters import epochs
 from dpstream.heavy_hitters.epochs import MAX_HORIZON, NODE_NOISE, EpochWatcher, Ledger, WatchConfig, reportable_share
@@ -117,9 +132,12 @@ def config_of(args: argparse.Namespace) -> WatchConfig:
                        host_cap=args.host_cap, flush_every=args.flush_every)
 
 
-def share_text(config: WatchConfig, rate: float, seconds: float) -> str:
-    """'x% of its packets' for an item after ``seconds`` at ``rate`` (``reportable_share``), or 'nothing yet'."""
-    share = reportable_share(config, int(rate * seconds))
+def share_text(config: WatchConfig, rate: float, seconds: float, horizon: int | None = None) -> str:
+    """'x% of its packets' for an item after ``seconds`` at ``rate``, or 'nothing yet' (``reportable_share``).
+
+    In an epoch of ``horizon`` packets (default: epoch 0's): a later epoch's longer horizon raises the threshold.
+    """
+    share = reportable_share(config, int(rate * seconds), horizon)
     return "nothing (no release yet)" if math.isinf(share) else f"{100 * min(share, 1.0):.3g}% of the packets"
 
 
@@ -133,8 +151,9 @@ def announce(watcher: EpochWatcher, rate: float, resumed: int) -> None:
     say(f"epoch {epoch.epoch}: key id {epoch.key_id}, horizon {epoch.horizon} packets (doubling per epoch), a "
         f"release every {config.every} packets, counters stepped once per {config.period} packets (k~ "
         f"{config.k_tilde} x --flush-every {config.flush_every})", file=sys.stderr)
-    say(f"smallest share an item needs before it can be reported, at {rate:g} packets/s: after a minute "
-        f"{share_text(config, rate, 60)}, after an hour {share_text(config, rate, 3600)}", file=sys.stderr)
+    say(f"smallest share an item needs before it can be reported in epoch {epoch.epoch}, at {rate:g} packets/s: "
+        f"after a minute {share_text(config, rate, 60, epoch.horizon)}, after an hour "
+        f"{share_text(config, rate, 3600, epoch.horizon)}", file=sys.stderr)
     p = watcher.privacy
     say(f"privacy: ({p['epsilon']:g}, {p['delta']:.3g})-DP per packet over the whole run ({p['over_epochs']}); "
         f"{p['not_covered']}", file=sys.stderr)
@@ -174,17 +193,19 @@ def source_id(args: argparse.Namespace) -> str:
     return f"{'folder' if path.is_dir() else 'file'} {path} column={args.column} ipv6={args.ipv6}"
 
 
-def check_restart(args: argparse.Namespace, state: Path, config: WatchConfig) -> None:
+def check_restart(args: argparse.Namespace, state: Path, config: WatchConfig) -> Reading:
     """Refuse a restart that could put a packet into a second epoch (none when nothing was released yet).
 
-    A file or folder source skips its first ``step`` keys (the packets already released), which is right only for
-    the same source read the same way; stdin cannot be skipped, so its packets must be new (``--stdin-is-new``).
+    A file or folder source skips the packets already released, which is right only for the same source read the
+    same way: the ledger records it and the (name, size, packets) of each file released (``data.live.Reading``),
+    and the files must be those (``check_resume``). stdin cannot be skipped, so its packets must be new
+    (``--stdin-is-new``). The ``Reading`` that skips what was released.
     """
     if not state.exists():
-        return
+        return Reading()
     ledger = Ledger.load(state, config)
     if ledger.step == 0:
-        return
+        return Reading()
     here = source_id(args)
     if here == "stdin" and not args.stdin_is_new:
         raise ValueError(f"state {state} has released {ledger.step} packets and stdin cannot skip them, so a restart "
@@ -195,15 +216,34 @@ def check_restart(args: argparse.Namespace, state: Path, config: WatchConfig) ->
         raise ValueError(f"source {here} differs from the source of the state's {ledger.step} released packets "
                          f"({ledger.source}), so skipping them could count packets in two epochs; allowed: the same "
                          "source with the same --column and --ipv6, or a new --state")
+    if here == "stdin":
+        return Reading()
+    if ledger.files is None:  # format 1: read a folder in plain name order and kept no list of its files
+        path = Path(args.source)
+        names = rotation_files(path) if path.is_dir() else []
+        if names != sorted(names):
+            moved = next(a for a, b in zip(names, sorted(names), strict=True) if a != b)
+            raise ValueError(f"state {state} was written by an older dpstream watch, which read a folder's files in "
+                             f"plain name order and kept no list of them, and {moved!r} now comes elsewhere in the "
+                             "rotation's order, so its released packets cannot be told from the rest; allowed: a new "
+                             "--state (its releases stay valid; give it a folder of the files not yet read)")
+        return Reading(skip=ledger.step, state=str(state))  # the same order as then: skipped by count, as then
+    check_resume(args.source, ledger.files, str(state))
+    return Reading(ledger.files, state=str(state))
 
 
 def watch(args: argparse.Namespace) -> int:
-    """Run the watcher over the source until it ends (never, when followed or on a live pipe), holding the state."""
+    """Run the watcher over the source until it ends (never, when followed or on a live pipe), holding the state.
+
+    The options and the source (``probe``: it exists, its names fit one rotation, its first block decodes) are
+    checked before the state or its lock is touched, so a mistyped source writes nothing and opens no epoch.
+    """
     config = config_of(args)
+    probe(args.source, args.column, args.ipv6)
     state = Path(args.state)
     with hold(state):  # the kernel drops the lock when the process ends, even on kill -9
-        check_restart(args, state, config)
-        return run(args, EpochWatcher(config, state, emit, source=source_id(args)))
+        reading = check_restart(args, state, config)
+        return run(args, config, state, reading)
 
 
 class Pace:
@@ -235,31 +275,43 @@ class Pace:
             self.busy, self.packets, self.warm = 0.0, 0, True
 
 
-def run(args: argparse.Namespace, watcher: EpochWatcher) -> int:
-    """Feed every key of the source to ``watcher``, skipping those already released (a file or folder source)."""
-    resumed = len(watcher.ledger.epochs) - 1
-    if args.source == STDIN and watcher.epoch.start:  # a restart on stdin, allowed by --stdin-is-new
-        watcher.privacy = {**watcher.privacy, "assumes": "--stdin-is-new: this run's pipe carries only packets that "
-                           "no earlier run on this state read; a replayed packet would lie in two epochs"}
-    announce(watcher, args.rate, resumed)
-    skip = watcher.epoch.start if args.source != STDIN else 0
-    pace = Pace(args.rate, watcher.config.every)
+def run(args: argparse.Namespace, config: WatchConfig, state: Path, reading: Reading) -> int:
+    """Feed every key of the source to a watcher on ``state``, skipping those already released (``reading``).
+
+    The epoch opens (and the ledger is written) only with the first packet read after the released ones: a source
+    whose first block does not decode, or that holds nothing new, opens none.
+    """
+    label: Callable[[int], str] = str  # the label of the keys read so far
+    watcher: EpochWatcher | None = None  # once open
 
     def on_stream(decoder: Decoder) -> None:
-        if isinstance(decoder, CaptureKeys) or (isinstance(decoder, LineKeys) and decoder.label_kind == "ipv4"):
-            watcher.label = ipv4_label
-        else:
-            watcher.label = str
+        nonlocal label
+        ipv4 = isinstance(decoder, CaptureKeys) or (isinstance(decoder, LineKeys) and decoder.label_kind == "ipv4")
+        label = ipv4_label if ipv4 else str
+        if watcher is not None:
+            watcher.label = label
 
-    for keys in source_keys(args.source, args.follow, args.column, args.ipv6, on_stream=on_stream):
-        if skip:
-            dropped = min(skip, keys.size)
-            keys, skip = keys[dropped:], skip - dropped
-        pace.feed(watcher, keys)
-    short = f"; the source holds {skip} packet(s) fewer than were released before, so nothing of it was read" \
-        if skip else ""
+    keys = source_keys(args.source, args.follow, args.column, args.ipv6, on_stream=on_stream, reading=reading)
+    first = next(keys, None)
+    if first is None:
+        left = f"; the source holds {reading.skip} packet(s) fewer than were released before" if reading.skip else ""
+        print(f"end of input: no packet after the {Ledger.load(state, config).step} released before; no epoch "
+              f"opened{left}", file=sys.stderr)
+        return 0
+    restart = Ledger.load(state, config).step > 0
+    assumes = None
+    if args.source == STDIN and restart:  # a restart on stdin, allowed by --stdin-is-new
+        assumes = ("--stdin-is-new: this run's pipe carries only packets that no earlier run on this state read; a "
+                   "replayed packet would lie in two epochs")
+    watcher = EpochWatcher(config, state, emit, label=label, source=source_id(args), assumes=assumes,
+                           files=None if args.source == STDIN else reading.released)
+    announce(watcher, args.rate, len(watcher.ledger.epochs) - 1)
+    pace = Pace(args.rate, watcher.config.every)
+    pace.feed(watcher, first)
+    for block in keys:
+        pace.feed(watcher, block)
     print(f"end of input: step {watcher.ledger.step} released; the {watcher.unreleased} packet(s) after the last "
-          f"release are not released{short}", file=sys.stderr)
+          "release are not released", file=sys.stderr)
     return 0
 
 

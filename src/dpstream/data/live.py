@@ -11,31 +11,43 @@ is handled within one block). Each stream's first bytes choose its decoder:
   integers or IPv4 addresses, parsed a block at a time by pandas' C reader. A first line that is neither is a header.
 
 Following (``follow=True``): a file at its end is polled every ``poll`` seconds for more bytes; in a folder, the
-files are read in name order and the reader moves to the next file once one with a later name exists and the current
-one is at its end.
+files are read in the rotation's order (``natural_key``: digit runs compare as numbers, so tcpdump -C's cap9 comes
+before cap10) and the reader moves to the next file once a later one exists and the current one is at its end.
+A name that does not fit the first file's rotation (``fits``) is refused.
+
+``Reading`` records the (name, size, packets, fingerprint) of each file read, the list a restart checks before it
+skips the packets a state released (``check_resume``); ``probe`` reads a file source's first block before any
+state is touched, so a bad source is refused before an epoch opens.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import ipaddress
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from dpstream.data.capture import (
     E_CAPLEN,
+    KNOWN_LINKTYPES,
     MAX_INTERFACES,
     OK,
     PCAP_MAGIC,
     PCAPNG_MAGIC,
     S_BIG,
     TRUNCATED,
+    UnknownLinkType,
     _error,
     _header,
     _u32,
@@ -160,14 +172,22 @@ class LineKeys:
         self._rest = joined[cut:]
         if cut == 0 or not joined[:cut].strip():
             return np.empty(0, dtype=np.int64)
-        frame = pd.read_csv(io.BytesIO(joined[:cut]), header=None, usecols=[self.column], dtype=str,
-                            skip_blank_lines=True, skipinitialspace=True)
+        try:
+            frame = pd.read_csv(io.BytesIO(joined[:cut]), header=None, usecols=[self.column], dtype=str,
+                                skip_blank_lines=True, skipinitialspace=True)
+        except ValueError as exc:  # pandas' errors name neither the stream nor the line
+            if "usecols" in str(exc):
+                raise ValueError(f"{self.name}: the lines from line {self._line + 1} on have no field {self.column} "
+                                 f"(--column {self.column}, 0-based); allowed: a field the lines have") from None
+            what = "bytes that are not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc).strip()
+            raise ValueError(f"{self.name}: the lines from line {self._line + 1} on: {what}; allowed: a pcap or "
+                             "pcapng capture, or text lines of integers or IPv4 addresses") from None
         values = frame.iloc[:, 0].str.strip()
         first_line, self._line = self._line, self._line + len(values)
         if self.label_kind is None and len(values):
             self.label_kind = self._kind(values.iloc[0])
-            if self.label_kind == "header":
-                self.label_kind, values = None, values.iloc[1:]
+            if self.label_kind == "header":  # its line counted, its value dropped
+                self.label_kind, values, first_line = None, values.iloc[1:], first_line + 1
                 if len(values):
                     self.label_kind = self._kind(values.iloc[0])
         return self._keys(values, first_line)
@@ -218,7 +238,10 @@ def _blocks_of(fd: int, follow: Callable[[], bool], poll: float) -> Iterator[byt
 
 
 def streams(source: str, follow: bool = False, poll: float = 0.2) -> Iterator[tuple[str, Iterator[bytes]]]:
-    """(name, blocks) of each byte stream of ``source``: ``-`` (stdin), a file or a folder of files in name order."""
+    """(name, blocks) of each byte stream of ``source``: ``-`` (stdin), a file or a folder of rotated files.
+
+    A folder's files are read in the rotation's order (``rotation_files``).
+    """
     if source == STDIN:
         yield "<stdin>", _blocks_of(sys.stdin.fileno(), lambda: False, poll)
         return
@@ -227,8 +250,7 @@ def streams(source: str, follow: bool = False, poll: float = 0.2) -> Iterator[tu
         yield from _folder(path, follow, poll)
         return
     if not path.exists():
-        raise ValueError(f"source {source!r} does not exist; allowed: '-' (stdin), a capture or text file, or a "
-                         "folder of rotated captures")
+        raise ValueError(f"source {source!r} does not exist; allowed: {SOURCES}")
     fd = os.open(path, os.O_RDONLY)
     try:
         yield str(path), _blocks_of(fd, lambda: follow, poll)
@@ -236,48 +258,313 @@ def streams(source: str, follow: bool = False, poll: float = 0.2) -> Iterator[tu
         os.close(fd)
 
 
+SOURCES = "'-' (stdin), a capture or text file, or a folder of rotated captures"
+"""What ``dpstream watch`` reads, as its refusals name it."""
+PROBE_BYTES = 1 << 16
+"""Bytes of a file source's first file read and decoded before anything is opened (``probe``)."""
+FINGERPRINT_BYTES = 1 << 12
+"""Bytes of a file's start whose BLAKE2b a state records of each file it released packets from (``FileRead``)."""
+
+
+def natural_key(name: str) -> tuple[tuple[str | int, ...], str]:
+    """Sort key of a rotated file's name: digit runs compare as numbers (cap, cap1, cap2, ..., cap9, cap10)."""
+    parts = re.split(r"(\d+)", name)
+    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts)), name
+
+
+def _pattern(name: str) -> str:
+    return re.sub(r"\d+", "\0", name)
+
+
+def fits(name: str, first: str) -> bool:
+    """Whether ``name`` belongs to the rotation whose first file is ``first``.
+
+    Its digit runs may differ (tcpdump -G's strftime fields, zero-padded counters), and it may add one number at the
+    end (tcpdump -C names its files cap, cap1, cap2, ...; with -G too: cap-0900.pcap, cap-0900.pcap1, ...).
+    """
+    pattern, own = _pattern(first), _pattern(name)
+    return own in (pattern, pattern + "\0")
+
+
+def rotation_files(path: Path, first: str | None = None) -> list[str]:
+    """The names of the files in folder ``path`` in rotation order (``natural_key``), hidden files left out.
+
+    Every name must fit the rotation of ``first`` (by default the first name in that order; ``fits``): a file that
+    does not, which could sort anywhere among them, is refused.
+    """
+    return Rotation(path, first).names()
+
+
+class Rotation:
+    """The files of a rotation folder as they appear: each new name checked once (``fits``), all kept in order.
+
+    A followed folder is listed at every poll; only names not seen before are checked and sorted in, so a folder of
+    many files costs a listing a poll, not a sort.
+    """
+
+    def __init__(self, path: Path, first: str | None = None) -> None:
+        """No name seen yet; ``first``: the rotation's first file (default: the first in order of the first listing)."""
+        self.path, self.first = path, first
+        self.seen: set[str] = set()
+        self.order: list[str] = []
+
+    def names(self) -> list[str]:
+        """Every file's name in rotation order, after listing the folder again (a foreign name refused)."""
+        new = []
+        with os.scandir(self.path) as entries:
+            for entry in entries:
+                if entry.name not in self.seen and not entry.name.startswith(".") and entry.is_file():
+                    new.append(entry.name)
+        if new:
+            self.order = sorted([*self.order, *new], key=natural_key)
+            self.first = self.first or self.order[0]
+            for name in new:
+                if not fits(name, self.first):
+                    raise ValueError(f"folder {self.path}: file {name!r} does not fit the rotation of its first file "
+                                     f"{self.first!r} (the same name with other numbers, or one number added at its "
+                                     "end, as tcpdump -C and -G name them); allowed: only the rotated captures in the "
+                                     "folder")
+            self.seen.update(new)
+        return self.order
+
+
 def _folder(path: Path, follow: bool, poll: float) -> Iterator[tuple[str, Iterator[bytes]]]:
-    """The files of ``path`` in name order (hidden files left out); following, new files as they appear."""
-    done: str | None = None
+    """The files of ``path`` in rotation order (``Rotation``); following, new files as they appear.
+
+    A file is followed until a later one exists. A file that appears sorting before the one being read would never
+    be read: it is refused.
+    """
+    rotation = Rotation(path)
+    last = ""  # the last file read
+    read = 0  # files read: the first ``read`` of the order, unless one appeared among them
+    done: set[str] = set()
     while True:
-        later = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")
-                       and (done is None or p.name > done))
-        if not later:
+        names = rotation.names()
+        if read and names[read - 1] != last:
+            early = next(n for n in names if n not in done and natural_key(n) < natural_key(last))
+            raise ValueError(f"folder {path}: file {early!r} appeared after {last!r} was read, but comes "
+                             "before it in the rotation's order, so it would never be read; allowed: files that come "
+                             "after the ones read")
+        if read == len(names):
             if not follow:
                 return
             time.sleep(poll)
             continue
-        current = later[0]
+        current = names[read]
 
-        def newer(name: str = current.name) -> bool:  # follow this file until a later one exists
-            return follow and not any(p.name > name for p in path.iterdir() if not p.name.startswith("."))
+        def newer(name: str = current, index: int = read) -> bool:  # follow it until a later one (or an early
+            names = rotation.names()  # one, refused below) exists
+            return follow and names[-1] == name and names[index] == name
 
-        fd = os.open(current, os.O_RDONLY)
         try:
-            yield str(current), _blocks_of(fd, newer, poll)
+            fd = os.open(path / current, os.O_RDONLY)
+        except OSError as exc:
+            raise ValueError(f"folder {path}: file {current!r}: {exc.strerror}; allowed: rotated files that stay "
+                             "until read") from None
+        try:
+            yield str(path / current), _blocks_of(fd, newer, poll)
         finally:
             os.close(fd)
-        done = current.name
+        read += 1
+        last = current
+        done.add(current)
+
+
+def fingerprint(head: bytes) -> str:
+    """16 hex digits of BLAKE2b over a file's first bytes (at most ``FINGERPRINT_BYTES``)."""
+    return hashlib.blake2b(head[:FINGERPRINT_BYTES], digest_size=8, person=b"dpstream-file").hexdigest()
+
+
+@dataclass
+class FileRead:
+    """One file of a source as far as it was read: its name, the bytes read, the packets (keys) they gave."""
+
+    name: str
+    size: int = 0
+    packets: int = 0
+    _head: bytes = b""
+    _fingerprint: str | None = None
+
+    def add(self, data: bytes) -> None:
+        """Count a block read from the file (its first ``FINGERPRINT_BYTES`` kept until fingerprinted)."""
+        self.size += len(data)
+        if self._fingerprint is None:
+            self._head += bytes(data[:FINGERPRINT_BYTES - len(self._head)])
+            if len(self._head) == FINGERPRINT_BYTES:
+                self._fingerprint, self._head = fingerprint(self._head), b""
+
+    @property
+    def fingerprint(self) -> str:
+        """``fingerprint`` of the bytes read so far (of the first ``FINGERPRINT_BYTES`` of them)."""
+        return self._fingerprint or fingerprint(self._head)
+
+
+class Reading:
+    """What a file or folder source has read, file by file; on a restart, the files a state released, skipped.
+
+    ``released(step)`` is the list a state records: ``[name, size, packets, fingerprint]`` of each file the first
+    ``step`` packets came from, in order (the last one's packets those before ``step``, its size the bytes read).
+    With ``resume`` (such a list), the source's first files must be those, the same (``check_resume`` before
+    anything is read; while reading, each file's packets): their released packets are dropped, and every other
+    file, or a changed one, is refused. With ``skip`` (a state of format 1, which kept no list), the first ``skip``
+    packets are dropped, whatever files they come from.
+    """
+
+    def __init__(self, resume: list[list[Any]] | None = None, skip: int = 0, state: str = "the state") -> None:
+        """Nothing read yet."""
+        self.files: list[FileRead] = []
+        self.resume = resume or []
+        self.skip = skip
+        self.state = state
+
+    def blocks(self, name: str, blocks: Iterator[bytes]) -> Iterator[bytes]:
+        """The blocks of a new stream, counted (a resumed file's name checked against the state's)."""
+        index = len(self.files)
+        if index < len(self.resume) and Path(name).name != self.resume[index][0]:
+            raise self._changed(index, f"{Path(name).name!r} is read in its place")
+        entry = FileRead(Path(name).name)
+        self.files.append(entry)
+        for data in blocks:
+            entry.add(data)
+            yield data
+
+    def take(self, keys: np.ndarray) -> np.ndarray:
+        """The keys of the current file less those a state released (counted either way)."""
+        index, entry = len(self.files) - 1, self.files[-1]
+        before = entry.packets
+        entry.packets += keys.size
+        if index < len(self.resume):
+            record = self.resume[index]
+            if entry.size > record[1] and entry.packets < record[2]:  # beyond its bytes then (a last line
+                # without a newline, counted at the end of the stream then, is counted here once one follows it)
+                raise self._changed(index, f"its first {entry.size} bytes now hold {entry.packets} packets")
+            return keys[max(0, min(keys.size, record[2] - before)):]
+        drop = min(keys.size, self.skip)
+        self.skip -= drop
+        return keys[drop:]
+
+    def ended(self) -> None:
+        """The current file is read to its end: a resumed one must hold the packets the state released of it."""
+        index, entry = len(self.files) - 1, self.files[-1]
+        if index < len(self.resume):
+            record = self.resume[index]
+            last = index == len(self.resume) - 1
+            if entry.packets < record[2] or (not last and entry.packets != record[2]):
+                raise self._changed(index, f"it now holds {entry.packets} packets")
+
+    def released(self, step: int) -> list[list[Any]]:
+        """``[name, size, packets, fingerprint]`` of each file the first ``step`` packets came from."""
+        out: list[list[Any]] = []
+        total = 0
+        for entry in self.files:
+            if total >= step:
+                break
+            packets = min(entry.packets, step - total)
+            out.append([entry.name, entry.size, packets, entry.fingerprint])
+            total += packets
+        if total != step:
+            raise AssertionError(f"{total} packets read, {step} released")
+        return out
+
+    def _changed(self, index: int, what: str) -> ValueError:
+        return changed(self.state, index, self.resume[index], what)
+
+
+def changed(state: str, index: int, record: list[Any], what: str) -> ValueError:
+    """The one-line refusal of a restart whose ``index``-th file is not the one the state ``record``-ed."""
+    return ValueError(f"state {state}: file {index + 1} of the source was {record[0]!r} ({record[1]} bytes read, "
+                      f"{record[2]} packets released), but {what}; the source's files changed since, so its released "
+                      "packets cannot be skipped and could be counted in two epochs; allowed: the files as they were "
+                      "read (a file may only grow at its end, and only the last one read), or a new --state")
+
+
+def check_resume(source: str, resume: list[list[Any]], state: str = "the state") -> None:
+    """Refuse a restart unless ``source``'s first files are those a state read (``resume``, ``Reading``).
+
+    Names in order, sizes (the same; the last one's at least) and the fingerprints of their first bytes; the refusal
+    is one line naming the file.
+    """
+    path = Path(source)
+    names = rotation_files(path) if path.is_dir() else [path.name]
+    files = [path / n for n in names] if path.is_dir() else [path]
+    for index, record in enumerate(resume):
+        if index >= len(names):
+            raise changed(state, index, record, "it is gone")
+        if names[index] != record[0]:
+            raise changed(state, index, record, f"{names[index]!r} is in its place")
+        stat = files[index].stat()
+        if not S_ISREG(stat.st_mode):
+            raise changed(state, index, record, "it is a pipe or device, which cannot be read again")
+        last = index == len(resume) - 1
+        if stat.st_size < record[1] or (not last and stat.st_size != record[1]):
+            raise changed(state, index, record, f"it is now {stat.st_size} bytes")
+        with open(files[index], "rb") as fh:
+            head = fh.read(min(record[1], FINGERPRINT_BYTES))
+        if fingerprint(head) != record[3]:
+            raise changed(state, index, record, "its first bytes differ from those read")
+
+
+def probe(source: str, column: int = 0, ipv6: str = "skip") -> None:
+    """Refuse a source that cannot be read, before any state is touched: one line naming it and what is allowed.
+
+    It must exist; a folder's names must fit one rotation (``rotation_files``); a file's (a folder's first file's)
+    first ``PROBE_BYTES`` must decode (a pcap or pcapng header and records, or lines of integers or IPv4 addresses
+    in ``column``). stdin and pipes are not read here: their first block is read before an epoch opens.
+    """
+    if source == STDIN:
+        return
+    path = Path(source)
+    try:
+        if not path.exists():
+            raise ValueError(f"source {source!r} does not exist; allowed: {SOURCES}")
+        if path.is_dir():
+            names = rotation_files(path)
+            if not names:
+                return
+            path = path / names[0]
+        if not path.is_file():
+            return
+        with open(path, "rb") as fh:
+            head = fh.read(PROBE_BYTES)
+    except OSError as exc:
+        raise ValueError(f"source {source!r}: {exc.strerror or exc}; allowed: {SOURCES}, readable") from None
+    if not head:
+        return
+    decoder = decoder_for(head, str(path), column, ipv6)
+    if isinstance(decoder, LineKeys):
+        decoder.feed(head, final=len(head) < PROBE_BYTES)
+    else:
+        decoder.feed(head)
 
 
 def decoder_for(head: bytes, name: str, column: int = 0, ipv6: str = "skip") -> Decoder:
     """A ``CaptureKeys`` when ``head`` starts with a pcap or pcapng magic, else a ``LineKeys``."""
     if head[:4] in PCAP_MAGIC or head[:4] == PCAPNG_MAGIC:
-        return CaptureKeys(head, name, ipv6)
+        try:
+            return CaptureKeys(head, name, ipv6)
+        except UnknownLinkType as unknown:
+            raise ValueError(f"{name}: pcap link type {unknown.linktype} is not one the reader decodes; allowed: link "
+                             f"types {', '.join(map(str, KNOWN_LINKTYPES))}") from None
     return LineKeys(name, column)
 
 
 def source_keys(source: str, follow: bool = False, column: int = 0, ipv6: str = "skip", poll: float = 0.2,
-                on_stream: Callable[[Decoder], None] | None = None) -> Iterator[np.ndarray]:
+                on_stream: Callable[[Decoder], None] | None = None,
+                reading: Reading | None = None) -> Iterator[np.ndarray]:
     """Item keys of every stream of ``source`` in order, a block at a time (see the module docstring).
 
     ``on_stream`` is called with each stream's decoder once its format is known (labels), and again when the stream
-    ends (a capture's ``pending_bytes`` then count a record cut off at its end).
+    ends (a capture's ``pending_bytes`` then count a record cut off at its end). ``reading`` counts what each file
+    gave (and skips what a state released: ``Reading``).
     """
+    reading = reading if reading is not None else Reading()
     for name, blocks in streams(source, follow, poll):
-        for keys in _stream_keys(name, blocks, column, ipv6, on_stream or (lambda decoder: None)):
+        for keys in _stream_keys(name, reading.blocks(name, blocks), column, ipv6,
+                                 on_stream or (lambda decoder: None)):
+            keys = reading.take(keys)
             if keys.size:
                 yield keys
+        reading.ended()
 
 
 def _stream_keys(name: str, blocks: Iterator[bytes], column: int, ipv6: str,

@@ -9,7 +9,9 @@ every ``every`` items of an epoch (a multiple of B k~, so a release is an output
 of ``every``, so an epoch ends on a release).
 
 What is saved (``Ledger``, a JSON file written to a temporary file and renamed into place) is the configuration and
-what was released: per epoch its key id, horizon, first global step and its last release. No secret state (key,
+what was released: per epoch its key id, horizon, first global step and its last release, and of a file or folder
+source the (name, size, packets, fingerprint) of each file the released packets came from (``data.live.Reading``),
+which a restart checks before it skips them. No secret state (key,
 counters, pending counts, candidates) is ever written, so a restarted watcher cannot continue an old epoch's noise
 on other items: it opens a new epoch with a new key.
 
@@ -59,7 +61,9 @@ from dpstream.privacy.composition import group
 from dpstream.privacy.heavy_hitters import check_final_delta, lazy_hh_depth
 from dpstream.privacy.statement import Privacy
 
-LEDGER_FORMAT = "dpstream-watch-ledger/1"
+LEDGER_FORMAT = "dpstream-watch-ledger/2"
+LEDGER_FORMAT_1 = "dpstream-watch-ledger/1"
+"""The format before the list of files read (``Ledger.files``): still read, its ``files`` None."""
 MAX_HORIZON = 1 << 48
 """Largest epoch horizon: the doubling stops there (2.8e14 items, about 3 years at 3 M packets/s)."""
 CONFIDENCE = 0.95
@@ -141,11 +145,13 @@ of its old host and of its new host."""
 
 
 def statement(privacy: Privacy, host_cap: int | None = None) -> dict[str, Any]:
-    """The privacy statement every release line carries: an epoch's LazyHH ``privacy``, for the whole run.
+    """The privacy statement a release line carries: its epoch's LazyHH ``privacy``, and what holds for the run.
 
-    Every epoch has the same (epsilon, delta~) (LazyHH's does not depend on its horizon), and the epochs compose in
-    parallel (module docstring). With a ``host_cap`` N, the per-packet numbers are those of a group of
-    ``PACKET_MOVES`` and a ``host`` entry states the host-level guarantee of a group of N per epoch (``group``).
+    Each line states the (epsilon, delta~) computed from the noise its epoch holds (``EpochWatcher`` computes it
+    per epoch). LazyHH's does not depend on its horizon, so every epoch's is the same up to rounding (1e-14
+    relative), and the epochs compose in parallel (module docstring): the run is DP with the largest of them.
+    With a ``host_cap`` N, the per-packet numbers are those of a group of ``PACKET_MOVES`` and a ``host`` entry
+    states the host-level guarantee of a group of N per epoch (``group``).
     """
     packet = privacy if host_cap is None else group(privacy, PACKET_MOVES)
     out: dict[str, Any] = {
@@ -154,7 +160,8 @@ def statement(privacy: Privacy, host_cap: int | None = None) -> dict[str, Any]:
         "epsilon": packet.epsilon,
         "delta": packet.delta,
         "over_epochs": "parallel composition: each packet lies in exactly one epoch, so all releases of all epochs "
-                       "together are (epsilon, delta)-DP",
+                       "together are (epsilon, delta)-DP with the largest epsilon and delta of the epochs; each line "
+                       "states its own epoch's, which are the same for every epoch up to rounding",
         "notion": privacy.notion,
         "not_covered": "one packet is hidden, not a host: a host with n packets in one epoch is a group of n, "
                        "covered only by (n epsilon, n e^((n-1) epsilon) delta), and its budget adds up over the "
@@ -192,14 +199,15 @@ def clock_statement(tracker: LazyHH) -> dict[str, Any]:
                             f"flush_every {tracker.flush_every}), a schedule fixed by the packet count alone"}
 
 
-def reportable_share(config: WatchConfig, items: int) -> float:
+def reportable_share(config: WatchConfig, items: int, horizon: int | None = None) -> float:
     """The smallest share of an epoch's first ``items`` items an item needs before LazyHH may report it.
 
     An item is reported at step t only when its estimate exceeds tau(t) = max(t/k, t/k~ + lambda1 + 2 lambda2) + 1
     (``thresholds.thresholds``, lambda1 and gamma at the configured ``flush_every``), so tau(t)/t at the last release
-    step t <= ``items`` of epoch 0 (no restarts). Inf before the first release.
+    step t <= ``items`` of an epoch of ``horizon`` items (its gamma and depth grow with it; default: epoch 0's). Inf
+    before the first release.
     """
-    horizon = config.horizon
+    horizon = config.horizon if horizon is None else horizon
     t = min(items, horizon) // config.every * config.every
     if t == 0:
         return math.inf
@@ -259,6 +267,8 @@ class Ledger:
     config: WatchConfig
     epochs: list[EpochRecord] = field(default_factory=list)
     source: str | None = None  # what the latest run read (``dpstream.watch.source_id``): a restart checks it
+    files: list[list[Any]] | None = None  # [name, size, packets, fingerprint] of the files the released packets
+    # came from (``data.live.Reading.released``: their packets add up to ``step``); None: written by format 1
 
     @property
     def step(self) -> int:
@@ -268,7 +278,7 @@ class Ledger:
     def to_json(self) -> str:
         """The ledger as JSON."""
         return json.dumps({"format": LEDGER_FORMAT, "config": asdict(self.config), "source": self.source,
-                           "epochs": [asdict(e) for e in self.epochs]}, indent=1)
+                           "epochs": [asdict(e) for e in self.epochs], "files": self.files or []}, indent=1)
 
     def save(self, path: Path) -> None:
         """Write to ``path`` atomically: a temporary file in its folder, flushed to disk, renamed into place."""
@@ -281,17 +291,24 @@ class Ledger:
 
     @classmethod
     def load(cls, path: Path, config: WatchConfig) -> Ledger:
-        """The ledger at ``path`` (a new one when absent); its configuration must equal ``config``."""
+        """The ledger at ``path`` (a new one when absent); its configuration must equal ``config``.
+
+        A ledger of format 1 (``LEDGER_FORMAT_1``) is read with ``files`` None: it kept no list of the files read.
+        """
         if not path.exists():
-            return cls(config)
+            return cls(config, files=[])
         try:
             raw = json.loads(path.read_text())
-            if raw.get("format") != LEDGER_FORMAT:
+            if raw.get("format") not in (LEDGER_FORMAT, LEDGER_FORMAT_1):
                 raise ValueError(f"format {raw.get('format')!r}")
             saved = WatchConfig(**{"flush_every": 1, **raw["config"]})  # written before the option: B = 1
             epochs = [EpochRecord(**e) for e in raw["epochs"]]
             source = raw.get("source")
-        except (ValueError, KeyError, TypeError) as exc:
+            files = None if raw["format"] == LEDGER_FORMAT_1 else [list(f) for f in raw["files"]]
+            released = epochs[-1].start + epochs[-1].released if epochs else 0
+            if files is not None and source not in (None, "stdin") and sum(f[2] for f in files) != released:
+                raise ValueError(f"its files hold {sum(f[2] for f in files)} released packets, its epochs {released}")
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
             raise ValueError(f"state {path}: not a {LEDGER_FORMAT} file ({exc}); allowed: a ledger written by "
                              "dpstream watch, or a new --state path") from None
         differ = [f"{name}={value!r} (the state's {getattr(saved, name)!r})"
@@ -299,33 +316,35 @@ class Ledger:
         if differ:  # every field named: a derived one (every, from flush_every x k~) would hide its cause
             raise ValueError(f"{', '.join(differ)} differ from the state {path}; allowed: the same configuration, "
                              f"or a new --state path")
-        return cls(saved, epochs, source)
+        return cls(saved, epochs, source, files)
 
 
 class EpochWatcher:
     """Feeds items to the current epoch's LazyHH and writes a JSON line at each release (module docstring).
 
     ``emit`` receives each release (a dict); it is called after the ledger at ``state`` (if any) has been saved.
-    ``source``, when given, is recorded in the ledger as the source of the releases from now on.
+    ``source``, when given, is recorded in the ledger as the source of the releases from now on; ``files``, when
+    given, maps a global step to the files its packets came from (``data.live.Reading.released``), recorded with
+    each save. ``assumes`` is added to every line's privacy statement (what the run takes for granted).
     """
 
     def __init__(self, config: WatchConfig, state: Path | None, emit: Callable[[dict[str, Any]], None],
                  label: Callable[[int], str] = str, clock: Callable[[], float] = time.time,
-                 source: str | None = None) -> None:
+                 source: str | None = None, files: Callable[[int], list[list[Any]]] | None = None,
+                 assumes: str | None = None) -> None:
         """Load the ledger (or start one) and open a new epoch."""
         self.config = config
         self.state = state
         self.ledger = Ledger.load(state, config) if state is not None else Ledger(config)
         if source is not None:
             self.ledger.source = source
+        self.files = files
+        self.assumes = assumes
         self.emit = emit
         self.label = label
         self.clock = clock
         self._held = np.empty(0, dtype=np.int64)
         self._open_epoch()
-        privacy = self.tracker.privacy
-        assert privacy is not None  # WatchConfig refuses a delta~ >= 1 (check_final_delta)
-        self.privacy = statement(privacy, config.host_cap)
         self.deployable: bool | str = True if self.tracker.deployable else (
             f"not deployable: {'seeded (--seed)' if config.seed is not None else config.node_noise + ' noise'}")
 
@@ -347,6 +366,13 @@ class EpochWatcher:
             self.tracker.carry(np.sort(keys))
         self.ledger.epochs.append(EpochRecord(index, key_id(self.tracker), self.tracker.horizon, self.ledger.step))
         self._clock = clock_statement(self.tracker)
+        privacy = self.tracker.privacy  # this epoch's own (the same for every epoch up to rounding: module docstring)
+        assert privacy is not None  # WatchConfig refuses a delta~ >= 1 (check_final_delta)
+        self.privacy = statement(privacy, self.config.host_cap)
+        if self.assumes is not None:
+            self.privacy["assumes"] = self.assumes
+        if self.files is not None:
+            self.ledger.files = self.files(self.ledger.step)
         if self.state is not None:  # saved before any item: a crash before its first release still uses up its index
             self.ledger.save(self.state)
 
@@ -393,6 +419,8 @@ class EpochWatcher:
         record = self.epoch
         record.released = self.tracker.t
         record.items = [[int(k), float(v)] for k, v in zip(out.items, out.estimates, strict=True)]
+        if self.files is not None:
+            self.ledger.files = self.files(self.ledger.step)
         if self.state is not None:
             self.ledger.save(self.state)
         bounds = intervals(self.tracker, out.items)
