@@ -40,6 +40,7 @@ from dpstream.data.capture import (
     _header,
     _u32,
     fast_pcapng,
+    ipv6_hash_key,
     scan_pcap,
     scan_pcapng,
 )
@@ -66,7 +67,7 @@ class CaptureKeys:
         self.if_link = np.zeros(MAX_INTERFACES, dtype=np.int64)
         self.if_snap = np.zeros(MAX_INTERFACES, dtype=np.int64)
         self.tallies = np.zeros(4, dtype=np.int64)  # records, non-IPv4, too short, IPv6 keyed (capture.C_*)
-        self.mode = 1 if ipv6 == "key" else 0
+        self.mode = ipv6_hash_key(ipv6)  # the secret of the IPv6 keys, from the OS: new per reader
         self._rest = b""  # bytes from a record or block start, not yet complete
         self._offset = 0  # stream offset of _rest[0] (for error messages)
 
@@ -82,7 +83,7 @@ class CaptureKeys:
         words = np.frombuffer(joined, dtype=np.uint32, count=len(joined) // 4)
         size = buf.size
         pos, self._skip = min(self._skip, size), max(0, self._skip - size)
-        out = np.empty(size // 12 + 1, dtype=np.int64 if self.mode else np.uint32)  # a record takes >= 12 bytes
+        out = np.empty(size // 12 + 1, dtype=np.int64 if self.mode.size else np.uint32)  # a record takes >= 12 bytes
         n = 0
         while pos < size:
             if self.fmt == "pcap":
