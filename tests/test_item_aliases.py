@@ -66,6 +66,13 @@ def test_lazy_hh_counts_an_alias_as_the_item_it_aliases() -> None:
     assert hh.query(ALIAS) == hh.query(HEAVY) > 0  # a query is by key too
 
 
+def test_a_restored_state_with_a_raw_alias_candidate_keeps_keys() -> None:
+    hh = LazyHH(k=2, k_tilde=8, epsilon=4.0, delta=1e-3, beta=5e-4, horizon=64, seed=0)
+    hh._candidates = np.array([ALIAS, HEAVY], dtype=np.int64)  # as a state saved before candidates were keys
+    restored = LazyHH.from_bytes(hh.to_bytes())
+    assert restored.candidates.tolist() == [HEAVY]
+
+
 def test_punctual_hh_still_refuses_items_outside_its_universe() -> None:
     hh = PunctualHH(k=2, universe_size=16, width=4, epsilon=1.0, delta=1e-3, horizon=8, seed=0)
     with pytest.raises(ValueError, match="must lie in"):

@@ -297,6 +297,8 @@ class BlockTracker(Certified, serial.Serialisable):
             raise serial.SerialError(f"corrupt state: {own['output_items'].size} output items with "
                                      f"{own['output_estimates'].size} estimates, {own['pending'].size} pending items "
                                      f"(expected {pending}), {own['candidates'].size} candidates (at most {capacity})")
-        self._candidates = own["candidates"]
-        self._pending = [own["pending"]] if own["pending"].size else []
+        # a state saved when integers outside [0, p) were kept raw: its candidates and pending items become keys
+        candidates, waiting = canonical_int64(own["candidates"]), canonical_int64(own["pending"])
+        self._candidates = candidates if candidates is own["candidates"] else sorted_unique(candidates.copy())
+        self._pending = [waiting] if waiting.size else []
         self._output = HeavyHitters(own["output_items"], own["output_estimates"], self._output.time)
