@@ -230,7 +230,8 @@ def test_a_byte_order_mark_is_not_part_of_the_first_item(tmp_path):
     plain, marked = tmp_path / "plain.txt", tmp_path / "marked.txt"
     plain.write_text("apple\nbanana\napple\n")
     marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
-    a, b = items_stream(str(plain), cache_dir=tmp_path / "cache"), items_stream(str(marked), cache_dir=tmp_path / "c")
+    a = items_stream(str(plain), cache_dir=tmp_path / "cache", seed=0)
+    b = items_stream(str(marked), cache_dir=tmp_path / "c", seed=0)  # one seed: one key of the item hash
     assert b.items.tolist() == a.items.tolist() and sorted(b.labels.values()) == ["apple", "banana"]
 
 

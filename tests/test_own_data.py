@@ -11,13 +11,19 @@ from conftest import CONF_DIR
 from dpstream.data.items import items_stream
 from dpstream.data.stream import load_stream
 from dpstream.data.words import exact_counts, word_counts, wordfreq_stream
-from dpstream.hashing import canonical_key
+from dpstream.hashing import canonical_key, draw_item_key, keyed_key
 from dpstream.trials.heavy_hitters import load_trace
 from dpstream.trials.sketch import run_trial
 
 SKETCH_USES = ["width", "depth", "memory_kb"]  # as conf/mechanism/cms.yaml declares
 INTS = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, -7]
 WORDS = ["the", "cat", "the", "dög", "10.0.0.1", "the", "7"]
+SEED = 5
+KEY = draw_item_key(SEED)  # the secret of the item hash that seed draws
+
+
+def _keyed(values):
+    return [keyed_key(v, KEY) for v in values]
 
 
 def _write(tmp_path, fmt, values):
@@ -40,33 +46,39 @@ FORMATS = [("txt", None), ("csv", "item"), ("csv", 1), ("npy", None), ("parquet"
 
 @pytest.mark.parametrize(("fmt", "column"), FORMATS)
 def test_integer_items_round_trip_in_every_format(tmp_path, fmt, column):
-    read = items_stream(str(_write(tmp_path, fmt, INTS)), column=column)
-    assert read.items.dtype == np.int64 and read.items.tolist() == INTS
-    assert read.labels is None and read.row() == {"rows_read": len(INTS), "rows_skipped": 0}
+    read = items_stream(str(_write(tmp_path, fmt, INTS)), column=column, seed=SEED)
+    assert read.items.dtype == np.int64 and read.items.tolist() == INTS[:-1] + [keyed_key(-7, KEY)]
+    assert read.labels == {keyed_key(-7, KEY): "-7"}  # outside [0, 2^61 - 1): keyed, and labelled by its text
+    assert read.row() == {"rows_read": len(INTS), "rows_skipped": 0}
+    in_range = items_stream(str(_write(tmp_path, fmt, INTS[:-1])), column=column)  # any seed: itself
+    assert in_range.items.tolist() == INTS[:-1] and in_range.labels is None and in_range.label_delta == 0
 
 
 @pytest.mark.parametrize(("fmt", "column"), FORMATS)
 def test_string_items_are_hashed_stably_and_map_back(tmp_path, fmt, column):
     path = str(_write(tmp_path, fmt, WORDS))
-    read = items_stream(path, column=column, cache_dir=tmp_path / "cache")
-    assert read.items.dtype == np.int64 and read.items.tolist() == [canonical_key(w) for w in WORDS]
+    read = items_stream(path, column=column, cache_dir=tmp_path / "cache", seed=SEED)
+    assert read.items.dtype == np.int64 and read.items.tolist() == _keyed(WORDS)
     assert [read.labels[i] for i in read.items.tolist()] == WORDS
-    cached = items_stream(path, column=column, cache_dir=tmp_path / "cache")  # from the .npz cache
+    cached = items_stream(path, column=column, cache_dir=tmp_path / "cache", seed=SEED)  # from the .npz cache
     assert cached.items.tolist() == read.items.tolist() and cached.labels == read.labels
-    assert canonical_key("7") != 7  # a mixed column hashes "7" too: it is not the integer 7
+    assert keyed_key("7", KEY) != 7  # a mixed column hashes "7" too: it is not the integer 7
+    other = items_stream(path, column=column, cache_dir=tmp_path / "cache", seed=SEED + 1)  # another secret key
+    assert set(other.items.tolist()).isdisjoint(read.items.tolist()) and sorted(other.labels.values()) == sorted(
+        set(WORDS))
 
 
-def test_the_same_string_is_the_same_item_in_every_file(tmp_path):
-    a = items_stream(str(_write(tmp_path, "txt", ["x", "the", "y"])))
-    b = items_stream(str(_write(tmp_path, "csv", ["the", "z"])), column="item")
-    assert a.items[1] == b.items[0] == canonical_key("the") and a.items[0] != b.items[0]
+def test_the_same_string_is_the_same_item_in_every_file_under_one_seed(tmp_path):
+    a = items_stream(str(_write(tmp_path, "txt", ["x", "the", "y"])), seed=SEED)
+    b = items_stream(str(_write(tmp_path, "csv", ["the", "z"])), column="item", seed=SEED)
+    assert a.items[1] == b.items[0] == keyed_key("the", KEY) and a.items[0] != b.items[0]
 
 
 def test_empty_values_are_skipped_and_counted_and_limit_keeps_the_first_items(tmp_path):
     txt = tmp_path / "gaps.txt"
     txt.write_text("a\n\n  b  \n \na\nc\n")
-    read = items_stream(str(txt), limit=2)
-    assert read.items.tolist() == [canonical_key("a"), canonical_key("b")]  # stripped; blank lines skipped
+    read = items_stream(str(txt), limit=2, seed=SEED)
+    assert read.items.tolist() == _keyed(["a", "b"])  # stripped; blank lines skipped
     assert read.row() == {"rows_read": 6, "rows_skipped": 2}
     floats = tmp_path / "holes.parquet"
     pd.DataFrame({"item": [1.0, np.nan, 3.0, 4.0]}).to_parquet(floats)  # an integer column with a null
@@ -130,8 +142,8 @@ def test_items_config_runs_the_sketch_trial_and_the_heavy_hitter_loader(tmp_path
               "delta": 0.01, "width": 512, "depth": 3, "memory_kb": None, "data_dir": str(tmp_path)}
     row = run_trial(params, np.random.SeedSequence(0, spawn_key=(0,)))
     assert (row["length"], row["rows_read"], row["rows_skipped"]) == (1000, 1010, 10)
-    stream, read = load_trace(data, str(tmp_path))
-    assert stream.dtype == np.int64 and (stream == canonical_key("a")).sum() == 600 and read["rows_skipped"] == 10
+    stream, read = load_trace(data, str(tmp_path), np.random.SeedSequence(SEED))
+    assert stream.dtype == np.int64 and (stream == keyed_key("a", KEY)).sum() == 600 and read["rows_skipped"] == 10
 
 
 # -- wordfreq ---------------------------------------------------------------------------------------------------
@@ -208,4 +220,4 @@ def test_the_key_column_of_a_several_column_file_is_required(tmp_path, fmt):
     single = tmp_path / f"single.{fmt}"
     frame = pd.DataFrame({"item": INTS})
     frame.to_csv(single, index=False) if fmt == "csv" else frame.to_parquet(single, index=False)
-    assert items_stream(str(single)).items.tolist() == INTS
+    assert items_stream(str(single), seed=SEED).items.tolist() == INTS[:-1] + [keyed_key(-7, KEY)]

@@ -336,6 +336,24 @@ def canonical_words(words: np.ndarray) -> np.ndarray:
     return out
 
 
+@njit(cache=True)
+def _all_below_p(words: np.ndarray) -> bool:
+    below = True
+    for k in range(words.shape[0]):
+        below &= words[k] < _P
+    return below
+
+
+def canonical_int64(items: np.ndarray) -> np.ndarray:
+    """Canonical keys of an int64 array, as int64: the array itself when every item is in [0, p) (no copy).
+
+    Else ``canonical_words`` of its two's complement words, so an item outside [0, p) and its alias (the integer
+    equal to its canonical key) become the same key, as the sketches count them.
+    """
+    words = items.view(np.uint64)
+    return items if _all_below_p(words) else canonical_words(words).view(np.int64)
+
+
 def _key_bytes(key: int | str | bytes) -> bytes:
     if isinstance(key, str):
         return key.encode("utf-8")
@@ -377,3 +395,137 @@ def canonical_keys(items: np.ndarray | list) -> np.ndarray:
     if arr.dtype.kind in "USO":
         return np.fromiter((canonical_key(k) for k in arr.tolist()), dtype=np.uint64, count=arr.shape[0])
     raise TypeError(f"keys must be integers, str or bytes, got an array of dtype {arr.dtype}")
+
+
+ITEM_KEY_LIMB_BYTES = 7
+"""Bytes per limb of the keyed item hash (``keyed_keys``): a limb is below 2^56 < p."""
+
+_LIMB_MASK = np.uint64((1 << 56) - 1)
+_S56 = np.uint64(56)
+_NINE = np.uint64(9)
+
+
+def draw_item_key(seed: SeedLike) -> np.ndarray:
+    """The secret (r, b) of the keyed item hash (``keyed_keys``): r uniform on [1, p), b on [0, p), a uint64 array.
+
+    Secret like the noise: drawn from the run's own seed (whoever knows the seed knows the noise too), or with
+    ``seed=None`` from the operating system.
+    """
+    rng = np.random.default_rng(as_seed_sequence(seed))
+    return np.array([rng.integers(1, MERSENNE_P, dtype=np.uint64), rng.integers(0, MERSENNE_P, dtype=np.uint64)],
+                    dtype=np.uint64)
+
+
+@njit(cache=True, inline="always")
+def _keyed_word(w: np.uint64, r: np.uint64, b: np.uint64) -> np.uint64:
+    """``keyed_key`` of the 8 little-endian bytes of ``w``: limbs (9, w mod 2^56, w >> 56), Horner in r, plus b."""
+    acc = affine_mod_p(r, _NINE, np.uint64(0))
+    acc = affine_mod_p(r, w & _LIMB_MASK, acc)
+    acc = affine_mod_p(r, w >> _S56, acc)
+    return affine_mod_p(r, b, acc)
+
+
+@njit(cache=True)
+def keyed_words(words: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Keyed canonical keys of uint64 words (an int64 array's two's complement view): the word if < p, else keyed.
+
+    A word >= p is hashed as its 8 little-endian bytes (``keyed_key``), so an int64 and its bytes agree.
+    """
+    out = np.empty(words.shape[0], dtype=np.uint64)
+    r, b = key[0], key[1]
+    for k in range(words.shape[0]):
+        w = words[k]
+        out[k] = w if w < _P else _keyed_word(w, r, b)
+    return out
+
+
+@njit(cache=True)
+def keyed_segments(buf: np.ndarray, ends: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """``keyed_key`` of each byte string ``buf[ends[i - 1]:ends[i]]`` (``ends[-1]`` is 0): a uint64 array.
+
+    Limbs: m_0 = n + 1 (n the byte count), then the bytes in 7-byte little-endian limbs; h = b + sum_i m_i r^(L - i)
+    by Horner's rule, i = 0 .. L - 1.
+    """
+    out = np.empty(ends.shape[0], dtype=np.uint64)
+    r, b = key[0], key[1]
+    start = 0
+    for i in range(ends.shape[0]):
+        end = ends[i]
+        acc = affine_mod_p(r, np.uint64(end - start + 1), np.uint64(0))
+        for limb in range(start, end, ITEM_KEY_LIMB_BYTES):
+            m = np.uint64(0)
+            for j in range(min(end, limb + ITEM_KEY_LIMB_BYTES) - 1, limb - 1, -1):
+                m = (m << _EIGHT) | np.uint64(buf[j])
+            acc = affine_mod_p(r, m, acc)
+        out[i] = affine_mod_p(r, b, acc)
+        start = end
+    return out
+
+
+def _limbs(data: bytes) -> list[int]:
+    step = ITEM_KEY_LIMB_BYTES
+    return [len(data) + 1] + [int.from_bytes(data[i:i + step], "little") for i in range(0, len(data), step)]
+
+
+def keyed_key(item: int | str | bytes, key: np.ndarray) -> int:
+    """The keyed canonical key of one item under the secret ``key`` = (r, b) of ``draw_item_key``.
+
+    An integer in [0, p) is itself (so integer streams hash exactly as before). Any other item is written as
+    ``canonical_key`` writes it (8 little-endian bytes for an integer in [-2^63, 2^64), str as UTF-8, bytes as they
+    are), cut into L limbs m_0 = n + 1 (n bytes), then 7-byte little-endian limbs, and hashed with the Carter-Wegman
+    polynomial h = (b + sum_i m_i r^(L - i)) mod p, p = 2^61 - 1. The limbs determine the bytes (m_0 gives the
+    length and is never 0), so for two distinct items of at most L limbs, h(x) - h(y) = r Q(r) with Q a nonzero
+    polynomial of degree < L: Pr[h(x) = h(y)] <= (L - 1) / (p - 1) over r uniform on [1, p) (at most L - 1 roots).
+    For a fixed in-range integer w, Pr[h(x) = w] = 1/p over b. Nobody without the key can aim a collision.
+    """
+    if isinstance(item, bool | np.bool_) or not isinstance(item, int | np.integer | str | bytes | bytearray):
+        raise TypeError(f"keys must be integers, str or bytes, got {type(item).__name__}: {item!r}")
+    if isinstance(item, int | np.integer) and 0 <= item < MERSENNE_P:
+        return int(item)
+    r, b = int(key[0]), int(key[1])
+    acc = 0
+    for m in _limbs(_key_bytes(item)):
+        acc = (acc * r + m) % MERSENNE_P
+    return (acc * r + b) % MERSENNE_P
+
+
+def collision_bound(n_items: int, max_limbs: int) -> float:
+    """Probability bound that one item's keyed key equals that of any of ``n_items`` others: n (L - 1) / (p - 1).
+
+    The union bound of ``keyed_key``'s pair bound (an in-range integer w: 1/p <= (L - 1)/(p - 1) for L >= 2).
+    """
+    return n_items * max(max_limbs - 1, 1) / (MERSENNE_P - 1)
+
+
+def item_limbs(n_bytes: int) -> int:
+    """Limbs L of an item of ``n_bytes`` bytes in the keyed hash: 1 + ceil(n / 7)."""
+    return 1 + -(-n_bytes // ITEM_KEY_LIMB_BYTES)
+
+
+def keyed_keys(items: np.ndarray | list, key: np.ndarray) -> np.ndarray:
+    """Keyed canonical keys (uint64, in [0, p)) of a 1-D array of items, equal to ``keyed_key`` per item.
+
+    Integer arrays take one compiled pass; str / bytes / object arrays are encoded once per item (Python level),
+    then hashed in one compiled pass over the concatenated bytes.
+    """
+    arr = np.asarray(items)
+    if arr.ndim != 1:
+        raise ValueError(f"items must be a 1-D array, got shape {arr.shape}")
+    if arr.dtype.kind == "u":
+        return keyed_words(arr.astype(np.uint64, copy=False), key)
+    if arr.dtype.kind == "i":
+        return keyed_words(arr.astype(np.int64, copy=False).view(np.uint64), key)
+    if arr.dtype.kind not in "USO":
+        raise TypeError(f"keys must be integers, str or bytes, got an array of dtype {arr.dtype}")
+    values = arr.tolist()
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int | str | bytes | bytearray):
+            raise TypeError(f"keys must be integers, str or bytes, got {type(v).__name__}: {v!r}")
+    own = np.array([isinstance(v, int) and 0 <= v < MERSENNE_P for v in values], dtype=bool)
+    encoded = [b"" if keep else _key_bytes(v) for v, keep in zip(values, own, strict=True)]
+    ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)))
+    buf = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    out = keyed_segments(buf, ends, key)
+    if own.any():
+        out[own] = np.array([v for v, keep in zip(values, own, strict=True) if keep], dtype=np.uint64)
+    return out

@@ -9,8 +9,11 @@ Link types: Ethernet (1, VLAN tags 0x8100 / 0x88a8 / 0x9100, stacked), raw IP (1
 write it), IPv4 (228), IPv6 (229), Linux cooked SLL (113) and SLL2 (276), BSD loopback (0, 108).
 
 Keys: the IPv4 source address read big-endian (1.2.3.4 is 0x01020304). IPv6 packets are skipped, or with
-``ipv6="key"`` keyed as 2^32 + (a 64-bit mix of the 16 source bytes) mod (2^61 - 1 - 2^32), so they never collide
-with an IPv4 key and stay below 2^61 (as the sketches' canonical keys).
+``ipv6="key"`` keyed as 2^32 + h mod (2^61 - 1 - 2^32), so they never collide with an IPv4 key and stay below 2^61
+(as the sketches' canonical keys). h = ``hashing.keyed_key`` of the 16 source bytes: a Carter-Wegman polynomial
+mod p = 2^61 - 1 in a secret (r, b) drawn per scan (``ipv6_hash_key``: from the seed, or from the operating system),
+so nobody can choose an address that lands on another's key. Two distinct sources share a key only if
+h(x) - h(y) is 0 or +-(2^61 - 1 - 2^32), with probability at most (3 + 4 + 4) / (p - 1) < 5e-18 (L = 4 limbs).
 
 Safety: the kernel does not bounds-check, so every length read from the file (record, block and captured lengths,
 snaplen) is compared with the bytes that remain, in 64-bit arithmetic, before it is used; options are never read.
@@ -33,6 +36,9 @@ from typing import Any, Literal
 
 import numba
 import numpy as np
+
+from dpstream.hashing import affine_mod_p, draw_item_key
+from dpstream.noise import SeedLike
 
 PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1": (0, False), b"\xa1\xb2\xc3\xd4": (1, False),
               b"\x4d\x3c\xb2\xa1": (0, True), b"\xa1\xb2\x3c\x4d": (1, True)}
@@ -114,14 +120,35 @@ def _w32(words: np.ndarray, i: int, swap: int) -> Any:
     return x
 
 
+IPV6_KEY_RANGE = (1 << 61) - 1 - (1 << 32)
+"""IPv6 keys are 2^32 + h mod this (below 2^61, above every IPv4 key)."""
+
+_IPV6_RANGE = np.uint64(IPV6_KEY_RANGE)
+_IPV6_BYTES = 16
+
+
+def ipv6_hash_key(ipv6: str, seed: SeedLike = None) -> np.ndarray:
+    """The kernels' IPv6 argument: no IPv6 keys (an empty uint64 array) or the secret (r, b) that keys them.
+
+    ``ipv6`` is "skip" or "key"; the secret comes from ``seed`` (``hashing.draw_item_key``; None: the OS).
+    """
+    return draw_item_key(seed) if ipv6 == "key" else np.empty(0, dtype=np.uint64)
+
+
 @numba.njit(inline="always")
-def _ipv6_key(buf: np.ndarray, i: int) -> Any:
-    """2^32 + a splitmix64-style mix of the 16 source bytes at ``i``, mod (2^61 - 1 - 2^32)."""
-    h = np.uint64(0x9E3779B97F4A7C15)
-    for j in range(16):
-        h = (h ^ np.uint64(_byte(buf, i + j))) * np.uint64(0xBF58476D1CE4E5B9)
-        h ^= h >> np.uint64(31)
-    return np.int64(h % np.uint64((1 << 61) - 1 - (1 << 32))) + (np.int64(1) << 32)
+def _ipv6_key(buf: np.ndarray, i: int, key: np.ndarray) -> Any:
+    """2^32 + ``keyed_key`` of the 16 source bytes at ``i`` under ``key``, mod (2^61 - 1 - 2^32).
+
+    Limbs: 17 (the length plus one), then bytes 0-6, 7-13 and 14-15 little-endian, by Horner's rule in r, plus b.
+    """
+    r = key[0]
+    acc = affine_mod_p(r, np.uint64(_IPV6_BYTES + 1), np.uint64(0))
+    for start in range(0, _IPV6_BYTES, 7):
+        m = np.uint64(0)
+        for j in range(min(_IPV6_BYTES, start + 7) - 1, start - 1, -1):
+            m = (m << np.uint64(8)) | np.uint64(_byte(buf, i + j))
+        acc = affine_mod_p(r, m, acc)
+    return np.int64(affine_mod_p(r, key[1], acc) % _IPV6_RANGE) + (np.int64(1) << 32)
 
 
 @numba.njit(inline="always")
@@ -183,25 +210,25 @@ def _network(buf: np.ndarray, p: int, caplen: int, link: int, big: int) -> tuple
 
 
 @numba.njit(inline="always")
-def _store(buf: np.ndarray, p: int, off: int, version: int, caplen: int, ipv6: int, out: np.ndarray, n: int,
+def _store(buf: np.ndarray, p: int, off: int, version: int, caplen: int, ipv6: np.ndarray, out: np.ndarray, n: int,
            other: int, short: int, v6: int) -> tuple[int, int, int, int]:
     """Key the frame at ``p`` (network header at ``off``) into ``out[n]``, or count why not: new (n, other, short, v6).
 
-    The one place every loop keys its frames.
+    The one place every loop keys its frames; ``ipv6`` is ``ipv6_hash_key``'s array (empty: IPv6 is skipped).
     """
     if version == 4 and off + 16 <= caplen and _byte(buf, p + off) >> 4 == 4:
         out[np.uint64(n)] = _be32(buf, p + off + 12)
         return n + 1, other, short, v6
-    if version == 6 and ipv6 == 1 and off + 24 <= caplen and _byte(buf, p + off) >> 4 == 6:
-        out[np.uint64(n)] = _ipv6_key(buf, p + off + 8)
+    if version == 6 and ipv6.size and off + 24 <= caplen and _byte(buf, p + off) >> 4 == 6:
+        out[np.uint64(n)] = _ipv6_key(buf, p + off + 8, ipv6)
         return n + 1, other, short, v6 + 1
-    if (version == 4 and off + 16 > caplen) or (version == 6 and ipv6 == 1 and off + 24 > caplen):
+    if (version == 4 and off + 16 > caplen) or (version == 6 and ipv6.size and off + 24 > caplen):
         return n, other, short + 1, v6
     return n, other + 1, short, v6
 
 
 @numba.njit(cache=True)
-def scan_pcap(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, ipv6: int, out: np.ndarray,
+def scan_pcap(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, ipv6: np.ndarray, out: np.ndarray,
               counts: np.ndarray) -> tuple[int, int, int, int, int]:
     """Records of a pcap file from ``pos`` (a record start) until ``stop`` or ``out`` is full.
 
@@ -341,7 +368,7 @@ def _packet_block(buf: np.ndarray, pos: int, btype: int, blen: int, big: int, ni
 
 @numba.njit(cache=True)
 def scan_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link: np.ndarray, if_snap: np.ndarray,
-                ipv6: int, out: np.ndarray, counts: np.ndarray) -> tuple[int, int, int, int, int]:
+                ipv6: np.ndarray, out: np.ndarray, counts: np.ndarray) -> tuple[int, int, int, int, int]:
     """Blocks of a pcapng file from ``pos`` (a block start) until ``stop`` or ``out`` is full (see ``scan_pcap``).
 
     The section's byte order, interface count and tallies live in locals during the loop.
@@ -382,7 +409,7 @@ def scan_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link
 
 @numba.njit(inline="always")
 def _fast_body(buf: np.ndarray, words: np.ndarray, pos: int, stop: int, swap: int, nif: int,  # noqa: C901
-               if_link: np.ndarray, if_snap: np.ndarray, ipv6: int, out: np.ndarray,
+               if_link: np.ndarray, if_snap: np.ndarray, ipv6: np.ndarray, out: np.ndarray,
                counts: np.ndarray) -> tuple[int, int]:
     """The loop of ``fast_pcapng``; ``swap`` (the file's byte order differs from the host's) is a constant here."""
     size = buf.size
@@ -433,7 +460,7 @@ def _fast_body(buf: np.ndarray, words: np.ndarray, pos: int, stop: int, swap: in
 
 @numba.njit(cache=True)
 def fast_pcapng(buf: np.ndarray, words: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link: np.ndarray,
-                if_snap: np.ndarray, ipv6: int, out: np.ndarray, counts: np.ndarray) -> tuple[int, int]:
+                if_snap: np.ndarray, ipv6: np.ndarray, out: np.ndarray, counts: np.ndarray) -> tuple[int, int]:
     """The common blocks of a pcapng section in one flat loop: (next position, keys written).
 
     Takes Enhanced and Simple Packet Blocks and skips other non-structural blocks, with the same length checks as
@@ -495,8 +522,11 @@ def _error(path: Path, fmt: str, pos: int, status: int, a: int, b: int, btype: i
 
 
 def scan_capture(path: Path, ipv6: str = "skip", chunk: int = 1 << 20, counts: ScanCounts | None = None,
-                 progress: bool = False, window: int = WINDOW) -> Iterator[np.ndarray]:
+                 progress: bool = False, window: int = WINDOW, seed: SeedLike = None) -> Iterator[np.ndarray]:
     """Keys of the pcap / pcapng file at ``path``, ``chunk`` at a time (uint32; int64 when ``ipv6="key"``).
+
+    ``seed`` draws the secret of the IPv6 keys (``ipv6_hash_key``; None: the operating system, so a new scan
+    gives IPv6 sources new keys).
 
     A record cut short at the end of the file sets ``counts.truncated`` and ends the scan (the caller decides
     whether that is an error); any other malformed structure raises ``MalformedCaptureError``. A pcap file of a
@@ -508,10 +538,11 @@ def scan_capture(path: Path, ipv6: str = "skip", chunk: int = 1 << 20, counts: S
         head = fh.read(24)
         fmt, state, pos = _header(path, head)
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            yield from _scan_mapped(path, fmt, mapped, size, state, pos, ipv6, chunk, counts, progress, window)
+            yield from _scan_mapped(path, fmt, mapped, size, state, pos, ipv6_hash_key(ipv6, seed), chunk, counts,
+                                    progress, window)
 
 
-def _scan_mapped(path: Path, fmt: str, mapped: mmap.mmap, size: int, state: np.ndarray, pos: int, ipv6: str,
+def _scan_mapped(path: Path, fmt: str, mapped: mmap.mmap, size: int, state: np.ndarray, pos: int, ipv6: np.ndarray,
                  chunk: int, counts: ScanCounts, progress: bool, window: int) -> Iterator[np.ndarray]:
     from tqdm import tqdm
 
@@ -520,8 +551,7 @@ def _scan_mapped(path: Path, fmt: str, mapped: mmap.mmap, size: int, state: np.n
     if_link = np.zeros(MAX_INTERFACES, dtype=np.int64)
     if_snap = np.zeros(MAX_INTERFACES, dtype=np.int64)
     raw = np.zeros(4, dtype=np.int64)
-    mode = 1 if ipv6 == "key" else 0
-    out = np.empty(chunk, dtype=np.int64 if mode else np.uint32)
+    out = np.empty(chunk, dtype=np.int64 if ipv6.size else np.uint32)
     n = 0
     released = 0
     bar = tqdm(total=size, unit="B", unit_scale=True, desc=f"reading {path.name}", disable=not progress, leave=False)
@@ -529,13 +559,13 @@ def _scan_mapped(path: Path, fmt: str, mapped: mmap.mmap, size: int, state: np.n
         while pos < size:
             stop = min(size, pos + window)
             if fmt == "pcap":
-                pos, got, status, a, b = scan_pcap(buf, pos, stop, state, mode, out[n:], raw)
+                pos, got, status, a, b = scan_pcap(buf, pos, stop, state, ipv6, out[n:], raw)
             else:
-                pos, got = fast_pcapng(buf, words, pos, stop, state, if_link, if_snap, mode, out[n:], raw)
+                pos, got = fast_pcapng(buf, words, pos, stop, state, if_link, if_snap, ipv6, out[n:], raw)
                 n += got
                 status, a, b, got = OK, 0, 0, 0
                 if pos < stop and n < chunk:  # a block the fast loop leaves to the checked one
-                    pos, got, status, a, b = scan_pcapng(buf, pos, pos + 1, state, if_link, if_snap, mode, out[n:],
+                    pos, got, status, a, b = scan_pcapng(buf, pos, pos + 1, state, if_link, if_snap, ipv6, out[n:],
                                                          raw)
             n += got
             if status >= E_CAPLEN:

@@ -10,18 +10,27 @@ index). A compressed file, or one of another format than its extension says, is 
 
 Items. A column whose every value is an integer that fits in int64 (an integer dtype, floats that are all whole
 numbers, or text of digits with an optional sign: "007" is 7) is kept as those integers. Any other column (words,
-addresses, decimals, a mix) is hashed, every value as its text: item = ``dpstream.hashing.canonical_key(text)`` =
-xxh64(UTF-8 bytes, seed 0) mod (2^61 - 1), the canonical key the sketches use for strings. So the same string is
-the same item in every call, file and run, and items are non-negative int64 (as the heavy-hitter trackers need).
-In a mixed column "7" is the hash of "7", not 7. Back to the strings: ``FileStream.labels`` maps each hashed item
-to its text (built from the distinct values only, and cached with the stream); any string can also be hashed with
-``canonical_key`` and looked up among reported items. Two distinct strings share an item with probability about
-m^2 / 2^62 for m distinct strings (negligible below a billion).
+addresses, decimals, a mix) is hashed, every value as its text. The item of a value is its KEYED canonical key,
+``dpstream.hashing.keyed_key(value, key)``: an integer in [0, 2^61 - 1) is itself (so integer files give the same
+stream as before); any other value (text, or an integer outside [0, 2^61 - 1)) is a Carter-Wegman polynomial hash mod
+2^61 - 1 of its bytes whose secret ``key`` is drawn from ``seed`` (the trial's data seed: whoever knows the seed
+knows the mechanism's noise too; ``seed=None`` draws it from the operating system). So one seed gives the same items
+in every call and file, and items are non-negative int64 (as the heavy-hitter trackers need). In a mixed column "7"
+is the hash of "7", not 7. Back to the values: ``FileStream.labels`` maps each hashed item to its text (built from
+the distinct values, per seed); a key that two distinct values share has no label.
+
+Privacy of the labels. A mechanism's output is over items (keys); its neighbours differ in one key. A label is the
+one value of the file (or of its neighbour) with that key, the same in both unless the changed value's key equals
+another distinct value's key. Without the secret key nobody can aim such a collision (an unkeyed hash would let one
+planted line rename a heavy hitter): for values of at most L limbs (``hashing.item_limbs``: 1 + ceil(bytes / 7)) it
+happens with probability at most m (L - 1) / (2^61 - 2) for m distinct values (``hashing.collision_bound``), which
+adds to the mechanism's delta for labelled output. ``FileStream.label_delta`` holds it for the file's m and longest
+value: 8.7e-13 for a million distinct values of up to 14 bytes, under 1e-9 of any delta >= 1e-3.
 
 Empty values (blank lines, empty CSV fields, NaN / null) are skipped and counted (``FileStream.rows_skipped``);
-keeping under half of the rows warns. ``limit`` keeps the first ``limit`` items. The file is fixed: ``seed`` is
-accepted (the shared call of every stream source, ``dpstream.data.stream``) and ignored. Converted once and cached
-as ``<cache_dir>/items/*.npz``, keyed by the file's content (xxh3-128) and the reading options.
+keeping under half of the rows warns. ``limit`` keeps the first ``limit`` items. The file is fixed: ``seed`` only
+draws the key of the item hash. The codes and distinct values are converted once and cached as
+``<cache_dir>/items/*.npz``, keyed by the file's content (xxh3-128) and the reading options.
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ from dpstream.data.cache import cached_arrays, file_fingerprint
 from dpstream.data.columns import csv_column, csv_names, parquet_column, parquet_names
 from dpstream.data.sniff import check_file_kind
 from dpstream.data.stream import FileStream
-from dpstream.hashing import canonical_keys
+from dpstream.hashing import MERSENNE_P, collision_bound, draw_item_key, item_limbs, keyed_keys
 from dpstream.noise import SeedLike
 from dpstream.validation import check_choice, check_positive_int
 
@@ -114,8 +123,11 @@ def _whole_int64(values: pd.Series) -> np.ndarray | None:
     return array.astype(np.int64)
 
 
-def parse_items(values: pd.Series) -> tuple[np.ndarray, dict[int, str] | None, int]:
-    """(items as int64, the text of each hashed item or None when the integers were kept, rows skipped as empty)."""
+def parse_items(values: pd.Series) -> tuple[np.ndarray, np.ndarray | None, int]:
+    """(integers, None) when every kept value is a whole int64, else (codes, distinct text); and rows skipped.
+
+    ``codes`` index ``distinct`` in stream order (``pd.factorize``); ``keyed_items`` turns either into items.
+    """
     kept = values[values.notna()]
     if not (pd.api.types.is_numeric_dtype(kept) or pd.api.types.is_bool_dtype(kept)):
         kept = kept.astype(str).str.strip()
@@ -125,14 +137,40 @@ def parse_items(values: pd.Series) -> tuple[np.ndarray, dict[int, str] | None, i
     if whole is not None:
         return whole, None, skipped
     codes, distinct = pd.factorize(kept.astype(str))
-    keys = canonical_keys(np.asarray(distinct, dtype=object)).astype(np.int64)  # < 2^61: fits int64
-    return keys[codes], dict(zip(keys.tolist(), distinct.tolist(), strict=True)), skipped
+    return codes.astype(np.int64), np.asarray(distinct, dtype=np.str_), skipped
+
+
+def keyed_items(codes: np.ndarray, distinct: np.ndarray | None,
+                seed: SeedLike) -> tuple[np.ndarray, dict[int, str] | None, float]:
+    """(items, labels or None, label_delta) of ``parse_items``' output under the secret key drawn from ``seed``.
+
+    Integers in [0, p) stay as they are (no labels); any other integer and every text value become their keyed
+    canonical key, labelled by their text unless two distinct values share it (module docstring).
+    """
+    if distinct is None:
+        words = codes.view(np.uint64)
+        if not (words >= MERSENNE_P).any():
+            return codes, None, 0.0
+        codes, uniques = pd.factorize(codes)
+        text = np.array([str(v) for v in uniques.tolist()], dtype=np.str_)
+        raw: np.ndarray = np.asarray(uniques, dtype=np.int64)
+        hashed = raw.view(np.uint64) >= MERSENNE_P
+        longest = 8
+    else:
+        raw = text = np.asarray(distinct, dtype=object)
+        hashed = np.ones(raw.size, dtype=bool)
+        longest = max((len(v.encode("utf-8")) for v in text.tolist()), default=0)
+    keys = keyed_keys(raw, draw_item_key(seed)).astype(np.int64)  # < 2^61: fits int64
+    shared, counts = np.unique(keys, return_counts=True)
+    ok = hashed & ~np.isin(keys, shared[counts > 1])
+    labels = dict(zip(keys[ok].tolist(), np.asarray(text)[ok].tolist(), strict=True))
+    return keys[codes], labels, collision_bound(raw.size, item_limbs(longest))
 
 
 def items_stream(path: str, format: str = "auto", column: int | str | None = None, header: bool = True,
                  limit: int | None = None, seed: SeedLike = None,
                  cache_dir: str | Path | None = None) -> FileStream:
-    """The items of the user's file (module docstring) as a ``FileStream`` of int64 items; ``seed`` is ignored."""
+    """The items of the user's file (module docstring) as a ``FileStream`` of int64 items, keyed by ``seed``."""
     if path is None or str(path) in ("", "None", "???"):
         raise ValueError("no items file given: set data.path to a .txt, .csv, .npy or .parquet file")
     p = Path(path).expanduser()
@@ -145,22 +183,20 @@ def items_stream(path: str, format: str = "auto", column: int | str | None = Non
         values = _values(p, fmt, column, header)
         if values.size == 0:
             raise ValueError(f"{where}: the file is empty (no rows, so no items)")
-        items, labels, skipped = parse_items(values)
-        if items.size == 0:
+        codes, distinct, skipped = parse_items(values)
+        if codes.size == 0:
             raise ValueError(f"{where}: no items ({values.size} rows, all {SKIPPED})")
-        labels = labels or {}
-        return {"items": items, "rows_read": np.array(values.size, dtype=np.int64),  # 0-d, as read back from .npz
-                "rows_skipped": np.array(skipped, dtype=np.int64), "hashed": np.array(bool(labels)),
-                "label_items": np.fromiter(labels, np.int64, len(labels)),
-                "label_text": np.array(list(labels.values()), dtype=np.str_)}
+        return {"codes": codes, "rows_read": np.array(values.size, dtype=np.int64),  # 0-d, as read back from .npz
+                "rows_skipped": np.array(skipped, dtype=np.int64), "hashed": np.array(distinct is not None),
+                "distinct": distinct if distinct is not None else np.empty(0, dtype=np.str_)}
 
-    key: dict[str, Any] = {"xxh3_128": fingerprint, "format": fmt, "column": column, "header": header}
+    key: dict[str, Any] = {"xxh3_128": fingerprint, "format": fmt, "column": column, "header": header,
+                           "items": "codes and distinct values, keyed per seed"}
     if fmt == "txt":
         key["byte_order_mark"] = "stripped"  # not a conversion of before, which kept it in the first item
     read = cached_arrays(cache_dir, "items", key, build)
-    items = read["items"]
+    codes = read["codes"]
     if limit is not None:
-        items = items[:check_positive_int(limit, "limit")]
-    labels = dict(zip(read["label_items"].tolist(), read["label_text"].tolist(), strict=True)) if read["hashed"] \
-        else None
-    return FileStream(items, where, int(read["rows_read"]), int(read["rows_skipped"]), SKIPPED, labels)
+        codes = codes[:check_positive_int(limit, "limit")]
+    items, labels, label_delta = keyed_items(codes, read["distinct"] if read["hashed"] else None, seed)
+    return FileStream(items, where, int(read["rows_read"]), int(read["rows_skipped"]), SKIPPED, labels, label_delta)

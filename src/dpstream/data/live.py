@@ -52,6 +52,7 @@ from dpstream.data.capture import (
     _header,
     _u32,
     fast_pcapng,
+    ipv6_hash_key,
     scan_pcap,
     scan_pcapng,
 )
@@ -80,7 +81,7 @@ class CaptureKeys:
         self.if_link = np.zeros(MAX_INTERFACES, dtype=np.int64)
         self.if_snap = np.zeros(MAX_INTERFACES, dtype=np.int64)
         self.tallies = np.zeros(4, dtype=np.int64)  # records, non-IPv4, too short, IPv6 keyed (capture.C_*)
-        self.mode = 1 if ipv6 == "key" else 0
+        self.mode = ipv6_hash_key(ipv6)  # the secret of the IPv6 keys, from the OS: new per reader
         self._rest = b""  # bytes from a record or block start, not yet complete
         self._offset = 0  # stream offset of _rest[0] (for error messages)
 
@@ -100,7 +101,7 @@ class CaptureKeys:
         self._skip -= skip
         self._offset += skip
         view = view[skip:]
-        out = np.empty((len(self._rest) + len(view)) // 12 + 1, dtype=np.int64 if self.mode else np.uint32)
+        out = np.empty((len(self._rest) + len(view)) // 12 + 1, dtype=np.int64 if self.mode.size else np.uint32)
         n = 0  # keys written (a record takes >= 12 bytes)
         head = HEAD_BYTES
         while self._rest:  # finish the held record from the head of ``view``

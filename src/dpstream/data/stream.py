@@ -25,7 +25,9 @@ CONFIG_ONLY = ("_target_", "name", "synthetic", "description", "kind")  # kind: 
 class FileStream:
     """A stream read from ``source``: its items (in file order), the rows read and skipped (and why).
 
-    ``labels`` maps an item back to the file's value when the values were hashed (``dpstream.data.items``).
+    ``labels`` maps an item back to the file's value when the values were hashed (``dpstream.data.items``);
+    ``label_delta`` bounds the probability that a label is not the one value of its key (added to delta for output
+    shown under those labels).
     Keeping under half of the rows warns (``warnings.warn`` with the counts) when the stream is made.
     """
 
@@ -35,6 +37,7 @@ class FileStream:
     rows_skipped: int
     skipped: str = ""
     labels: dict[int, str] | None = None
+    label_delta: float = 0.0
 
     def __post_init__(self) -> None:
         """Warn when under half of the file's rows made it into the stream."""

@@ -38,13 +38,13 @@ import dpkt
 import numpy as np
 
 from dpstream.data.cache import _cache_file as cache_file  # one cache layout for every converted file
-from dpstream.data.cache import file_fingerprint, write_atomically
+from dpstream.data.cache import file_fingerprint, seed_token, write_atomically
 from dpstream.data.capture import KNOWN_LINKTYPES, ScanCounts, UnknownLinkType, scan_capture
 from dpstream.data.columns import csv_batches, csv_names
 from dpstream.data.quads import MALFORMED, NON_IPV4, parse_quads
 from dpstream.data.sniff import check_file_kind
 from dpstream.data.stream import FileStream
-from dpstream.noise import SeedLike
+from dpstream.noise import SeedLike, as_seed_sequence
 from dpstream.validation import check_choice, check_positive_int
 
 FORMATS = ("auto", "pcap", "pcapng", "csv", "raw4", "raw13")
@@ -88,11 +88,12 @@ DPKT_DECODERS: dict[int, Any] = {9: dpkt.ppp.PPP, 105: dpkt.ieee80211.IEEE80211,
 """Link types the compiled scan does not decode, read through dpkt instead (PPP, 802.11, radiotap)."""
 
 
-def _pcap_chunks(path: Path, stats: TraceStats, chunk: int, ipv6: str, progress: bool) -> Iterator[np.ndarray]:
+def _pcap_chunks(path: Path, stats: TraceStats, chunk: int, ipv6: str, progress: bool,
+                 seed: SeedLike) -> Iterator[np.ndarray]:
     """Source keys of a pcap / pcapng file by the compiled scan (``dpstream.data.capture``), ``chunk`` at a time."""
     counts = ScanCounts()
     try:
-        yield from scan_capture(path, ipv6, chunk, counts, progress)
+        yield from scan_capture(path, ipv6, chunk, counts, progress, seed=seed)
     except UnknownLinkType as unknown:
         yield from _dpkt_fallback(path, unknown.linktype, stats, chunk)
         return
@@ -253,11 +254,12 @@ def detect_format(path: Path) -> str:
 
 def iter_trace(path: str | Path, fmt: str = "auto", column: int | str | None = None, header: bool = True,
                byteorder: str = "big", on_truncated: str = "error", chunk: int = CHUNK_RECORDS,
-               stats: TraceStats | None = None, ipv6: str = "skip", progress: bool = False) -> Iterator[np.ndarray]:
+               stats: TraceStats | None = None, ipv6: str = "skip", progress: bool = False,
+               seed: SeedLike = None) -> Iterator[np.ndarray]:
     """Yield the trace's IPv4 source addresses as uint32 chunks, reading ``chunk`` records at a time.
 
-    pcap / pcapng: ``ipv6="key"`` also keys IPv6 sources (int64 chunks, ``dpstream.data.capture``); ``progress``
-    shows a bar of the bytes read.
+    pcap / pcapng: ``ipv6="key"`` also keys IPv6 sources (int64 chunks, ``dpstream.data.capture``, its secret drawn
+    from ``seed``); ``progress`` shows a bar of the bytes read.
     """
     path = _readable(path)
     fmt = check_choice(fmt, "trace format", FORMATS)
@@ -269,7 +271,7 @@ def iter_trace(path: str | Path, fmt: str = "auto", column: int | str | None = N
     check_file_kind(path, fmt)  # a compressed file (or one not of the format given) is named before detection
     fmt = detect_format(path) if fmt == "auto" else fmt
     if fmt in ("pcap", "pcapng"):
-        chunks = _pcap_chunks(path, stats, chunk, ipv6, progress)
+        chunks = _pcap_chunks(path, stats, chunk, ipv6, progress, seed)
     elif fmt == "csv":
         chunks = _csv_chunks(path, stats, column, header, on_truncated)
     else:
@@ -295,10 +297,10 @@ def _readable(path: str | Path) -> Path:
 
 def read_trace(path: str | Path, fmt: str = "auto", column: int | str | None = None, header: bool = True,
                byteorder: str = "big", on_truncated: str = "error", chunk: int = CHUNK_RECORDS,
-               ipv6: str = "skip") -> tuple[np.ndarray, TraceStats]:
-    """The whole trace's source addresses (uint32, in packet order) and what was skipped."""
+               ipv6: str = "skip", seed: SeedLike = None) -> tuple[np.ndarray, TraceStats]:
+    """The whole trace's source addresses (uint32, in packet order) and what was skipped (``seed``: ``iter_trace``)."""
     stats = TraceStats()
-    parts = list(iter_trace(path, fmt, column, header, byteorder, on_truncated, chunk, stats, ipv6))
+    parts = list(iter_trace(path, fmt, column, header, byteorder, on_truncated, chunk, stats, ipv6, seed=seed))
     items = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint32)
     _check_nonempty(path, fmt, column, items.size, stats)
     return items, stats
@@ -331,7 +333,8 @@ def _write_keys(path: Path, chunks: Iterator[np.ndarray], dtype: np.dtype, out: 
 
 
 def _cached_trace(p: Path, cache_dir: str | Path, key: dict[str, Any], fmt: str, column: int | str | None,
-                  header: bool, byteorder: str, on_truncated: str, ipv6: str) -> tuple[np.ndarray, TraceStats]:
+                  header: bool, byteorder: str, on_truncated: str, ipv6: str,
+                  seed: SeedLike) -> tuple[np.ndarray, TraceStats]:
     """The trace's keys as a read-only memory map of ``<cache_dir>/trace/trace-<hash>.npy``, built chunk by chunk.
 
     Its ``TraceStats`` are kept beside it as JSON; neither the build nor the map holds the whole stream in memory.
@@ -341,7 +344,7 @@ def _cached_trace(p: Path, cache_dir: str | Path, key: dict[str, Any], fmt: str,
     if not (keys_file.exists() and stats_file.exists()):
         stats = TraceStats()
         chunks = iter_trace(p, fmt, column, header, byteorder, on_truncated, CHUNK_RECORDS, stats, ipv6,
-                            progress=True)
+                            progress=True, seed=seed)
         n = _write_keys(p, chunks, np.dtype(np.int64 if ipv6 == "key" else np.uint32), keys_file)
         _check_nonempty(p, fmt, column, n, stats)
         write_atomically(stats_file, lambda fh: fh.write(json.dumps(asdict(stats)).encode()))
@@ -358,18 +361,20 @@ def caida_trace(path: str, format: str = "auto", column: int | str | None = None
     half of them warns). Converted once, chunk by chunk, and cached as ``<cache_dir>/trace/*.npy`` keyed by the file's
     content (xxh3-128, ``file_fingerprint``) and the reading options, then read back as a memory map (so a trace
     larger than memory streams through); ``length`` keeps the first ``length`` packets. ``ipv6="key"`` keys IPv6
-    sources too (int64). A real trace is fixed: ``seed`` (the shared call of every stream source) is ignored.
+    sources too (int64), under a secret drawn from ``seed`` (the trial's data seed; ``dpstream.data.capture``), so
+    the conversion is cached per seed. Otherwise a real trace is fixed and ``seed`` is not used.
     """
     p = _readable(path)
     check_choice(ipv6, "ipv6", IPV6_CHOICES)
     key: dict[str, Any] = {"xxh3_128": file_fingerprint(p), "format": format, "column": column, "header": header,
                            "byteorder": byteorder, "on_truncated": on_truncated}
+    seed = as_seed_sequence(seed)
     if ipv6 != "skip":
-        key["ipv6"] = ipv6
+        key |= {"ipv6": ipv6, "ipv6_key_seed": seed_token(seed)}
     if cache_dir is None:
-        items, stats = read_trace(p, format, column, header, byteorder, on_truncated, ipv6=ipv6)
+        items, stats = read_trace(p, format, column, header, byteorder, on_truncated, ipv6=ipv6, seed=seed)
     else:
-        items, stats = _cached_trace(p, cache_dir, key, format, column, header, byteorder, on_truncated, ipv6)
+        items, stats = _cached_trace(p, cache_dir, key, format, column, header, byteorder, on_truncated, ipv6, seed)
     if length is not None:
         length = check_positive_int(length, "length")
         items = items[:length]

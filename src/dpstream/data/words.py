@@ -9,7 +9,8 @@ shuffled by ``seed``. The ground truth is therefore exact (``word_counts``), not
 topic drift are absent. Words whose count rounds to 0 do not occur.
 
 Items are the words' canonical keys (``dpstream.hashing.canonical_key(word)``: xxh64 of the UTF-8 bytes mod
-2^61 - 1, int64), the same items ``data=items`` gives a text file of these words; ``vocabulary`` maps them back.
+2^61 - 1, int64): the vocabulary is public, not the user's data, so the public hash is used (``data=items`` keys
+a user's text with a secret); ``vocabulary`` maps them back.
 """
 
 from __future__ import annotations

@@ -16,8 +16,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from dpstream.hashing import canonical_key
+
 PLACEHOLDER = np.iinfo(np.int64).min
 """The key a capped packet is replaced with (filtered from every release)."""
+PLACEHOLDER_KEY = canonical_key(int(PLACEHOLDER))
+"""The canonical key the tracker counts ``PLACEHOLDER`` under (``_tracker.as_items``): what a release filters out."""
 _EMPTY = np.iinfo(np.int64).min
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 PIECE = 1 << 16

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, NamedTuple, Self
 import numpy as np
 
 from dpstream import serial
-from dpstream.hashing import canonical_keys
+from dpstream.hashing import canonical_int64, canonical_keys
 from dpstream.heavy_hitters import _lazy_hh, _line_rate
 from dpstream.intervals import Interval, clipped
 from dpstream.noise import noise_mode
@@ -39,11 +39,19 @@ class HeavyHitters(NamedTuple):
 
 
 def as_items(items: Any) -> np.ndarray:
-    """Stream items as a 1-D int64 array (IPv4 addresses as unsigned 32-bit values fit).
+    """Stream items as their canonical keys (``hashing.canonical_key``, < 2^61): a 1-D int64 array.
 
-    str / bytes items become their ``hashing.canonical_key`` (< 2^61, so int64), the key the sketches give them: a
-    tracker accepts what ``LazyCMS.extend`` accepts, and reports such items by those keys.
+    The keys are what the sketches count, so the candidates, the reported items and the queries are keys: an integer
+    in [0, p) (an IPv4 address, a Zipf rank) is its own key; any other integer, str or bytes item is reported by its
+    key. The output is then a function of the stream of keys, whose neighbours differ in one key: an item outside
+    [0, p) whose key equals a heavy item's merges with that item instead of being reported under its own name. A
+    tracker accepts what ``LazyCMS.extend`` accepts.
     """
+    return canonical_int64(int64_items(items))
+
+
+def int64_items(items: Any) -> np.ndarray:
+    """Stream items as a 1-D int64 array, integers as given (two's complement), str / bytes as their canonical key."""
     arr = np.asarray(items)
     if arr.ndim == 1 and arr.dtype.kind in "USO" and arr.size:
         return canonical_keys(arr).astype(np.int64)
@@ -289,6 +297,8 @@ class BlockTracker(Certified, serial.Serialisable):
             raise serial.SerialError(f"corrupt state: {own['output_items'].size} output items with "
                                      f"{own['output_estimates'].size} estimates, {own['pending'].size} pending items "
                                      f"(expected {pending}), {own['candidates'].size} candidates (at most {capacity})")
-        self._candidates = own["candidates"]
-        self._pending = [own["pending"]] if own["pending"].size else []
+        # a state saved when integers outside [0, p) were kept raw: its candidates and pending items become keys
+        candidates, waiting = canonical_int64(own["candidates"]), canonical_int64(own["pending"])
+        self._candidates = candidates if candidates is own["candidates"] else sorted_unique(candidates.copy())
+        self._pending = [waiting] if waiting.size else []
         self._output = HeavyHitters(own["output_items"], own["output_estimates"], self._output.time)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from dpstream import serial
-from dpstream.heavy_hitters._tracker import BlockTracker, as_items
+from dpstream.heavy_hitters._tracker import BlockTracker, int64_items
 from dpstream.noise import SeedLike, as_seed_sequence
 from dpstream.privacy.statement import Privacy
 from dpstream.sketches import CMS, PunctualCMS
@@ -101,7 +101,7 @@ class PunctualHH(BlockTracker):
 
     def extend(self, items: Any) -> None:
         """Process ``items`` in order after checking that they lie in [0, universe_size)."""
-        items = as_items(items)
+        items = int64_items(items)  # as given: [0, universe_size) lies in [0, p), where each item is its own key
         if items.size and (items.min() < 0 or items.max() >= self.universe_size):
             raise ValueError(f"PunctualHH items must lie in [0, universe_size={self.universe_size}), "
                              f"got values in [{items.min()}, {items.max()}]")

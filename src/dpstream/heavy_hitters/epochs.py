@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from dpstream.data.cache import write_atomically
-from dpstream.heavy_hitters._host_cap import PLACEHOLDER, HostCap
+from dpstream.heavy_hitters._host_cap import PLACEHOLDER_KEY, HostCap
 from dpstream.heavy_hitters.lazy_hh import LazyHH
 from dpstream.heavy_hitters.thresholds import noise_term, thresholds
 from dpstream.privacy.composition import group
@@ -414,7 +414,7 @@ class EpochWatcher:
     def _release(self) -> None:
         out = self.tracker.estimate()
         if self.host_cap is not None:
-            real = out.items != PLACEHOLDER
+            real = out.items != PLACEHOLDER_KEY  # the tracker reports canonical keys
             out = out._replace(items=out.items[real], estimates=out.estimates[real])
         record = self.epoch
         record.released = self.tracker.t
