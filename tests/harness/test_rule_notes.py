@@ -138,6 +138,7 @@ def test_the_paper_tally_counts_sentences_and_its_registered_part():
     assert registered_sentences(claims).startswith("1 confirmed, 1 not confirmed, 0 inconclusive, 0 n/a (2 of 3 "
                                                    "sentences have every clause decided by the registered run")
     lines = tally_lines(claims)
-    assert lines[0].startswith("Verdicts: paper claims, counted by sentence") and "(3 claims)" in lines[0]
-    assert "confirmed only if every clause is" in lines[0]
-    assert lines[2].startswith("Of those, registered paper sentences: 1 confirmed, 1 not confirmed")
+    assert lines[0].startswith("Verdicts: paper claims (each sentence once") and "(3 claims)" in lines[0]
+    assert lines[2].startswith("Paper claims are counted by sentence: a sentence of several clauses is one claim, "
+                               "confirmed only if every clause is")
+    assert "Of those, registered paper sentences: 1 confirmed, 1 not confirmed" in lines[2]

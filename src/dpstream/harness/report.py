@@ -103,8 +103,7 @@ CHECKS_NOTE = ("Claims that follow from the construction (a rule that re-derives
                "cannot fail): checks of the implementation, not counted in the paper tally. A failing check is a bug.")
 
 
-TALLIES = ((PAPER, "paper claims, counted by sentence (each sentence once, in the paper's setting: confirmed only if "
-                  "every clause is, not confirmed if any clause is refuted)"),
+TALLIES = ((PAPER, "paper claims (each sentence once, the paper's setting)"),
            ("stand-in", "paper sentences on the synthetic stand-in (Fig. 4; not about CAIDA)"),
            (OURS, "own hypotheses"), (THEORY, "theory checks"), (IMPLEMENTATION, "implementation checks"),
            (UNREGISTERED, "unregistered claims (decide nothing)"))
@@ -126,6 +125,10 @@ def tally_table(claims: pd.DataFrame) -> pd.DataFrame:
         rows.append({"kind": label, **verdict_counts(sub), "total": len(sub)})
     rows.append({"kind": "all rows of the claims tables", **verdict_counts(claims), "total": len(claims)})
     return pd.DataFrame(rows)
+
+
+BY_SENTENCE = ("Paper claims are counted by sentence: a sentence of several clauses is one claim, confirmed only if "
+               "every clause is, not confirmed if any clause is refuted.")
 
 
 def registered_sentences(claims: pd.DataFrame) -> str:
@@ -151,8 +154,9 @@ def tally_lines(claims: pd.DataFrame) -> list[str]:
     for selector, label in TALLIES:
         out += [f"{'Verdicts: ' if selector == PAPER else ''}{label}: {verdict_summary(_tally_rows(claims, selector))}",
                 ""]
-        if selector == PAPER and "registered" in claims.columns:
-            out += [f"Of those, registered paper sentences: {registered_sentences(claims)}", ""]
+        if selector == PAPER:
+            out += [BY_SENTENCE + (f" Of those, registered paper sentences: {registered_sentences(claims)}."
+                                   if "registered" in claims.columns else ""), ""]
     return [*out, f"All rows of the claims tables: {verdict_summary(claims)}", ""]
 
 
