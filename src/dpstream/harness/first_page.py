@@ -111,7 +111,7 @@ def rule_notes(tables: Path) -> list[str]:
     The generic descriptions, the written rules the code does not apply (``DIFFERENCES``) and, labelled as not
     registered, Fig. 3(f)'s written rule on its table.
     """
-    return [generic_rule_paragraph(), "", *differences_table(), "",
+    return [generic_rule_paragraph(), "", *differences_table(tables), "",
             f"Fig. 3(f) under the rule as written ({declared_trend(tables)}).", ""]
 
 

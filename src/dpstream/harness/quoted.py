@@ -128,7 +128,7 @@ QUOTED: dict[str, Callable[[Path], str]] = {
     "fig3f.declared_trend": lambda tables: declared_trend(tables),
     "rules.generic": lambda tables: generic_rule_paragraph(),
     "tally.paper": paper_tally,
-    "rules.differences": lambda tables: "\n" + "\n".join(differences_table()) + "\n",
+    "rules.differences": lambda tables: "\n" + "\n".join(differences_table(tables)) + "\n",
 }
 """Every quotable number: name -> its value computed from the tables folder."""
 SAY = re.compile(r"the rows say '(?P<verdict>[^']+)'")

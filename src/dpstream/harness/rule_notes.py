@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from dpstream.claims.registration import REGISTRATION, by_id, load
+from dpstream.claims.registration import claim_ids as claim_ids_of
 from dpstream.claims.sequential import ALPHA, decide_trend, trial_slopes
 from dpstream.harness.registered import is_registered, short
 from dpstream.plots.names import relabel
@@ -81,13 +82,32 @@ def registered_text(entry: dict[str, Any]) -> str:
     return f"{rule['family']} ({params}); smallest effect {effect['value']:g} ({effect['unit']})"
 
 
-def differences_table(path: Path = REGISTRATION) -> list[str]:
-    """Markdown lines: per entry of ``DIFFERENCES``, the claims, the rule as registered and as coded, the difference."""
+def shown_verdicts(tables: Path, claim_ids: tuple[str, ...]) -> str:
+    """The verdicts the committed claims tables show for ``claim_ids`` (the coded rule's), as ``id verdict, ...``."""
+    out = []
+    for exp in dict.fromkeys(i.rsplit("#", 1)[0] for i in claim_ids):
+        file = tables / f"{exp}.claims.csv"
+        if not file.exists():
+            out += [f"{i} no table" for i in claim_ids if i.startswith(f"{exp}#")]
+            continue
+        claims = pd.read_csv(file, keep_default_na=False)
+        verdicts = dict(zip(claim_ids_of(exp, claims), claims["verdict"].astype(str), strict=True))
+        out += [f"{i} {verdicts.get(i, 'absent')}" for i in claim_ids if i.startswith(f"{exp}#")]
+    return ", ".join(out)
+
+
+def differences_table(tables: Path, path: Path = REGISTRATION) -> list[str]:
+    """Markdown lines: per entry of ``DIFFERENCES``, its claims, the rule as registered and as coded, the difference.
+
+    And the verdicts the claims tables of ``tables`` show for them (the coded rule's).
+    """
     entries = by_id(path)
-    lines = ["| claims | rule as registered | rule as coded | difference |", "|---|---|---|---|"]
+    lines = ["| claims | rule as registered | rule as coded | difference | verdict shown (the coded rule's) |",
+             "|---|---|---|---|---|"]
     for d in DIFFERENCES:
         written = "; ".join(dict.fromkeys(registered_text(entries[i]) for i in d.claims))
-        lines.append(f"| {', '.join(d.claims)} | {_cell(written)} | `{d.where}` | {_cell(d.difference)} |")
+        lines.append(f"| {', '.join(d.claims)} | {_cell(written)} | `{d.where}` | {_cell(d.difference)} | "
+                     f"{shown_verdicts(tables, d.claims)} |")
     return lines
 
 
