@@ -134,7 +134,8 @@ def generic_rule_paragraph(path: Path = REGISTRATION) -> str:
             "not say which test decides them. Their decision is fixed by the code their `rule_hash` covers (the "
             "claims function named by the experiment, whose rule text each claims row prints in its `rule` column), "
             "not by that description; the registered smallest effect plays no part in those rules. Where a written "
-            f"rule does name a test and the code applies another, the verdict is flagged \"{FLAG}\" (below).")
+            f"rule does name a test and the code applies another, the verdict is flagged \"{FLAG}\" and the claims "
+            "are listed in the table that follows.")
 
 
 def declared_trend(tables: Path, path: Path = REGISTRATION) -> str:
