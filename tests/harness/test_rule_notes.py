@@ -56,7 +56,7 @@ def test_the_flag_stands_beside_exactly_the_flagged_verdicts():
     flagged = {i for d in DIFFERENCES for i in d.claims}
     table = differences_table(TABLES)
     fig3f = pd.read_csv(TABLES / "fig3f.claims.csv", keep_default_na=False).set_index("id")["verdict"]
-    assert f"fig3f#2 {fig3f['fig3f#2']}, fig3f#3 {fig3f['fig3f#3']} |" in next(r for r in table if "fig3f#0" in r)
+    assert f"fig3f#2: {fig3f['fig3f#2']}, fig3f#3: {fig3f['fig3f#3']} |" in next(r for r in table if "fig3f#0" in r)
     assert flag(["fig3f#4"]) == "" and flag(["fig3f#2", "fig3f#4"]).startswith(FLAG)
     rows = [r for r in first_page(TABLES) if r.startswith("| fig")]
     for row in rows:

@@ -83,16 +83,16 @@ def registered_text(entry: dict[str, Any]) -> str:
 
 
 def shown_verdicts(tables: Path, claim_ids: tuple[str, ...]) -> str:
-    """The verdicts the committed claims tables show for ``claim_ids`` (the coded rule's), as ``id verdict, ...``."""
+    """The verdicts the committed claims tables show for ``claim_ids`` (the coded rule's), as ``id: verdict, ...``."""
     out = []
     for exp in dict.fromkeys(i.rsplit("#", 1)[0] for i in claim_ids):
         file = tables / f"{exp}.claims.csv"
         if not file.exists():
-            out += [f"{i} no table" for i in claim_ids if i.startswith(f"{exp}#")]
+            out += [f"{i}: no table" for i in claim_ids if i.startswith(f"{exp}#")]
             continue
         claims = pd.read_csv(file, keep_default_na=False)
         verdicts = dict(zip(claim_ids_of(exp, claims), claims["verdict"].astype(str), strict=True))
-        out += [f"{i} {verdicts.get(i, 'absent')}" for i in claim_ids if i.startswith(f"{exp}#")]
+        out += [f"{i}: {verdicts.get(i, 'absent')}" for i in claim_ids if i.startswith(f"{exp}#")]
     return ", ".join(out)
 
 
