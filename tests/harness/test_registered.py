@@ -79,7 +79,7 @@ def test_a_rendered_verdict_block_shows_history_for_a_forged_registered_claims_f
     (tmp_path / "verify" / "paper").mkdir(parents=True)
     looks().drop(columns="experiment").to_csv(tmp_path / "verify" / "paper" / "looks.csv", index=False)
     block = render(["x"], tables)
-    assert "**confirmed** | history, seed 0 |" in block and "registered, look" not in block
+    assert "**confirmed** | history, seed 0" in block and "registered, look" not in block
     rows(7).to_csv(tables / "x.csv", index=False)
     assert "**confirmed** | registered, look 3, 30 trials |" in render(["x"], tables)
 

@@ -19,6 +19,7 @@ import pandas as pd
 from dpstream.claims.kinds import PAPER, PAPER_SETTING, classify, combine
 from dpstream.claims.registration import load
 from dpstream.harness.registered import combined, is_registered, labels, looks_of, table_rows
+from dpstream.harness.rule_notes import awaiting, declared_trend, differences_table, flag, generic_rule_paragraph
 
 PANELS = {
     "fig3a": ("fig3a",), "fig3b": ("fig3b", "fig3b_wordfreq"), "fig3c": ("fig3c",), "fig3d": ("fig3d",),
@@ -81,6 +82,7 @@ def _robustness(rows: pd.DataFrame, verdict: str) -> str:
 def first_page(tables: Path, figures: str = "figures") -> list[str]:
     """The Markdown lines of the first page (one row per panel and sentence)."""
     entries = {c["id"]: c for c in load()["claims"]}
+    looks = looks_of(tables)
     lines = ["| panel | claim | our setting | verdict | robustness | main deviation | thumbnail |",
              "|---|---|---|---|---|---|---|"]
     for panel, claims in panel_claims(tables).items():
@@ -91,7 +93,8 @@ def first_page(tables: Path, figures: str = "figures") -> list[str]:
             if decisive.empty:  # a sentence of another panel checked here for robustness only
                 continue
             verdict = combine(list(decisive["verdict"]))
-            source = combined(list(decisive["label"]))
+            ids, sources = [str(i) for i in decisive["id"]], list(decisive["label"])
+            source = "; ".join(x for x in (combined(sources), awaiting(ids, sources, looks), flag(ids)) if x)
             entry = entries[str(decisive["id"].iloc[0])]
             deviation = "; ".join(d for d in (entry.get("underspecified"), "judged on a synthetic stand-in (its own "
                                               "tally)" if entry.get("data") else "") if d)
@@ -100,6 +103,16 @@ def first_page(tables: Path, figures: str = "figures") -> list[str]:
             lines.append(f"| {panel} | \"{quote}\" | {setting} | **{verdict}** ({source}) | "
                          f"{_robustness(rows, verdict)} | {deviation or 'none registered'} | {thumb} |")
     return lines
+
+
+def rule_notes(tables: Path) -> list[str]:
+    """The first page's notes on the registration's rule texts (``dpstream.harness.rule_notes``).
+
+    The generic descriptions, the written rules the code does not apply (``DIFFERENCES``) and, labelled as not
+    registered, Fig. 3(f)'s written rule on its table.
+    """
+    return [generic_rule_paragraph(), "", *differences_table(tables), "",
+            f"Fig. 3(f) under the rule as written ({declared_trend(tables)}).", ""]
 
 
 def experiment_rows(tables: Path, experiments: list[str], figures: str = "figures") -> list[str]:
@@ -130,9 +143,11 @@ def experiment_rows(tables: Path, experiments: list[str], figures: str = "figure
             "; ".join(f"{n} {k}s" for k, n in pd.Series([e["kind"] for e in registered]).value_counts().items())
         robustness = _robustness(judged.assign(setting=judged["setting"].replace("", PAPER_SETTING)),
                                  combine(list(judged["verdict"])))
-        source = combined([x for x, keep in zip(labels(claims, table_rows(tables, exp), looks, exp),
-                                                claims["kind"] != "implementation check", strict=True)
-                           if keep or len(judged) == len(claims)])
+        kept = [(str(i), x) for i, x, keep in zip(claims["id"], labels(claims, table_rows(tables, exp), looks, exp),
+                                                  claims["kind"] != "implementation check", strict=True)
+                if keep or len(judged) == len(claims)]
+        ids, sources = [i for i, _ in kept], [x for _, x in kept]
+        source = "; ".join(x for x in (combined(sources), awaiting(ids, sources, looks), flag(ids)) if x)
         claim = str(load_option(CONF_DIR, "experiment", exp).get("paper_claim") or "")
         lines.append(f"| {exp} | {_cell(claim)} | {_setting(tables, exp)} | **{combine(list(judged['verdict']))}** "
                      f"({counts}; {source}) | {robustness} | {_cell(deviation)} | "
@@ -206,5 +221,6 @@ def section(results_dir: Path, ref: str = "HEAD") -> list[str]:
     return ["## First page: Holland's figures, one row per panel and sentence", "",
             "Verdicts in the paper's setting (each sentence's clauses and checks combined); robustness columns beside "
             "them. Figure 4 runs on a synthetic stand-in for the CAIDA trace: those verdicts are their own tally.", "",
-            *first_page(tables), "", "## Changelog: verdicts that changed against the committed report", "",
+            *first_page(tables), "", *rule_notes(tables),
+            "## Changelog: verdicts that changed against the committed report", "",
             *changelog(committed_claims(results_dir, ref), now, sources), ""]

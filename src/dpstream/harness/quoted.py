@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpstream.claims.sketch import speedups
+from dpstream.harness.rule_notes import declared_trend, differences_table, generic_rule_paragraph
 from dpstream.plots.names import relabel
 
 FIG3F_EPS = (0.05, 0.3, 1.0, 2.0)
@@ -127,6 +128,18 @@ def watch_speed(deployable: bool) -> Callable[[Path], str]:
     return value
 
 
+def paper_tally(tables: Path) -> str:
+    """The report's paper tally by sentence over every claims table, and its registered part."""
+    from dpstream.claims.kinds import headline
+    from dpstream.harness.registered import all_claims, is_registered
+    from dpstream.harness.report import registered_sentences, verdict_summary
+
+    claims = all_claims(tables)
+    claims = claims.assign(registered=[is_registered(x) for x in claims["label"]])
+    return (verdict_summary(headline(claims)).replace(" claims)", " sentences)") + "; of those, registered: "
+            + registered_sentences(claims))
+
+
 QUOTED: dict[str, Callable[[Path], str]] = {
     "watch.deployable": watch_speed(True),
     "watch.derived": watch_speed(False),
@@ -136,9 +149,19 @@ QUOTED: dict[str, Callable[[Path], str]] = {
     "fig3a.speedup.cs": speedup("punctualcs"),
     **{f"fig3f.ratio.{m}": noise_ratio(m) for m in ("lazycms", "lazycs", "punctualcms", "punctualcs")},
     "fig3f.eps_table": fig3f_eps_table,
+    "fig3f.declared_trend": lambda tables: declared_trend(tables),
+    "rules.generic": lambda tables: generic_rule_paragraph(),
+    "tally.paper": paper_tally,
+    "rules.differences": lambda tables: "\n" + "\n".join(differences_table(tables)) + "\n",
 }
 """Every quotable number: name -> its value computed from the tables folder."""
 SAY = re.compile(r"the rows say '(?P<verdict>[^']+)'")
+
+
+def claim_row(tables: Path, claim_id: str) -> pd.Series:
+    """The row of the claim registered as ``claim_id`` in its committed claims table."""
+    exp, index = claim_id.rsplit("#", 1)
+    return pd.read_csv(tables / f"{exp}.claims.csv", keep_default_na=False).iloc[int(index)]
 
 
 def claim_verdict(tables: Path, claim_id: str, gated: bool = True) -> str:
@@ -147,9 +170,7 @@ def claim_verdict(tables: Path, claim_id: str, gated: bool = True) -> str:
     ``gated=False``: the verdict its rows gave before ``registration.gate`` (history rows decide nothing, but say
     what they would have said).
     """
-    exp, index = claim_id.rsplit("#", 1)
-    claims = pd.read_csv(tables / f"{exp}.claims.csv", keep_default_na=False)
-    row = claims.iloc[int(index)]
+    row = claim_row(tables, claim_id)
     said = SAY.search(str(row.get("gate", "")))
     return str(row["verdict"]) if gated or said is None else said.group("verdict")
 
@@ -170,14 +191,18 @@ def table_mean(tables: Path, spec: str) -> str:
 def value(name: str, tables: Path) -> str:
     """The text of quotable ``name``.
 
-    A key of ``QUOTED``; ``verdict:<id>`` or ``rows:<id>`` (``claim_verdict``); ``mean:<experiment>:<column>:<key>=
-    <value>,...`` (``table_mean``).
+    A key of ``QUOTED``; ``verdict:<id>`` or ``rows:<id>`` (``claim_verdict``); ``measured:<id>``, the claims row's
+    ``measured`` (after the registered look's prefix); ``mean:<experiment>:<column>:<key>=<value>,...``
+    (``table_mean``).
     """
     if name in QUOTED:
         return QUOTED[name](tables)
     kind, _, rest = name.partition(":")
     if kind in ("verdict", "rows") and "#" in rest:
         return f"`{claim_verdict(tables, rest, gated=kind == 'verdict')}`"
+    if kind == "measured" and "#" in rest:
+        return str(claim_row(tables, rest)["measured"]).split(" pooled trials: ", 1)[-1]
     if kind == "mean":
         return table_mean(tables, rest)
-    raise KeyError(f"no quotable number {name!r}; quotable: {sorted(QUOTED)}, verdict:<id>, rows:<id>, mean:<spec>")
+    raise KeyError(f"no quotable number {name!r}; quotable: {sorted(QUOTED)}, verdict:<id>, rows:<id>, "
+                   "measured:<id>, mean:<spec>")

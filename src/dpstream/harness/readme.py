@@ -23,11 +23,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpstream.claims.registration import claim_ids
 from dpstream.harness import registered
 from dpstream.harness.first_page import PANELS, experiment_rows, first_page
 from dpstream.harness.quoted import value as quoted_value
-from dpstream.harness.registered import labels, looks_of, short, table_rows
+from dpstream.harness.registered import labels, looks_of, table_rows
 from dpstream.harness.report import claim_cells
+from dpstream.harness.rule_notes import shown
 
 BLOCK = re.compile(r"(<!-- verdicts: (?P<ids>[^>]*?) -->\n)(?P<body>.*?)(<!-- /verdicts -->)", re.S)
 FIRST_PAGE = re.compile(r"(<!-- first-page: (?P<ids>[^>]*?) -->\n)(?P<body>.*?)(<!-- /first-page -->)", re.S)
@@ -64,10 +66,10 @@ def render(ids: list[str], tables: Path) -> str:
         if not path.exists():
             raise FileNotFoundError(f"README names experiment {exp_id!r} but {path} does not exist")
         claims = pd.read_csv(path, keep_default_na=False)
-        sources = labels(claims, table_rows(tables, exp_id), looks, exp_id)
+        sources = shown(claim_ids(exp_id, claims), labels(claims, table_rows(tables, exp_id), looks, exp_id), looks)
         for r, source in zip(claims.itertuples(), sources, strict=True):
             cells = claim_cells(r).replace("[", "\\[").replace("]", "\\]")  # brackets are text, not links
-            lines.append(f"| {exp_id} | {cells} {short(source)} |")
+            lines.append(f"| {exp_id} | {cells} {source} |")
     return "\n".join(lines) + "\n"
 
 

@@ -24,6 +24,8 @@ from dpstream.claims.kinds import (
     KIND_WORDS,
     OURS,
     PAPER,
+    PAPER_SETTING,
+    STAND_IN,
     THEORY,
     UNREGISTERED,
     classify,
@@ -35,8 +37,9 @@ from dpstream.harness.console import SMOKE_BANNER, typed_command
 from dpstream.harness.environment import PACKAGES, environment
 from dpstream.harness.first_page import PANELS
 from dpstream.harness.first_page import section as first_page_section
-from dpstream.harness.registered import labels, looks_of, short
+from dpstream.harness.registered import is_registered, labels, looks_of
 from dpstream.harness.registered import section as registered_section
+from dpstream.harness.rule_notes import shown as from_cells
 from dpstream.plots.names import relabel
 
 
@@ -124,12 +127,36 @@ def tally_table(claims: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+BY_SENTENCE = ("Paper claims are counted by sentence: a sentence of several clauses is one claim, confirmed only if "
+               "every clause is, not confirmed if any clause is refuted.")
+
+
+def registered_sentences(claims: pd.DataFrame) -> str:
+    """The paper tally by sentence over the sentences whose every clause the registered run decided.
+
+    ``claims`` carries a boolean ``registered`` per row (its label names a registered look); a sentence with a
+    clause from history is left out (history decides nothing).
+    """
+    rows = claims[(claims["kind"] == PAPER) & (claims["setting"] == PAPER_SETTING) & (claims["data"] != STAND_IN)]
+    decided = rows.groupby("sentence")["registered"].all()
+    sentences = headline(claims[claims["sentence"].isin(decided[decided].index)])
+    counts = verdict_counts(sentences)
+    return (", ".join(f"{n} {v}" for v, n in counts.items()) + f" ({len(sentences)} of {len(decided)} sentences "
+            "have every clause decided by the registered run; the others include history, which decides nothing)")
+
+
 def tally_lines(claims: pd.DataFrame) -> list[str]:
-    """The report's headline: the paper tally first, then the other tallies, then all rows."""
+    """The report's headline: the paper tally by sentence first, then the other tallies, then all rows.
+
+    The paper tally is followed by its registered part when the rows say which are registered (``registered``).
+    """
     out = []
     for selector, label in TALLIES:
         out += [f"{'Verdicts: ' if selector == PAPER else ''}{label}: {verdict_summary(_tally_rows(claims, selector))}",
                 ""]
+        if selector == PAPER:
+            out += [BY_SENTENCE + (f" Of those, registered paper sentences: {registered_sentences(claims)}."
+                                   if "registered" in claims.columns else ""), ""]
     return [*out, f"All rows of the claims tables: {verdict_summary(claims)}", ""]
 
 
@@ -343,7 +370,9 @@ def write_report(specs: list[dict[str, Any]], frames: list[pd.DataFrame], cfg: d
             page += [f"<p>{inline_html(intro)}</p>", html_table(_display(continual), "continual")]
         claims = _claims(results_dir, exp_id)
         if claims is not None and len(claims):
-            claims = claims.assign(source=[short(x) for x in labels(claims, df, looks, exp_id)])
+            found = labels(claims, df, looks, exp_id)
+            claims = claims.assign(source=from_cells([str(i) for i in claims["id"]], found, looks),
+                                   registered=[is_registered(x) for x in found])
             summary += [{"experiment": exp_id, **r} for r in claims.to_dict("records")]
             visible = claims[claims["kind"] != IMPLEMENTATION]
             if "nulls" in visible.columns:  # the falsifiability check goes with what was measured

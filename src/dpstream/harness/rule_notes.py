@@ -1,0 +1,206 @@
+"""What a referee reading the registration should know beside a verdict: where the written rule is not the coded one.
+
+The registration (``results/preregistration.yaml``) describes each claim's rule in words (family, parameters, smallest
+effect); the decision is fixed by the code its ``rule_hash`` covers. ``DIFFERENCES`` lists the registered claims whose
+written rule differs from the code that decides them, each with the file and line of the coded rule and the
+difference in one line (``tests/harness/test_rule_notes.py`` checks that the line and the constant are what the entry
+says). Nothing here re-decides a claim: the verdicts stay those of the coded rule. ``generic_rule_paragraph`` counts
+the claims registered with a placeholder rule description; ``declared_trend`` computes, as a labelled sensitivity note
+that decides nothing, what Fig. 3(f)'s written trend rule gives on the committed table. ``awaiting`` says when a claim
+shown as history already has its final registered decision in ``looks.csv`` (its experiment not adopted yet).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpstream.claims.registration import REGISTRATION, by_id, load
+from dpstream.claims.registration import claim_ids as claim_ids_of
+from dpstream.claims.sequential import ALPHA, decide_trend, trial_slopes
+from dpstream.harness.registered import is_registered, short
+from dpstream.plots.names import relabel
+
+
+@dataclass(frozen=True)
+class RuleDifference:
+    """Registered claims whose written rule differs from their coded rule: where the code is and how it differs."""
+
+    claims: tuple[str, ...]
+    path: str
+    """The file of the coded rule, relative to the repository root."""
+    line: int
+    anchor: str
+    """Text that line holds (the test checks it, so the reference cannot drift from the code)."""
+    difference: str
+    constant: tuple[str, str, float] | None = None
+    """(module, name, value) of the constant the difference names, checked by the test."""
+
+    @property
+    def where(self) -> str:
+        """``path:line`` of the coded rule."""
+        return f"{self.path}:{self.line}"
+
+
+DIFFERENCES = (
+    RuleDifference(
+        ("fig3f#0", "fig3f#1", "fig3f#2", "fig3f#3"), "src/dpstream/claims/sketch.py", 340,
+        "size, text = _at_least(ratio, LIMITED_EPS)",
+        "the text registers a trend of ln ARE on ln eps 'and not as the >= 2x cut'; the code requires Page's trend "
+        "test AND the geometric-mean ratio ARE(eps = 0.05) / ARE(eps = 2) >= LIMITED_EPS = 2.0, i.e. that 2x cut",
+        ("dpstream.claims.sketch", "LIMITED_EPS", 2.0)),
+    RuleDifference(
+        ("fig3c#1",), "src/dpstream/claims/sketch.py", 262, "more_for_claim(df, '\"the benefit [of depth]",
+        "the text registers a trend over depth; the code compares, for every (private, non-private) pair, the paired "
+        "per-trial fraction of the ARE removed between the first and last depth (MORE_FOR), a different test"),
+)
+"""Every registered claim whose written rule is not the rule its code applies (the verdict is the code's)."""
+
+FLAG = "rule as registered differs from rule as coded"
+
+
+def difference_of(claim_id: str) -> RuleDifference | None:
+    """The entry of ``DIFFERENCES`` naming ``claim_id``, if any."""
+    return next((d for d in DIFFERENCES if claim_id in d.claims), None)
+
+
+def flag(claim_ids: list[str]) -> str:
+    """The note beside a verdict decided by any of ``claim_ids``: empty, or the flag with the coded rules' lines."""
+    where = list(dict.fromkeys(d.where for i in claim_ids if (d := difference_of(i)) is not None))
+    return f"{FLAG} ({', '.join(where)})" if where else ""
+
+
+def registered_text(entry: dict[str, Any]) -> str:
+    """The rule as the registration writes it: family, parameters, smallest effect."""
+    rule, effect = entry["rule"], entry["smallest_effect"]
+    params = ", ".join(f"{k}: {v}" for k, v in (rule.get("parameters") or {}).items())
+    return f"{rule['family']} ({params}); smallest effect {effect['value']:g} ({effect['unit']})"
+
+
+def shown_verdicts(tables: Path, claim_ids: tuple[str, ...]) -> str:
+    """The verdicts the committed claims tables show for ``claim_ids`` (the coded rule's), as ``id: verdict, ...``."""
+    out = []
+    for exp in dict.fromkeys(i.rsplit("#", 1)[0] for i in claim_ids):
+        file = tables / f"{exp}.claims.csv"
+        if not file.exists():
+            out += [f"{i}: no table" for i in claim_ids if i.startswith(f"{exp}#")]
+            continue
+        claims = pd.read_csv(file, keep_default_na=False)
+        verdicts = dict(zip(claim_ids_of(exp, claims), claims["verdict"].astype(str), strict=True))
+        out += [f"{i}: {verdicts.get(i, 'absent')}" for i in claim_ids if i.startswith(f"{exp}#")]
+    return ", ".join(out)
+
+
+def differences_table(tables: Path, path: Path = REGISTRATION) -> list[str]:
+    """Markdown lines: per entry of ``DIFFERENCES``, its claims, the rule as registered and as coded, the difference.
+
+    And the verdicts the claims tables of ``tables`` show for them (the coded rule's).
+    """
+    entries = by_id(path)
+    lines = ["| claims | rule as registered | rule as coded | difference | verdict shown (the coded rule's) |",
+             "|---|---|---|---|---|"]
+    for d in DIFFERENCES:
+        written = "; ".join(dict.fromkeys(registered_text(entries[i]) for i in d.claims))
+        lines.append(f"| {', '.join(d.claims)} | {_cell(written)} | `{d.where}` | {_cell(d.difference)} | "
+                     f"{shown_verdicts(tables, d.claims)} |")
+    return lines
+
+
+PLURAL = {"implementation check": "implementation checks", "theory check": "theory checks",
+          "own hypothesis": "own hypotheses", "paper claim": "paper claims"}
+GENERIC = "the claim's per-trial statistic"
+"""The placeholder statistic of a registered rule description that names no test of its own."""
+
+
+def generic_claims(path: Path = REGISTRATION) -> list[dict[str, Any]]:
+    """The registered claims whose rule is described only generically (a location family on ``GENERIC``)."""
+    return [c for c in load(path)["claims"]
+            if c["rule"]["family"] == "location" and (c["rule"].get("parameters") or {}).get("statistic") == GENERIC]
+
+
+def generic_rule_paragraph(path: Path = REGISTRATION) -> str:
+    """One paragraph: how many registered claims carry the generic rule description, by kind, and what decides them."""
+    generic = generic_claims(path)
+    total = len(load(path)["claims"])
+    kinds = pd.Series([str(c["kind"]) for c in generic], dtype=str).value_counts()
+    by_kind = ", ".join(f"{n} {PLURAL.get(str(k), str(k))}" for k, n in kinds.items())
+    return (f"**{len(generic)} of the {total} registered claims ({by_kind}) have a generic rule description** in the "
+            f"registration (`family: location`, statistic \"{GENERIC}\", a default smallest effect): the text does "
+            "not say which test decides them. Their decision is fixed by the code their `rule_hash` covers (the "
+            "claims function named by the experiment, whose rule text each claims row prints in its `rule` column), "
+            "not by that description; the registered smallest effect plays no part in those rules. Where a written "
+            f"rule does name a test and the code applies another, the verdict is flagged \"{FLAG}\" and the claims "
+            "are listed in the table that follows.")
+
+
+def declared_trend(tables: Path, path: Path = REGISTRATION) -> str:
+    """Fig. 3(f)'s written trend rule on the committed table: per mechanism of ``DIFFERENCES``' fig3f claims.
+
+    The registered parameters (y = ln(are_top15 + offset), x = epsilon, smallest effect) and ``decide_trend`` at the
+    registered alpha and budget (a fixed-sample rule: one look); decides nothing, the verdicts are the coded rule's.
+    """
+    frame = tables / "fig3f.csv"
+    if not frame.exists():
+        return "no table"
+    df = pd.read_csv(frame)
+    entries = by_id(path)
+    parts = []
+    for claim_id in next(d.claims for d in DIFFERENCES if d.claims[0].startswith("fig3f#")):
+        entry = entries[claim_id]
+        params = entry["rule"]["parameters"]
+        m = re.fullmatch(r"ln\((?P<col>\w+) \+ (?P<offset>[0-9.e+-]+)\)", str(params["y"]))
+        mech = re.search(r"\(skew [^,]+, (?P<name>\w+)\)", str(entry["claim"]))
+        if m is None or mech is None:
+            raise ValueError(f"{claim_id}: cannot read the registered trend {params['y']!r} / mechanism")
+        name = next(n for n in df["mechanism.name"].unique() if relabel(str(n)) == mech["name"])
+        block = df[df["mechanism.name"] == name].pivot_table(index=["seed", "trial"], columns=str(params["x"]),
+                                                              values=m["col"])
+        x, y = block.columns.to_numpy(float), np.log(block.to_numpy(float) + float(m["offset"]))
+        delta = float(entry["smallest_effect"]["value"])
+        d = decide_trend(x, y, delta, int(entry["budget"]), float(entry.get("alpha", ALPHA)))
+        slopes = trial_slopes(x, y)
+        se = float(slopes.std(ddof=1) / np.sqrt(slopes.size))
+        parts.append(f"{mech['name']} ({claim_id}): mean slope {d.estimate:.3f} (standard error {se:.3f}, "
+                     f"{d.n} trials) -> **{d.verdict}**")
+    return ("not registered, shown because the registration's text describes it: the written rule (per-trial "
+            "least-squares slope of ln(ARE + 1e-3) on ln eps, decreasing, smallest effect "
+            f"{delta:g}; `dpstream.claims.sequential.decide_trend` at one look, alpha {ALPHA:g} per side) on the "
+            "committed table gives " + "; ".join(parts) + ". It decides nothing; the verdicts shown are the coded "
+            "rule's")
+
+
+def awaiting(claim_ids: list[str], sources: list[str], looks: pd.DataFrame) -> str:
+    """``final: <verdict> (look N, awaiting adoption of the experiment)``, or empty.
+
+    For claims shown as history (no label of ``sources`` registered) whose registered decisions are all final in
+    ``looks.csv`` (``looks``, ``registered.read_looks``): their experiment is not adopted yet. Several claims (the
+    clauses of one sentence) are combined like the sentence (``kinds.combine``).
+    """
+    from dpstream.claims.kinds import combine
+
+    if not claim_ids or any(is_registered(s) for s in sources) or looks.empty:
+        return ""
+    final = looks[looks["final"] & looks["id"].astype(str).isin(claim_ids)]
+    if set(final["id"].astype(str)) != set(claim_ids) or final["id"].duplicated().any():
+        return ""
+    at = sorted({int(n) for n in final["look"]})
+    where = f"look {at[0]}" if len(at) == 1 else "looks " + ", ".join(map(str, at))
+    return f"final: {combine(list(final['verdict'].astype(str)))} ({where}, awaiting adoption of the experiment)"
+
+
+def shown(claim_ids: list[str], sources: list[str], looks: pd.DataFrame) -> list[str]:
+    """Per claim, its ``from`` cell: where the verdict comes from (``registered.short``), then the notes that apply.
+
+    The final registered decision awaiting adoption (``awaiting``) and the rule-text flag (``flag``).
+    """
+    return ["; ".join(x for x in (short(s), awaiting([i], [s], looks), flag([i])) if x)
+            for i, s in zip(claim_ids, sources, strict=True)]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

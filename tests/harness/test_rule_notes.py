@@ -1,0 +1,148 @@
+"""Rule as registered vs rule as coded, the generic rule descriptions, and final decisions awaiting adoption."""
+
+import importlib
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from dpstream.claims.registration import by_id
+from dpstream.harness.first_page import first_page
+from dpstream.harness.readme import render
+from dpstream.harness.report import registered_sentences, tally_lines
+from dpstream.harness.rule_notes import (
+    DIFFERENCES,
+    FLAG,
+    awaiting,
+    declared_trend,
+    differences_table,
+    flag,
+    generic_rule_paragraph,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+TABLES = ROOT / "results" / "tables"
+
+
+def test_each_difference_names_the_line_and_constant_of_the_coded_rule():
+    entries = by_id()
+    for d in DIFFERENCES:
+        line = (ROOT / d.path).read_text().splitlines()[d.line - 1]
+        assert d.anchor in line, f"{d.where} no longer holds {d.anchor!r}: {line!r}"
+        if d.constant:
+            module, name, value = d.constant
+            assert getattr(importlib.import_module(module), name) == value
+            assert f"{name} = {value:g}" in d.difference
+        for claim_id in d.claims:
+            assert entries[claim_id]["rule"]["family"] == "trend"  # what the registration writes
+
+
+def test_fig3f_registered_text_disclaims_the_cut_its_claims_rows_apply():
+    from dpstream.claims.sketch import LIMITED_EPS
+
+    entries = by_id()
+    claims = pd.read_csv(TABLES / "fig3f.claims.csv", keep_default_na=False).set_index("id")
+    fig3f = next(d for d in DIFFERENCES if "fig3f#0" in d.claims)
+    for claim_id in fig3f.claims:
+        assert "not as the >= 2x cut" in " ".join(str(entries[claim_id]["underspecified"]).split())
+        assert f"of the geometric mean >= {LIMITED_EPS:g}" in claims.loc[claim_id, "rule"]
+    fig3c = pd.read_csv(TABLES / "fig3c.claims.csv", keep_default_na=False).set_index("id")
+    assert fig3c.loc["fig3c#1", "rule"].startswith("per trial, the fraction of the ARE removed")
+
+
+def test_the_flag_stands_beside_exactly_the_flagged_verdicts():
+    flagged = {i for d in DIFFERENCES for i in d.claims}
+    table = differences_table(TABLES)
+    fig3f = pd.read_csv(TABLES / "fig3f.claims.csv", keep_default_na=False).set_index("id")["verdict"]
+    assert f"fig3f#2: {fig3f['fig3f#2']}, fig3f#3: {fig3f['fig3f#3']} |" in next(r for r in table if "fig3f#0" in r)
+    assert flag(["fig3f#4"]) == "" and flag(["fig3f#2", "fig3f#4"]).startswith(FLAG)
+    rows = [r for r in first_page(TABLES) if r.startswith("| fig")]
+    for row in rows:
+        expected = '"we observe a clear decrease' in row or '"All variants show decreasing ARE as depth' in row
+        assert (FLAG in row) == expected, row[:120]
+    for exp in ("fig3f", "fig3c"):
+        lines = render([exp], TABLES).splitlines()[2:]
+        ids = pd.read_csv(TABLES / f"{exp}.claims.csv", keep_default_na=False)["id"]
+        assert [FLAG in line.rsplit("|", 2)[-2] for line in lines] == [i in flagged for i in ids]
+
+
+def test_the_generic_rule_count_comes_from_the_registration(tmp_path):
+    text = generic_rule_paragraph()
+    assert text.startswith("**122 of the 186 registered claims (70 implementation checks, 38 theory checks, 14 own "
+                           "hypotheses)")
+    registration = yaml.safe_load((ROOT / "results" / "preregistration.yaml").read_text())
+    generic = next(c for c in registration["claims"] if c["rule"]["family"] == "location"
+                   and c["rule"]["parameters"].get("statistic") == "the claim's per-trial statistic")
+    generic["rule"]["parameters"] = {"statistic": "fraction of flagged seeds"}
+    path = tmp_path / "preregistration.yaml"
+    path.write_text(yaml.safe_dump(registration))
+    assert generic_rule_paragraph(path).startswith("**121 of the 186")
+
+
+def test_the_written_fig3f_rule_is_computed_and_can_come_out_either_way(tmp_path):
+    committed = declared_trend(TABLES)
+    assert committed.startswith("not registered, shown because the registration's text describes it")
+    assert "PunctualCMS (fig3f#2): mean slope -0.042" in committed
+    assert "LazyCMS (fig3f#0): mean slope -0.480 (standard error 0.030, 30 trials) -> **confirmed**" in committed
+    assert "PunctualCMS (fig3f#2): mean slope -0.042 (standard error 0.010, 30 trials) -> **not confirmed**" \
+        in committed
+    df = pd.read_csv(TABLES / "fig3f.csv", usecols=["mechanism.name", "epsilon", "seed", "trial", "are_top15"])
+    punctual = df["mechanism.name"] == "punctualcms"
+    rng = np.random.default_rng(0)  # ARE ~ 1/eps with 10% noise: a slope of -1, far steeper than the 0.2 asked
+    df.loc[punctual, "are_top15"] = 0.1 / df.loc[punctual, "epsilon"] * rng.lognormal(0, 0.1, int(punctual.sum()))
+    (tmp_path / "tables").mkdir()
+    df.to_csv(tmp_path / "tables" / "fig3f.csv", index=False)
+    assert "PunctualCMS (fig3f#2): mean slope -0.9" in declared_trend(tmp_path / "tables")
+    assert "(fig3f#2): mean slope -0.9" in declared_trend(tmp_path / "tables").split("-> **confirmed**")[2]
+
+
+def _looks(records: list[tuple[int, str, str, bool]]) -> pd.DataFrame:
+    frame = pd.DataFrame(records, columns=["look", "id", "verdict", "final"])
+    return frame.assign(experiment=frame["id"].str.rsplit("#", n=1).str[0])
+
+
+def test_a_final_decision_of_a_claim_shown_as_history_is_shown_awaiting_adoption():
+    history = ["history: seed 0, decides nothing"] * 2
+    looks = _looks([(1, "fig3e#1", "inconclusive", False), (1, "fig3e#2", "not confirmed", True),
+                    (2, "fig3e#1", "not confirmed", True)])
+    both = awaiting(["fig3e#1", "fig3e#2"], history, looks)
+    assert both == "final: not confirmed (looks 1, 2, awaiting adoption of the experiment)"
+    assert awaiting(["fig3e#2"], history[:1], looks) == "final: not confirmed (look 1, awaiting adoption of the " \
+        "experiment)"
+    assert awaiting(["fig3e#0", "fig3e#2"], history, looks) == ""  # fig3e#0 not final yet
+    registered = "registered: look 2, 20 pooled trials, seeds 3-4, registration x"
+    assert awaiting(["fig3e#1"], [registered], looks) == ""  # adopted: the registered label says it
+
+
+def test_the_first_page_shows_final_decisions_beside_history(tmp_path):
+    tables = tmp_path / "results" / "tables"
+    tables.mkdir(parents=True)
+    for name in ("fig3e.csv", "fig3e.claims.csv"):
+        shutil.copy(TABLES / name, tables / name)
+    claims = pd.read_csv(tables / "fig3e.claims.csv", keep_default_na=False)
+    claims.assign(provenance="").to_csv(tables / "fig3e.claims.csv", index=False)  # shown as history
+    looks = tmp_path / "results" / "verify" / "paper"
+    looks.mkdir(parents=True)
+    _looks([(2, "fig3e#1", "not confirmed", True), (1, "fig3e#2", "not confirmed", True)]).drop(
+        columns="experiment").assign(trials=20, measured="m", prereg_hash="x").to_csv(looks / "looks.csv", index=False)
+    rows = [r for r in first_page(tables) if r.startswith("| fig3e")]
+    dip = next(r for r in rows if "lower ARE at very small" in r)
+    limited = next(r for r in rows if "limited effect" in r)
+    assert "final: not confirmed (looks 1, 2, awaiting adoption of the experiment)" in dip
+    assert "awaiting" not in limited  # fig3e#0 has no final record here
+
+
+def test_the_paper_tally_counts_sentences_and_its_registered_part():
+    rows = [("a", "confirmed", True), ("a", "not confirmed", True), ("b", "confirmed", True),
+            ("b", "confirmed", False), ("c", "confirmed", True)]
+    claims = pd.DataFrame([{"sentence": s, "verdict": v, "registered": r, "kind": "paper claim", "setting": "paper",
+                            "data": "", "claim": s, "experiment": "e"} for s, v, r in rows])
+    assert registered_sentences(claims).startswith("1 confirmed, 1 not confirmed, 0 inconclusive, 0 n/a (2 of 3 "
+                                                   "sentences have every clause decided by the registered run")
+    lines = tally_lines(claims)
+    assert lines[0].startswith("Verdicts: paper claims (each sentence once") and "(3 claims)" in lines[0]
+    assert lines[2].startswith("Paper claims are counted by sentence: a sentence of several clauses is one claim, "
+                               "confirmed only if every clause is")
+    assert "Of those, registered paper sentences: 1 confirmed, 1 not confirmed" in lines[2]
