@@ -36,7 +36,7 @@ def test_each_difference_names_the_line_and_constant_of_the_coded_rule():
             assert getattr(importlib.import_module(module), name) == value
             assert f"{name} = {value:g}" in d.difference
         for claim_id in d.claims:
-            assert entries[claim_id]["rule"]["family"] == "trend"  # what the registration writes
+            assert entries[claim_id]["rule"]["family"] == d.family  # what the registration writes
 
 
 def test_fig3f_registered_text_disclaims_the_cut_its_claims_rows_apply():

@@ -40,6 +40,8 @@ class RuleDifference:
     difference: str
     constant: tuple[str, str, float] | None = None
     """(module, name, value) of the constant the difference names, checked by the test."""
+    family: str = "trend"
+    """The rule family the registration writes for these claims (checked by the test)."""
 
     @property
     def where(self) -> str:
@@ -58,6 +60,14 @@ DIFFERENCES = (
         ("fig3c#1",), "src/dpstream/claims/sketch.py", 262, "more_for_claim(df, '\"the benefit [of depth]",
         "the text registers a trend over depth; the code compares, for every (private, non-private) pair, the paired "
         "per-trial fraction of the ARE removed between the first and last depth (MORE_FOR), a different test"),
+    RuleDifference(
+        tuple(f"audit_svt#{i}" for i in range(13)), "src/dpstream/claims/audit.py", 27,
+        'flagged = dict(zip(df["case"], df["fails"].astype(bool), strict=True))',
+        "the text registers a per-trial location rule; the code judges one table of 13 audits, so on the pooled "
+        "table of 30 seeds the registered claims are the first seed's 13 rows (their eps_lower), and every flag it "
+        "reads is the last pooled seed's (a dict over repeated cases): 'paired controls flagged: 30/30' counts one "
+        "seed's flag 30 times. The flag of every seed is the column fails of results/tables/audit_svt.csv",
+        family="location"),
 )
 """Every registered claim whose written rule is not the rule its code applies (the verdict is the code's)."""
 
