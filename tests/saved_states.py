@@ -6,8 +6,8 @@ stream positions (``state``, uint8), what the object released then (``at_save_<i
 stream up to ``CONTINUE`` (``continued_<i>``). ``python tests/saved_states.py`` writes them all, ``python
 tests/saved_states.py --missing`` only those not yet kept (a new counter's); each file was written by the code it is
 named after when it was added (the first ones before counters became factorisations; those of a counter class per
-node noise, in format 1, are named by the class and node noise that read them now, ``serial.RENAMED``), and ``test_saved_states.py``
-checks every later version restores them and answers the same.
+node noise, in format 1, are named by the class and node noise that read them now, ``serial.RENAMED``), and
+``test_saved_states.py`` checks every later version restores them and answers the same.
 """
 
 from __future__ import annotations
