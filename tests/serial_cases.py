@@ -166,18 +166,24 @@ CASES: list[Case] = [
 BY_NAME = {case.name: case for case in CASES}
 
 
-def _defaulted(cls: type) -> list[str]:
-    """The constructor parameters of ``cls`` that have a default, following ``**kwargs`` to the bases' constructors."""
-    names: list[str] = []
+def constructor_parameters(cls: type) -> dict[str, inspect.Parameter]:
+    """The named constructor parameters of ``cls``, following ``**kwargs`` to the bases' constructors."""
+    found: dict[str, inspect.Parameter] = {}
     for base in cls.__mro__:
         if "__init__" not in base.__dict__:
             continue
         params = inspect.signature(base.__dict__["__init__"]).parameters
-        names += [p for p, spec in params.items() if p != "self" and spec.default is not inspect.Parameter.empty
-                  and p not in names]
+        for name, spec in params.items():
+            if name != "self" and spec.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL):
+                found.setdefault(name, spec)
         if not any(spec.kind is inspect.Parameter.VAR_KEYWORD for spec in params.values()):
             break
-    return names
+    return found
+
+
+def _defaulted(cls: type) -> list[str]:
+    """The constructor parameters of ``cls`` that have a default (``constructor_parameters``)."""
+    return [p for p, spec in constructor_parameters(cls).items() if spec.default is not inspect.Parameter.empty]
 
 
 def option_grid(case: Case) -> list[dict[str, Any]]:
@@ -195,7 +201,8 @@ def option_grid(case: Case) -> list[dict[str, Any]]:
     for name in names:
         if name in OPTIONS and not (name == "node_noise" and "counter" in names):
             values = tuple(getattr(case.cls, "NOISES", OPTIONS[name])) if name == "node_noise" else OPTIONS[name]
-            axes.append([{name: value} for value in values])
+            if len(values) > 1:  # a tree counter with one node noise takes only its default
+                axes.append([{name: value} for value in values])
     return [{k: v for d in combo for k, v in d.items()} for combo in itertools.product(*axes)]
 
 

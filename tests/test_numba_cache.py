@@ -17,9 +17,9 @@ import pytest
 from numba import njit
 
 from dpstream.counters import BinaryTree, CounterDescriptor
+from dpstream.counters import _kernels as kernels
 from dpstream.counters.binary import tree_noises
 from dpstream.counters.tree_noise import PHILOX_NODES
-from dpstream.counters import _kernels as kernels
 from dpstream.sketches import LazyCMS
 from dpstream.sketches import _kernels as sketch_kernels
 

@@ -24,7 +24,13 @@ from dpstream.counters import _kernels as kernels
 from dpstream.counters import sources
 from dpstream.counters._bm_kernels import popcount as popcount
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES, Counter
-from dpstream.counters.discrete import AHEAD_NODES, CONSTANT_TIME_NODES, DISCRETE_NODES, KEYED_STORED_NODES
+from dpstream.counters.discrete import (
+    AHEAD_NODES,
+    CONSTANT_TIME_NODES,
+    DISCRETE_NODES,
+    KEYED_STORED_NODES,
+    DiscreteNodes,
+)
 from dpstream.counters.factorisation import Dyadic, Factorisation
 from dpstream.counters.sources import NodeNoise
 from dpstream.counters.tree_noise import PHILOX_NODES, STORED_NODES, TreeNoise
@@ -246,6 +252,22 @@ class BinaryTree(Counter):
         """Philox nodes' cache of whole-table releases (key, nodes (n, levels), cached steps (n,)), made on demand."""
         return PHILOX_NODES.cache(self)
 
+    def _sampler(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Derived discrete nodes: the draws' sampler for ``secure.lanes`` (sampler, hi, lo) and the timing block k."""
+        return self._discrete_nodes().sampler(self)
+
+    @property
+    def keeps_block(self) -> bool:
+        """Whether whole-table releases keep a block's nodes drawn ahead (``discrete.AheadNodes``)."""
+        return bool(getattr(self.nodes, "keeps_block", False))
+
+    def _discrete_nodes(self) -> DiscreteNodes:
+        """The node noise, when it derives discrete nodes at release; else an error naming it."""
+        if not isinstance(self.nodes, DiscreteNodes):
+            raise ValueError(f"node_noise={self.node_noise!r} derives no discrete nodes at release; allowed: "
+                             "discrete_secure, discrete_secure_ahead, discrete_secure_ct")
+        return self.nodes
+
     def prefetch_releases(self) -> None:
         """Draw each whole-table release's successor (every step + 1) on a second thread (``release.Prefetch``).
 
@@ -253,7 +275,7 @@ class BinaryTree(Counter):
         refresh): the same values, drawn while the caller works on the next items. The draws land in the node cache
         and ``_st`` only.
         """
-        if self.node_noise not in ("discrete_secure", "discrete_secure_ahead", "discrete_secure_ct"):
+        if not isinstance(self.nodes, DiscreteNodes):
             raise ValueError("prefetch_noise() needs node_noise discrete_secure, discrete_secure_ahead or "
                              f"discrete_secure_ct, not {self.node_noise!r}")
         self._prefetch = secure_release.Prefetch()
