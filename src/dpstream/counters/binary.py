@@ -150,9 +150,12 @@ class BinaryTree(Counter):
             cls.source = next(iter(cls.NOISES.values())).source
         super().__init_subclass__(**kwargs)
 
+    _repr_attrs: ClassVar[dict[str, str]] = {"node_noise": "_chosen_noise"}
+
     def __init__(self, *, node_noise: str | None = None, seed: SeedLike = None, **kwargs: Any) -> None:
         """As ``Counter``, with node noise ``node_noise`` (one of ``NOISES``; None: the first)."""
         self.nodes = self.noise_of(node_noise)
+        self._chosen_noise = None if self.nodes is self.noise_of(None) else self.nodes.source.name  # for ``repr``
         self._seed = seed
         for attr, value in self.noise_facts(self.nodes).items():
             setattr(self, attr, value)
