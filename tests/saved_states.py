@@ -1,11 +1,13 @@
 """Saved states of every shipped counter and of the sketches holding them, kept as files (``tests/data/states``).
 
-Each file ``<Class>[-<counter>-<node_noise>].npz`` holds the bytes ``to_bytes`` wrote after the first ``SPLIT``
+Each file ``<Class>[.<node_noise>].npz`` (a counter; the node noise of a tree counter that takes several) or
+``<Class>-<counter>-<node_noise>.npz`` (a sketch) holds the bytes ``to_bytes`` wrote after the first ``SPLIT``
 stream positions (``state``, uint8), what the object released then (``at_save_<i>``) and what it released after the
 stream up to ``CONTINUE`` (``continued_<i>``). ``python tests/saved_states.py`` writes them all, ``python
 tests/saved_states.py --missing`` only those not yet kept (a new counter's); each file was written by the code it is
-named after when it was added (the first ones before counters became factorisations), and ``test_saved_states.py``
-checks every later version restores them and answers the same.
+named after when it was added (the first ones before counters became factorisations; those of a counter class per
+node noise, in format 1, are named by the class and node noise that read them now, ``serial.RENAMED``), and
+``test_saved_states.py`` checks every later version restores them and answers the same.
 """
 
 from __future__ import annotations
@@ -20,15 +22,15 @@ from serial_cases import BY_NAME, CASES, SPLIT, Case, option_grid
 DIR = Path(__file__).parent / "data" / "states"
 CONTINUE = 400
 SKETCHES = ("LazyCMS", "LazyCS", "PunctualCMS", "LazyHH", "GaussBM")
-"""The sketches (and GaussBM) whose states hold a counter; the counters themselves are every class in ``COUNTERS``."""
+"""The sketches (and GaussBM) whose states hold a counter; the counters themselves are every entry of ``COUNTERS``."""
 
 
 def fixtures() -> Iterator[tuple[str, Case, dict[str, Any]]]:
     """(file stem, case, options) of every saved state: each counter class, each sketch with each counter pair."""
     from dpstream.counters import COUNTERS
 
-    for cls in dict.fromkeys(COUNTERS.values()):
-        yield cls.__name__, BY_NAME[cls.__name__], {}
+    for d in COUNTERS.values():
+        yield d.label, BY_NAME[d.cls.__name__], {"node_noise": d.node_noise} if "." in d.label else {}
     for name in SKETCHES:
         case = BY_NAME[name]
         pairs = dict.fromkeys((o["counter"], o["node_noise"]) for o in option_grid(case) if "counter" in o)

@@ -28,7 +28,7 @@ from dpstream.sketches.estimators import ESTIMATORS
 from dpstream.svt.monitor import ThresholdMonitor, ThresholdMonitorEvolving
 
 OPTIONS: dict[str, tuple[Any, ...]] = {
-    "node_noise": NODE_NOISES,
+    "node_noise": NODE_NOISES,  # a tree counter: the names of its NOISES
     "calibration": CALIBRATIONS,
     "hash_family": HASH_FAMILIES,
     "estimator": ESTIMATORS,
@@ -149,7 +149,8 @@ def _monitor_releases(obj: Any, t: int) -> tuple:
 
 
 CASES: list[Case] = [
-    *(Case(cls, COUNTER_KW, _feed_counter, _counter_releases) for cls in dict.fromkeys(COUNTERS.values())),
+    *(Case(cls, COUNTER_KW, _feed_counter, _counter_releases) for cls in dict.fromkeys(d.cls for d in
+                                                                                       COUNTERS.values())),
     Case(GaussBM, {**COUNTER_KW, "horizon": HORIZON // N_COUNTERS}, _feed_bm, _bm_releases),
     Case(ThresholdMonitor, MONITOR_KW, _feed_monitor, _monitor_releases),
     Case(ThresholdMonitorEvolving, MONITOR_KW, _feed_monitor, _monitor_releases),
@@ -165,10 +166,29 @@ CASES: list[Case] = [
 BY_NAME = {case.name: case for case in CASES}
 
 
+def constructor_parameters(cls: type) -> dict[str, inspect.Parameter]:
+    """The named constructor parameters of ``cls``, following ``**kwargs`` to the bases' constructors."""
+    found: dict[str, inspect.Parameter] = {}
+    for base in cls.__mro__:
+        if "__init__" not in base.__dict__:
+            continue
+        params = inspect.signature(base.__dict__["__init__"]).parameters
+        for name, spec in params.items():
+            if name != "self" and spec.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL):
+                found.setdefault(name, spec)
+        if not any(spec.kind is inspect.Parameter.VAR_KEYWORD for spec in params.values()):
+            break
+    return found
+
+
+def _defaulted(cls: type) -> list[str]:
+    """The constructor parameters of ``cls`` that have a default (``constructor_parameters``)."""
+    return [p for p, spec in constructor_parameters(cls).items() if spec.default is not inspect.Parameter.empty]
+
+
 def option_grid(case: Case) -> list[dict[str, Any]]:
     """Every valid combination of the options the constructor of ``case.cls`` takes (see the module docstring)."""
-    params = inspect.signature(case.cls.__init__).parameters
-    names = [p for p, spec in params.items() if p != "self" and spec.default is not inspect.Parameter.empty]
+    names = _defaulted(case.cls)
     loose = [p for p in names if p not in OPTIONS and p != "counter" and p not in case.base and p not in NOT_STATE]
     if loose:
         raise AssertionError(f"{case.name}({', '.join(loose)}=...): list the values of this option in OPTIONS or fix "
@@ -180,7 +200,9 @@ def option_grid(case: Case) -> list[dict[str, Any]]:
         axes.append(noises)
     for name in names:
         if name in OPTIONS and not (name == "node_noise" and "counter" in names):
-            axes.append([{name: value} for value in OPTIONS[name]])
+            values = tuple(getattr(case.cls, "NOISES", OPTIONS[name])) if name == "node_noise" else OPTIONS[name]
+            if len(values) > 1:  # a tree counter with one node noise takes only its default
+                axes.append([{name: value} for value in values])
     return [{k: v for d in combo for k, v in d.items()} for combo in itertools.product(*axes)]
 
 

@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 from numba import njit
 
-from dpstream.counters import DerivedBinary
+from dpstream.counters import BinaryTree, CounterDescriptor
 from dpstream.counters import _kernels as kernels
+from dpstream.counters.binary import tree_noises
+from dpstream.counters.tree_noise import PHILOX_NODES
 from dpstream.sketches import LazyCMS
 from dpstream.sketches import _kernels as sketch_kernels
 
@@ -62,9 +64,10 @@ def toy_push(state, cell, step, c, noise, z):
     return z
 
 
-class ToyDerived(DerivedBinary):
+class ToyDerived(BinaryTree):
     """A counter defined outside the package: its own compiled push, so its loops are compiled uncached."""
 
+    NOISES = tree_noises(PHILOX_NODES)
     kind = kernels.EXTERNAL
     push_kernel = toy_push
 
@@ -72,7 +75,7 @@ class ToyDerived(DerivedBinary):
 def test_a_counter_with_its_own_push_gets_an_uncached_loop_with_the_same_result(monkeypatch):
     from dpstream.counters import COUNTERS
 
-    monkeypatch.setitem(COUNTERS, ("toy_derived", "derived"), ToyDerived)
+    monkeypatch.setitem(COUNTERS, ("toy_derived", "derived"), CounterDescriptor(ToyDerived))
     stream = np.random.default_rng(1).integers(0, 100, 3000)
     ours = LazyCMS(width=16, depth=3, epsilon=1.0, delta=1e-3, horizon=4096, seed=3, node_noise="derived")
     toy = LazyCMS(width=16, depth=3, epsilon=1.0, delta=1e-3, horizon=4096, seed=3, counter="toy_derived",
@@ -85,9 +88,10 @@ def test_a_counter_with_its_own_push_gets_an_uncached_loop_with_the_same_result(
     assert type(loop._cache).__name__ == "NullCache"  # compiled in this process, never written to the cache
 
 
-class ToyShared(DerivedBinary):
+class ToyShared(BinaryTree):
     """A counter written as docs/harness.md shows: its push a class attribute, read through each instance."""
 
+    NOISES = tree_noises(PHILOX_NODES)
     kind = kernels.EXTERNAL
     push_kernel = toy_push
 
@@ -99,7 +103,7 @@ def test_a_second_instance_of_an_external_counter_compiles_nothing(monkeypatch):
 
     from dpstream.counters import COUNTERS
 
-    monkeypatch.setitem(COUNTERS, ("toy_shared", "derived"), ToyShared)
+    monkeypatch.setitem(COUNTERS, ("toy_shared", "derived"), CounterDescriptor(ToyShared))
     cells, steps, values = np.array([1, 2, 1]), np.array([1, 1, 2]), np.array([1, 1, 1])
     first = ToyShared(n=8, horizon=64, epsilon=1.0, delta=1e-3, seed=1)
     assert first.push_kernel is not ToyShared(n=8, horizon=64, epsilon=1.0, delta=1e-3, seed=1).push_kernel

@@ -3,7 +3,8 @@
 Each file holds the bytes one counter or sketch wrote, what it released then and what it released after more of the
 stream. The restored object must release the same: integers (steps, times, items) exactly; floats within
 ``RTOL`` relative plus ``ATOL`` absolute, since the files were written on another CPU whose last bits may differ.
-The bytes must also read back as the same bytes (nothing lost on the way in).
+The bytes must also read back as the same bytes at the current format (nothing lost on the way in): those the
+format's migrations (``serial.MIGRATIONS``) make of them.
 """
 
 import struct
@@ -37,9 +38,10 @@ def _same(stored: np.ndarray, now: np.ndarray, what: str) -> None:
 
 def test_fixtures_cover_the_counters_and_sketches():
     names = {f.stem.split("-")[0] for f in FILES}
-    assert {"StoredBinary", "HonakerTree", "BLTCounter", "SmoothStored", "LaplaceTree", "HybridDerived",
-            "SqrtFactorisation", "DiscreteSecureBinary", "LazyCMS", "LazyCS", "PunctualCMS", "LazyHH",
-            "GaussBM"} <= names
+    assert {"BinaryTree.stored", "BinaryTree.discrete_secure", "HonakerTree.stored", "BLTCounter",
+            "SmoothBinary.stored", "LaplaceTree", "HybridDerived", "SqrtFactorisation", "LazyCMS", "LazyCS",
+            "PunctualCMS", "LazyHH", "GaussBM"} <= names
+    assert sorted(f.stem for f in FILES) == sorted(STEMS)  # a file for every counter and sketch pair, none stale
     assert len(FILES) >= 100
 
 
@@ -49,7 +51,7 @@ def test_saved_state_restores_and_answers_the_same(path):
     data = saved["state"].tobytes()
     obj = serial.from_bytes(data)
     case = BY_NAME[type(obj).__name__]
-    assert obj.to_bytes() == data
+    assert obj.to_bytes() == _current(data)
     at_save = [k for k in saved.files if k.startswith("at_save_")]
     for i, value in enumerate(case.releases(obj, SPLIT)):
         _same(saved[f"at_save_{i}"], value, f"{path.stem} at save, release {i}")
@@ -59,35 +61,66 @@ def test_saved_state_restores_and_answers_the_same(path):
         _same(saved[f"continued_{i}"], value, f"{path.stem} continued, release {i}")
 
 
+def _current(data: bytes) -> bytes:
+    """``data`` as the current format writes it: its migrated header and arrays, packed again."""
+    header, arrays = serial.unpack(data)
+    return serial.pack(header["class"], header["args"], header["state"], arrays)
+
+
 def _with_version(data: bytes, version: int) -> bytes:
     body = data[:8] + struct.pack("<H", version) + data[10:-4]
     return body + struct.pack("<I", zlib.crc32(body))
 
 
 def test_newer_format_is_refused_naming_what_to_do():
-    data = np.load(DIR / "StoredBinary.npz")["state"].tobytes()
+    data = np.load(DIR / "BinaryTree.stored.npz")["state"].tobytes()
     with pytest.raises(serial.SerialError, match="newer dpstream.*upgrade"):
         serial.from_bytes(_with_version(data, serial.FORMAT_VERSION + 1))
 
 
 def test_older_format_without_migration_is_refused_naming_how_to_migrate():
-    data = np.load(DIR / "StoredBinary.npz")["state"].tobytes()
+    data = np.load(DIR / "BinaryTree.stored.npz")["state"].tobytes()
     with pytest.raises(serial.SerialError, match="format version 0.*dpstream that wrote it"):
         serial.from_bytes(_with_version(data, 0))
 
 
 def test_older_format_is_migrated(monkeypatch):
-    data = np.load(DIR / "StoredBinary.npz")["state"].tobytes()
+    data = np.load(DIR / "BinaryTree.stored.npz")["state"].tobytes()
     seen = []
 
     def migrate(header, arrays):
         seen.append(header["class"])
         return header, arrays
 
-    monkeypatch.setattr(serial, "MIGRATIONS", {0: migrate})
+    monkeypatch.setattr(serial, "MIGRATIONS", {**serial.MIGRATIONS, 0: migrate})
     restored = serial.from_bytes(_with_version(data, 0))
-    assert seen == ["StoredBinary"]
-    assert restored.to_bytes() == data  # written back at the current version
+    assert seen == ["StoredBinary"]  # the file's format-1 tag, before version 1's migration renames it
+    assert restored.to_bytes() == _current(data)  # written back at the current version
+
+
+def test_a_format_1_counter_of_a_renamed_class_restores_as_its_factorisation_with_its_node_noise():
+    # format 1 wrote one class per (factorisation, node noise): version 2 reads each as the factorisation's class
+    # with the node noise it stood for, and refuses it when the migration is missing
+    for stem, cls, noise in [("BinaryTree.derived", "BinaryTree", "derived"),
+                             ("HonakerTree.discrete_secure_stored", "HonakerTree", "discrete_secure_stored"),
+                             ("SmoothBinary.discrete_secure", "SmoothBinary", "discrete_secure")]:
+        data = np.load(DIR / f"{stem}.npz")["state"].tobytes()
+        assert struct.unpack_from("<H", data, 8)[0] == 1
+        obj = serial.from_bytes(data)
+        assert (type(obj).__name__, obj.node_noise) == (cls, noise)
+        assert type(obj).from_bytes(data).node_noise == noise
+        header = serial.unpack(obj.to_bytes())[0]
+        assert (header["class"], header["args"]["node_noise"]) == (cls, noise)
+    data = np.load(DIR / "BinaryTree.stored.npz")["state"].tobytes()
+    with pytest.raises(serial.SerialError, match="the bytes hold a BinaryTree, not a HonakerTree"):
+        serial.unpack(data, "HonakerTree")
+
+
+def test_a_format_1_state_is_refused_without_its_migration_naming_how_to_migrate(monkeypatch):
+    data = np.load(DIR / "BinaryTree.discrete_secure_ct.npz")["state"].tobytes()
+    monkeypatch.setattr(serial, "MIGRATIONS", {})
+    with pytest.raises(serial.SerialError, match="version 1 .*no migration from version 1.*dpstream that wrote it"):
+        serial.from_bytes(data)
 
 
 def _same_header(stored: dict, now: dict, what: str) -> None:

@@ -174,8 +174,8 @@ def test_rejects_bad_magic(lazy_bytes):
 
 
 def test_rejects_unsupported_version(lazy_bytes):
-    data = lazy_bytes[:8] + (2).to_bytes(2, "little") + lazy_bytes[10:]
-    with pytest.raises(ValueError, match="format version 2 was written by a newer dpstream"):
+    data = lazy_bytes[:8] + (serial.FORMAT_VERSION + 1).to_bytes(2, "little") + lazy_bytes[10:]
+    with pytest.raises(ValueError, match=f"format version {serial.FORMAT_VERSION + 1} was written by a newer dpstream"):
         LazyCMS.from_bytes(data)
 
 

@@ -10,7 +10,7 @@ import inspect
 import numpy as np
 import pytest
 
-from dpstream.counters import COUNTERS
+from dpstream.counters import COUNTERS, BinaryTree, counter_class
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.heavy_hitters import CMSHeap, LazyHH, PunctualHH
 from dpstream.query_release import Conjunctions, LaplaceRelease, histogram, product_mixture
@@ -63,9 +63,13 @@ def test_repr_shows_what_was_chosen_and_can_rebuild_it() -> None:
                         "node_noise='derived')")
     assert repr(GaussBM(n=4, horizon=16, epsilon=1.0, delta=1e-6, counter="blt")) == (
         "GaussBM(n=4, horizon=16, epsilon=1.0, delta=1e-06, counter='blt')")
-    for cls in COUNTERS.values():
-        assert repr(cls(n=4, horizon=16, epsilon=1.0, delta=1e-6, m=2)).startswith(
-            f"{cls.__name__}(n=4, horizon=16, epsilon=1.0, delta=1e-06, m=2")
+    for spec in COUNTERS.values():
+        text = repr(spec(n=4, horizon=16, epsilon=1.0, delta=1e-6, m=2))
+        assert text.startswith(f"{spec.cls.__name__}(") and "n=4, horizon=16, epsilon=1.0, delta=1e-06, m=2" in text
+    derived = counter_class("binary", "derived")(n=4, horizon=16, epsilon=1.0, delta=1e-6)
+    assert "node_noise='derived'" in repr(derived)  # the node noise chosen shows (not the default), and rebuilds
+    assert "node_noise" not in repr(counter_class("binary", "stored")(n=4, horizon=16, epsilon=1.0, delta=1e-6))
+    assert eval(repr(derived), {"BinaryTree": BinaryTree}).node_noise == "derived"
 
 
 def test_gauss_bm_estimates_many_as_one_by_one() -> None:

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from dpstream.audit.sensitivity_cases import GaussBMCase
-from dpstream.counters import StoredBinary
+from dpstream.counters import BinaryTree
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.privacy.calibration import gauss_bm_sigma
 from dpstream.testing import MechanismSpec, gauss_bm_noise, register
@@ -16,7 +16,7 @@ from dpstream.testing.shipped import gauss_bm_output
 COUNTER = "toy_counter:ToyCounter"
 
 
-class ToyCounter(StoredBinary):
+class ToyCounter(BinaryTree):
     """The binary mechanism's tree with one noise per closed node, under its own name.
 
     Privacy (Chan, Shi and Song, "Private and continual release of statistics"): (epsilon, delta)-DP for

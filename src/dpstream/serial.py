@@ -38,10 +38,28 @@ import numpy as np
 from dpstream.noise import NOISE_MODES, NoiseSource
 
 MAGIC = b"DPSTREAM"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """The version ``to_bytes`` writes."""
+RENAMED: dict[str, tuple[str, dict[str, Any]]] = {}
+"""Class names version 1 wrote that version 2 no longer writes, by old name: the class that reads them now and the
+arguments that say what the old class was (``rename``; a counter class per noise became one class per factorisation
+taking ``node_noise``)."""
+
+
+def rename(old: str, new: str, **args: Any) -> None:
+    """Read a version-1 state of class ``old`` as one of class ``new`` with the arguments ``args`` added."""
+    RENAMED[old] = (new, args)
+
+
+def _renamed_classes(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
+                                                                                   dict[str, np.ndarray]]:
+    """Version 1 to 2: a renamed class's tag becomes its new class and its arguments gain what it stood for."""
+    new, added = RENAMED.get(header["class"], (header["class"], {}))
+    return {**header, "class": new, "args": {**header["args"], **added}}, arrays
+
+
 MIGRATIONS: dict[int, Callable[[dict[str, Any], dict[str, np.ndarray]], tuple[dict[str, Any], dict[str, np.ndarray]]]]
-MIGRATIONS = {}
+MIGRATIONS = {1: _renamed_classes}
 """By older format version v: the function taking its (header, arrays) to those of version v + 1. Reading applies them
 in turn up to ``FORMAT_VERSION``; a version below it with no migration is refused, naming how to migrate it."""
 _PREFIX = struct.Struct("<8sHI")  # magic, version, header length
@@ -182,6 +200,8 @@ def _read_header(data: bytes, end: int, cls_name: str | None) -> tuple[dict[str,
     """The JSON header and its array listing (name, dtype, shape), checked to be of ``cls_name`` and numeric."""
     header = _parse(data[_PREFIX.size:end])
     found = header["class"]
+    if _PREFIX.unpack_from(data)[1] < 2 and found in RENAMED:  # the class that reads it now (``_renamed_classes``)
+        found = RENAMED[found][0]
     if found not in REGISTRY:
         raise SerialError(f"unknown class name {found!r:.80}: not a dpstream serialised class "
                           f"(known: {', '.join(sorted(REGISTRY))})")

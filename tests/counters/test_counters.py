@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 from test_ziggurat import reference_normal
 
-from dpstream.counters import DerivedBinary, StoredBinary, counter_class
+from dpstream.counters import BinaryTree, counter_class
 from dpstream.counters.blt_params import blt_noise_stream, noise_variance
 from dpstream.counters.gauss_bm import GaussBM, popcount
 from dpstream.counters.honaker_tree import honaker_stream, honaker_variance
@@ -124,7 +124,7 @@ def test_derived_sketch_cells_have_the_formula_variance(cls):
 
 def test_derived_sketch_memory_is_its_exact_counts():
     sketch = LazyCMS(width=995, depth=3, epsilon=0.3, delta=1e-3, horizon=10**6, node_noise="derived")
-    model = sketch_bytes("lazy", np.array([995]), 3, 10**6, "actual", DerivedBinary)[0]
+    model = sketch_bytes("lazy", np.array([995]), 3, 10**6, "actual", counter_class("binary", "derived"))[0]
     assert sketch.memory_bytes == model == 3 * 995 * (4 + 4) + 3 * 32 + 16  # exact + pending, hashes, key
     wide = PunctualCMS.from_memory(kilobytes=24, depth=3, epsilon=0.3, delta=1e-3, horizon=10**6, model="actual",
                                    node_noise="derived")
@@ -141,7 +141,8 @@ def test_calibration_reaches_every_counter():
 
 
 def test_bad_choices_are_named():
-    assert counter_class() is StoredBinary
+    assert counter_class().cls is BinaryTree and counter_class().node_noise == "stored"
+    assert counter_class() is counter_class("binary", "stored")  # the registry's one descriptor
     with pytest.raises(ValueError, match="unknown counter 'fenwick'; allowed: .*binary, blt"):
         counter_class("fenwick")
     with pytest.raises(ValueError, match="unknown node_noise 'cached'; allowed: stored, derived"):
@@ -234,7 +235,7 @@ def test_derived_cached_and_partial_releases_equal_the_uncached_release():
     # the node cache and the partial releases (cells skipped for some steps, steps moving back and forth, the whole
     # table after partial ones) must give exactly release()'s floats: integers and floats compared exactly
     n, horizon = 40, 1000
-    counter = DerivedBinary(n=n, horizon=horizon, epsilon=0.5, delta=1e-3, m=2, seed=5)
+    counter = BinaryTree(n=n, horizon=horizon, epsilon=0.5, delta=1e-3, m=2, seed=5, node_noise="derived")
     counter._exact[0] = np.arange(n) * 3 - 50
     rng = np.random.default_rng(2)
     steps = rng.integers(0, horizon + 1, n)
@@ -265,7 +266,5 @@ def test_derived_sketch_queries_read_only_their_cells_and_give_the_whole_table_e
 
 def test_a_count_dtype_name_from_a_state_is_checked_before_numpy_parses_it():
     """A dtype name with a comma makes numpy call ``ast.literal_eval``: a SyntaxError, not a refusal."""
-    from dpstream.counters import DerivedBinary
-
     with pytest.raises(ValueError, match=r"count_dtype=','; allowed: \('int32', 'int64'\)"):
-        DerivedBinary._allocation_bytes({"count_dtype": ",", "n": 1, "horizon": 8})
+        BinaryTree._allocation_bytes({"count_dtype": ",", "n": 1, "horizon": 8, "node_noise": "derived"})

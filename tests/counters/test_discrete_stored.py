@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from dpstream.counters import HonakerDiscreteSecure, StoredDiscreteSecureBinary, counter_class
+from dpstream.counters import counter_class
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.counters.honaker_tree import honaker_stream, honaker_variance
 from dpstream.noise import noise_mode
@@ -24,6 +24,9 @@ N_COUNTERS = 40_000
 HORIZON = 15  # steps 1..15: every pattern of the 4 levels' bits
 Z_SE = 5.5
 """Standard errors allowed per covariance entry: two-sided 4e-8 each, under 5e-6 over the 120 entries (union)."""
+
+BINARY_STORED = counter_class("binary", "discrete_secure_stored")
+HONAKER_STORED = counter_class("honaker", "discrete_secure_stored")
 
 
 def node_variance(sigma2) -> float:
@@ -138,13 +141,13 @@ def test_draws_do_not_depend_on_batching_and_never_repeat() -> None:
     parts = [sequential.draws(key, np.int64(lo), np.int64(hi - lo), a, b, t, samplers.new_state())
              for lo, hi in ((0, 1), (1, 400), (400, 1000))]
     np.testing.assert_array_equal(whole, np.concatenate(parts))
-    counter = StoredDiscreteSecureBinary(n=8, horizon=100, epsilon=1.0, delta=1e-3, seed=0)
+    counter = BINARY_STORED(n=8, horizon=100, epsilon=1.0, delta=1e-3, seed=0)
     first, second = counter.draw(500), counter.draw(500)
     assert not np.array_equal(first, second) and int(counter._drawn[0]) == 1000
 
 
 def test_flags_keys_and_repr() -> None:
-    for cls in (StoredDiscreteSecureBinary, HonakerDiscreteSecure):
+    for cls in (BINARY_STORED, HONAKER_STORED):
         seeded = cls(n=10, horizon=64, epsilon=1.0, delta=1e-6, m=4, seed=5)
         assert seeded.certified and not seeded.deployable and seeded.notion == "computational"
         private = cls(n=10, horizon=64, epsilon=1.0, delta=1e-6, m=4)
@@ -163,7 +166,7 @@ def test_flags_keys_and_repr() -> None:
 
 
 def test_memory_counts_the_stored_tree_the_key_and_the_draw_count() -> None:
-    for cls in (StoredDiscreteSecureBinary, HonakerDiscreteSecure):
+    for cls in (BINARY_STORED, HONAKER_STORED):
         counter = cls(n=37, horizon=1000, epsilon=1.0, delta=1e-6, seed=0, count_dtype=np.int32)
         assert counter.memory_bytes == 37 * cls.bytes_per_counter(1000, 4) + cls.fixed_bytes
         assert cls.fixed_bytes == 32 + 8
@@ -174,7 +177,7 @@ def test_refusals_are_one_line() -> None:
         counter_class("blt", "discrete_secure_stored")
     assert "\n" not in str(info.value)
     with noise_mode("secure"), pytest.raises(ValueError, match="noise=secure is not available") as info:
-        StoredDiscreteSecureBinary(n=4, horizon=16, epsilon=1.0, delta=1e-3, seed=0)
+        BINARY_STORED(n=4, horizon=16, epsilon=1.0, delta=1e-3, seed=0)
     assert "\n" not in str(info.value)
     with pytest.raises(ValueError, match="discrete_secure_stored") as info:
         counter_class("honaker", "discrete_secure")  # Honaker over derived discrete nodes is not built
@@ -182,5 +185,5 @@ def test_refusals_are_one_line() -> None:
 
 
 def test_sigma_is_the_calibrations() -> None:
-    counter = HonakerDiscreteSecure(n=3, horizon=2**10, epsilon=0.5, delta=1e-5, m=6, seed=0)
+    counter = HONAKER_STORED(n=3, horizon=2**10, epsilon=0.5, delta=1e-5, m=6, seed=0)
     assert counter.sigma == pytest.approx(math.sqrt(discrete_gaussian_sigma2(11 * 6, 0.5, 1e-5)), rel=1e-15)

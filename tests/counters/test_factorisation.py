@@ -77,7 +77,7 @@ def test_a_wrong_row_norm_is_caught():
 
 
 @pytest.mark.parametrize("horizon", (5, 64))
-@pytest.mark.parametrize("cls", list(dict.fromkeys(COUNTERS.values())), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", list(COUNTERS.values()), ids=lambda d: d.label)
 def test_counter_variance_and_sensitivity_come_from_its_factorisation(cls, horizon):
     counter = cls(n=2, horizon=horizon, epsilon=1.0, delta=1e-6, m=2, seed=1)
     f = factorisation_of(counter)

@@ -29,7 +29,7 @@ Z_BIN = 5.0
 
 
 def test_the_registry_names_it_and_the_scale_is_the_grid_above_b():
-    assert counter_class("laplace", "discrete_secure_stored") is DiscreteLaplaceTree
+    assert counter_class("laplace", "discrete_secure_stored").cls is DiscreteLaplaceTree
     counter = DiscreteLaplaceTree(n=2, horizon=2**20, epsilon=0.3, delta=1e-3, m=3, seed=0)
     b = LaplaceTree(n=2, horizon=2**20, epsilon=0.3, delta=1e-3, m=3, seed=0).scale
     t, s = counter.grid

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from test_discrete_stored import releases
 
-from dpstream.counters import SmoothDerived, SmoothDiscreteSecure, SmoothStored, counter_class
+from dpstream.counters import SmoothBinary, counter_class
 from dpstream.counters._smooth_kernels import binomials, push_draws, release_leaves
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.counters.smooth import smooth_shape, used_nodes
@@ -87,20 +87,20 @@ def test_release_covariance_across_steps_is_the_factorisations(node_noise, n):
 def test_every_release_has_k_nodes_and_the_calibration_takes_h_minus_k():
     horizon = 1000
     h, k = smooth_shape(horizon)
-    stored = SmoothStored(n=1, horizon=horizon, epsilon=1.0, delta=1e-3, m=3)
+    stored = SmoothBinary(n=1, horizon=horizon, epsilon=1.0, delta=1e-3, m=3)
     binary = counter_class("binary", "stored")(n=1, horizon=horizon, epsilon=1.0, delta=1e-3, m=3)
     assert stored.sigma / binary.sigma == pytest.approx(math.sqrt((h - k) / binary.levels))
     np.testing.assert_allclose(stored.variance(np.arange(1, horizon + 1)), k * stored.sigma**2)
     assert stored.variance(0) == 0
-    secure = SmoothDiscreteSecure(n=1, horizon=horizon, epsilon=1.0, delta=1e-3, m=3)
+    secure = SmoothBinary(n=1, horizon=horizon, epsilon=1.0, delta=1e-3, m=3, node_noise="discrete_secure")
     assert secure.squared_sensitivity == (h - k) * 3 and secure.levels == h
-    assert secure.deployable and SmoothDerived(n=1, horizon=horizon, epsilon=1.0, delta=1e-3).notion == (
-        "computational")
+    derived = SmoothBinary(n=1, horizon=horizon, epsilon=1.0, delta=1e-3, node_noise="derived")
+    assert secure.deployable and derived.notion == "computational" and stored.notion == "approximate"
 
 
 def test_released_noise_is_the_trees_at_the_release_leaf():
-    # the derived smooth counter releases DerivedBinary's node noises at tree step t_s: same key, same nodes
-    smooth = SmoothDerived(n=4, horizon=50, epsilon=1.0, delta=1e-3, seed=9)
+    # the derived smooth counter releases the binary tree's Philox node noises at tree step t_s: same key, same nodes
+    smooth = SmoothBinary(n=4, horizon=50, epsilon=1.0, delta=1e-3, seed=9, node_noise="derived")
     tree = counter_class("binary", "derived")(n=4, horizon=2**smooth.levels - 1, epsilon=1.0, delta=1e-3, seed=9)
     tree._noise_scale = smooth._noise_scale
     steps = np.array([1, 7, 33, 50])
@@ -123,7 +123,7 @@ def test_sketches_take_the_smooth_counter(cls, node_noise):
     estimates = sketch.query_many(keys)
     assert np.all(np.isfinite(estimates))
     cells = sketch._state.counters
-    assert isinstance(cells, counter_class("smooth", node_noise))
+    assert isinstance(cells, SmoothBinary) and cells.node_noise == node_noise
     assert cells.variance(np.array([1]))[0] == smooth_shape(cells.horizon)[1] * cells._noise_scale**2
     if exact is not None:
         exact.extend(stream)

@@ -51,3 +51,16 @@ def test_draw_variance_is_the_distributions():
     assert sources.STORED.draw_variance(b) == sources.DERIVED.draw_variance(b) == b**2
     tree = COUNTERS["laplace", "stored"](n=1, horizon=8, epsilon=1.0, delta=1e-6, seed=1)
     assert tree.draw_variance == pytest.approx(2.0 * tree.scale**2)
+
+
+@pytest.mark.parametrize(("name", "noise"), list(COUNTERS))
+def test_a_built_counter_states_what_its_descriptor_states(name, noise):
+    # what callers read before building (memory model, kernel, draws) is the pair's, and the counter built agrees
+    spec = COUNTERS[name, noise]
+    counter = spec(n=3, horizon=40, epsilon=1.0, delta=1e-6, seed=2)
+    assert (counter.name, counter.node_noise, counter.source) == (name, noise, spec.source)
+    for attr in ("kind", "tracks_steps", "draws_per_push", "partial_release", "sparse_pushes", "fixed_bytes",
+                 "notion"):
+        assert getattr(counter, attr) == getattr(spec, attr), attr
+    assert spec.bytes_per_counter(40, 8) * 3 + spec.fixed_bytes == type(counter)._allocation_bytes(
+        {**counter._serial_args(), "n": 3})

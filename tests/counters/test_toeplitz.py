@@ -134,7 +134,7 @@ def test_state_bytes_are_the_ring_and_the_total():
 
 
 def test_banded_factory_makes_one_class_per_band_count_and_refuses_bad_bands():
-    assert banded_sqrt(16) is counter_class("banded16")
+    assert banded_sqrt(16) is counter_class("banded16").cls
     # (no new b here: every concrete Serialisable in the process needs a serial round-trip case)
     for bad in (0, -3, 2.5, True):
         with pytest.raises(ValueError, match="bands="):

@@ -15,7 +15,7 @@ from scipy import stats
 from test_discrete_stored import Z_SE, binary_map
 
 from dpstream import serial
-from dpstream.counters import DerivedBinary
+from dpstream.counters import BinaryTree
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.counters.philox import (
     ZIGGURAT_AREA,
@@ -154,7 +154,7 @@ def test_derived_tree_releases_have_the_formula_covariance_across_release_times(
     # covariance sigma^2 W W^T, W the 0/1 map from the nodes to the releases; a node reused across releases, or two
     # nodes sharing words, shows as a wrong off-diagonal entry
     horizon, n = 15, 40_000
-    counter = DerivedBinary(n=n, horizon=horizon, epsilon=1.0, delta=1e-3, seed=11)
+    counter = BinaryTree(n=n, horizon=horizon, epsilon=1.0, delta=1e-3, seed=11, node_noise="derived")
     x = np.stack([counter.release_all(np.full(n, s, dtype=np.int64)) for s in range(1, horizon + 1)])
     w = binary_map(horizon)
     expected = counter.sigma**2 * w @ w.T

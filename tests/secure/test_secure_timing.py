@@ -16,6 +16,7 @@ import pytest
 from test_secure_noise import FLOAT_TOKENS, N_DRAWS, _chi_square_p, _nonces
 
 from dpstream.counters import counter_class
+from dpstream.counters.discrete import DELTA_SHARE
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.privacy.discrete_gaussian import discrete_gaussian_sigma2
 from dpstream.secure import cdt, chacha, lanes, release, samplers
@@ -81,8 +82,8 @@ def test_tail_bound_bounds_the_tail() -> None:
 def test_counter_splits_delta_and_states_the_sampler_term() -> None:
     cls = counter_class("binary", "discrete_secure_ct")
     counter = cls(n=300, horizon=4096, epsilon=1.0, delta=1e-6, m=6, seed=1)
-    share = cls.DELTA_SHARE * 1e-6
-    assert counter.sigma2 == discrete_gaussian_sigma2(counter.levels * 6, 1.0, 1e-6 * (1 - cls.DELTA_SHARE))
+    share = DELTA_SHARE * 1e-6
+    assert counter.sigma2 == discrete_gaussian_sigma2(counter.levels * 6, 1.0, 1e-6 * (1 - DELTA_SHARE))
     assert 0 < counter.sampler_delta <= share
     assert counter.sampler_delta == cdt.sampler_delta(float(counter.sigma2), counter.table_size, 300 * 4096, 1.0)
     bm = GaussBM(n=300, horizon=4096, epsilon=1.0, delta=1e-6, m=6, seed=1, node_noise="discrete_secure_ct")

@@ -40,7 +40,8 @@ def test_actual_bytes_fit_the_budget_and_one_more_column_would_not(case, kilobyt
                              **options)
     budget = kilobytes * 1000
     assert sketch.memory_bytes <= budget
-    cells = type(sketch._state.counters) if cls in PRIVATE else COUNTERS["binary", "stored"]
+    built = sketch._state.counters if cls in PRIVATE else None  # the model of the counter the sketch holds
+    cells = COUNTERS[built.name, built.node_noise] if built is not None else COUNTERS["binary", "stored"]
     model = sketch_bytes(cls._schedule.kind, np.array([sketch.width, sketch.width + 1]), 3, horizon, "actual", cells,
                          family)
     assert model[0] == sketch.memory_bytes, "the model is the bytes held"

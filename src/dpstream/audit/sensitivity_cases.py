@@ -36,7 +36,7 @@ import numpy as np
 
 from dpstream import descriptor
 from dpstream.audit.sensitivity import REGISTRY, Neighbours, Sensitivity, SensitivityCase, register
-from dpstream.counters import Counter, DiscreteNoise, LaplaceTree
+from dpstream.counters import BinaryTree, Counter, LaplaceTree
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.counters.registry import PROBED
 from dpstream.descriptor import resolve
@@ -94,7 +94,8 @@ def gauss_bm_assumed(bm: GaussBM | Counter) -> Sensitivity:
     counter = bm.counter if isinstance(bm, GaussBM) else bm
     if isinstance(counter, LaplaceTree):  # pure: Laplace node noise of scale b covers L1 sensitivity b epsilon
         return Sensitivity("l1", counter.scale * counter.epsilon)
-    if isinstance(counter, DiscreteNoise):  # sigma^2 covers calibration_delta: delta less a constant-time sampler's
+    if isinstance(counter, BinaryTree) and counter.source.distribution == "discrete_gaussian":
+        # sigma^2 covers calibration_delta: delta less a constant-time sampler's share
         covered = discrete_gaussian_l2_sensitivity(counter.sigma2, bm.epsilon, counter.calibration_delta)
         return Sensitivity("l2", covered)
     return Sensitivity("l2", gaussian_l2_sensitivity(bm.sigma, bm.epsilon, bm.delta, bm.calibration))

@@ -7,11 +7,13 @@ Toeplitz (BLT) counter with its noise stored in buffers or derived from a key, t
 banded (``counters.toeplitz``), the normalised square root (``nsqrt``, ``counters.normalised``), and a factorisation
 with no horizon, the square root perturbed by logarithms (``unbounded``, ``counters.unbounded``).
 
-``counter_class(counter, node_noise)`` reads the counters' descriptors (``counters.registry``, one line a class);
-it is the one place a configuration's choice becomes a class; an
-unknown or unavailable combination is an error naming it and listing what is allowed. A counter of your own, outside
-the package, is named by its import path, ``counter="my_module:MyCounter"`` (a ``Counter`` subclass): nothing to
-register.
+A counter is a factorisation class with a noise source: the tree counters (``BinaryTree``, ``HonakerTree``,
+``SmoothBinary``, ...) take the source as ``node_noise=`` (``tree_noise``, ``discrete``), the others have one each.
+``counter_class(counter, node_noise)`` reads the counters' descriptors (``counters.registry``, one line a class) and
+returns the pair's (``CounterDescriptor``: called, it builds the counter; it states the pair's memory model, draws and
+kernel); it is the one place a configuration's choice becomes a counter; an unknown or unavailable combination is an
+error naming it and listing what is allowed. A counter of your own, outside the package, is named by its import path,
+``counter="my_module:MyCounter"`` (a ``Counter`` subclass): nothing to register.
 """
 
 from __future__ import annotations
@@ -20,20 +22,17 @@ import importlib
 from typing import Any
 
 from dpstream.counters import sources
-from dpstream.counters._discrete_noise import DiscreteNoise
 from dpstream.counters.base import Counter
-from dpstream.counters.binary import DerivedBinary, StoredBinary, popcount
+from dpstream.counters.binary import BinaryTree, popcount
 from dpstream.counters.blt import BLTCounter
 from dpstream.counters.blt_derived import DerivedBLT
-from dpstream.counters.discrete import AheadDiscreteBinary, ConstantTimeDiscreteBinary, DiscreteSecureBinary
-from dpstream.counters.discrete_stored import HonakerDiscreteSecure, StoredDiscreteSecureBinary
 from dpstream.counters.honaker import HonakerTree
 from dpstream.counters.hybrid import HybridDerived
 from dpstream.counters.laplace_discrete import DiscreteLaplaceTree
 from dpstream.counters.laplace_tree import LaplaceTree
 from dpstream.counters.normalised import NormalisedSqrt
-from dpstream.counters.registry import COUNTERS
-from dpstream.counters.smooth import SmoothDerived, SmoothDiscreteSecure, SmoothStored
+from dpstream.counters.registry import COUNTERS, CounterDescriptor
+from dpstream.counters.smooth import SmoothBinary
 from dpstream.counters.toeplitz import SqrtFactorisation, banded_sqrt
 from dpstream.counters.unbounded import UnboundedFactorisation
 
@@ -60,10 +59,13 @@ def _own_counter(path: str) -> type[Counter]:
     return cls
 
 
-def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[Counter]:
-    """The counter class for ``counter`` (binary, ...) with node noise ``node_noise`` (``NODE_NOISES``)."""
+def counter_class(counter: str = "binary", node_noise: str = "stored") -> CounterDescriptor:
+    """The counter ``counter`` (binary, ...) with node noise ``node_noise`` (``NODE_NOISES``): its descriptor.
+
+    Called, it builds the counter; ``.cls`` is its class.
+    """
     if ":" in counter:
-        return _own_counter(counter)
+        return CounterDescriptor(_own_counter(counter))
     names = sorted({c for c, _ in COUNTERS})
     if counter not in names:
         raise ValueError(f"unknown counter {counter!r}; allowed: {', '.join(names)}")
@@ -81,19 +83,16 @@ def counter_class(counter: str = "binary", node_noise: str = "stored") -> type[C
 def node_noise_version(mechanism: dict[str, Any]) -> dict[str, str]:
     """Code versions of the node noise of a mechanism config (entries of its store key; empty for most).
 
-    The version of the source of the config's counter class (``counter`` and ``node_noise``, by default binary and
+    The version of the source of the config's counter (``counter`` and ``node_noise``, by default binary and
     stored; empty for a pair no counter takes): derived node noise is a function of the code's normal transform
     (``counters.philox.NODE_NORMAL``), exact discrete node noise of its sampler (``secure.samplers.EXACT_SAMPLER``,
     ``secure.samplers.LAPLACE_SAMPLER``; ``discrete_secure_ct`` has its own table sampler).
     """
-    cls = COUNTERS.get((mechanism.get("counter") or "binary", mechanism.get("node_noise") or "stored"))
-    return {} if cls is None else cls.source.version()
+    found = COUNTERS.get((mechanism.get("counter") or "binary", mechanism.get("node_noise") or "stored"))
+    return {} if found is None else found.source.version()
 
 
-__all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "AheadDiscreteBinary", "BLTCounter",
-           "ConstantTimeDiscreteBinary", "Counter", "DerivedBLT", "DerivedBinary", "DiscreteLaplaceTree",
-           "DiscreteNoise",
-           "DiscreteSecureBinary", "HonakerDiscreteSecure", "HonakerTree", "HybridDerived", "LaplaceTree",
-           "NormalisedSqrt", "SmoothDerived", "SmoothDiscreteSecure", "SmoothStored", "SqrtFactorisation",
-           "StoredBinary", "StoredDiscreteSecureBinary", "UnboundedFactorisation", "banded_sqrt", "counter_class",
+__all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "BLTCounter", "BinaryTree", "Counter", "CounterDescriptor",
+           "DerivedBLT", "DiscreteLaplaceTree", "HonakerTree", "HybridDerived", "LaplaceTree", "NormalisedSqrt",
+           "SmoothBinary", "SqrtFactorisation", "UnboundedFactorisation", "banded_sqrt", "counter_class",
            "node_noise_version", "popcount"]

@@ -57,23 +57,25 @@ class Counter(Certified, serial.Serialisable, ABC):
     """
 
     name: ClassVar[str]
-    source: ClassVar[NodeNoise] = STORED
-    """Where the noise of the factorisation comes from (``counters.sources``); the next four follow from it."""
-    node_noise: ClassVar[str]
+    source: NodeNoise = STORED
+    """Where the noise of the factorisation comes from (``counters.sources``); the next four follow from it. These
+    per-source facts are class attributes of a class with one source and instance attributes of one that takes
+    several (``BinaryTree``): read them from an instance or from ``counter_class(counter, node_noise)``."""
+    node_noise: str
     """The source's name (``node_noise=``)."""
-    notion: ClassVar[Notion]
+    notion: Notion
     """The sense of the (epsilon, delta) guarantee (``privacy.Privacy.notion``): the source's."""
-    sparse_pushes: ClassVar[bool]
+    sparse_pushes: bool
     """A push of 0 changes nothing, so a schedule may skip it: the source derives its noise at release."""
-    fixed_bytes: ClassVar[int]
+    fixed_bytes: int
     """Memory model: bytes held once per counter array (the source's key), on top of ``bytes_per_counter`` each."""
-    kind: ClassVar[int] = kernels.EXTERNAL
+    kind: int = kernels.EXTERNAL
     push_kernel: ClassVar[Any] = None
     state: NamedTuple
-    tracks_steps: ClassVar[bool]
-    draws_per_push: ClassVar[int]
+    tracks_steps: bool
+    draws_per_push: int
     """Noise draws per push (on average, for buffer sizing): 0 when the source draws at release."""
-    partial_release: ClassVar[bool] = False
+    partial_release: bool = False
     """Whether ``release_wanted`` saves work over ``release_all`` (a reader then says which cells it reads)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -117,7 +119,7 @@ class Counter(Certified, serial.Serialisable, ABC):
         self.m = check_positive_int(m, "m")
         self.levels = self.tree_levels(self.horizon)
         count_bytes = np.dtype(count_dtype).itemsize
-        check_allocation(self.n * self.bytes_per_counter(self.horizon, count_bytes) + self.fixed_bytes,
+        check_allocation(self.n * self.counter_bytes(self.horizon, count_bytes, self.source) + self.fixed_bytes,
                          f"{type(self).__name__}(n={self.n}, horizon={self.horizon})")
         self.calibration = calibration
         self.sigma = gaussian_sigma(self.l2_sensitivity(self.horizon, self.m), self.epsilon, self.delta, calibration)
@@ -142,6 +144,16 @@ class Counter(Certified, serial.Serialisable, ABC):
     @abstractmethod
     def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
         """Memory model: bytes of state per counter (``memory_bytes`` is n times this)."""
+
+    @classmethod
+    def counter_bytes(cls, horizon: int, count_bytes: int, source: NodeNoise) -> int:
+        """Memory model: bytes of state per counter with noise source ``source`` (one source: ``bytes_per_counter``)."""
+        return cls.bytes_per_counter(horizon, count_bytes)
+
+    @classmethod
+    def source_of(cls, args: dict[str, Any]) -> NodeNoise:
+        """The noise source of a counter built with the arguments ``args`` (one source: ``source``)."""
+        return cls.source
 
     @classmethod
     def working_bytes(cls, horizon: int) -> int:
@@ -258,7 +270,8 @@ class Counter(Certified, serial.Serialisable, ABC):
         if args["count_dtype"] not in COUNT_DTYPES:  # checked before numpy parses the name (``np.dtype(",")``)
             raise ValueError(f"count_dtype={args['count_dtype']!r}; allowed: {COUNT_DTYPES}")
         count_bytes = np.dtype(args["count_dtype"]).itemsize
-        return serial.size_arg(args, "n") * cls.bytes_per_counter(args["horizon"], count_bytes) + cls.fixed_bytes
+        source = cls.source_of(args)
+        return serial.size_arg(args, "n") * cls.counter_bytes(args["horizon"], count_bytes, source) + source.key_bytes
 
     @classmethod
     def _working_bytes(cls, args: dict[str, Any]) -> int:

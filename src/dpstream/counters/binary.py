@@ -1,29 +1,45 @@
-"""The binary-tree counter (Holland, Alg. 1) with its node noise stored (the paper) or derived on demand.
+"""The binary-tree counter (Holland, Alg. 1), one class whatever its node noise (``node_noise=``, ``tree_noise``).
 
-Stored (``StoredBinary``): one node per level per counter (exact partial sum + noisy running sum, as in
-``_bm_kernels``); a push closes a node and draws its noise. Derived (``DerivedBinary``, issue "beyond the
-paper"): node noise is a keyed pseudorandom function of (cell, level, node index), Philox4x64-10 keyed from the
-secret seed, so a counter holds only its exact count, a push is one integer add, and a release regenerates
-the popcount(s) node values of its step. Both release exact prefix sum + the noises of the dyadic nodes over
-the set bits of s: the same joint distribution of all releases at all times when the generator is a random
-function (the computational assumption numpy's own generators rest on as well; see ``DerivedBinary``).
+Stored nodes (``node_noise="stored"``, the paper; ``"discrete_secure_stored"``): one node per level per counter
+(exact partial sum + noisy running sum, as in ``_bm_kernels``); a push closes a node and draws its noise. Derived
+nodes (``"derived"``, issue "beyond the paper"; ``"discrete_secure"`` and its variants): node noise is a keyed
+pseudorandom function of (cell, level, node index), Philox4x64-10 or ChaCha20 keyed from the secret seed, so a
+counter holds only its exact count, a push is one integer add, and a release regenerates the popcount(s) node values
+of its step. All release exact prefix sum + the noises of the dyadic nodes over the set bits of s: the same joint
+distribution of all releases at all times when the generator is a random function (the computational assumption
+numpy's own generators rest on as well; ``tree_noise.PhiloxNodes``).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from dpstream import serial
-from dpstream.counters import _derived, sources
 from dpstream.counters import _kernels as kernels
+from dpstream.counters import sources
 from dpstream.counters._bm_kernels import popcount as popcount
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES, Counter
+from dpstream.counters.discrete import (
+    AHEAD_NODES,
+    CONSTANT_TIME_NODES,
+    DISCRETE_NODES,
+    KEYED_STORED_NODES,
+    DiscreteNodes,
+)
 from dpstream.counters.factorisation import Dyadic, Factorisation
-from dpstream.counters.philox import NODE_NORMAL
+from dpstream.counters.sources import NodeNoise
+from dpstream.counters.tree_noise import PHILOX_NODES, STORED_NODES, TreeNoise
+from dpstream.counters.tree_noise import DerivedState as DerivedState
+from dpstream.noise import SeedLike
 from dpstream.privacy.calibration import gauss_bm_levels
+from dpstream.privacy.maps import PrivacyMap
+from dpstream.secure import release as secure_release
+from dpstream.secure.samplers import CHUNKS
 
 
 def prefix_sums(increments: np.ndarray) -> np.ndarray:
@@ -57,17 +73,12 @@ class TreeState(NamedTuple):
     noisy_sums: np.ndarray
 
 
-class DerivedState(NamedTuple):
-    """The derived-noise tree: the exact count of every counter, (1, n); the node noise is regenerated at release."""
-
-    exact: np.ndarray
-
-
 class PhiloxDerived(Counter):
-    """Base of the counters whose node noise is derived from a 128-bit Philox key at release (put it first).
+    """Base of the factorisations whose noise is derived from a 128-bit Philox key at release (put it first).
 
-    Nothing is drawn at push time; the pushes touch the exact sums only; the guarantee is computational (Philox as a
-    pseudorandom function).
+    Nothing is drawn at push time; the pushes touch the exact sums only (``DerivedState``); the guarantee is
+    computational (Philox as a pseudorandom function). The tree counters take the same source as
+    ``tree_noise.PhiloxNodes``.
     """
 
     source = sources.DERIVED
@@ -75,15 +86,124 @@ class PhiloxDerived(Counter):
     tracks_steps = False
 
 
+def tree_noises(*nodes: TreeNoise) -> Mapping[str, TreeNoise]:
+    """The node noises a tree counter takes, by ``node_noise=`` name (the first is the default)."""
+    return {n.source.name: n for n in nodes}
+
+
 class BinaryTree(Counter):
-    """Calibration and variance shared by both node-noise choices: h levels, sigma for L2 sensitivity sqrt(h m)."""
+    """Alg. 1 of Holland: h = ceil(log2(T + 1)) levels, sigma for L2 sensitivity sqrt(h m); node noise ``node_noise``.
+
+    ``node_noise`` names one of ``NOISES`` (``tree_noise``, ``counters.discrete``): "stored" (the paper: one
+    preallocated node per level, ``_bm_kernels.push``, one N(0, sigma^2) draw per push), "derived" (Philox nodes at
+    release), "discrete_secure" (exact discrete Gaussian nodes at release from a ChaCha20 key), "discrete_secure_ahead"
+    (the same keeping a block's nodes drawn ahead), "discrete_secure_ct" (the same with a constant-time sampler) or
+    "discrete_secure_stored" (exact discrete Gaussian nodes drawn when they close and stored). Each source's privacy
+    statement, key and caches are in its class doc. The trees built on this one (Honaker's estimates, the smooth,
+    hybrid and k-ary Laplace trees) narrow ``NOISES`` and give their stored layout (``stored_kind``,
+    ``_allocate_stored``, ``stored_noise_count``, ``stored_release``) and, for derived nodes, their tree steps
+    (``tree_steps``).
+
+    What a caller reads before building one (memory, draws per push, the kernel) is the pair's, not the class's:
+    ``counters.counter_class(counter, node_noise)`` gives it (``registry.CounterDescriptor``); an instance carries
+    its own (``source``, ``kind``, ``draws_per_push``, ...).
+    """
 
     name = "binary"
+    NOISES: ClassVar[Mapping[str, TreeNoise]] = tree_noises(STORED_NODES, PHILOX_NODES, DISCRETE_NODES, AHEAD_NODES,
+                                                            CONSTANT_TIME_NODES, KEYED_STORED_NODES)
+    """The node noises this tree takes, by name; the first is the default."""
+    stored_kind: ClassVar[int] = kernels.STORED
+    """The compiled push of the stored tree (``_kernels``)."""
+    stored_draws: ClassVar[int] = 1
+    """Noise draws per push of the stored tree, on average (buffer sizing)."""
+    cached_releases: ClassVar[bool] = True
+    """Whether whole-table releases of derived nodes may keep a node cache (``partial_release`` with Philox)."""
+    block_levels = 1
+    """Timing level 1 of derived discrete nodes: a release draws every node of its block of 2^k steps."""
+    _chunks: int = CHUNKS
+    """Bytes of each table entry the exact sampler compares (tests lower it to send many draws to the slow path)."""
+    _node_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    """Philox nodes' cache of whole-table releases (``tree_noise.PhiloxNodes``)."""
+    _kept_nodes: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
+    """Discrete nodes' cache of ``release_all``: (k, key, nodes, blocks), or None (``discrete.DiscreteNodes``)."""
+    _prefetch: secure_release.Prefetch | None = None
+    """Set by ``prefetch_releases``: whole-table releases drawn one step ahead on a second thread."""
+    # set by the node noise when it allocates (``tree_noise``, ``discrete``)
+    _exact: np.ndarray
+    _noisy_sums: np.ndarray
+    _key: np.ndarray
+    _drawn: np.ndarray
+    _st: np.ndarray
+    _abt: np.ndarray
+    _hi: np.ndarray
+    _lo: np.ndarray
+    _noiseless: bool
+    _sampler_delta: float
+    sigma2: Fraction
+    table_size: int
+    deployable: bool
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A tree narrowing ``NOISES`` states its default source's facts at class level (``Counter``)."""
+        if "NOISES" in cls.__dict__ and "source" not in cls.__dict__:
+            cls.source = next(iter(cls.NOISES.values())).source
+        super().__init_subclass__(**kwargs)
+
+    _repr_attrs: ClassVar[dict[str, str]] = {"node_noise": "_chosen_noise"}
+
+    def __init__(self, *, node_noise: str | None = None, seed: SeedLike = None, **kwargs: Any) -> None:
+        """As ``Counter``, with node noise ``node_noise`` (one of ``NOISES``; None: the first)."""
+        self.nodes = self.noise_of(node_noise)
+        self._chosen_noise = None if self.nodes is self.noise_of(None) else self.nodes.source.name  # for ``repr``
+        self._seed = seed
+        for attr, value in self.noise_facts(self.nodes).items():
+            setattr(self, attr, value)
+        super().__init__(seed=seed, **kwargs)
+
+    @classmethod
+    def noise_of(cls, node_noise: str | None) -> TreeNoise:
+        """The node noise named ``node_noise`` (None: the default), or an error listing those allowed."""
+        if node_noise is None:
+            return next(iter(cls.NOISES.values()))
+        if not isinstance(node_noise, str) or node_noise not in cls.NOISES:
+            raise ValueError(f"node_noise={node_noise!r} is not available with counter={cls.name!r}; allowed: "
+                             f"{', '.join(cls.NOISES)}")
+        return cls.NOISES[node_noise]
+
+    @classmethod
+    def noise_facts(cls, nodes: TreeNoise) -> dict[str, Any]:
+        """What a counter of this tree with node noise ``nodes`` states (``Counter``'s per-source attributes)."""
+        source = nodes.source
+        return {"source": source, "node_noise": source.name, "notion": source.notion,
+                "sparse_pushes": source.sparse_pushes, "fixed_bytes": source.key_bytes, "kind": nodes.kind(cls),
+                "tracks_steps": nodes.tracks_steps, "draws_per_push": nodes.draws_per_push(cls),
+                "partial_release": nodes.partial_release and cls.cached_releases}
+
+    @classmethod
+    def source_of(cls, args: dict[str, Any]) -> NodeNoise:
+        """The source the arguments name (``node_noise``; the default when absent)."""
+        return cls.noise_of(args.get("node_noise")).source
+
+    @classmethod
+    def counter_bytes(cls, horizon: int, count_bytes: int, source: NodeNoise) -> int:
+        """State bytes per counter with node noise ``source`` (``TreeNoise.bytes_per_counter``)."""
+        return cls.noise_of(source.name).bytes_per_counter(cls, horizon, count_bytes)
 
     @classmethod
     def l2_sensitivity(cls, horizon: int, m: int) -> float:
         """sqrt(h m): one step of each of m counters moves h node values (one per level) by at most 1."""
         return math.sqrt(gauss_bm_levels(horizon) * m)
+
+    @classmethod
+    def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
+        """The stored tree: one exact partial sum and one noisy sum per level, and the step count."""
+        return gauss_bm_levels(horizon) * (count_bytes + NOISE_BYTES) + STEP_BYTES
+
+    @property
+    def squared_sensitivity(self) -> int:
+        """The integer squared L2 sensitivity exact discrete noise is calibrated for: h m, one node per level."""
+        return self.levels * self.m
 
     def protected(self, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """The released nodes: the one node closing at each step (``released_nodes``)."""
@@ -93,157 +213,169 @@ class BinaryTree(Counter):
         """The dyadic tree: variance popcount(s) sigma^2, one independent node noise per set bit of s."""
         return Dyadic(self.horizon)
 
-    def _table_steps(self, steps: np.ndarray) -> tuple[np.ndarray, bool]:
-        """``steps`` as a contiguous int64 (n,) array, and whether all lie in [0, 2^levels) (a node cache's levels)."""
-        steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), (self.n,)))
-        return steps, not (steps.size and (steps.min() < 0 or steps.max() >> self.levels))
-
-
-class StoredBinary(BinaryTree):
-    """Alg. 1 with one preallocated node per level (``_bm_kernels.push``); one noise per push.
-
-    State: exact partial sums (count dtype) and float64 noisy running sums, both (levels, n), and an int64 step per
-    counter.
-    """
-
-    kind = kernels.STORED
-    tracks_steps = True
-    draws_per_push = 1
-
-    @classmethod
-    def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
-        """One exact partial sum and one noisy sum per level, and the step count."""
-        return gauss_bm_levels(horizon) * (count_bytes + NOISE_BYTES) + STEP_BYTES
-
+    # -- the stored layout (node noise drawn at push) ----------------------------------------------------------
     def _allocate(self) -> None:
-        self._exact: np.ndarray = np.zeros((self.levels, self.n), dtype=self.count_dtype)
+        self.nodes.allocate(self)
+
+    def _allocate_stored(self) -> None:
+        """The stored tree: exact partial sums (count dtype) and float64 noisy running sums, both (levels, n)."""
+        self._exact = np.zeros((self.levels, self.n), dtype=self.count_dtype)
         self._noisy_sums = np.zeros((self.levels, self.n), dtype=np.float64)
         self.state = TreeState(self._exact, self._noisy_sums)
 
-    def noise_count(self, steps: np.ndarray) -> int:
+    def stored_noise_count(self, steps: np.ndarray) -> int:
         """One noise per push (the node it closes)."""
         return int(np.size(steps))
 
     def released_view(self) -> np.ndarray:
-        """Read-only view of every counter's released prefix sum (changes with pushes)."""
+        """Read-only view of every counter's released prefix sum (stored nodes; changes with pushes)."""
         view = self._noisy_sums[0]
         view.flags.writeable = False
         return view
 
-    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        """Release of the stored tree: a read-only gather of the level-0 noisy sums (``steps`` unused)."""
+    def stored_release(self, cells: np.ndarray) -> np.ndarray:
+        """Release of the stored tree: a gather of the level-0 noisy sums."""
         return self._noisy_sums[0, cells]
 
-    def release_all(self, steps: np.ndarray) -> np.ndarray:
-        """Every counter's release: the read-only ``released_view`` (``steps`` unused)."""
+    def stored_release_all(self) -> np.ndarray:
+        """Every counter's stored release: the read-only ``released_view``."""
         return self.released_view()
 
+    # -- derived nodes ---------------------------------------------------------------------------------------
+    def tree_steps(self, steps: np.ndarray) -> np.ndarray:
+        """The tree step whose set bits name the nodes of a release at each of ``steps`` (contiguous int64)."""
+        return np.ascontiguousarray(steps, dtype=np.int64)
 
-class DerivedBinary(PhiloxDerived, BinaryTree):
-    """The binary tree with derived node noise.
-
-    Z(cell, level, s >> level) = sigma * N(0, 1) from Philox4x64-10 keyed by two 64-bit words of the noise seed
-    (``counters.philox``).
-
-    Privacy: (epsilon, delta)-DP as the stored tree under the same relation, COMPUTATIONALLY: the releases are
-    the binary mechanism's exactly when Philox is a random function; against an observer who cannot tell
-    Philox from random (the standard PRF assumption) the guarantee holds as stated, against an unbounded one it
-    does not (an exhaustive search over the 128-bit key). The key must stay secret: ``seed=None`` takes it
-    from the operating system's entropy; a published seed publishes the noise. ``noise=secure`` is refused
-    (no CSPRNG-keyed version is built).
-
-    Whole-table releases (``release_all``) and the releases of the cells a sketch's query reads (``release_wanted``)
-    keep a node cache: the node normals of every counter's last released step, (n, levels) float64, so the next
-    release regenerates only the nodes that changed (one per counter after one push), and none for a cell not read.
-    It is a speed cache outside the state: not in ``memory_bytes`` (its size is ``noise_cache_bytes``), not
-    serialised, rebuilt on demand; it is as secret as the key.
-    """
-
-    partial_release = True
-
-    @classmethod
-    def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
-        """The exact count alone (the key is ``fixed_bytes``)."""
-        return count_bytes
-
-    def _allocate(self) -> None:
-        if self._noise.mode == "secure":
-            raise ValueError("noise=secure is not available with node_noise='derived' (its node noise comes from "
-                             "a keyed Philox generator, not a CSPRNG-keyed exact sampler); allowed: noise=numpy")
-        self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
-        self.state = DerivedState(self._exact)
-        # words 4, 5 of the seed's state stream: past the 4 words numpy's PCG64 takes from the same seed
-        self._key = self._noise.rng.bit_generator.seed_seq.generate_state(6, np.uint64)[4:]
-
-    def noise_count(self, steps: np.ndarray) -> int:
-        """No draws at push time: the noise is derived at release."""
-        return 0
-
-    def _state_arrays(self) -> dict[str, np.ndarray]:
-        return {**super()._state_arrays(), "key": self._key}
-
-    def _constants(self) -> dict[str, Any]:
-        """As the tree's, and the node normal's transform (``philox.NODE_NORMAL``)."""
-        return {**super()._constants(), "node_normal": NODE_NORMAL}
-
-    def _restore_scalars(self, scalars: dict[str, Any]) -> None:
-        """Refuse a state whose nodes another transform derived, or that names none (older states), then restore.
-
-        Restored, it would release other values for nodes it has already released: two noisy copies of the same sums,
-        which the privacy guarantee does not cover.
-        """
-        found = scalars.get("node_normal")
-        if found != NODE_NORMAL:
-            which = (f"node_normal={found!r}: this state's node noise was derived by another transform" if found else
-                     "this state names no node transform (written before dpstream recorded one: Box-Muller, or the "
-                     "ziggurat of the commits that introduced it)")
-            raise serial.SerialError(f"{which}, not this version's {NODE_NORMAL!r}; continuing it could release other "
-                                     "noise for nodes already released. Finish its stream with the dpstream version "
-                                     "that wrote it")
-        super()._restore_scalars(scalars)
-
-    def release_all(self, steps: np.ndarray) -> np.ndarray:
-        """Every counter's release at ``steps`` (n,), with the node cache (``_derived.release_all_cached``)."""
-        steps, cacheable = self._table_steps(steps)
-        if not cacheable:
-            return self.release(np.arange(self.n), steps)
-        cache = self._cache()
-        return _derived.release_all_cached(self._exact, self._key, self._noise_scale, steps, cache[1], cache[2])
-
-    def release_wanted(self, steps: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-        """``release_all`` at the cells ``wanted`` (bool, (n,)), NaN elsewhere (``_derived.release_wanted_cached``).
-
-        The nodes of the cells skipped are not generated; the cache keeps their older nodes for a later release.
-        """
-        steps, cacheable = self._table_steps(steps)
-        wanted = np.ascontiguousarray(np.broadcast_to(np.asarray(wanted, dtype=np.bool_), (self.n,)))
-        if not cacheable:
-            return np.where(wanted, self.release(np.arange(self.n), steps), np.nan)
-        cache = self._cache()
-        return _derived.release_wanted_cached(self._exact, self._key, self._noise_scale, steps, wanted, cache[1],
-                                              cache[2])
+    def _table_steps(self, steps: np.ndarray) -> tuple[np.ndarray, bool]:
+        """``steps`` as tree steps, contiguous int64 (n,), and whether all lie in [0, 2^levels) (the caches')."""
+        steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), (self.n,)))
+        return steps, not (steps.size and (steps.min() < 0 or steps.max() >> self.levels))
 
     def _cache(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The node cache (key, nodes (n, levels), cached steps (n,)), rebuilt when the key changed."""
-        cache = getattr(self, "_node_cache", None)
-        if cache is None or not np.array_equal(cache[0], self._key):  # the nodes are a function of the key
-            cache = (self._key.copy(), np.zeros((self.n, self.levels)), np.zeros(self.n, dtype=np.int64))
-            self._node_cache = cache
-        return cache
+        """Philox nodes' cache of whole-table releases (key, nodes (n, levels), cached steps (n,)), made on demand."""
+        return PHILOX_NODES.cache(self)
+
+    def _sampler(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Derived discrete nodes: the draws' sampler for ``secure.lanes`` (sampler, hi, lo) and the timing block k."""
+        return self._discrete_nodes().sampler(self)
+
+    @property
+    def keeps_block(self) -> bool:
+        """Whether whole-table releases keep a block's nodes drawn ahead (``discrete.AheadNodes``)."""
+        return bool(getattr(self.nodes, "keeps_block", False))
+
+    def _discrete_nodes(self) -> DiscreteNodes:
+        """The node noise, when it derives discrete nodes at release; else an error naming it."""
+        if not isinstance(self.nodes, DiscreteNodes):
+            raise ValueError(f"node_noise={self.node_noise!r} derives no discrete nodes at release; allowed: "
+                             "discrete_secure, discrete_secure_ahead, discrete_secure_ct")
+        return self.nodes
+
+    def prefetch_releases(self) -> None:
+        """Draw each whole-table release's successor (every step + 1) on a second thread (``release.Prefetch``).
+
+        Derived discrete nodes only. For a caller whose whole-table releases move one step at a time (a LazyHH
+        refresh): the same values, drawn while the caller works on the next items. The draws land in the node cache
+        and ``_st`` only.
+        """
+        if not isinstance(self.nodes, DiscreteNodes):
+            raise ValueError("prefetch_noise() needs node_noise discrete_secure, discrete_secure_ahead or "
+                             f"discrete_secure_ct, not {self.node_noise!r}")
+        self._prefetch = secure_release.Prefetch()
+
+    def _settled(self) -> None:
+        """Wait for a running prefetch (before anything reads or writes ``_st`` or the node cache)."""
+        if self._prefetch is not None:
+            self._prefetch.wait()
+
+    # -- what the node noise answers -------------------------------------------------------------------------
+    def draw(self, size: int) -> np.ndarray:
+        """``size`` node noises, in the order the pushes consume them (the node noise's)."""
+        return self.nodes.draw(self, size)
+
+    def noise_count(self, steps: np.ndarray) -> int:
+        """Draws a push at each of ``steps`` consumes: the stored tree's, none for derived nodes."""
+        return self.nodes.noise_count(self, steps)
+
+    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Released prefix sums of ``cells`` at ``steps`` (stored nodes: the stored sums; derived: regenerated)."""
+        cells = np.asarray(cells, dtype=np.int64)
+        return self.nodes.release(self, cells, np.broadcast_to(np.asarray(steps, dtype=np.int64), cells.shape))
+
+    def release_all(self, steps: np.ndarray) -> np.ndarray:
+        """Every counter's release at ``steps`` (derived nodes: with the node noise's cache)."""
+        return self.nodes.release_all(self, steps)
+
+    def release_wanted(self, steps: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+        """``release_all`` at the cells ``wanted`` (bool, (n,)); the others may be NaN (Philox nodes skip them)."""
+        return self.nodes.release_wanted(self, steps, wanted)
+
+    @property
+    def privacy_map(self) -> PrivacyMap:
+        """The held node noise at the tree's sensitivity (Gaussian, or discrete Gaussian at h m)."""
+        return self.nodes.privacy_map(self)
+
+    @property
+    def calibration_delta(self) -> float:
+        """The delta sigma is calibrated for: ``delta``, less a constant-time sampler's share."""
+        return self.nodes.calibration_delta(self)
+
+    @property
+    def sampler_delta(self) -> float:
+        """What the sampler adds to delta (0 but for the constant-time sampler)."""
+        return self.nodes.sampler_delta(self)
+
+    @property
+    def table_bytes(self) -> int:
+        """Bytes of a discrete sampler's public table (not state; 0 without one)."""
+        table_bytes = getattr(self.nodes, "table_bytes", None)
+        return 0 if table_bytes is None else int(table_bytes(self))
+
+    @property
+    def words_consumed(self) -> int:
+        """32-bit generator words a keyed discrete source has drawn so far (all draws)."""
+        return int(self._st[4])
 
     @property
     def noise_cache_bytes(self) -> int:
-        """Bytes of the node cache of ``release_all`` (0 before the first whole-table release)."""
-        cache = getattr(self, "_node_cache", None)
-        return 0 if cache is None else cache[1].nbytes + cache[2].nbytes
-
-    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        """Exact counts plus the Philox-derived node noises over the set bits of each step (``_derived.release``)."""
-        cells = np.asarray(cells, dtype=np.int64)
-        steps = np.broadcast_to(np.asarray(steps, dtype=np.int64), cells.shape)
-        return _derived.release(self._exact, self._key, self._noise_scale, cells, np.ascontiguousarray(steps))
+        """Bytes of the node cache of whole-table releases (0 without one, or before the first)."""
+        return self.nodes.noise_cache_bytes(self)
 
     @property
     def memory_bytes(self) -> int:
-        """Bytes of the exact counts and the key."""
-        return self._exact.nbytes + self._key.nbytes
+        """Bytes of the state: the node noise's count (``TreeNoise.memory_bytes``)."""
+        return self.nodes.memory_bytes(self)
+
+    # -- serialisation hooks ---------------------------------------------------------------------------------
+    def _serial_args(self) -> dict[str, Any]:
+        """As ``Counter``'s, and ``node_noise`` when the tree takes more than one."""
+        args = super()._serial_args()
+        return {**args, "node_noise": self.node_noise} if len(self.NOISES) > 1 else args
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        return {**super()._state_arrays(), **self.nodes.state_arrays(self)}
+
+    def _state_scalars(self) -> dict[str, Any]:
+        return {**super()._state_scalars(), **self.nodes.state_scalars(self)}
+
+    def _constants(self) -> dict[str, Any]:
+        return {**super()._constants(), **self.nodes.constants(self)}
+
+    def _restore_scalars(self, scalars: dict[str, Any]) -> None:
+        """The node noise's checks (a state it cannot continue is refused), then ``Counter``'s."""
+        self.nodes.restore_scalars(self, scalars)
+        super()._restore_scalars(scalars)
+        self.nodes.scalars_restored(self)
+
+    def _restore_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        super()._restore_arrays(arrays)
+        self.nodes.arrays_restored(self)
+
+
+# the classes of format 1, one per node noise (``serial.RENAMED``)
+serial.rename("StoredBinary", "BinaryTree", node_noise="stored")
+serial.rename("DerivedBinary", "BinaryTree", node_noise="derived")
+serial.rename("DiscreteSecureBinary", "BinaryTree", node_noise="discrete_secure")
+serial.rename("AheadDiscreteBinary", "BinaryTree", node_noise="discrete_secure_ahead")
+serial.rename("ConstantTimeDiscreteBinary", "BinaryTree", node_noise="discrete_secure_ct")
+serial.rename("StoredDiscreteSecureBinary", "BinaryTree", node_noise="discrete_secure_stored")

@@ -46,7 +46,7 @@ from scipy import stats
 
 import dpstream
 from dpstream.counters.base import Counter
-from dpstream.counters.registry import COUNTERS
+from dpstream.counters.registry import COUNTERS, CounterDescriptor
 from dpstream.noise import children
 from dpstream.provenance import git_commit
 
@@ -128,10 +128,10 @@ def judge(second_moment: float, variance: float, n: int, distribution: str, kurt
     return Judged(p, low, high, verdict)
 
 
-Builder = Callable[[type[Counter], int, int, np.random.SeedSequence], Counter]
+Builder = Callable[[CounterDescriptor, int, int, np.random.SeedSequence], Counter]
 
 
-def build(cls: type[Counter], n: int, horizon: int, seed: np.random.SeedSequence) -> Counter:
+def build(cls: CounterDescriptor, n: int, horizon: int, seed: np.random.SeedSequence) -> Counter:
     """``cls`` with n counters over ``horizon`` at (``EPSILON``, ``DELTA``), m = 1, classic calibration."""
     return cls(n=n, horizon=horizon, epsilon=EPSILON, delta=DELTA, seed=seed)
 
@@ -160,7 +160,7 @@ def derived_releases(counter: Counter, steps: Iterable[int]) -> dict[int, np.nda
             for s in sorted(steps)}
 
 
-def cross_check(cls: type[Counter], horizon: int, steps: tuple[int, ...], seed: np.random.SeedSequence,
+def cross_check(cls: CounterDescriptor, horizon: int, steps: tuple[int, ...], seed: np.random.SeedSequence,
                 variance: np.ndarray, builder: Builder = build, n: int = CROSS_COUNTERS) -> float:
     """Largest |push path - shortcut| over the noise's sd, for ``n`` counters of one seed, data 0/1 at every step."""
     data_seed, counter_seed = children(seed, 2)
@@ -179,12 +179,12 @@ def planned(horizons: Iterable[int]) -> list[tuple[str, str, int, tuple[int, ...
     return out
 
 
-def fits(cls: type[Counter], n: int, horizon: int) -> bool:
+def fits(cls: CounterDescriptor, n: int, horizon: int) -> bool:
     """Whether n counters of ``cls`` at ``horizon`` fit ``STATE_BYTES``."""
     return n * cls.bytes_per_counter(horizon, 8) <= STATE_BYTES
 
 
-def check_cell(cls: type[Counter], horizon: int, steps: tuple[int, ...], n: int, seed: np.random.SeedSequence,
+def check_cell(cls: CounterDescriptor, horizon: int, steps: tuple[int, ...], n: int, seed: np.random.SeedSequence,
                n_cells: int, alpha: float = ALPHA, builder: Builder = build,
                cross_counters: int = CROSS_COUNTERS) -> list[dict[str, Any]]:
     """Rows of one (counter, node noise, T): one per step, with the verdict and the run's configuration."""

@@ -21,9 +21,10 @@ of all nodes is the Gaussian mechanism with L2 sensitivity sqrt(m) at noise sigm
 state depends on the horizon: ``horizon`` bounds the steps only, and a counter releases the same values whatever
 horizon it was given (usable where the stream length is unknown: give any bound up to 2^62).
 
-Node noise: derived from a 128-bit Philox key (``counters.philox``; computational, as ``DerivedBinary``): the block sum
-of block i is ``node_normal(key, i, 63, cell)``, tree node (level l, index u >> l) of block j is ``node_normal(key,
-u >> l, 64 (j + 1) + l, cell)``, disjoint identities. State: the exact count (8 bytes a counter) and the key.
+Node noise: derived from a 128-bit Philox key (``counters.philox``; computational, as ``tree_noise.PhiloxNodes``):
+the block sum of block i is ``node_normal(key, i, 63, cell)``, tree node (level l, index u >> l) of block j is
+``node_normal(key, u >> l, 64 (j + 1) + l, cell)``, disjoint identities. State: the exact count (8 bytes a counter)
+and the key.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ import math
 import numpy as np
 from numba import njit
 
-from dpstream.counters.binary import DerivedBinary, prefix_sums
+from dpstream.counters.binary import BinaryTree, prefix_sums, tree_noises
 from dpstream.counters.factorisation import Factorisation, Hybrid
 from dpstream.counters.factorisation import hybrid_variance as hybrid_variance
 from dpstream.counters.philox import node_normal
+from dpstream.counters.tree_noise import PHILOX_NODES
 
 BLOCK_SUM_LEVEL = 63
 """The Philox level word of a block-sum node (tree nodes use 64 (j + 1) + l >= 64)."""
@@ -70,14 +72,16 @@ def hybrid_release(exact: np.ndarray, key: np.ndarray, scale: float, cells: np.n
     return out
 
 
-class HybridDerived(DerivedBinary):
+class HybridDerived(BinaryTree):
     """The hybrid mechanism with Philox-derived Gaussian node noise: no horizon in its calibration or state.
 
-    The derived tree's exact counts, key and node transform; its own releases (no node cache).
+    The derived tree's exact counts, key and node transform (``tree_noise.PhiloxNodes``); its own releases (no node
+    cache).
     """
 
     name = "hybrid"
-    partial_release = False
+    NOISES = tree_noises(PHILOX_NODES)
+    cached_releases = False
 
     @classmethod
     def l2_sensitivity(cls, horizon: int, m: int) -> float:

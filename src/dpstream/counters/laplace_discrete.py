@@ -35,8 +35,10 @@ from typing import Any
 import numpy as np
 
 from dpstream.counters._discrete_noise import KeyedDraws
+from dpstream.counters.binary import tree_noises
 from dpstream.counters.laplace_tree import LaplaceTree
 from dpstream.counters.sources import DISCRETE_SECURE_STORED_LAPLACE
+from dpstream.counters.tree_noise import StoredNodes
 from dpstream.noise import SeedLike
 from dpstream.privacy.maps import LaplaceMap, PrivacyMap
 from dpstream.secure import sequential
@@ -56,7 +58,7 @@ class DiscreteLaplaceTree(KeyedDraws, LaplaceTree):
     State beside ``LaplaceTree``'s: ``KeyedDraws``'.
     """
 
-    source = DISCRETE_SECURE_STORED_LAPLACE
+    NOISES = tree_noises(StoredNodes(DISCRETE_SECURE_STORED_LAPLACE))
 
     def __init__(self, *, seed: SeedLike = None, **kwargs: Any) -> None:
         """As ``LaplaceTree``; the key from OS entropy when ``seed`` is None, else from the seed (not deployable)."""

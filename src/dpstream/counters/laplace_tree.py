@@ -30,10 +30,11 @@ import numpy as np
 from dpstream.counters import _kernels as kernels
 from dpstream.counters._kary_kernels import kary_levels
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES
-from dpstream.counters.binary import StoredBinary, prefix_sums
+from dpstream.counters.binary import BinaryTree, prefix_sums, tree_noises
 from dpstream.counters.factorisation import Factorisation, KaryTree
 from dpstream.counters.factorisation import kary_digit_sum as kary_digit_sum
 from dpstream.counters.sources import STORED_LAPLACE
+from dpstream.counters.tree_noise import StoredNodes
 from dpstream.privacy.maps import LaplaceMap, PrivacyMap
 from dpstream.validation import check_positive_int
 
@@ -54,7 +55,7 @@ class KaryState(NamedTuple):
     arity: np.ndarray
 
 
-class LaplaceTree(StoredBinary):
+class LaplaceTree(BinaryTree):
     """k-ary tree with stored Laplace(b) node noise, b = L m / epsilon (module doc); ``arity`` k >= 2 (default 19).
 
     State: per level the exact sum of its closed nodes and a noisy running sum (count dtype and float64), and the
@@ -62,8 +63,8 @@ class LaplaceTree(StoredBinary):
     """
 
     name = "laplace"
-    kind = kernels.KARY
-    source = STORED_LAPLACE
+    NOISES = tree_noises(StoredNodes(STORED_LAPLACE))
+    stored_kind = kernels.KARY
     default_arity: ClassVar[int] = ARITY
     """The arity of the class-level memory model and of ``counter="laplace"``."""
 
@@ -105,16 +106,12 @@ class LaplaceTree(StoredBinary):
         """One exact sum and one noisy sum per level, and the step count (at the class's arity)."""
         return kary_levels(horizon, cls.default_arity) * (count_bytes + NOISE_BYTES) + STEP_BYTES
 
-    def _allocate(self) -> None:
+    def _allocate_stored(self) -> None:
         levels = kary_levels(self.horizon, self.arity)
         self._exact: np.ndarray = np.zeros((levels, self.n), dtype=self.count_dtype)
         self._noisy_sums = np.zeros((levels, self.n), dtype=np.float64)
         self._arity = np.array([self.arity], dtype=np.int64)
         self.state = KaryState(self._exact, self._noisy_sums, self._arity)
-
-    def draw(self, size: int) -> np.ndarray:
-        """``size`` Laplace(b kappa) noises, in the order the pushes consume them."""
-        return self._noise.laplace(self._noise_scale, size)
 
     def factorisation(self) -> Factorisation:
         """The k-ary tree: variance 2 b^2 times the base-k digit sum of s, one Laplace node per digit unit."""

@@ -1,7 +1,7 @@
-"""Counter descriptors: one line per counter class, a factorisation with a noise source (``counters.sources``).
+"""Counter descriptors: one line per counter class, a factorisation with its noise sources (``counters.sources``).
 
-Derived from them, nowhere typed again: ``COUNTERS`` (``counter_class``: the class of ``counter=`` and
-``node_noise=``, each class stating its ``name`` and its ``source``), the counter names a sketch accepts, and, for
+Derived from them, nowhere typed again: ``COUNTERS`` (``counter_class``: the counter of ``counter=`` and
+``node_noise=``, each class stating its ``name`` and its sources), the counter names a sketch accepts, and, for
 the counters marked ``probed``, the sensitivity cases ``GaussBM_<name>`` and ``LazyCMS_<name>``
 (``audit.sensitivity_cases``) and the check spec ``GaussBM_<name>`` (``testing.shipped``: the first release's noise
 against the factorisation's row norm at step 1, its sensitivity case, a search audit). A new counter is its module,
@@ -11,19 +11,19 @@ one line here and its test.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from dpstream.counters.base import Counter
-from dpstream.counters.binary import DerivedBinary, StoredBinary
+from dpstream.counters.binary import BinaryTree
 from dpstream.counters.blt import BLTCounter
 from dpstream.counters.blt_derived import DerivedBLT
-from dpstream.counters.discrete import AheadDiscreteBinary, ConstantTimeDiscreteBinary, DiscreteSecureBinary
-from dpstream.counters.discrete_stored import HonakerDiscreteSecure, StoredDiscreteSecureBinary
 from dpstream.counters.honaker import HonakerTree
 from dpstream.counters.hybrid import HybridDerived
 from dpstream.counters.laplace_discrete import DiscreteLaplaceTree
 from dpstream.counters.laplace_tree import LaplaceTree
 from dpstream.counters.normalised import NormalisedSqrt
-from dpstream.counters.smooth import SmoothDerived, SmoothDiscreteSecure, SmoothStored
+from dpstream.counters.smooth import SmoothBinary
+from dpstream.counters.sources import NodeNoise
 from dpstream.counters.toeplitz import (
     BandedSqrt4,
     BandedSqrt16,
@@ -39,39 +39,121 @@ TOEPLITZ_NOISE = "tests/counters/test_toeplitz.py::test_noise_variance_matches_t
 
 @dataclass(frozen=True)
 class CounterDescriptor:
-    """A counter class; for a ``probed`` one (stored noise) the test that checks its noise against its formula.
+    """A counter: its factorisation class with one noise source; for a ``probed`` one the test of its noise formula.
 
-    A probed counter's sensitivity cases and check spec are derived; ``noise_test`` is the pytest node id the check
-    spec cites.
+    What a caller needs before building the counter is the pair's, read here: its memory model (``bytes_per_counter``,
+    ``fixed_bytes``), its draws per push and kernel, the sense of its guarantee; calling the descriptor builds the
+    counter (``cls(node_noise=..., **kwargs)`` for a tree counter). Anything else (``l2_sensitivity``,
+    ``working_bytes``, ...) is the class's, read through. A probed counter's sensitivity cases and check spec are
+    derived; ``noise_test`` is the pytest node id the check spec cites.
     """
 
     cls: type[Counter]
+    noise: str = ""
+    """The name of the source of a tree counter (``node_noise=``); empty: the class's one source."""
     probed: bool = False
     noise_test: str = ""
 
     @property
+    def source(self) -> NodeNoise:
+        """Where the counter's noise comes from (``counters.sources``)."""
+        if issubclass(self.cls, BinaryTree):
+            return self.cls.noise_of(self.noise or None).source
+        return self.cls.source
+
+    @property
+    def name(self) -> str:
+        """The counter's name (``counter=``)."""
+        return self.cls.name
+
+    @property
+    def node_noise(self) -> str:
+        """The source's name (``node_noise=``)."""
+        return self.source.name
+
+    @property
     def key(self) -> tuple[str, str]:
-        """(counter, node_noise): the configuration's names of this class."""
-        return self.cls.name, self.cls.node_noise
+        """(counter, node_noise): the configuration's names of this counter."""
+        return self.cls.name, self.source.name
+
+    @property
+    def label(self) -> str:
+        """The class name, with the node noise for a class that takes several (``BinaryTree.derived``)."""
+        many = issubclass(self.cls, BinaryTree) and len(self.cls.NOISES) > 1
+        return f"{self.cls.__name__}.{self.source.name}" if many else self.cls.__name__
+
+    def _facts(self) -> dict[str, Any]:
+        if issubclass(self.cls, BinaryTree):
+            return self.cls.noise_facts(self.cls.noise_of(self.source.name))
+        return {attr: getattr(self.cls, attr) for attr in ("kind", "tracks_steps", "draws_per_push",
+                                                             "partial_release")}
+
+    @property
+    def notion(self) -> str:
+        """The sense of the (epsilon, delta) guarantee: the source's."""
+        return self.source.notion
+
+    @property
+    def sparse_pushes(self) -> bool:
+        """A push of 0 changes nothing (noise derived at release), so a schedule may skip it."""
+        return self.source.sparse_pushes
+
+    @property
+    def fixed_bytes(self) -> int:
+        """Memory model: bytes held once per counter array (the source's key)."""
+        return self.source.key_bytes
+
+    @property
+    def kind(self) -> int:
+        """The compiled push (``counters._kernels``)."""
+        return int(self._facts()["kind"])
+
+    @property
+    def tracks_steps(self) -> bool:
+        """Whether the counter keeps each counter's step."""
+        return bool(self._facts()["tracks_steps"])
+
+    @property
+    def draws_per_push(self) -> int:
+        """Noise draws per push, on average (0 when the source draws at release)."""
+        return int(self._facts()["draws_per_push"])
+
+    @property
+    def partial_release(self) -> bool:
+        """Whether ``release_wanted`` saves work over ``release_all``."""
+        return bool(self._facts()["partial_release"])
+
+    def bytes_per_counter(self, horizon: int, count_bytes: int) -> int:
+        """Memory model: bytes of state per counter with this source (``Counter.counter_bytes``)."""
+        return self.cls.counter_bytes(horizon, count_bytes, self.source)
+
+    def __call__(self, **kwargs: Any) -> Any:
+        """The counter built with ``kwargs`` (``Counter``'s arguments) and this node noise."""
+        if issubclass(self.cls, BinaryTree):
+            return self.cls(node_noise=self.source.name, **kwargs)
+        return self.cls(**kwargs)
+
+    def __getattr__(self, attr: str) -> Any:
+        """The class's attribute (``l2_sensitivity``, ``working_bytes``, ...): nothing else depends on the source."""
+        if attr.startswith("__") or attr == "cls":
+            raise AttributeError(attr)
+        return getattr(self.cls, attr)
+
+
+def tree(cls: type[BinaryTree], **kwargs: Any) -> tuple[CounterDescriptor, ...]:
+    """One descriptor per node noise the tree counter ``cls`` takes (``NOISES``)."""
+    return tuple(CounterDescriptor(cls, noise, **kwargs) for noise in cls.NOISES)
 
 
 DESCRIPTORS: tuple[CounterDescriptor, ...] = (
-    CounterDescriptor(StoredBinary),
-    CounterDescriptor(DerivedBinary),
-    CounterDescriptor(DiscreteSecureBinary),
-    CounterDescriptor(AheadDiscreteBinary),
-    CounterDescriptor(ConstantTimeDiscreteBinary),
-    CounterDescriptor(StoredDiscreteSecureBinary),
-    CounterDescriptor(HonakerTree),
-    CounterDescriptor(HonakerDiscreteSecure),
+    *tree(BinaryTree),
+    *tree(HonakerTree),
     CounterDescriptor(BLTCounter),
     CounterDescriptor(DerivedBLT),
-    CounterDescriptor(SmoothStored),
-    CounterDescriptor(SmoothDerived),
-    CounterDescriptor(SmoothDiscreteSecure),
-    CounterDescriptor(LaplaceTree),
-    CounterDescriptor(DiscreteLaplaceTree),
-    CounterDescriptor(HybridDerived),
+    *tree(SmoothBinary),
+    *tree(LaplaceTree),
+    *tree(DiscreteLaplaceTree),
+    *tree(HybridDerived),
     CounterDescriptor(SqrtFactorisation, probed=True, noise_test=TOEPLITZ_NOISE),
     CounterDescriptor(BandedSqrt4, probed=True, noise_test=TOEPLITZ_NOISE),
     CounterDescriptor(BandedSqrt16),
@@ -82,20 +164,20 @@ DESCRIPTORS: tuple[CounterDescriptor, ...] = (
     CounterDescriptor(DerivedUnbounded),
     CounterDescriptor(NormalisedSqrt),
 )
-"""Every counter of the package, one line each."""
+"""Every counter of the package: one line a class, one descriptor per node noise of a tree counter."""
 
 
-def _counters() -> dict[tuple[str, str], type[Counter]]:
-    found: dict[tuple[str, str], type[Counter]] = {}
+def _counters() -> dict[tuple[str, str], CounterDescriptor]:
+    found: dict[tuple[str, str], CounterDescriptor] = {}
     for d in DESCRIPTORS:
-        if found.setdefault(d.key, d.cls) is not d.cls:
-            raise ValueError(f"counter {d.key} is declared twice: {found[d.key].__name__} and {d.cls.__name__}")
+        if found.setdefault(d.key, d) is not d:
+            raise ValueError(f"counter {d.key} is declared twice: {found[d.key].label} and {d.label}")
     return found
 
 
 COUNTERS = _counters()
-"""Every counter class by (counter, node noise)."""
+"""Every counter by (counter, node noise)."""
 PROBED: tuple[str, ...] = tuple(d.cls.name for d in DESCRIPTORS if d.probed)
+"""The counters (stored noise) whose sensitivity cases and check spec are derived from their descriptor."""
 NOISE_TESTS: dict[str, str] = {d.cls.name: d.noise_test for d in DESCRIPTORS if d.probed}
 """The noise test of each probed counter, by name."""
-"""The counters (stored noise) whose sensitivity cases and check spec are derived from their descriptor."""

@@ -19,10 +19,11 @@ C(h, k) >= T + 1 (``smooth_shape``), not k = h / 2: at T = 2^20, h = 23 and k = 
 
 Privacy: (epsilon, delta)-DP under continual observation for m-neighbouring inputs (one neighbour changes at most m
 counters, each by at most 1 at one step): the Gaussian mechanism on the vector of used node sums, L2 sensitivity
-sqrt((h - k) m), every node's noise drawn once (stored) or derived from a key (computational). Node noise: stored
-N(0, sigma^2) drawn when a node is first used (``SmoothStored``), derived from Philox (``SmoothDerived``) or exact
-discrete Gaussian N_Z(0, sigma^2) derived from a ChaCha20 key (``SmoothDiscreteSecure``, deployable with an OS key):
-the mechanism is integer (a 0/1 factorisation), so exact integer noise certifies it as it does the tree.
+sqrt((h - k) m), every node's noise drawn once (stored) or derived from a key (computational). Node noise
+(``SmoothBinary``'s ``node_noise``): stored N(0, sigma^2) drawn when a node is first used ("stored"), derived from
+Philox ("derived") or exact discrete Gaussian N_Z(0, sigma^2) derived from a ChaCha20 key ("discrete_secure",
+deployable with an OS key): the mechanism is integer (a 0/1 factorisation), so exact integer noise certifies it as it
+does the tree.
 """
 
 from __future__ import annotations
@@ -32,19 +33,41 @@ from typing import NamedTuple
 
 import numpy as np
 
+from dpstream import serial
 from dpstream.counters import _kernels as kernels
 from dpstream.counters._smooth_kernels import binomials, push_draws, release_leaves
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES
-from dpstream.counters.binary import BinaryTree, DerivedBinary, prefix_sums
-from dpstream.counters.discrete import DiscreteSecureBinary
+from dpstream.counters.binary import BinaryTree, prefix_sums, tree_noises
+from dpstream.counters.discrete import DISCRETE_NODES
 from dpstream.counters.factorisation import MAX_HEIGHT as MAX_HEIGHT
 from dpstream.counters.factorisation import Factorisation, Smooth, smooth_shape, used_nodes
+from dpstream.counters.tree_noise import PHILOX_NODES, STORED_NODES
+
+
+class SmoothState(NamedTuple):
+    """Stored smooth tree: exact counts (1, n), noisy node sums (h, n), binomials with (h, k) (public constants)."""
+
+    exact: np.ndarray
+    noisy_sums: np.ndarray
+    table: np.ndarray
 
 
 class SmoothBinary(BinaryTree):
-    """What every node noise of the smooth binary mechanism shares: shape, calibration, variance, sensitivity."""
+    """The smooth binary mechanism over n counters, node noise ``node_noise`` (module doc).
+
+    Stored nodes ("stored"): the exact count, h float64 running node-noise sums and the step per counter; a push
+    draws the noises of the nodes its release leaf does not share with the last one (``push_draws``; on average a
+    small constant). Derived nodes ("derived", "discrete_secure"): the binary tree's release at tree step t_s, the
+    exact count plus the k derived nodes; with exact discrete nodes every release draws its k nodes (and, timing level
+    1, the other node of its 2-step block of tree steps), so the work of every release is the same function of k,
+    sigma^2 calibrated by ``privacy.discrete_gaussian`` for squared sensitivity (h - k) m; 8 bytes a counter (int64
+    counts) and the 32-byte key.
+    """
 
     name = "smooth"
+    NOISES = tree_noises(STORED_NODES, PHILOX_NODES, DISCRETE_NODES)
+    stored_kind = kernels.SMOOTH
+    stored_draws = 2
 
     @classmethod
     def tree_levels(cls, horizon: int) -> int:
@@ -100,82 +123,55 @@ class SmoothBinary(BinaryTree):
         return self.leaves(steps), True
 
 
-class SmoothState(NamedTuple):
-    """Stored smooth tree: exact counts (1, n), noisy node sums (h, n), binomials with (h, k) (public constants)."""
-
-    exact: np.ndarray
-    noisy_sums: np.ndarray
-    table: np.ndarray
-
-
-class SmoothStored(SmoothBinary):
-    """Smooth binary mechanism with stored N(0, sigma^2) node noise, drawn when a node is first used.
-
-    State: the exact count, h float64 running node-noise sums and the step per counter; a push draws the noises of
-    the nodes its release leaf does not share with the last one (``push_draws``; on average a small constant).
-    """
-
-    kind = kernels.SMOOTH
-    tracks_steps = True
-    draws_per_push = 2
+    def tree_steps(self, steps: np.ndarray) -> np.ndarray:
+        """The release leaves t_s of ``steps`` (``leaves``)."""
+        return self.leaves(steps)
 
     @classmethod
     def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
-        """The exact count, one noisy sum per level and the step count."""
+        """Stored nodes: the exact count, one noisy sum per level and the step count."""
         return count_bytes + smooth_shape(horizon)[0] * NOISE_BYTES + STEP_BYTES
 
-    def _allocate(self) -> None:
+    def _allocate_stored(self) -> None:
         h, k = smooth_shape(self.horizon)
-        self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
+        self._exact = np.zeros((1, self.n), dtype=self.count_dtype)
         self._noisy_sums = np.zeros((h, self.n), dtype=np.float64)
         self._table = binomials(h).copy()
         self._table[h, h] = k  # row h is never read as a binomial (p < h): the push reads k there
         self.state = SmoothState(self._exact, self._noisy_sums, self._table)
 
-    def noise_count(self, steps: np.ndarray) -> int:
+    def stored_noise_count(self, steps: np.ndarray) -> int:
         """The new nodes of each push (``push_draws``)."""
         h, k = smooth_shape(self.horizon)
         return int(push_draws(np.ascontiguousarray(steps, dtype=np.int64), np.int64(h), np.int64(k), binomials(h)))
 
-    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        """Exact count plus the running node-noise sum of each cell's current leaf (``steps`` unused)."""
+    def stored_release(self, cells: np.ndarray) -> np.ndarray:
+        """Exact count plus the running node-noise sum of each cell's current leaf."""
         return self._exact[0, cells] + self._noisy_sums[0, cells]
+
+    def stored_release_all(self) -> np.ndarray:
+        """Every counter's stored release."""
+        return self.stored_release(np.arange(self.n))
 
     @property
     def memory_bytes(self) -> int:
-        """Bytes of the counts, the noisy sums and the steps (the binomial table is a public constant)."""
-        return self._exact.nbytes + self._noisy_sums.nbytes + self._steps.nbytes
+        """Stored nodes: the counts, the noisy sums and the steps (the binomial table is a public constant)."""
+        if self.nodes is STORED_NODES:
+            return self._exact.nbytes + self._noisy_sums.nbytes + self._steps.nbytes
+        return super().memory_bytes
 
     def _restore_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        """As ``Counter``; the binomial table must be the one the horizon gives."""
+        """As ``BinaryTree``; stored nodes: the binomial table must be the one the horizon gives."""
+        if self.nodes is not STORED_NODES:
+            super()._restore_arrays(arrays)
+            return
         expected = self._table.copy()
         super()._restore_arrays(arrays)
         if not np.array_equal(self._table, expected):
-            raise ValueError("corrupt state: SmoothStored table is not the binomials of its horizon")
+            raise ValueError("corrupt state: SmoothBinary table is not the binomials of its horizon")
 
 
-class SmoothDerived(SmoothBinary, DerivedBinary):
-    """Smooth binary mechanism with node noise derived from a Philox key (``DerivedBinary``'s nodes at the leaves).
-
-    The release at step s is ``DerivedBinary``'s at tree step t_s: the exact count plus the k derived nodes. Privacy as
-    ``SmoothBinary`` states, COMPUTATIONALLY (Philox as a pseudorandom function, ``DerivedBinary``).
-    """
-
-    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        """``DerivedBinary.release`` at the release leaves of ``steps``."""
-        cells = np.asarray(cells, dtype=np.int64)
-        steps = np.broadcast_to(np.asarray(steps, dtype=np.int64), cells.shape)
-        return super().release(cells, self.leaves(steps))
-
-
-class SmoothDiscreteSecure(SmoothBinary, DiscreteSecureBinary):
-    """Smooth binary mechanism with exact discrete Gaussian node noise from a ChaCha20 key (``DiscreteSecureBinary``).
-
-    Every release draws its k nodes (and, timing level 1, the other node of its 2-step block of tree steps), so the
-    work of every release is the same function of k; sigma^2 is calibrated by ``privacy.discrete_gaussian`` for squared
-    sensitivity (h - k) m. Privacy as ``SmoothBinary`` states, COMPUTATIONALLY (ChaCha20 as a pseudorandom function);
-    deployable with ``seed=None`` (an OS key). 8 bytes a counter (int64 counts) and the 32-byte key.
-    """
-
-    def _noise_sums(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        return super()._noise_sums(cells, self.leaves(steps))
+# the classes of format 1, one per node noise (``serial.RENAMED``)
+serial.rename("SmoothStored", "SmoothBinary", node_noise="stored")
+serial.rename("SmoothDerived", "SmoothBinary", node_noise="derived")
+serial.rename("SmoothDiscreteSecure", "SmoothBinary", node_noise="discrete_secure")

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from dpstream.counters.binary import DerivedBinary, StoredBinary
+from dpstream.counters.binary import BinaryTree
 from dpstream.counters.kernels import DERIVED, cell_push, release_wanted_cached, specialise
 from dpstream.hashing import canonical_keys, canonical_words, hash_rows
 from dpstream.sketches import LazyCMS
@@ -142,7 +142,7 @@ def _lazy_hh_run(kind: int, external: Any) -> Callable[..., Any]:
         Returns (refreshes done, noises used, candidates, their estimates, reported items, reported estimates). It
         stops after the estimates of a refresh whose cut is ambiguous (``top_mask``): the candidates returned are then
         that refresh's, unpruned, for ``keep_top``. ``derived_key``, ``scale``, ``nodes``, ``cached``: the derived
-        counter's key, noise scale and node cache (``DerivedBinary``); unused for stored nodes.
+        counter's key, noise scale and node cache (``BinaryTree`` with Philox nodes); unused for stored nodes.
         """
         depth, width = pending.shape
         chunk = min(block_keys(kind, depth), period)
@@ -186,7 +186,7 @@ def compiled(sketch: Any) -> bool:
     if not isinstance(sketch, LazyCMS) or sketch.variant.estimator != "alg4" or not isinstance(state, LazySchedule):
         return False
     cells = state.counters
-    if type(cells) not in (StoredBinary, DerivedBinary):
+    if type(cells) is not BinaryTree or cells.node_noise not in ("stored", "derived"):
         return False
     return cells.node_noise == "derived" or cells._noise.mode == "numpy"
 

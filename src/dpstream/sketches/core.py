@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from dpstream import serial
-from dpstream.counters import Counter, counter_class
+from dpstream.counters import CounterDescriptor, counter_class
 from dpstream.hashing import bucket_many, canonical_key, canonical_keys, draw_hash_params
 from dpstream.intervals import Interval, clipped, laplace_rows_halfwidth, rows_halfwidth
 from dpstream.noise import SeedLike, as_seed_sequence, child_seed, noise_mode
@@ -87,7 +87,7 @@ class Schedule(ABC):
         delta: float | None,
         noise_seed: np.random.SeedSequence | None,
         kappa: float,
-        counter: type[Counter],
+        counter: CounterDescriptor,
         calibration: str,
     ) -> None:
         """Store the dimensions and the count dtype, then create the state arrays (``_allocate``)."""
@@ -104,9 +104,9 @@ class Schedule(ABC):
         delta: float | None,
         noise_seed: np.random.SeedSequence | None,
         kappa: float,
-        counter: type[Counter],
+        counter: CounterDescriptor,
     ) -> None:
-        """Create the state arrays (``counter``: the class of a private schedule's cells)."""
+        """Create the state arrays (``counter``: the counter of a private schedule's cells, ``counter_class``)."""
 
     @abstractmethod
     def extend(self, keys: np.ndarray, params: np.ndarray, t0: int) -> None:
@@ -170,7 +170,7 @@ class PrivateSchedule(Schedule):
         delta: float | None,
         noise_seed: np.random.SeedSequence | None,
         kappa: float,
-        counter: type[Counter],
+        counter: CounterDescriptor,
     ) -> None:
         self.counters = counter(
             n=self.depth * self.width,

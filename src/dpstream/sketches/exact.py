@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpstream.counters import Counter
+from dpstream.counters import CounterDescriptor
 from dpstream.sketches import _kernels as kernels
 from dpstream.sketches.core import COUNT_MIN, COUNT_SKETCH, Schedule, SketchCore
 
@@ -21,7 +21,7 @@ class ExactSchedule(Schedule):
         delta: float | None,
         noise_seed: np.random.SeedSequence | None,
         kappa: float,
-        counter: type[Counter],
+        counter: CounterDescriptor,
     ) -> None:
         self.counts = np.zeros((self.depth, self.width), dtype=self.count_dtype)
 

@@ -20,7 +20,7 @@ from typing import Literal
 
 import numpy as np
 
-from dpstream.counters import Counter, counter_class
+from dpstream.counters import CounterDescriptor, counter_class
 from dpstream.hashing import HASH_FAMILIES, PARAMS_PER_ROW
 from dpstream.validation import check_allocation, check_choice
 
@@ -52,7 +52,7 @@ def hash_bytes(depth: int, hash_family: str = "modp") -> int:
 
 def sketch_bytes(
     schedule: Schedule, widths: np.ndarray, depth: int, horizon: int, model: Model,
-    counter: type[Counter] = PAPER_COUNTER, hash_family: str = "modp",
+    counter: CounterDescriptor = PAPER_COUNTER, hash_family: str = "modp",
 ) -> np.ndarray:
     """Modelled bytes of a depth x width sketch with the given push schedule, cell counter and hash family."""
     check_choice(schedule, "schedule", SCHEDULES)
@@ -83,7 +83,7 @@ def sketch_bytes(
 
 def width_for_memory(
     schedule: Schedule, kilobytes: float, depth: int, horizon: int, model: Model, name: str,
-    counter: type[Counter] = PAPER_COUNTER, hash_family: str = "modp",
+    counter: CounterDescriptor = PAPER_COUNTER, hash_family: str = "modp",
 ) -> int:
     """The largest width whose modelled bytes fit in ``kilobytes`` (KB = 1000 bytes): one more column would not.
 

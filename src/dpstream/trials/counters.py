@@ -9,9 +9,9 @@ Every column is measured against the binary tree at the same (epsilon, delta, m 
   kappa = sigma / sensitivity, over the tree's mean: about 0.125 at 2^20;
 - ``bytes_per_counter``: the counter's state model with 4-byte counts (``Counter.bytes_per_counter``);
 - ``update_ratio`` / ``release_ratio``: seconds a counter-step of pushes and a whole-table release take, over the
-  derived tree's (``DerivedBinary``) measured in the same process, on min(T, ``speed_steps``) steps of
-  ``speed_counters`` counters (fewer when their state would pass ``SPEED_BYTES``, NaN below ``SPEED_MIN``); a push of
-  the square root costs O(min(s, b)), so over the first steps it is measured below its cost late in the stream;
+  binary tree's with Philox nodes (``node_noise="derived"``) measured in the same process, on min(T, ``speed_steps``)
+  steps of ``speed_counters`` counters (fewer when their state would pass ``SPEED_BYTES``, NaN below ``SPEED_MIN``); a
+  push of the square root costs O(min(s, b)), so over the first steps it is measured below its cost late in the stream;
 - ``are_top15`` / ``are_top15_mean_t`` / ``sketch_width``: a LazyCMS of ``memory_kb`` KB (actual memory model) with
   this counter, on the configured stream (``trials.sketch.run_trial``); NaN when not one column fits;
 - ``empirical_*``: with ``empirical_counters`` > 0 (and T <= ``empirical_max_horizon``), that many independent
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from dpstream.counters import Counter, DerivedBinary, StoredBinary, counter_class
+from dpstream.counters import Counter, CounterDescriptor, counter_class
 from dpstream.noise import children
 from dpstream.trials import row_columns
 from dpstream.trials import sketch as sketch_trial
@@ -57,7 +57,7 @@ Z_1E6 = float(stats.norm.isf(0.5e-6))
 """Two-sided p = 1e-6 per step: the empirical verdict's threshold on |z|."""
 
 
-def build(cls: type[Counter], n: int, horizon: int, params: dict[str, Any], seed: Any = 0) -> Counter:
+def build(cls: CounterDescriptor, n: int, horizon: int, params: dict[str, Any], seed: Any = 0) -> Counter:
     """``cls`` with n counters over ``horizon`` at the configured (epsilon, delta), m = 1, classic calibration."""
     return cls(n=n, horizon=horizon, epsilon=params["epsilon"], delta=params["delta"], seed=seed)
 
@@ -67,10 +67,10 @@ def unit_kappa2(counter: Counter) -> float:
     return (counter.sigma / counter.l2_sensitivity(counter.horizon, counter.m)) ** 2
 
 
-def formula_cells(cls: type[Counter], horizon: int, params: dict[str, Any]) -> dict[str, float]:
+def formula_cells(cls: CounterDescriptor, horizon: int, params: dict[str, Any]) -> dict[str, float]:
     """Mean and max variance over the tree's, the lower bound over the tree's mean, and the state bytes."""
     steps = np.arange(1, horizon + 1)
-    mine, tree = build(cls, 1, horizon, params), build(StoredBinary, 1, horizon, params)
+    mine, tree = build(cls, 1, horizon, params), build(counter_class("binary", "stored"), 1, horizon, params)
     var, ref = mine.variance(steps), tree.variance(steps)
     bound = (LB_CONSTANT + math.log(horizon) / math.pi) ** 2 * unit_kappa2(tree)
     return {"var_mean_ratio": float(var.mean() / ref.mean()), "var_max_ratio": float(var.max() / ref.max()),
@@ -78,7 +78,7 @@ def formula_cells(cls: type[Counter], horizon: int, params: dict[str, Any]) -> d
             "bytes_per_counter": cls.bytes_per_counter(horizon, COUNT_BYTES)}
 
 
-def _seconds(cls: type[Counter], n: int, horizon: int, steps: int, params: dict[str, Any]) -> tuple[float, float]:
+def _seconds(cls: CounterDescriptor, n: int, horizon: int, steps: int, params: dict[str, Any]) -> tuple[float, float]:
     """Best of three: seconds of ``steps`` dense pushes of n counters, and of one whole-table release after them."""
     best_push, best_release = math.inf, math.inf
     cells, zeros = np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int64)
@@ -94,7 +94,7 @@ def _seconds(cls: type[Counter], n: int, horizon: int, steps: int, params: dict[
     return best_push, best_release
 
 
-def speed_cells(cls: type[Counter], horizon: int, params: dict[str, Any]) -> dict[str, float]:
+def speed_cells(cls: CounterDescriptor, horizon: int, params: dict[str, Any]) -> dict[str, float]:
     """Update and release cost over the derived tree's, same counters and steps, same process."""
     mech = params["mechanism"]
     n = min(int(mech.get("speed_counters", 4096)), SPEED_BYTES // max(1, cls.bytes_per_counter(horizon, 8)))
@@ -102,9 +102,9 @@ def speed_cells(cls: type[Counter], horizon: int, params: dict[str, Any]) -> dic
         return {"update_ratio": math.nan, "release_ratio": math.nan}
     steps = min(horizon, int(mech.get("speed_steps", 256)))
     _seconds(cls, 2, horizon, 2, params)  # compile outside the timed region
-    _seconds(DerivedBinary, 2, horizon, 2, params)
+    _seconds(counter_class("binary", "derived"), 2, horizon, 2, params)
     push, release = _seconds(cls, n, horizon, steps, params)
-    tree_push, tree_release = _seconds(DerivedBinary, n, horizon, steps, params)
+    tree_push, tree_release = _seconds(counter_class("binary", "derived"), n, horizon, steps, params)
     return {"update_ratio": push / tree_push, "release_ratio": release / tree_release}
 
 
@@ -123,7 +123,7 @@ def are_cells(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str,
             "sketch_width": row["sketch_width"]}
 
 
-def empirical_cells(cls: type[Counter], horizon: int, params: dict[str, Any],
+def empirical_cells(cls: CounterDescriptor, horizon: int, params: dict[str, Any],
                     seed: np.random.SeedSequence) -> dict[str, float]:
     """Sample variance of n counters' releases over the formula at ``EMPIRICAL_STEPS``: max |z| and the verdict."""
     mech = params["mechanism"]
