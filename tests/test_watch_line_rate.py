@@ -32,7 +32,7 @@ def test_line_rate_noise_is_the_calibrated_sigma_on_every_node() -> None:
     The kernel's last release of every cell (``SuffixSums.table``) minus the exact counts is its noise. Over the d w
     cells (independent nodes) the sample variance of (released - exact) has relative standard deviation
     sqrt(2 / n); the tolerance is 5 of them, so a scale halved (variance / 4) or doubled fails. The same noise is
-    ``DerivedBinary.release``'s: the same nodes, up to the order of the float additions.
+    ``BinaryTree(node_noise="derived").release``'s: the same nodes, up to the order of the float additions.
     """
     steps = 7  # three set bits: levels 0, 1 and 2 summed
     horizon = 64 * 512

@@ -1,4 +1,4 @@
-"""Compiled releases of the binary tree with derived node noise (``DerivedBinary``).
+"""Compiled releases of the binary tree with derived node noise (``BinaryTree(node_noise="derived")``).
 
 The node of level l that a release at step s uses (bit l of s set) is the dyadic interval ending at
 step (s >> l) << l; its noise is sigma * ``node_normal(key, s >> l, l, cell)`` (the ziggurat over the node's Philox

@@ -55,7 +55,8 @@ class DerivedBLT(PhiloxDerived, BLTCounter):
         self.tree = block_tree(self.params, max(1, self.horizon.bit_length()))
         self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
         self.state = DerivedState(self._exact)
-        # words 4, 5 of the seed's state stream, as ``DerivedBinary``: past the 4 words numpy's PCG64 takes
+        # words 4, 5 of the seed's state stream, as ``BinaryTree(node_noise="derived")``: past the 4 words numpy's
+        # PCG64 takes
         self._key = self._noise.rng.bit_generator.seed_seq.generate_state(6, np.uint64)[4:]
 
     def _state_arrays(self) -> dict[str, np.ndarray]:

@@ -54,7 +54,8 @@ class GaussBM(Certified, serial.Serialisable):
     Memory: exact partial sums (int64 here; the sketches use int32, the paper's model: 4 + 8 = 12 bytes
     per level) and float64 noisy sums, both (levels, n), plus an int64 step count per counter.
 
-    ``node_noise="derived"`` (beyond the paper; ``counters.DerivedBinary``): the node noises are a keyed
+    ``node_noise="derived"`` (beyond the paper; ``counters.BinaryTree(node_noise="derived")``): the node noises are a
+    keyed
     Philox function of (counter, level, node), so a counter holds its exact count and its step only; the
     releases have the same joint distribution when Philox is a random function, and the guarantee becomes
     computational (``privacy.notion``). ``counter="honaker"`` (Honaker's online estimates on the same tree,

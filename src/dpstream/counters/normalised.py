@@ -23,7 +23,7 @@ Node noise: derived only (``node_noise="derived"``): z_u of counter j is ``philo
 weighs them by row s of L (``factorisation.normalised_row``, one FFT per distinct step); a counter keeps one count. The
 stored Toeplitz push adds every step's w = C^{-1} z at one scale, so it cannot carry nu_u. Privacy: (epsilon, delta)-DP
 under continual observation for m-neighbouring counter arrays, by the Gaussian mechanism on C x followed by the
-post-processing L, COMPUTATIONALLY (Philox as a random function, ``DerivedBinary``).
+post-processing L, COMPUTATIONALLY (Philox as a random function, ``BinaryTree(node_noise="derived")``).
 """
 
 from __future__ import annotations

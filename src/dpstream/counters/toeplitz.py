@@ -194,7 +194,8 @@ class DerivedToeplitz(PhiloxDerived, ToeplitzCounter):
     z_u of counter j is ``philox.node_normal`` at (u, ``toeplitz_push.DERIVED_TAG``, j); a release at step s sums
     d_{s-u} z_u over u <= s (O(s) normals: the square root's state becomes work at release). Privacy: as the stored
     counter's, COMPUTATIONALLY (the releases have its joint law when Philox is a random function; see
-    ``DerivedBinary``). The key must stay secret: ``seed=None`` takes it from the operating system. ``noise=secure``
+    ``BinaryTree(node_noise="derived")``). The key must stay secret: ``seed=None`` takes it from the operating system.
+    ``noise=secure``
     is refused.
     """
 
@@ -211,7 +212,8 @@ class DerivedToeplitz(PhiloxDerived, ToeplitzCounter):
         self.state = DerivedState(self._exact)
         self._coef = np.array(self.encoder(self.horizon), dtype=np.float64)
         self._decoder = np.ascontiguousarray(self.decoder(self.horizon))
-        # words 4, 5 of the seed's state stream, as ``DerivedBinary``: past the 4 words numpy's PCG64 takes
+        # words 4, 5 of the seed's state stream, as ``BinaryTree(node_noise="derived")``: past the 4 words numpy's
+        # PCG64 takes
         self._key = self._noise.rng.bit_generator.seed_seq.generate_state(6, np.uint64)[4:]
 
     def _state_arrays(self) -> dict[str, np.ndarray]:

@@ -2,8 +2,10 @@
 
 Holland, "Private Count-Min and Count Sketch under continual observation" (Alg. 5 and 6), as ``_lazy_hh.lazy_hh_run``
 computes it, for ``dpstream watch`` (``LazyHH.use_line_rate``). A LazyHH refresh every k~ = w items releases every
-cell of its d x w sketch after one push each: with the binary tree's nodes derived from a key (``DerivedBinary``,
-Philox), one new node a cell (``release_suffix``). The nodes are ``DerivedBinary``'s, so the noise and the privacy
+cell of its d x w sketch after one push each: with the binary tree's nodes derived from a key
+(``BinaryTree(node_noise="derived")``,
+Philox), one new node a cell (``release_suffix``). The nodes are ``BinaryTree(node_noise="derived")``'s, so the noise
+and the privacy
 statement are unchanged; the releases equal the node cache's up to the order of the float additions.
 """
 
@@ -36,7 +38,8 @@ def release_suffix(exact: np.ndarray, key: np.ndarray, scale: float, s: int, sum
     """Every cell's binary-tree release at step s (all cells at s), each cell's sum kept by level from the top.
 
     out[cell] = exact + scale * (sum of the nodes Z(cell, l, s >> l) over the set bits l of s), the nodes
-    ``node_normal`` as ``DerivedBinary``'s, so the same values up to the order of the float additions. sums[l, cell]
+    ``node_normal`` as ``BinaryTree(node_noise="derived")``'s, so the same values up to the order of the float
+    additions. sums[l, cell]
     holds the nodes' sum over the set bits >= l of the step ``valid[0]``, added from the highest bit down. From step
     s - 1 to s the bits below the lowest set bit l of s clear and l sets, the bits above stay: one new node a cell,
     added to the kept sum of the next set bit above l. At another step every node of s is derived again. Level by

@@ -42,7 +42,8 @@ class LazyHH(BlockTracker):
     its experiments use k~ = k at their smallest memory, so k~ >= k is accepted.
 
     Beyond the paper: ``node_noise="derived"`` (its LazyCMS's node noise from a keyed Philox function,
-    ``counters.DerivedBinary``: the same output distribution, a computational guarantee, memory d k~ (4 + 4) bytes)
+    ``counters.BinaryTree(node_noise="derived")``: the same output distribution, a computational guarantee, memory d k~
+    (4 + 4) bytes)
     , ``hash_family="multiply_shift"``, ``calibration="analytic"`` and ``counter`` (any ``dpstream.counters`` name:
     gamma then bounds that counter's largest release variance, ``thresholds.lazy_cms_noise_tail``). The thresholds
     bound the larger of the two calibrations' noise (``noise_term``): unchanged wherever the analytic sigma is the
@@ -159,7 +160,8 @@ class LazyHH(BlockTracker):
     def prefetch_noise(self) -> None:
         """Draw each refresh's exact node noise during the previous period, on a second thread (discrete_secure).
 
-        ``DiscreteSecureBinary.prefetch_releases``: a refresh releases every cell one push after the last, so its
+        ``BinaryTree(node_noise="discrete_secure").prefetch_releases``: a refresh releases every cell one push after
+        the last, so its
         draws are known a period ahead; the same values, drawn while the next items are counted.
         """
         cells = self.sketch._state.counters

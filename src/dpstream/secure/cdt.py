@@ -1,6 +1,7 @@
 """Constant-time discrete Gaussian: a cumulative table scanned in full, a fixed 4 keystream words per draw.
 
-The sampler behind ``node_noise="discrete_secure_ct"`` (``counters.ConstantTimeDiscreteBinary``). It trades the exact
+The sampler behind ``node_noise="discrete_secure_ct"`` (``counters.BinaryTree(node_noise="discrete_secure_ct")``). It
+trades the exact
 rejection sampler of Canonne, Kamath, Steinke, "The Discrete Gaussian for Differential Privacy" (NeurIPS 2020), whose
 work depends on the value drawn, for a sampler whose work is the same for every draw, at a cost in delta that is
 computed and stated (their section 5.4 discusses exactly this trade: a fixed budget, and a tail that fails safe).

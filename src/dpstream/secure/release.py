@@ -1,4 +1,4 @@
-"""Compiled release of the binary tree with derived discrete Gaussian node noise (``DiscreteSecureBinary``).
+"""Compiled release of the binary tree with derived discrete Gaussian node noise (``node_noise="discrete_secure"``).
 
 The node of level l that a release at step s uses (bit l of s set) has index s >> l; its noise is one N_Z(0, a/b)
 draw from the ChaCha20 stream with nonce (cell, index low 32 bits, level | index high bits << 6)

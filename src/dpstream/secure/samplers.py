@@ -62,7 +62,8 @@ LAPLACE_MAX_SCALE = 1 << 40
 """The standalone discrete Laplace takes integer scales t <= 2^40 (its |X| < 2^62 after the V cap below)."""
 EXACT_SAMPLER = "bytes-128"
 """The discrete Gaussian sampler's version (its values from a stream: byte-wise trials on 128-bit tables). Results
-stores key ``discrete_secure`` trials by it and ``DiscreteSecureBinary.to_bytes`` writes it: give it a new name
+stores key ``discrete_secure`` trials by it and ``BinaryTree(node_noise="discrete_secure").to_bytes`` writes it: give
+it a new name
 whenever the value drawn from a stream changes. (The rejection sampler before it had no name.)"""
 LAPLACE_SAMPLER = "alg2-rational"
 """The discrete Laplace sampler's version (``_dlaplace_rational`` read through ``sequential.laplace_draws``'s

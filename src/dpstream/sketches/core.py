@@ -384,7 +384,8 @@ class SketchCore(Certified, serial.Serialisable):
     def privacy(self) -> Privacy | None:
         """(epsilon, delta) under replace-one neighbouring streams (continual observation); None when non-private.
 
-        Its notion is the cells' counter's (computational with derived node noise, ``counters.DerivedBinary``).
+        Its notion is the cells' counter's (computational with derived node noise,
+        ``counters.BinaryTree(node_noise="derived")``).
         """
         if not isinstance(self._state, PrivateSchedule):
             return None
