@@ -474,9 +474,12 @@ def keyed_key(item: int | str | bytes, key: np.ndarray) -> int:
     ``canonical_key`` writes it (8 little-endian bytes for an integer in [-2^63, 2^64), str as UTF-8, bytes as they
     are), cut into L limbs m_0 = n + 1 (n bytes), then 7-byte little-endian limbs, and hashed with the Carter-Wegman
     polynomial h = (b + sum_i m_i r^(L - i)) mod p, p = 2^61 - 1. The limbs determine the bytes (m_0 gives the
-    length and is never 0), so for two distinct items of at most L limbs, h(x) - h(y) = r Q(r) with Q a nonzero
-    polynomial of degree < L: Pr[h(x) = h(y)] <= (L - 1) / (p - 1) over r uniform on [1, p) (at most L - 1 roots).
-    For a fixed in-range integer w, Pr[h(x) = w] = 1/p over b. Nobody without the key can aim a collision.
+    length and is never 0), so for two items of distinct bytes and at most L limbs, h(x) - h(y) = r Q(r) with Q a
+    nonzero polynomial of degree < L: Pr[h(x) = h(y)] <= (L - 1) / (p - 1) over r uniform on [1, p) (at most L - 1
+    roots). For a fixed in-range integer w, Pr[h(x) = w] = 1/p over b. Nobody without the key can aim a collision.
+    Items of different types with the same bytes (the str "abcdefgh", its UTF-8 bytes, the integer of those 8
+    bytes) are one key under every secret, as under ``canonical_key``: the bound is for the items of one stream, which
+    are all of one type (a file's text values, or its integers).
     """
     if isinstance(item, bool | np.bool_) or not isinstance(item, int | np.integer | str | bytes | bytearray):
         raise TypeError(f"keys must be integers, str or bytes, got {type(item).__name__}: {item!r}")

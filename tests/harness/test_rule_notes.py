@@ -146,3 +146,19 @@ def test_the_paper_tally_counts_sentences_and_its_registered_part():
     assert lines[2].startswith("Paper claims are counted by sentence: a sentence of several clauses is one claim, "
                                "confirmed only if every clause is")
     assert "Of those, registered paper sentences: 1 confirmed, 1 not confirmed" in lines[2]
+
+
+def test_audit_svt_per_seed_flags_are_counted_from_the_pooled_table_and_name_the_contradicted_claims(tmp_path):
+    """The committed table: lyu_alg3 missed at 4 of 30 seeds, so #9 (its shipped pair) and #10 fail per seed."""
+    from dpstream.harness.rule_notes import audit_seed_flags
+
+    df = pd.read_csv(TABLES / "audit_svt.csv")
+    text = audit_seed_flags(TABLES)
+    for case, flagged in df.groupby("case")["fails"].sum().items():
+        assert f"{case} {int(flagged)}/{int((df['case'] == case).sum())}" in text
+    assert text.endswith("fails for audit_svt#9, audit_svt#10")
+    # every control flagged at every seed, no shipped case flagged: the condition holds for every claim
+    df.loc[df["negative_control"].astype(bool), "fails"] = True
+    df.to_csv(tmp_path / "audit_svt.csv", index=False)
+    (tmp_path / "audit_svt.claims.csv").write_text((TABLES / "audit_svt.claims.csv").read_text())
+    assert audit_seed_flags(tmp_path).endswith("holds for every claim")

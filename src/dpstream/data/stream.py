@@ -26,8 +26,9 @@ class FileStream:
     """A stream read from ``source``: its items (in file order), the rows read and skipped (and why).
 
     ``labels`` maps an item back to the file's value when the values were hashed (``dpstream.data.items``);
-    ``label_delta`` bounds the probability that a label is not the one value of its key (added to delta for output
-    shown under those labels).
+    ``label_delta`` bounds the probability that a label is not the one value of its key. It is NOT added to the
+    (epsilon, delta) the console and the privacy ledger state, which cover the released keys; output shown under
+    those labels holds with delta + ``label_delta``.
     Keeping under half of the rows warns (``warnings.warn`` with the counts) when the stream is made.
     """
 

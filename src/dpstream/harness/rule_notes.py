@@ -13,6 +13,7 @@ shown as history already has its final registered decision in ``looks.csv`` (its
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,8 @@ class RuleDifference:
     """(module, name, value) of the constant the difference names, checked by the test."""
     family: str = "trend"
     """The rule family the registration writes for these claims (checked by the test)."""
+    evidence: Callable[[Path], str] | None = None
+    """What the committed tables show per trial where the coded rule reads less of them (``tables`` -> text)."""
 
     @property
     def where(self) -> str:
@@ -67,11 +70,38 @@ DIFFERENCES = (
         "table of 30 seeds the registered claims are the first seed's 13 rows (their eps_lower), and every flag it "
         "reads is the last pooled seed's (a dict over repeated cases): 'paired controls flagged: 30/30' counts one "
         "seed's flag 30 times. The flag of every seed is the column fails of results/tables/audit_svt.csv",
-        family="location"),
+        family="location", evidence=lambda tables: audit_seed_flags(tables)),
 )
 """Every registered claim whose written rule is not the rule its code applies (the verdict is the code's)."""
 
 FLAG = "rule as registered differs from rule as coded"
+
+
+def audit_seed_flags(tables: Path) -> str:
+    """audit_svt per seed, from its pooled table: each case flagged in k of n seeds, and the claims that contradicts.
+
+    A negative control's "confirmed" needs it flagged at every seed; a shipped case's needs it never flagged and every
+    paired control flagged at every seed (the coded rule's own wording, applied to each seed instead of one).
+    """
+    frame = tables / "audit_svt.csv"
+    if not frame.exists():
+        return "no table"
+    df = pd.read_csv(frame)
+    per_case = df.groupby("case", sort=False).agg(flagged=("fails", "sum"), seeds=("fails", "size"),
+                                                  control=("negative_control", "first"))
+    claims = pd.read_csv(tables / "audit_svt.claims.csv", keep_default_na=False)
+    ids = dict(zip(claims["claim"].str.split(":").str[0], claim_ids_of("audit_svt", claims), strict=True))
+    contradicted = []
+    for case, r in per_case.iterrows():
+        controls = per_case[df.groupby("case", sort=False)["pair"].first() == case]
+        holds = (r.flagged == r.seeds if r.control
+                 else r.flagged == 0 and bool((controls.flagged == controls.seeds).all()))
+        if not holds and ids.get(str(case)):
+            contradicted.append(ids[str(case)])
+    counts = "; ".join(f"{case} {int(r.flagged)}/{int(r.seeds)}" for case, r in per_case.iterrows())
+    verdict = (f"Per seed, the coded rule's own condition fails for {', '.join(contradicted)}" if contradicted
+               else "Per seed, the coded rule's condition holds for every claim")
+    return f"Seeds flagged, per case: {counts}. {verdict}"
 
 
 def difference_of(claim_id: str) -> RuleDifference | None:
@@ -116,7 +146,8 @@ def differences_table(tables: Path, path: Path = REGISTRATION) -> list[str]:
              "|---|---|---|---|---|"]
     for d in DIFFERENCES:
         written = "; ".join(dict.fromkeys(registered_text(entries[i]) for i in d.claims))
-        lines.append(f"| {', '.join(d.claims)} | {_cell(written)} | `{d.where}` | {_cell(d.difference)} | "
+        difference = f"{d.difference}. {d.evidence(tables)}" if d.evidence else d.difference
+        lines.append(f"| {', '.join(d.claims)} | {_cell(written)} | `{d.where}` | {_cell(difference)} | "
                      f"{shown_verdicts(tables, d.claims)} |")
     return lines
 
