@@ -258,16 +258,19 @@ _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max
 Decoder = CaptureKeys | LineKeys
 
 
-def _blocks_of(fd: int, follow: Callable[[], bool], poll: float) -> Iterator[bytes]:
+def _blocks_of(fd: int, follow: Callable[[], bool] | None, poll: float) -> Iterator[bytes]:
     """Blocks read from ``fd``; at its end, while ``follow()`` holds, wait ``poll`` seconds and read again.
 
     Once ``follow()`` fails, ``fd`` is read to its end once more: bytes written between the last read and that
-    check (a writer's last flush before it opens the next file) are not lost.
+    check (a writer's last flush before it opens the next file) are not lost. ``follow=None`` (stdin, which a
+    terminal would block on after its end): read to the end once.
     """
     while True:
         data = os.read(fd, CHUNK_BYTES)
         if data:
             yield data
+        elif follow is None:
+            return
         elif follow():
             time.sleep(poll)
         else:  # a later file exists, so the writer closed this one: what it flushed last is read to the end
@@ -282,7 +285,7 @@ def streams(source: str, follow: bool = False, poll: float = 0.2) -> Iterator[tu
     A folder's files are read in the rotation's order (``rotation_files``).
     """
     if source == STDIN:
-        yield "<stdin>", _blocks_of(sys.stdin.fileno(), lambda: False, poll)
+        yield "<stdin>", _blocks_of(sys.stdin.fileno(), None, poll)
         return
     path = Path(source)
     if path.is_dir():
