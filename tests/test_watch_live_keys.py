@@ -45,13 +45,15 @@ def test_one_line_never_changes_another_lines_key(sixth: str, tmp_path: Path) ->
 
 
 def test_an_item_is_keyed_alike_in_any_block() -> None:
-    lines = [b"5", b"9223372036854775807", b"9223372036854775808", b"-9223372036854775809", b"x1", b"007"]
+    lines = [b"5", b"9223372036854775807", b"9223372036854775808", b"-9223372036854775809", b"x1", b"007",
+             "١٢".encode()]
     alone = [LineKeys("s").feed(b"1\n" + line + b"\n")[1] for line in lines]
     together = LineKeys("s").feed(b"1\n" + b"\n".join(lines) + b"\n")[1:]
     np.testing.assert_array_equal(together, alone)
     assert alone[0] == 5 and alone[1] == (1 << 63) - 1 and alone[5] == 7
     assert alone[2] == canonical_key(1 << 63) and alone[3] == canonical_key(-(1 << 63) - 1)
-    assert alone[4] == canonical_key("x1") and PLACEHOLDER not in alone
+    assert alone[4] == canonical_key("x1") and alone[6] == canonical_key("١٢")  # digits other than 0-9: text
+    assert PLACEHOLDER not in alone
 
 
 def v6_pcap(n: int) -> bytes:

@@ -240,11 +240,11 @@ def _line_items(values: pd.Series) -> np.ndarray:
     integer's bytes or the UTF-8 text, hashed mod 2^61 - 1), as a trace's or item file's values are keyed.
     """
     out = np.empty(len(values), dtype=np.int64)
-    short = values.str.fullmatch(r"[+-]?\d{1,18}").to_numpy(dtype=bool)  # < 10^18: fits int64
+    short = values.str.fullmatch(r"[+-]?[0-9]{1,18}").to_numpy(dtype=bool)  # < 10^18: fits int64
     out[short] = pd.to_numeric(values[short]).to_numpy(dtype=np.int64)
     rest = np.flatnonzero(~short)
     if rest.size:  # few lines: long digit runs, or text
-        items = [int(v) if re.fullmatch(r"[+-]?\d+", v) else v for v in values.iloc[rest]]
+        items = [int(v) if re.fullmatch(r"[+-]?[0-9]+", v) else v for v in values.iloc[rest]]
         fits = np.array([isinstance(v, int) and _INT64_MIN <= v <= _INT64_MAX for v in items], dtype=bool)
         out[rest[fits]] = np.array([v for v, f in zip(items, fits, strict=True) if f], dtype=np.int64)
         other = [v for v, f in zip(items, fits, strict=True) if not f]
