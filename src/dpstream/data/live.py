@@ -232,6 +232,9 @@ class LineKeys:
         return keys.astype(np.int64)
 
 
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+
+
 def _line_items(values: pd.Series) -> np.ndarray:
     """The int64 keys of an integer stream's lines, each from its own text alone (never via a float).
 
@@ -252,8 +255,6 @@ def _line_items(values: pd.Series) -> np.ndarray:
             out[rest[~fits]] = canonical_keys(np.array(other, dtype=object)).astype(np.int64)
     return out
 
-
-_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 Decoder = CaptureKeys | LineKeys
 
