@@ -180,5 +180,5 @@ def test_ipv6_keys_are_the_keyed_hash_of_the_source_under_the_scans_secret(tmp_p
     other = np.concatenate(list(scan_capture(path, ipv6="key", seed=6)))
     assert (other[other < 1 << 32] == keys[keys < 1 << 32]).all()  # IPv4 keys are the addresses
     assert set(other[other >= 1 << 32].tolist()).isdisjoint(keys[keys >= 1 << 32].tolist())
-    live = [CaptureKeys(data[:64], "v.pcapng", "key").feed(data) for _ in range(2)]  # the watcher: a secret per reader
+    live = [CaptureKeys(data[:64], "v.pcapng", "key").feed(data) for _ in range(2)]  # a new secret a call
     assert set(live[0][live[0] >= 1 << 32].tolist()).isdisjoint(live[1][live[1] >= 1 << 32].tolist())

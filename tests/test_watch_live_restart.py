@@ -236,7 +236,7 @@ def test_a_bad_source_is_one_line_and_writes_nothing(source: str, tmp_path: Path
     """A mistyped or unreadable source: one line naming it, exit 2, no state or lock file, no epoch used up."""
     good = tmp_path / "items.txt"
     good.write_text("".join(f"{v}\n" for v in items(3)))
-    (tmp_path / "bad.txt").write_text("item\n12\n13x\n")
+    (tmp_path / "bad.txt").write_text("item,x\n12,a\n,b\n")  # an empty field (text that is not an integer is keyed)
     (tmp_path / "bad.pcap").write_bytes(b"\xd4\xc3\xb2\xa1" + bytes(16) + (999).to_bytes(4, "little"))  # link 999
     (tmp_path / "items.gz").write_bytes(gzip.compress(b"1\n2\n"))
     state = tmp_path / "st.json"
@@ -247,7 +247,7 @@ def test_a_bad_source_is_one_line_and_writes_nothing(source: str, tmp_path: Path
     assert err.startswith("error: ") and err.count("\n") == 1, err
     wanted = {"itemz.txt": f"source {str(path)!r} does not exist; allowed: '-' (stdin), a capture or text file, or a "
                            "folder of rotated captures",
-              "bad.txt": "line 3: item '13x' in column 0: allowed: an integer",
+              "bad.txt": "line 3: item '' in column 0: allowed: an integer",
               "bad.pcap": "bad.pcap: pcap link type 999 is not one the reader decodes; allowed: link types 0,",
               "items.gz": "items.gz: the lines from line 1 on: bytes that are not UTF-8 text; allowed: a pcap",
               "column": "the lines from line 1 on have no field 3 (--column 3, 0-based)"}[source]

@@ -9,6 +9,7 @@ is handled within one block). Each stream's first bytes choose its decoder:
   block; keys are the IPv4 source addresses read big-endian, as for a capture file.
 * anything else: a text or CSV line stream (``LineKeys``), one item a line in column ``column`` (0: the first field),
   integers or IPv4 addresses, parsed a block at a time by pandas' C reader. A first line that is neither is a header.
+  A line's key depends on that line alone (``_line_items``): never a float round trip.
 
 Following (``follow=True``): a file at its end is polled every ``poll`` seconds for more bytes; in a folder, the
 files are read in the rotation's order (``natural_key``: digit runs compare as numbers, so tcpdump -C's cap9 comes
@@ -56,6 +57,7 @@ from dpstream.data.capture import (
     scan_pcap,
     scan_pcapng,
 )
+from dpstream.hashing import canonical_keys
 
 CHUNK_BYTES = 1 << 22
 """Bytes asked of the source per read (a pipe may return fewer)."""
@@ -74,14 +76,18 @@ class CaptureKeys:
 
     label_kind = "ipv4"
 
-    def __init__(self, head: bytes, name: str, ipv6: str = "skip") -> None:
-        """Read the format from the stream's first bytes (at least 24 for pcap; ``data.capture._header``)."""
+    def __init__(self, head: bytes, name: str, ipv6: str | np.ndarray = "skip") -> None:
+        """Read the format from the stream's first bytes (at least 24 for pcap; ``data.capture._header``).
+
+        ``ipv6``: "skip", "key" (a secret drawn from the OS for this reader) or the kernels' IPv6 argument itself
+        (``ipv6_hash_key``), shared by the readers of one source so an IPv6 host has one key in every file.
+        """
         self.name = name
         self.fmt, self.state, self._skip = _header(Path(name), head)
         self.if_link = np.zeros(MAX_INTERFACES, dtype=np.int64)
         self.if_snap = np.zeros(MAX_INTERFACES, dtype=np.int64)
         self.tallies = np.zeros(4, dtype=np.int64)  # records, non-IPv4, too short, IPv6 keyed (capture.C_*)
-        self.mode = ipv6_hash_key(ipv6)  # the secret of the IPv6 keys, from the OS: new per reader
+        self.mode = ipv6_hash_key(ipv6) if isinstance(ipv6, str) else ipv6
         self._rest = b""  # bytes from a record or block start, not yet complete
         self._offset = 0  # stream offset of _rest[0] (for error messages)
 
@@ -203,9 +209,11 @@ class LineKeys:
     def _keys(self, values: pd.Series, first_line: int) -> np.ndarray:
         if self.label_kind == "int":
             numbers = pd.to_numeric(values, errors="coerce")
-            if numbers.dtype.kind == "i":  # exact: no float round trip for ids above 2^53
+            if numbers.dtype.kind == "i":  # every line an int64, parsed exactly
                 return numbers.to_numpy(dtype=np.int64)
-            keys = numbers.to_numpy(dtype=np.float64)
+            if not values.isna().any():
+                return _line_items(values)
+            keys = np.where(values.isna(), np.nan, 0.0)  # an empty field: refused below
         else:
             octets = values.str.split(".", expand=True)
             if octets.shape[1] != 4:
@@ -216,6 +224,7 @@ class LineKeys:
         wrong = np.flatnonzero(np.isnan(keys))
         if wrong.size:
             value = values.iloc[int(wrong[0])]
+            value = "" if pd.isna(value) else value  # an empty field
             raise ValueError(f"{self.name}: line {first_line + int(wrong[0]) + 1}: item {value!r} in column "
                              f"{self.column}: allowed: "
                              f"{'an integer' if self.label_kind == 'int' else 'an IPv4 address a.b.c.d'}, "
@@ -223,18 +232,51 @@ class LineKeys:
         return keys.astype(np.int64)
 
 
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+
+
+def _line_items(values: pd.Series) -> np.ndarray:
+    """The int64 keys of an integer stream's lines, each from its own text alone (never via a float).
+
+    An integer that fits int64 is itself (``_tracker.as_items`` canonicalises it, as any integer item); any other
+    line, a larger integer or text that is not an integer, is its canonical key (``hashing.canonical_keys``: the
+    integer's bytes or the UTF-8 text, hashed mod 2^61 - 1), as a trace's or item file's values are keyed.
+    """
+    out = np.empty(len(values), dtype=np.int64)
+    short = values.str.fullmatch(r"[+-]?[0-9]{1,18}").to_numpy(dtype=bool)  # < 10^18: fits int64
+    out[short] = pd.to_numeric(values[short]).to_numpy(dtype=np.int64)
+    rest = np.flatnonzero(~short)
+    if rest.size:  # few lines: long digit runs, or text
+        items = [int(v) if re.fullmatch(r"[+-]?[0-9]+", v) else v for v in values.iloc[rest]]
+        fits = np.array([isinstance(v, int) and _INT64_MIN <= v <= _INT64_MAX for v in items], dtype=bool)
+        out[rest[fits]] = np.array([v for v, f in zip(items, fits, strict=True) if f], dtype=np.int64)
+        other = [v for v, f in zip(items, fits, strict=True) if not f]
+        if other:
+            out[rest[~fits]] = canonical_keys(np.array(other, dtype=object)).astype(np.int64)
+    return out
+
+
 Decoder = CaptureKeys | LineKeys
 
 
-def _blocks_of(fd: int, follow: Callable[[], bool], poll: float) -> Iterator[bytes]:
-    """Blocks read from ``fd``; at its end, while ``follow()`` holds, wait ``poll`` seconds and read again."""
+def _blocks_of(fd: int, follow: Callable[[], bool] | None, poll: float) -> Iterator[bytes]:
+    """Blocks read from ``fd``; at its end, while ``follow()`` holds, wait ``poll`` seconds and read again.
+
+    Once ``follow()`` fails, ``fd`` is read to its end once more: bytes written between the last read and that
+    check (a writer's last flush before it opens the next file) are not lost. ``follow=None`` (stdin, which a
+    terminal would block on after its end): read to the end once.
+    """
     while True:
         data = os.read(fd, CHUNK_BYTES)
         if data:
             yield data
+        elif follow is None:
+            return
         elif follow():
             time.sleep(poll)
-        else:
+        else:  # a later file exists, so the writer closed this one: what it flushed last is read to the end
+            while data := os.read(fd, CHUNK_BYTES):
+                yield data
             return
 
 
@@ -244,7 +286,7 @@ def streams(source: str, follow: bool = False, poll: float = 0.2) -> Iterator[tu
     A folder's files are read in the rotation's order (``rotation_files``).
     """
     if source == STDIN:
-        yield "<stdin>", _blocks_of(sys.stdin.fileno(), lambda: False, poll)
+        yield "<stdin>", _blocks_of(sys.stdin.fileno(), None, poll)
         return
     path = Path(source)
     if path.is_dir():
@@ -538,7 +580,7 @@ def probe(source: str, column: int = 0, ipv6: str = "skip") -> None:
         decoder.feed(head)
 
 
-def decoder_for(head: bytes, name: str, column: int = 0, ipv6: str = "skip") -> Decoder:
+def decoder_for(head: bytes, name: str, column: int = 0, ipv6: str | np.ndarray = "skip") -> Decoder:
     """A ``CaptureKeys`` when ``head`` starts with a pcap or pcapng magic, else a ``LineKeys``."""
     if head[:4] in PCAP_MAGIC or head[:4] == PCAPNG_MAGIC:
         try:
@@ -556,11 +598,13 @@ def source_keys(source: str, follow: bool = False, column: int = 0, ipv6: str = 
 
     ``on_stream`` is called with each stream's decoder once its format is known (labels), and again when the stream
     ends (a capture's ``pending_bytes`` then count a record cut off at its end). ``reading`` counts what each file
-    gave (and skips what a state released: ``Reading``).
+    gave (and skips what a state released: ``Reading``). With ``ipv6="key"`` one secret is drawn from the operating
+    system per call, shared by every stream's reader: an IPv6 host has one key in every file of a rotation.
     """
     reading = reading if reading is not None else Reading()
+    secret = ipv6_hash_key(ipv6)
     for name, blocks in streams(source, follow, poll):
-        for keys in _stream_keys(name, reading.blocks(name, blocks), column, ipv6,
+        for keys in _stream_keys(name, reading.blocks(name, blocks), column, secret,
                                  on_stream or (lambda decoder: None)):
             keys = reading.take(keys)
             if keys.size:
@@ -568,7 +612,7 @@ def source_keys(source: str, follow: bool = False, column: int = 0, ipv6: str = 
         reading.ended()
 
 
-def _stream_keys(name: str, blocks: Iterator[bytes], column: int, ipv6: str,
+def _stream_keys(name: str, blocks: Iterator[bytes], column: int, ipv6: np.ndarray,
                  on_stream: Callable[[Decoder], None]) -> Iterator[np.ndarray]:
     """The keys of one stream: its format from its first 24 bytes (or its first line, or all of a shorter stream).
 
