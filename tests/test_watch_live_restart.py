@@ -46,6 +46,24 @@ def write(folder: Path, index: int) -> Path:
     return path
 
 
+def rotation(tmp_path: Path, files: int) -> Path:
+    """A folder ``rot`` holding the first ``files`` files of a ``tcpdump -C`` rotation (``write``)."""
+    folder = tmp_path / "rot"
+    folder.mkdir()
+    for i in range(files):
+        write(folder, i)
+    return folder
+
+
+def watched(tmp_path: Path, files: int) -> tuple[Path, Path, list[str]]:
+    """(folder, state, args) after one watch of a rotation of ``files`` files to its end."""
+    folder = rotation(tmp_path, files)
+    state = tmp_path / "st.json"
+    args = [str(folder), "--state", str(state), *OPTIONS]
+    assert main(args) == 0
+    return folder, state, args
+
+
 def releases(out: str) -> list[dict]:
     return [json.loads(line) for line in out.splitlines()]
 
@@ -72,10 +90,7 @@ def test_the_rotation_order_is_numeric_and_foreign_names_are_refused(tmp_path: P
 
 def test_a_followed_rotation_moves_past_cap9(tmp_path: Path) -> None:
     """--follow reads cap10 and cap11 once they appear (plain name order stalled at cap9 for ever)."""
-    folder = tmp_path / "rot"
-    folder.mkdir()
-    for i in range(10):
-        write(folder, i)
+    folder = rotation(tmp_path, 10)
     got: list[np.ndarray] = []
 
     def read() -> None:
@@ -123,13 +138,7 @@ def test_a_restart_reads_the_new_rotated_files_and_nothing_released_again(tmp_pa
     Plain name order would skip 40960 packets of cap, cap1, cap10, cap11, cap2, ..., cap7 and feed cap8/cap9
     (888, released in epoch 0) to epoch 1; the rotation's order feeds cap10/cap11, and 888 is not reported again.
     """
-    folder = tmp_path / "rot"
-    folder.mkdir()
-    for i in range(10):
-        write(folder, i)
-    state = tmp_path / "st.json"
-    args = [str(folder), "--state", str(state), *OPTIONS]
-    assert main(args) == 0
+    folder, state, args = watched(tmp_path, 10)
     first = releases(capsys.readouterr().out)
     assert [line["step"] for line in first] == [LINES * (i + 1) for i in range(10)]
     assert first[-1]["items"] == []  # 888 is 18% of epoch 0: below 1/k
@@ -153,13 +162,7 @@ def test_a_restart_reads_the_new_rotated_files_and_nothing_released_again(tmp_pa
 @pytest.mark.parametrize("change", ["gone", "renumbered", "rewritten", "grown", "foreign"])
 def test_a_restart_on_changed_files_is_refused_naming_the_file(change: str, tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    folder = tmp_path / "rot"
-    folder.mkdir()
-    for i in range(4):
-        write(folder, i)
-    state = tmp_path / "st.json"
-    args = [str(folder), "--state", str(state), *OPTIONS]
-    assert main(args) == 0
+    folder, state, args = watched(tmp_path, 4)
     capsys.readouterr()
     saved = state.read_text()
     size = (folder / "cap2").stat().st_size
@@ -203,13 +206,7 @@ def test_a_state_of_format_1_is_migrated_or_refused_with_a_how_to(tmp_path: Path
     A file, or a folder whose rotation order is plain name order, is skipped by count as then (and the list is
     recorded from then on); a folder whose orders differ is refused.
     """
-    folder = tmp_path / "rot"
-    folder.mkdir()
-    for i in range(3):
-        write(folder, i)
-    state = tmp_path / "st.json"
-    args = [str(folder), "--state", str(state), *OPTIONS]
-    assert main(args) == 0
+    folder, state, args = watched(tmp_path, 3)
     capsys.readouterr()
     old = json.loads(state.read_text())
     old["format"] = LEDGER_FORMAT_1
