@@ -272,3 +272,14 @@ def test_a_swept_dotted_key_is_changed_by_the_override_its_error_suggests(tmp_pa
     main([*base[:1], *base[2:], "experiment.grid={data.length:[1024,4096]}", "--cfg", "job"])
     swept = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("# swept: "))
     assert swept.startswith("# swept: data.length: [1024, 4096]; mechanism.counter: ")
+
+
+def test_the_counter_board_on_a_file_names_the_data_it_needs(tmp_path, monkeypatch, capsys):
+    # before: KeyError 'length' in a traceback from the trial
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "items.txt").write_text("".join(f"{i % 7}\n" for i in range(200)))
+    status, err = run_cli(["mechanism=counter_board", "data=items", f"data.path={tmp_path / 'items.txt'}",
+                           "profile=smoke", "trials=1", "n_jobs=1"], capsys)
+    assert status == 2 and one_error_line(err) == (
+        "error: data=items: counter_board runs at T = data.length: a generated stream that declares its length "
+        "(data=zipf, data=wordfreq); a file declares none")

@@ -32,6 +32,7 @@ import numpy as np
 from scipy import stats
 
 from dpstream.counters import Counter, CounterDescriptor, counter_class
+from dpstream.errors import ConfigError
 from dpstream.noise import children
 from dpstream.trials import row_columns
 from dpstream.trials import sketch as sketch_trial
@@ -156,6 +157,9 @@ def board_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[st
     """One leaderboard cell: ``mechanism.counter`` with ``mechanism.node_noise`` at T = ``data.length``."""
     mech = params["mechanism"]
     cls = counter_class(mech["counter"], mech["node_noise"])
+    if "length" not in params["data"]:
+        raise ConfigError("data", params["data"].get("name"), "counter_board runs at T = data.length: a generated "
+                          "stream that declares its length (data=zipf, data=wordfreq); a file declares none")
     horizon = int(params["data"]["length"])
     are_seed, empirical_seed = children(seed, 2)
     return {"log2_horizon": math.log2(horizon), "notion": cls.notion, **formula_cells(cls, horizon, params),
