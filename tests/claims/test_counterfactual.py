@@ -42,7 +42,7 @@ SURVIVES = {
     "beyond_hh#0": "the threshold decides both arms' outputs (an equivalence by design)",
     **{c: ("refuted by effects of both signs across the grid (below 0, or a falling trend, at every point claimed): "
            "the mirror flips every sign and keeps the mix, the scalings keep every sign")
-       for c in ("beyond_eps#0", "beyond_eps#1", "qr_median_toy#1")},
+       for c in ("beyond_eps#0", "beyond_eps#1", "qr_median_toy#1", "qr_error_vs_n#0", "qr_error_vs_n#7")},
     "qr_error_vs_queries#2": ("refuted far above the uniform line (+14.9 at the deciding point), a second measured "
                               "column every counterfactual moves with it: its negation needs a table planted below it"),
     **{f"audit_svt#{i}": AUDIT for i in range(13)},
