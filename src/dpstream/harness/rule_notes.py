@@ -52,31 +52,6 @@ class RuleDifference:
         return f"{self.path}:{self.line}"
 
 
-DIFFERENCES = (
-    RuleDifference(
-        ("fig3f#0", "fig3f#1", "fig3f#2", "fig3f#3"), "src/dpstream/claims/sketch.py", 340,
-        "size, text = _at_least(ratio, LIMITED_EPS)",
-        "the text registers a trend of ln ARE on ln eps 'and not as the >= 2x cut'; the code requires Page's trend "
-        "test AND the geometric-mean ratio ARE(eps = 0.05) / ARE(eps = 2) >= LIMITED_EPS = 2.0, i.e. that 2x cut",
-        ("dpstream.claims.sketch", "LIMITED_EPS", 2.0)),
-    RuleDifference(
-        ("fig3c#1",), "src/dpstream/claims/sketch.py", 262, "more_for_claim(df, '\"the benefit [of depth]",
-        "the text registers a trend over depth; the code compares, for every (private, non-private) pair, the paired "
-        "per-trial fraction of the ARE removed between the first and last depth (MORE_FOR), a different test"),
-    RuleDifference(
-        tuple(f"audit_svt#{i}" for i in range(13)), "src/dpstream/claims/audit.py", 27,
-        'flagged = dict(zip(df["case"], df["fails"].astype(bool), strict=True))',
-        "the text registers a per-trial location rule; the code judges one table of 13 audits, so on the pooled "
-        "table of 30 seeds the registered claims are the first seed's 13 rows (their eps_lower), and every flag it "
-        "reads is the last pooled seed's (a dict over repeated cases): 'paired controls flagged: 30/30' counts one "
-        "seed's flag 30 times. The flag of every seed is the column fails of results/tables/audit_svt.csv",
-        family="location", evidence=lambda tables: audit_seed_flags(tables)),
-)
-"""Every registered claim whose written rule is not the rule its code applies (the verdict is the code's)."""
-
-FLAG = "rule as registered differs from rule as coded"
-
-
 def audit_seed_flags(tables: Path) -> str:
     """audit_svt per seed, from its pooled table: each case flagged in k of n seeds, and the claims that contradicts.
 
@@ -102,6 +77,31 @@ def audit_seed_flags(tables: Path) -> str:
     verdict = (f"Per seed, the coded rule's own condition fails for {', '.join(contradicted)}" if contradicted
                else "Per seed, the coded rule's condition holds for every claim")
     return f"Seeds flagged, per case: {counts}. {verdict}"
+
+DIFFERENCES = (
+    RuleDifference(
+        ("fig3f#0", "fig3f#1", "fig3f#2", "fig3f#3"), "src/dpstream/claims/sketch.py", 340,
+        "size, text = _at_least(ratio, LIMITED_EPS)",
+        "the text registers a trend of ln ARE on ln eps 'and not as the >= 2x cut'; the code requires Page's trend "
+        "test AND the geometric-mean ratio ARE(eps = 0.05) / ARE(eps = 2) >= LIMITED_EPS = 2.0, i.e. that 2x cut",
+        ("dpstream.claims.sketch", "LIMITED_EPS", 2.0)),
+    RuleDifference(
+        ("fig3c#1",), "src/dpstream/claims/sketch.py", 262, "more_for_claim(df, '\"the benefit [of depth]",
+        "the text registers a trend over depth; the code compares, for every (private, non-private) pair, the paired "
+        "per-trial fraction of the ARE removed between the first and last depth (MORE_FOR), a different test"),
+    RuleDifference(
+        tuple(f"audit_svt#{i}" for i in range(13)), "src/dpstream/claims/audit.py", 27,
+        'flagged = dict(zip(df["case"], df["fails"].astype(bool), strict=True))',
+        "the text registers a per-trial location rule; the code judges one table of 13 audits, so on the pooled "
+        "table of 30 seeds the registered claims are the first seed's 13 rows (their eps_lower), and every flag it "
+        "reads is the last pooled seed's (a dict over repeated cases): 'paired controls flagged: 30/30' counts one "
+        "seed's flag 30 times. The flag of every seed is the column fails of results/tables/audit_svt.csv",
+        family="location", evidence=audit_seed_flags),
+)
+"""Every registered claim whose written rule is not the rule its code applies (the verdict is the code's)."""
+
+FLAG = "rule as registered differs from rule as coded"
+
 
 
 def difference_of(claim_id: str) -> RuleDifference | None:
