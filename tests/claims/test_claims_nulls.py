@@ -80,6 +80,9 @@ def test_an_absence_rule_rejects_a_planted_real_effect():
 
 
 SPECS = {s["id"]: s for s in experiments_to_run(composed_config(ROOT / "results"), CONF_DIR) if s["id"] in TESTS}
+TABLES = ROOT / "results" / "tables"
+LOOKS = looks_of(TABLES)
+"""The records of the committed looks.csv, read once for every case."""
 
 
 def _null_count(notes: pd.Series) -> int | None:
@@ -104,11 +107,10 @@ def test_committed_claims_are_the_rules_with_their_nulls(exp_id):
     # from noise; a verdict that differs across seeds must say so (its three outcomes in ``measured``)
     # A registered row was decided at its own look on that look's trials (a sequential rule may stop before the
     # table's last trial): the replay in tests/harness/test_adopt.py checks it, so here only history rows are rerun.
-    tables = ROOT / "results" / "tables"
-    df = pd.read_csv(tables / f"{exp_id}.csv")
-    committed = pd.read_csv(tables / f"{exp_id}.claims.csv", keep_default_na=False)
-    history = ~pd.Series([is_registered(x) for x in labels(committed, table_rows(tables, exp_id), looks_of(tables),
-                                                           exp_id)], dtype=bool)
+    df = pd.read_csv(TABLES / f"{exp_id}.csv")
+    committed = pd.read_csv(TABLES / f"{exp_id}.claims.csv", keep_default_na=False)
+    history = ~pd.Series([is_registered(x) for x in labels(committed, table_rows(TABLES, exp_id), LOOKS, exp_id)],
+                         dtype=bool)
     if not history.any():
         pytest.skip(f"{exp_id}: every row registered (its replay is tests/harness/test_adopt.py)")
     confirmed = committed[committed["verdict"] == "confirmed"]

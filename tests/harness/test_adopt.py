@@ -88,7 +88,9 @@ def test_a_claims_function_with_more_rows_than_registered_gives_one_row_per_regi
 
 
 STATE = registered.status(registered.read_looks(PAPER / "looks.csv"))
-REFUSED: dict[str, str] = {}
+REFUSED: dict[str, str] = {
+    "qr_analyst_audit": "the frozen rule makes one claim a row: on the pooled table its ids #1-#3 judge s = 1 rows, so "
+                        "the replay states another claim than the registered one (rule_notes.DIFFERENCES)"}
 """Final experiments ``make adopt-registered`` refuses, each with the reason (strict: one that passes must leave)."""
 FINAL = [pytest.param(e, marks=[pytest.mark.xfail(strict=True, reason=REFUSED[e])] if e in REFUSED else [])
          for e in sorted(STATE.loc[STATE["state"] == "final", "experiment"])]

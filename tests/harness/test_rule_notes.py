@@ -134,6 +134,24 @@ def test_the_first_page_shows_final_decisions_beside_history(tmp_path):
     assert "awaiting" not in limited  # fig3e#0 has no final record here
 
 
+def test_a_refused_experiment_is_shown_not_adopted_never_awaiting(tmp_path):
+    from dpstream.harness.registered import REFUSED
+
+    tables = tmp_path / "results" / "tables"
+    tables.mkdir(parents=True)
+    for name in ("fig3e.csv", "fig3e.claims.csv"):
+        shutil.copy(TABLES / name, tables / name)
+    claims = pd.read_csv(tables / "fig3e.claims.csv", keep_default_na=False)
+    claims.assign(provenance=f"{REFUSED}: replay differs").to_csv(tables / "fig3e.claims.csv", index=False)
+    looks = tmp_path / "results" / "verify" / "paper"
+    looks.mkdir(parents=True)
+    _looks([(2, "fig3e#1", "not confirmed", True), (1, "fig3e#2", "not confirmed", True)]).drop(
+        columns="experiment").assign(trials=20, measured="m", prereg_hash="x").to_csv(looks / "looks.csv", index=False)
+    dip = next(r for r in first_page(tables) if r.startswith("| fig3e") and "lower ARE at very small" in r)
+    assert "(adoption refused)" in dip and "final: not confirmed (looks 1, 2, not adopted)" in dip
+    assert "awaiting" not in dip
+
+
 def test_the_paper_tally_counts_sentences_and_its_registered_part():
     rows = [("a", "confirmed", True), ("a", "not confirmed", True), ("b", "confirmed", True),
             ("b", "confirmed", False), ("c", "confirmed", True)]

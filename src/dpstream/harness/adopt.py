@@ -146,7 +146,7 @@ def demote(out: Path, exp: str, why: str) -> None:
     path = out / "tables" / f"{exp}.claims.csv"
     if path.exists():
         claims = pd.read_csv(path, keep_default_na=False)
-        write_csv(claims.assign(provenance=f"refused by make adopt-registered: {why}"[:300]), path)
+        write_csv(claims.assign(provenance=f"{registered.REFUSED}: {why}"[:300]), path)
 
 
 def rerender(out: Path, profile: str = "paper", regenerated_by: str = "make adopt-registered",

@@ -33,6 +33,10 @@ from dpstream.claims.registration import (
 REGISTERED = re.compile(r"^registered: look (?P<look>\d+), (?P<trials>\d+) pooled trials")
 """How a claims row written by ``adopt`` names its provenance."""
 HISTORY_LABEL = "history"
+REFUSED = "refused by make adopt-registered"
+"""How ``adopt.demote`` begins the ``provenance`` of a refused experiment's claims."""
+REFUSED_NOTE = " (adoption refused)"
+"""What a history label of a refused experiment's claim adds (``labels``)."""
 PROVENANCE_COLUMNS = ("seed", "prereg_hash", "commit", "run_time")
 STATES = ("final", "running", "not started")
 
@@ -140,12 +144,13 @@ def labels(claims: pd.DataFrame, rows: pd.DataFrame, looks: pd.DataFrame, experi
             else:
                 note = final_record(claim_id, text, column["verdict"].iloc[i], column["measured"].iloc[i], looks,
                                     path)
+        refused = REFUSED_NOTE if text.startswith(REFUSED) else ""
         if fresh and REGISTERED.match(text) and not note:
             out.append(text)
         elif fresh:
-            out.append(f"registered rows, not decided by a registered look{': ' + note if note else ''}")
+            out.append(f"registered rows, not decided by a registered look{refused}{': ' + note if note else ''}")
         else:
-            out.append(f"{HISTORY_LABEL}: {_seeds(rows)}, decides nothing")
+            out.append(f"{HISTORY_LABEL}: {_seeds(rows)}{refused}, decides nothing")
     return out
 
 

@@ -12,6 +12,7 @@ shown as history already has its final registered decision in ``looks.csv`` (its
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,10 +22,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpstream.claims.registration import REGISTRATION, by_id, load
+from dpstream.claims.registration import REGISTRATION, by_id, load, registration_hash
 from dpstream.claims.registration import claim_ids as claim_ids_of
 from dpstream.claims.sequential import ALPHA, decide_trend, trial_slopes
-from dpstream.harness.registered import is_registered, short
+from dpstream.harness.registered import REFUSED_NOTE, is_registered, short
 from dpstream.plots.names import relabel
 
 
@@ -78,6 +79,36 @@ def audit_seed_flags(tables: Path) -> str:
                else "Per seed, the coded rule's condition holds for every claim")
     return f"Seeds flagged, per case: {counts}. {verdict}"
 
+ANALYST_AUDIT_TRIAL = "dpstream.trials.query_release:analyst_audit_trial"
+"""The trial of qr_analyst_audit, as its store rows name it (``mechanism.trial``)."""
+
+
+def analyst_audit_seeds(tables: Path) -> str:
+    """qr_analyst_audit per density s, from the registered stores: what each seed's row gives under the coded rule.
+
+    The coded rule (``claims.query_release.analyst_audit_claims``) makes one claim a row: on the pooled table of 30
+    seeds its first four claims are the s = 1 rows of four seeds. Per s, over the seeds run under the current
+    registration: the claimed eps_A, the audit's power eps_max(runs) and the rows the rule would call "not confirmed"
+    (eps_A <= eps_max and the audit fails).
+    """
+    from dpstream.claims.query_release import audit_power
+
+    registered = f'"prereg_hash": "{registration_hash()}"'  # seeds 0-2 ran before the registration
+    rows = [json.loads(line) for store in sorted((tables.parent / "verify" / "paper").glob("seed_*/store/trials.jsonl"))
+            for line in store.read_text().splitlines() if ANALYST_AUDIT_TRIAL in line and registered in line]
+    if not rows:
+        return "no registered store"
+    df = pd.DataFrame(rows)
+    parts = []
+    for s, block in df.groupby("mechanism.s"):
+        power = np.array([audit_power(n, d) for n, d in zip(block["audit_runs"], block["delta"], strict=True)])
+        refuting = int(((block["eps_analyst"] <= power) & block["audit_fails"].astype(bool)).sum())
+        parts.append(f"s = {s:g}: eps_A {block['eps_analyst'].min():.3g}..{block['eps_analyst'].max():.3g} against "
+                     f"eps_max {power.max():.3g}, lower bound median {block['eps_lower'].median():.3f}, "
+                     f"'not confirmed' at {refuting} of {block['seed'].nunique()} seeds")
+    return "Per s over the registered seeds: " + "; ".join(parts)
+
+
 DIFFERENCES = (
     RuleDifference(
         ("fig3f#0", "fig3f#1", "fig3f#2", "fig3f#3"), "src/dpstream/claims/sketch.py", 340,
@@ -97,6 +128,14 @@ DIFFERENCES = (
         "reads is the last pooled seed's (a dict over repeated cases): 'paired controls flagged: 30/30' counts one "
         "seed's flag 30 times. The flag of every seed is the column fails of results/tables/audit_svt.csv",
         family="location", evidence=audit_seed_flags),
+    RuleDifference(
+        tuple(f"qr_analyst_audit#{i}" for i in range(4)), "src/dpstream/claims/query_release.py", 373,
+        'for _, r in df.sort_values("mechanism.s").iterrows():',
+        "the text registers one claim per density s (1, 30, 300, 2400); the code makes one claim per row, so on the "
+        "pooled table of 30 seeds the four registered ids are the s = 1 rows of seeds 3-6, and the final records of "
+        "#1-#3 judge s = 1, not the s their registered text names. Adoption refuses the experiment (its replay states "
+        "another claim than the registered one)",
+        family="location", evidence=analyst_audit_seeds),
 )
 """Every registered claim whose written rule is not the rule its code applies (the verdict is the code's)."""
 
@@ -216,7 +255,7 @@ def declared_trend(tables: Path, path: Path = REGISTRATION) -> str:
 
 
 def awaiting(claim_ids: list[str], sources: list[str], looks: pd.DataFrame) -> str:
-    """``final: <verdict> (look N, awaiting adoption of the experiment)``, or empty.
+    """``final: <verdict> (look N, awaiting adoption of the experiment)``, or empty; ``not adopted`` if it was refused.
 
     For claims shown as history (no label of ``sources`` registered) whose registered decisions are all final in
     ``looks.csv`` (``looks``, ``registered.read_looks``): their experiment is not adopted yet. Several claims (the
@@ -231,7 +270,8 @@ def awaiting(claim_ids: list[str], sources: list[str], looks: pd.DataFrame) -> s
         return ""
     at = sorted({int(n) for n in final["look"]})
     where = f"look {at[0]}" if len(at) == 1 else "looks " + ", ".join(map(str, at))
-    return f"final: {combine(list(final['verdict'].astype(str)))} ({where}, awaiting adoption of the experiment)"
+    state = "not adopted" if any(REFUSED_NOTE in s for s in sources) else "awaiting adoption of the experiment"
+    return f"final: {combine(list(final['verdict'].astype(str)))} ({where}, {state})"
 
 
 def shown(claim_ids: list[str], sources: list[str], looks: pd.DataFrame) -> list[str]:
