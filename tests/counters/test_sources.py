@@ -1,4 +1,4 @@
-"""Noise sources (``counters.sources``): every counter's switches are its source's, the protocol every class answers, draw variances."""
+"""Noise sources (``counters.sources``): counters state their source's facts, answer its protocol; draw variances."""
 
 from __future__ import annotations
 
