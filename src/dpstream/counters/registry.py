@@ -124,7 +124,7 @@ class CounterDescriptor:
         return getattr(self.cls, attr)
 
 
-def sources(cls: type[Counter], *noises: str, **kwargs: Any) -> tuple[CounterDescriptor, ...]:
+def offered(cls: type[Counter], *noises: str, **kwargs: Any) -> tuple[CounterDescriptor, ...]:
     """One descriptor per node noise ``noises`` of ``cls`` (none given: every one of its ``NOISES``).
 
     ``kwargs`` go to the first (the stored one: ``probed``, ``noise_test``).
@@ -134,20 +134,20 @@ def sources(cls: type[Counter], *noises: str, **kwargs: Any) -> tuple[CounterDes
 
 
 DESCRIPTORS: tuple[CounterDescriptor, ...] = (
-    *sources(BinaryTree),
-    *sources(HonakerTree),
-    *sources(BLTCounter),
-    *sources(SmoothBinary),
-    *sources(LaplaceTree),
-    *sources(HybridDerived),
-    *sources(SqrtFactorisation, "stored", probed=True, noise_test=TOEPLITZ_NOISE),
-    *sources(BandedSqrt4, "stored", probed=True, noise_test=TOEPLITZ_NOISE),
-    *sources(BandedSqrt16, "stored"),
-    *sources(BandedSqrt64, "stored"),
-    *sources(SqrtFactorisation, "derived"),
-    *sources(BandedSqrt16, "derived"),
-    *sources(UnboundedFactorisation, probed=True, noise_test=TOEPLITZ_NOISE),
-    *sources(NormalisedSqrt),
+    *offered(BinaryTree),
+    *offered(HonakerTree),
+    *offered(BLTCounter),
+    *offered(SmoothBinary),
+    *offered(LaplaceTree),
+    *offered(HybridDerived),
+    *offered(SqrtFactorisation, "stored", probed=True, noise_test=TOEPLITZ_NOISE),
+    *offered(BandedSqrt4, "stored", probed=True, noise_test=TOEPLITZ_NOISE),
+    *offered(BandedSqrt16, "stored"),
+    *offered(BandedSqrt64, "stored"),
+    *offered(SqrtFactorisation, "derived"),
+    *offered(BandedSqrt16, "derived"),
+    *offered(UnboundedFactorisation, probed=True, noise_test=TOEPLITZ_NOISE),
+    *offered(NormalisedSqrt),
 )
 """Every counter of the package, one descriptor per node noise it is offered with (in the order of the tables
 derived from them: the square roots' derived noise after their stored noise)."""
