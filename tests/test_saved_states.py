@@ -7,6 +7,7 @@ The bytes must also read back as the same bytes at the current format (nothing l
 format's migrations (``serial.MIGRATIONS``) make of them.
 """
 
+import json
 import struct
 import zlib
 
@@ -38,8 +39,9 @@ def _same(stored: np.ndarray, now: np.ndarray, what: str) -> None:
 
 def test_fixtures_cover_the_counters_and_sketches():
     names = {f.stem.split("-")[0] for f in FILES}
-    assert {"BinaryTree.stored", "BinaryTree.discrete_secure", "HonakerTree.stored", "BLTCounter",
-            "SmoothBinary.stored", "LaplaceTree", "HybridDerived", "SqrtFactorisation", "LazyCMS", "LazyCS",
+    assert {"BinaryTree.stored", "BinaryTree.discrete_secure", "HonakerTree.stored", "BLTCounter.stored",
+            "BLTCounter.derived", "SmoothBinary.stored", "LaplaceTree.stored", "LaplaceTree.discrete_secure_stored",
+            "HybridDerived", "SqrtFactorisation.stored", "SqrtFactorisation.derived", "LazyCMS", "LazyCS",
             "PunctualCMS", "LazyHH", "GaussBM"} <= names
     assert sorted(f.stem for f in FILES) == sorted(STEMS)  # a file for every counter and sketch pair, none stale
     assert len(FILES) >= 100
@@ -114,6 +116,47 @@ def test_a_format_1_counter_of_a_renamed_class_restores_as_its_factorisation_wit
     data = np.load(DIR / "BinaryTree.stored.npz")["state"].tobytes()
     with pytest.raises(serial.SerialError, match="the bytes hold a BinaryTree, not a HonakerTree"):
         serial.unpack(data, "HonakerTree")
+
+
+@pytest.mark.parametrize("version", (1, 2))
+def test_a_format_2_counter_of_a_class_per_noise_restores_as_its_factorisation_with_its_node_noise(version):
+    # formats 1 and 2 wrote the Toeplitz, BLT and Laplace counters as one class per node noise, the stored one without
+    # node_noise: version 3 reads each as the factorisation's class with the node noise it stood for
+    for stem, old, cls, noise in [("BLTCounter.derived", "DerivedBLT", "BLTCounter", "derived"),
+                                  ("BLTCounter.stored", "BLTCounter", "BLTCounter", "stored"),
+                                  ("SqrtFactorisation.derived", "DerivedSqrtFactorisation", "SqrtFactorisation",
+                                   "derived"),
+                                  ("BandedSqrt16.derived", "DerivedBandedSqrt16", "BandedSqrt16", "derived"),
+                                  ("BandedSqrt64.stored", "BandedSqrt64", "BandedSqrt64", "stored"),
+                                  ("UnboundedFactorisation.derived", "DerivedUnboundedFactorisation",
+                                   "UnboundedFactorisation", "derived"),
+                                  ("LaplaceTree.discrete_secure_stored", "DiscreteLaplaceTree", "LaplaceTree",
+                                   "discrete_secure_stored"),
+                                  ("LaplaceTree.stored", "LaplaceTree", "LaplaceTree", "stored")]:
+        data = _with_version(np.load(DIR / f"{stem}.npz")["state"].tobytes(), version)
+        assert serial.unpack(data)[0]["class"] == cls and "node_noise" not in _raw_header(data)["args"]
+        assert _raw_header(data)["class"] == old
+        obj = serial.from_bytes(data)
+        assert (type(obj).__name__, obj.node_noise) == (cls, noise)
+        assert type(obj).from_bytes(data).node_noise == noise
+        header = serial.unpack(obj.to_bytes())[0]
+        assert (header["class"], header["args"]["node_noise"]) == (cls, noise)
+    data = _with_version(np.load(DIR / "BLTCounter.derived.npz")["state"].tobytes(), 2)
+    with pytest.raises(serial.SerialError, match="the bytes hold a BLTCounter, not a DerivedBLT"):
+        serial.unpack(data, "DerivedBLT")
+
+
+def _raw_header(data: bytes) -> dict:
+    """The header as written, before any migration."""
+    length = struct.unpack_from("<I", data, 10)[0]
+    return json.loads(data[14:14 + length])
+
+
+def test_a_format_2_state_is_refused_without_its_migration_naming_how_to_migrate(monkeypatch):
+    data = _with_version(np.load(DIR / "BLTCounter.derived.npz")["state"].tobytes(), 2)
+    monkeypatch.setattr(serial, "MIGRATIONS", {1: serial.MIGRATIONS[1]})
+    with pytest.raises(serial.SerialError, match="version 2 .*no migration from version 2.*dpstream that wrote it"):
+        serial.from_bytes(data)
 
 
 def test_a_format_1_state_is_refused_without_its_migration_naming_how_to_migrate(monkeypatch):

@@ -38,28 +38,44 @@ import numpy as np
 from dpstream.noise import NOISE_MODES, NoiseSource
 
 MAGIC = b"DPSTREAM"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """The version ``to_bytes`` writes."""
-RENAMED: dict[str, tuple[str, dict[str, Any]]] = {}
-"""Class names version 1 wrote that version 2 no longer writes, by old name: the class that reads them now and the
-arguments that say what the old class was (``rename``; a counter class per noise became one class per factorisation
-taking ``node_noise``)."""
+RENAMED: dict[int, dict[str, tuple[str, dict[str, Any]]]] = {}
+"""By format version v, the class names v wrote that v + 1 reads as another class or with more arguments: the class
+that reads them now and the arguments that say what the old class was (``rename``). Version 1 wrote a tree counter
+class per node noise, version 2 the other counters' classes per noise and their one-source classes without
+``node_noise``; from version 3 a counter class is its factorisation, taking ``node_noise``."""
 
 
-def rename(old: str, new: str, **args: Any) -> None:
-    """Read a version-1 state of class ``old`` as one of class ``new`` with the arguments ``args`` added."""
-    RENAMED[old] = (new, args)
+def rename(old: str, new: str, version: int, **args: Any) -> None:
+    """Read a format-``version`` state of class ``old`` as one of class ``new`` with the arguments ``args`` added."""
+    RENAMED.setdefault(version, {})[old] = (new, args)
 
 
-def _renamed_classes(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
-                                                                                   dict[str, np.ndarray]]:
-    """Version 1 to 2: a renamed class's tag becomes its new class and its arguments gain what it stood for."""
-    new, added = RENAMED.get(header["class"], (header["class"], {}))
-    return {**header, "class": new, "args": {**header["args"], **added}}, arrays
+def _renamed_classes(version: int) -> Callable[[dict[str, Any], dict[str, np.ndarray]],
+                                               tuple[dict[str, Any], dict[str, np.ndarray]]]:
+    """Version ``version`` to the next: a renamed class's tag becomes its new class with what it stood for added.
+
+    The arguments gain those ``RENAMED`` gives.
+    """
+
+    def migrate(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any],
+                                                                               dict[str, np.ndarray]]:
+        new, added = RENAMED.get(version, {}).get(header["class"], (header["class"], {}))
+        return {**header, "class": new, "args": {**header["args"], **added}}, arrays
+
+    return migrate
+
+
+def _read_as(name: str, version: int) -> str:
+    """The class that reads a state of class ``name`` written at format ``version`` (``RENAMED``)."""
+    for v in range(version, FORMAT_VERSION):
+        name = RENAMED.get(v, {}).get(name, (name, {}))[0]
+    return name
 
 
 MIGRATIONS: dict[int, Callable[[dict[str, Any], dict[str, np.ndarray]], tuple[dict[str, Any], dict[str, np.ndarray]]]]
-MIGRATIONS = {1: _renamed_classes}
+MIGRATIONS = {1: _renamed_classes(1), 2: _renamed_classes(2)}
 """By older format version v: the function taking its (header, arrays) to those of version v + 1. Reading applies them
 in turn up to ``FORMAT_VERSION``; a version below it with no migration is refused, naming how to migrate it."""
 _PREFIX = struct.Struct("<8sHI")  # magic, version, header length
@@ -199,9 +215,7 @@ def _array_spec(entry: Any) -> ArraySpec:
 def _read_header(data: bytes, end: int, cls_name: str | None) -> tuple[dict[str, Any], list[ArraySpec]]:
     """The JSON header and its array listing (name, dtype, shape), checked to be of ``cls_name`` and numeric."""
     header = _parse(data[_PREFIX.size:end])
-    found = header["class"]
-    if _PREFIX.unpack_from(data)[1] < 2 and found in RENAMED:  # the class that reads it now (``_renamed_classes``)
-        found = RENAMED[found][0]
+    found = _read_as(header["class"], _PREFIX.unpack_from(data)[1])  # the class that reads it now
     if found not in REGISTRY:
         raise SerialError(f"unknown class name {found!r:.80}: not a dpstream serialised class "
                           f"(known: {', '.join(sorted(REGISTRY))})")

@@ -1,4 +1,4 @@
-"""Claims about the BLT counter with key-derived noise (``DerivedBLT``, ``blt_tree``).
+"""Claims about the BLT counter with key-derived noise (``BLTCounter(node_noise="derived")``, ``blt_tree``).
 
 Its noise must have exactly the stored BLT's joint law over all release steps: the linear map the generation tables
 define has the formula's covariance (deterministic, to rounding), the compiled release computes that map on Philox's
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpstream.counters import BLTCounter, DerivedBLT, counter_class
+from dpstream.counters import BLTCounter, counter_class
 from dpstream.counters._blt_derived import split_normals
 from dpstream.counters.blt_params import _prefix_noise_coefs, blt_from_decays, optimal_blt
 from dpstream.counters.blt_tree import block_tree
@@ -121,7 +121,7 @@ def _reference_noise(counter, cell, step):
 
 
 def test_compiled_release_is_the_linear_map_on_philox_normals():
-    counter = DerivedBLT(n=3, horizon=40, epsilon=1.0, delta=1e-3, seed=5)
+    counter = BLTCounter(node_noise="derived", n=3, horizon=40, epsilon=1.0, delta=1e-3, seed=5)
     steps = np.array([1, 2, 3, 17, 32, 39, 40])
     for cell in (0, 2):
         got = counter.release(np.full(steps.size, cell), steps)
@@ -134,7 +134,7 @@ STEPS = np.array([1, 2, 7, 33, 64, 100])
 
 def test_sampled_releases_have_the_formula_covariance_across_release_times():
     n, horizon = 20_000, 100
-    counter = DerivedBLT(n=n, horizon=horizon, epsilon=1.0, delta=1e-3, seed=2024)
+    counter = BLTCounter(node_noise="derived", n=n, horizon=horizon, epsilon=1.0, delta=1e-3, seed=2024)
     sample = np.stack([counter.release_all(np.full(n, s)) for s in STEPS], axis=1)
     want = formula_covariance(counter.params, horizon)[np.ix_(STEPS - 1, STEPS - 1)] * counter.sigma**2
     got = sample.T @ sample / n  # mean 0 is known
@@ -153,7 +153,7 @@ def test_covariance_test_can_fail_on_noise_with_the_right_variance_and_the_wrong
     """The derived binary tree scaled to the BLT's variance at each step matches every variance, not the covariance."""
     n, horizon = 20_000, 100
     tree = counter_class("binary", "derived")(n=n, horizon=horizon, epsilon=1.0, delta=1e-3, seed=2024)
-    blt = DerivedBLT(n=n, horizon=horizon, epsilon=1.0, delta=1e-3, seed=2024)
+    blt = BLTCounter(node_noise="derived", n=n, horizon=horizon, epsilon=1.0, delta=1e-3, seed=2024)
     want = formula_covariance(blt.params, horizon)[np.ix_(STEPS - 1, STEPS - 1)] * blt.sigma**2
     scale = np.sqrt(np.diag(want) / tree.variance(STEPS))
     sample = np.stack([tree.release_all(np.full(n, s)) for s in STEPS], axis=1) * scale
@@ -163,8 +163,8 @@ def test_covariance_test_can_fail_on_noise_with_the_right_variance_and_the_wrong
 
 
 def test_releases_are_consistent_and_keyed():
-    a = DerivedBLT(n=4, horizon=300, epsilon=1.0, delta=1e-3, seed=1)
-    b = DerivedBLT(n=4, horizon=300, epsilon=1.0, delta=1e-3, seed=2)
+    a = BLTCounter(node_noise="derived", n=4, horizon=300, epsilon=1.0, delta=1e-3, seed=1)
+    b = BLTCounter(node_noise="derived", n=4, horizon=300, epsilon=1.0, delta=1e-3, seed=2)
     cells, steps = np.arange(4), np.array([5, 77, 300, 0])
     first = a.release(cells, steps)
     assert np.array_equal(first, a.release(cells, steps))
@@ -176,7 +176,7 @@ def test_releases_are_consistent_and_keyed():
 
 
 def test_whole_table_releases_with_the_path_memo_equal_plain_releases_bit_for_bit():
-    counter = DerivedBLT(n=50, horizon=1054, epsilon=1.0, delta=1e-3, seed=3)
+    counter = BLTCounter(node_noise="derived", n=50, horizon=1054, epsilon=1.0, delta=1e-3, seed=3)
     assert counter.noise_cache_bytes == 0
     rng = np.random.default_rng(0)
     sequence = [np.full(50, s) for s in (0, 1, 2, 3, 4, 511, 512, 513, 1054, 7)]  # forward, across powers, back
@@ -188,11 +188,11 @@ def test_whole_table_releases_with_the_path_memo_equal_plain_releases_bit_for_bi
 
 def test_same_sigma_variance_and_sensitivity_as_the_stored_blt_in_a_counter_of_the_exact_count_alone():
     kw = {"n": 10, "horizon": 1054, "epsilon": 0.3, "delta": 1e-3, "m": 6, "calibration": "analytic", "seed": 0}
-    derived, stored = DerivedBLT(**kw), BLTCounter(**kw)
+    derived, stored = BLTCounter(node_noise="derived", **kw), BLTCounter(**kw)
     assert derived.sigma == stored.sigma  # the same calibration call on the same sensitivity
     np.testing.assert_array_equal(derived.variance(np.arange(1055)), stored.variance(np.arange(1055)))
     assert derived.memory_bytes == 10 * 8 + 16
-    assert DerivedBLT.bytes_per_counter(1054, 8) == 8
+    assert counter_class("blt", "derived").bytes_per_counter(1054, 8) == 8
     assert derived.notion == "computational"
     with pytest.raises(ValueError, match=r"steps must lie in \[0, horizon=1054\]"):
         derived.release(np.array([0]), np.array([1055]))
@@ -200,7 +200,7 @@ def test_same_sigma_variance_and_sensitivity_as_the_stored_blt_in_a_counter_of_t
 
 def test_secure_noise_is_refused():
     with noise_mode("secure"), pytest.raises(ValueError, match="noise=secure is not available with counter='blt'"):
-        DerivedBLT(n=2, horizon=8, epsilon=1.0, delta=1e-3, seed=0)
+        BLTCounter(node_noise="derived", n=2, horizon=8, epsilon=1.0, delta=1e-3, seed=0)
 
 
 def test_budget_sizing_gives_the_derived_tree_width_and_counts_real_bytes():

@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpstream.counters import DiscreteLaplaceTree, LaplaceTree, counter_class
+from dpstream.counters import LaplaceTree, counter_class
 from dpstream.counters.laplace_discrete import discrete_laplace_variance
 from dpstream.counters.laplace_tree import kary_digit_sum
 from dpstream.heavy_hitters.lazy_hh import LazyHH
@@ -28,9 +28,14 @@ Z_SE = 5.5
 Z_BIN = 5.0
 
 
+def discrete(**kwargs) -> LaplaceTree:
+    """The Laplace tree with exact discrete Laplace nodes."""
+    return LaplaceTree(node_noise="discrete_secure_stored", **kwargs)
+
+
 def test_the_registry_names_it_and_the_scale_is_the_grid_above_b():
-    assert counter_class("laplace", "discrete_secure_stored").cls is DiscreteLaplaceTree
-    counter = DiscreteLaplaceTree(n=2, horizon=2**20, epsilon=0.3, delta=1e-3, m=3, seed=0)
+    assert counter_class("laplace", "discrete_secure_stored").cls is LaplaceTree
+    counter = discrete(n=2, horizon=2**20, epsilon=0.3, delta=1e-3, m=3, seed=0)
     b = LaplaceTree(n=2, horizon=2**20, epsilon=0.3, delta=1e-3, m=3, seed=0).scale
     t, s = counter.grid
     assert (t, s) == laplace_grid(b) and Fraction(t, s) == Fraction(counter.scale)
@@ -38,13 +43,13 @@ def test_the_registry_names_it_and_the_scale_is_the_grid_above_b():
     assert counter.privacy.delta == 0.0 and counter.privacy.epsilon <= 0.3
     assert counter.privacy.epsilon == pytest.approx(0.3, rel=1e-9)
     assert not counter.deployable  # seeded
-    deployed = DiscreteLaplaceTree(n=2, horizon=64, epsilon=1.0, delta=1e-3)
+    deployed = discrete(n=2, horizon=64, epsilon=1.0, delta=1e-3)
     assert deployed.deployable and deployed.privacy.notion == "computational"
-    assert not DiscreteLaplaceTree(n=2, horizon=64, epsilon=1.0, delta=1e-3, kappa=0.5).deployable
+    assert not discrete(n=2, horizon=64, epsilon=1.0, delta=1e-3, kappa=0.5).deployable
 
 
 def test_node_draws_follow_the_discrete_laplace_pmf_and_variance():
-    counter = DiscreteLaplaceTree(n=1, horizon=18, epsilon=1.0, delta=1e-3, seed=11)  # one level: b = 1
+    counter = discrete(n=1, horizon=18, epsilon=1.0, delta=1e-3, seed=11)  # one level: b = 1
     assert counter.scale == 1.0
     n = 200_000
     draws = counter.draw(n)
@@ -63,7 +68,7 @@ def test_node_draws_follow_the_discrete_laplace_pmf_and_variance():
 
 def test_release_variance_matches_the_discrete_laplace_formula():
     n, horizon = 20_000, 80
-    counter = DiscreteLaplaceTree(n=n, horizon=horizon, epsilon=1.0, delta=1e-3, seed=3, arity=3)
+    counter = discrete(n=n, horizon=horizon, epsilon=1.0, delta=1e-3, seed=3, arity=3)
     cells, zeros = np.arange(n), np.zeros(n, dtype=np.int64)
     worst = 0.0
     steps = np.arange(1, horizon + 1)
@@ -80,16 +85,16 @@ def test_release_variance_matches_the_discrete_laplace_formula():
 
 def test_noiseless_releases_are_exact_and_a_restored_counter_draws_fresh_streams():
     increments = np.random.default_rng(2).integers(-2, 4, (3, 60))
-    exact = DiscreteLaplaceTree(n=3, horizon=60, epsilon=1.0, delta=1e-3, arity=3, kappa=0.0, seed=1)
-    noisy = DiscreteLaplaceTree(n=3, horizon=60, epsilon=1.0, delta=1e-3, arity=3, seed=1)
+    exact = discrete(n=3, horizon=60, epsilon=1.0, delta=1e-3, arity=3, kappa=0.0, seed=1)
+    noisy = discrete(n=3, horizon=60, epsilon=1.0, delta=1e-3, arity=3, seed=1)
     for s in range(1, 31):
         for c in (exact, noisy):
             c.push(np.arange(3), np.full(3, s, dtype=np.int64), increments[:, s - 1])
     np.testing.assert_array_equal(exact.release_all(np.full(3, 30)), increments[:, :30].sum(axis=1))
-    restored = DiscreteLaplaceTree.from_bytes(noisy.to_bytes())
+    restored = LaplaceTree.from_bytes(noisy.to_bytes())
     np.testing.assert_array_equal(restored.release_all(np.full(3, 30)), noisy.release_all(np.full(3, 30)))
     assert int(restored._drawn[0]) == int(noisy._drawn[0]) > 0
-    assert not np.array_equal(restored.draw(8), DiscreteLaplaceTree(n=3, horizon=60, epsilon=1.0, delta=1e-3,
+    assert not np.array_equal(restored.draw(8), discrete(n=3, horizon=60, epsilon=1.0, delta=1e-3,
                                                                     arity=3, seed=1).draw(8))
 
 

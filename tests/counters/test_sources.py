@@ -1,11 +1,14 @@
-"""Noise sources (``counters.sources``): every counter's switches are its source's, and the draw variances."""
+"""Noise sources (``counters.sources``): counters state their source's facts, answer its protocol; draw variances."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_factorisation import OldStyle
 
+from dpstream import serial
 from dpstream.counters import COUNTERS, NODE_NOISES, node_noise_version, sources
+from dpstream.counters.base import FACTS
 from dpstream.counters.philox import NODE_NORMAL
 from dpstream.secure.samplers import EXACT_SAMPLER, LAPLACE_SAMPLER
 
@@ -64,3 +67,33 @@ def test_a_built_counter_states_what_its_descriptor_states(name, noise):
         assert getattr(counter, attr) == getattr(spec, attr), attr
     assert spec.bytes_per_counter(40, 8) * 3 + spec.fixed_bytes == type(counter)._allocation_bytes(
         {**counter._serial_args(), "n": 3})
+
+
+PROTOCOL_CLASSES = list(dict.fromkeys(d.cls for d in COUNTERS.values()))
+
+
+@pytest.mark.parametrize("cls", [*PROTOCOL_CLASSES, OldStyle], ids=lambda c: c.__name__)
+def test_every_counter_class_answers_the_source_protocol(cls):
+    # NOISES, noise_of and noise_facts on every class, whatever its family (a class with one source included): the
+    # registry asks them and nothing else
+    assert cls.NOISES and all(nodes.source.name == name for name, nodes in cls.NOISES.items())
+    assert cls.noise_of(None) is next(iter(cls.NOISES.values())) and cls.source is cls.noise_of(None).source
+    with pytest.raises(ValueError, match=f"node_noise='nowhere' is not available with counter={cls.name!r}; allowed"):
+        cls.noise_of("nowhere")
+    for name, nodes in cls.NOISES.items():
+        facts = cls.noise_facts(nodes)
+        assert tuple(facts) == FACTS and facts["source"] is nodes.source and facts["node_noise"] == name
+        counter = cls(node_noise=name, n=2, horizon=16, epsilon=1.0, delta=1e-6, seed=1)
+        assert {attr: getattr(counter, attr) for attr in FACTS} == facts
+        args = counter._serial_args()
+        assert args.get("node_noise", name) == name and ("node_noise" in args) == (len(cls.NOISES) > 1)
+
+
+def test_one_class_per_factorisation():
+    # no counter x noise classes: every counter name is one class, and the class-per-noise names of formats 1 and 2
+    # are read by the factorisation's class (``serial.RENAMED``), never registered as classes of their own
+    for name in {c for c, _ in COUNTERS}:
+        assert len({d.cls for (c, _), d in COUNTERS.items() if c == name}) == 1, name
+    old = {tag for renamed in serial.RENAMED.values() for tag, (new, _) in renamed.items() if tag != new}
+    assert {"DerivedBLT", "DiscreteLaplaceTree", "DerivedSqrtFactorisation", "DerivedBinary"} <= old
+    assert not old & set(serial.REGISTRY)

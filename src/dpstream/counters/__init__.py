@@ -7,8 +7,8 @@ Toeplitz (BLT) counter with its noise stored in buffers or derived from a key, t
 banded (``counters.toeplitz``), the normalised square root (``nsqrt``, ``counters.normalised``), and a factorisation
 with no horizon, the square root perturbed by logarithms (``unbounded``, ``counters.unbounded``).
 
-A counter is a factorisation class with a noise source: the tree counters (``BinaryTree``, ``HonakerTree``,
-``SmoothBinary``, ...) take the source as ``node_noise=`` (``tree_noise``, ``discrete``), the others have one each.
+A counter is a factorisation class with a noise source: every class takes it as ``node_noise=`` (one of its
+``NOISES``: ``tree_noise``, ``discrete``, ``laplace_discrete``; ``NormalisedSqrt`` and ``HybridDerived`` take one).
 ``counter_class(counter, node_noise)`` reads the counters' descriptors (``counters.registry``, one line a class) and
 returns the pair's (``CounterDescriptor``: called, it builds the counter; it states the pair's memory model, draws and
 kernel); it is the one place a configuration's choice becomes a counter; an unknown or unavailable combination is an
@@ -25,10 +25,8 @@ from dpstream.counters import sources
 from dpstream.counters.base import Counter
 from dpstream.counters.binary import BinaryTree, popcount
 from dpstream.counters.blt import BLTCounter
-from dpstream.counters.blt_derived import DerivedBLT
 from dpstream.counters.honaker import HonakerTree
 from dpstream.counters.hybrid import HybridDerived
-from dpstream.counters.laplace_discrete import DiscreteLaplaceTree
 from dpstream.counters.laplace_tree import LaplaceTree
 from dpstream.counters.normalised import NormalisedSqrt
 from dpstream.counters.registry import COUNTERS, CounterDescriptor
@@ -93,6 +91,5 @@ def node_noise_version(mechanism: dict[str, Any]) -> dict[str, str]:
 
 
 __all__ = ["COUNTERS", "COUNTER_NAMES", "NODE_NOISES", "BLTCounter", "BinaryTree", "Counter", "CounterDescriptor",
-           "DerivedBLT", "DiscreteLaplaceTree", "HonakerTree", "HybridDerived", "LaplaceTree", "NormalisedSqrt",
-           "SmoothBinary", "SqrtFactorisation", "UnboundedFactorisation", "banded_sqrt", "counter_class",
-           "node_noise_version", "popcount"]
+           "HonakerTree", "HybridDerived", "LaplaceTree", "NormalisedSqrt", "SmoothBinary", "SqrtFactorisation",
+           "UnboundedFactorisation", "banded_sqrt", "counter_class", "node_noise_version", "popcount"]

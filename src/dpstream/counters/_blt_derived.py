@@ -1,4 +1,4 @@
-"""Compiled releases of the BLT counter with derived noise (``DerivedBLT``; the math in ``blt_tree``).
+"""Compiled releases of the BLT counter with derived noise (``BLTCounter``; the math in ``blt_tree``).
 
 A release at step s walks from the root (level H) to step s + 1's leaf: at level L it splits the node (L, s >> L) into
 its halves with 2 d_{L-1} - d_L fresh normals (``split_normals``; the root's own d_H normals have level H + 1, index

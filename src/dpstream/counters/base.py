@@ -12,6 +12,7 @@ at most 1; the factorisation's column norm times sqrt(m) for BLT).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any, ClassVar, NamedTuple, Self
 
 import numpy as np
@@ -36,6 +37,37 @@ COUNT_DTYPES = ("int32", "int64")
 """The count dtypes a counter keeps its exact counts in (by name)."""
 
 
+def source_facts(source: NodeNoise) -> dict[str, Any]:
+    """What a counter states of its noise source ``source`` alone: its name, notion, sparse pushes and key bytes."""
+    return {"source": source, "node_noise": source.name, "notion": source.notion,
+            "sparse_pushes": source.sparse_pushes, "fixed_bytes": source.key_bytes}
+
+
+FACTS = ("source", "node_noise", "notion", "sparse_pushes", "fixed_bytes", "kind", "tracks_steps", "draws_per_push",
+         "partial_release")
+"""The per-source attributes of a counter (``Counter.noise_facts``)."""
+
+
+class OwnSource:
+    """The one noise source of a counter class that takes no other: its facts are the class's attributes."""
+
+    def __init__(self, source: NodeNoise) -> None:
+        """The class's ``source``."""
+        self.source = source
+
+    def __repr__(self) -> str:
+        """The class and its source's name."""
+        return f"{type(self).__name__}({self.source.name!r})"
+
+    def facts(self, cls: type[Counter]) -> dict[str, Any]:
+        """The class attributes ``FACTS``."""
+        return {attr: getattr(cls, attr) for attr in FACTS}
+
+    def bytes_per_counter(self, cls: type[Counter], horizon: int, count_bytes: int) -> int:
+        """The class's memory model (``bytes_per_counter``)."""
+        return cls.bytes_per_counter(horizon, count_bytes)
+
+
 class Counter(Certified, serial.Serialisable, ABC):
     """``n`` continual counters over ``horizon`` steps each.
 
@@ -57,10 +89,15 @@ class Counter(Certified, serial.Serialisable, ABC):
     """
 
     name: ClassVar[str]
+    NOISES: ClassVar[Mapping[str, Any]]
+    """The noise sources the counter takes, by ``node_noise=`` name; the first is the default. A factorisation with
+    several (``FactorisedCounter``) holds a handler per source (``tree_noise``, ``discrete``); any other class its one
+    ``source`` (``OwnSource``)."""
     source: NodeNoise = STORED
     """Where the noise of the factorisation comes from (``counters.sources``); the next four follow from it. These
-    per-source facts are class attributes of a class with one source and instance attributes of one that takes
-    several (``BinaryTree``): read them from an instance or from ``counter_class(counter, node_noise)``."""
+    per-source facts are class attributes for the default source (all of ``FACTS`` only for a class with one source)
+    and instance attributes for the source chosen (``noise_facts``): read them from an instance or from
+    ``counter_class(counter, node_noise)``."""
     node_noise: str
     """The source's name (``node_noise=``)."""
     notion: Notion
@@ -81,22 +118,29 @@ class Counter(Certified, serial.Serialisable, ABC):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Derive ``node_noise``, ``notion``, ``sparse_pushes`` and ``fixed_bytes`` from ``source``.
 
-        Noise derived at release also means no draws at push. A class that states one itself keeps it (a counter
-        defined elsewhere).
+        A class naming its ``NOISES`` has the first one's source. Noise derived at release also means no draws at
+        push. A class that states one itself keeps it (a counter defined elsewhere); a class with neither ``NOISES``
+        nor an inherited one takes its ``source`` alone (``OwnSource``).
         """
+        if "NOISES" in cls.__dict__ and "source" not in cls.__dict__:
+            cls.source = next(iter(cls.NOISES.values())).source
         super().__init_subclass__(**kwargs)
         source = cls.source
-        derived = {"node_noise": source.name, "notion": source.notion, "sparse_pushes": source.sparse_pushes,
-                   "fixed_bytes": source.key_bytes}
+        derived = {attr: value for attr, value in source_facts(source).items() if attr != "source"}
         if not source.draws_at_push:
             derived["draws_per_push"] = 0
         for attr, value in derived.items():
             if attr not in cls.__dict__:
                 setattr(cls, attr, value)
+        if "NOISES" not in cls.__dict__ and (getattr(cls, "NOISES", None) is None or "source" in cls.__dict__):
+            cls.NOISES = {source.name: OwnSource(source)}
+
+    _repr_attrs: ClassVar[dict[str, str]] = {"node_noise": "_chosen_noise"}
 
     def __init__(
         self,
         *,
+        node_noise: str | None = None,
         n: int,
         horizon: int,
         epsilon: float,
@@ -109,9 +153,15 @@ class Counter(Certified, serial.Serialisable, ABC):
     ) -> None:
         """Validate the arguments, calibrate sigma (``gaussian_sigma``) and allocate the state arrays.
 
+        ``node_noise`` names one of ``NOISES`` (None: the first); the counter states its facts (``noise_facts``).
         ``kappa`` (the noise multiplier) != 1 scales every noise and is NOT privacy-certified (``certified`` is then
         False).
         """
+        self.nodes = self.noise_of(node_noise)
+        self._chosen_noise = None if self.nodes is self.noise_of(None) else self.nodes.source.name  # for ``repr``
+        self._seed = seed
+        for attr, value in self.noise_facts(self.nodes).items():
+            setattr(self, attr, value)
         self.n = check_positive_int(n, "n")
         self.horizon = check_positive_int(horizon, "horizon")
         self.epsilon = check_epsilon(epsilon)
@@ -131,6 +181,21 @@ class Counter(Certified, serial.Serialisable, ABC):
         self._allocate()
 
     @classmethod
+    def noise_of(cls, node_noise: str | None) -> Any:
+        """The source named ``node_noise`` (None: the default) from ``NOISES``, or an error listing those allowed."""
+        if node_noise is None:
+            return next(iter(cls.NOISES.values()))
+        if not isinstance(node_noise, str) or node_noise not in cls.NOISES:
+            raise ValueError(f"node_noise={node_noise!r} is not available with counter={cls.name!r}; allowed: "
+                             f"{', '.join(cls.NOISES)}")
+        return cls.NOISES[node_noise]
+
+    @classmethod
+    def noise_facts(cls, nodes: Any) -> dict[str, Any]:
+        """What a counter of this class with the source ``nodes`` (of ``NOISES``) states: the attributes ``FACTS``."""
+        return dict(nodes.facts(cls))
+
+    @classmethod
     def tree_levels(cls, horizon: int) -> int:
         """Levels of the counter's tree (``levels``): the binary tree's h = ceil(log2(horizon + 1)) by default."""
         return gauss_bm_levels(horizon)
@@ -147,13 +212,13 @@ class Counter(Certified, serial.Serialisable, ABC):
 
     @classmethod
     def counter_bytes(cls, horizon: int, count_bytes: int, source: NodeNoise) -> int:
-        """Memory model: bytes of state per counter with noise source ``source`` (one source: ``bytes_per_counter``)."""
-        return cls.bytes_per_counter(horizon, count_bytes)
+        """Memory model: bytes of state per counter with noise source ``source`` (the source's layout)."""
+        return int(cls.noise_of(source.name).bytes_per_counter(cls, horizon, count_bytes))
 
     @classmethod
     def source_of(cls, args: dict[str, Any]) -> NodeNoise:
-        """The noise source of a counter built with the arguments ``args`` (one source: ``source``)."""
-        return cls.source
+        """The noise source of a counter built with the arguments ``args`` (``node_noise``; the default when absent)."""
+        return cls.noise_of(args.get("node_noise")).source
 
     @classmethod
     def working_bytes(cls, horizon: int) -> int:
@@ -249,9 +314,18 @@ class Counter(Certified, serial.Serialisable, ABC):
             raise ValueError(f"corrupt state: {type(self).__name__} steps outside [0, horizon={self.horizon}]")
 
     def _serial_args(self) -> dict[str, Any]:
-        return {"n": self.n, "horizon": self.horizon, "epsilon": self.epsilon, "delta": self.delta, "m": self.m,
+        """``Counter``'s arguments, the factorisation's (``_factorisation_args``), and ``node_noise``.
+
+        ``node_noise`` is written when the class takes more than one.
+        """
+        args = {"n": self.n, "horizon": self.horizon, "epsilon": self.epsilon, "delta": self.delta, "m": self.m,
                 "calibration": self.calibration, "count_dtype": np.dtype(self.count_dtype).name,
-                "kappa": self.kappa}
+                "kappa": self.kappa, **self._factorisation_args()}
+        return {**args, "node_noise": self.node_noise} if len(self.NOISES) > 1 else args
+
+    def _factorisation_args(self) -> dict[str, Any]:
+        """Arguments of the factorisation beside ``Counter``'s (``arity``): none."""
+        return {}
 
     @classmethod
     def _rebuild(cls, args: dict[str, Any]) -> Self:
@@ -309,3 +383,119 @@ class Counter(Certified, serial.Serialisable, ABC):
             self._steps[:] = steps
         else:
             np.maximum.at(self._steps, cells, steps)
+
+
+class FactorisedCounter(Counter):
+    """A factorisation whose noise comes from the source chosen of its ``NOISES`` (``node_noise=``).
+
+    The source (``tree_noise``, ``discrete``; kept as ``nodes``) says when the noise is drawn and what it adds to the
+    state; the factorisation gives its layouts: stored noise (``stored_kind``, ``_allocate_stored``,
+    ``stored_noise_count``, ``stored_release``), drawn at push into the factorisation's own sums, and noise derived
+    at release from a key (``_allocate_derived``, ``derived_release``), a function of the exact counts.
+    """
+
+    stored_kind: ClassVar[int]
+    """The compiled push of the stored layout (``_kernels``)."""
+    stored_draws: ClassVar[int] = 1
+    """Noise draws per push of the stored layout, on average (buffer sizing)."""
+    stored_tracks_steps: ClassVar[bool] = False
+    """Whether the stored layout keeps each counter's step."""
+    cached_releases: ClassVar[bool] = True
+    """Whether whole-table releases of derived noise may keep a cache (``partial_release``)."""
+    nodes: Any
+    """The source's handler (of ``NOISES``): it keeps no state, the arrays live on the counter."""
+    # set by the source when it allocates (``tree_noise``): derived noise's exact counts and key
+    _exact: np.ndarray
+    _key: np.ndarray
+
+    def _allocate(self) -> None:
+        self.nodes.allocate(self)
+
+    def _allocate_stored(self) -> None:
+        """The stored layout's state arrays and ``state``."""
+        raise NotImplementedError(f"{type(self).__name__} has no stored layout")
+
+    def _allocate_derived(self) -> None:
+        """Tables derived noise reads beside the exact counts and the key (none)."""
+
+    def stored_noise_count(self, steps: np.ndarray) -> int:
+        """Draws a push at each of ``steps`` consumes in the stored layout: one each."""
+        return int(np.size(steps))
+
+    def stored_release(self, cells: np.ndarray) -> np.ndarray:
+        """Release of the stored layout at ``cells`` (its state holds every counter's current release)."""
+        raise NotImplementedError(f"{type(self).__name__} has no stored layout")
+
+    def stored_release_all(self) -> np.ndarray:
+        """Every counter's stored release."""
+        return self.stored_release(np.arange(self.n))
+
+    def derived_release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Exact counts plus the key-derived noise of ``cells`` at ``steps`` (a source that leaves it to the class)."""
+        raise NotImplementedError(f"{type(self).__name__} derives its noise in its source")
+
+    def derived_release_all(self, steps: np.ndarray) -> np.ndarray:
+        """Every counter's derived release at ``steps``."""
+        return self.derived_release(np.arange(self.n), steps)
+
+    def _checked_steps(self, steps: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        """``steps`` broadcast to ``shape``, contiguous int64, or an error when one lies outside [0, horizon]."""
+        steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), shape))
+        if steps.size and (steps.min() < 0 or steps.max() > self.horizon):
+            raise ValueError(f"steps must lie in [0, horizon={self.horizon}], got [{steps.min()}, {steps.max()}]")
+        return steps
+
+    def draw(self, size: int) -> np.ndarray:
+        """``size`` noises, in the order the pushes consume them (the source's)."""
+        return self.nodes.draw(self, size)
+
+    def noise_count(self, steps: np.ndarray) -> int:
+        """Draws a push at each of ``steps`` consumes: the stored layout's, none for derived noise."""
+        return self.nodes.noise_count(self, steps)
+
+    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Released prefix sums of ``cells`` at ``steps`` (stored: the stored sums; derived: regenerated)."""
+        cells = np.asarray(cells, dtype=np.int64)
+        return self.nodes.release(self, cells, np.broadcast_to(np.asarray(steps, dtype=np.int64), cells.shape))
+
+    def release_all(self, steps: np.ndarray) -> np.ndarray:
+        """Every counter's release at ``steps`` (derived noise: with the source's cache)."""
+        return self.nodes.release_all(self, steps)
+
+    def release_wanted(self, steps: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+        """``release_all`` at the cells ``wanted`` (bool, (n,)); the others may be NaN."""
+        return self.nodes.release_wanted(self, steps, wanted)
+
+    @property
+    def privacy_map(self) -> PrivacyMap:
+        """The held noise at the factorisation's sensitivity (the source's: Gaussian, or discrete Gaussian)."""
+        return self.nodes.privacy_map(self)
+
+    @property
+    def noise_cache_bytes(self) -> int:
+        """Bytes of a speed cache of whole-table releases (0 without one, or before the first)."""
+        return self.nodes.noise_cache_bytes(self)
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of the state (the source's count)."""
+        return self.nodes.memory_bytes(self)
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        return {**super()._state_arrays(), **self.nodes.state_arrays(self)}
+
+    def _state_scalars(self) -> dict[str, Any]:
+        return {**super()._state_scalars(), **self.nodes.state_scalars(self)}
+
+    def _constants(self) -> dict[str, Any]:
+        return {**super()._constants(), **self.nodes.constants(self)}
+
+    def _restore_scalars(self, scalars: dict[str, Any]) -> None:
+        """The source's checks (a state it cannot continue is refused), then ``Counter``'s."""
+        self.nodes.restore_scalars(self, scalars)
+        super()._restore_scalars(scalars)
+        self.nodes.scalars_restored(self)
+
+    def _restore_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        super()._restore_arrays(arrays)
+        self.nodes.arrays_restored(self)

@@ -15,15 +15,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any, ClassVar, NamedTuple
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
 from dpstream import serial
 from dpstream.counters import _kernels as kernels
-from dpstream.counters import sources
 from dpstream.counters._bm_kernels import popcount as popcount
-from dpstream.counters.base import NOISE_BYTES, STEP_BYTES, Counter
+from dpstream.counters.base import NOISE_BYTES, STEP_BYTES, FactorisedCounter
 from dpstream.counters.discrete import (
     AHEAD_NODES,
     CONSTANT_TIME_NODES,
@@ -32,12 +31,9 @@ from dpstream.counters.discrete import (
     DiscreteNodes,
 )
 from dpstream.counters.factorisation import Dyadic, Factorisation
-from dpstream.counters.sources import NodeNoise
 from dpstream.counters.tree_noise import PHILOX_NODES, STORED_NODES, TreeNoise
 from dpstream.counters.tree_noise import DerivedState as DerivedState
-from dpstream.noise import SeedLike
 from dpstream.privacy.calibration import gauss_bm_levels
-from dpstream.privacy.maps import PrivacyMap
 from dpstream.secure import release as secure_release
 from dpstream.secure.samplers import CHUNKS
 
@@ -73,25 +69,12 @@ class TreeState(NamedTuple):
     noisy_sums: np.ndarray
 
 
-class PhiloxDerived(Counter):
-    """Base of the factorisations whose noise is derived from a 128-bit Philox key at release (put it first).
-
-    Nothing is drawn at push time; the pushes touch the exact sums only (``DerivedState``); the guarantee is
-    computational (Philox as a pseudorandom function). The tree counters take the same source as
-    ``tree_noise.PhiloxNodes``.
-    """
-
-    source = sources.DERIVED
-    kind = kernels.DERIVED
-    tracks_steps = False
-
-
 def tree_noises(*nodes: TreeNoise) -> Mapping[str, TreeNoise]:
     """The node noises a tree counter takes, by ``node_noise=`` name (the first is the default)."""
     return {n.source.name: n for n in nodes}
 
 
-class BinaryTree(Counter):
+class BinaryTree(FactorisedCounter):
     """Alg. 1 of Holland: h = ceil(log2(T + 1)) levels, sigma for L2 sensitivity sqrt(h m); node noise ``node_noise``.
 
     ``node_noise`` names one of ``NOISES`` (``tree_noise``, ``counters.discrete``): "stored" (the paper: one
@@ -114,11 +97,7 @@ class BinaryTree(Counter):
                                                             CONSTANT_TIME_NODES, KEYED_STORED_NODES)
     """The node noises this tree takes, by name; the first is the default."""
     stored_kind: ClassVar[int] = kernels.STORED
-    """The compiled push of the stored tree (``_kernels``)."""
-    stored_draws: ClassVar[int] = 1
-    """Noise draws per push of the stored tree, on average (buffer sizing)."""
-    cached_releases: ClassVar[bool] = True
-    """Whether whole-table releases of derived nodes may keep a node cache (``partial_release`` with Philox)."""
+    stored_tracks_steps = True
     block_levels = 1
     """Timing level 1 of derived discrete nodes: a release draws every node of its block of 2^k steps."""
     _chunks: int = CHUNKS
@@ -130,9 +109,7 @@ class BinaryTree(Counter):
     _prefetch: secure_release.Prefetch | None = None
     """Set by ``prefetch_releases``: whole-table releases drawn one step ahead on a second thread."""
     # set by the node noise when it allocates (``tree_noise``, ``discrete``)
-    _exact: np.ndarray
     _noisy_sums: np.ndarray
-    _key: np.ndarray
     _drawn: np.ndarray
     _st: np.ndarray
     _abt: np.ndarray
@@ -143,52 +120,6 @@ class BinaryTree(Counter):
     sigma2: Fraction
     table_size: int
     deployable: bool
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A tree narrowing ``NOISES`` states its default source's facts at class level (``Counter``)."""
-        if "NOISES" in cls.__dict__ and "source" not in cls.__dict__:
-            cls.source = next(iter(cls.NOISES.values())).source
-        super().__init_subclass__(**kwargs)
-
-    _repr_attrs: ClassVar[dict[str, str]] = {"node_noise": "_chosen_noise"}
-
-    def __init__(self, *, node_noise: str | None = None, seed: SeedLike = None, **kwargs: Any) -> None:
-        """As ``Counter``, with node noise ``node_noise`` (one of ``NOISES``; None: the first)."""
-        self.nodes = self.noise_of(node_noise)
-        self._chosen_noise = None if self.nodes is self.noise_of(None) else self.nodes.source.name  # for ``repr``
-        self._seed = seed
-        for attr, value in self.noise_facts(self.nodes).items():
-            setattr(self, attr, value)
-        super().__init__(seed=seed, **kwargs)
-
-    @classmethod
-    def noise_of(cls, node_noise: str | None) -> TreeNoise:
-        """The node noise named ``node_noise`` (None: the default), or an error listing those allowed."""
-        if node_noise is None:
-            return next(iter(cls.NOISES.values()))
-        if not isinstance(node_noise, str) or node_noise not in cls.NOISES:
-            raise ValueError(f"node_noise={node_noise!r} is not available with counter={cls.name!r}; allowed: "
-                             f"{', '.join(cls.NOISES)}")
-        return cls.NOISES[node_noise]
-
-    @classmethod
-    def noise_facts(cls, nodes: TreeNoise) -> dict[str, Any]:
-        """What a counter of this tree with node noise ``nodes`` states (``Counter``'s per-source attributes)."""
-        source = nodes.source
-        return {"source": source, "node_noise": source.name, "notion": source.notion,
-                "sparse_pushes": source.sparse_pushes, "fixed_bytes": source.key_bytes, "kind": nodes.kind(cls),
-                "tracks_steps": nodes.tracks_steps, "draws_per_push": nodes.draws_per_push(cls),
-                "partial_release": nodes.partial_release and cls.cached_releases}
-
-    @classmethod
-    def source_of(cls, args: dict[str, Any]) -> NodeNoise:
-        """The source the arguments name (``node_noise``; the default when absent)."""
-        return cls.noise_of(args.get("node_noise")).source
-
-    @classmethod
-    def counter_bytes(cls, horizon: int, count_bytes: int, source: NodeNoise) -> int:
-        """State bytes per counter with node noise ``source`` (``TreeNoise.bytes_per_counter``)."""
-        return cls.noise_of(source.name).bytes_per_counter(cls, horizon, count_bytes)
 
     @classmethod
     def l2_sensitivity(cls, horizon: int, m: int) -> float:
@@ -222,10 +153,6 @@ class BinaryTree(Counter):
         self._exact = np.zeros((self.levels, self.n), dtype=self.count_dtype)
         self._noisy_sums = np.zeros((self.levels, self.n), dtype=np.float64)
         self.state = TreeState(self._exact, self._noisy_sums)
-
-    def stored_noise_count(self, steps: np.ndarray) -> int:
-        """One noise per push (the node it closes)."""
-        return int(np.size(steps))
 
     def released_view(self) -> np.ndarray:
         """Read-only view of every counter's released prefix sum (stored nodes; changes with pushes)."""
@@ -288,33 +215,7 @@ class BinaryTree(Counter):
         if self._prefetch is not None:
             self._prefetch.wait()
 
-    # -- what the node noise answers -------------------------------------------------------------------------
-    def draw(self, size: int) -> np.ndarray:
-        """``size`` node noises, in the order the pushes consume them (the node noise's)."""
-        return self.nodes.draw(self, size)
-
-    def noise_count(self, steps: np.ndarray) -> int:
-        """Draws a push at each of ``steps`` consumes: the stored tree's, none for derived nodes."""
-        return self.nodes.noise_count(self, steps)
-
-    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        """Released prefix sums of ``cells`` at ``steps`` (stored nodes: the stored sums; derived: regenerated)."""
-        cells = np.asarray(cells, dtype=np.int64)
-        return self.nodes.release(self, cells, np.broadcast_to(np.asarray(steps, dtype=np.int64), cells.shape))
-
-    def release_all(self, steps: np.ndarray) -> np.ndarray:
-        """Every counter's release at ``steps`` (derived nodes: with the node noise's cache)."""
-        return self.nodes.release_all(self, steps)
-
-    def release_wanted(self, steps: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-        """``release_all`` at the cells ``wanted`` (bool, (n,)); the others may be NaN (Philox nodes skip them)."""
-        return self.nodes.release_wanted(self, steps, wanted)
-
-    @property
-    def privacy_map(self) -> PrivacyMap:
-        """The held node noise at the tree's sensitivity (Gaussian, or discrete Gaussian at h m)."""
-        return self.nodes.privacy_map(self)
-
+    # -- what the node noise answers ----------------------------------------------------------------------
     @property
     def calibration_delta(self) -> float:
         """The delta sigma is calibrated for: ``delta``, less a constant-time sampler's share."""
@@ -336,46 +237,11 @@ class BinaryTree(Counter):
         """32-bit generator words a keyed discrete source has drawn so far (all draws)."""
         return int(self._st[4])
 
-    @property
-    def noise_cache_bytes(self) -> int:
-        """Bytes of the node cache of whole-table releases (0 without one, or before the first)."""
-        return self.nodes.noise_cache_bytes(self)
-
-    @property
-    def memory_bytes(self) -> int:
-        """Bytes of the state: the node noise's count (``TreeNoise.memory_bytes``)."""
-        return self.nodes.memory_bytes(self)
-
-    # -- serialisation hooks ---------------------------------------------------------------------------------
-    def _serial_args(self) -> dict[str, Any]:
-        """As ``Counter``'s, and ``node_noise`` when the tree takes more than one."""
-        args = super()._serial_args()
-        return {**args, "node_noise": self.node_noise} if len(self.NOISES) > 1 else args
-
-    def _state_arrays(self) -> dict[str, np.ndarray]:
-        return {**super()._state_arrays(), **self.nodes.state_arrays(self)}
-
-    def _state_scalars(self) -> dict[str, Any]:
-        return {**super()._state_scalars(), **self.nodes.state_scalars(self)}
-
-    def _constants(self) -> dict[str, Any]:
-        return {**super()._constants(), **self.nodes.constants(self)}
-
-    def _restore_scalars(self, scalars: dict[str, Any]) -> None:
-        """The node noise's checks (a state it cannot continue is refused), then ``Counter``'s."""
-        self.nodes.restore_scalars(self, scalars)
-        super()._restore_scalars(scalars)
-        self.nodes.scalars_restored(self)
-
-    def _restore_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        super()._restore_arrays(arrays)
-        self.nodes.arrays_restored(self)
-
 
 # the classes of format 1, one per node noise (``serial.RENAMED``)
-serial.rename("StoredBinary", "BinaryTree", node_noise="stored")
-serial.rename("DerivedBinary", "BinaryTree", node_noise="derived")
-serial.rename("DiscreteSecureBinary", "BinaryTree", node_noise="discrete_secure")
-serial.rename("AheadDiscreteBinary", "BinaryTree", node_noise="discrete_secure_ahead")
-serial.rename("ConstantTimeDiscreteBinary", "BinaryTree", node_noise="discrete_secure_ct")
-serial.rename("StoredDiscreteSecureBinary", "BinaryTree", node_noise="discrete_secure_stored")
+serial.rename("StoredBinary", "BinaryTree", 1, node_noise="stored")
+serial.rename("DerivedBinary", "BinaryTree", 1, node_noise="derived")
+serial.rename("DiscreteSecureBinary", "BinaryTree", 1, node_noise="discrete_secure")
+serial.rename("AheadDiscreteBinary", "BinaryTree", 1, node_noise="discrete_secure_ahead")
+serial.rename("ConstantTimeDiscreteBinary", "BinaryTree", 1, node_noise="discrete_secure_ct")
+serial.rename("StoredDiscreteSecureBinary", "BinaryTree", 1, node_noise="discrete_secure_stored")

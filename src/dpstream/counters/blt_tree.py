@@ -1,4 +1,4 @@
-"""The BLT counter's noise as dyadic block vectors, generated top down (the math of ``DerivedBLT``).
+"""The BLT counter's noise as dyadic block vectors, generated top down (the math of ``BLTCounter``'s derived noise).
 
 The BLT counter (Dvijotham, McMahan, Pillutla, Steinke, Thakurta, "Efficient and near-optimal noise generation for
 streaming differential privacy", FOCS 2024; the recurrence in ``blt_params``) adds at step s the noise

@@ -93,5 +93,5 @@ class HonakerTree(BinaryTree):
 
 
 # the classes of format 1, one per node noise (``serial.RENAMED``)
-serial.rename("HonakerTree", "HonakerTree", node_noise="stored")
-serial.rename("HonakerDiscreteSecure", "HonakerTree", node_noise="discrete_secure_stored")
+serial.rename("HonakerTree", "HonakerTree", 1, node_noise="stored")
+serial.rename("HonakerDiscreteSecure", "HonakerTree", 1, node_noise="discrete_secure_stored")

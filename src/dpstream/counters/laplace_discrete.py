@@ -1,4 +1,4 @@
-"""The k-ary Laplace tree with EXACT discrete Laplace node noise from a keyed ChaCha20 stream, drawn once and stored.
+"""EXACT discrete Laplace node noise of the k-ary Laplace tree from a keyed ChaCha20 stream, drawn once and stored.
 
 Andersson, Pagh, Steiner, Torkamani, "Count on Your Elders: Laplace vs Gaussian Noise" (FORC 2025) for the tree
 (``laplace_tree``); Canonne, Kamath, Steinke, "The Discrete Gaussian for Differential Privacy" (NeurIPS 2020),
@@ -30,21 +30,19 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpstream.counters._discrete_noise import KeyedDraws
-from dpstream.counters.binary import tree_noises
-from dpstream.counters.laplace_tree import LaplaceTree
 from dpstream.counters.sources import DISCRETE_SECURE_STORED_LAPLACE
 from dpstream.counters.tree_noise import StoredNodes
-from dpstream.noise import SeedLike
-from dpstream.privacy.maps import LaplaceMap, PrivacyMap
 from dpstream.secure import sequential
 from dpstream.secure.chacha import MAX_CELLS
 from dpstream.secure.laplace import laplace_grid, seed_key
 from dpstream.secure.samplers import new_state
+
+if TYPE_CHECKING:
+    from dpstream.counters.laplace_tree import LaplaceTree
 
 
 def discrete_laplace_variance(t: int, s: int) -> float:
@@ -52,73 +50,72 @@ def discrete_laplace_variance(t: int, s: int) -> float:
     return DISCRETE_SECURE_STORED_LAPLACE.draw_variance(t / s)
 
 
-class DiscreteLaplaceTree(KeyedDraws, LaplaceTree):
-    """k-ary tree, node noise discrete Laplace of scale t/s >= L m / epsilon drawn when the node closes (module doc).
+class KeyedLaplaceNodes(StoredNodes):
+    """Discrete Laplace nodes of scale t/s >= L m / epsilon, drawn when the node closes (module doc).
 
-    State beside ``LaplaceTree``'s: ``KeyedDraws``'.
+    State beside the tree's: the key ``_key`` (8 uint32) and ``_drawn`` (1 int64), the number of the next draw,
+    written by ``to_bytes`` so a restored counter goes on with fresh streams and never repeats one. ``deployable``:
+    keyed from OS entropy and certified; a restored counter is never deployable (unverifiable, docs/secure-noise.md).
     """
 
-    NOISES = tree_noises(StoredNodes(DISCRETE_SECURE_STORED_LAPLACE))
+    def allocate(self, c: LaplaceTree) -> None:  # type: ignore[override]
+        """The stored tree, the key (OS entropy when the seed is None, else from the seed) and the draw count."""
+        super().allocate(c)
+        c._key = seed_key(c._seed)
+        c._drawn = np.zeros(1, dtype=np.int64)
+        c._st = new_state()
 
-    def __init__(self, *, seed: SeedLike = None, **kwargs: Any) -> None:
-        """As ``LaplaceTree``; the key from OS entropy when ``seed`` is None, else from the seed (not deployable)."""
-        self._seed = seed
-        super().__init__(seed=seed, **kwargs)
-        if self._noise.mode == "secure":
-            raise ValueError(f"noise=secure is not available with counter='laplace', node_noise={self.node_noise!r} "
+    def scaled(self, c: LaplaceTree) -> None:
+        """Round the tree's b up to the grid t/s (``laplace_grid``): ``scale``, ``sigma``, ``grid``, ``deployable``."""
+        if c._noise.mode == "secure":
+            raise ValueError(f"noise=secure is not available with counter='laplace', node_noise={c.node_noise!r} "
                              "(it has its own exact sampler); allowed: noise=numpy")
-        if self.n > MAX_CELLS:
-            raise ValueError(f"node_noise={self.node_noise!r} takes at most 2^32 counters, got n={self.n}")
-        t, s = laplace_grid(self.scale)
-        self.scale = float(Fraction(t, s))  # exact: t < 2^33 and s a power of two
-        self.sigma = math.sqrt(2.0) * self.scale
-        self._noise_scale = self.scale * self.kappa
-        self.grid: tuple[int, int] | None = laplace_grid(self._noise_scale) if self._noise_scale > 0 else None
-        self.deployable = seed is None and self.certified
+        if c.n > MAX_CELLS:
+            raise ValueError(f"node_noise={c.node_noise!r} takes at most 2^32 counters, got n={c.n}")
+        t, s = laplace_grid(c.scale)
+        c.scale = float(Fraction(t, s))  # exact: t < 2^33 and s a power of two
+        c.sigma = math.sqrt(2.0) * c.scale
+        c._noise_scale = c.scale * c.kappa
+        c.grid = laplace_grid(c._noise_scale) if c._noise_scale > 0 else None
+        c.deployable = c._seed is None and c.certified
 
-    def _allocate(self) -> None:
-        super()._allocate()
-        self._key = seed_key(self._seed)
-        self._drawn = np.zeros(1, dtype=np.int64)
-        self._st = new_state()
-
-    def draw(self, size: int) -> np.ndarray:
+    def draw(self, c: LaplaceTree, size: int) -> np.ndarray:  # type: ignore[override]
         """The next ``size`` node noises (integers as float64), in the order the pushes take them."""
         size = int(size)
-        if self.grid is None:
+        if c.grid is None:
             return np.zeros(size)
-        t, s = self.grid
-        out = sequential.laplace_draws(self._key, self._drawn[0], np.int64(size), t, s, self._st)
-        self._drawn[0] += size
+        t, s = c.grid
+        out = sequential.laplace_draws(c._key, c._drawn[0], np.int64(size), t, s, c._st)
+        c._drawn[0] += size
         return out.astype(np.float64)
 
-    @property
-    def draw_variance(self) -> float:
+    def draw_variance(self, c: LaplaceTree) -> float:
         """The source's discrete Laplace variance at the drawn scale t/s (0 without noise)."""
-        return 0.0 if self.grid is None else self.source.draw_variance(self.grid[0] / self.grid[1])
+        return 0.0 if c.grid is None else self.source.draw_variance(c.grid[0] / c.grid[1])
 
-    def node_log_mgf(self, lam: np.ndarray) -> np.ndarray:
+    def log_mgf(self, c: LaplaceTree, lam: np.ndarray) -> np.ndarray:
         """The log moment generating function of one node noise, ln((1 - q)^2 / ((1 - q e^lam) (1 - q e^-lam))).
 
         For 0 <= lam < s/t; q = exp(-s/t).
         """
         lam = np.asarray(lam, dtype=np.float64)
-        if self.grid is None:
+        if c.grid is None:
             return np.zeros_like(lam)
-        q = math.exp(-self.grid[1] / self.grid[0])
+        q = math.exp(-c.grid[1] / c.grid[0])
         return 2.0 * math.log1p(-q) - np.log1p(-q * np.exp(lam)) - np.log1p(-q * np.exp(-lam))
 
-    @property
-    def privacy_map(self) -> PrivacyMap:
-        """Discrete Laplace at the drawn scale t/s and L1 sensitivity L m: epsilon = L m s / t (``LaplaceMap``)."""
-        return LaplaceMap(self.l1_sensitivity(), self._noise_scale)
+    def state_arrays(self, c: LaplaceTree) -> dict[str, np.ndarray]:  # type: ignore[override]
+        """The key and the draw count."""
+        return {"key": c._key, "drawn": c._drawn}
 
-    @property
-    def memory_bytes(self) -> int:
-        """``LaplaceTree``'s bytes, the key and the draw count."""
-        return super().memory_bytes + self._key.nbytes + self._drawn.nbytes
+    def arrays_restored(self, c: LaplaceTree) -> None:  # type: ignore[override]
+        """Refuse a negative draw count."""
+        if c._drawn[0] < 0:
+            raise ValueError(f"corrupt state: {type(c).__name__} drawn={int(c._drawn[0])} < 0")
 
-    @property
-    def words_consumed(self) -> int:
-        """32-bit generator words drawn so far (all draws)."""
-        return int(self._st[4])
+    def scalars_restored(self, c: LaplaceTree) -> None:  # type: ignore[override]
+        """A restored counter is not deployable (unverifiable: docs/secure-noise.md)."""
+        c.deployable = False
+
+
+KEYED_LAPLACE_NODES = KeyedLaplaceNodes(DISCRETE_SECURE_STORED_LAPLACE)

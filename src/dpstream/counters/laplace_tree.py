@@ -16,8 +16,10 @@ Privacy: epsilon-DP (pure, delta = 0) under continual observation for m-neighbou
 most m counters, each by at most 1 at one step): one step lies in exactly one node per level, so the vector of all
 node sums has L1 sensitivity L m, and independent Laplace(b) noise with b = L m / epsilon is the Laplace mechanism
 on it; every release is a sum of node values (post-processing). The ``delta`` a caller passes is not used: the
-counter's ``privacy_delta`` is 0 and its notion "pure". Node noise: stored float64 Laplace draws from the seeded
-generator (numpy's Laplace, floating point: the textbook Laplace mechanism, not an exact sampler).
+counter's ``privacy_delta`` is 0 and its notion "pure". Node noise (``node_noise=``): stored float64 Laplace draws
+from the seeded generator ("stored": numpy's Laplace, floating point, the textbook Laplace mechanism, not an exact
+sampler), or exact discrete Laplace draws from a keyed ChaCha20 stream ("discrete_secure_stored",
+``counters.laplace_discrete``), stored likewise.
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from dpstream import serial
 from dpstream.counters import _kernels as kernels
 from dpstream.counters._kary_kernels import kary_levels
 from dpstream.counters.base import NOISE_BYTES, STEP_BYTES
 from dpstream.counters.binary import BinaryTree, prefix_sums, tree_noises
 from dpstream.counters.factorisation import Factorisation, KaryTree
 from dpstream.counters.factorisation import kary_digit_sum as kary_digit_sum
+from dpstream.counters.laplace_discrete import KEYED_LAPLACE_NODES
 from dpstream.counters.sources import STORED_LAPLACE
 from dpstream.counters.tree_noise import StoredNodes
 from dpstream.privacy.maps import LaplaceMap, PrivacyMap
@@ -42,6 +46,19 @@ ARITY = 19
 """The paper's k for small delta."""
 
 
+class LaplaceNodes(StoredNodes):
+    """Laplace(b) nodes from the counter's numpy generator (``sources.STORED_LAPLACE``), drawn when a node closes."""
+
+    def scaled(self, c: LaplaceTree) -> None:
+        """After the tree set its scale b: nothing to adjust."""
+
+    def draw_variance(self, c: LaplaceTree) -> float:
+        """2 (b kappa)^2."""
+        return self.source.draw_variance(c._noise_scale)
+
+    def log_mgf(self, c: LaplaceTree, lam: np.ndarray) -> np.ndarray:
+        """-ln(1 - lam^2 (b kappa)^2), for 0 <= lam < 1/(b kappa)."""
+        return -np.log1p(-(np.asarray(lam) * c._noise_scale) ** 2)
 
 
 class KaryState(NamedTuple):
@@ -59,11 +76,14 @@ class LaplaceTree(BinaryTree):
     """k-ary tree with stored Laplace(b) node noise, b = L m / epsilon (module doc); ``arity`` k >= 2 (default 19).
 
     State: per level the exact sum of its closed nodes and a noisy running sum (count dtype and float64), and the
-    step per counter. ``sigma`` is the node noise's standard deviation sqrt(2) b; ``scale`` is b.
+    step per counter; with discrete Laplace nodes the key and the draw count too. ``sigma`` is the node noise's
+    standard deviation sqrt(2) b; ``scale`` is b (rounded up to the discrete sampler's grid t/s for discrete nodes).
     """
 
     name = "laplace"
-    NOISES = tree_noises(StoredNodes(STORED_LAPLACE))
+    NOISES = tree_noises(LaplaceNodes(STORED_LAPLACE), KEYED_LAPLACE_NODES)
+    grid: tuple[int, int] | None
+    """Discrete nodes: the scale t/s of the draws (None without noise)."""
     stored_kind = kernels.KARY
     default_arity: ClassVar[int] = ARITY
     """The arity of the class-level memory model and of ``counter="laplace"``."""
@@ -76,6 +96,7 @@ class LaplaceTree(BinaryTree):
         self.scale = self.levels * self.m / self.epsilon
         self.sigma = math.sqrt(2.0) * self.scale
         self._noise_scale = self.scale * self.kappa
+        self.nodes.scaled(self)
 
     @classmethod
     def tree_levels(cls, horizon: int) -> int:
@@ -117,12 +138,17 @@ class LaplaceTree(BinaryTree):
         """The k-ary tree: variance 2 b^2 times the base-k digit sum of s, one Laplace node per digit unit."""
         return KaryTree(self.horizon, self.arity)
 
-    def node_log_mgf(self, lam: np.ndarray) -> np.ndarray:
-        """The log moment generating function of one node noise Laplace(b kappa): -ln(1 - lam^2 (b kappa)^2).
+    @property
+    def draw_variance(self) -> float:
+        """The variance of one node noise: 2 (b kappa)^2, or the discrete Laplace's at its scale t/s."""
+        return float(self.nodes.draw_variance(self))
 
-        For 0 <= lam < 1/(b kappa). With the digit sum it bounds the release noise's tail (Chernoff) for LazyHH.
+    def node_log_mgf(self, lam: np.ndarray) -> np.ndarray:
+        """The log moment generating function of one node noise (the source's: Laplace(b kappa) or discrete).
+
+        With the digit sum it bounds the release noise's tail (Chernoff) for LazyHH.
         """
-        return -np.log1p(-(np.asarray(lam) * self._noise_scale) ** 2)
+        return np.asarray(self.nodes.log_mgf(self, lam))
 
     def protected(self, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Every node closed by each counter's step (0 for the others), shape (1, -1)."""
@@ -139,11 +165,11 @@ class LaplaceTree(BinaryTree):
 
     @property
     def memory_bytes(self) -> int:
-        """Bytes of the exact and noisy sums and the steps (the arity is a parameter)."""
-        return self._exact.nbytes + self._noisy_sums.nbytes + self._steps.nbytes
+        """Bytes of the state arrays but the arity (a parameter)."""
+        return sum(a.nbytes for name, a in self._state_arrays().items() if name != "arity")
 
-    def _serial_args(self) -> dict[str, Any]:
-        return {**super()._serial_args(), "arity": self.arity}
+    def _factorisation_args(self) -> dict[str, Any]:
+        return {"arity": self.arity}
 
     def _restore_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         super()._restore_arrays(arrays)
@@ -159,3 +185,8 @@ class LaplaceTree(BinaryTree):
 
     def _constants(self) -> dict[str, Any]:
         return {"sigma": self.sigma, "scale": self.scale}
+
+
+# the classes of format 2: one per node noise, the stored one without ``node_noise`` (``serial.RENAMED``)
+serial.rename("LaplaceTree", "LaplaceTree", 2, node_noise="stored")
+serial.rename("DiscreteLaplaceTree", "LaplaceTree", 2, node_noise="discrete_secure_stored")

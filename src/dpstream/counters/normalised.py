@@ -40,11 +40,12 @@ from dpstream.counters.factorisation import (
     normalised_unit_variances,
     root_column_norms,
 )
-from dpstream.counters.toeplitz import DerivedToeplitz, SqrtFactorisation, encoder_images
+from dpstream.counters.toeplitz import SqrtFactorisation, encoder_images
 from dpstream.counters.toeplitz_push import derived_release
+from dpstream.counters.tree_noise import PHILOX_NORMALS
 
 
-class NormalisedSqrt(DerivedToeplitz, SqrtFactorisation):
+class NormalisedSqrt(SqrtFactorisation):
     """The normalised square root C = A^{1/2} D, L = A D^{-1} A^{-1/2}, noise derived from a key (module docstring).
 
     sens^2 = m (unit columns); Var(s) = sigma^2 ||row s of L||^2 (``normalised_unit_variances``).
@@ -52,6 +53,7 @@ class NormalisedSqrt(DerivedToeplitz, SqrtFactorisation):
 
     name = "nsqrt"
     bands: ClassVar[int] = SqrtFactorisation.bands
+    NOISES = {"derived": PHILOX_NORMALS}
 
     @classmethod
     def l2_sensitivity(cls, horizon: int, m: int) -> float:
@@ -67,20 +69,18 @@ class NormalisedSqrt(DerivedToeplitz, SqrtFactorisation):
         """C = S D with unit columns, B = A D^{-1} S^{-1} (``factorisation.NormalisedRoot``)."""
         return NormalisedRoot(self.horizon)
 
-    def _allocate(self) -> None:
-        super()._allocate()
+    def _allocate_derived(self) -> None:
+        super()._allocate_derived()
         self._norms = np.ascontiguousarray(root_column_norms(self.horizon))
 
     def protected(self, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """C x = S (D x): each step's increment over its column norm nu_u, then the square root."""
         return encoder_images(increments / self._norms[: increments.shape[1]], steps, self._coef)
 
-    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    def derived_release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Exact counts plus the key-derived noise of each cell at its step: row s of L per distinct step s."""
         cells = np.ascontiguousarray(cells, dtype=np.int64)
-        steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), cells.shape))
-        if steps.size and (steps.min() < 0 or steps.max() > self.horizon):
-            raise ValueError(f"steps must lie in [0, horizon={self.horizon}], got [{steps.min()}, {steps.max()}]")
+        steps = self._checked_steps(steps, cells.shape)
         out = np.empty(cells.shape[0], dtype=np.float64)
         for step in np.unique(steps):  # a sketch's cells are at one or two steps
             at = np.flatnonzero(steps == step)

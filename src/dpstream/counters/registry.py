@@ -16,23 +16,14 @@ from typing import Any
 from dpstream.counters.base import Counter
 from dpstream.counters.binary import BinaryTree
 from dpstream.counters.blt import BLTCounter
-from dpstream.counters.blt_derived import DerivedBLT
 from dpstream.counters.honaker import HonakerTree
 from dpstream.counters.hybrid import HybridDerived
-from dpstream.counters.laplace_discrete import DiscreteLaplaceTree
 from dpstream.counters.laplace_tree import LaplaceTree
 from dpstream.counters.normalised import NormalisedSqrt
 from dpstream.counters.smooth import SmoothBinary
 from dpstream.counters.sources import NodeNoise
-from dpstream.counters.toeplitz import (
-    BandedSqrt4,
-    BandedSqrt16,
-    BandedSqrt64,
-    DerivedBandedSqrt16,
-    DerivedSqrt,
-    SqrtFactorisation,
-)
-from dpstream.counters.unbounded import DerivedUnbounded, UnboundedFactorisation
+from dpstream.counters.toeplitz import BandedSqrt4, BandedSqrt16, BandedSqrt64, SqrtFactorisation
+from dpstream.counters.unbounded import UnboundedFactorisation
 
 TOEPLITZ_NOISE = "tests/counters/test_toeplitz.py::test_noise_variance_matches_the_row_norms_at_several_steps"
 
@@ -43,23 +34,21 @@ class CounterDescriptor:
 
     What a caller needs before building the counter is the pair's, read here: its memory model (``bytes_per_counter``,
     ``fixed_bytes``), its draws per push and kernel, the sense of its guarantee; calling the descriptor builds the
-    counter (``cls(node_noise=..., **kwargs)`` for a tree counter). Anything else (``l2_sensitivity``,
+    counter (``cls(node_noise=..., **kwargs)``). Anything else (``l2_sensitivity``,
     ``working_bytes``, ...) is the class's, read through. A probed counter's sensitivity cases and check spec are
     derived; ``noise_test`` is the pytest node id the check spec cites.
     """
 
     cls: type[Counter]
     noise: str = ""
-    """The name of the source of a tree counter (``node_noise=``); empty: the class's one source."""
+    """The name of the source (``node_noise=``, one of the class's ``NOISES``); empty: the class's default."""
     probed: bool = False
     noise_test: str = ""
 
     @property
     def source(self) -> NodeNoise:
         """Where the counter's noise comes from (``counters.sources``)."""
-        if issubclass(self.cls, BinaryTree):
-            return self.cls.noise_of(self.noise or None).source
-        return self.cls.source
+        return self.cls.noise_of(self.noise or None).source
 
     @property
     def name(self) -> str:
@@ -79,14 +68,11 @@ class CounterDescriptor:
     @property
     def label(self) -> str:
         """The class name, with the node noise for a class that takes several (``BinaryTree.derived``)."""
-        many = issubclass(self.cls, BinaryTree) and len(self.cls.NOISES) > 1
+        many = len(self.cls.NOISES) > 1
         return f"{self.cls.__name__}.{self.source.name}" if many else self.cls.__name__
 
     def _facts(self) -> dict[str, Any]:
-        if issubclass(self.cls, BinaryTree):
-            return self.cls.noise_facts(self.cls.noise_of(self.source.name))
-        return {attr: getattr(self.cls, attr) for attr in ("kind", "tracks_steps", "draws_per_push",
-                                                             "partial_release")}
+        return self.cls.noise_facts(self.cls.noise_of(self.source.name))
 
     @property
     def notion(self) -> str:
@@ -129,9 +115,7 @@ class CounterDescriptor:
 
     def __call__(self, **kwargs: Any) -> Any:
         """The counter built with ``kwargs`` (``Counter``'s arguments) and this node noise."""
-        if issubclass(self.cls, BinaryTree):
-            return self.cls(node_noise=self.source.name, **kwargs)
-        return self.cls(**kwargs)
+        return self.cls(node_noise=self.source.name, **kwargs)
 
     def __getattr__(self, attr: str) -> Any:
         """The class's attribute (``l2_sensitivity``, ``working_bytes``, ...): nothing else depends on the source."""
@@ -140,31 +124,33 @@ class CounterDescriptor:
         return getattr(self.cls, attr)
 
 
-def tree(cls: type[BinaryTree], **kwargs: Any) -> tuple[CounterDescriptor, ...]:
-    """One descriptor per node noise the tree counter ``cls`` takes (``NOISES``)."""
-    return tuple(CounterDescriptor(cls, noise, **kwargs) for noise in cls.NOISES)
+def offered(cls: type[Counter], *noises: str, **kwargs: Any) -> tuple[CounterDescriptor, ...]:
+    """One descriptor per node noise ``noises`` of ``cls`` (none given: every one of its ``NOISES``).
+
+    ``kwargs`` go to the first (the stored one: ``probed``, ``noise_test``).
+    """
+    names = noises or tuple(cls.NOISES)
+    return tuple(CounterDescriptor(cls, noise, **(kwargs if i == 0 else {})) for i, noise in enumerate(names))
 
 
 DESCRIPTORS: tuple[CounterDescriptor, ...] = (
-    *tree(BinaryTree),
-    *tree(HonakerTree),
-    CounterDescriptor(BLTCounter),
-    CounterDescriptor(DerivedBLT),
-    *tree(SmoothBinary),
-    *tree(LaplaceTree),
-    *tree(DiscreteLaplaceTree),
-    *tree(HybridDerived),
-    CounterDescriptor(SqrtFactorisation, probed=True, noise_test=TOEPLITZ_NOISE),
-    CounterDescriptor(BandedSqrt4, probed=True, noise_test=TOEPLITZ_NOISE),
-    CounterDescriptor(BandedSqrt16),
-    CounterDescriptor(BandedSqrt64),
-    CounterDescriptor(DerivedSqrt),
-    CounterDescriptor(DerivedBandedSqrt16),
-    CounterDescriptor(UnboundedFactorisation, probed=True, noise_test=TOEPLITZ_NOISE),
-    CounterDescriptor(DerivedUnbounded),
-    CounterDescriptor(NormalisedSqrt),
+    *offered(BinaryTree),
+    *offered(HonakerTree),
+    *offered(BLTCounter),
+    *offered(SmoothBinary),
+    *offered(LaplaceTree),
+    *offered(HybridDerived),
+    *offered(SqrtFactorisation, "stored", probed=True, noise_test=TOEPLITZ_NOISE),
+    *offered(BandedSqrt4, "stored", probed=True, noise_test=TOEPLITZ_NOISE),
+    *offered(BandedSqrt16, "stored"),
+    *offered(BandedSqrt64, "stored"),
+    *offered(SqrtFactorisation, "derived"),
+    *offered(BandedSqrt16, "derived"),
+    *offered(UnboundedFactorisation, probed=True, noise_test=TOEPLITZ_NOISE),
+    *offered(NormalisedSqrt),
 )
-"""Every counter of the package: one line a class, one descriptor per node noise of a tree counter."""
+"""Every counter of the package, one descriptor per node noise it is offered with (in the order of the tables
+derived from them: the square roots' derived noise after their stored noise)."""
 
 
 def _counters() -> dict[tuple[str, str], CounterDescriptor]:

@@ -172,6 +172,6 @@ class SmoothBinary(BinaryTree):
 
 
 # the classes of format 1, one per node noise (``serial.RENAMED``)
-serial.rename("SmoothStored", "SmoothBinary", node_noise="stored")
-serial.rename("SmoothDerived", "SmoothBinary", node_noise="derived")
-serial.rename("SmoothDiscreteSecure", "SmoothBinary", node_noise="discrete_secure")
+serial.rename("SmoothStored", "SmoothBinary", 1, node_noise="stored")
+serial.rename("SmoothDerived", "SmoothBinary", 1, node_noise="derived")
+serial.rename("SmoothDiscreteSecure", "SmoothBinary", 1, node_noise="discrete_secure")

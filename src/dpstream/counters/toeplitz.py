@@ -17,10 +17,12 @@ first column d = the coefficients of 1 / ((1 - x) c(x)).
   L = A C^{-1} from the recursion below. Its variance grows linearly in s once s >> b: d_t tends to 1 / c(1) =
   1 / sum_{t < b} c_t, about sqrt(pi / (4 b)).
 
-Streaming (one noise per push, O(b) work and state): w = C^{-1} z by the recursion
+Node noise (``node_noise=``). Stored (one noise per push, O(b) work and state): w = C^{-1} z by the recursion
 w_s = (z_s - sum_{j=1}^{b-1} c_j w_{s-j}) / c_0 over the last b - 1 values of w (a ring), and the noise released at
 step s is (A w)_s, a running total. With b = T (the plain square root) the ring holds T - 1 values a counter: O(T)
-state, the factorisation's honest cost; ``counters.blt`` is its O(1)-state rational approximation.
+state, the factorisation's honest cost; ``counters.blt`` is its O(1)-state rational approximation. Derived: z_u of
+counter j is ``philox.node_normal`` at (u, ``toeplitz_push.DERIVED_TAG``, j), and a release at step s sums
+d_{s-u} z_u over u <= s (O(s) normals: the state becomes work at release); a counter keeps one count.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 from scipy.signal import lfilter
 
+from dpstream import serial
 from dpstream.counters import _kernels as kernels
-from dpstream.counters.base import NOISE_BYTES, Counter
-from dpstream.counters.binary import DerivedState, PhiloxDerived
+from dpstream.counters.base import NOISE_BYTES, FactorisedCounter
 from dpstream.counters.factorisation import (
     FULL,
     Factorisation,
@@ -45,8 +47,8 @@ from dpstream.counters.factorisation import (
     sqrt_coefficients,
     unit_variances,
 )
-from dpstream.counters.philox import NODE_NORMAL
 from dpstream.counters.toeplitz_push import derived_release
+from dpstream.counters.tree_noise import PHILOX_NORMALS, STORED_NODES
 
 
 def encoder_images(increments: np.ndarray, steps: np.ndarray, coefs: np.ndarray) -> np.ndarray:
@@ -72,21 +74,23 @@ class ToeplitzState(NamedTuple):
     coef: np.ndarray
 
 
-class ToeplitzCounter(Counter):
+class ToeplitzCounter(FactorisedCounter):
     """A counter releasing exact prefix sum + sigma (A C^{-1} z)_s, C the ``bands``-band square root.
 
     Privacy: (epsilon, delta)-DP under continual observation for m-neighbouring counter arrays (at most m counters
     change, each by at most 1 at one step), by the Gaussian mechanism on C x (L2 sensitivity sqrt(m) times C's
-    largest column norm, ``column_norm``) followed by the post-processing A C^{-1}. The owner pushes every counter at
-    every step, zeros included (``sparse_pushes`` False), in step order.
+    largest column norm, ``column_norm``) followed by the post-processing A C^{-1}. Stored noise: the owner pushes
+    every counter at every step, zeros included (``sparse_pushes`` False), in step order. Derived noise
+    (``node_noise="derived"``): the same privacy COMPUTATIONALLY (the releases have the stored noise's joint law when
+    Philox is a random function, ``tree_noise.PhiloxNoise``); the key must stay secret (``seed=None`` takes it from
+    the operating system); ``noise=secure`` is refused.
     """
 
     name: ClassVar[str]
     bands: ClassVar[int]
     """b: C's diagonals (``FULL``: all of them, the plain square root)."""
-    kind = kernels.TOEPLITZ
-    tracks_steps = False
-    draws_per_push = 1
+    NOISES = {"stored": STORED_NODES, "derived": PHILOX_NORMALS}
+    stored_kind = kernels.TOEPLITZ
 
     @classmethod
     @abstractmethod
@@ -110,7 +114,7 @@ class ToeplitzCounter(Counter):
 
     @classmethod
     def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
-        """The exact count, the ring of b - 1 values (at least one slot) and the running total."""
+        """Stored noise: the exact count, the ring of b - 1 values (at least one slot) and the running total."""
         return count_bytes + NOISE_BYTES * (max(1, cls.effective_bands(horizon) - 1) + 1)
 
     @classmethod
@@ -123,7 +127,7 @@ class ToeplitzCounter(Counter):
         """Var(s) / sigma^2 for s = 1..horizon (``unit_variances``)."""
         return unit_variances(cls.bands, horizon)
 
-    def _allocate(self) -> None:
+    def _allocate_stored(self) -> None:
         bands = self.effective_bands(self.horizon)
         self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
         self._ring = np.zeros((max(1, bands - 1), self.n), dtype=np.float64)
@@ -131,20 +135,27 @@ class ToeplitzCounter(Counter):
         self._coef = np.array(self.encoder(self.horizon), dtype=np.float64)
         self.state = ToeplitzState(self._exact, self._ring, self._total, self._coef)
 
+    def _allocate_derived(self) -> None:
+        """C's coefficients (``protected``) and L's first column (the release's weights)."""
+        self._coef = np.array(self.encoder(self.horizon), dtype=np.float64)
+        self._decoder = np.ascontiguousarray(self.decoder(self.horizon))
+
     def _state_arrays(self) -> dict[str, np.ndarray]:
-        """The exact counts, the ring and the running totals (``coef`` is a function of the horizon)."""
-        return {"exact": self._exact, "ring": self._ring, "total": self._total, "steps": self._steps}
+        """The source's arrays but C's coefficients (a function of the horizon)."""
+        return {name: a for name, a in super()._state_arrays().items() if name != "coef"}
 
     def _constants(self) -> dict[str, Any]:
-        return {**super()._constants(), "bands": self.effective_bands(self.horizon)}
+        return {"sigma": self.sigma, "bands": self.effective_bands(self.horizon), **self.nodes.constants(self)}
 
-    def noise_count(self, steps: np.ndarray) -> int:
-        """One noise per push."""
-        return int(np.size(steps))
-
-    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        """Exact count plus the running noise total of each cell (``steps`` unused)."""
+    def stored_release(self, cells: np.ndarray) -> np.ndarray:
+        """Exact count plus the running noise total of each cell."""
         return self._exact[0, cells] + self._total[0, cells]
+
+    def derived_release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Exact counts plus the key-derived noise of each cell at its step (``toeplitz_push.derived_release``)."""
+        cells = np.ascontiguousarray(cells, dtype=np.int64)
+        steps = self._checked_steps(steps, cells.shape)
+        return derived_release(self._exact, self._key, self._noise_scale, self._decoder, cells, steps)
 
     def protected(self, increments: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """C x, the vector the Gaussian noise is added to (``encoder_images``)."""
@@ -153,11 +164,6 @@ class ToeplitzCounter(Counter):
     def factorisation(self) -> Factorisation:
         """C Toeplitz with b bands: variance sigma^2 ||row s of A C^{-1}||^2 (``unit_variances``); 0 at step 0."""
         return Toeplitz(self.horizon, self.bands)
-
-    @property
-    def memory_bytes(self) -> int:
-        """Bytes of the exact counts, the ring and the running totals."""
-        return self._exact.nbytes + self._ring.nbytes + self._total.nbytes
 
 
 class SqrtFactorisation(ToeplitzCounter):
@@ -183,72 +189,18 @@ def banded_sqrt(bands: int) -> type[ToeplitzCounter]:
     doc = (f"The square root truncated to {bands} bands (Kalinin and Lampert, NeurIPS 2024): O(b) state a counter."
            f"\n\n    sens^2 = m sum_{{t < min({bands}, T)}} c_t^2; Var(s) = sigma^2 sum_{{t < s}} d_t^2, d the "
            "coefficients of 1 / ((1 - x) c_b(x)) (module docstring).\n    ")
-    return type(f"BandedSqrt{bands}", (ToeplitzCounter,),
-                {"name": f"banded{bands}", "bands": bands, "__doc__": doc, "__module__": __name__,
-                 "effective_bands": classmethod(lambda cls, horizon: max(1, min(bands, horizon)))})
-
-
-class DerivedToeplitz(PhiloxDerived, ToeplitzCounter):
-    """A Toeplitz factorisation counter whose noise z is derived from a 128-bit Philox key: one count a counter.
-
-    z_u of counter j is ``philox.node_normal`` at (u, ``toeplitz_push.DERIVED_TAG``, j); a release at step s sums
-    d_{s-u} z_u over u <= s (O(s) normals: the square root's state becomes work at release). Privacy: as the stored
-    counter's, COMPUTATIONALLY (the releases have its joint law when Philox is a random function; see
-    ``BinaryTree(node_noise="derived")``). The key must stay secret: ``seed=None`` takes it from the operating system.
-    ``noise=secure``
-    is refused.
-    """
-
-    @classmethod
-    def bytes_per_counter(cls, horizon: int, count_bytes: int) -> int:
-        """The exact count alone (the key is ``fixed_bytes``)."""
-        return count_bytes
-
-    def _allocate(self) -> None:
-        if self._noise.mode == "secure":
-            raise ValueError(f"noise=secure is not available with counter={self.name!r}, node_noise='derived' (its "
-                             "noise comes from a keyed Philox generator); allowed: noise=numpy")
-        self._exact: np.ndarray = np.zeros((1, self.n), dtype=self.count_dtype)
-        self.state = DerivedState(self._exact)
-        self._coef = np.array(self.encoder(self.horizon), dtype=np.float64)
-        self._decoder = np.ascontiguousarray(self.decoder(self.horizon))
-        # words 4, 5 of the seed's state stream, as ``BinaryTree(node_noise="derived")``: past the 4 words numpy's
-        # PCG64 takes
-        self._key = self._noise.rng.bit_generator.seed_seq.generate_state(6, np.uint64)[4:]
-
-    def _state_arrays(self) -> dict[str, np.ndarray]:
-        """The exact counts and the key (the noise is a function of the key)."""
-        return {"exact": self._exact, "steps": self._steps, "key": self._key}
-
-    def _constants(self) -> dict[str, Any]:
-        return {**super()._constants(), "node_normal": NODE_NORMAL}
-
-    def noise_count(self, steps: np.ndarray) -> int:
-        """No draws at push time: the noise is derived at release."""
-        return 0
-
-    def release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        """Exact counts plus the key-derived noise of each cell at its step (``toeplitz_push.derived_release``)."""
-        cells = np.ascontiguousarray(cells, dtype=np.int64)
-        steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), cells.shape))
-        if steps.size and (steps.min() < 0 or steps.max() > self.horizon):
-            raise ValueError(f"steps must lie in [0, horizon={self.horizon}], got [{steps.min()}, {steps.max()}]")
-        return derived_release(self._exact, self._key, self._noise_scale, self._decoder, cells, steps)
-
-    @property
-    def memory_bytes(self) -> int:
-        """Bytes of the exact counts and the key."""
-        return self._exact.nbytes + self._key.nbytes
-
-
-@functools.cache
-def derived(cls: type[ToeplitzCounter]) -> type[DerivedToeplitz]:
-    """``cls`` with its noise derived from a key (one class per counter: ``Derived{cls.__name__}``)."""
-    return type(f"Derived{cls.__name__}", (DerivedToeplitz, cls), {"__doc__": DerivedToeplitz.__doc__,
-                                                                    "__module__": __name__})
+    cls = type(f"BandedSqrt{bands}", (ToeplitzCounter,),
+               {"name": f"banded{bands}", "bands": bands, "__doc__": doc, "__module__": __name__,
+                "effective_bands": classmethod(lambda cls, horizon: max(1, min(bands, horizon)))})
+    serial.rename(cls.__name__, cls.__name__, 2, node_noise="stored")  # format 2 wrote no node_noise
+    return cls
 
 
 BANDS = (4, 16, 64)
 """The band counts registered as counters ``banded4``, ``banded16`` and ``banded64`` (``banded_sqrt(b)`` any other)."""
 BandedSqrt4, BandedSqrt16, BandedSqrt64 = (banded_sqrt(b) for b in BANDS)
-DerivedSqrt, DerivedBandedSqrt16 = derived(SqrtFactorisation), derived(BandedSqrt16)
+
+# the classes of format 2: one per node noise, the stored one without ``node_noise`` (``serial.RENAMED``)
+serial.rename("SqrtFactorisation", "SqrtFactorisation", 2, node_noise="stored")
+serial.rename("DerivedSqrtFactorisation", "SqrtFactorisation", 2, node_noise="derived")
+serial.rename("DerivedBandedSqrt16", "BandedSqrt16", 2, node_noise="derived")

@@ -1,17 +1,17 @@
-"""The node noise of the tree counters: one object per noise source, the tree counter holding one (``BinaryTree``).
+"""The noise of the factorisation counters: one object per noise source, each counter holding one.
 
-A tree counter (the binary tree, Honaker's estimates, the smooth and the hybrid mechanism, the k-ary Laplace tree)
-releases exact prefix sums plus the noise of the nodes its factorisation names; the source (``counters.sources``)
-says how a node's noise is made. ``TreeNoise`` is what the counter asks of it: the state it adds, the draws a push
-consumes, the release of nodes derived from a key, what is written by ``to_bytes`` and checked on restore, and the
-memory it holds. It keeps no state of its own (the arrays live on the counter, which ``to_bytes`` writes), so one
-object serves every counter of its source.
+A factorisation counter (the trees: binary, Honaker's estimates, smooth, hybrid, k-ary Laplace; the Toeplitz
+factorisations and BLT) releases exact prefix sums plus the noise its factorisation names; the source
+(``counters.sources``) says how that noise is made. ``TreeNoise`` is what the counter asks of it: the state it adds,
+the draws a push consumes, the release of nodes derived from a key, what is written by ``to_bytes`` and checked on
+restore, and the memory it holds. It keeps no state of its own (the arrays live on the counter, which ``to_bytes``
+writes), so one object serves every counter of its source.
 
 Two kinds. Stored (``StoredNodes``, ``KeyedStoredNodes`` in ``counters.discrete``): a node's noise is drawn when the
 node closes and added to the factorisation's stored sums; the push kernel and the state are the factorisation's
 (``stored_kind``, ``_allocate_stored``). Derived (``PhiloxNodes``; ``DiscreteNodes`` and its variants in
 ``counters.discrete``): a push adds to the exact count only (kernel ``DERIVED``) and a release regenerates the nodes
-of its tree step from the key.
+of its tree step from the key; ``PhiloxNoise`` leaves the regeneration to the factorisation (``derived_release``).
 
 Models: TF Privacy's ``ValueGenerator`` (``tree_aggregation.py``: the tree asks a generator for its node noise,
 stored or from a seed).
@@ -26,6 +26,7 @@ import numpy as np
 from dpstream import serial
 from dpstream.counters import _derived, sources
 from dpstream.counters import _kernels as kernels
+from dpstream.counters.base import source_facts
 from dpstream.counters.philox import NODE_NORMAL
 from dpstream.privacy.maps import GaussianMap, PrivacyMap
 
@@ -40,13 +41,12 @@ class DerivedState(NamedTuple):
 
 
 class TreeNoise:
-    """A node-noise source of the tree counters: stored draws of the counter's numpy generator (``STORED_NODES``).
+    """A noise source of a factorisation: stored draws of the counter's numpy generator (``STORED_NODES``).
 
-    Subclasses change what differs (module doc). ``tracks_steps``: the counter keeps each counter's step (stored
-    trees); ``partial_release``: ``release_wanted`` saves work over ``release_all``.
+    Subclasses change what differs (module doc). ``partial_release``: ``release_wanted`` saves work over
+    ``release_all``.
     """
 
-    tracks_steps = True
     partial_release = False
 
     def __init__(self, source: sources.NodeNoise) -> None:
@@ -56,6 +56,16 @@ class TreeNoise:
     def __repr__(self) -> str:
         """The class and its source's name."""
         return f"{type(self).__name__}({self.source.name!r})"
+
+    def facts(self, tree: type[BinaryTree]) -> dict[str, Any]:
+        """What a counter of the factorisation ``tree`` with this source states (``Counter.noise_facts``)."""
+        return {**source_facts(self.source), "kind": self.kind(tree), "tracks_steps": self.tracks_steps(tree),
+                "draws_per_push": self.draws_per_push(tree),
+                "partial_release": self.partial_release and tree.cached_releases}
+
+    def tracks_steps(self, tree: type[BinaryTree]) -> bool:
+        """Whether the counter keeps each counter's step: the factorisation's stored layout's."""
+        return tree.stored_tracks_steps
 
     def kind(self, tree: type[BinaryTree]) -> int:
         """The compiled push: the factorisation's stored push (``stored_kind``)."""
@@ -151,7 +161,9 @@ class DerivedNodes(TreeNoise):
     computational.
     """
 
-    tracks_steps = False
+    def tracks_steps(self, tree: type[BinaryTree]) -> bool:
+        """No: a release is given its step."""
+        return False
 
     def kind(self, tree: type[BinaryTree]) -> int:
         """The push of the exact counts alone."""
@@ -183,34 +195,45 @@ class DerivedNodes(TreeNoise):
         return c._exact.nbytes + c._key.nbytes
 
 
-class PhiloxNodes(DerivedNodes):
-    """N(0, sigma^2) nodes derived from a Philox4x64-10 key (``sources.DERIVED``, ``counters.philox``).
+class PhiloxNoise(DerivedNodes):
+    """Noise derived at release from a Philox4x64-10 key (``sources.DERIVED``, ``counters.philox``).
 
-    Z(cell, level, s >> level) = sigma * N(0, 1) from Philox keyed by two 64-bit words of the noise seed.
+    The key is two 64-bit words of the noise seed.
 
-    Privacy: the stored tree's (epsilon, delta)-DP under the same relation, COMPUTATIONALLY: the releases are the
-    binary mechanism's exactly when Philox is a random function; against an observer who cannot tell Philox from
-    random (the standard PRF assumption) the guarantee holds as stated, against an unbounded one it does not (an
-    exhaustive search over the 128-bit key). The key must stay secret: ``seed=None`` takes it from the operating
-    system's entropy; a published seed publishes the noise. ``noise=secure`` is refused (no CSPRNG-keyed version is
-    built).
-
-    Whole-table releases (``release_all``) and the releases of the cells a sketch's query reads (``release_wanted``)
-    keep a node cache: the node normals of every counter's last released step, (n, levels) float64, so the next
-    release regenerates only the nodes that changed (one per counter after one push), and none for a cell not read.
-    It is a speed cache outside the state: not in ``memory_bytes`` (its size is ``noise_cache_bytes``), not
-    serialised, rebuilt on demand; it is as secret as the key.
+    The factorisation regenerates a release's noise from the key (``derived_release``, after its tables,
+    ``_allocate_derived``). Privacy: the stored noise's (epsilon, delta)-DP under the same relation, COMPUTATIONALLY:
+    the releases have the stored noise's joint law exactly when Philox is a random function; against an observer who
+    cannot tell Philox from random (the standard PRF assumption) the guarantee holds as stated, against an unbounded
+    one it does not (an exhaustive search over the 128-bit key). The key must stay secret: ``seed=None`` takes it from
+    the operating system's entropy; a published seed publishes the noise. ``noise=secure`` is refused (no
+    CSPRNG-keyed version is built).
     """
-
-    partial_release = True
 
     def allocate(self, c: BinaryTree) -> None:
         """The exact counts and the key, words 4, 5 of the seed's state stream (past the 4 numpy's PCG64 takes)."""
         if c._noise.mode == "secure":
-            raise ValueError("noise=secure is not available with node_noise='derived' (its node noise comes from "
-                             "a keyed Philox generator, not a CSPRNG-keyed exact sampler); allowed: noise=numpy")
+            raise ValueError(f"noise=secure is not available with counter={c.name!r}, node_noise='derived' (its noise "
+                             "comes from a keyed Philox generator, not a CSPRNG-keyed exact sampler); allowed: "
+                             "noise=numpy")
         super().allocate(c)
         c._key = c._noise.rng.bit_generator.seed_seq.generate_state(6, np.uint64)[4:]
+        c._allocate_derived()
+
+    def release(self, c: BinaryTree, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """The factorisation's derived release (``derived_release``)."""
+        return c.derived_release(cells, steps)
+
+    def release_all(self, c: BinaryTree, steps: np.ndarray) -> np.ndarray:
+        """Every counter's derived release (``derived_release_all``)."""
+        return c.derived_release_all(steps)
+
+    def release_wanted(self, c: BinaryTree, steps: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+        """Every counter's derived release."""
+        return c.derived_release_all(steps)
+
+
+class PhiloxNormals(PhiloxNoise):
+    """Philox noise whose normals are ``philox.node_normal`` (the ziggurat): its version is written and checked."""
 
     def constants(self, c: BinaryTree) -> dict[str, Any]:
         """The node normal's transform (``philox.NODE_NORMAL``)."""
@@ -230,6 +253,22 @@ class PhiloxNodes(DerivedNodes):
             raise serial.SerialError(f"{which}, not this version's {NODE_NORMAL!r}; continuing it could release other "
                                      "noise for nodes already released. Finish its stream with the dpstream version "
                                      "that wrote it")
+
+
+class PhiloxNodes(PhiloxNormals):
+    """N(0, sigma^2) tree nodes derived from a Philox4x64-10 key (``PhiloxNoise``).
+
+    Z(cell, level, s >> level) = sigma * N(0, 1) from Philox keyed by two 64-bit words of the noise seed: the binary
+    mechanism's releases when Philox is a random function.
+
+    Whole-table releases (``release_all``) and the releases of the cells a sketch's query reads (``release_wanted``)
+    keep a node cache: the node normals of every counter's last released step, (n, levels) float64, so the next
+    release regenerates only the nodes that changed (one per counter after one push), and none for a cell not read.
+    It is a speed cache outside the state: not in ``memory_bytes`` (its size is ``noise_cache_bytes``), not
+    serialised, rebuilt on demand; it is as secret as the key.
+    """
+
+    partial_release = True
 
     def release(self, c: BinaryTree, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Exact counts plus the Philox-derived node noises over the set bits of each release's tree step."""
@@ -277,3 +316,7 @@ class PhiloxNodes(DerivedNodes):
 
 STORED_NODES = StoredNodes(sources.STORED)
 PHILOX_NODES = PhiloxNodes(sources.DERIVED)
+PHILOX_NOISE = PhiloxNoise(sources.DERIVED)
+"""Philox noise of a factorisation drawing its own normals from the key (``_blt_derived``)."""
+PHILOX_NORMALS = PhiloxNormals(sources.DERIVED)
+"""Philox noise of a factorisation whose normals are ``philox.node_normal`` (``toeplitz_push.derived_release``)."""

@@ -37,6 +37,7 @@ import math
 
 import numpy as np
 
+from dpstream import serial
 from dpstream.counters.factorisation import (
     R0_SQUARED,
     Factorisation,
@@ -45,7 +46,7 @@ from dpstream.counters.factorisation import (
     unbounded_encoder,
     unbounded_unit_variances,
 )
-from dpstream.counters.toeplitz import FULL, ToeplitzCounter, derived
+from dpstream.counters.toeplitz import FULL, ToeplitzCounter
 
 
 class UnboundedFactorisation(ToeplitzCounter):
@@ -89,4 +90,6 @@ class UnboundedFactorisation(ToeplitzCounter):
         return Unbounded(self.horizon)
 
 
-DerivedUnbounded = derived(UnboundedFactorisation)
+# the classes of format 2: one per node noise, the stored one without ``node_noise`` (``serial.RENAMED``)
+serial.rename("UnboundedFactorisation", "UnboundedFactorisation", 2, node_noise="stored")
+serial.rename("DerivedUnboundedFactorisation", "UnboundedFactorisation", 2, node_noise="derived")
