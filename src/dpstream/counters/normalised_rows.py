@@ -127,11 +127,12 @@ def _refuse(path: Path, horizon: int, why: str) -> ValueError:
                       f"regenerate it with {MAKE_TARGET}")
 
 
-def summary(horizon: int, path: Path = TABLE) -> RowNormSummary | None:
-    """The verified summary at ``horizon`` from ``path``; None when the file or its row is missing (module docstring).
+def summary(horizon: int, path: Path | None = None) -> RowNormSummary | None:
+    """The verified summary at ``horizon`` from ``path`` (``TABLE``); None when the file or its row is missing.
 
-    Raises ValueError (one line naming the file and ``MAKE_TARGET``) for a row that fails a check.
+    Raises ValueError (one line naming the file and ``MAKE_TARGET``) for a row that fails a check (module docstring).
     """
+    path = TABLE if path is None else path
     if not path.is_file():
         return None
     stat = path.stat()
