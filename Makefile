@@ -102,8 +102,9 @@ counters-variance: install
 # `make counters-nsqrt`: the normalised square root's unit variances over every step at T = 2^17 .. 2^NSQRT_LOG2_MAX
 # (default 20) by the O(T^2) row recursion (dpstream.counters.normalised_rows; its L is not Toeplitz), summarised in
 # results/tables/nsqrt_row_norms.csv: max and its step, mean, min and its step, the value at T, with the commit and
-# CPU seconds. The leaderboard and LazyHH's threshold read nsqrt above T = 2^16 from it and refuse it without the
-# row. CPU time: about 6 minutes up to 2^20, 1.5 hours at 2^22, a day at 2^24. Not CI.
+# CPU seconds. Above T = 2^16 the leaderboard reads nsqrt's variance cells from it (empty without a row) and LazyHH's
+# threshold its largest variance (refused without a row). CPU time grows 4x a doubling of T: 6 minutes for
+# 2^17 .. 2^20 (measured), about 1.6 hours up to 2^22 and 27 hours up to 2^24. Not CI.
 NSQRT_LOG2_MAX ?= 20
 counters-nsqrt: install
 	nice -n 10 $(PY) -m dpstream.counters.normalised_rows --log2-max $(NSQRT_LOG2_MAX) \

@@ -2,12 +2,14 @@
 
 The decoder L = A D^{-1} S^{-1} of the normalised square root (``factorisation.NormalisedRoot``; Henzinger, Kalinin,
 Upadhyay, arXiv 2509.14334) is not Toeplitz, so the largest and the mean release variance over steps 1..T need every
-row norm ||row s of L||^2: the row recursion ``factorisation._row_norms``, O(T^2) time and O(T) memory (about 5 CPU
-minutes at 2^20, an hour at 2^22, a day at 2^24). No faster exact algorithm is used: the increment
-||row s||^2 - ||row s-1||^2 = nu_s^2 M_ss + 2 nu_s sum_{v<s} M_sv nu_v needs the strictly lower triangle of
-M = S^{-1} S^{-T} times nu, and M_sv = sum_{k<=v} q_{s-k} q_{v-k} couples every earlier step k of the stream, so
-each off-diagonal block of that triangle has full rank in exact arithmetic; only approximations (low-rank blocks of
-the smooth kernel q_t ~ t^{-3/2}) would make it subquadratic.
+row norm ||row s of L||^2: the row recursion ``factorisation._row_norms``, O(T^2) time and O(T) memory (284 CPU
+seconds measured at 2^20, so about 1.3 hours at 2^22 and 20 hours at 2^24). No exact subquadratic algorithm was
+found. The increment ||row s||^2 - ||row s-1||^2 = nu_s^2 M_ss + 2 nu_s sum_{v<s} M_sv nu_v (nu_u = D^{-1}'s
+diagonal) needs the strictly lower triangle of M = S^{-1} S^{-T} times nu. M has displacement rank one
+(M_sv = M_{s-1,v-1} + q_s q_v, q the coefficients of (1 - x)^{1/2}), but its triangle's entries
+M_sv = sum_{k<=v} q_{s-k} q_{v-k} sum over every earlier step k of the stream, so each block of a divide and conquer
+over (v, s) needs O(T) work, not O(block) work. The methods that do make it subquadratic treat the kernel
+q_t ~ t^{-3/2} as smooth (low-rank far-field blocks): they approximate.
 
 ``make counters-nsqrt`` (``python -m dpstream.counters.normalised_rows``) runs the recursion for T = 2^17 .. 2^MAX
 and writes one row a horizon to ``TABLE`` (``results/tables/nsqrt_row_norms.csv``): the largest unit variance
@@ -182,7 +184,7 @@ def _check(path: Path, got: RowNormSummary) -> None:
         raise _refuse(path, horizon, "inconsistent: needed 0 < min <= mean, value at T <= max and steps in 1..T")
     for step, value, what in ((horizon, got.var_at_horizon, "value at T"), (got.var_argmax, got.var_max, "max"),
                               (got.var_argmin, got.var_min, "min")):
-        exact = float(np.sum(normalised_row(horizon, step) ** 2))
+        exact = float(np.sum(normalised_row.__wrapped__(horizon, step) ** 2))  # not kept in its cache
         if not math.isclose(value, exact, rel_tol=RTOL, abs_tol=0.0):
             raise _refuse(path, horizon, f"its {what} {value!r} is not row {step}'s norm^2 {exact!r} (rtol {RTOL})")
 
