@@ -156,3 +156,24 @@ def test_without_its_row_nsqrt_is_refused_above_the_table_limit(tmp_path, monkey
     with pytest.raises(MissingRowNorms, match="make counters-nsqrt"):  # its counters step 2^17 times
         LazyHH(k=5, k_tilde=8, epsilon=1.0, delta=0.01, beta=0.005, horizon=2**17 * 8, seed=5,
                counter="nsqrt", node_noise="derived")
+
+
+def test_the_leaderboard_cells_above_the_table_limit_are_the_files(monkeypatch):
+    """The variance cells at 2^17 are the committed row's; without the row they are empty, the other cells stay."""
+    from dpstream.counters import counter_class
+    from dpstream.trials.counters import build, formula_cells
+
+    params = {"epsilon": 1.0, "delta": 1e-6}
+    cls, horizon = counter_class("nsqrt", "derived"), 2**17
+    row = summary(horizon, COMMITTED)
+    assert row is not None
+    tree = build(counter_class("binary", "stored"), 1, horizon, params)
+    ref = tree.variance(np.arange(1, horizon + 1))
+    draw = build(cls, 1, horizon, params).draw_variance
+    cells = formula_cells(cls, horizon, params)
+    assert cells["var_mean_ratio"] == pytest.approx(row.var_mean * draw / ref.mean(), rel=1e-12)
+    assert cells["var_max_ratio"] == pytest.approx(row.var_max * draw / ref.max(), rel=1e-12)
+    monkeypatch.setattr(rows_module, "TABLE", COMMITTED.with_name("absent.csv"))
+    empty = formula_cells(cls, horizon, params)
+    assert math.isnan(empty["var_mean_ratio"]) and math.isnan(empty["var_max_ratio"])
+    assert empty["bytes_per_counter"] == cells["bytes_per_counter"] == 4
