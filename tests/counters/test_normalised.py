@@ -84,7 +84,7 @@ def test_every_step_of_a_long_horizon_is_refused_at_once():
 
     with pytest.raises(ValueError, match=f"allowed: horizon <= ROW_TABLE_LIMIT = {ROW_TABLE_LIMIT}"):
         NormalisedRoot(2**28).row_norms_squared(np.arange(1, ROW_STEPS_LIMIT + 2))
-    with pytest.raises(ValueError, match="ROW_STEPS_LIMIT"):  # its threshold asks every step of 2^28 / 10
+    with pytest.raises(ValueError, match="make counters-nsqrt"):  # its threshold asks the max of 2^28 / 10 steps
         LazyHH(k=5, k_tilde=10, epsilon=1.0, delta=0.01, beta=0.005, horizon=2**28, seed=5, counter="nsqrt",
                node_noise="derived")
 

@@ -209,7 +209,8 @@ def unbounded_unit_variances(horizon: int) -> np.ndarray:
 ROW_TABLE_LIMIT = 2**16
 """Up to this horizon the normalised square root's row norms come from the O(T^2) table of every row
 (``normalised_unit_variances``, about a second at 2^16); above it, from one O(s log s) FFT per step asked
-(``normalised_row``), at most ``ROW_STEPS_LIMIT`` distinct steps a call."""
+(``normalised_row``), at most ``ROW_STEPS_LIMIT`` distinct steps a call, and their max and mean over every step
+from the committed summary ``make counters-nsqrt`` computes (``counters.normalised_rows``)."""
 ROW_STEPS_LIMIT = 64
 """The most distinct steps one ``NormalisedRoot.row_norms_squared`` call answers above ``ROW_TABLE_LIMIT``."""
 
@@ -229,6 +230,10 @@ def root_inverse_coefficients(horizon: int) -> np.ndarray:
     q = np.concatenate(([1.0], np.cumprod((2 * t - 3) / (2 * t))))[:horizon]
     q.flags.writeable = False
     return q
+
+
+class MissingRowNorms(ValueError):
+    """No committed summary (``counters.normalised_rows``) of the normalised square root's rows at this horizon."""
 
 
 @njit(cache=True)
@@ -302,6 +307,11 @@ class Factorisation(ABC):
     def variance(self, steps: np.ndarray | int, noise_variance: float) -> np.ndarray:
         """The release variance at each step for noise draws of variance ``noise_variance``."""
         return self.row_norms_squared(steps) * noise_variance
+
+    def row_norms_summary(self) -> tuple[float, float]:
+        """(max, mean) of ||row s of B||^2 over s = 1..T: a counter's largest and mean variance per unit noise."""
+        rows = self.row_norms_squared(np.arange(1, self.horizon + 1))
+        return float(rows.max()), float(rows.mean())
 
     def _check_size(self) -> int:
         if self.horizon > MATRIX_LIMIT:
@@ -622,7 +632,9 @@ class NormalisedRoot(Factorisation):
     S = A^{1/2}, D = diag(1 / nu_u) (``root_column_norms``): every column of C has norm 1, sensitivity sqrt(m). B is
     not Toeplitz: row norm^2 ||row s of A D^{-1} S^{-1}||^2, from the table of every row up to ``ROW_TABLE_LIMIT``
     (``normalised_unit_variances``), above it one FFT per step asked (``normalised_row``), refusing more than
-    ``ROW_STEPS_LIMIT`` distinct steps (the maximum over every step, as ``LazyHH``'s threshold asks, is refused there).
+    ``ROW_STEPS_LIMIT`` distinct steps. The max and mean over every step (``row_norms_summary``, what ``LazyHH``'s
+    threshold and the leaderboard ask) above ``ROW_TABLE_LIMIT`` come from the verified row of
+    ``results/tables/nsqrt_row_norms.csv`` (``counters.normalised_rows``), refused at a horizon it does not hold.
     """
 
     name = "nsqrt"
@@ -638,11 +650,27 @@ class NormalisedRoot(Factorisation):
         if asked.size > ROW_STEPS_LIMIT:
             raise ValueError(f"{self!r}: the row norms of {asked.size} distinct steps need the O(T^2) table of every "
                              f"row; allowed: horizon <= ROW_TABLE_LIMIT = {ROW_TABLE_LIMIT}, or at most "
-                             f"ROW_STEPS_LIMIT = {ROW_STEPS_LIMIT} distinct steps a call")
+                             f"ROW_STEPS_LIMIT = {ROW_STEPS_LIMIT} distinct steps a call, or their max and mean "
+                             f"(row_norms_summary)")
         out = np.zeros(s.shape)
         for step in asked:
             out[s == step] = float(np.sum(normalised_row(self.horizon, int(step)) ** 2))
         return out
+
+    def row_norms_summary(self) -> tuple[float, float]:
+        """(max, mean) over every step: the table's up to ``ROW_TABLE_LIMIT``, above it the committed summary's."""
+        if self.horizon <= ROW_TABLE_LIMIT:
+            return super().row_norms_summary()
+        from dpstream.counters import normalised_rows  # it imports this module
+
+        got = normalised_rows.summary(self.horizon)
+        if got is None:
+            raise MissingRowNorms(
+                f"{self!r}: the max and mean row norm over every step above ROW_TABLE_LIMIT = {ROW_TABLE_LIMIT} need "
+                f"the O(T^2) row recursion, and {normalised_rows.TABLE.name} holds no row for horizon {self.horizon};"
+                f" allowed: horizon <= {ROW_TABLE_LIMIT}, or a horizon the file holds ({normalised_rows.MAKE_TARGET}"
+                f" NSQRT_LOG2_MAX=k writes 2^17 .. 2^k)")
+        return got.var_max, got.var_mean
 
     def sensitivity(self, m: int = 1) -> float:
         """sqrt(m): unit columns."""

@@ -73,7 +73,18 @@ def scans_variance(counter: str, node_noise: str) -> bool:
 
 
 def largest_variance(counter: Any, steps: int) -> float:
-    """The largest release variance of ``counter`` over steps 1..``steps``: the scan ``scans_variance`` predicts."""
+    """The largest release variance of ``counter`` over steps 1..``steps``: the scan ``scans_variance`` predicts.
+
+    Over its whole horizon, its factorisation's largest row norm^2 (``Factorisation.row_norms_summary``) times its
+    draw variance: the same number, and the one a committed summary gives where every row costs O(T^2) (``nsqrt``).
+    """
+    if steps == counter.horizon:
+        try:
+            factorisation = counter.factorisation()
+        except NotImplementedError:  # a counter that states its variance only
+            pass
+        else:
+            return factorisation.row_norms_summary()[0] * float(counter.draw_variance)
     return float(counter.variance(np.arange(1, steps + 1)).max())
 
 

@@ -1,0 +1,211 @@
+"""The normalised square root's row norms above ``ROW_TABLE_LIMIT``: their summary, computed once, read from a file.
+
+The decoder L = A D^{-1} S^{-1} of the normalised square root (``factorisation.NormalisedRoot``; Henzinger, Kalinin,
+Upadhyay, arXiv 2509.14334) is not Toeplitz, so the largest and the mean release variance over steps 1..T need every
+row norm ||row s of L||^2: the row recursion ``factorisation._row_norms``, O(T^2) time and O(T) memory (284 CPU
+seconds measured at 2^20, so about 1.3 hours at 2^22 and 20 hours at 2^24). No exact subquadratic algorithm was
+found. The increment ||row s||^2 - ||row s-1||^2 = nu_s^2 M_ss + 2 nu_s sum_{v<s} M_sv nu_v (nu_u = D^{-1}'s
+diagonal) needs the strictly lower triangle of M = S^{-1} S^{-T} times nu. M has displacement rank one
+(M_sv = M_{s-1,v-1} + q_s q_v, q the coefficients of (1 - x)^{1/2}), but its triangle's entries
+M_sv = sum_{k<=v} q_{s-k} q_{v-k} sum over every earlier step k of the stream, so each block of a divide and conquer
+over (v, s) needs O(T) work, not O(block) work. The methods that do make it subquadratic treat the kernel
+q_t ~ t^{-3/2} as smooth (low-rank far-field blocks): they approximate.
+
+``make counters-nsqrt`` (``python -m dpstream.counters.normalised_rows``) runs the recursion for T = 2^17 .. 2^MAX
+and writes one row a horizon to ``TABLE`` (``results/tables/nsqrt_row_norms.csv``): the largest unit variance
+(Var(s) / sigma^2) and its first step, the mean over steps 1..T, the smallest and its first step, the value at T,
+with the commit of the package sources (``provenance.git_commit``), the CPU seconds and a SHA-256 digest of the row.
+``summary(T)`` reads a horizon's row and refuses it, with one line, unless:
+
+- exactly one row names T, its ``log2_horizon`` is log2 T, its commit is recorded and its digest is the row's;
+- min <= value at T <= max, min <= mean <= max, both steps lie in 1..T;
+- the rows at T, at the step of the maximum and at the step of the minimum, each recomputed by one FFT
+  (``factorisation.normalised_row``, O(T log T)), equal the file's values to ``RTOL``: a file from another
+  factorisation, an edited value, or a summary of the wrong rows is refused.
+
+The mean cannot be recomputed without the whole table: the digest and the provenance vouch for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import functools
+import hashlib
+import math
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from dpstream.counters.factorisation import (
+    ROW_TABLE_LIMIT,
+    _row_norms,
+    normalised_row,
+    root_column_norms,
+    root_inverse_coefficients,
+)
+from dpstream.provenance import git_commit
+
+SOURCES = Path(__file__).resolve().parents[1]
+"""The package's sources: their commit is the row's provenance."""
+TABLE = SOURCES.parents[1] / "results" / "tables" / "nsqrt_row_norms.csv"
+"""The committed summary file (``make counters-nsqrt``)."""
+MAKE_TARGET = "make counters-nsqrt"
+RTOL = 1e-9
+"""Relative tolerance between a file's row norm and its FFT recomputation (measured: below 1e-14 at 2^16)."""
+FIELDS = ("horizon", "log2_horizon", "var_max", "var_argmax", "var_mean", "var_min", "var_argmin",
+          "var_at_horizon", "cpu_seconds", "commit")
+
+
+class RowNormSummary(NamedTuple):
+    """Unit variances Var(s) / sigma^2 = ||row s of L||^2 over steps s = 1..horizon, summarised."""
+
+    horizon: int
+    var_max: float
+    var_argmax: int
+    var_mean: float
+    var_min: float
+    var_argmin: int
+    var_at_horizon: float
+    cpu_seconds: float
+    commit: str
+
+
+def summarise(table: np.ndarray, cpu_seconds: float = 0.0, commit: str = "") -> RowNormSummary:
+    """The summary of a whole table of unit variances, steps 1..len(table) (first steps of the max and min)."""
+    if table.ndim != 1 or table.size == 0:
+        raise ValueError(f"a table of unit variances is one non-empty row per step, got shape {table.shape}")
+    return RowNormSummary(int(table.size), float(table.max()), int(np.argmax(table)) + 1, float(np.mean(table)),
+                          float(table.min()), int(np.argmin(table)) + 1, float(table[-1]), cpu_seconds, commit)
+
+
+def sources_commit() -> str:
+    """The commit of the package sources, ``-dirty`` when they differ from it (untracked files included)."""
+    return git_commit(SOURCES, untracked=True) or ""
+
+
+def compute(horizon: int, commit: str) -> RowNormSummary:
+    """Run the O(T^2) row recursion at ``horizon`` and summarise it, with its CPU seconds and ``commit``."""
+    q, nu = np.ascontiguousarray(root_inverse_coefficients(horizon)), np.ascontiguousarray(root_column_norms(horizon))
+    _row_norms(q[:1], nu[:1])  # compiled (or loaded) outside the timed region
+    start = time.process_time()
+    table = _row_norms(q, nu)
+    return summarise(table, time.process_time() - start, commit)
+
+
+def _record(row: RowNormSummary) -> dict[str, str]:
+    """The row as the file's text fields (floats by ``repr``: they read back bit for bit)."""
+    values = {**row._asdict(), "log2_horizon": math.log2(row.horizon)}
+    return {f: repr(values[f]) if isinstance(values[f], float) else str(values[f]) for f in FIELDS}
+
+
+def digest(fields: dict[str, str]) -> str:
+    """SHA-256 of the row's text fields in ``FIELDS`` order."""
+    return hashlib.sha256("\x1f".join(fields[f] for f in FIELDS).encode()).hexdigest()
+
+
+def write(rows: list[RowNormSummary], path: Path = TABLE) -> None:
+    """Write ``rows`` to ``path``, keeping its rows of other horizons; sorted by horizon."""
+    kept = {int(r["horizon"]): r for r in _read(path)} if path.exists() else {}
+    for row in rows:
+        record = _record(row)
+        kept[row.horizon] = {**record, "digest": digest(record)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=[*FIELDS, "digest"], lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(kept[h] for h in sorted(kept))
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _refuse(path: Path, horizon: int, why: str) -> ValueError:
+    return ValueError(f"{path}: the nsqrt row-norm summary at horizon {horizon} is refused ({why}); "
+                      f"regenerate it with {MAKE_TARGET}")
+
+
+def summary(horizon: int, path: Path | None = None) -> RowNormSummary | None:
+    """The verified summary at ``horizon`` from ``path`` (``TABLE``); None when the file or its row is missing.
+
+    Raises ValueError (one line naming the file and ``MAKE_TARGET``) for a row that fails a check (module docstring).
+    """
+    path = TABLE if path is None else path
+    if not path.is_file():
+        return None
+    stat = path.stat()
+    return _verified(str(path), stat.st_mtime_ns, stat.st_size, horizon)
+
+
+@functools.lru_cache(maxsize=16)
+def _verified(name: str, mtime_ns: int, size: int, horizon: int) -> RowNormSummary | None:
+    """``summary`` for one version of the file (its name, time and size key the cache)."""
+    path = Path(name)
+    try:
+        rows = [r for r in _read(path) if r.get("horizon") == str(horizon)]
+    except (OSError, csv.Error, UnicodeDecodeError) as err:
+        raise _refuse(path, horizon, f"unreadable: {err}") from None
+    if not rows:
+        return None
+    if len(rows) > 1:
+        raise _refuse(path, horizon, f"{len(rows)} rows name it")
+    got = _parse(path, horizon, rows[0])
+    _check(path, got)
+    return got
+
+
+def _parse(path: Path, horizon: int, row: dict[str, str]) -> RowNormSummary:
+    """A row's fields, refused when one is missing, the digest is not the row's or T is not the horizon asked."""
+    if any(row.get(f) in (None, "") for f in (*FIELDS, "digest")):
+        raise _refuse(path, horizon, f"missing fields; needed: {', '.join((*FIELDS, 'digest'))}")
+    if row["digest"] != digest(row):
+        raise _refuse(path, horizon, "its digest is not the row's: the row was edited")
+    try:
+        got = RowNormSummary(int(row["horizon"]), float(row["var_max"]), int(row["var_argmax"]),
+                             float(row["var_mean"]), float(row["var_min"]), int(row["var_argmin"]),
+                             float(row["var_at_horizon"]), float(row["cpu_seconds"]), row["commit"])
+        log2 = float(row["log2_horizon"])
+    except ValueError as err:
+        raise _refuse(path, horizon, f"not a number: {err}") from None
+    if got.horizon != horizon or log2 != math.log2(horizon):
+        raise _refuse(path, horizon, f"horizon {got.horizon}, log2_horizon {log2}: not {horizon} and its log2")
+    return got
+
+
+def _check(path: Path, got: RowNormSummary) -> None:
+    """Refuse a summary whose values are inconsistent or are not the FFT rows at T, the max's and the min's step."""
+    horizon = got.horizon
+    if not (1 <= got.var_argmax <= horizon and 1 <= got.var_argmin <= horizon
+            and 0 < got.var_min <= got.var_mean <= got.var_max and got.var_min <= got.var_at_horizon <= got.var_max):
+        raise _refuse(path, horizon, "inconsistent: needed 0 < min <= mean, value at T <= max and steps in 1..T")
+    for step, value, what in ((horizon, got.var_at_horizon, "value at T"), (got.var_argmax, got.var_max, "max"),
+                              (got.var_argmin, got.var_min, "min")):
+        exact = float(np.sum(normalised_row.__wrapped__(horizon, step) ** 2))  # not kept in its cache
+        if not math.isclose(value, exact, rel_tol=RTOL, abs_tol=0.0):
+            raise _refuse(path, horizon, f"its {what} {value!r} is not row {step}'s norm^2 {exact!r} (rtol {RTOL})")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m dpstream.counters.normalised_rows``: compute T = 2^min .. 2^max, write each to ``--out``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    low = int(math.log2(ROW_TABLE_LIMIT)) + 1
+    parser.add_argument("--log2-min", type=int, default=low, help=f"smallest log2 T (default {low})")
+    parser.add_argument("--log2-max", type=int, default=20, help="largest log2 T (default 20)")
+    parser.add_argument("--out", type=Path, default=TABLE)
+    args = parser.parse_args(argv)
+    if not 1 <= args.log2_min <= args.log2_max <= 30:
+        parser.error(f"--log2-min {args.log2_min}, --log2-max {args.log2_max}; allowed: 1 <= min <= max <= 30")
+    commit = sources_commit()  # the code this process loaded, whatever changes while it runs
+    for log2 in range(args.log2_min, args.log2_max + 1):
+        row = compute(2**log2, commit)
+        write([row], args.out)  # one horizon at a time: a run cut short keeps what finished
+        print(f"T = 2^{log2}: max {row.var_max:.6g} at step {row.var_argmax}, mean {row.var_mean:.6g}, "
+              f"at T {row.var_at_horizon:.6g}; {row.cpu_seconds:.1f} CPU s, commit {row.commit}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""The normalised square root's row-norm summary above 2^16 (``dpstream.counters.normalised_rows``).
+
+``make counters-nsqrt`` writes ``results/tables/nsqrt_row_norms.csv``; the leaderboard and LazyHH's threshold read it
+through ``NormalisedRoot.row_norms_summary``. The summary must be the table's (checked against the dense decoder,
+an independent computation), the committed rows must pass every check, and an edited, relabelled, duplicated or
+truncated row must be refused.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpstream.counters import normalised_rows as rows_module
+from dpstream.counters.factorisation import (
+    ROW_TABLE_LIMIT,
+    MissingRowNorms,
+    NormalisedRoot,
+    normalised_unit_variances,
+)
+from dpstream.counters.normalised_rows import RowNormSummary, compute, summarise, summary, write
+
+COMMITTED = Path(__file__).resolve().parents[1] / "results" / "tables" / "nsqrt_row_norms.csv"
+RTOL = 1e-12
+"""Summaries of the same recursion at the same horizon: they agree to rounding (a few ulp of a sum of T terms)."""
+
+
+def _close(got: RowNormSummary, want: RowNormSummary, rtol: float) -> None:
+    assert (got.horizon, got.var_argmax, got.var_argmin) == (want.horizon, want.var_argmax, want.var_argmin)
+    for field in ("var_max", "var_mean", "var_min", "var_at_horizon"):
+        assert getattr(got, field) == pytest.approx(getattr(want, field), rel=rtol, abs=0), field
+
+
+def test_the_summary_is_the_dense_decoders_rows_at_2_10():
+    """Against B = A C^{-1} solved densely (not the recursion): max, its step, mean, min, its step, value at T."""
+    b, _ = NormalisedRoot(2**10).matrices()
+    rows = np.sum(b**2, axis=1)
+    _close(compute(2**10, "c"), summarise(rows), rtol=1e-9)  # measured 1e-15; the solve's error is below 1e-12
+
+
+def test_the_summary_is_the_table_at_2_12():
+    got = compute(2**12, "c")
+    _close(got, summarise(np.asarray(normalised_unit_variances(2**12))), rtol=RTOL)
+    assert got.commit == "c" and got.cpu_seconds >= 0
+
+
+def test_the_committed_rows_pass_every_check_and_cover_2_17_to_2_20():
+    with COMMITTED.open(newline="") as handle:
+        horizons = [int(r["horizon"]) for r in csv.DictReader(handle)]
+    assert horizons == sorted(set(horizons)) and {2**k for k in range(17, 21)} <= set(horizons)
+    got = [summary(h, COMMITTED) for h in horizons]  # digest, consistency and three FFT rows each
+    assert all(g is not None for g in got)
+    rows = [g for g in got if g is not None]
+    for row in rows:
+        assert re.fullmatch(r"[0-9a-f]{40}", row.commit), f"{row.horizon}: a clean commit, got {row.commit!r}"
+        assert row.cpu_seconds > 0 and row.var_argmin == 1  # step 1 is nu_1^2, the smallest
+        # sqrt(mean) is this factorisation's gamma_F (unit columns): above the lower bound 0.701 + ln(T)/pi and
+        # between it and the 2^12 table's value, falling towards the paper's 0.748 + ln(T)/pi
+        excess = math.sqrt(row.var_mean) - math.log(row.horizon) / math.pi
+        assert 0.748 < excess < math.sqrt(summarise(np.asarray(normalised_unit_variances(2**12))).var_mean) - math.log(
+            2**12) / math.pi
+    excess = [math.sqrt(r.var_mean) - math.log(r.horizon) / math.pi for r in rows]
+    assert all(a > b for a, b in zip(excess, excess[1:], strict=False)), excess
+    assert all(a.var_max < b.var_max and a.var_mean < b.var_mean for a, b in zip(rows, rows[1:], strict=False))
+
+
+def test_nsqrt_above_the_table_limit_reads_the_committed_row():
+    from dpstream.counters import counter_class
+    from dpstream.heavy_hitters.thresholds import largest_variance
+
+    row = summary(2**17, COMMITTED)
+    assert row is not None
+    assert NormalisedRoot(2**17).row_norms_summary() == (row.var_max, row.var_mean)
+    cls = counter_class("nsqrt", "derived")
+    counter = cls(n=1, horizon=2**17, epsilon=1.0, delta=1e-6, seed=0)
+    assert largest_variance(counter, 2**17) == row.var_max * counter.draw_variance
+    small = cls(n=1, horizon=2**12, epsilon=1.0, delta=1e-6, seed=0)  # below it, the scan's own maximum, exactly
+    assert largest_variance(small, 2**12) == float(small.variance(np.arange(1, 2**12 + 1)).max())
+
+
+@pytest.fixture
+def small_file(tmp_path: Path) -> Path:
+    path = tmp_path / "rows.csv"
+    write([compute(2**k, "c") for k in (8, 10)], path)
+    return path
+
+
+def _rewrite(path: Path, at: int, redigest: bool, fields: dict[str, str]) -> None:
+    """Set ``fields`` of the row at horizon ``at``, its digest recomputed or not."""
+    with path.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        if row["horizon"] == str(at):
+            row.update(fields)
+            if redigest:
+                row["digest"] = rows_module.digest(row)
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_the_rows_read_back_bit_for_bit_and_a_missing_horizon_is_none(small_file):
+    got = summary(2**10, small_file)
+    assert got is not None and got == compute(2**10, "c")._replace(cpu_seconds=got.cpu_seconds)
+    assert summary(2**9, small_file) is None and summary(2**10, small_file.with_name("absent.csv")) is None
+
+
+@pytest.mark.parametrize(("fields", "redigest", "why"), [
+    ({"var_mean": "8.9"}, False, "digest is not the row's"),
+    ({"var_max": "9.5"}, True, r"its max 9.5 is not row 585's"),
+    ({"var_argmax": "584"}, True, r"its max .* is not row 584's"),
+    ({"var_at_horizon": "6.9"}, True, "its value at T 6.9"),
+    ({"horizon": "2048", "log2_horizon": "11.0"}, True, None),  # the 2^10 row relabelled 2^11
+    ({"log2_horizon": "11.0"}, True, "log2_horizon 11.0: not 1024 and its log2"),
+    ({"var_mean": "99.0"}, True, "inconsistent"),
+    ({"commit": ""}, True, "missing fields"),
+])
+def test_an_edited_or_relabelled_row_is_refused(small_file, fields, redigest, why):
+    _rewrite(small_file, 2**10, redigest, fields)
+    asked = int(fields.get("horizon", 2**10))
+    with pytest.raises(ValueError, match=why or "value at T") as err:
+        summary(asked, small_file)
+    assert "make counters-nsqrt" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_duplicated_row_is_refused(small_file):
+    lines = small_file.read_text().splitlines()
+    small_file.write_text("\n".join([*lines, lines[-1]]) + "\n")
+    with pytest.raises(ValueError, match="2 rows name it"):
+        summary(2**10, small_file)
+
+
+def test_a_summary_of_a_truncated_table_is_refused(tmp_path):
+    """The summary of the first T/2 (or T - 1) rows, labelled T: the recomputed rows at T and its max disagree."""
+    horizon = 2**10
+    table = np.asarray(normalised_unit_variances(horizon))
+    for cut in (horizon // 2, horizon - 1):
+        path = tmp_path / f"cut{cut}.csv"
+        write([summarise(table[:cut], 1.0, "c")._replace(horizon=horizon)], path)
+        with pytest.raises(ValueError, match="is not row"):
+            summary(horizon, path)
+
+
+def test_without_its_row_nsqrt_is_refused_above_the_table_limit(tmp_path, monkeypatch):
+    from dpstream.heavy_hitters import LazyHH
+
+    monkeypatch.setattr(rows_module, "TABLE", tmp_path / "absent.csv")
+    with pytest.raises(MissingRowNorms, match=r"holds no row for horizon 131072; .*make counters-nsqrt"):
+        NormalisedRoot(ROW_TABLE_LIMIT * 2).row_norms_summary()
+    with pytest.raises(MissingRowNorms, match="make counters-nsqrt"):  # its counters step 2^17 times
+        LazyHH(k=5, k_tilde=8, epsilon=1.0, delta=0.01, beta=0.005, horizon=2**17 * 8, seed=5,
+               counter="nsqrt", node_noise="derived")
+
+
+def test_the_leaderboard_cells_above_the_table_limit_are_the_files(monkeypatch):
+    """The variance cells at 2^17 are the committed row's; without the row they are empty, the other cells stay."""
+    from dpstream.counters import counter_class
+    from dpstream.trials.counters import build, formula_cells
+
+    params = {"epsilon": 1.0, "delta": 1e-6}
+    cls, horizon = counter_class("nsqrt", "derived"), 2**17
+    row = summary(horizon, COMMITTED)
+    assert row is not None
+    tree = build(counter_class("binary", "stored"), 1, horizon, params)
+    ref = tree.variance(np.arange(1, horizon + 1))
+    draw = build(cls, 1, horizon, params).draw_variance
+    cells = formula_cells(cls, horizon, params)
+    assert cells["var_mean_ratio"] == pytest.approx(row.var_mean * draw / ref.mean(), rel=1e-12)
+    assert cells["var_max_ratio"] == pytest.approx(row.var_max * draw / ref.max(), rel=1e-12)
+    monkeypatch.setattr(rows_module, "TABLE", COMMITTED.with_name("absent.csv"))
+    empty = formula_cells(cls, horizon, params)
+    assert math.isnan(empty["var_mean_ratio"]) and math.isnan(empty["var_max_ratio"])
+    assert empty["bytes_per_counter"] == cells["bytes_per_counter"] == 4
