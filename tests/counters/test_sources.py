@@ -7,7 +7,7 @@ import pytest
 from test_factorisation import OldStyle
 
 from dpstream import serial
-from dpstream.counters import COUNTERS, NODE_NOISES, node_noise_version, sources
+from dpstream.counters import COUNTERS, NODE_NOISES, counter_class, node_noise_version, sources
 from dpstream.counters.base import FACTS
 from dpstream.counters.philox import NODE_NORMAL
 from dpstream.secure.samplers import EXACT_SAMPLER, LAPLACE_SAMPLER
@@ -97,3 +97,23 @@ def test_one_class_per_factorisation():
     old = {tag for renamed in serial.RENAMED.values() for tag, (new, _) in renamed.items() if tag != new}
     assert {"DerivedBLT", "DiscreteLaplaceTree", "DerivedSqrtFactorisation", "DerivedBinary"} <= old
     assert not old & set(serial.REGISTRY)
+
+
+def test_a_counter_named_by_module_path_runs_and_records_the_node_noise_asked():
+    blt = "dpstream.counters.blt:BLTCounter"
+    derived = counter_class(blt, "derived")(n=2, horizon=16, epsilon=1.0, delta=1e-6, seed=1)
+    assert (derived.node_noise, derived.notion) == ("derived", "computational")
+    assert node_noise_version({"counter": blt, "node_noise": "derived"}) == {"node_normal": NODE_NORMAL} == \
+        node_noise_version({"counter": "blt", "node_noise": "derived"})
+    with pytest.raises(ValueError, match=r"node_noise='discrete_secure' is not available with counter='blt'; "
+                                         r"allowed: stored, derived"):
+        counter_class(blt, "discrete_secure")
+
+
+def test_only_derived_blt_counts_the_generation_tables_in_its_working_memory():
+    from dpstream.counters.blt import BUFFERS
+    from dpstream.counters.blt_tree import tree_bytes
+
+    calibration = 16 * (BUFFERS + 2) * 1024
+    assert counter_class("blt", "stored").working_bytes(1024) == calibration
+    assert counter_class("blt", "derived").working_bytes(1024) == calibration + tree_bytes(BUFFERS, 11)

@@ -180,3 +180,12 @@ def test_audit_svt_per_seed_flags_are_counted_from_the_pooled_table_and_name_the
     df.to_csv(tmp_path / "audit_svt.csv", index=False)
     (tmp_path / "audit_svt.claims.csv").write_text((TABLES / "audit_svt.claims.csv").read_text())
     assert audit_seed_flags(tmp_path).endswith("holds for every claim")
+
+
+def test_the_state_tables_say_which_final_experiments_the_pages_show():
+    from dpstream.harness.readme import render_status
+
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in render_status(TABLES).splitlines()}
+    assert rows["qr_analyst_audit"].endswith("| final | 4 | 4 | 3 | 30 | refused |")  # replay differs: history shown
+    assert rows["qr_convergence"].endswith("| final | 4 | 4 | 3 | 30 | yes |")
+    assert rows["fig4f"].endswith("| no |")

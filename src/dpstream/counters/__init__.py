@@ -60,10 +60,13 @@ def _own_counter(path: str) -> type[Counter]:
 def counter_class(counter: str = "binary", node_noise: str = "stored") -> CounterDescriptor:
     """The counter ``counter`` (binary, ...) with node noise ``node_noise`` (``NODE_NOISES``): its descriptor.
 
-    Called, it builds the counter; ``.cls`` is its class.
+    Called, it builds the counter; ``.cls`` is its class. ``counter`` may be ``module:Class`` of a ``Counter``
+    defined elsewhere; ``node_noise`` must then be one of its ``NOISES``.
     """
     if ":" in counter:
-        return CounterDescriptor(_own_counter(counter))
+        cls = _own_counter(counter)
+        cls.noise_of(node_noise)  # a node noise the class does not take: one line naming those it does
+        return CounterDescriptor(cls, node_noise)
     names = sorted({c for c, _ in COUNTERS})
     if counter not in names:
         raise ValueError(f"unknown counter {counter!r}; allowed: {', '.join(names)}")
@@ -86,7 +89,8 @@ def node_noise_version(mechanism: dict[str, Any]) -> dict[str, str]:
     (``counters.philox.NODE_NORMAL``), exact discrete node noise of its sampler (``secure.samplers.EXACT_SAMPLER``,
     ``secure.samplers.LAPLACE_SAMPLER``; ``discrete_secure_ct`` has its own table sampler).
     """
-    found = COUNTERS.get((mechanism.get("counter") or "binary", mechanism.get("node_noise") or "stored"))
+    counter, node_noise = mechanism.get("counter") or "binary", mechanism.get("node_noise") or "stored"
+    found = counter_class(counter, node_noise) if ":" in counter else COUNTERS.get((counter, node_noise))
     return {} if found is None else found.source.version()
 
 

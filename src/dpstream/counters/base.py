@@ -221,8 +221,11 @@ class Counter(Certified, serial.Serialisable, ABC):
         return cls.noise_of(args.get("node_noise")).source
 
     @classmethod
-    def working_bytes(cls, horizon: int) -> int:
-        """Memory model: peak bytes of the tables built to calibrate and report variances (0: none sized by T)."""
+    def working_bytes(cls, horizon: int, source: NodeNoise | None = None) -> int:
+        """Memory model: peak bytes of the tables built to calibrate and report variances (0: none sized by T).
+
+        ``source``: the noise source the counter runs (None: the default), for a class whose tables depend on it.
+        """
         return 0
 
     @abstractmethod
@@ -349,7 +352,7 @@ class Counter(Certified, serial.Serialisable, ABC):
 
     @classmethod
     def _working_bytes(cls, args: dict[str, Any]) -> int:
-        return cls.working_bytes(serial.size_arg(args, "horizon"))
+        return cls.working_bytes(serial.size_arg(args, "horizon"), cls.source_of(args))
 
     def _constants(self) -> dict[str, Any]:
         """Values recomputed from the arguments that a restored counter must reproduce exactly (JSON)."""

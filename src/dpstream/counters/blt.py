@@ -25,6 +25,7 @@ from dpstream.counters import blt_params as blt
 from dpstream.counters.base import NOISE_BYTES, FactorisedCounter
 from dpstream.counters.blt_tree import block_tree, tree_bytes
 from dpstream.counters.factorisation import BLT, Factorisation
+from dpstream.counters.sources import DERIVED, NodeNoise
 from dpstream.counters.tree_noise import PHILOX_NOISE, STORED_NODES
 
 BUFFERS = 4
@@ -90,13 +91,14 @@ class BLTCounter(FactorisedCounter):
         return count_bytes + NOISE_BYTES * (BUFFERS + 1)
 
     @classmethod
-    def working_bytes(cls, horizon: int) -> int:
+    def working_bytes(cls, horizon: int, source: NodeNoise | None = None) -> int:
         """The tables built to calibrate and, for derived noise, to generate it.
 
-        The (T, k) float64 tables of the calibration (``blt.column_norm``) and variances, with temporaries, and the
-        generation tables (``tree_bytes``).
+        The (T, k) float64 tables of the calibration (``blt.column_norm``) and variances, with temporaries, and with
+        noise derived at release (``source`` DERIVED) the generation tables (``tree_bytes``).
         """
-        return 16 * (BUFFERS + 2) * horizon + tree_bytes(BUFFERS, max(1, horizon.bit_length()))
+        generation = tree_bytes(BUFFERS, max(1, horizon.bit_length())) if source == DERIVED else 0
+        return 16 * (BUFFERS + 2) * horizon + generation
 
     def _coefficients(self) -> None:
         """The horizon's optimised parameters and coef = (theta; omega)."""

@@ -113,6 +113,10 @@ class CounterDescriptor:
         """Memory model: bytes of state per counter with this source (``Counter.counter_bytes``)."""
         return self.cls.counter_bytes(horizon, count_bytes, self.source)
 
+    def working_bytes(self, horizon: int) -> int:
+        """Memory model: peak bytes of the tables the counter builds with this source (``Counter.working_bytes``)."""
+        return self.cls.working_bytes(horizon, self.source)
+
     def __call__(self, **kwargs: Any) -> Any:
         """The counter built with ``kwargs`` (``Counter``'s arguments) and this node noise."""
         return self.cls(node_noise=self.source.name, **kwargs)

@@ -47,6 +47,7 @@ from dpstream.counters.factorisation import (
     sqrt_coefficients,
     unit_variances,
 )
+from dpstream.counters.sources import NodeNoise
 from dpstream.counters.toeplitz_push import derived_release
 from dpstream.counters.tree_noise import PHILOX_NORMALS, STORED_NODES
 
@@ -118,7 +119,7 @@ class ToeplitzCounter(FactorisedCounter):
         return count_bytes + NOISE_BYTES * (max(1, cls.effective_bands(horizon) - 1) + 1)
 
     @classmethod
-    def working_bytes(cls, horizon: int) -> int:
+    def working_bytes(cls, horizon: int, source: NodeNoise | None = None) -> int:
         """The float64 tables of L's first column and its cumulative squares, with temporaries."""
         return 32 * horizon
 

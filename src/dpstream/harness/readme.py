@@ -76,18 +76,21 @@ def render(ids: list[str], tables: Path) -> str:
 def render_status(tables: Path, ids: list[str] | None = None) -> str:
     """The registered run per experiment (``registered.status``, of ``ids`` only if given) from ``looks.csv``.
 
+    With whether the claims tables show it (``adopted``: yes, refused or no).
+
     ``looks.csv`` is the one beside ``tables`` (``<results>/verify/paper``).
     """
-    state = registered.status(registered.read_looks(registered.looks_path(tables.parent)))
+    looks = registered.read_looks(registered.looks_path(tables.parent))
+    state = registered.status(looks, claims=registered.all_claims(tables, looks=looks))
     if ids:
         unknown = sorted(set(ids) - set(state["experiment"]))
         if unknown:
             raise KeyError(f"a status block names experiments without registered claims: {unknown}")
         state = state[state["experiment"].isin(ids)]
-    lines = ["| experiment | state | registered claims | final | last look | pooled trials |",
-             "|---|---|---|---|---|---|",
+    lines = ["| experiment | state | registered claims | final | last look | pooled trials | adopted |",
+             "|---|---|---|---|---|---|---|",
              *[f"| {r['experiment']} | {r['state']} | {r['claims']} | {r['final']} | {r['look'] or ''} | "
-               f"{r['pooled trials'] or ''} |" for r in state.to_dict("records")]]
+               f"{r['pooled trials'] or ''} | {r['adopted']} |" for r in state.to_dict("records")]]
     counts = state["state"].value_counts()
     return "\n".join([*lines, "", ", ".join(f"{int(counts.get(s, 0))} {s}" for s in registered.STATES)
                       + f" of {len(state)} experiments with registered claims."]) + "\n"

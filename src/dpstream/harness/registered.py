@@ -61,11 +61,13 @@ def read_looks(path: Path) -> pd.DataFrame:
     return frame.assign(experiment=frame["id"].str.rsplit("#", n=1).str[0])
 
 
-def status(looks: pd.DataFrame, path: Path = REGISTRATION) -> pd.DataFrame:
+def status(looks: pd.DataFrame, path: Path = REGISTRATION, claims: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per experiment with registered claims: its state, registered / final claims, the last look and pooled trials.
 
     ``final``: every registered claim has a final record; ``running``: some look is recorded; ``not started``: none is
-    (in this checkout's ``looks.csv``: a run elsewhere shows once its records are copied here).
+    (in this checkout's ``looks.csv``: a run elsewhere shows once its records are copied here). With ``claims`` (the
+    claims rows shown, ``all_claims``) a column ``adopted`` too: ``yes`` when a row is labelled registered, ``refused``
+    when its adoption was refused, ``no`` otherwise (a final experiment may await its adoption).
     """
     entries = load(path)["claims"]
     rows = []
@@ -77,7 +79,18 @@ def status(looks: pd.DataFrame, path: Path = REGISTRATION) -> pd.DataFrame:
         rows.append({"experiment": exp, "state": state, "claims": len(ids), "final": len(final & set(ids)),
                      "look": int(mine["look"].max()) if len(mine) else 0,
                      "pooled trials": int(mine["trials"].max()) if len(mine) else 0})
-    return pd.DataFrame(rows, columns=["experiment", "state", "claims", "final", "look", "pooled trials"])
+    frame = pd.DataFrame(rows, columns=["experiment", "state", "claims", "final", "look", "pooled trials"])
+    if claims is None:
+        return frame
+    return frame.assign(adopted=[adoption(claims, exp) for exp in frame["experiment"]])
+
+
+def adoption(claims: pd.DataFrame, experiment: str) -> str:
+    """``yes``, ``refused`` or ``no``: whether ``experiment``'s claims rows (``all_claims``) show the registered run."""
+    shown = list(claims.loc[claims["experiment"] == experiment, "label"]) if len(claims) else []
+    if any(is_registered(x) for x in shown):
+        return "yes"
+    return "refused" if any(REFUSED_NOTE in x for x in shown) else "no"
 
 
 def table_rows(tables: Path, exp: str) -> pd.DataFrame:
@@ -237,9 +250,9 @@ def section(results_dir: Path, profile: str = "paper", path: Path = REGISTRATION
     tables = results_dir / "tables"
     commit, date = registration_commit(path)
     looks = read_looks(looks_path(results_dir, profile))
-    state = status(looks, path)
-    final = list(state.loc[state["state"] == "final", "experiment"])
     claims = all_claims(tables, path, looks)
+    state = status(looks, path, claims)
+    final = list(state.loc[state["state"] == "final", "experiment"])
     adopted = sorted(set(claims.loc[[is_registered(x) for x in claims["label"]], "experiment"])) if len(claims) \
         else []
     by_state = state["state"].value_counts()
