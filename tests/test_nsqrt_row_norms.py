@@ -84,9 +84,13 @@ def test_nsqrt_above_the_table_limit_reads_the_committed_row():
 
 
 @pytest.fixture
-def small_file(tmp_path: Path) -> Path:
+def small_file(tmp_path: Path, monkeypatch) -> Path:
+    """Rows at 2^8 and 2^10, their digests pinned (as ``make counters-nsqrt``'s printed lines would)."""
     path = tmp_path / "rows.csv"
     write([compute(2**k, "c") for k in (8, 10)], path)
+    with path.open(newline="") as handle:
+        pins = {int(r["log2_horizon"].split(".")[0]): r["digest"] for r in csv.DictReader(handle)}
+    monkeypatch.setattr(rows_module, "PINNED", pins)
     return path
 
 
@@ -120,6 +124,10 @@ def test_the_rows_read_back_bit_for_bit_and_a_missing_horizon_is_none(small_file
     ({"log2_horizon": "11.0"}, True, "log2_horizon 11.0: not 1024 and its log2"),
     ({"var_mean": "99.0"}, True, "inconsistent"),
     ({"commit": ""}, True, "missing fields"),
+    # a real row norm (the value at T) relabelled as the maximum: consistent, but not the largest (review 6, 1)
+    ({"var_max": "6.894079833009343", "var_argmax": "1024", "var_mean": "6.5"}, True,
+     r"its max 6.89.* is below row \d+'s .*largest"),
+    ({"var_mean": "7.0"}, True, r"its digest .* is not PINNED\[10\] = .*edited or regenerated"),  # within [min, max]
 ])
 def test_an_edited_or_relabelled_row_is_refused(small_file, fields, redigest, why):
     _rewrite(small_file, 2**10, redigest, fields)
@@ -127,6 +135,49 @@ def test_an_edited_or_relabelled_row_is_refused(small_file, fields, redigest, wh
     with pytest.raises(ValueError, match=why or "value at T") as err:
         summary(asked, small_file)
     assert "make counters-nsqrt" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_reviewers_consistent_edit_of_the_committed_row_is_refused(tmp_path):
+    """Review 6, finding 1: the 2^17 row's max set to its (real) value at T, its mean to 13, the digest recomputed.
+
+    Both defences refuse it on their own: the maximum is below the FFT rows near 0.54 T, and the digest is not the
+    pinned one (a mean edit that passes every value check is refused by the pin alone).
+    """
+    path = tmp_path / COMMITTED.name
+    path.write_bytes(COMMITTED.read_bytes())
+    with COMMITTED.open(newline="") as handle:
+        at_t = next(r for r in csv.DictReader(handle) if r["horizon"] == "131072")["var_at_horizon"]
+    _rewrite(path, 2**17, True, {"var_argmax": "131072", "var_max": at_t, "var_mean": "13.0"})
+    with pytest.raises(ValueError, match=r"its max 13.857.* is below row \d+'s norm\^2 2\d\.\d+: not the largest"):
+        summary(2**17, path)
+    path.write_bytes(COMMITTED.read_bytes())
+    _rewrite(path, 2**17, True, {"var_mean": "20.0"})  # inside [min, max]: no value check can see it
+    with pytest.raises(ValueError, match=r"is not PINNED\[17\] = bd7db35e630208e3\.\.\.: the row was edited") as err:
+        summary(2**17, path)
+    assert "git checkout -- results/tables/nsqrt_row_norms.csv" in str(err.value) and "\n" not in str(err.value)
+    assert summary(2**18, path) is not None  # the other rows are still read
+
+
+def test_the_pins_are_the_committed_rows_and_an_unpinned_row_is_refused(tmp_path, monkeypatch, capsys):
+    with COMMITTED.open(newline="") as handle:
+        committed = {int(r["horizon"]).bit_length() - 1: r["digest"] for r in csv.DictReader(handle)}
+    assert rows_module.PINNED == committed
+    monkeypatch.setattr(rows_module, "PINNED", {})
+    with pytest.raises(ValueError, match=r"no digest is pinned for it in dpstream.counters.normalised_rows.PINNED"
+                                         r".*add the line '17: \"bd7db35e") as err:
+        summary(2**17, COMMITTED)
+    assert "\n" not in str(err.value)
+    out = tmp_path / "rows.csv"  # make counters-nsqrt prints the line that pins what it wrote
+    rows_module.main(["--log2-min", "6", "--log2-max", "7", "--out", str(out)])
+    printed = capsys.readouterr().out
+    with out.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            assert f'    {int(row["horizon"]).bit_length() - 1}: "{row["digest"]}",' in printed.splitlines()
+    with pytest.raises(ValueError, match="no digest is pinned"):
+        summary(2**7, out)
+    monkeypatch.setattr(rows_module, "PINNED", {7: rows_module.pinned_line(compute(2**7, "x")).split('"')[1]})
+    with pytest.raises(ValueError, match=r"is not PINNED\[7\]"):  # another run's row (its commit, its seconds)
+        summary(2**7, out)
 
 
 def test_a_duplicated_row_is_refused(small_file):
@@ -150,8 +201,15 @@ def test_a_summary_of_a_truncated_table_is_refused(tmp_path):
 def test_without_its_row_nsqrt_is_refused_above_the_table_limit(tmp_path, monkeypatch):
     from dpstream.heavy_hitters import LazyHH
 
-    monkeypatch.setattr(rows_module, "TABLE", tmp_path / "absent.csv")
-    with pytest.raises(MissingRowNorms, match=r"holds no row for horizon 131072; .*make counters-nsqrt"):
+    absent = tmp_path / "absent.csv"
+    monkeypatch.setattr(rows_module, "TABLE", absent)
+    # an installed package has no results/tables (review 6, finding 3): the message names the path, not a row
+    with pytest.raises(MissingRowNorms, match=rf"their committed summary {re.escape(str(absent))} is not found: .*"
+                                              r"installed package.*in a source checkout .*make counters-nsqrt") as err:
+        NormalisedRoot(ROW_TABLE_LIMIT * 2).row_norms_summary()
+    assert "holds no row" not in str(err.value) and "\n" not in str(err.value)
+    write([compute(2**8, "c")], absent)  # the file, without the row
+    with pytest.raises(MissingRowNorms, match=r"absent.csv holds no row for horizon 131072; .*make counters-nsqrt"):
         NormalisedRoot(ROW_TABLE_LIMIT * 2).row_norms_summary()
     with pytest.raises(MissingRowNorms, match="make counters-nsqrt"):  # its counters step 2^17 times
         LazyHH(k=5, k_tilde=8, epsilon=1.0, delta=0.01, beta=0.005, horizon=2**17 * 8, seed=5,
@@ -177,3 +235,35 @@ def test_the_leaderboard_cells_above_the_table_limit_are_the_files(monkeypatch):
     empty = formula_cells(cls, horizon, params)
     assert math.isnan(empty["var_mean_ratio"]) and math.isnan(empty["var_max_ratio"])
     assert empty["bytes_per_counter"] == cells["bytes_per_counter"] == 4
+
+
+def test_the_board_key_moves_with_the_nsqrt_row_and_no_other_key_moves(tmp_path, monkeypatch):
+    """Review 6, finding 2: a cell reading the file is keyed by its row's digest ("none" without one); no other is."""
+    from dpstream.harness.runner import store_key
+    from dpstream.harness.store import trial_key
+    from dpstream.trials import row_schema
+    from dpstream.trials.counters import board_trial
+
+    trial = "dpstream.trials.counters:board_trial"
+
+    def params(counter: str, horizon: int) -> dict:
+        return {"mechanism": {"name": "counter_board", "counter": counter, "node_noise": "derived"},
+                "data": {"name": "zipf", "length": horizon}, "epsilon": 1.0, "delta": 1e-6, "seed": 0, "trial": 0}
+
+    def keys() -> list[str]:
+        return [store_key(params(c, h), trial) for c, h in (("nsqrt", 2**17), ("nsqrt", 2**16), ("blt", 2**17))]
+
+    committed = keys()
+    assert committed[1:] == [trial_key(params(c, h), row_schema(board_trial)) for c, h in (("nsqrt", 2**16),
+                                                                                           ("blt", 2**17))]
+    assert board_trial.key_inputs(params("nsqrt", 2**17)) == {"nsqrt_row_digest": rows_module.PINNED[17]}
+    copy = tmp_path / COMMITTED.name
+    copy.write_bytes(COMMITTED.read_bytes())
+    _rewrite(copy, 2**17, True, {"cpu_seconds": "5.0"})  # a regenerated row
+    monkeypatch.setattr(rows_module, "TABLE", copy)
+    regenerated = keys()
+    monkeypatch.setattr(rows_module, "TABLE", tmp_path / "absent.csv")
+    absent = keys()
+    assert len({committed[0], regenerated[0], absent[0]}) == 3
+    assert committed[1:] == regenerated[1:] == absent[1:]
+    assert board_trial.key_inputs(params("nsqrt", 2**17)) == {"nsqrt_row_digest": "none"}

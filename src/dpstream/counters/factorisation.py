@@ -665,11 +665,15 @@ class NormalisedRoot(Factorisation):
 
         got = normalised_rows.summary(self.horizon)
         if got is None:
+            table = normalised_rows.TABLE
+            why = (f"{table.name} holds no row for horizon {self.horizon}" if table.is_file() else
+                   f"their committed summary {table} is not found: it is a file of dpstream's source checkout "
+                   "(results/tables), which an installed package does not have")
             raise MissingRowNorms(
                 f"{self!r}: the max and mean row norm over every step above ROW_TABLE_LIMIT = {ROW_TABLE_LIMIT} need "
-                f"the O(T^2) row recursion, and {normalised_rows.TABLE.name} holds no row for horizon {self.horizon};"
-                f" allowed: horizon <= {ROW_TABLE_LIMIT}, or a horizon the file holds ({normalised_rows.MAKE_TARGET}"
-                f" NSQRT_LOG2_MAX=k writes 2^17 .. 2^k)")
+                f"the O(T^2) row recursion, and {why}; allowed: horizon <= {ROW_TABLE_LIMIT}, or in a source "
+                f"checkout a horizon the file holds ({normalised_rows.MAKE_TARGET} NSQRT_LOG2_MAX=k writes 2^17 .. "
+                f"2^k there and prints the lines to pin them)")
         return got.var_max, got.var_mean
 
     def sensitivity(self, m: int = 1) -> float:

@@ -18,12 +18,22 @@ with the commit of the package sources (``provenance.git_commit``), the CPU seco
 ``summary(T)`` reads a horizon's row and refuses it, with one line, unless:
 
 - exactly one row names T, its ``log2_horizon`` is log2 T, its commit is recorded and its digest is the row's;
+- its digest is the one ``PINNED`` (in this source file) holds for log2 T: the file is as trusted as the source, and an
+  edited row, even one whose digest was recomputed, is refused. ``make counters-nsqrt`` prints the ``PINNED`` line of
+  each horizon it computes; a regenerated row is read once that line is in the source;
 - min <= value at T <= max, min <= mean <= max, both steps lie in 1..T;
 - the rows at T, at the step of the maximum and at the step of the minimum, each recomputed by one FFT
   (``factorisation.normalised_row``, O(T log T)), equal the file's values to ``RTOL``: a file from another
-  factorisation, an edited value, or a summary of the wrong rows is refused.
+  factorisation, an edited value, or a summary of the wrong rows is refused;
+- the maximum is at least the FFT row norm at the ``MAX_PROBES`` fractions of T (around 0.54 T, where the maximum
+  lies) and at its own step +- 1: a maximum that is a real row norm but not the largest is refused, independently of
+  the pin (about 0.6 CPU seconds at 2^20 for the ten FFT rows, once a process).
 
-The mean cannot be recomputed without the whole table: the digest and the provenance vouch for it.
+The mean cannot be recomputed without the whole table: the pinned digest vouches for it.
+
+The file is looked for at ``TABLE``, ``results/tables`` of a source checkout; an installed package has no such file
+(and no ``make`` target), so above ``ROW_TABLE_LIMIT`` ``nsqrt``'s max and mean are refused there
+(``factorisation.MissingRowNorms``, naming the path looked at).
 """
 
 from __future__ import annotations
@@ -55,6 +65,16 @@ TABLE = SOURCES.parents[1] / "results" / "tables" / "nsqrt_row_norms.csv"
 MAKE_TARGET = "make counters-nsqrt"
 RTOL = 1e-9
 """Relative tolerance between a file's row norm and its FFT recomputation (measured: below 1e-14 at 2^16)."""
+MAX_PROBES = (0.25, 0.5, 0.52, 0.54, 0.56, 0.58, 0.75)
+"""Fractions of T whose row norm the file's maximum must reach (the maximum lies near 0.54 T from 2^10 to 2^20)."""
+PINNED: dict[int, str] = {
+    17: "bd7db35e630208e3cd32e9b7f46808871b4f89654ef13a1e79bc0f7545933c48",
+    18: "ef95f88b31608ef1d83848d95a4ef57196ec434659b3b5a130b2e00d984a4c78",
+    19: "05bffac017eadc8d45609467ef2a1006c7badba6e5faa2aed1209b9c4233bc10",
+    20: "54e483eb6e9cec608cc41df00a56543f4181c84e4912dd928a64ae057e985267",
+}
+"""log2 T -> the digest of the committed row at T (``results/tables/nsqrt_row_norms.csv``); ``summary`` reads no other
+row. ``make counters-nsqrt`` prints the line to add for each horizon it computes."""
 FIELDS = ("horizon", "log2_horizon", "var_max", "var_argmax", "var_mean", "var_min", "var_argmin",
           "var_at_horizon", "cpu_seconds", "commit")
 
@@ -124,26 +144,48 @@ def _read(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def _refuse(path: Path, horizon: int, why: str) -> ValueError:
-    return ValueError(f"{path}: the nsqrt row-norm summary at horizon {horizon} is refused ({why}); "
-                      f"regenerate it with {MAKE_TARGET}")
+def row_digest(horizon: int, path: Path | None = None) -> str:
+    """The digest of ``path``'s (``TABLE``) row at ``horizon`` as it reads (of its fields, not its digest column).
+
+    "none" without the file or the row; several rows' digests joined by "+". Nothing is checked (``summary`` does).
+    """
+    path = TABLE if path is None else path
+    if not path.is_file():
+        return "none"
+    try:
+        rows = [r for r in _read(path) if r.get("horizon") == str(horizon)]
+    except (OSError, csv.Error, UnicodeDecodeError):
+        return "unreadable"
+    return "+".join(digest({f: str(r.get(f) or "") for f in FIELDS}) for r in rows) or "none"
+
+
+def _refuse(path: Path, horizon: int, why: str, fix: str = f"regenerate it with {MAKE_TARGET}") -> ValueError:
+    return ValueError(f"{path}: the nsqrt row-norm summary at horizon {horizon} is refused ({why}); {fix}")
+
+
+def pinned_line(row: RowNormSummary) -> str:
+    """The ``PINNED`` entry of ``row`` (what ``make counters-nsqrt`` prints for each horizon it computes)."""
+    return f'    {row.horizon.bit_length() - 1}: "{digest(_record(row))}",'
 
 
 def summary(horizon: int, path: Path | None = None) -> RowNormSummary | None:
     """The verified summary at ``horizon`` from ``path`` (``TABLE``); None when the file or its row is missing.
 
-    Raises ValueError (one line naming the file and ``MAKE_TARGET``) for a row that fails a check (module docstring).
+    Raises ValueError (one line naming the file and what to do) for a row that fails a check (module docstring),
+    among them a row whose digest is not ``PINNED``'s for log2 ``horizon``.
     """
     path = TABLE if path is None else path
     if not path.is_file():
         return None
     stat = path.stat()
-    return _verified(str(path), stat.st_mtime_ns, stat.st_size, horizon)
+    power = horizon > 0 and horizon & (horizon - 1) == 0
+    pin = PINNED.get(horizon.bit_length() - 1) if power else None
+    return _verified(str(path), stat.st_mtime_ns, stat.st_size, horizon, pin)
 
 
 @functools.lru_cache(maxsize=16)
-def _verified(name: str, mtime_ns: int, size: int, horizon: int) -> RowNormSummary | None:
-    """``summary`` for one version of the file (its name, time and size key the cache)."""
+def _verified(name: str, mtime_ns: int, size: int, horizon: int, pin: str | None) -> RowNormSummary | None:
+    """``summary`` for one version of the file (its name, time and size key the cache) and one pinned digest."""
     path = Path(name)
     try:
         rows = [r for r in _read(path) if r.get("horizon") == str(horizon)]
@@ -154,8 +196,23 @@ def _verified(name: str, mtime_ns: int, size: int, horizon: int) -> RowNormSumma
     if len(rows) > 1:
         raise _refuse(path, horizon, f"{len(rows)} rows name it")
     got = _parse(path, horizon, rows[0])
-    _check(path, got)
+    _check(path, got)  # before the pin: an edited value is named by the check it fails
+    _check_pin(path, horizon, rows[0]["digest"], pin)
     return got
+
+
+def _check_pin(path: Path, horizon: int, found: str, pin: str | None) -> None:
+    """Refuse a row whose digest is not the one ``PINNED`` holds for its horizon (or that no pin names)."""
+    log2 = horizon.bit_length() - 1
+    restore = f"restore the committed file (git checkout -- results/tables/{TABLE.name})"
+    if pin is None:
+        raise _refuse(path, horizon, f"no digest is pinned for it in {__name__}.PINNED, so the source vouches for no "
+                                     f"row at this horizon", f"{restore}, or check the row and add the line "
+                                     f"'{log2}: \"{found}\",' ({MAKE_TARGET} prints it) to PINNED")
+    if found != pin:
+        raise _refuse(path, horizon, f"its digest {found[:16]}... is not PINNED[{log2}] = {pin[:16]}...: the row was "
+                                     "edited or regenerated", f"{restore}, or, for a row you regenerated and "
+                                     f"checked, replace PINNED[{log2}] by the line {MAKE_TARGET} printed")
 
 
 def _parse(path: Path, horizon: int, row: dict[str, str]) -> RowNormSummary:
@@ -187,6 +244,13 @@ def _check(path: Path, got: RowNormSummary) -> None:
         exact = float(np.sum(normalised_row.__wrapped__(horizon, step) ** 2))  # not kept in its cache
         if not math.isclose(value, exact, rel_tol=RTOL, abs_tol=0.0):
             raise _refuse(path, horizon, f"its {what} {value!r} is not row {step}'s norm^2 {exact!r} (rtol {RTOL})")
+    probes = {max(1, min(horizon, round(f * horizon))) for f in MAX_PROBES}
+    probes |= {s for s in (got.var_argmax - 1, got.var_argmax + 1) if 1 <= s <= horizon}
+    for step in sorted(probes):
+        exact = float(np.sum(normalised_row.__wrapped__(horizon, step) ** 2))
+        if exact > got.var_max * (1 + RTOL):
+            raise _refuse(path, horizon, f"its max {got.var_max!r} is below row {step}'s norm^2 {exact!r}: not the "
+                                         "largest")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -200,11 +264,15 @@ def main(argv: list[str] | None = None) -> None:
     if not 1 <= args.log2_min <= args.log2_max <= 30:
         parser.error(f"--log2-min {args.log2_min}, --log2-max {args.log2_max}; allowed: 1 <= min <= max <= 30")
     commit = sources_commit()  # the code this process loaded, whatever changes while it runs
+    pins: list[str] = []
     for log2 in range(args.log2_min, args.log2_max + 1):
         row = compute(2**log2, commit)
         write([row], args.out)  # one horizon at a time: a run cut short keeps what finished
         print(f"T = 2^{log2}: max {row.var_max:.6g} at step {row.var_argmax}, mean {row.var_mean:.6g}, "
               f"at T {row.var_at_horizon:.6g}; {row.cpu_seconds:.1f} CPU s, commit {row.commit}", flush=True)
+        pins.append(pinned_line(row))
+    print(f"{args.out} is read only at horizons whose digest {__name__}.PINNED holds; once the rows are checked, "
+          f"put these lines into PINNED (src/dpstream/counters/normalised_rows.py):", *pins, sep="\n")
 
 
 if __name__ == "__main__":

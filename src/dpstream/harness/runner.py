@@ -97,8 +97,15 @@ def stated_trial(trial_fn: str, params: dict[str, Any]) -> tuple[dict[str, Any],
 
 
 def store_key(params: dict[str, Any], trial_fn: str) -> str:
-    """The results-store key of a trial: its config and the row columns its trial function declares."""
-    return trial_key(params, row_schema(import_object(trial_fn)))
+    """The results-store key of a trial: its config and the row columns its trial function declares.
+
+    A trial function with a ``key_inputs(params)`` attribute (a dict of strings) also keys its rows by what that adds:
+    the versions of inputs it reads outside its config (``trials.counters.board_key_inputs``). Without one, or where it
+    adds nothing, the key is the config's alone.
+    """
+    fn = import_object(trial_fn)
+    inputs = getattr(fn, "key_inputs", None)
+    return trial_key({**params, **inputs(params)} if inputs is not None else params, row_schema(fn))
 
 
 def _preflight(cfg: dict[str, Any]) -> None:

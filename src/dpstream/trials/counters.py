@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from dpstream.counters import Counter, CounterDescriptor, counter_class
-from dpstream.counters.factorisation import MissingRowNorms
+from dpstream.counters import Counter, CounterDescriptor, counter_class, normalised_rows
+from dpstream.counters.factorisation import ROW_TABLE_LIMIT, MissingRowNorms
 from dpstream.errors import ConfigError
 from dpstream.noise import children
 from dpstream.trials import row_columns
@@ -182,3 +182,19 @@ def board_trial(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[st
     return {"log2_horizon": math.log2(horizon), "notion": cls.notion, **formula_cells(cls, horizon, params),
             **speed_cells(cls, horizon, params), **are_cells(params, are_seed),
             **empirical_cells(cls, horizon, params, empirical_seed)}
+
+
+def board_key_inputs(params: dict[str, Any]) -> dict[str, str]:
+    """What a cell reads outside its config, for its store key (``harness.runner.store_key``).
+
+    ``nsqrt`` above ``ROW_TABLE_LIMIT`` reads its variance cells from ``normalised_rows.TABLE``: its key names the
+    row's digest there (``normalised_rows.row_digest``, "none" without the file or the row), so a regenerated or new
+    row recomputes the cell. Every other cell adds nothing: its key is the config's, as before.
+    """
+    horizon = params.get("data", {}).get("length")
+    if params["mechanism"].get("counter") != "nsqrt" or horizon is None or int(horizon) <= ROW_TABLE_LIMIT:
+        return {}
+    return {"nsqrt_row_digest": normalised_rows.row_digest(int(horizon))}
+
+
+board_trial.key_inputs = board_key_inputs  # type: ignore[attr-defined]
