@@ -34,8 +34,11 @@ Workloads (``--only`` keeps those whose name contains one of the given texts):
   lowest tree levels set, a call);
 - LazyCMS ``extend`` over ``--length`` Zipf items (skew 1.3, universe 10^6; the speed page's setting: w 55, d 3,
   eps 0.3, delta 1e-3) with derived noise and multiply-shift hashing, with stored noise and mod-p hashing, and at
-  24 KB with exact discrete noise (``discrete_secure``); ``query_many`` of 2^16 keys; CMS mod p (w 2000) ``extend``;
+  24 KB with exact discrete noise (``discrete_secure``, built by ``from_memory``); ``query_many`` of 2^16 keys; CMS
+  mod p (w 2000) ``extend``;
 - LazyHH ``extend`` over ``--hh-length`` items (k 128, k~ 512, eps 0.5, delta 1e-3, beta 5e-4), stored and derived.
+
+A sketch row's call builds a fresh sketch and reads the whole stream: its construction is timed with it.
 
 Writes ``benchmarks/results/commit_pair.json`` in the speed page's shape (``benchmarks/speed_page.py``) with both
 commits named, and prints a line a row. ``make bench-pair OLD=REV [NEW_PATH=WORKTREE]`` runs it at nice 10.
@@ -44,6 +47,7 @@ commits named, and prints a line a row. ``make bench-pair OLD=REV [NEW_PATH=WORK
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import io
 import json
@@ -394,7 +398,13 @@ def measure(work: Iterable[Workload], packages: dict[str, ModuleType], sizes: ar
         if workload.calls is not None:
             inner = max(1, min(inner, (workload.calls - 2) // sizes.repeats))
         timed = {label: repeated(arm.run, inner) for label, arm in arms.items()}
-        estimates = timing_module.interleaved_ratios(timed, new_label, sizes.repeats, clock)
+        gc.collect()
+        if not sizes.keep_gc:
+            gc.disable()  # as timeit does: a collection started by one arm's garbage would be timed in another's
+        try:
+            estimates = timing_module.interleaved_ratios(timed, new_label, sizes.repeats, clock)
+        finally:
+            gc.enable()
         row = inverted(estimates[labels[0]])
         same = same_output(outputs[labels[0]], outputs[new_label])
         notes = [] if same else ["outputs differ"]
@@ -443,9 +453,13 @@ def machine() -> str:
 
 
 def describe(repo: Path, rev: str = "HEAD") -> dict[str, Any]:
-    """A commit: its full hash and subject, and whether ``repo``'s work tree has uncommitted package sources."""
+    """A commit: its hash, subject and package tree (commits of one tree hold the same package).
+
+    For ``HEAD``, also whether ``repo``'s work tree has uncommitted package sources.
+    """
     commit = git(repo, "rev-parse", f"{rev}^{{commit}}")
-    record: dict[str, Any] = {"commit": commit, "subject": git(repo, "log", "-1", "--format=%s", commit)}
+    record: dict[str, Any] = {"commit": commit, "subject": git(repo, "log", "-1", "--format=%s", commit),
+                              "package_tree": git(repo, "rev-parse", f"{commit}:src/{PACKAGE}")}
     if rev == "HEAD":
         record["uncommitted_sources"] = bool(git(repo, "status", "--porcelain", "--", f"src/{PACKAGE}"))
     return record
@@ -465,6 +479,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--clock", choices=CLOCKS, default="cpu",
                         help="the process's CPU time (default: a shared machine's waits for a core are not the "
                              "code's) or the wall clock")
+    parser.add_argument("--keep-gc", action="store_true",
+                        help="leave Python's garbage collector on during the timed repetitions (default: off, as "
+                             "timeit does)")
     parser.add_argument("--no-control", dest="control", action="store_false",
                         help="leave out the A/A control (a copy of the new package as a third arm, the spread of "
                              "verdicts between identical codes; it costs half as much time again)")

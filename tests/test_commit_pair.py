@@ -19,7 +19,7 @@ import dpstream
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "commit_pair.py"
 NAME = "dpstream_pair_test"
-SIZES = argparse.Namespace(cells=256, length=5000, hh_length=4000, repeats=5, clock="cpu")
+SIZES = argparse.Namespace(cells=256, length=5000, hh_length=4000, repeats=5, clock="cpu", keep_gc=False)
 ROWS = ("binary derived push", "binary derived release", "binary stored push", "honaker stored release",
         "LazyCMS derived multiply-shift (w 55) extend")
 """Rows whose kernels the exported package compiles in about 12 s of CPU (exact discrete noise alone takes 18 s)."""
