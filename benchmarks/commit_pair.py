@@ -1,6 +1,6 @@
 """Two commits' speed in one process: an old commit's package imported under another name beside the new one.
 
-    python benchmarks/commit_pair.py --old REV [--new-path WORKTREE] [--repeats 21] [--cells 32768]
+    python benchmarks/commit_pair.py --old REV [--new-path WORKTREE | --new REV] [--repeats 21] [--cells 32768]
                                      [--length 2097152] [--hh-length 131072] [--only TEXT ...] [--clock cpu|wall]
                                      [--no-control] [--out PATH]
 
@@ -9,7 +9,8 @@ The old commit's ``src/dpstream`` (``git archive REV``) is written to a temporar
 and YAML) is rewritten, so the packages share no module, and their numba caches live beside their own sources
 (numba names a cache directory after the source file's path, and each package clears its own by its own digest,
 ``dpstream._numba_cache``). ``check_isolation`` asserts both at the end of the run. The new package is the
-``dpstream`` this interpreter imports, or that of ``--new-path WORKTREE`` (its ``src`` first on ``sys.path``). A
+``dpstream`` this interpreter imports, that of ``--new-path WORKTREE`` (its ``src`` first on ``sys.path``), or
+commit ``--new REV``'s, exported as ``dpstream_new`` the same way (it then compiles its kernels in the run too). A
 third arm, the A/A control, is a copy of the new package under the name ``dpstream_copy`` (``--no-control`` leaves it
 out): the same code compiled again in the same process, whose ratio to the new package shows how far two identical
 codes differ in this run (kernels compiled twice are laid out differently in memory; their arrays too).
@@ -73,6 +74,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).with_name("results") / "commit_pair.json"
 PACKAGE = "dpstream"
 OLD_NAME = "dpstream_old"
+NEW_NAME = "dpstream_new"
 COPY_NAME = "dpstream_copy"
 WORD = re.compile(rf"\b{PACKAGE}\b")
 """The package's name as a word: ``dpstream.x``, ``from dpstream``, ``"dpstream.sketches"``, ``pkg://dpstream``;
@@ -107,14 +109,15 @@ def export(rev: str, dest: Path, name: str = OLD_NAME, repo: Path = ROOT) -> Pat
 def renamed(source: Path, target: Path) -> Path:
     """Copy the package directory ``source`` to ``target`` (no caches), as the package ``target.name``; ``target``.
 
-    Every whole-word ``dpstream`` of its text files (``TEXT_SUFFIXES``) becomes the new name.
+    Every whole word naming the package (``source.name``) in its text files (``TEXT_SUFFIXES``) becomes the new name.
     """
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc", "*.pyc"))
+    word = WORD if source.name == PACKAGE else re.compile(rf"\b{re.escape(source.name)}\b")
     for path in target.rglob("*"):
         if path.is_file() and path.suffix in TEXT_SUFFIXES:
             text = path.read_text()
-            if WORD.search(text):
-                path.write_text(WORD.sub(target.name, text))
+            if word.search(text):
+                path.write_text(word.sub(target.name, text))
     return target
 
 
@@ -469,8 +472,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old", required=True, help="the old commit (any git revision of this repository)")
-    parser.add_argument("--new-path", type=Path, help="a work tree whose src/dpstream is the new package "
-                                                      "(default: the dpstream this interpreter imports)")
+    new = parser.add_mutually_exclusive_group()
+    new.add_argument("--new-path", type=Path, help="a work tree whose src/dpstream is the new package "
+                                                   "(default: the dpstream this interpreter imports)")
+    new.add_argument("--new", help="a commit whose package, exported as dpstream_new like the old one, is the new one")
     parser.add_argument("--repeats", type=int, default=21, help="interleaved repetitions a row (>= 5)")
     parser.add_argument("--cells", type=int, default=CELLS, help="counters of the counter rows")
     parser.add_argument("--length", type=int, default=1 << 21, help="stream length of the LazyCMS and CMS rows")
@@ -492,11 +497,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     """Export, import, measure every row, check isolation, write the JSON record."""
     args = parse(argv)
-    new = import_new(args.new_path)
     new_repo = args.new_path.resolve() if args.new_path else ROOT
-    old_commit, new_commit = describe(ROOT, args.old), describe(new_repo)
+    old_commit, new_commit = describe(ROOT, args.old), describe(new_repo, args.new or "HEAD")
     labels = (f"old {old_commit['commit'][:7]}", f"new {new_commit['commit'][:7]}")
     with tempfile.TemporaryDirectory(prefix="commit_pair_") as tmp:
+        new = (import_old(export(new_commit["commit"], Path(tmp), NEW_NAME)) if args.new
+               else import_new(args.new_path))
         packages = {labels[0]: import_old(export(old_commit["commit"], Path(tmp))), labels[1]: new}
         if args.control:
             packages["copy of new"] = import_old(renamed(package_root(new), Path(tmp) / COPY_NAME))
