@@ -53,6 +53,9 @@ def test_the_export_renames_every_module_path(pair):
     assert not any(tool.WORD.search(t) for t in texts)
     assert f"from {NAME}.counters" in (root / "counters" / "__init__.py").read_text()
     assert "dpstream_sources.digest" in (root / "_numba_cache.py").read_text()  # a file name, not the package
+    copy = tool.renamed(root, root.parent / "copy" / f"{NAME}_copy")  # a renamed package renamed again
+    text = (copy / "counters" / "__init__.py").read_text()
+    assert f"from {NAME}_copy.counters" in text and f"from {NAME}.counters" not in text
 
 
 def test_both_arms_release_the_same_values_and_share_no_module_or_kernel_cache(pair):
