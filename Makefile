@@ -56,9 +56,20 @@ docs: install  ## the documentation site (mkdocs-material + mkdocstrings) into s
 
 # `make bench`: every benchmarks/*.py at its default settings (minutes; heavy_hitters.py runs the paper's trace
 # length), then docs/speed.md from benchmarks/results/*.json (benchmarks/speed_page.py).
-BENCHMARKS := $(filter-out benchmarks/speed_page.py,$(wildcard benchmarks/*.py))
+BENCHMARKS := $(filter-out benchmarks/speed_page.py benchmarks/commit_pair.py,$(wildcard benchmarks/*.py))
 bench: install
 	for b in $(BENCHMARKS); do echo "== $$b"; $(PY) $$b || exit 1; done
+	$(PY) benchmarks/speed_page.py
+
+# `make bench-pair OLD=<rev> [NEW_PATH=<worktree> | NEW=<rev>] [PAIR_ARGS="--repeats 31"]`: the speed rows of commit
+# OLD and of this checkout's package (or NEW_PATH's src/dpstream, or commit NEW's) in one process, interleaved
+# (benchmarks/commit_pair.py; about 15 minutes at nice 10 on 2 shared cores), into benchmarks/results/commit_pair.json
+# (PAIR_ARGS="--out PATH" for another file), then docs/speed.md.
+.PHONY: bench-pair
+bench-pair: install
+	@test -n "$(OLD)" || { echo "make bench-pair: give OLD=<git revision>, e.g. OLD=main" >&2; exit 2; }
+	nice -n 10 $(PY) benchmarks/commit_pair.py --old $(OLD) $(if $(NEW_PATH),--new-path $(NEW_PATH)) $(if $(NEW),--new $(NEW)) \
+		$(PAIR_ARGS)
 	$(PY) benchmarks/speed_page.py
 
 fuzz: install  ## 2,000 random mutations of the bytes of every serialised class, under a 2 GB address-space limit

@@ -11,7 +11,9 @@ A results file is one benchmark's run, in this shape (every speed benchmark writ
                "ratio": float, "low": float, "high": float, "coverage": float, "repeats": int,
                "candidate_seconds": float, "reference_seconds": float,  # dpstream.timing
                "target": str,                           # the goal, in words ("ratio >= 0.75")
-               "met": true | false | null}]}            # RatioEstimate.decide: null = interval straddles the target
+               "met": true | false | null,              # RatioEstimate.decide: null = interval straddles the target
+               "verdict": str, "note": str}]}           # optional: a verdict in words shown instead of met's,
+                                                        # and a note shown after it
 
 The page has one section per file (sorted by file name) with a table per section: candidate, reference, ratio
 (reference time / candidate time: > 1 means the candidate is faster), its interval and coverage, repetitions,
@@ -69,8 +71,11 @@ def section(name: str, record: dict[str, Any]) -> str:
     for r in record["rows"]:
         coverage = r.get("coverage")
         interval = f"[{r['low']:.3g}, {r['high']:.3g}]" + (f" ({coverage:.0%})" if coverage is not None else "")
+        verdict = r.get("verdict") or VERDICT.get(r.get("met"), "")
+        if r.get("note"):
+            verdict += f" ({r['note']})"
         lines.append(f"| {r['name']} | {r['reference']} | {r['ratio']:.3g}x | {interval} | {r.get('repeats', '?')} "
-                     f"| {r.get('target', '')} | {VERDICT.get(r.get('met'), '')} |")
+                     f"| {r.get('target', '')} | {verdict} |")
     return "\n".join(lines) + "\n"
 
 

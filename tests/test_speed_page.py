@@ -30,6 +30,16 @@ def test_the_page_has_a_row_per_result_with_its_verdict_and_skips_a_malformed_fi
     assert "skipped b.json" in capsys.readouterr().err
 
 
+def test_a_row_with_a_verdict_in_words_shows_it_and_its_note(tmp_path):
+    page = load_module()
+    row = {"name": "new", "reference": "old", "ratio": 0.9, "low": 0.8, "high": 0.95, "target": "not worse",
+           "met": False, "verdict": "worse", "note": ""}
+    (tmp_path / "a.json").write_text(json.dumps({"title": "Pair", "rows": [row, {**row, "name": "x",
+                                                                                  "note": "outputs differ"}]}))
+    text = page.render(tmp_path)
+    assert "| not worse | worse |" in text and "| not worse | worse (outputs differ) |" in text
+
+
 def test_the_committed_speed_page_is_the_render_of_the_committed_results():
     """docs/speed.md cannot go stale: a results file changed without re-rendering the page fails here."""
     page = load_module()

@@ -1,0 +1,534 @@
+"""Two commits' speed in one process: an old commit's package imported under another name beside the new one.
+
+    python benchmarks/commit_pair.py --old REV [--new-path WORKTREE | --new REV] [--repeats 21] [--cells 32768]
+                                     [--length 2097152] [--hh-length 131072] [--only TEXT ...] [--clock cpu|wall]
+                                     [--no-control] [--out PATH]
+
+The old commit's ``src/dpstream`` (``git archive REV``) is written to a temporary directory as the package
+``dpstream_old``: every ``dpstream`` word of its sources and configuration files (imports, module paths in strings
+and YAML) is rewritten, so the packages share no module, and their numba caches live beside their own sources
+(numba names a cache directory after the source file's path, and each package clears its own by its own digest,
+``dpstream._numba_cache``). ``check_isolation`` asserts both at the end of the run. The new package is the
+``dpstream`` this interpreter imports, that of ``--new-path WORKTREE`` (its ``src`` first on ``sys.path``), or
+commit ``--new REV``'s, exported as ``dpstream_new`` the same way (it then compiles its kernels in the run too). A
+third arm, the A/A control, is a copy of the new package under the name ``dpstream_copy`` (``--no-control`` leaves it
+out): the same code compiled again in the same process, whose ratio to the new package shows how far two identical
+codes differ in this run (kernels compiled twice are laid out differently in memory; their arrays too).
+
+Every workload is built through the public API by configuration names (``counter_class(counter, node_noise)``,
+``LazyCMS(..., node_noise=...)``, ``LazyHH``), once per package, on the same seeded data and seeds. One warm-up call
+each compiles the kernels (the old package compiles all of its own: a minute or two); a timed call repeats the
+operation until it lasts ``MIN_SECONDS`` on the old arm, the same number of times in every arm; then the arms run in
+interleaved repetitions (``dpstream.timing.interleaved_ratios``, the order rotated every round), so a burst of load
+from another job hits every arm: this is what lets the run share a loaded machine. ``--clock cpu`` (the default)
+times the process's CPU time, which leaves out the waits for a core. A row's ratio is old time / new time, the new
+commit's throughput relative to the old one's, with its distribution-free interval. The verdict is the issue's rule
+(issue 36), fixed before the run: ``worse`` when the whole interval is below 1, ``better`` when it is wholly above
+1, ``same within noise`` otherwise. Beside it: the control's ratio with its verdict by the same rule, and
+``beyond_control``, the new-against-old interval against the control's (``worse`` when it lies wholly below the
+control's interval). Each row also says whether the arms released the same values after the warm-up call (integers
+exactly, floats within ``RTOL``): a change of the released values is a change of the mechanism, not of its speed.
+
+Workloads (``--only`` keeps those whose name contains one of the given texts):
+- every counter x node noise that both commits register (``counters.COUNTERS``), ``--cells`` counters over a horizon
+  of 2^16: ``push`` (8 steps of every counter a call) and ``release`` (4 releases of every counter at step 127, its 7
+  lowest tree levels set, a call);
+- LazyCMS ``extend`` over ``--length`` Zipf items (skew 1.3, universe 10^6; the speed page's setting: w 55, d 3,
+  eps 0.3, delta 1e-3) with derived noise and multiply-shift hashing, with stored noise and mod-p hashing, and at
+  24 KB with exact discrete noise (``discrete_secure``, built by ``from_memory``); ``query_many`` of 2^16 keys; CMS
+  mod p (w 2000) ``extend``;
+- LazyHH ``extend`` over ``--hh-length`` items (k 128, k~ 512, eps 0.5, delta 1e-3, beta 5e-4), stored and derived.
+
+A sketch row's call builds a fresh sketch and reads the whole stream: its construction is timed with it.
+
+Writes ``benchmarks/results/commit_pair.json`` in the speed page's shape (``benchmarks/speed_page.py``) with both
+commits named, and prints a line a row. ``make bench-pair OLD=REV [NEW_PATH=WORKTREE]`` runs it at nice 10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import io
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).with_name("results") / "commit_pair.json"
+PACKAGE = "dpstream"
+OLD_NAME = "dpstream_old"
+NEW_NAME = "dpstream_new"
+COPY_NAME = "dpstream_copy"
+WORD = re.compile(rf"\b{PACKAGE}\b")
+"""The package's name as a word: ``dpstream.x``, ``from dpstream``, ``"dpstream.sketches"``, ``pkg://dpstream``;
+not ``dpstream_sources`` (``_`` is a word character) and not ``DPSTREAM_SEEDS``."""
+TEXT_SUFFIXES = (".py", ".yaml", ".yml", ".json", ".toml", ".txt", ".cfg", ".ini", ".md")
+"""Files of the exported package whose text is rewritten (the others, data, are copied as they are)."""
+RTOL = 1e-9
+"""Relative tolerance of float outputs of the two arms (a float's last bits may differ between two codes that
+compute the same value in another order)."""
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+MIN_SECONDS = 0.02
+"""A timed call lasts at least this long (on the old arm): shorter operations are repeated inside it."""
+CELLS, HORIZON, PUSH_STEPS, RELEASE_STEP, RELEASES = 1 << 15, 1 << 16, 8, 127, 4
+QUERIES = 1 << 16
+
+
+def git(repo: Path, *args: str) -> str:
+    """``git -C repo args`` (its stdout, stripped)."""
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def export(rev: str, dest: Path, name: str = OLD_NAME, repo: Path = ROOT) -> Path:
+    """Write commit ``rev``'s ``src/dpstream`` to ``dest/name`` as the package ``name`` (``renamed``); its directory."""
+    archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", rev, f"src/{PACKAGE}"],
+                             check=True, capture_output=True).stdout
+    staging = Path(tempfile.mkdtemp(dir=dest))
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(staging, filter="data")
+    return renamed(staging / "src" / PACKAGE, dest / name)
+
+
+def renamed(source: Path, target: Path) -> Path:
+    """Copy the package directory ``source`` to ``target`` (no caches), as the package ``target.name``; ``target``.
+
+    Every whole word naming the package (``source.name``) in its text files (``TEXT_SUFFIXES``) becomes the new name.
+    """
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc", "*.pyc"))
+    word = WORD if source.name == PACKAGE else re.compile(rf"\b{re.escape(source.name)}\b")
+    for path in target.rglob("*"):
+        if path.is_file() and path.suffix in TEXT_SUFFIXES:
+            text = path.read_text()
+            if word.search(text):
+                path.write_text(word.sub(target.name, text))
+    return target
+
+
+def import_old(root: Path) -> ModuleType:
+    """Import the exported package at ``root`` (a directory named after it) under its own name."""
+    name = root.name
+    if name in sys.modules:
+        raise RuntimeError(f"a package {name!r} is already imported (from {sys.modules[name].__file__})")
+    sys.path.append(str(root.parent))
+    return importlib.import_module(name)
+
+
+def import_new(new_path: Path | None) -> ModuleType:
+    """The new package: ``dpstream`` of ``new_path/src`` (first on ``sys.path``), else the one this interpreter has."""
+    if new_path is not None:
+        if PACKAGE in sys.modules:
+            raise RuntimeError(f"{PACKAGE} is already imported (from {sys.modules[PACKAGE].__file__})")
+        sys.path.insert(0, str(new_path.resolve() / "src"))
+    module = importlib.import_module(PACKAGE)
+    if new_path is not None and not package_root(module).is_relative_to(new_path.resolve()):
+        raise RuntimeError(f"{PACKAGE} was imported from {package_root(module)}, not from {new_path}/src")
+    return module
+
+
+def package_root(module: ModuleType) -> Path:
+    """The directory of a package."""
+    return Path(module.__file__ or "").resolve().parent
+
+
+def modules_of(name: str) -> dict[str, ModuleType]:
+    """The imported modules of package ``name``."""
+    return {k: m for k, m in list(sys.modules.items()) if k == name or k.startswith(f"{name}.")}
+
+
+def numba_cache_paths(modules: Iterable[ModuleType]) -> list[Path]:
+    """The cache directory of every cached numba kernel defined in ``modules`` (one entry a kernel)."""
+    from numba.core.caching import NullCache
+    from numba.core.registry import CPUDispatcher
+
+    caches = [getattr(value, "_cache", None) for module in modules for value in list(vars(module).values())
+              if isinstance(value, CPUDispatcher) and value.py_func.__module__ == module.__name__]
+    return [Path(cache.cache_path).resolve() for cache in caches if not isinstance(cache, NullCache | None)]
+
+
+def check_isolation(*packages: ModuleType) -> dict[str, int]:
+    """Assert the packages share no module and no numba cache directory; counts of what was checked.
+
+    Every module of each package is a file under that package's own directory, no module object belongs to two
+    packages, no module of another name was loaded from a package's directory, and the cache directory of every
+    cached kernel of each package is its own (beside its sources, or in ``NUMBA_CACHE_DIR`` or numba's per-user
+    directory under a name numba derives from the source directory) and no other package's.
+    """
+    roots = {p.__name__: package_root(p) for p in packages}
+    if len(set(roots.values())) < len(roots):
+        raise AssertionError(f"two packages are imported from one directory: {roots}")
+    found = {name: modules_of(name) for name in roots}
+    check_modules(found, roots)
+    subpath = sub(packages[-1], "_numba_cache").numba_subpath
+    kernels = {name: check_caches(modules, roots[name], subpath) for name, modules in found.items()}
+    seen: dict[Path, str] = {}
+    for name, paths in kernels.items():
+        for path in paths:
+            if seen.setdefault(path, name) != name:
+                raise AssertionError(f"{seen[path]} and {name} share the numba cache directory {path}")
+    return {**{f"{name}_modules": len(m) for name, m in found.items()},
+            **{f"{name}_cached_kernels": len(k) for name, k in kernels.items()}}
+
+
+def check_modules(found: dict[str, dict[str, ModuleType]], roots: dict[str, Path]) -> None:
+    """Assert every module of each package (``found``) is under its root and no module is two packages'."""
+    owners: dict[int, str] = {}
+    for name, modules in found.items():
+        for key, module in modules.items():
+            path = Path(getattr(module, "__file__", None) or "").resolve()
+            if not path.is_relative_to(roots[name]):
+                raise AssertionError(f"{key} is {path}, outside {roots[name]}")
+            if owners.setdefault(id(module), name) != name:
+                raise AssertionError(f"{key} belongs to {owners[id(module)]} and to {name}")
+    for key, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        for name, root in roots.items():
+            if file and Path(file).resolve().is_relative_to(root) and key not in found[name]:
+                raise AssertionError(f"{key} was loaded from {name}'s directory ({file})")
+
+
+def check_caches(modules: dict[str, ModuleType], root: Path, subpath: Callable[[Path], str]) -> list[Path]:
+    """The cache directories of the package's cached kernels, each asserted to be the package's own.
+
+    numba caches a source file's kernels in ``__pycache__`` beside it, or (``NUMBA_CACHE_DIR``, its per-user
+    directory) in a directory named ``subpath`` of the abspath of the file's directory.
+    """
+    own = {subpath(Path(os.path.abspath(m.__file__)).parent) for m in modules.values() if m.__file__}
+    paths = numba_cache_paths(modules.values())
+    for path in paths:
+        if not (path.is_relative_to(root) or path.name in own):
+            raise AssertionError(f"kernel cache {path} is not the package's own ({root})")
+    return paths
+
+
+@dataclass
+class Arm:
+    """One package's side of a workload: ``run`` is timed, ``output`` is compared between the packages."""
+
+    run: Callable[[], object]
+    output: Callable[[], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A row: its name and how to build one package's arm (``build(pkg, sizes)``)."""
+
+    name: str
+    build: Callable[[ModuleType, argparse.Namespace], Arm]
+    calls: int | None = None
+    """How many ``run`` calls an arm can take (a counter's horizon), or None for any number."""
+
+
+def sub(pkg: ModuleType, module: str) -> ModuleType:
+    """``pkg.module``, whatever the package is called."""
+    return importlib.import_module(f"{pkg.__name__}.{module}")
+
+
+def zipf_items(length: int, seed: int = 0) -> np.ndarray:
+    """The benchmarks' Zipf stream (skew 1.3, universe 10^6), drawn here so both arms read the same array."""
+    return (np.random.default_rng(seed).zipf(1.3, length) % 10**6).astype(np.int64)
+
+
+def counter_push(counter: str, noise: str) -> Workload:
+    """Every counter takes ``PUSH_STEPS`` steps a call (increments of 1), from step 1 on."""
+
+    def build(pkg: ModuleType, sizes: argparse.Namespace) -> Arm:
+        built = sub(pkg, "counters").counter_class(counter, noise)(
+            n=sizes.cells, horizon=HORIZON, epsilon=1.0, delta=1e-6, seed=1)
+        cells, ones, clock = np.arange(sizes.cells), np.ones(sizes.cells, dtype=np.int64), [0]
+
+        def run() -> None:
+            for _ in range(PUSH_STEPS):
+                clock[0] += 1
+                built.push(cells, np.full(sizes.cells, clock[0], dtype=np.int64), ones)
+
+        return Arm(run, lambda: built.release_all(np.full(sizes.cells, clock[0], dtype=np.int64)))
+
+    return Workload(f"{counter} {noise} push", build, HORIZON // PUSH_STEPS)
+
+
+def counter_release(counter: str, noise: str) -> Workload:
+    """``RELEASES`` releases of every counter at step ``RELEASE_STEP`` (pushed there, increments of 1, untimed)."""
+
+    def build(pkg: ModuleType, sizes: argparse.Namespace) -> Arm:
+        built = sub(pkg, "counters").counter_class(counter, noise)(
+            n=sizes.cells, horizon=HORIZON, epsilon=1.0, delta=1e-6, seed=1)
+        cells = np.tile(np.arange(sizes.cells), RELEASE_STEP)
+        built.push(cells, np.repeat(np.arange(1, RELEASE_STEP + 1), sizes.cells), np.ones(cells.size, dtype=np.int64))
+        at = np.full(sizes.cells, RELEASE_STEP, dtype=np.int64)
+        def run() -> None:
+            for _ in range(RELEASES):
+                built.release_all(at)
+
+        return Arm(run, lambda: built.release_all(at))
+
+    return Workload(f"{counter} {noise} release", build)
+
+
+LAZY_CMS = {"width": 55, "depth": 3, "epsilon": 0.3, "delta": 1e-3, "seed": 1}
+LAZY_HH = {"k": 128, "k_tilde": 512, "epsilon": 0.5, "delta": 1e-3, "beta": 5e-4, "seed": 1}
+
+
+def sketch_extend(label: str, make: Callable[[ModuleType, int], Any], length: str = "length") -> Workload:
+    """A fresh sketch ``make(pkg, n)`` a call, ``extend`` over the stream of ``sizes.<length>`` items."""
+
+    def build(pkg: ModuleType, sizes: argparse.Namespace) -> Arm:
+        items = zipf_items(getattr(sizes, length))
+        last: list[Any] = []
+
+        def run() -> None:
+            last[:] = [make(pkg, items.size)]
+            last[0].extend(items)
+
+        return Arm(run, lambda: np.asarray(last[0].query_many(np.arange(QUERIES))))
+
+    return Workload(label, build)
+
+
+def lazy_cms_query(noise: str) -> Workload:
+    """``query_many`` of ``QUERIES`` keys on a LazyCMS that has read the whole stream."""
+
+    def build(pkg: ModuleType, sizes: argparse.Namespace) -> Arm:
+        items = zipf_items(sizes.length)
+        sketch = sub(pkg, "sketches").LazyCMS(**LAZY_CMS, horizon=items.size, node_noise=noise)
+        sketch.extend(items)
+        keys = np.arange(QUERIES, dtype=np.int64)
+        return Arm(lambda: sketch.query_many(keys), lambda: np.asarray(sketch.query_many(keys)))
+
+    return Workload(f"LazyCMS {noise} (w 55) query_many 2^16 keys", build)
+
+
+def workloads(pairs: Iterable[tuple[str, str]]) -> list[Workload]:
+    """Every row: the counters of ``pairs`` (push, release), then the sketches."""
+    out = [w for counter, noise in sorted(pairs) for w in (counter_push(counter, noise),
+                                                           counter_release(counter, noise))]
+
+    def lazy_cms(**kw: Any) -> Callable[[ModuleType, int], Any]:
+        return lambda pkg, n: sub(pkg, "sketches").LazyCMS(**LAZY_CMS, horizon=n, **kw)
+
+    out += [
+        sketch_extend("LazyCMS derived multiply-shift (w 55) extend",
+                      lazy_cms(node_noise="derived", hash_family="multiply_shift")),
+        sketch_extend("LazyCMS stored mod p (w 55) extend", lazy_cms(node_noise="stored")),
+        sketch_extend("LazyCMS discrete_secure 24 KB extend", lambda pkg, n: sub(pkg, "sketches").LazyCMS.from_memory(
+            kilobytes=24, depth=3, epsilon=1.0, delta=1e-6, horizon=n, seed=0, model="actual",
+            node_noise="discrete_secure")),
+        lazy_cms_query("derived"),
+        lazy_cms_query("stored"),
+        sketch_extend("CMS mod p (w 2000) extend",
+                      lambda pkg, n: sub(pkg, "sketches").CMS(width=2000, depth=3, horizon=n, seed=1)),
+        sketch_extend("LazyHH stored (k~ 512) extend",
+                      lambda pkg, n: sub(pkg, "heavy_hitters").LazyHH(**LAZY_HH, horizon=n), "hh_length"),
+        sketch_extend("LazyHH derived (k~ 512) extend", lambda pkg, n: sub(pkg, "heavy_hitters").LazyHH(
+            **LAZY_HH, horizon=n, node_noise="derived"), "hh_length"),
+    ]
+    return out
+
+
+def common_counters(old: ModuleType, new: ModuleType) -> set[tuple[str, str]]:
+    """The (counter, node_noise) names both packages register."""
+    return set(sub(old, "counters").COUNTERS) & set(sub(new, "counters").COUNTERS)
+
+
+def same_output(a: np.ndarray, b: np.ndarray) -> bool:
+    """Integers (and float arrays holding only integers) equal exactly; other floats within ``RTOL``."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    exact = a.dtype.kind in "iub" or (np.all(np.isfinite(a)) and np.array_equal(a, np.round(a)))
+    return bool(np.array_equal(a, b) if exact else np.allclose(a, b, rtol=RTOL, atol=0.0, equal_nan=True))
+
+
+def verdict(low: float, high: float) -> str:
+    """The rule fixed before the run: worse when the whole interval is below 1, better when wholly above."""
+    if high < 1:
+        return "worse"
+    if low > 1:
+        return "better"
+    return "same within noise"
+
+
+def beyond(row: dict[str, Any], control: dict[str, Any]) -> str:
+    """New against old judged against the A/A control: worse when the whole interval is below the control's."""
+    if row["high"] < control["low"]:
+        return "worse"
+    if row["low"] > control["high"]:
+        return "better"
+    return "same within noise"
+
+
+def measure(work: Iterable[Workload], packages: dict[str, ModuleType], sizes: argparse.Namespace,
+            ) -> Iterator[dict[str, Any]]:
+    """Each workload's row: ``packages`` are (old, new[, control]) by their labels; the row is new against old.
+
+    After one warm-up call of every arm (its output compared with the new arm's) and one timed call of the old arm,
+    every timed call repeats ``run`` often enough for the old arm's call to take ``MIN_SECONDS`` (within the
+    workload's ``calls``), the same number of times in every arm. The arms are interleaved with the new one as the
+    reference: old against new is the inverse of the returned ratio and interval (an exact inversion of the median
+    and its order statistics on the log scale); so is the control's, the new commit against its own copy.
+    """
+    labels = list(packages)
+    new_label = labels[1]
+    timing_module = sub(packages[new_label], "timing")
+    clock = CLOCKS[sizes.clock]
+    for workload in work:
+        arms = {label: workload.build(pkg, sizes) for label, pkg in packages.items()}
+        for arm in arms.values():
+            arm.run()
+        outputs = {label: arm.output() for label, arm in arms.items()}
+        start = clock()
+        arms[labels[0]].run()
+        once = clock() - start
+        for label in labels[1:]:
+            arms[label].run()
+        inner = max(1, math.ceil(MIN_SECONDS / max(once, 1e-9)))
+        if workload.calls is not None:
+            inner = max(1, min(inner, (workload.calls - 2) // sizes.repeats))
+        timed = {label: repeated(arm.run, inner) for label, arm in arms.items()}
+        gc.collect()
+        if not sizes.keep_gc:
+            gc.disable()  # as timeit does: a collection started by one arm's garbage would be timed in another's
+        try:
+            estimates = timing_module.interleaved_ratios(timed, new_label, sizes.repeats, clock)
+        finally:
+            gc.enable()
+        row = inverted(estimates[labels[0]])
+        same = same_output(outputs[labels[0]], outputs[new_label])
+        notes = [] if same else ["outputs differ"]
+        if len(labels) > 2:
+            if not same_output(outputs[labels[2]], outputs[new_label]):
+                notes.append("the control's outputs differ")
+            control = inverted(estimates[labels[2]])
+            row["control"] = {k: control[k] for k in ("ratio", "low", "high")}
+            row["control_verdict"] = verdict(control["low"], control["high"])
+            row["beyond_control"] = beyond(row, control)
+            notes.append(f"A/A control {control['ratio']:.3g}x [{control['low']:.3g}, {control['high']:.3g}]: "
+                         f"{row['control_verdict']}; against it: {row['beyond_control']}")
+        row.update(name=f"{workload.name}, {new_label}", reference=f"{workload.name}, {labels[0]}",
+                   target="not worse: interval not wholly below 1", verdict=verdict(row["low"], row["high"]),
+                   same_output=same, calls_per_repetition=inner, note="; ".join(notes))
+        row["met"] = row["verdict"] != "worse"
+        yield row
+
+
+def repeated(run: Callable[[], object], times: int) -> Callable[[], None]:
+    """``run`` called ``times`` times."""
+
+    def call() -> None:
+        for _ in range(times):
+            run()
+
+    return call
+
+
+def inverted(estimate: Any) -> dict[str, Any]:
+    """The record of a ``RatioEstimate`` of the reference against the candidate (ratio, interval, times swapped)."""
+    return {"ratio": 1 / estimate.ratio, "low": 1 / estimate.high, "high": 1 / estimate.low,
+            "coverage": estimate.coverage, "repeats": estimate.repeats,
+            "candidate_seconds": estimate.reference_seconds, "reference_seconds": estimate.candidate_seconds}
+
+
+def machine() -> str:
+    """CPU model and core count."""
+    model = platform.machine()
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            model = next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def describe(repo: Path, rev: str = "HEAD") -> dict[str, Any]:
+    """A commit: its hash, subject and package tree (commits of one tree hold the same package).
+
+    For ``HEAD``, also whether ``repo``'s work tree has uncommitted package sources.
+    """
+    commit = git(repo, "rev-parse", f"{rev}^{{commit}}")
+    record: dict[str, Any] = {"commit": commit, "subject": git(repo, "log", "-1", "--format=%s", commit),
+                              "package_tree": git(repo, "rev-parse", f"{commit}:src/{PACKAGE}")}
+    if rev == "HEAD":
+        record["uncommitted_sources"] = bool(git(repo, "status", "--porcelain", "--", f"src/{PACKAGE}"))
+    return record
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--old", required=True, help="the old commit (any git revision of this repository)")
+    new = parser.add_mutually_exclusive_group()
+    new.add_argument("--new-path", type=Path, help="a work tree whose src/dpstream is the new package "
+                                                   "(default: the dpstream this interpreter imports)")
+    new.add_argument("--new", help="a commit whose package, exported as dpstream_new like the old one, is the new one")
+    parser.add_argument("--repeats", type=int, default=21, help="interleaved repetitions a row (>= 5)")
+    parser.add_argument("--cells", type=int, default=CELLS, help="counters of the counter rows")
+    parser.add_argument("--length", type=int, default=1 << 21, help="stream length of the LazyCMS and CMS rows")
+    parser.add_argument("--hh-length", type=int, default=1 << 17, help="stream length of the LazyHH rows")
+    parser.add_argument("--only", nargs="+", default=[], help="only the rows whose name contains one of these")
+    parser.add_argument("--clock", choices=CLOCKS, default="cpu",
+                        help="the process's CPU time (default: a shared machine's waits for a core are not the "
+                             "code's) or the wall clock")
+    parser.add_argument("--keep-gc", action="store_true",
+                        help="leave Python's garbage collector on during the timed repetitions (default: off, as "
+                             "timeit does)")
+    parser.add_argument("--no-control", dest="control", action="store_false",
+                        help="leave out the A/A control (a copy of the new package as a third arm, the spread of "
+                             "verdicts between identical codes; it costs half as much time again)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Export, import, measure every row, check isolation, write the JSON record."""
+    args = parse(argv)
+    new_repo = args.new_path.resolve() if args.new_path else ROOT
+    old_commit, new_commit = describe(ROOT, args.old), describe(new_repo, args.new or "HEAD")
+    labels = (f"old {old_commit['commit'][:7]}", f"new {new_commit['commit'][:7]}")
+    with tempfile.TemporaryDirectory(prefix="commit_pair_") as tmp:
+        new = (import_old(export(new_commit["commit"], Path(tmp), NEW_NAME)) if args.new
+               else import_new(args.new_path))
+        packages = {labels[0]: import_old(export(old_commit["commit"], Path(tmp))), labels[1]: new}
+        if args.control:
+            packages["copy of new"] = import_old(renamed(package_root(new), Path(tmp) / COPY_NAME))
+        work = [w for w in workloads(common_counters(packages[labels[0]], new))
+                if not args.only or any(text in w.name for text in args.only)]
+        print(f"{labels[1]} against {labels[0]}{' and its own copy' if args.control else ''}: {len(work)} rows, "
+              f"{args.repeats} interleaved repetitions, {args.clock} clock", flush=True)
+        rows = []
+        for row in measure(work, packages, args):
+            rows.append(row)
+            note = f" ({row['note']})" if row["note"] else ""
+            print(f"{row['name']}: {row['ratio']:.3g} [{row['low']:.3g}, {row['high']:.3g}] {row['verdict']}{note}",
+                  flush=True)
+        isolation = check_isolation(*packages.values())
+    command = " ".join(["python", "benchmarks/commit_pair.py", *(argv if argv is not None else sys.argv[1:])])
+    record = {"title": f"One process, two commits: {labels[1]} ({new_commit['subject'][:60]}) against {labels[0]} "
+                       f"({old_commit['subject'][:60]})",
+              "command": command, "machine": machine(), "clock": args.clock, "old": old_commit, "new": new_commit,
+              "isolation": isolation, "rows": rows}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=1) + "\n")
+    for kind in ("verdict", "control_verdict", "beyond_control"):
+        worse = [r["name"] for r in rows if r.get(kind) == "worse"]
+        print(f"{kind}: {len(worse)} of {len(rows)} rows worse" + (f": {'; '.join(worse)}" if worse else ""))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

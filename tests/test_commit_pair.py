@@ -1,0 +1,99 @@
+"""benchmarks/commit_pair.py: an old commit's package beside the new one in one process, sharing nothing.
+
+HEAD itself is exported as the old package: the two arms run the same code, so the same seeds must release the same
+values (a real check of the export and of the workloads' construction by configuration names), and the isolation
+checks must hold. Timing is not asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dpstream
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "commit_pair.py"
+NAME = "dpstream_pair_test"
+SIZES = argparse.Namespace(cells=256, length=5000, hh_length=4000, repeats=5, clock="cpu", keep_gc=False)
+ROWS = ("binary derived push", "binary derived release", "binary stored push", "honaker stored release",
+        "LazyCMS derived multiply-shift (w 55) extend")
+"""Rows whose kernels the exported package compiles in about 12 s of CPU (exact discrete noise alone takes 18 s)."""
+
+
+def load_module():
+    spec = importlib.util.spec_from_file_location("commit_pair", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """(the tool, HEAD exported and imported as NAME); the package and its path are removed afterwards."""
+    tool = load_module()
+    root = tool.export("HEAD", tmp_path_factory.mktemp("old"), NAME)
+    old = tool.import_old(root)
+    yield tool, old
+    sys.path.remove(str(root.parent))
+    for key in list(tool.modules_of(NAME)):
+        del sys.modules[key]
+
+
+def test_the_export_renames_every_module_path(pair):
+    tool, old = pair
+    root = tool.package_root(old)
+    texts = [p.read_text() for p in root.rglob("*") if p.is_file() and p.suffix in tool.TEXT_SUFFIXES]
+    assert len(texts) > 100
+    assert not any(tool.WORD.search(t) for t in texts)
+    assert f"from {NAME}.counters" in (root / "counters" / "__init__.py").read_text()
+    assert "dpstream_sources.digest" in (root / "_numba_cache.py").read_text()  # a file name, not the package
+    copy = tool.renamed(root, root.parent / "copy" / f"{NAME}_copy")  # a renamed package renamed again
+    text = (copy / "counters" / "__init__.py").read_text()
+    assert f"from {NAME}_copy.counters" in text and f"from {NAME}.counters" not in text
+
+
+def test_both_arms_release_the_same_values_and_share_no_module_or_kernel_cache(pair):
+    tool, old = pair
+    work = {w.name: w for w in tool.workloads(tool.common_counters(old, dpstream))}
+    assert ("binary", "discrete_secure") in tool.common_counters(old, dpstream)
+    for name in ROWS:
+        arms = [work[name].build(pkg, SIZES) for pkg in (old, dpstream)]
+        for arm in arms:
+            arm.run()
+        outputs = [arm.output() for arm in arms]
+        assert outputs[0].size > 0 and tool.same_output(*outputs), name
+        if outputs[0].dtype.kind == "f" and not np.array_equal(outputs[0], np.round(outputs[0])):
+            # the comparison can fail: one noise value moved by 1e-6 of itself is a different release
+            moved = outputs[1].copy()
+            moved[0] *= 1 + 1e-6
+            assert not tool.same_output(outputs[0], moved), name
+    counts = tool.check_isolation(old, dpstream)
+    assert counts[f"{NAME}_modules"] > 20 and counts[f"{NAME}_cached_kernels"] > 10
+    old_root = tool.package_root(old)
+    assert all(Path(m.__file__).resolve().is_relative_to(old_root) for m in tool.modules_of(NAME).values())
+    assert not any(m is n for m in tool.modules_of(NAME).values() for n in tool.modules_of("dpstream").values())
+    old_caches = tool.numba_cache_paths(tool.modules_of(NAME).values())
+    assert all(p.is_relative_to(old_root) for p in old_caches)  # beside the exported sources, not the new ones
+    assert any(old_root.rglob("*.nbi"))
+    assert not set(old_caches) & set(tool.numba_cache_paths(tool.modules_of("dpstream").values()))
+
+
+def test_a_row_has_the_speed_page_shape_and_the_issues_verdict(pair):
+    tool, old = pair
+    work = [w for w in tool.workloads(tool.common_counters(old, dpstream)) if w.name == "binary derived push"]
+    (row,) = tool.measure(work, {"old": old, "new": dpstream}, SIZES)
+    assert row["name"] == "binary derived push, new" and row["reference"] == "binary derived push, old"
+    assert row["repeats"] == 5 and row["low"] <= row["ratio"] <= row["high"] and row["same_output"]
+    assert row["note"] == "" and 1 <= row["calls_per_repetition"] <= (tool.HORIZON // tool.PUSH_STEPS - 2) // 5
+    assert row["verdict"] == tool.verdict(row["low"], row["high"]) and row["met"] == (row["verdict"] != "worse")
+    assert [tool.verdict(*i) for i in ((0.5, 0.99), (0.9, 1.1), (1.01, 2.0))] == ["worse", "same within noise",
+                                                                                 "better"]
+    control = {"low": 0.97, "high": 1.01}
+    assert [tool.beyond({"low": lo, "high": hi}, control) for lo, hi in ((0.8, 0.96), (0.9, 0.98), (1.02, 1.1))] == [
+        "worse", "same within noise", "better"]
