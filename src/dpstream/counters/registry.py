@@ -10,6 +10,7 @@ one line here and its test.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,10 +46,15 @@ class CounterDescriptor:
     probed: bool = False
     noise_test: str = ""
 
+    @functools.cached_property
+    def nodes(self) -> Any:
+        """The class's handler of this source (``Counter.noise_of``): its layout and facts."""
+        return self.cls.noise_of(self.noise or None)
+
     @property
     def source(self) -> NodeNoise:
         """Where the counter's noise comes from (``counters.sources``)."""
-        return self.cls.noise_of(self.noise or None).source
+        return self.nodes.source
 
     @property
     def name(self) -> str:
@@ -71,8 +77,9 @@ class CounterDescriptor:
         many = len(self.cls.NOISES) > 1
         return f"{self.cls.__name__}.{self.source.name}" if many else self.cls.__name__
 
+    @functools.cached_property
     def _facts(self) -> dict[str, Any]:
-        return self.cls.noise_facts(self.cls.noise_of(self.source.name))
+        return self.cls.noise_facts(self.nodes)
 
     @property
     def notion(self) -> str:
@@ -92,26 +99,26 @@ class CounterDescriptor:
     @property
     def kind(self) -> int:
         """The compiled push (``counters._kernels``)."""
-        return int(self._facts()["kind"])
+        return int(self._facts["kind"])
 
     @property
     def tracks_steps(self) -> bool:
         """Whether the counter keeps each counter's step."""
-        return bool(self._facts()["tracks_steps"])
+        return bool(self._facts["tracks_steps"])
 
     @property
     def draws_per_push(self) -> int:
         """Noise draws per push, on average (0 when the source draws at release)."""
-        return int(self._facts()["draws_per_push"])
+        return int(self._facts["draws_per_push"])
 
     @property
     def partial_release(self) -> bool:
         """Whether ``release_wanted`` saves work over ``release_all``."""
-        return bool(self._facts()["partial_release"])
+        return bool(self._facts["partial_release"])
 
     def bytes_per_counter(self, horizon: int, count_bytes: int) -> int:
         """Memory model: bytes of state per counter with this source (``Counter.counter_bytes``)."""
-        return self.cls.counter_bytes(horizon, count_bytes, self.source)
+        return int(self.nodes.bytes_per_counter(self.cls, horizon, count_bytes))
 
     def working_bytes(self, horizon: int) -> int:
         """Memory model: peak bytes of the tables the counter builds with this source (``Counter.working_bytes``)."""
