@@ -116,18 +116,23 @@ def test_a_final_decision_of_a_claim_shown_as_history_is_shown_awaiting_adoption
     assert awaiting(["fig3e#1"], [registered], looks) == ""  # adopted: the registered label says it
 
 
-def test_the_first_page_shows_final_decisions_beside_history(tmp_path):
-    tables = tmp_path / "results" / "tables"
+def _fig3e_rows(root: Path, provenance: str) -> list[str]:
+    """The first page's fig3e rows, its claims given ``provenance`` and fig3e#1, #2 final in looks.csv."""
+    tables = root / "results" / "tables"
     tables.mkdir(parents=True)
     for name in ("fig3e.csv", "fig3e.claims.csv"):
         shutil.copy(TABLES / name, tables / name)
     claims = pd.read_csv(tables / "fig3e.claims.csv", keep_default_na=False)
-    claims.assign(provenance="").to_csv(tables / "fig3e.claims.csv", index=False)  # shown as history
-    looks = tmp_path / "results" / "verify" / "paper"
+    claims.assign(provenance=provenance).to_csv(tables / "fig3e.claims.csv", index=False)
+    looks = root / "results" / "verify" / "paper"
     looks.mkdir(parents=True)
     _looks([(2, "fig3e#1", "not confirmed", True), (1, "fig3e#2", "not confirmed", True)]).drop(
         columns="experiment").assign(trials=20, measured="m", prereg_hash="x").to_csv(looks / "looks.csv", index=False)
-    rows = [r for r in first_page(tables) if r.startswith("| fig3e")]
+    return [r for r in first_page(tables) if r.startswith("| fig3e")]
+
+
+def test_the_first_page_shows_final_decisions_beside_history(tmp_path):
+    rows = _fig3e_rows(tmp_path, "")  # shown as history
     dip = next(r for r in rows if "lower ARE at very small" in r)
     limited = next(r for r in rows if "limited effect" in r)
     assert "final: not confirmed (looks 1, 2, awaiting adoption of the experiment)" in dip
@@ -137,17 +142,7 @@ def test_the_first_page_shows_final_decisions_beside_history(tmp_path):
 def test_a_refused_experiment_is_shown_not_adopted_never_awaiting(tmp_path):
     from dpstream.harness.registered import REFUSED
 
-    tables = tmp_path / "results" / "tables"
-    tables.mkdir(parents=True)
-    for name in ("fig3e.csv", "fig3e.claims.csv"):
-        shutil.copy(TABLES / name, tables / name)
-    claims = pd.read_csv(tables / "fig3e.claims.csv", keep_default_na=False)
-    claims.assign(provenance=f"{REFUSED}: replay differs").to_csv(tables / "fig3e.claims.csv", index=False)
-    looks = tmp_path / "results" / "verify" / "paper"
-    looks.mkdir(parents=True)
-    _looks([(2, "fig3e#1", "not confirmed", True), (1, "fig3e#2", "not confirmed", True)]).drop(
-        columns="experiment").assign(trials=20, measured="m", prereg_hash="x").to_csv(looks / "looks.csv", index=False)
-    dip = next(r for r in first_page(tables) if r.startswith("| fig3e") and "lower ARE at very small" in r)
+    dip = next(r for r in _fig3e_rows(tmp_path, f"{REFUSED}: replay differs") if "lower ARE at very small" in r)
     assert "(adoption refused)" in dip and "final: not confirmed (looks 1, 2, not adopted)" in dip
     assert "awaiting" not in dip
 
