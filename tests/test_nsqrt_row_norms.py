@@ -267,3 +267,15 @@ def test_the_board_key_moves_with_the_nsqrt_row_and_no_other_key_moves(tmp_path,
     assert len({committed[0], regenerated[0], absent[0]}) == 3
     assert committed[1:] == regenerated[1:] == absent[1:]
     assert board_trial.key_inputs(params("nsqrt", 2**17)) == {"nsqrt_row_digest": "none"}
+
+
+def test_a_write_cut_short_leaves_the_file_as_it_was(small_file, monkeypatch):
+    before = small_file.read_bytes()
+
+    def full_disk(self, rows):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(csv.DictWriter, "writerows", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        write([summarise(np.array([3.0, 1.0, 2.0]))], small_file)
+    assert small_file.read_bytes() == before

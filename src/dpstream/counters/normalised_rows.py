@@ -43,6 +43,7 @@ import csv
 import functools
 import hashlib
 import math
+import os
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -127,16 +128,21 @@ def digest(fields: dict[str, str]) -> str:
 
 
 def write(rows: list[RowNormSummary], path: Path = TABLE) -> None:
-    """Write ``rows`` to ``path``, keeping its rows of other horizons; sorted by horizon."""
+    """Write ``rows`` to ``path``, keeping its rows of other horizons; sorted by horizon.
+
+    Through a temporary file renamed into place: a run killed or a disk full while writing leaves the file as it was.
+    """
     kept = {int(r["horizon"]): r for r in _read(path)} if path.exists() else {}
     for row in rows:
         record = _record(row)
         kept[row.horizon] = {**record, "digest": digest(record)}
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as handle:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=[*FIELDS, "digest"], lineterminator="\n")
         writer.writeheader()
         writer.writerows(kept[h] for h in sorted(kept))
+    os.replace(tmp, path)
 
 
 def _read(path: Path) -> list[dict[str, str]]:
@@ -239,15 +245,19 @@ def _check(path: Path, got: RowNormSummary) -> None:
     if not (1 <= got.var_argmax <= horizon and 1 <= got.var_argmin <= horizon
             and 0 < got.var_min <= got.var_mean <= got.var_max and got.var_min <= got.var_at_horizon <= got.var_max):
         raise _refuse(path, horizon, "inconsistent: needed 0 < min <= mean, value at T <= max and steps in 1..T")
+    def norm2(step: int) -> float:
+        """||row step of L||^2 by one FFT (``normalised_row`` unwrapped: these rows are not kept in its cache)."""
+        return float(np.sum(normalised_row.__wrapped__(horizon, step) ** 2))
+
     for step, value, what in ((horizon, got.var_at_horizon, "value at T"), (got.var_argmax, got.var_max, "max"),
                               (got.var_argmin, got.var_min, "min")):
-        exact = float(np.sum(normalised_row.__wrapped__(horizon, step) ** 2))  # not kept in its cache
+        exact = norm2(step)
         if not math.isclose(value, exact, rel_tol=RTOL, abs_tol=0.0):
             raise _refuse(path, horizon, f"its {what} {value!r} is not row {step}'s norm^2 {exact!r} (rtol {RTOL})")
     probes = {max(1, min(horizon, round(f * horizon))) for f in MAX_PROBES}
     probes |= {s for s in (got.var_argmax - 1, got.var_argmax + 1) if 1 <= s <= horizon}
     for step in sorted(probes):
-        exact = float(np.sum(normalised_row.__wrapped__(horizon, step) ** 2))
+        exact = norm2(step)
         if exact > got.var_max * (1 + RTOL):
             raise _refuse(path, horizon, f"its max {got.var_max!r} is below row {step}'s norm^2 {exact!r}: not the "
                                          "largest")
