@@ -34,9 +34,9 @@ class CounterDescriptor:
     """A counter: its factorisation class with one noise source; for a ``probed`` one the test of its noise formula.
 
     What a caller needs before building the counter is the pair's, read here: its memory model (``bytes_per_counter``,
-    ``fixed_bytes``), its draws per push and kernel, the sense of its guarantee; calling the descriptor builds the
-    counter (``cls(node_noise=..., **kwargs)``). Anything else (``l2_sensitivity``,
-    ``working_bytes``, ...) is the class's, read through. A probed counter's sensitivity cases and check spec are
+    ``working_bytes``, ``fixed_bytes``), its draws per push and kernel, the sense of its guarantee; calling the
+    descriptor builds the counter (``cls(node_noise=..., **kwargs)``). Anything else (``l2_sensitivity``,
+    ``tree_levels``, ...) is the class's, read through. A probed counter's sensitivity cases and check spec are
     derived; ``noise_test`` is the pytest node id the check spec cites.
     """
 
@@ -129,7 +129,7 @@ class CounterDescriptor:
         return self.cls(node_noise=self.source.name, **kwargs)
 
     def __getattr__(self, attr: str) -> Any:
-        """The class's attribute (``l2_sensitivity``, ``working_bytes``, ...): nothing else depends on the source."""
+        """The class's attribute (``l2_sensitivity``, ...): nothing else depends on the source."""
         if attr.startswith("__") or attr == "cls":
             raise AttributeError(attr)
         return getattr(self.cls, attr)

@@ -253,8 +253,7 @@ def section(results_dir: Path, profile: str = "paper", path: Path = REGISTRATION
     claims = all_claims(tables, path, looks)
     state = status(looks, path, claims)
     final = list(state.loc[state["state"] == "final", "experiment"])
-    adopted = sorted(set(claims.loc[[is_registered(x) for x in claims["label"]], "experiment"])) if len(claims) \
-        else []
+    adopted = sorted(state.loc[state["adopted"] == "yes", "experiment"])
     by_state = state["state"].value_counts()
     lines = ["## The registered run", "",
              f"Registration `results/preregistration.yaml`, hash `{registration_hash(path)}`, committed in `{commit}` "

@@ -99,14 +99,14 @@ def analyst_audit_seeds(tables: Path) -> str:
     if not rows:
         return "no registered store"
     df = pd.DataFrame(rows)
+    df["eps_max"] = [audit_power(n, d) for n, d in zip(df["audit_runs"], df["delta"], strict=True)]
     parts = []
     for s, block in df.groupby("mechanism.s"):
-        power = np.array([audit_power(n, d) for n, d in zip(block["audit_runs"], block["delta"], strict=True)])
-        refuting = int(((block["eps_analyst"] <= power) & block["audit_fails"].astype(bool)).sum())
+        refuting = int(((block["eps_analyst"] <= block["eps_max"]) & block["audit_fails"].astype(bool)).sum())
         parts.append(f"s = {s:g}: eps_A {block['eps_analyst'].min():.3g}..{block['eps_analyst'].max():.3g} against "
-                     f"eps_max {power.max():.3g}, lower bound median {block['eps_lower'].median():.3f}, "
+                     f"eps_max {block['eps_max'].max():.3g}, lower bound median {block['eps_lower'].median():.3f}, "
                      f"'not confirmed' at {refuting} of {block['seed'].nunique()} seeds")
-    blind = bool((df["eps_analyst"] > df["audit_runs"].combine(df["delta"], audit_power)).all())
+    blind = bool((df["eps_analyst"] > df["eps_max"]).all())
     lead = ("The audit has no power at any s: the claimed eps_A exceeds eps_max at every row, so the coded rule "
             "gives 'inconclusive' on every row by construction. " if blind else "")
     return lead + "Per s over the registered seeds: " + "; ".join(parts)
