@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 from test_factorisation import OldStyle
@@ -67,6 +70,39 @@ def test_a_built_counter_states_what_its_descriptor_states(name, noise):
         assert getattr(counter, attr) == getattr(spec, attr), attr
     assert spec.bytes_per_counter(40, 8) * 3 + spec.fixed_bytes == type(counter)._allocation_bytes(
         {**counter._serial_args(), "n": 3})
+
+
+def pushed(counter, steps: range) -> None:
+    """``counter``'s cells 0, 1, 2 take ``steps`` in turn with increments 1, 2, 3."""
+    for s in steps:
+        counter.push(np.arange(3), np.full(3, s, dtype=np.int64), np.arange(1, 4, dtype=np.int64))
+
+
+@pytest.mark.parametrize("duplicate", [copy.copy, copy.deepcopy, lambda c: pickle.loads(pickle.dumps(c))],
+                         ids=["copy", "deepcopy", "pickle"])
+@pytest.mark.parametrize(("name", "noise"), list(COUNTERS))
+def test_a_copied_counter_releases_its_own_sums(name, noise, duplicate):
+    # what a counter keeps to speed up its releases (the stored trees' read-only release view) follows the copy:
+    # pushed on, a deep copy or an unpickled one releases what an untouched counter of the same seed releases
+    def at(s: int) -> np.ndarray:
+        return np.full(3, s, dtype=np.int64)
+
+    def build():
+        return COUNTERS[name, noise](n=3, horizon=16, epsilon=1.0, delta=1e-6, seed=4)
+
+    original, reference = build(), build()
+    pushed(original, range(1, 4))
+    pushed(reference, range(1, 6))
+    before = np.array(original.release_all(at(3)))  # makes the stored trees' view
+    twin = duplicate(original)
+    if duplicate is copy.copy:  # a shallow copy shares the state: its pushes are the original's
+        pushed(twin, range(4, 6))
+        np.testing.assert_array_equal(original.release_all(at(5)), reference.release_all(at(5)))
+        return
+    pushed(twin, range(4, 6))
+    np.testing.assert_array_equal(twin.release_all(at(5)), reference.release_all(at(5)))
+    np.testing.assert_array_equal(twin.release_wanted(at(5), np.ones(3, dtype=bool)), reference.release_all(at(5)))
+    np.testing.assert_array_equal(original.release_all(at(3)), before)
 
 
 PROTOCOL_CLASSES = list(dict.fromkeys(d.cls for d in COUNTERS.values()))
