@@ -10,7 +10,7 @@ import pytest
 from test_factorisation import OldStyle
 
 from dpstream import serial
-from dpstream.counters import COUNTERS, NODE_NOISES, counter_class, node_noise_version, sources
+from dpstream.counters import COUNTERS, NODE_NOISES, banded_sqrt, counter_class, node_noise_version, sources
 from dpstream.counters.base import FACTS
 from dpstream.counters.philox import NODE_NORMAL
 from dpstream.secure.samplers import EXACT_SAMPLER, LAPLACE_SAMPLER
@@ -122,7 +122,30 @@ def test_every_counter_class_answers_the_source_protocol(cls):
         counter = cls(node_noise=name, n=2, horizon=16, epsilon=1.0, delta=1e-6, seed=1)
         assert {attr: getattr(counter, attr) for attr in FACTS} == facts
         args = counter._serial_args()
-        assert args.get("node_noise", name) == name and ("node_noise" in args) == (len(cls.NOISES) > 1)
+        assert args.get("node_noise", name) == name and ("node_noise" in args) == cls.names_noise()
+    assert cls.names_noise() or len(cls.NOISES) == 1  # a state of a class taking several says which
+
+
+def test_every_counter_class_takes_the_noises_its_descriptors_offer_and_no_other():
+    # the registry is the one place that says which (counter, node noise) pairs exist and are checked: a class that
+    # built a pair the registry does not list (BandedSqrt4 with derived noise) would run an unchecked counter
+    for cls in PROTOCOL_CLASSES:
+        assert set(cls.NOISES) == {noise for (name, noise) in COUNTERS if name == cls.name}, cls.__name__
+
+
+@pytest.mark.parametrize("bands", [4, 7, 64])
+def test_a_band_count_without_derived_noise_refuses_it_in_one_line(bands):
+    cls = banded_sqrt(bands)
+    refusal = f"^node_noise='derived' is not available with counter='banded{bands}'; allowed: stored$"
+    with pytest.raises(ValueError, match=refusal):
+        cls(node_noise="derived", n=2, horizon=16, epsilon=1.0, delta=1e-6, seed=1)
+    # nor from bytes: a banded16 state with derived noise, relabelled as this band count, is refused the same way
+    data = banded_sqrt(16)(node_noise="derived", n=2, horizon=16, epsilon=1.0, delta=1e-6, seed=1).to_bytes()
+    header, arrays = serial.unpack(data)
+    with pytest.raises(ValueError, match=refusal[1:-1]):
+        cls.from_bytes(serial.pack(cls.__name__, header["args"], header["state"], arrays))
+    stored = cls(n=2, horizon=16, epsilon=1.0, delta=1e-6, seed=1)  # its stored noise, named in its states
+    assert serial.unpack(stored.to_bytes())[0]["args"]["node_noise"] == "stored"
 
 
 def test_one_class_per_factorisation():

@@ -316,15 +316,17 @@ class Counter(Certified, serial.Serialisable, ABC):
         if np.any(self._steps < 0) or np.any(self._steps > self.horizon):
             raise ValueError(f"corrupt state: {type(self).__name__} steps outside [0, horizon={self.horizon}]")
 
-    def _serial_args(self) -> dict[str, Any]:
-        """``Counter``'s arguments, the factorisation's (``_factorisation_args``), and ``node_noise``.
+    @classmethod
+    def names_noise(cls) -> bool:
+        """Whether states (``to_bytes``) and the descriptor's label name the node noise: if the class takes several."""
+        return len(cls.NOISES) > 1
 
-        ``node_noise`` is written when the class takes more than one.
-        """
+    def _serial_args(self) -> dict[str, Any]:
+        """``Counter``'s arguments, the factorisation's (``_factorisation_args``), ``node_noise`` (``names_noise``)."""
         args = {"n": self.n, "horizon": self.horizon, "epsilon": self.epsilon, "delta": self.delta, "m": self.m,
                 "calibration": self.calibration, "count_dtype": np.dtype(self.count_dtype).name,
                 "kappa": self.kappa, **self._factorisation_args()}
-        return {**args, "node_noise": self.node_noise} if len(self.NOISES) > 1 else args
+        return {**args, "node_noise": self.node_noise} if self.names_noise() else args
 
     def _factorisation_args(self) -> dict[str, Any]:
         """Arguments of the factorisation beside ``Counter``'s (``arity``): none."""
