@@ -136,6 +136,7 @@ class Counter(Certified, serial.Serialisable, ABC):
             cls.NOISES = {source.name: OwnSource(source)}
 
     _repr_attrs: ClassVar[dict[str, str]] = {"node_noise": "_chosen_noise"}
+    fixed_arrays = True
 
     def __init__(
         self,
@@ -496,7 +497,10 @@ class FactorisedCounter(Counter):
         return {**super()._constants(), **self.nodes.constants(self)}
 
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:
-        """The source's checks (a state it cannot continue is refused), then ``Counter``'s."""
+        """The source's checks (a state it cannot continue is refused), then ``Counter``'s.
+
+        The arrays were checked first (``fixed_arrays``): a state of another source fails on them, by name.
+        """
         self.nodes.restore_scalars(self, scalars)
         super()._restore_scalars(scalars)
         self.nodes.scalars_restored(self)
