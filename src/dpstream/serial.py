@@ -31,7 +31,7 @@ import struct
 import sys
 import zlib
 from collections.abc import Callable, Mapping
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -292,8 +292,8 @@ def part(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
     return {k[len(head):]: v for k, v in values.items() if k.startswith(head)}
 
 
-def copy_into(live: Mapping[str, np.ndarray], stored: Mapping[str, np.ndarray], owner: str) -> None:
-    """Copy ``stored`` into the same-named ``live`` arrays after checking names, shapes and dtypes."""
+def check_arrays(live: Mapping[str, np.ndarray], stored: Mapping[str, np.ndarray], owner: str) -> None:
+    """``stored`` must hold the names of ``live``, each with its shape and dtype; else an error naming the first gap."""
     if set(live) != set(stored):
         missing, extra = sorted(set(live) - set(stored)), sorted(set(stored) - set(live))
         raise SerialError(f"{owner} state arrays do not match: missing {missing}, unexpected {extra}")
@@ -302,7 +302,13 @@ def copy_into(live: Mapping[str, np.ndarray], stored: Mapping[str, np.ndarray], 
         if value.shape != arr.shape or value.dtype != arr.dtype:
             raise SerialError(f"{owner} array {name!r}: stored {value.dtype}{list(value.shape)}, "
                              f"expected {arr.dtype}{list(arr.shape)}")
-        np.copyto(arr, value)
+
+
+def copy_into(live: Mapping[str, np.ndarray], stored: Mapping[str, np.ndarray], owner: str) -> None:
+    """Copy ``stored`` into the same-named ``live`` arrays after checking names, shapes and dtypes, ``check_arrays``."""
+    check_arrays(live, stored, owner)
+    for name, arr in live.items():
+        np.copyto(arr, stored[name])
 
 
 def check_vectors(stored: Mapping[str, np.ndarray], dtypes: Mapping[str, type], owner: str) -> None:
@@ -351,6 +357,10 @@ _REFUSED = (ValueError, KeyError, TypeError, IndexError, AttributeError, Arithme
 
 class Serialisable:
     """``to_bytes`` / ``from_bytes`` over the hooks below (see the module docstring)."""
+
+    fixed_arrays: ClassVar[bool] = False
+    """Whether the arguments fix the state arrays' names, shapes and dtypes (``_state_arrays`` of the rebuilt object):
+    then the stored arrays are checked against them before the scalars are restored."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Register the class under its name in ``REGISTRY`` (the first class of a name keeps it)."""
@@ -430,6 +440,8 @@ class Serialisable:
                 differ = [f"{k}={args.get(k)!r} read back as {back.get(k)!r}" for k in sorted(set(args) | set(back))
                           if json.dumps(args.get(k)) != json.dumps(back.get(k))] or ["the order of the arguments"]
                 raise SerialError(f"corrupt header: {cls.__name__} arguments differ: {'; '.join(differ)}"[:500])
+            if obj.fixed_arrays:  # a state of another layout (node noise) is named by its arrays, not its scalars
+                check_arrays(obj._state_arrays(), arrays, cls.__name__)
             obj._restore_scalars(header["state"])
             obj._restore_arrays(arrays)
         except SerialError:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 from test_factorisation import OldStyle
 
 from dpstream import serial
-from dpstream.counters import COUNTERS, NODE_NOISES, counter_class, node_noise_version, sources
+from dpstream.counters import COUNTERS, NODE_NOISES, banded_sqrt, counter_class, node_noise_version, sources
 from dpstream.counters.base import FACTS
 from dpstream.counters.philox import NODE_NORMAL
 from dpstream.secure.samplers import EXACT_SAMPLER, LAPLACE_SAMPLER
@@ -69,6 +72,39 @@ def test_a_built_counter_states_what_its_descriptor_states(name, noise):
         {**counter._serial_args(), "n": 3})
 
 
+def pushed(counter, steps: range) -> None:
+    """``counter``'s cells 0, 1, 2 take ``steps`` in turn with increments 1, 2, 3."""
+    for s in steps:
+        counter.push(np.arange(3), np.full(3, s, dtype=np.int64), np.arange(1, 4, dtype=np.int64))
+
+
+@pytest.mark.parametrize("duplicate", [copy.copy, copy.deepcopy, lambda c: pickle.loads(pickle.dumps(c))],
+                         ids=["copy", "deepcopy", "pickle"])
+@pytest.mark.parametrize(("name", "noise"), list(COUNTERS))
+def test_a_copied_counter_releases_its_own_sums(name, noise, duplicate):
+    # what a counter keeps to speed up its releases (the stored trees' read-only release view) follows the copy:
+    # pushed on, a deep copy or an unpickled one releases what an untouched counter of the same seed releases
+    def at(s: int) -> np.ndarray:
+        return np.full(3, s, dtype=np.int64)
+
+    def build():
+        return COUNTERS[name, noise](n=3, horizon=16, epsilon=1.0, delta=1e-6, seed=4)
+
+    original, reference = build(), build()
+    pushed(original, range(1, 4))
+    pushed(reference, range(1, 6))
+    before = np.array(original.release_all(at(3)))  # makes the stored trees' view
+    twin = duplicate(original)
+    if duplicate is copy.copy:  # a shallow copy shares the state: its pushes are the original's
+        pushed(twin, range(4, 6))
+        np.testing.assert_array_equal(original.release_all(at(5)), reference.release_all(at(5)))
+        return
+    pushed(twin, range(4, 6))
+    np.testing.assert_array_equal(twin.release_all(at(5)), reference.release_all(at(5)))
+    np.testing.assert_array_equal(twin.release_wanted(at(5), np.ones(3, dtype=bool)), reference.release_all(at(5)))
+    np.testing.assert_array_equal(original.release_all(at(3)), before)
+
+
 PROTOCOL_CLASSES = list(dict.fromkeys(d.cls for d in COUNTERS.values()))
 
 
@@ -86,7 +122,30 @@ def test_every_counter_class_answers_the_source_protocol(cls):
         counter = cls(node_noise=name, n=2, horizon=16, epsilon=1.0, delta=1e-6, seed=1)
         assert {attr: getattr(counter, attr) for attr in FACTS} == facts
         args = counter._serial_args()
-        assert args.get("node_noise", name) == name and ("node_noise" in args) == (len(cls.NOISES) > 1)
+        assert args.get("node_noise", name) == name and ("node_noise" in args) == cls.names_noise()
+    assert cls.names_noise() or len(cls.NOISES) == 1  # a state of a class taking several says which
+
+
+def test_every_counter_class_takes_the_noises_its_descriptors_offer_and_no_other():
+    # the registry is the one place that says which (counter, node noise) pairs exist and are checked: a class that
+    # built a pair the registry does not list (BandedSqrt4 with derived noise) would run an unchecked counter
+    for cls in PROTOCOL_CLASSES:
+        assert set(cls.NOISES) == {noise for (name, noise) in COUNTERS if name == cls.name}, cls.__name__
+
+
+@pytest.mark.parametrize("bands", [4, 7, 64])
+def test_a_band_count_without_derived_noise_refuses_it_in_one_line(bands):
+    cls = banded_sqrt(bands)
+    refusal = f"^node_noise='derived' is not available with counter='banded{bands}'; allowed: stored$"
+    with pytest.raises(ValueError, match=refusal):
+        cls(node_noise="derived", n=2, horizon=16, epsilon=1.0, delta=1e-6, seed=1)
+    # nor from bytes: a banded16 state with derived noise, relabelled as this band count, is refused the same way
+    data = banded_sqrt(16)(node_noise="derived", n=2, horizon=16, epsilon=1.0, delta=1e-6, seed=1).to_bytes()
+    header, arrays = serial.unpack(data)
+    with pytest.raises(ValueError, match=refusal[1:-1]):
+        cls.from_bytes(serial.pack(cls.__name__, header["args"], header["state"], arrays))
+    stored = cls(n=2, horizon=16, epsilon=1.0, delta=1e-6, seed=1)  # its stored noise, named in its states
+    assert serial.unpack(stored.to_bytes())[0]["args"]["node_noise"] == "stored"
 
 
 def test_one_class_per_factorisation():

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpstream import serial
 from dpstream.counters import counter_class
 from dpstream.counters.gauss_bm import GaussBM
 from dpstream.counters.toeplitz import banded_sqrt, decoder_coefficients, sqrt_coefficients, unit_variances
@@ -220,3 +221,27 @@ def test_derived_state_round_trips_and_a_key_change_changes_every_release():
     restored = LazyCMS.from_bytes(sketch.to_bytes())
     assert np.array_equal(restored.query_many(np.arange(20)), sketch.query_many(np.arange(20)))
     assert np.all(other.query_many(np.arange(20)) != sketch.query_many(np.arange(20)))
+
+
+@pytest.mark.parametrize("owner", ["counter", "GaussBM", "LazyCMS"])
+@pytest.mark.parametrize("counter", ["sqrt", "binary", "blt"])
+def test_a_stored_state_relabelled_derived_is_refused_by_its_arrays(owner, counter):
+    # a state of stored noise whose header names derived noise holds the stored layout's arrays: it is refused for
+    # them, by name, not sent to an older dpstream for a node transform it never had
+    kw = {"epsilon": 1.0, "delta": 1e-3, "seed": 3}
+    if owner == "LazyCMS":
+        obj = LazyCMS(width=4, depth=2, horizon=64, counter=counter, node_noise="stored", **kw)
+        obj.extend(np.arange(10))
+    elif owner == "GaussBM":
+        obj = GaussBM(n=3, horizon=64, counter=counter, node_noise="stored", **kw)
+        obj.update_all(np.array([1, 0, 2]))
+    else:
+        obj = counter_class(counter, "stored")(n=3, horizon=64, **kw)
+        obj.push(np.arange(3), np.ones(3, dtype=np.int64), np.array([1, 0, 2]))
+    header, arrays = serial.unpack(obj.to_bytes())
+    assert header["args"]["node_noise"] == "stored"
+    edited = serial.pack(header["class"], {**header["args"], "node_noise": "derived"}, header["state"], arrays)
+    with pytest.raises(serial.SerialError, match=r"state arrays do not match: missing \[[^]]*key'[^]]*\], "
+                                                 r"unexpected \[.+\]") as refused:
+        type(obj).from_bytes(edited)
+    assert "node transform" not in str(refused.value)

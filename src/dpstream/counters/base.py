@@ -136,6 +136,7 @@ class Counter(Certified, serial.Serialisable, ABC):
             cls.NOISES = {source.name: OwnSource(source)}
 
     _repr_attrs: ClassVar[dict[str, str]] = {"node_noise": "_chosen_noise"}
+    fixed_arrays = True
 
     def __init__(
         self,
@@ -316,15 +317,17 @@ class Counter(Certified, serial.Serialisable, ABC):
         if np.any(self._steps < 0) or np.any(self._steps > self.horizon):
             raise ValueError(f"corrupt state: {type(self).__name__} steps outside [0, horizon={self.horizon}]")
 
-    def _serial_args(self) -> dict[str, Any]:
-        """``Counter``'s arguments, the factorisation's (``_factorisation_args``), and ``node_noise``.
+    @classmethod
+    def names_noise(cls) -> bool:
+        """Whether states (``to_bytes``) and the descriptor's label name the node noise: if the class takes several."""
+        return len(cls.NOISES) > 1
 
-        ``node_noise`` is written when the class takes more than one.
-        """
+    def _serial_args(self) -> dict[str, Any]:
+        """``Counter``'s arguments, the factorisation's (``_factorisation_args``), ``node_noise`` (``names_noise``)."""
         args = {"n": self.n, "horizon": self.horizon, "epsilon": self.epsilon, "delta": self.delta, "m": self.m,
                 "calibration": self.calibration, "count_dtype": np.dtype(self.count_dtype).name,
                 "kappa": self.kappa, **self._factorisation_args()}
-        return {**args, "node_noise": self.node_noise} if len(self.NOISES) > 1 else args
+        return {**args, "node_noise": self.node_noise} if self.names_noise() else args
 
     def _factorisation_args(self) -> dict[str, Any]:
         """Arguments of the factorisation beside ``Counter``'s (``arity``): none."""
@@ -494,7 +497,10 @@ class FactorisedCounter(Counter):
         return {**super()._constants(), **self.nodes.constants(self)}
 
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:
-        """The source's checks (a state it cannot continue is refused), then ``Counter``'s."""
+        """The source's checks (a state it cannot continue is refused), then ``Counter``'s.
+
+        The arrays were checked first (``fixed_arrays``): a state of another source fails on them, by name.
+        """
         self.nodes.restore_scalars(self, scalars)
         super()._restore_scalars(scalars)
         self.nodes.scalars_restored(self)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -107,6 +107,8 @@ class BinaryTree(FactorisedCounter):
     _kept_nodes: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
     """Discrete nodes' cache of ``release_all``: (k, key, nodes, blocks), or None (``discrete.DiscreteNodes``)."""
     _prefetch: secure_release.Prefetch | None = None
+    _release_row: np.ndarray | None = None
+    """Stored nodes: the read-only view ``released_view`` returns, made by its first call."""
     """Set by ``prefetch_releases``: whole-table releases drawn one step ahead on a second thread."""
     # set by the node noise when it allocates (``tree_noise``, ``discrete``)
     _noisy_sums: np.ndarray
@@ -155,18 +157,30 @@ class BinaryTree(FactorisedCounter):
         self.state = TreeState(self._exact, self._noisy_sums)
 
     def released_view(self) -> np.ndarray:
-        """Read-only view of every counter's released prefix sum (stored nodes; changes with pushes)."""
-        view = self._noisy_sums[0]
-        view.flags.writeable = False
+        """Read-only view of every counter's released prefix sum (stored nodes; changes with pushes).
+
+        Made once and kept (``_release_row``): marking a view read-only costs more than the rest of a whole-table
+        release. A copy or a pickle leaves it out (``__getstate__``) and makes its own on demand.
+        """
+        view = self._release_row
+        if view is None:
+            view = self._noisy_sums[0]
+            view.flags.writeable = False
+            self._release_row = view
         return view
 
     def stored_release(self, cells: np.ndarray) -> np.ndarray:
         """Release of the stored tree: a gather of the level-0 noisy sums."""
         return self._noisy_sums[0, cells]
 
-    def stored_release_all(self) -> np.ndarray:
-        """Every counter's stored release: the read-only ``released_view``."""
-        return self.released_view()
+    stored_release_all = released_view
+    """Every counter's stored release: the read-only ``released_view``."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The instance's attributes but the kept ``released_view``, a view a copy would detach from its sums."""
+        state = dict(self.__dict__)
+        state.pop("_release_row", None)
+        return state
 
     # -- derived nodes ---------------------------------------------------------------------------------------
     def tree_steps(self, steps: np.ndarray) -> np.ndarray:

@@ -65,6 +65,7 @@ class GaussBM(Certified, serial.Serialisable):
     """
 
     _repr_attrs: ClassVar[dict[str, str]] = {"counter": "_counter_arg", "node_noise": "counter.node_noise"}
+    fixed_arrays = True
 
     @property
     def privacy(self) -> Privacy | None:

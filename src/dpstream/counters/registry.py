@@ -73,9 +73,8 @@ class CounterDescriptor:
 
     @property
     def label(self) -> str:
-        """The class name, with the node noise for a class that takes several (``BinaryTree.derived``)."""
-        many = len(self.cls.NOISES) > 1
-        return f"{self.cls.__name__}.{self.source.name}" if many else self.cls.__name__
+        """The class name, with the node noise for a class whose states name it (``BinaryTree.derived``)."""
+        return f"{self.cls.__name__}.{self.source.name}" if self.cls.names_noise() else self.cls.__name__
 
     @functools.cached_property
     def _facts(self) -> dict[str, Any]:

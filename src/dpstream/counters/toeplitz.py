@@ -22,7 +22,8 @@ w_s = (z_s - sum_{j=1}^{b-1} c_j w_{s-j}) / c_0 over the last b - 1 values of w 
 step s is (A w)_s, a running total. With b = T (the plain square root) the ring holds T - 1 values a counter: O(T)
 state, the factorisation's honest cost; ``counters.blt`` is its O(1)-state rational approximation. Derived: z_u of
 counter j is ``philox.node_normal`` at (u, ``toeplitz_push.DERIVED_TAG``, j), and a release at step s sums
-d_{s-u} z_u over u <= s (O(s) normals: the state becomes work at release); a counter keeps one count.
+d_{s-u} z_u over u <= s (O(s) normals: the state becomes work at release); a counter keeps one count. The square
+root and ``banded16`` take both; another band count takes stored noise alone (``DERIVED_BANDS``).
 """
 
 from __future__ import annotations
@@ -182,9 +183,17 @@ class SqrtFactorisation(ToeplitzCounter):
         return max(1, horizon)
 
 
+DERIVED_BANDS = (16,)
+"""The band counts whose counters also take derived noise (``banded16``, ``counters.registry``); any other b takes
+stored noise alone."""
+
+
 @functools.cache
 def banded_sqrt(bands: int) -> type[ToeplitzCounter]:
-    """The ``bands``-band square-root counter class (one per b: ``BandedSqrt{b}``, counter name ``banded{b}``)."""
+    """The ``bands``-band square-root counter class (one per b: ``BandedSqrt{b}``, counter name ``banded{b}``).
+
+    Its node noises: stored, and derived for b in ``DERIVED_BANDS``.
+    """
     if isinstance(bands, bool) or not isinstance(bands, int) or bands < 1:
         raise ValueError(f"bands={bands!r}; allowed: a positive integer")
     doc = (f"The square root truncated to {bands} bands (Kalinin and Lampert, NeurIPS 2024): O(b) state a counter."
@@ -192,6 +201,8 @@ def banded_sqrt(bands: int) -> type[ToeplitzCounter]:
            "coefficients of 1 / ((1 - x) c_b(x)) (module docstring).\n    ")
     cls = type(f"BandedSqrt{bands}", (ToeplitzCounter,),
                {"name": f"banded{bands}", "bands": bands, "__doc__": doc, "__module__": __name__,
+                "NOISES": ToeplitzCounter.NOISES if bands in DERIVED_BANDS else {"stored": STORED_NODES},
+                "names_noise": classmethod(lambda cls: True),  # every band count's states name it, as banded16's
                 "effective_bands": classmethod(lambda cls, horizon: max(1, min(bands, horizon)))})
     serial.rename(cls.__name__, cls.__name__, 2, node_noise="stored")  # format 2 wrote no node_noise
     return cls

@@ -235,6 +235,7 @@ class SketchCore(Certified, serial.Serialisable):
     _estimator: ClassVar[Estimator]
     _schedule: ClassVar[type[Schedule]]
     _repr_attrs: ClassVar[dict[str, str]] = {"hash_family": "variant.hash_family", "estimator": "variant.estimator"}
+    fixed_arrays = True
 
     def __init__(
         self,
