@@ -202,21 +202,33 @@ def main() -> None:
                              "several values: a sweep of B, every arm at each)")
     args = parser.parse_args()
     if args.hour:
-        print(json.dumps(hour(args.packets or 2_500_000_000, flush_every=args.flush_every[0])))
+        result = hour(args.packets or 2_500_000_000, flush_every=args.flush_every[0])
+        print(json.dumps(result))
+        if args.json:
+            write_record(args.json, {"title": f"make watch-hour: {result['packets']} generated packets (pcap, captured "
+                                              f"length {CAPLEN}) through the streaming reader and the deployable "
+                                              "watcher, never stored", **result})
         return
     packets = args.packets or 1_000_000
     rows = [row for flush_every in args.flush_every for cap in (None, *(args.host_cap or ()))
             for row in ratios(packets, args.repeats, tuple(args.family or ("multiply_shift", "modp")),
                               tuple(args.noise or TARGETS), args.clock, cap, flush_every)]
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({
+        write_record(args.json, {
             "title": f"dpstream watch end to end: {packets} packets (pcap, captured length {CAPLEN}) through the "
                      f"streaming reader and LazyHH in epochs (k 128, k~ 512, counters stepped once per "
                      f"{'/'.join(map(str, args.flush_every))} x k~ packets), a JSON line every 2^17 packets",
-            "command": "python benchmarks/watch.py " + " ".join(sys.argv[1:]),
-            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-            "rows": rows}, indent=2) + "\n")
+            "rows": rows})
+
+
+def write_record(path: Path, record: dict) -> None:
+    """``record`` as JSON at ``path``, after its title, with the command and the machine it was measured with."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "title": record["title"],
+        "command": "python benchmarks/watch.py " + " ".join(sys.argv[1:]),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        **{k: v for k, v in record.items() if k != "title"}}, indent=2) + "\n")
 
 
 if __name__ == "__main__":
