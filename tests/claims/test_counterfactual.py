@@ -40,6 +40,8 @@ SURVIVES = {
                                 "qr_error_vs_eps#5", "qr_error_vs_eps#7", "qr_error_vs_queries#1",
                                 "qr_error_vs_n_fair#0", "qr_error_vs_n_fair#2")},
     "beyond_hh#0": "the threshold decides both arms' outputs (an equivalence by design)",
+    "fig3d#1": ("a trend claimed in either direction: the mirror reverses every trend and keeps it significant, the "
+                "scalings keep it; its negation needs a table without a trend (a constant are_top15, not built)"),
     **{c: ("refuted by effects of both signs across the grid (below 0, or a falling trend, at every point claimed): "
            "the mirror flips every sign and keeps the mix, the scalings keep every sign")
        for c in ("beyond_eps#0", "beyond_eps#1", "qr_median_toy#1", "qr_error_vs_n#0", "qr_error_vs_n#7")},
