@@ -256,3 +256,11 @@ def test_every_committed_row_has_the_key_of_its_recorded_config(path, monkeypatc
         f"{path.name}: {len(missing - expected)} row(s) whose key this code does not compute from the config they "
         f"record (the next run recomputes them): {sorted(missing - expected)[:12]}; listed but reproduced: "
         f"{sorted(expected - missing)[:12]}")
+
+
+def test_a_row_whose_recorded_config_was_changed_does_not_reproduce(tmp_path):
+    df = pd.read_csv(TABLES / "counters.csv", dtype=str, keep_default_na=False).head(3)
+    df.loc[1, "data.skew"] = "1.2"  # a config the row was not computed under
+    df.loc[2, "mechanism.speed_steps"] = "256.0"  # an int column read as a float: no gap in it, so no int reading
+    df.to_csv(tmp_path / "counters.csv", index=False)
+    assert unreproduced(tmp_path / "counters.csv") == [df.loc[1, "key"], df.loc[2, "key"]]
