@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from dpstream.counters import COUNTERS, empirical
+from dpstream.plots.counters import BOARD_BLOCK, board_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "guide" / "counters.md"
@@ -47,6 +48,13 @@ def _page_rows() -> dict[tuple[str, str], list[str]]:
 
 def _fmt(value: float, digits: int, missing: str) -> str:
     return missing if math.isnan(value) else f"{value:.{digits}g}"
+
+
+def test_the_page_table_is_its_generated_block():
+    text = PAGE.read_text()
+    block = text[text.index(BOARD_BLOCK[0]) + len(BOARD_BLOCK[0]):text.index(BOARD_BLOCK[1])]
+    assert block.strip() == board_markdown(pd.read_csv(TABLE)), \
+        "the page's leaderboard block is not the table: python -m dpstream.plots.counters (make counters)"
 
 
 def test_the_page_table_is_the_committed_table_at_2_20():

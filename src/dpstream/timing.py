@@ -78,6 +78,12 @@ def median_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, flo
     return med, float(x[j - 1]), float(x[n - j]), coverage
 
 
+def round_order(names: list[str], r: int) -> list[str]:
+    """The order of the arms in round ``r``: ``names`` rotated by r, so no arm always runs first."""
+    k = r % len(names)
+    return names[k:] + names[:k]
+
+
 def interleaved_ratios(candidates: Mapping[str, Callable[[], object]], reference: str, repeats: int = 7,
                        clock: Callable[[], float] = time.perf_counter) -> dict[str, RatioEstimate]:
     """Time every callable of ``candidates`` (one of them named ``reference``) in interleaved rounds.
@@ -93,8 +99,7 @@ def interleaved_ratios(candidates: Mapping[str, Callable[[], object]], reference
     names = list(candidates)
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(repeats):
-        order = names[r % len(names):] + names[:r % len(names)]
-        for name in order:
+        for name in round_order(names, r):
             start = clock()
             candidates[name]()
             times[name].append(clock() - start)

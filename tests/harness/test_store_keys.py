@@ -4,14 +4,25 @@ The declared row columns replace hand-bumped ``schema:`` keys; the store records
 another one.
 """
 
+import ast
+import itertools
+import re
+from pathlib import Path
+from typing import Any
+
 import _harness_fake
+import pandas as pd
 import pytest
-from conftest import CONF_DIR
+from conftest import CONF_DIR, ROOT
+from omegaconf import OmegaConf
 from test_harness import fake_cfg, fake_conf
 
 from dpstream.counters import philox
-from dpstream.harness.runner import run
-from dpstream.harness.store import STORE_FORMAT, ResultsStore, StoreError, trial_key
+from dpstream.harness import runner
+from dpstream.harness.config import RUN_KEYS
+from dpstream.harness.runner import run, store_key
+from dpstream.harness.store import NOT_IN_KEY, STORE_FORMAT, ResultsStore, StoreError, trial_key
+from dpstream.harness.verify import BLOCK
 from dpstream.registry import load_option
 from dpstream.secure import samplers
 from dpstream.trials import row_schema, undeclared
@@ -113,3 +124,143 @@ def test_exact_discrete_laplace_node_noise_is_keyed_by_its_own_sampler(monkeypat
     monkeypatch.setattr(samplers, "LAPLACE_SAMPLER", "alg2-rational-2")
     assert trial_key(laplace) != before[0], "rows of another discrete Laplace sampler must not be reused"
     assert trial_key(gaussian) == before[1], "the discrete Gaussian tree does not use it"
+
+
+# --- the committed tables: every row's key is the key of the config it records ---------------------------------------
+#
+# A row records its config flattened (``runner.config_columns``) and its key (``runner.store_key``); a key the current
+# code does not compute from that config is a trial the next run computes again instead of reading it from the store.
+# The CSV keeps what the key hashes except where a cell is ambiguous, and each reading of such a cell is tried:
+# - an empty cell of a ``mechanism.*`` / ``data.*`` column is a null value, or a key this row's option does not have
+#   (a pooled table's column of another option);
+# - an integral float in a column with empty cells may be an int (pandas writes an int column with gaps as float);
+# - a top-level key's empty cell is null (``conf/config.yaml`` has every one); ``profile.overrides`` is an empty
+#   mapping (it flattens to no column); a pooled table's ``trial`` is ``seed * BLOCK + trial`` (``verify.pooled``).
+
+TABLES = ROOT / "results" / "tables"
+GROUPS = ("mechanism", "data", "profile")
+INTEGRAL = re.compile(r"-?\d+\.0")
+WRITTEN_UNDER = {
+    # Tables written before their trial function's declared row columns changed: their rows are keyed by the
+    # declaration they were written under, and the next run recomputes them (by design, ``trials.row_schema``). Their
+    # keys are checked with that declaration's digest, and must not reproduce under the current one.
+    **dict.fromkeys(("fig3a", "fig3b", "fig3b_wordfreq", "fig3d", "beyond_memory"), "b57916c7"),  # trials.sketch
+    **dict.fromkeys(("beyond_hh", "fig4c_wordfreq", "fig4_k256", "fig4d", "fig4e", "fig4f"),
+                    "417025cd"),  # trials.heavy_hitters
+    "qr_analyst_audit": "4d5419c3",  # trials.query_release:analyst_audit_trial
+    "svt_c": "0195198f",  # trials.svt:atoms_trial
+}
+EVERY_ROW = frozenset({"every row"})
+NOT_REPRODUCED: dict[str, frozenset[str]] = {
+    # The exact discrete Laplace tree's rows (computed at 32a2b70): their keys name the discrete Gaussian sampler's
+    # version (exact_sampler), the current key the discrete Laplace sampler's (laplace_sampler), which it draws from.
+    "counters_empirical": frozenset({"2c9b0ca20bd452f264a1", "9a11c723f8148dff6f69"}),
+    # Rows of the seed-0 verify run (committed at 7db20ad; the three panels share their 60 trials): neither 7db20ad's
+    # code nor that of the 25 commits before it that change the key code gives their keys, from this reading or
+    # from the committed store's typed row; the cause is not known.
+    **dict.fromkeys(("fig4a", "fig4b", "fig4c"), EVERY_ROW),
+}
+"""Rows whose key the current code does not compute from their recorded config, by table; the next run of their
+experiment recomputes them. Any other row that does not reproduce fails the test, and so does a listed one that does."""
+
+
+def parse_cell(text: str) -> Any:
+    """A CSV cell as ``DataFrame.to_csv`` wrote the config value: None, bool, int, float, list or str."""
+    if text == "":
+        return None
+    if text in ("True", "False"):
+        return text == "True"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return ast.literal_eval(text) if text[:1] in "[{" else text
+
+
+def ambiguous_cells(row: dict[str, str], gappy: set[str]) -> list[str]:
+    """The option cells of ``row`` with two readings: empty (null or absent), or integral in a gappy column."""
+    return [c for c, v in row.items() if c.split(".")[0] in ("mechanism", "data") and (
+        v == "" or (c in gappy and INTEGRAL.fullmatch(v)))]
+
+
+def reading(row: dict[str, str], top: tuple[str, ...], other: set[str]) -> dict[str, Any]:
+    """The config ``row`` records, nested as the runner hashes it, with the cells of ``other`` read the other way."""
+    params: dict[str, Any] = {"profile": {"overrides": {}}}
+    for column, text in row.items():
+        if not (column in top or column == "trial" or column.split(".")[0] in GROUPS):
+            continue
+        if column in other and text == "":
+            continue  # not a key of this row's option
+        value = int(float(text)) if column in other else parse_cell(text)
+        node = params
+        *path, leaf = column.split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    seed, trial = params["seed"], params["trial"]
+    if seed and trial >= seed * BLOCK:
+        params["trial"] = trial - seed * BLOCK
+    return params
+
+
+def unreproduced(path: Path) -> list[str]:
+    """The keys of the rows of ``path`` that no reading of their recorded config gives under this code.
+
+    The readings are tried per option pair (mechanism and data name), the last one that held first: a column is
+    read the same way in every row of an option.
+    """
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    config = OmegaConf.load(CONF_DIR / "config.yaml")
+    top = tuple(str(k) for k in config if k not in (*RUN_KEYS, *NOT_IN_KEY, "defaults", "hydra"))
+    gappy = {c for c in df.columns if (df[c] == "").any()}
+    experiment = load_option(CONF_DIR, "experiment", df["experiment"].iloc[0])
+    held: dict[tuple[str, str], set[str]] = {}
+    missing = []
+    for row in df.to_dict("records"):
+        fn = experiment.get("trial") or row["mechanism.trial"]
+        option = (row["mechanism.name"], row["data.name"])
+        cells = ambiguous_cells(row, gappy)
+        choices = [held[option] & set(cells)] if option in held else []
+        choices += [{c for c, pick in zip(cells, picks, strict=True) if pick}
+                    for picks in itertools.product((False, True), repeat=len(cells))]
+        found = next((other for other in choices if store_key(reading(row, top, other), fn) == row["key"]), None)
+        if found is None:
+            missing.append(row["key"])
+        else:
+            held[option] = found
+    return missing
+
+
+def keyed_tables() -> list[Path]:
+    return sorted(p for p in TABLES.glob("*.csv") if pd.read_csv(p, nrows=0).columns[:2].tolist() == ["experiment",
+                                                                                                     "key"])
+
+
+@pytest.mark.parametrize("path", keyed_tables(), ids=lambda p: p.stem)
+def test_every_committed_row_has_the_key_of_its_recorded_config(path, monkeypatch):
+    """A committed table is what the store gives back: each row's key is its recorded config's under this code.
+
+    Except the rows of ``NOT_REPRODUCED``; the tables of ``WRITTEN_UNDER`` under the row declaration they were
+    written under.
+    """
+    if path.stem in WRITTEN_UNDER:
+        assert len(unreproduced(path)) == len(pd.read_csv(path, usecols=["key"])), \
+            f"{path.name} has the rows of its trial function's current declaration: drop it from WRITTEN_UNDER"
+        monkeypatch.setattr(runner, "row_schema", lambda fn: WRITTEN_UNDER[path.stem])
+    missing = set(unreproduced(path))
+    expected = NOT_REPRODUCED.get(path.stem, frozenset())
+    if expected == EVERY_ROW:
+        expected = frozenset(pd.read_csv(path, usecols=["key"], dtype=str)["key"])
+    assert missing == expected, (
+        f"{path.name}: {len(missing - expected)} row(s) whose key this code does not compute from the config they "
+        f"record (the next run recomputes them): {sorted(missing - expected)[:12]}; listed but reproduced: "
+        f"{sorted(expected - missing)[:12]}")
+
+
+def test_a_row_whose_recorded_config_was_changed_does_not_reproduce(tmp_path):
+    df = pd.read_csv(TABLES / "counters.csv", dtype=str, keep_default_na=False).head(3)
+    df.loc[1, "data.skew"] = "1.2"  # a config the row was not computed under
+    df.loc[2, "mechanism.speed_steps"] = "256.0"  # an int column read as a float: no gap in it, so no int reading
+    df.to_csv(tmp_path / "counters.csv", index=False)
+    assert unreproduced(tmp_path / "counters.csv") == [df.loc[1, "key"], df.loc[2, "key"]]

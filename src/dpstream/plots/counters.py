@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 from pathlib import Path
 from typing import Any
@@ -51,3 +52,52 @@ def _at(series: pd.Series, log2: int) -> str:
     """The series' value at log2 T = ``log2``, or "not run"."""
     value = series.get(float(log2), math.nan)
     return "not run" if math.isnan(value) else f"{value:.3f}x"
+
+
+BOARD_BLOCK = ("<!-- counters-board -->", "<!-- /counters-board -->")
+"""The markers of the page's leaderboard table at ``BOARD_HORIZON``, generated from the table (``board_markdown``)."""
+BOARD_HORIZON = 2**20
+
+
+def _fmt(value: float, digits: int, missing: str) -> str:
+    return missing if math.isnan(value) else f"{value:.{digits}g}"
+
+
+def board_markdown(df: pd.DataFrame, horizon: int = BOARD_HORIZON) -> str:
+    """The leaderboard's rows at T = ``horizon`` as a Markdown table, in the table's order, with the lower bound.
+
+    Variance and speed ratios to 3 significant digits, bytes exactly, the ARE to 2; "not timed" and "does not fit"
+    where the cell is NaN.
+    """
+    rows = df[df["data.length"] == horizon]
+    lines = ["| counter | node noise | mean var / tree | max var / tree | bytes | update / derived tree "
+             "| release / derived tree | ARE at T, 24 KB |", "|---|---|---|---|---|---|---|---|"]
+    for row in rows.to_dict("records"):
+        cells = [str(row["mechanism.counter"]), str(row["mechanism.node_noise"]),
+                 _fmt(float(row["var_mean_ratio"]), 3, ""), _fmt(float(row["var_max_ratio"]), 3, ""),
+                 str(int(row["bytes_per_counter"])), _fmt(float(row["update_ratio"]), 3, "not timed"),
+                 _fmt(float(row["release_ratio"]), 3, "not timed"), _fmt(float(row["are_top15"]), 2, "does not fit")]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append(f"| factorisation lower bound | | {_fmt(float(rows['lower_bound_mean_ratio'].iloc[0]), 3, '')} "
+                 "| | | | | |")
+    return "\n".join(lines)
+
+
+def write_board(page: Path, df: pd.DataFrame) -> None:
+    """Replace the text between the ``BOARD_BLOCK`` markers of ``page`` by ``board_markdown(df)``."""
+    text = page.read_text()
+    start, end = text.index(BOARD_BLOCK[0]) + len(BOARD_BLOCK[0]), text.index(BOARD_BLOCK[1])
+    page.write_text(text[:start] + "\n" + board_markdown(df) + "\n" + text[end:])
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m dpstream.plots.counters TABLE PAGE``: the page's leaderboard block rewritten from the table."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("table", type=Path, help="the leaderboard's table (results/tables/counters.csv)")
+    parser.add_argument("page", type=Path, help="a page with the generated block (docs/guide/counters.md)")
+    args = parser.parse_args(argv)
+    write_board(args.page, pd.read_csv(args.table))
+
+
+if __name__ == "__main__":
+    main()

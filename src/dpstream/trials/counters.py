@@ -8,8 +8,11 @@ Every column is measured against the binary tree at the same (epsilon, delta, m 
   gamma_F(A) >= 0.701 + ln(T) / pi (Henzinger, Kalinin, Upadhyay 2025, arXiv 2509.14334; asymptotic, up to o(1)) and
   kappa = sigma / sensitivity, over the tree's mean: about 0.125 at 2^20;
 - ``bytes_per_counter``: the counter's state model with 4-byte counts (``Counter.bytes_per_counter``);
-- ``update_ratio`` / ``release_ratio``: seconds a counter-step of pushes and a whole-table release take, over the
-  binary tree's with Philox nodes (``node_noise="derived"``) measured in the same process, on min(T, ``speed_steps``)
+- ``update_ratio`` / ``release_ratio``: process CPU time (``time.process_time``) of the dense pushes of a counter
+  and of one whole-table release after them, over the binary tree's with Philox nodes (``node_noise="derived"``): in
+  each of ``SPEED_ROUNDS`` interleaved rounds, in an order rotated from round to round, a fresh counter of each arm is
+  built (untimed), fed and released, and the round's ratio is counter / tree; a column is the median of the rounds'
+  ratios (``dpstream.timing.median_interval``), > 1 = costlier than the derived tree. On min(T, ``speed_steps``)
   steps of ``speed_counters`` counters (fewer when their state would pass ``SPEED_BYTES``, NaN below ``SPEED_MIN``); a
   push of the square root costs O(min(s, b)), so over the first steps it is measured below its cost late in the stream;
 - ``are_top15`` / ``are_top15_mean_t`` / ``sketch_width``: a LazyCMS of ``memory_kb`` KB (actual memory model) with
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -35,6 +39,7 @@ from dpstream.counters import Counter, CounterDescriptor, counter_class, normali
 from dpstream.counters.factorisation import ROW_TABLE_LIMIT, MissingRowNorms
 from dpstream.errors import ConfigError
 from dpstream.noise import children
+from dpstream.timing import median_interval, round_order
 from dpstream.trials import row_columns
 from dpstream.trials import sketch as sketch_trial
 
@@ -45,6 +50,10 @@ SPEED_BYTES = 2**26
 SPEED_MIN = 256
 """Fewest counters timed: a counter whose state leaves fewer in ``SPEED_BYTES`` (the plain square root from T = 2^16)
 is not timed (NaN)."""
+SPEED_ROUNDS = 5
+"""Interleaved rounds of the speed columns: each round times one fresh counter of each arm (the counter and the derived
+tree), and a column is the median of the rounds' ratios. Five runs of each arm against three of each before: the
+board's total cost grows by well under 1.5x (the speed runs are a part of a cell's cost)."""
 LB_CONSTANT = 0.701
 """gamma_F(A) >= 0.701 + ln(T) / pi + o(1) (arXiv 2509.14334), the mean-variance lower bound of factorisations."""
 EMPIRICAL_STEPS = (1, 7, 0.5, 1.0)
@@ -96,34 +105,56 @@ def formula_cells(cls: CounterDescriptor, horizon: int, params: dict[str, Any]) 
             "bytes_per_counter": cls.bytes_per_counter(horizon, COUNT_BYTES)}
 
 
-def _seconds(cls: CounterDescriptor, n: int, horizon: int, steps: int, params: dict[str, Any]) -> tuple[float, float]:
-    """Best of three: seconds of ``steps`` dense pushes of n counters, and of one whole-table release after them."""
-    best_push, best_release = math.inf, math.inf
+def _seconds(cls: CounterDescriptor, n: int, horizon: int, steps: int, params: dict[str, Any],
+             clock: Callable[[], float]) -> tuple[float, float]:
+    """One run on a fresh counter (built untimed): ``clock`` time of ``steps`` pushes, and of one release after them.
+
+    The pushes are dense (every one of the n counters each step); the release is of the whole table.
+    """
+    counter = build(cls, n, horizon, params)
     cells, zeros = np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int64)
-    for _ in range(3):
-        counter = build(cls, n, horizon, params)
-        start = time.perf_counter()
-        for s in range(1, steps + 1):
-            counter.push(cells, np.full(n, s, dtype=np.int64), zeros)
-        best_push = min(best_push, time.perf_counter() - start)
-        start = time.perf_counter()
-        counter.release_all(np.full(n, steps, dtype=np.int64))
-        best_release = min(best_release, time.perf_counter() - start)
-    return best_push, best_release
+    start = clock()
+    for s in range(1, steps + 1):
+        counter.push(cells, np.full(n, s, dtype=np.int64), zeros)
+    push = clock() - start
+    start = clock()
+    counter.release_all(np.full(n, steps, dtype=np.int64))
+    return push, clock() - start
 
 
-def speed_cells(cls: CounterDescriptor, horizon: int, params: dict[str, Any]) -> dict[str, float]:
-    """Update and release cost over the derived tree's, same counters and steps, same process."""
+def interleaved_seconds(arms: dict[str, CounterDescriptor], n: int, horizon: int, steps: int, params: dict[str, Any],
+                        rounds: int = SPEED_ROUNDS,
+                        clock: Callable[[], float] = time.process_time) -> dict[str, np.ndarray]:
+    """Push and release times of every arm over ``rounds`` interleaved rounds: for each arm an array (rounds, 2).
+
+    Each round is one run (``_seconds``) of every arm, in an order rotated from round to round
+    (``timing.round_order``); row r of an arm's array is from round r.
+    """
+    names = list(arms)
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in round_order(names, r):
+            times[name].append(_seconds(arms[name], n, horizon, steps, params, clock))
+    return {name: np.asarray(times[name], dtype=float) for name in names}
+
+
+def speed_cells(cls: CounterDescriptor, horizon: int, params: dict[str, Any],
+                clock: Callable[[], float] = time.process_time) -> dict[str, float]:
+    """Update and release cost over the derived tree's, same counters and steps, interleaved in one process.
+
+    Each column is the median over ``SPEED_ROUNDS`` rounds of the round's ratio (counter time / tree time, on
+    ``clock``: process CPU time).
+    """
     mech = params["mechanism"]
     n = min(int(mech.get("speed_counters", 4096)), SPEED_BYTES // max(1, cls.bytes_per_counter(horizon, 8)))
     if n < min(SPEED_MIN, int(mech.get("speed_counters", 4096))):  # per-call overhead would be timed, not the counter
         return {"update_ratio": math.nan, "release_ratio": math.nan}
     steps = min(horizon, int(mech.get("speed_steps", 256)))
-    _seconds(cls, 2, horizon, 2, params)  # compile outside the timed region
-    _seconds(counter_class("binary", "derived"), 2, horizon, 2, params)
-    push, release = _seconds(cls, n, horizon, steps, params)
-    tree_push, tree_release = _seconds(counter_class("binary", "derived"), n, horizon, steps, params)
-    return {"update_ratio": push / tree_push, "release_ratio": release / tree_release}
+    arms = {"counter": cls, "tree": counter_class("binary", "derived")}
+    interleaved_seconds(arms, 2, horizon, 2, params, rounds=1, clock=clock)  # compile outside the timed rounds
+    seconds = interleaved_seconds(arms, n, horizon, steps, params, clock=clock)
+    ratios = seconds["counter"] / seconds["tree"]
+    return {"update_ratio": median_interval(ratios[:, 0])[0], "release_ratio": median_interval(ratios[:, 1])[0]}
 
 
 def are_cells(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, float]:
