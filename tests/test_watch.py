@@ -239,6 +239,47 @@ def test_ledger_holds_only_public_values(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.tmp"))  # written to a temporary file and renamed
 
 
+@pytest.mark.parametrize("kind", ["pcap", "pcapng", "lines"])
+def test_ledger_of_a_file_source_holds_nothing_of_its_packets(kind: str, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Two captures that differ in one packet's source, in the same file, leave identical ledgers' file records.
+
+    The record's fingerprint digests the capture header and the inode only (a format-2 ledger held a digest of the
+    first 4 KiB, packets included, which told the two apart).
+    """
+    sources = zipf_sources(9000, 21)
+    neighbour = sources.copy()
+    neighbour[3] ^= 1  # packet 3's source replaced (by one of as many digits: a line file's size is public)
+    path = tmp_path / f"c.{kind}"
+
+    def write(keys: np.ndarray) -> None:
+        if kind == "pcap":
+            path.write_bytes(pcap_bytes(keys))
+        elif kind == "pcapng":
+            path.write_bytes(shb() + idb(1) + b"".join(pcapng_epb(0, eth(ipv4(ipv4_label(int(k))))) for k in keys))
+        else:
+            path.write_text("".join(f"{ipv4_label(int(k))}\n" for k in keys))
+
+    records = []
+    for name, keys in (("a", sources), ("b", neighbour)):
+        write(keys)  # in place: the same inode
+        if name == "a":
+            mtime = path.stat().st_mtime_ns
+        else:
+            os.utime(path, ns=(mtime, mtime))
+        state = tmp_path / f"{name}.json"
+        assert main([str(path), "--state", str(state), "--noise", "derived", "--seed", "1",
+                     *[f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()]]) == 0
+        raw = json.loads(state.read_text())
+        assert raw["epochs"][-1]["released"] == 8192
+        records.append(raw["files"])
+    capsys.readouterr()
+    assert records[0] == records[1]
+    assert raw["format"] == "dpstream-watch-ledger/3"
+    # the last release came before the file's end: its mtime (checked of files read to their end) is not known yet
+    assert records[0] == [[path.name, path.stat().st_size, 8192, records[0][0][3], None]]
+
+
 def test_restart_opens_a_new_epoch_with_a_new_key(tmp_path: Path) -> None:
     state = tmp_path / "state.json"
     first = run_watcher(zipf_sources(12288, 8), state)

@@ -11,14 +11,22 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from dpstream.data.live import fits, natural_key, rotation_files, source_keys
-from dpstream.heavy_hitters.epochs import LEDGER_FORMAT_1, EpochWatcher, WatchConfig, reportable_share, statement
+from dpstream.data.live import content_digest, fits, natural_key, rotation_files, source_keys
+from dpstream.heavy_hitters.epochs import (
+    LEDGER_FORMAT_1,
+    LEDGER_FORMAT_2,
+    EpochWatcher,
+    WatchConfig,
+    reportable_share,
+    statement,
+)
 from dpstream.watch import main, share_text
 
 LINES = 4096
@@ -143,7 +151,7 @@ def test_a_restart_reads_the_new_rotated_files_and_nothing_released_again(tmp_pa
     assert [line["step"] for line in first] == [LINES * (i + 1) for i in range(10)]
     assert first[-1]["items"] == []  # 888 is 18% of epoch 0: below 1/k
     saved = json.loads(state.read_text())
-    assert saved["format"] == "dpstream-watch-ledger/2"
+    assert saved["format"] == "dpstream-watch-ledger/3"
     assert [f[:3] for f in saved["files"]] == [[rotation_name(i), (folder / rotation_name(i)).stat().st_size, LINES]
                                                for i in range(10)]
     write(folder, 10)
@@ -159,7 +167,7 @@ def test_a_restart_reads_the_new_rotated_files_and_nothing_released_again(tmp_pa
     assert [f[0] for f in json.loads(state.read_text())["files"]] == [rotation_name(i) for i in range(12)]
 
 
-@pytest.mark.parametrize("change", ["gone", "renumbered", "rewritten", "grown", "foreign"])
+@pytest.mark.parametrize("change", ["gone", "renumbered", "rewritten", "same size", "replaced", "grown", "foreign"])
 def test_a_restart_on_changed_files_is_refused_naming_the_file(change: str, tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     folder, state, args = watched(tmp_path, 4)
@@ -170,14 +178,24 @@ def test_a_restart_on_changed_files_is_refused_naming_the_file(change: str, tmp_
         (folder / "cap2").unlink()
         why = "'cap3' is in its place"
     elif change == "renumbered":  # logrotate style: every file moves up a number, a new first one
-        size1 = (folder / "cap1").stat().st_size
+        size0 = (folder / "cap").stat().st_size
         for i in range(3, -1, -1):
             (folder / rotation_name(i)).rename(folder / f"cap{i + 1}")
-        write(folder, 0)  # here the same lines as the old first file: caught at the second
-        why = f"it is now {(folder / 'cap1').stat().st_size} bytes"
+        write(folder, 0)  # here the same lines as the old first file, in a new file: caught at the first
+        why = "it is another file (its inode or capture header differ from the one read)"
     elif change == "rewritten":  # a ring buffer (tcpdump -W) overwrote it
         (folder / "cap2").write_text("".join(f"{v}\n" for v in items(7)))
         why = f"it is now {(folder / 'cap2').stat().st_size} bytes"
+    elif change == "same size":  # rewritten in place (the same inode) to its old size: its mtime moved
+        text = (folder / "cap2").read_text().splitlines(keepends=True)
+        (folder / "cap2").write_text("".join(text[::-1]))
+        mtime = (folder / "cap2").stat().st_mtime_ns
+        os.utime(folder / "cap2", ns=(mtime + 10**9, mtime + 10**9))  # past any coarse clock tick
+        why = "it was modified after it was read to its end"
+    elif change == "replaced":  # a new file renamed over it, the same bytes: another inode
+        (folder / "new").write_bytes((folder / "cap2").read_bytes())
+        (folder / "new").rename(folder / "cap2")
+        why = "it is another file (its inode or capture header differ from the one read)"
     elif change == "grown":  # a file read to its end, then a later one, grew
         with (folder / "cap2").open("a") as fh:
             fh.write("5\n")
@@ -191,7 +209,7 @@ def test_a_restart_on_changed_files_is_refused_naming_the_file(change: str, tmp_
         assert err.startswith(f"error: folder {folder}: file 'cap2.gz' does not fit the rotation of its first file "
                               "'cap'"), err
     elif change == "renumbered":
-        assert err.startswith(f"error: state {state}: file 2 of the source was 'cap1' ({size1} bytes read, {LINES} "
+        assert err.startswith(f"error: state {state}: file 1 of the source was 'cap' ({size0} bytes read, {LINES} "
                               f"packets released), but {why}; "), err
     else:
         assert err.startswith(f"error: state {state}: file 3 of the source was 'cap2' ({size} bytes read, {LINES} "
@@ -224,6 +242,36 @@ def test_a_state_of_format_1_is_migrated_or_refused_with_a_how_to(tmp_path: Path
     err = capsys.readouterr().err
     assert err.startswith(f"error: state {state} was written by an older dpstream watch, which read a folder's "
                           "files in plain name order") and "allowed: a new --state" in err and err.count("\n") == 1
+    assert json.loads(state.read_text()) == old
+
+
+def test_a_state_of_format_2_is_migrated_or_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Format 2 recorded a digest of each file's first 4 KiB (packets): checked once as then, never written again.
+
+    A restart on the files as they were reads on, and its saves write format 3 records (no digest of packets); one
+    whose first bytes changed is refused in one line, naming the file, before any epoch opens.
+    """
+    folder, state, args = watched(tmp_path, 3)
+    capsys.readouterr()
+    old = json.loads(state.read_text())
+    old["format"] = LEDGER_FORMAT_2
+    old["files"] = [[name, size, packets, content_digest((folder / name).read_bytes()[:4096])]
+                    for name, size, packets, _, _ in old["files"]]
+    state.write_text(json.dumps(old))
+    write(folder, 3)
+    assert main(args) == 0
+    assert [line["step"] for line in releases(capsys.readouterr().out)] == [4 * LINES]
+    new = json.loads(state.read_text())
+    assert new["format"] == "dpstream-watch-ledger/3" and [len(f) for f in new["files"]] == [5] * 4
+    assert not {f[3] for f in old["files"]} & {f[3] for f in new["files"]}  # the old digests are gone
+
+    state.write_text(json.dumps(old))
+    text = (folder / "cap1").read_text().splitlines(keepends=True)
+    (folder / "cap1").write_text("".join(text[::-1]))  # the same size, other first bytes
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: state {state}: file 2 of the source was 'cap1'") and err.count("\n") == 1, err
+    assert "its first bytes differ from those read" in err and "allowed:" in err
     assert json.loads(state.read_text()) == old
 
 
