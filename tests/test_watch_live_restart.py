@@ -275,7 +275,7 @@ def test_a_state_of_format_2_is_migrated_or_refused(tmp_path: Path, capsys: pyte
     assert json.loads(state.read_text()) == old
 
 
-@pytest.mark.parametrize("source", ["itemz.txt", "bad.txt", "bad.pcap", "items.gz", "column"])
+@pytest.mark.parametrize("source", ["itemz.txt", "bad.txt", "bad.pcap", "items.gz", "column", "flows.csv"])
 def test_a_bad_source_is_one_line_and_writes_nothing(source: str, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """A mistyped or unreadable source: one line naming it, exit 2, no state or lock file, no epoch used up."""
@@ -284,8 +284,9 @@ def test_a_bad_source_is_one_line_and_writes_nothing(source: str, tmp_path: Path
     (tmp_path / "bad.txt").write_text("item,x\n12,a\n,b\n")  # an empty field (text that is not an integer is keyed)
     (tmp_path / "bad.pcap").write_bytes(b"\xd4\xc3\xb2\xa1" + bytes(16) + (999).to_bytes(4, "little"))  # link 999
     (tmp_path / "items.gz").write_bytes(gzip.compress(b"1\n2\n"))
+    (tmp_path / "flows.csv").write_text("".join(f"{i},10.0.0.{i % 7},10.1.0.1\n" for i in range(50)))  # 3 fields
     state = tmp_path / "st.json"
-    extra = ["--column", "3"] if source == "column" else []
+    extra = {"column": ["--column", "3"], "flows.csv": ["--column", "7"]}.get(source, [])
     path = good if source == "column" else tmp_path / source
     assert main([str(path), "--state", str(state), *OPTIONS, *extra]) == 2
     err = capsys.readouterr().err
@@ -295,8 +296,12 @@ def test_a_bad_source_is_one_line_and_writes_nothing(source: str, tmp_path: Path
               "bad.txt": "line 3: item '' in column 0: allowed: an integer",
               "bad.pcap": "bad.pcap: pcap link type 999 is not one the reader decodes; allowed: link types 0,",
               "items.gz": "items.gz: the lines from line 1 on: bytes that are not UTF-8 text; allowed: a pcap",
-              "column": "the lines from line 1 on have no field 3 (--column 3, 0-based)"}[source]
+              "column": "items.txt: --column 3 (0-based) asks for field 4, but the lines from line 1 on have 1 "
+                        "field(s), column(s) 0; allowed: --column 0",
+              "flows.csv": "flows.csv: --column 7 (0-based) asks for field 8, but the lines from line 1 on have 3 "
+                           "field(s), column(s) 0 to 2; allowed: --column 0 to 2"}[source]
     assert wanted in err, err
+    assert "Usecols" not in err and "usecols" not in err  # not pandas' words
     assert not list(tmp_path.glob("st.json*"))
     assert main([str(good), "--state", str(state), *OPTIONS]) == 0  # the next run is epoch 0, its horizon the first
     captured = capsys.readouterr()

@@ -26,6 +26,7 @@ epoch opens.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import ipaddress
@@ -186,9 +187,13 @@ class LineKeys:
             frame = pd.read_csv(io.BytesIO(joined[:cut]), header=None, usecols=[self.column], dtype=str,
                                 skip_blank_lines=True, skipinitialspace=True)
         except ValueError as exc:  # pandas' errors name neither the stream nor the line
-            if "usecols" in str(exc):
-                raise ValueError(f"{self.name}: the lines from line {self._line + 1} on have no field {self.column} "
-                                 f"(--column {self.column}, 0-based); allowed: a field the lines have") from None
+            if "usecols" in str(exc).lower():  # pandas: "usecols ..." or "Usecols do not match columns ..."
+                first = joined[:cut].lstrip(b"\r\n").split(b"\n", 1)[0].decode("utf-8", "replace")
+                fields = len(next(csv.reader([first], skipinitialspace=True), [""]))
+                columns = "0" if fields == 1 else f"0 to {fields - 1}"
+                raise ValueError(f"{self.name}: --column {self.column} (0-based) asks for field {self.column + 1}, "
+                                 f"but the lines from line {self._line + 1} on have {fields} field(s), column(s) "
+                                 f"{columns}; allowed: --column {columns}") from None
             what = "bytes that are not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc).strip()
             raise ValueError(f"{self.name}: the lines from line {self._line + 1} on: {what}; allowed: a pcap or "
                              "pcapng capture, or text lines of integers or IPv4 addresses") from None
