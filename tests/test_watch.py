@@ -501,3 +501,30 @@ def test_kill_9_and_restart_through_a_pipe(host_cap: int | None, tmp_path: Path)
         u_half, u_counted, u_collide, u_lag = terms(unkilled_epochs)
         gap = top[label]["estimate"] - ref[label]["estimate"] - (k_counted - u_counted)
         assert -(k_half + u_half + u_collide + k_lag) <= gap <= k_half + u_half + k_collide + u_lag
+
+
+def test_a_reader_that_goes_away_stops_the_watcher_with_one_line(tmp_path: Path) -> None:
+    """The reader of stdout closes its end early (as ``| head -1`` does): one stderr line, exit 141, nothing else.
+
+    The release nobody received was computed and saved before it was written: it stays in the state (released).
+    """
+    sources = zipf_sources(8192, 13)
+    state = tmp_path / "state.json"
+    command = [sys.executable, "-m", "dpstream", "watch", "-", "--state", str(state), "--rate", "1000", "--noise",
+               "derived", "--seed", "1", *[f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()]]
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+    child.stdin.write(pcap_header() + pcap_records(sources[:4096]))
+    child.stdin.flush()
+    assert json.loads(child.stdout.readline())["step"] == 4096
+    child.stdout.close()  # the reader goes away; the next release has nowhere to go
+    child.stdin.write(pcap_records(sources[4096:], first=4096))
+    child.stdin.close()
+    assert child.wait(timeout=120) == 141
+    err = child.stderr.read().decode()
+    assert [line for line in err.splitlines() if not line.startswith(("epoch 0", "smallest", "privacy", "warning"))] \
+        == ["error: stdout's reader has gone (broken pipe): the release at step 8192 is in the state and counts as "
+            "released, but may not have been received; stopped (exit 141); a restart opens a new epoch"], err
+    saved = json.loads(state.read_text())
+    assert saved["epochs"][-1]["start"] + saved["epochs"][-1]["released"] == 8192

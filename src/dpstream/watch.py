@@ -21,6 +21,7 @@ import argparse
 import fcntl
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -166,10 +167,45 @@ def announce(watcher: EpochWatcher, rate: float, resumed: int) -> None:
     sys.stderr.flush()
 
 
+EXIT_READER_GONE = 141
+"""Exit code when stdout's reader has gone (128 + SIGPIPE, what a shell reports of a writer killed by it)."""
+
+
+class ReaderGone(Exception):
+    """stdout's reader went away while release ``step`` was written (it is in the state: released)."""
+
+    def __init__(self, step: int) -> None:
+        """The release's global step."""
+        super().__init__(step)
+        self.step = step
+
+
 def emit(line: dict[str, Any]) -> None:
-    """One release as one JSON line on stdout, flushed."""
-    sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
+    """One release as one JSON line on stdout, flushed (``ReaderGone`` when the pipe's reader has gone)."""
+    try:
+        sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise ReaderGone(line["step"]) from None
+
+
+def reader_gone(step: int | None) -> int:
+    """One line on stderr about a release nobody may have received; stdout pointed at /dev/null; the exit code.
+
+    The release was computed and saved before it was written, so it counts as released: its privacy is spent, its
+    packets are skipped by a restart on a file, and the next run opens a new epoch.
+    """
+    try:  # Python's flush of stdout at exit would fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor (a captured stdout)
+        pass
+    which = "a release" if step is None else f"the release at step {step}"
+    print(f"error: stdout's reader has gone (broken pipe): {which} is in the state and counts as released, but may "
+          f"not have been received; stopped (exit {EXIT_READER_GONE}); a restart opens a new epoch",
+          file=sys.stderr)
+    return EXIT_READER_GONE
 
 
 def hold(state: Path) -> TextIO:
@@ -316,7 +352,11 @@ def run(args: argparse.Namespace, config: WatchConfig, state: Path, reading: Rea
 
 
 def main(argv: list[str]) -> int:
-    """``dpstream watch ...``: 0 at the end of the input, 2 on bad input (one line), 130 on Ctrl-C."""
+    """``dpstream watch ...``: the exit code.
+
+    0 at the end of the input, 2 on bad input (one line), 130 on Ctrl-C, 141 when stdout's reader has gone
+    (``reader_gone``).
+    """
     args = command_args(parser(), argv)
     if isinstance(args, int):
         return args
@@ -328,5 +368,7 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("stopped: every release is in the state file; a restart opens a new epoch", file=sys.stderr)
         return 130
+    except ReaderGone as gone:
+        return reader_gone(gone.step)
     except BrokenPipeError:
-        return 0
+        return reader_gone(None)
