@@ -24,6 +24,7 @@ from dpstream.heavy_hitters.epochs import (
     LEDGER_FORMAT_2,
     EpochWatcher,
     WatchConfig,
+    epoch_after,
     reportable_share,
     statement,
 )
@@ -316,6 +317,26 @@ def test_an_empty_source_opens_no_epoch(tmp_path: Path, capsys: pytest.CaptureFi
     assert not (tmp_path / "st.json").exists()
 
 
+def test_the_startup_share_after_an_hour_is_the_hours_epochs(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """With a horizon under an hour at --rate, an hour falls many epochs on: its share is that epoch's, then."""
+    config = WatchConfig(k=8, k_tilde=128, epsilon=4.0, every=4096, horizon=16384, flush_every=4)
+    # 3.6e9 packets in an hour: epochs 0..17 hold 16384 (2^18 - 1) = 4294950912, so the hour is in epoch 17
+    assert epoch_after(config, 0, 3_600_000_000) == (17, 3_600_000_000 - 16384 * (2**17 - 1))
+    assert epoch_after(config, 0, 16384) == (0, 16384) and epoch_after(config, 0, 16385) == (1, 1)
+    assert epoch_after(config, 2, 65536 + 1) == (3, 1)
+    hour = reportable_share(config, 3_600_000_000 - 16384 * (2**17 - 1), config.epoch_horizon(17))
+    assert hour == pytest.approx(1 / 8, abs=1e-3) and reportable_share(config, 3_600_000_000) > 0.17  # epoch 0's end
+    path = tmp_path / "items.txt"
+    path.write_text("1\n2\n3\n")
+    assert main([str(path), "--state", str(tmp_path / "st.json"), "--rate", "1e6", "--k", "8", "--k-tilde", "128",
+                 "--flush-every", "4", "--every", "4096", "--horizon", "16384", "--epsilon", "4", "--noise",
+                 "derived", "--seed", "1"]) == 0
+    err = capsys.readouterr().err
+    assert (f"after an hour {100 * hour:.3g}% of the packets (epoch 17, {3_600_000_000 - 16384 * (2**17 - 1)} "
+            "packets into it)") in err, err
+
+
 def test_startup_share_and_statement_are_the_current_epochs(tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     """After a restart the startup share is epoch e's (horizon 2^e T_0), and each epoch states its own privacy."""
@@ -333,10 +354,11 @@ def test_startup_share_and_statement_are_the_current_epochs(tmp_path: Path,
         err = capsys.readouterr().err
         # run 0 opens epoch 0 and, at its horizon, epoch 1; run 1 opens epoch 2
         epoch = 2 * run
-        horizon = config.epoch_horizon(epoch)
-        assert (f"reported in epoch {epoch}, at 100 packets/s: after a minute {share_text(config, 100, 60, horizon)},"
-                f" after an hour {share_text(config, 100, 3600, horizon)}") in err, err
-    assert share_text(config, 100, 60, config.epoch_horizon(2)) != share_text(config, 100, 60)
+        assert (f"reported, at 100 packets/s from now: after a minute {share_text(config, 100, 60, epoch)}, after "
+                f"an hour {share_text(config, 100, 3600, epoch)}") in err, err
+        assert f"after a minute {reportable_share(config, 6000, config.epoch_horizon(epoch)) * 100:.3g}% of the " \
+               f"packets (epoch {epoch})" in err  # a minute is 6000 packets, within the epoch just opened
+    assert share_text(config, 100, 60, 2) != share_text(config, 100, 60)
     # exact discrete noise: the statement of each epoch is computed from its own counters
     lines: list[dict] = []
     watcher = EpochWatcher(WatchConfig(k=2, k_tilde=64, epsilon=4.0, every=4096, horizon=4096, flush_every=1,

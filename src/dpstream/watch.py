@@ -42,7 +42,15 @@ from dpstream.data.live import (
 )
 from dpstream.errors import command_args
 from dpstream.heavy_hitters import epochs
-from dpstream.heavy_hitters.epochs import MAX_HORIZON, NODE_NOISE, EpochWatcher, Ledger, WatchConfig, reportable_share
+from dpstream.heavy_hitters.epochs import (
+    MAX_HORIZON,
+    NODE_NOISE,
+    EpochWatcher,
+    Ledger,
+    WatchConfig,
+    epoch_after,
+    reportable_share,
+)
 
 DEFAULT_RATE = 1e6
 MAX_RATE = MAX_HORIZON // 3600
@@ -133,13 +141,18 @@ def config_of(args: argparse.Namespace) -> WatchConfig:
                        host_cap=args.host_cap, flush_every=args.flush_every)
 
 
-def share_text(config: WatchConfig, rate: float, seconds: float, horizon: int | None = None) -> str:
-    """'x% of its packets' for an item after ``seconds`` at ``rate``, or 'nothing yet' (``reportable_share``).
+def share_text(config: WatchConfig, rate: float, seconds: float, epoch: int = 0) -> str:
+    """The smallest share an item needs ``seconds`` at ``rate`` after epoch ``epoch`` opened (``reportable_share``).
 
-    In an epoch of ``horizon`` packets (default: epoch 0's): a later epoch's longer horizon raises the threshold.
+    'x% of epoch e's packets' in the epoch those packets fall in (``epochs.epoch_after``: with a short horizon an
+    hour is many epochs on), its own horizon's (a later epoch's longer horizon raises the threshold), at its step
+    then; 'nothing' before that epoch's first release.
     """
-    share = reportable_share(config, int(rate * seconds), horizon)
-    return "nothing (no release yet)" if math.isinf(share) else f"{100 * min(share, 1.0):.3g}% of the packets"
+    later, t = epoch_after(config, epoch, int(rate * seconds))
+    share = reportable_share(config, t, config.epoch_horizon(later))
+    where = f"epoch {later}" if later == epoch else f"epoch {later}, {t} packets into it"
+    return f"nothing (no release yet in {where})" if math.isinf(share) else (
+        f"{100 * min(share, 1.0):.3g}% of the packets ({where})")
 
 
 def announce(watcher: EpochWatcher, rate: float, resumed: int) -> None:
@@ -152,9 +165,9 @@ def announce(watcher: EpochWatcher, rate: float, resumed: int) -> None:
     say(f"epoch {epoch.epoch}: key id {epoch.key_id}, horizon {epoch.horizon} packets (doubling per epoch), a "
         f"release every {config.every} packets, counters stepped once per {config.period} packets (k~ "
         f"{config.k_tilde} x --flush-every {config.flush_every})", file=sys.stderr)
-    say(f"smallest share an item needs before it can be reported in epoch {epoch.epoch}, at {rate:g} packets/s: "
-        f"after a minute {share_text(config, rate, 60, epoch.horizon)}, after an hour "
-        f"{share_text(config, rate, 3600, epoch.horizon)}", file=sys.stderr)
+    say(f"smallest share of its epoch's packets an item needs before it can be reported, at {rate:g} packets/s "
+        f"from now: after a minute {share_text(config, rate, 60, epoch.epoch)}, after an hour "
+        f"{share_text(config, rate, 3600, epoch.epoch)}", file=sys.stderr)
     p = watcher.privacy
     say(f"privacy: ({p['epsilon']:g}, {p['delta']:.3g})-DP per packet over the whole run ({p['over_epochs']}); "
         f"{p['not_covered']}", file=sys.stderr)

@@ -222,6 +222,21 @@ def reportable_share(config: WatchConfig, items: int, horizon: int | None = None
     return thresholds(t, config.k, config.k_tilde, gamma, config.flush_every).tau / t
 
 
+def epoch_after(config: WatchConfig, epoch: int, items: int) -> tuple[int, int]:
+    """(e, t): the epoch, and the step within it, that ``items`` items after epoch ``epoch`` opened fall in.
+
+    Epochs follow each other at their horizons (``WatchConfig.epoch_horizon``); an item at an epoch's horizon is its
+    last (the epoch ends on that release).
+    """
+    while items > (horizon := config.epoch_horizon(epoch)):
+        if horizon == MAX_HORIZON:  # no more doubling: whole epochs of MAX_HORIZON
+            skip = (items - 1) // MAX_HORIZON
+            return epoch + skip, items - skip * MAX_HORIZON
+        items -= horizon
+        epoch += 1
+    return epoch, items
+
+
 def intervals(tracker: LazyHH, items: np.ndarray, confidence: float = CONFIDENCE) -> np.ndarray:
     """[low, high] of each reported item's epoch estimate, jointly over every candidate of the refresh: (n, 2).
 
