@@ -76,8 +76,17 @@ def test_a_file_restart_needs_the_same_source_read_the_same_way(tmp_path: Path,
     # a file that changed since its packets were released is refused, naming it, before any epoch opens
     saved = state.read_text()
     size = first.stat().st_size
-    for packets, why in ((5000, f"it is now {5000 * 50 + 24} bytes"), (9500, "its first bytes differ from those read")):
-        first.write_bytes(pcap_bytes(0x0A000000 + rng.integers(0, 50, packets)))
+    # rewritten in place (the same inode) shorter; a new file renamed over it (created while the old one exists:
+    # another inode). A last file rewritten in place to at least its size is not told from one that grew: the
+    # state holds no byte of a packet (docs/guide/watch.md, Restarts)
+    for packets, why in ((5000, f"it is now {5000 * 50 + 24} bytes"),
+                         (9500, "it is another file (its inode or capture header differ from the one read)")):
+        if packets == 5000:
+            first.write_bytes(pcap_bytes(0x0A000000 + rng.integers(0, 50, packets)))
+        else:
+            new = tmp_path / "new.pcap"
+            new.write_bytes(pcap_bytes(0x0A000000 + rng.integers(0, 50, packets)))
+            new.replace(first)
         assert main([str(first), "--state", str(state), "--rate", "1000", *OPTIONS]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"error: state {state}: file 1 of the source was 'a.pcap' ({size} bytes read, 8192 "

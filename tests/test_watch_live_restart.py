@@ -11,14 +11,23 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from dpstream.data.live import fits, natural_key, rotation_files, source_keys
-from dpstream.heavy_hitters.epochs import LEDGER_FORMAT_1, EpochWatcher, WatchConfig, reportable_share, statement
+from dpstream.data.live import content_digest, fits, natural_key, rotation_files, source_keys
+from dpstream.heavy_hitters.epochs import (
+    LEDGER_FORMAT_1,
+    LEDGER_FORMAT_2,
+    EpochWatcher,
+    WatchConfig,
+    epoch_after,
+    reportable_share,
+    statement,
+)
 from dpstream.watch import main, share_text
 
 LINES = 4096
@@ -143,7 +152,7 @@ def test_a_restart_reads_the_new_rotated_files_and_nothing_released_again(tmp_pa
     assert [line["step"] for line in first] == [LINES * (i + 1) for i in range(10)]
     assert first[-1]["items"] == []  # 888 is 18% of epoch 0: below 1/k
     saved = json.loads(state.read_text())
-    assert saved["format"] == "dpstream-watch-ledger/2"
+    assert saved["format"] == "dpstream-watch-ledger/3"
     assert [f[:3] for f in saved["files"]] == [[rotation_name(i), (folder / rotation_name(i)).stat().st_size, LINES]
                                                for i in range(10)]
     write(folder, 10)
@@ -159,7 +168,7 @@ def test_a_restart_reads_the_new_rotated_files_and_nothing_released_again(tmp_pa
     assert [f[0] for f in json.loads(state.read_text())["files"]] == [rotation_name(i) for i in range(12)]
 
 
-@pytest.mark.parametrize("change", ["gone", "renumbered", "rewritten", "grown", "foreign"])
+@pytest.mark.parametrize("change", ["gone", "renumbered", "rewritten", "same size", "replaced", "grown", "foreign"])
 def test_a_restart_on_changed_files_is_refused_naming_the_file(change: str, tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     folder, state, args = watched(tmp_path, 4)
@@ -170,14 +179,24 @@ def test_a_restart_on_changed_files_is_refused_naming_the_file(change: str, tmp_
         (folder / "cap2").unlink()
         why = "'cap3' is in its place"
     elif change == "renumbered":  # logrotate style: every file moves up a number, a new first one
-        size1 = (folder / "cap1").stat().st_size
+        size0 = (folder / "cap").stat().st_size
         for i in range(3, -1, -1):
             (folder / rotation_name(i)).rename(folder / f"cap{i + 1}")
-        write(folder, 0)  # here the same lines as the old first file: caught at the second
-        why = f"it is now {(folder / 'cap1').stat().st_size} bytes"
+        write(folder, 0)  # here the same lines as the old first file, in a new file: caught at the first
+        why = "it is another file (its inode or capture header differ from the one read)"
     elif change == "rewritten":  # a ring buffer (tcpdump -W) overwrote it
         (folder / "cap2").write_text("".join(f"{v}\n" for v in items(7)))
         why = f"it is now {(folder / 'cap2').stat().st_size} bytes"
+    elif change == "same size":  # rewritten in place (the same inode) to its old size: its mtime moved
+        text = (folder / "cap2").read_text().splitlines(keepends=True)
+        (folder / "cap2").write_text("".join(text[::-1]))
+        mtime = (folder / "cap2").stat().st_mtime_ns
+        os.utime(folder / "cap2", ns=(mtime + 10**9, mtime + 10**9))  # past any coarse clock tick
+        why = "it was modified after it was read to its end"
+    elif change == "replaced":  # a new file renamed over it, the same bytes: another inode
+        (folder / "new").write_bytes((folder / "cap2").read_bytes())
+        (folder / "new").rename(folder / "cap2")
+        why = "it is another file (its inode or capture header differ from the one read)"
     elif change == "grown":  # a file read to its end, then a later one, grew
         with (folder / "cap2").open("a") as fh:
             fh.write("5\n")
@@ -191,7 +210,7 @@ def test_a_restart_on_changed_files_is_refused_naming_the_file(change: str, tmp_
         assert err.startswith(f"error: folder {folder}: file 'cap2.gz' does not fit the rotation of its first file "
                               "'cap'"), err
     elif change == "renumbered":
-        assert err.startswith(f"error: state {state}: file 2 of the source was 'cap1' ({size1} bytes read, {LINES} "
+        assert err.startswith(f"error: state {state}: file 1 of the source was 'cap' ({size0} bytes read, {LINES} "
                               f"packets released), but {why}; "), err
     else:
         assert err.startswith(f"error: state {state}: file 3 of the source was 'cap2' ({size} bytes read, {LINES} "
@@ -227,7 +246,37 @@ def test_a_state_of_format_1_is_migrated_or_refused_with_a_how_to(tmp_path: Path
     assert json.loads(state.read_text()) == old
 
 
-@pytest.mark.parametrize("source", ["itemz.txt", "bad.txt", "bad.pcap", "items.gz", "column"])
+def test_a_state_of_format_2_is_migrated_or_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Format 2 recorded a digest of each file's first 4 KiB (packets): checked once as then, never written again.
+
+    A restart on the files as they were reads on, and its saves write format 3 records (no digest of packets); one
+    whose first bytes changed is refused in one line, naming the file, before any epoch opens.
+    """
+    folder, state, args = watched(tmp_path, 3)
+    capsys.readouterr()
+    old = json.loads(state.read_text())
+    old["format"] = LEDGER_FORMAT_2
+    old["files"] = [[name, size, packets, content_digest((folder / name).read_bytes()[:4096])]
+                    for name, size, packets, _, _ in old["files"]]
+    state.write_text(json.dumps(old))
+    write(folder, 3)
+    assert main(args) == 0
+    assert [line["step"] for line in releases(capsys.readouterr().out)] == [4 * LINES]
+    new = json.loads(state.read_text())
+    assert new["format"] == "dpstream-watch-ledger/3" and [len(f) for f in new["files"]] == [5] * 4
+    assert not {f[3] for f in old["files"]} & {f[3] for f in new["files"]}  # the old digests are gone
+
+    state.write_text(json.dumps(old))
+    text = (folder / "cap1").read_text().splitlines(keepends=True)
+    (folder / "cap1").write_text("".join(text[::-1]))  # the same size, other first bytes
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: state {state}: file 2 of the source was 'cap1'") and err.count("\n") == 1, err
+    assert "its first bytes differ from those read" in err and "allowed:" in err
+    assert json.loads(state.read_text()) == old
+
+
+@pytest.mark.parametrize("source", ["itemz.txt", "bad.txt", "bad.pcap", "items.gz", "column", "flows.csv"])
 def test_a_bad_source_is_one_line_and_writes_nothing(source: str, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """A mistyped or unreadable source: one line naming it, exit 2, no state or lock file, no epoch used up."""
@@ -236,8 +285,9 @@ def test_a_bad_source_is_one_line_and_writes_nothing(source: str, tmp_path: Path
     (tmp_path / "bad.txt").write_text("item,x\n12,a\n,b\n")  # an empty field (text that is not an integer is keyed)
     (tmp_path / "bad.pcap").write_bytes(b"\xd4\xc3\xb2\xa1" + bytes(16) + (999).to_bytes(4, "little"))  # link 999
     (tmp_path / "items.gz").write_bytes(gzip.compress(b"1\n2\n"))
+    (tmp_path / "flows.csv").write_text("".join(f"{i},10.0.0.{i % 7},10.1.0.1\n" for i in range(50)))  # 3 fields
     state = tmp_path / "st.json"
-    extra = ["--column", "3"] if source == "column" else []
+    extra = {"column": ["--column", "3"], "flows.csv": ["--column", "7"]}.get(source, [])
     path = good if source == "column" else tmp_path / source
     assert main([str(path), "--state", str(state), *OPTIONS, *extra]) == 2
     err = capsys.readouterr().err
@@ -247,8 +297,12 @@ def test_a_bad_source_is_one_line_and_writes_nothing(source: str, tmp_path: Path
               "bad.txt": "line 3: item '' in column 0: allowed: an integer",
               "bad.pcap": "bad.pcap: pcap link type 999 is not one the reader decodes; allowed: link types 0,",
               "items.gz": "items.gz: the lines from line 1 on: bytes that are not UTF-8 text; allowed: a pcap",
-              "column": "the lines from line 1 on have no field 3 (--column 3, 0-based)"}[source]
+              "column": "items.txt: --column 3 (0-based) asks for field 4, but the lines from line 1 on have 1 "
+                        "field(s), column(s) 0; allowed: --column 0",
+              "flows.csv": "flows.csv: --column 7 (0-based) asks for field 8, but the lines from line 1 on have 3 "
+                           "field(s), column(s) 0 to 2; allowed: --column 0 to 2"}[source]
     assert wanted in err, err
+    assert "Usecols" not in err and "usecols" not in err  # not pandas' words
     assert not list(tmp_path.glob("st.json*"))
     assert main([str(good), "--state", str(state), *OPTIONS]) == 0  # the next run is epoch 0, its horizon the first
     captured = capsys.readouterr()
@@ -261,6 +315,26 @@ def test_an_empty_source_opens_no_epoch(tmp_path: Path, capsys: pytest.CaptureFi
     assert main([str(empty), "--state", str(tmp_path / "st.json"), *OPTIONS]) == 0
     assert capsys.readouterr().err == "end of input: no packet after the 0 released before; no epoch opened\n"
     assert not (tmp_path / "st.json").exists()
+
+
+def test_the_startup_share_after_an_hour_is_the_hours_epochs(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """With a horizon under an hour at --rate, an hour falls many epochs on: its share is that epoch's, then."""
+    config = WatchConfig(k=8, k_tilde=128, epsilon=4.0, every=4096, horizon=16384, flush_every=4)
+    # 3.6e9 packets in an hour: epochs 0..17 hold 16384 (2^18 - 1) = 4294950912, so the hour is in epoch 17
+    assert epoch_after(config, 0, 3_600_000_000) == (17, 3_600_000_000 - 16384 * (2**17 - 1))
+    assert epoch_after(config, 0, 16384) == (0, 16384) and epoch_after(config, 0, 16385) == (1, 1)
+    assert epoch_after(config, 2, 65536 + 1) == (3, 1)
+    hour = reportable_share(config, 3_600_000_000 - 16384 * (2**17 - 1), config.epoch_horizon(17))
+    assert hour == pytest.approx(1 / 8, abs=1e-3) and reportable_share(config, 3_600_000_000) > 0.17  # epoch 0's end
+    path = tmp_path / "items.txt"
+    path.write_text("1\n2\n3\n")
+    assert main([str(path), "--state", str(tmp_path / "st.json"), "--rate", "1e6", "--k", "8", "--k-tilde", "128",
+                 "--flush-every", "4", "--every", "4096", "--horizon", "16384", "--epsilon", "4", "--noise",
+                 "derived", "--seed", "1"]) == 0
+    err = capsys.readouterr().err
+    assert (f"after an hour {100 * hour:.3g}% of the packets (epoch 17, {3_600_000_000 - 16384 * (2**17 - 1)} "
+            "packets into it)") in err, err
 
 
 def test_startup_share_and_statement_are_the_current_epochs(tmp_path: Path,
@@ -280,10 +354,11 @@ def test_startup_share_and_statement_are_the_current_epochs(tmp_path: Path,
         err = capsys.readouterr().err
         # run 0 opens epoch 0 and, at its horizon, epoch 1; run 1 opens epoch 2
         epoch = 2 * run
-        horizon = config.epoch_horizon(epoch)
-        assert (f"reported in epoch {epoch}, at 100 packets/s: after a minute {share_text(config, 100, 60, horizon)},"
-                f" after an hour {share_text(config, 100, 3600, horizon)}") in err, err
-    assert share_text(config, 100, 60, config.epoch_horizon(2)) != share_text(config, 100, 60)
+        assert (f"reported, at 100 packets/s from now: after a minute {share_text(config, 100, 60, epoch)}, after "
+                f"an hour {share_text(config, 100, 3600, epoch)}") in err, err
+        assert f"after a minute {reportable_share(config, 6000, config.epoch_horizon(epoch)) * 100:.3g}% of the " \
+               f"packets (epoch {epoch})" in err  # a minute is 6000 packets, within the epoch just opened
+    assert share_text(config, 100, 60, 2) != share_text(config, 100, 60)
     # exact discrete noise: the statement of each epoch is computed from its own counters
     lines: list[dict] = []
     watcher = EpochWatcher(WatchConfig(k=2, k_tilde=64, epsilon=4.0, every=4096, horizon=4096, flush_every=1,

@@ -21,6 +21,7 @@ import argparse
 import fcntl
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -41,7 +42,15 @@ from dpstream.data.live import (
 )
 from dpstream.errors import command_args
 from dpstream.heavy_hitters import epochs
-from dpstream.heavy_hitters.epochs import MAX_HORIZON, NODE_NOISE, EpochWatcher, Ledger, WatchConfig, reportable_share
+from dpstream.heavy_hitters.epochs import (
+    MAX_HORIZON,
+    NODE_NOISE,
+    EpochWatcher,
+    Ledger,
+    WatchConfig,
+    epoch_after,
+    reportable_share,
+)
 
 DEFAULT_RATE = 1e6
 MAX_RATE = MAX_HORIZON // 3600
@@ -132,13 +141,18 @@ def config_of(args: argparse.Namespace) -> WatchConfig:
                        host_cap=args.host_cap, flush_every=args.flush_every)
 
 
-def share_text(config: WatchConfig, rate: float, seconds: float, horizon: int | None = None) -> str:
-    """'x% of its packets' for an item after ``seconds`` at ``rate``, or 'nothing yet' (``reportable_share``).
+def share_text(config: WatchConfig, rate: float, seconds: float, epoch: int = 0) -> str:
+    """The smallest share an item needs ``seconds`` at ``rate`` after epoch ``epoch`` opened (``reportable_share``).
 
-    In an epoch of ``horizon`` packets (default: epoch 0's): a later epoch's longer horizon raises the threshold.
+    'x% of epoch e's packets' in the epoch those packets fall in (``epochs.epoch_after``: with a short horizon an
+    hour is many epochs on), its own horizon's (a later epoch's longer horizon raises the threshold), at its step
+    then; 'nothing' before that epoch's first release.
     """
-    share = reportable_share(config, int(rate * seconds), horizon)
-    return "nothing (no release yet)" if math.isinf(share) else f"{100 * min(share, 1.0):.3g}% of the packets"
+    later, t = epoch_after(config, epoch, int(rate * seconds))
+    share = reportable_share(config, t, config.epoch_horizon(later))
+    where = f"epoch {later}" if later == epoch else f"epoch {later}, {t} packets into it"
+    return f"nothing (no release yet in {where})" if math.isinf(share) else (
+        f"{100 * min(share, 1.0):.3g}% of the packets ({where})")
 
 
 def announce(watcher: EpochWatcher, rate: float, resumed: int) -> None:
@@ -151,9 +165,9 @@ def announce(watcher: EpochWatcher, rate: float, resumed: int) -> None:
     say(f"epoch {epoch.epoch}: key id {epoch.key_id}, horizon {epoch.horizon} packets (doubling per epoch), a "
         f"release every {config.every} packets, counters stepped once per {config.period} packets (k~ "
         f"{config.k_tilde} x --flush-every {config.flush_every})", file=sys.stderr)
-    say(f"smallest share an item needs before it can be reported in epoch {epoch.epoch}, at {rate:g} packets/s: "
-        f"after a minute {share_text(config, rate, 60, epoch.horizon)}, after an hour "
-        f"{share_text(config, rate, 3600, epoch.horizon)}", file=sys.stderr)
+    say(f"smallest share of its epoch's packets an item needs before it can be reported, at {rate:g} packets/s "
+        f"from now: after a minute {share_text(config, rate, 60, epoch.epoch)}, after an hour "
+        f"{share_text(config, rate, 3600, epoch.epoch)}", file=sys.stderr)
     p = watcher.privacy
     say(f"privacy: ({p['epsilon']:g}, {p['delta']:.3g})-DP per packet over the whole run ({p['over_epochs']}); "
         f"{p['not_covered']}", file=sys.stderr)
@@ -166,10 +180,45 @@ def announce(watcher: EpochWatcher, rate: float, resumed: int) -> None:
     sys.stderr.flush()
 
 
+EXIT_READER_GONE = 141
+"""Exit code when stdout's reader has gone (128 + SIGPIPE, what a shell reports of a writer killed by it)."""
+
+
+class ReaderGone(Exception):
+    """stdout's reader went away while release ``step`` was written (it is in the state: released)."""
+
+    def __init__(self, step: int) -> None:
+        """The release's global step."""
+        super().__init__(step)
+        self.step = step
+
+
 def emit(line: dict[str, Any]) -> None:
-    """One release as one JSON line on stdout, flushed."""
-    sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
+    """One release as one JSON line on stdout, flushed (``ReaderGone`` when the pipe's reader has gone)."""
+    try:
+        sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise ReaderGone(line["step"]) from None
+
+
+def reader_gone(step: int | None) -> int:
+    """One line on stderr about a release nobody may have received; stdout pointed at /dev/null; the exit code.
+
+    The release was computed and saved before it was written, so it counts as released: its privacy is spent, its
+    packets are skipped by a restart on a file, and the next run opens a new epoch.
+    """
+    try:  # Python's flush of stdout at exit would fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor (a captured stdout)
+        pass
+    which = "a release" if step is None else f"the release at step {step}"
+    print(f"error: stdout's reader has gone (broken pipe): {which} is in the state and counts as released, but may "
+          f"not have been received; stopped (exit {EXIT_READER_GONE}); a restart opens a new epoch",
+          file=sys.stderr)
+    return EXIT_READER_GONE
 
 
 def hold(state: Path) -> TextIO:
@@ -316,7 +365,11 @@ def run(args: argparse.Namespace, config: WatchConfig, state: Path, reading: Rea
 
 
 def main(argv: list[str]) -> int:
-    """``dpstream watch ...``: 0 at the end of the input, 2 on bad input (one line), 130 on Ctrl-C."""
+    """``dpstream watch ...``: the exit code.
+
+    0 at the end of the input, 2 on bad input (one line), 130 on Ctrl-C, 141 when stdout's reader has gone
+    (``reader_gone``).
+    """
     args = command_args(parser(), argv)
     if isinstance(args, int):
         return args
@@ -328,5 +381,7 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("stopped: every release is in the state file; a restart opens a new epoch", file=sys.stderr)
         return 130
+    except ReaderGone as gone:
+        return reader_gone(gone.step)
     except BrokenPipeError:
-        return 0
+        return reader_gone(None)

@@ -16,13 +16,17 @@ files are read in the rotation's order (``natural_key``: digit runs compare as n
 before cap10) and the reader moves to the next file once a later one exists and the current one is at its end.
 A name that does not fit the first file's rotation (``fits``) is refused.
 
-``Reading`` records the (name, size, packets, fingerprint) of each file read, the list a restart checks before it
-skips the packets a state released (``check_resume``); ``probe`` reads a file source's first block before any
-state is touched, so a bad source is refused before an epoch opens.
+``Reading`` records the (name, size, packets, fingerprint, mtime) of each file read, the list a restart checks
+before it skips the packets a state released (``check_resume``). The fingerprint holds no packet: it is a digest of
+the file's capture header (pcap global header, or pcapng section and interface blocks; nothing of a line stream)
+and its inode, so a state file stays a function of the configuration and public values (``fingerprint``).
+``probe`` reads a file source's first block before any state is touched, so a bad source is refused before an
+epoch opens.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import ipaddress
@@ -34,7 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -183,9 +187,13 @@ class LineKeys:
             frame = pd.read_csv(io.BytesIO(joined[:cut]), header=None, usecols=[self.column], dtype=str,
                                 skip_blank_lines=True, skipinitialspace=True)
         except ValueError as exc:  # pandas' errors name neither the stream nor the line
-            if "usecols" in str(exc):
-                raise ValueError(f"{self.name}: the lines from line {self._line + 1} on have no field {self.column} "
-                                 f"(--column {self.column}, 0-based); allowed: a field the lines have") from None
+            if "usecols" in str(exc).lower():  # pandas: "usecols ..." or "Usecols do not match columns ..."
+                first = joined[:cut].lstrip(b"\r\n").split(b"\n", 1)[0].decode("utf-8", "replace")
+                fields = len(next(csv.reader([first], skipinitialspace=True), [""]))
+                columns = "0" if fields == 1 else f"0 to {fields - 1}"
+                raise ValueError(f"{self.name}: --column {self.column} (0-based) asks for field {self.column + 1}, "
+                                 f"but the lines from line {self._line + 1} on have {fields} field(s), column(s) "
+                                 f"{columns}; allowed: --column {columns}") from None
             what = "bytes that are not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc).strip()
             raise ValueError(f"{self.name}: the lines from line {self._line + 1} on: {what}; allowed: a pcap or "
                              "pcapng capture, or text lines of integers or IPv4 addresses") from None
@@ -306,7 +314,7 @@ SOURCES = "'-' (stdin), a capture or text file, or a folder of rotated captures"
 PROBE_BYTES = 1 << 16
 """Bytes of a file source's first file read and decoded before anything is opened (``probe``)."""
 FINGERPRINT_BYTES = 1 << 12
-"""Bytes of a file's start whose BLAKE2b a state records of each file it released packets from (``FileRead``)."""
+"""Bytes of a file's start in which its capture header is looked for (``capture_header``; ``FileRead``)."""
 
 
 def natural_key(name: str) -> tuple[tuple[str | int, ...], str]:
@@ -413,18 +421,61 @@ def _folder(path: Path, follow: bool, poll: float) -> Iterator[tuple[str, Iterat
         done.add(current)
 
 
-def fingerprint(head: bytes) -> str:
-    """16 hex digits of BLAKE2b over a file's first bytes (at most ``FINGERPRINT_BYTES``)."""
+def capture_header(head: bytes) -> bytes:
+    """The capture header at the start of ``head`` (a file's first bytes): no packet, no line.
+
+    A pcap file's 24-byte global header (magic, version, snaplen, link type); a pcapng file's section header block
+    and the interface description blocks that follow it, up to the first other block; nothing (b"") for a text or
+    CSV line stream, whose first line may be an item. Only whole blocks within ``head`` are taken.
+    """
+    if head[:4] in PCAP_MAGIC:
+        return head[:24]
+    if head[:4] != PCAPNG_MAGIC or len(head) < 12:
+        return b""
+    order: Literal["little", "big"] = "little" if head[8:12] == b"\x4d\x3c\x2b\x1a" else "big"
+    end = 0
+    while end + 8 <= len(head):
+        kind = int.from_bytes(head[end:end + 4], order)
+        length = int.from_bytes(head[end + 4:end + 8], order)
+        if kind not in (0x0A0D0D0A, 1) or (kind == 0x0A0D0D0A and end) or length < 12 or end + length > len(head):
+            break
+        end += length
+    return head[:end]
+
+
+def fingerprint(head: bytes, inode: int) -> str:
+    """16 hex digits of BLAKE2b over a file's capture header (``capture_header`` of ``head``) and its inode.
+
+    Nothing in it depends on a packet: two captures that differ in any packet's contents, with the same header, in
+    the same file, have the same fingerprint. A file replaced under its name (a new file, another inode), or a
+    capture with another header, has another.
+    """
+    blob = capture_header(head[:FINGERPRINT_BYTES]) + int(inode).to_bytes(8, "little")
+    return hashlib.blake2b(blob, digest_size=8, person=b"dpstream-file/3").hexdigest()
+
+
+def content_digest(head: bytes) -> str:
+    """The fingerprint a format-2 state recorded: BLAKE2b over a file's first ``FINGERPRINT_BYTES`` (packets too).
+
+    Only checked (``check_resume``), never written again: the next save records ``fingerprint`` instead.
+    """
     return hashlib.blake2b(head[:FINGERPRINT_BYTES], digest_size=8, person=b"dpstream-file").hexdigest()
 
 
 @dataclass
 class FileRead:
-    """One file of a source as far as it was read: its name, the bytes read, the packets (keys) they gave."""
+    """One file of a source as far as it was read: its name, the bytes read, the packets (keys) they gave.
+
+    ``inode`` is the file's when it was opened; ``mtime`` (ns) its modification time once read to its end (None
+    before). Its first bytes are held in memory only until its capture header is known (``fingerprint``).
+    """
 
     name: str
+    path: str = ""
     size: int = 0
     packets: int = 0
+    inode: int = 0
+    mtime: int | None = None
     _head: bytes = b""
     _fingerprint: str | None = None
 
@@ -434,19 +485,20 @@ class FileRead:
         if self._fingerprint is None:
             self._head += bytes(data[:FINGERPRINT_BYTES - len(self._head)])
             if len(self._head) == FINGERPRINT_BYTES:
-                self._fingerprint, self._head = fingerprint(self._head), b""
+                self._fingerprint, self._head = fingerprint(self._head, self.inode), b""
 
     @property
     def fingerprint(self) -> str:
-        """``fingerprint`` of the bytes read so far (of the first ``FINGERPRINT_BYTES`` of them)."""
-        return self._fingerprint or fingerprint(self._head)
+        """``fingerprint`` of the bytes read so far (of the first ``FINGERPRINT_BYTES`` of them) and the inode."""
+        return self._fingerprint or fingerprint(self._head, self.inode)
 
 
 class Reading:
     """What a file or folder source has read, file by file; on a restart, the files a state released, skipped.
 
-    ``released(step)`` is the list a state records: ``[name, size, packets, fingerprint]`` of each file the first
-    ``step`` packets came from, in order (the last one's packets those before ``step``, its size the bytes read).
+    ``released(step)`` is the list a state records: ``[name, size, packets, fingerprint, mtime]`` of each file the
+    first ``step`` packets came from, in order (the last one's packets those before ``step``, its size the bytes
+    read; ``FileRead``).
     With ``resume`` (such a list), the source's first files must be those, the same (``check_resume`` before
     anything is read; while reading, each file's packets): their released packets are dropped, and every other
     file, or a changed one, is refused. With ``skip`` (a state of format 1, which kept no list), the first ``skip``
@@ -465,7 +517,8 @@ class Reading:
         index = len(self.files)
         if index < len(self.resume) and Path(name).name != self.resume[index][0]:
             raise self._changed(index, f"{Path(name).name!r} is read in its place")
-        entry = FileRead(Path(name).name)
+        stat = _stat(name)
+        entry = FileRead(Path(name).name, path=name, inode=0 if stat is None else stat.st_ino)
         self.files.append(entry)
         for data in blocks:
             entry.add(data)
@@ -489,6 +542,8 @@ class Reading:
     def ended(self) -> None:
         """The current file is read to its end: a resumed one must hold the packets the state released of it."""
         index, entry = len(self.files) - 1, self.files[-1]
+        stat = _stat(entry.path)
+        entry.mtime = None if stat is None else stat.st_mtime_ns
         if index < len(self.resume):
             record = self.resume[index]
             last = index == len(self.resume) - 1
@@ -496,14 +551,14 @@ class Reading:
                 raise self._changed(index, f"it now holds {entry.packets} packets")
 
     def released(self, step: int) -> list[list[Any]]:
-        """``[name, size, packets, fingerprint]`` of each file the first ``step`` packets came from."""
+        """``[name, size, packets, fingerprint, mtime]`` of each file the first ``step`` packets came from."""
         out: list[list[Any]] = []
         total = 0
         for entry in self.files:
             if total >= step:
                 break
             packets = min(entry.packets, step - total)
-            out.append([entry.name, entry.size, packets, entry.fingerprint])
+            out.append([entry.name, entry.size, packets, entry.fingerprint, entry.mtime])
             total += packets
         if total != step:
             raise AssertionError(f"{total} packets read, {step} released")
@@ -511,6 +566,14 @@ class Reading:
 
     def _changed(self, index: int, what: str) -> ValueError:
         return changed(self.state, index, self.resume[index], what)
+
+
+def _stat(name: str) -> os.stat_result | None:
+    """``os.stat`` of a file a source reads (None for stdin, or a file gone)."""
+    try:
+        return os.stat(name) if name != "<stdin>" else None
+    except OSError:
+        return None
 
 
 def changed(state: str, index: int, record: list[Any], what: str) -> ValueError:
@@ -524,8 +587,13 @@ def changed(state: str, index: int, record: list[Any], what: str) -> ValueError:
 def check_resume(source: str, resume: list[list[Any]], state: str = "the state") -> None:
     """Refuse a restart unless ``source``'s first files are those a state read (``resume``, ``Reading``).
 
-    Names in order, sizes (the same; the last one's at least) and the fingerprints of their first bytes; the refusal
-    is one line naming the file.
+    Names in order, sizes (the same; the last one's at least), the fingerprints (capture header and inode: a file
+    replaced under its name is refused) and, of each file but the last, the modification time it had when read to
+    its end (a file rewritten in place to its old size is refused). The last file may have grown, so its mtime is not
+    checked: one rewritten in place, same inode and header, to at least its recorded size is not told from one that
+    grew (docs/guide/watch.md: no ring buffers). A record of a format-2 state (4 fields, a digest of the first 4 KiB,
+    ``content_digest``) is checked as then; the next save records the new fields. The refusal is one line naming
+    the file.
     """
     path = Path(source)
     names = rotation_files(path) if path.is_dir() else [path.name]
@@ -543,8 +611,15 @@ def check_resume(source: str, resume: list[list[Any]], state: str = "the state")
             raise changed(state, index, record, f"it is now {stat.st_size} bytes")
         with open(files[index], "rb") as fh:
             head = fh.read(min(record[1], FINGERPRINT_BYTES))
-        if fingerprint(head) != record[3]:
-            raise changed(state, index, record, "its first bytes differ from those read")
+        if len(record) == 4:  # format 2: a digest of the first bytes, checked once (the next save drops it)
+            if content_digest(head) != record[3]:
+                raise changed(state, index, record, "its first bytes differ from those read")
+            continue
+        if fingerprint(head, stat.st_ino) != record[3]:
+            raise changed(state, index, record, "it is another file (its inode or capture header differ from the "
+                          "one read)")
+        if not last and record[4] is not None and stat.st_mtime_ns != record[4]:
+            raise changed(state, index, record, "it was modified after it was read to its end")
 
 
 def probe(source: str, column: int = 0, ipv6: str = "skip") -> None:

@@ -10,8 +10,10 @@ of ``every``, so an epoch ends on a release).
 
 What is saved (``Ledger``, a JSON file written to a temporary file and renamed into place) is the configuration and
 what was released: per epoch its key id, horizon, first global step and its last release, and of a file or folder
-source the (name, size, packets, fingerprint) of each file the released packets came from (``data.live.Reading``),
-which a restart checks before it skips them. No secret state (key,
+source the (name, size, packets, fingerprint, mtime) of each file the released packets came from
+(``data.live.Reading``; the fingerprint digests the capture header and the inode, no packet), which a restart
+checks before it skips them. No packet's contents, nor anything computed from them but releases, and no secret
+state (key,
 counters, pending counts, candidates) is ever written, so a restarted watcher cannot continue an old epoch's noise
 on other items: it opens a new epoch with a new key.
 
@@ -61,7 +63,10 @@ from dpstream.privacy.composition import group
 from dpstream.privacy.heavy_hitters import check_final_delta, lazy_hh_depth
 from dpstream.privacy.statement import Privacy
 
-LEDGER_FORMAT = "dpstream-watch-ledger/2"
+LEDGER_FORMAT = "dpstream-watch-ledger/3"
+LEDGER_FORMAT_2 = "dpstream-watch-ledger/2"
+"""The format whose file records held a digest of each file's first 4 KiB (packets): still read, and a restart
+checks those records as then (``data.live.check_resume``); the next save writes format 3 records."""
 LEDGER_FORMAT_1 = "dpstream-watch-ledger/1"
 """The format before the list of files read (``Ledger.files``): still read, its ``files`` None."""
 MAX_HORIZON = 1 << 48
@@ -217,6 +222,21 @@ def reportable_share(config: WatchConfig, items: int, horizon: int | None = None
     return thresholds(t, config.k, config.k_tilde, gamma, config.flush_every).tau / t
 
 
+def epoch_after(config: WatchConfig, epoch: int, items: int) -> tuple[int, int]:
+    """(e, t): the epoch, and the step within it, that ``items`` items after epoch ``epoch`` opened fall in.
+
+    Epochs follow each other at their horizons (``WatchConfig.epoch_horizon``); an item at an epoch's horizon is its
+    last (the epoch ends on that release).
+    """
+    while items > (horizon := config.epoch_horizon(epoch)):
+        if horizon == MAX_HORIZON:  # no more doubling: whole epochs of MAX_HORIZON
+            skip = (items - 1) // MAX_HORIZON
+            return epoch + skip, items - skip * MAX_HORIZON
+        items -= horizon
+        epoch += 1
+    return epoch, items
+
+
 def intervals(tracker: LazyHH, items: np.ndarray, confidence: float = CONFIDENCE) -> np.ndarray:
     """[low, high] of each reported item's epoch estimate, jointly over every candidate of the refresh: (n, 2).
 
@@ -267,8 +287,9 @@ class Ledger:
     config: WatchConfig
     epochs: list[EpochRecord] = field(default_factory=list)
     source: str | None = None  # what the latest run read (``dpstream.watch.source_id``): a restart checks it
-    files: list[list[Any]] | None = None  # [name, size, packets, fingerprint] of the files the released packets
-    # came from (``data.live.Reading.released``: their packets add up to ``step``); None: written by format 1
+    files: list[list[Any]] | None = None  # [name, size, packets, fingerprint, mtime] of the files the released
+    # packets came from (``data.live.Reading.released``: their packets add up to ``step``; format 2: the first 4,
+    # its fingerprint a digest of the file's first bytes); None: written by format 1
 
     @property
     def step(self) -> int:
@@ -293,18 +314,22 @@ class Ledger:
     def load(cls, path: Path, config: WatchConfig) -> Ledger:
         """The ledger at ``path`` (a new one when absent); its configuration must equal ``config``.
 
-        A ledger of format 1 (``LEDGER_FORMAT_1``) is read with ``files`` None: it kept no list of the files read.
+        A ledger of format 1 (``LEDGER_FORMAT_1``) is read with ``files`` None: it kept no list of the files read. One
+        of format 2 (``LEDGER_FORMAT_2``) is read with its 4-field file records, which only a restart's check reads.
         """
         if not path.exists():
             return cls(config, files=[])
         try:
             raw = json.loads(path.read_text())
-            if raw.get("format") not in (LEDGER_FORMAT, LEDGER_FORMAT_1):
+            if raw.get("format") not in (LEDGER_FORMAT, LEDGER_FORMAT_2, LEDGER_FORMAT_1):
                 raise ValueError(f"format {raw.get('format')!r}")
             saved = WatchConfig(**{"flush_every": 1, **raw["config"]})  # written before the option: B = 1
             epochs = [EpochRecord(**e) for e in raw["epochs"]]
             source = raw.get("source")
             files = None if raw["format"] == LEDGER_FORMAT_1 else [list(f) for f in raw["files"]]
+            fields = 5 if raw["format"] == LEDGER_FORMAT else 4
+            if files is not None and any(len(f) != fields for f in files):
+                raise ValueError(f"a file record without {fields} fields")
             released = epochs[-1].start + epochs[-1].released if epochs else 0
             if files is not None and source not in (None, "stdin") and sum(f[2] for f in files) != released:
                 raise ValueError(f"its files hold {sum(f[2] for f in files)} released packets, its epochs {released}")
