@@ -62,17 +62,15 @@ WATCH = ["--k", "8", "--k-tilde", "128", "--flush-every", "4", "--every", "4096"
 def captures() -> dict[str, bytes]:
     """A pcap and a pcapng capture of the same 12,288 packets: three hosts send half of them."""
     import numpy as np
-    from capture_files import ETH, epb, eth, idb, ipv4, shb
+    from capture_files import pcapng_of
 
-    from dpstream.data.live import ipv4_label
     from dpstream.data.synthetic_capture import pcap_bytes
 
     rng = np.random.default_rng(0)
     n = 3 * 4096
     hosts = np.where(rng.random(n) < 0.5, 0x0A000001 + rng.integers(0, 3, n),
                      0x0B000000 + rng.integers(0, 5000, n)).astype(np.uint32)
-    frames = b"".join(epb(0, eth(ipv4(ipv4_label(int(h)), 60))) for h in hosts)
-    return {"pcap": pcap_bytes(hosts), "pcapng": shb() + idb(ETH) + frames}
+    return {"pcap": pcap_bytes(hosts), "pcapng": pcapng_of(hosts)}
 
 
 def watch_on_stdin(data: bytes, argv: list[str]) -> None:
