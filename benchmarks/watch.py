@@ -2,6 +2,8 @@
 
     python benchmarks/watch.py [--json] [--packets N] [--repeats R]
     python benchmarks/watch.py --hour [--packets 2500000000]      # make watch-hour
+    python benchmarks/watch.py --cli [--packets 20000000] [--json results/watch_cli.json]
+    python benchmarks/watch.py --warm-start [--json results/watch_warm_start.json]
 
 Ratios (one process, interleaved repetitions, process CPU time): the end-to-end path of ``dpstream watch`` (a
 generated pcap, Ethernet + IPv4, captured length 96, fed to the streaming reader ``data.live.CaptureKeys`` in
@@ -15,6 +17,16 @@ counts the two threads' work once, the default CPU clock adds them). ``--host-ca
 host cap on. ``--flush-every B``: the watcher's counter clock (default the watcher's, ``epochs.FLUSH_EVERY``; 1 is
 LazyHH as the paper). Targets: >= 0.35x with derived noise, >= 0.2x deployable.
 
+``--cli``: the command itself, deployable: ``dpstream watch -`` at its defaults (d 55 for an hour at 1e6 packets/s,
+B 64, a release every 5 s of packets) run as a child process and fed a generated pcap through a real pipe, with its
+ledger written and fsynced at each release and its lines read from its stdout; packets per CPU second of the child
+(``RUSAGE_CHILDREN``: its start, both threads, everything) against the bare loop of the same depth timed in this
+process before and after it.
+
+``--warm-start``: the time from starting ``dpstream watch -`` (default noise, ``--rate 1000``: a release every 32,768
+packets) on a small pcap fed through a pipe to its first release line, wall and the child's CPU (``/proc``), once the
+numba cache is filled (a first run fills it, then ``--repeats`` runs are timed).
+
 ``--hour``: a one-hour backbone trace (2.5e9 packets by default) generated a chunk at a time and streamed through
 the same reader and watcher (deployable default, one-hour first epoch), never stored: packets/s (CPU, reader and
 watcher only; generation excluded), the ratio to the bare loop measured in the same process, and peak memory.
@@ -27,8 +39,13 @@ import json
 import os
 import platform
 import resource
+import statistics
+import subprocess
 import sys
+import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +58,8 @@ from dpstream.hashing import canonical_keys, draw_hash_params, multiply_shift
 from dpstream.heavy_hitters.epochs import FLUSH_EVERY, EpochWatcher, WatchConfig
 from dpstream.privacy.heavy_hitters import lazy_hh_depth
 from dpstream.timing import RatioEstimate, interleaved_ratios
+from dpstream.watch import config_of
+from dpstream.watch import parser as watch_parser
 
 RESULTS = Path(__file__).resolve().parent / "results" / "watch.json"
 CAPLEN = 96
@@ -182,12 +201,109 @@ def hour(packets: int, chunk: int = 1 << 18, flush_every: int = FLUSH_EVERY) -> 
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+def child_cpu(pid: int) -> float:
+    """The CPU seconds (user + system, all threads) a running process ``pid`` has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cli_run(chunks: Iterator[bytes], options: list[str]) -> dict:
+    """``dpstream watch - options`` as a child fed ``chunks`` through a pipe by a thread of this process.
+
+    Wall and child CPU from the start to its first release line, its lines, and the child's CPU over the whole run
+    (``RUSAGE_CHILDREN``, read before and after: this process starts no other child meanwhile).
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with tempfile.TemporaryDirectory() as folder:
+        cmd = [sys.executable, "-m", "dpstream", "watch", "-", *options, "--state", f"{folder}/state.json"]
+        t0 = time.perf_counter()
+        child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+
+        def feed() -> None:
+            for chunk in chunks:
+                child.stdin.write(chunk)  # type: ignore[union-attr]
+            child.stdin.close()  # type: ignore[union-attr]
+
+        writer = threading.Thread(target=feed)
+        writer.start()
+        first = child.stdout.readline()
+        first_wall, first_cpu = time.perf_counter() - t0, child_cpu(child.pid)
+        lines = int(bool(first)) + sum(1 for _ in child.stdout)
+        err = child.stderr.read().decode()
+        writer.join()
+        code = child.wait()
+        wall = time.perf_counter() - t0
+    if code != 0 or not first:
+        raise SystemExit(f"{' '.join(cmd)}: exit {code}, {lines} line(s): {err[-2000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return {"first_release_wall_s": first_wall, "first_release_cpu_s": first_cpu, "lines": lines,
+            "cpu_s": cpu, "wall_s": wall}
+
+
+def generated(packets: int, chunk: int = 1 << 20) -> Iterator[bytes]:
+    """A pcap (captured length 96) of ``packets`` Zipf-like sources, generated ``chunk`` packets at a time."""
+    yield pcap_header(CAPLEN)
+    for done in range(0, packets, chunk):
+        yield pcap_records(sources(min(chunk, packets - done), 2 + done // chunk), CAPLEN, first=done)
+
+
+def warm_start(repeats: int, packets: int = 40_000) -> dict:
+    """Start to first release of ``dpstream watch - --rate 1000`` on a ``packets``-packet pcap, warm (module doc)."""
+    options = ["--rate", "1000"]
+    data = list(generated(packets))
+    cli_run(iter(data), options)  # fills the numba cache if it is empty
+    load = os.getloadavg()[0]
+    runs = [cli_run(iter(data), options) for _ in range(repeats)]
+    for run in runs:
+        print(f"first release after {run['first_release_wall_s']:.2f} s wall, {run['first_release_cpu_s']:.2f} s "
+              f"CPU of the child; whole run {run['cpu_s']:.2f} s CPU, {run['lines']} line(s)", flush=True)
+    return {"packets": packets, "options": options, "load_average_1min_at_start": load, "runs": runs,
+            "median_first_release_wall_s": statistics.median(r["first_release_wall_s"] for r in runs),
+            "median_first_release_cpu_s": statistics.median(r["first_release_cpu_s"] for r in runs)}
+
+
+def cli(packets: int) -> dict:
+    """``dpstream watch -`` at its defaults through a pipe against the bare loop of its depth (``--cli``)."""
+    cfg = config_of(watch_parser().parse_args(["-"]))
+    depth = lazy_hh_depth(cfg.horizon, cfg.beta)
+    sample = canonical_keys(sources(1 << 20, 0).astype(np.int64))
+    bare(sample, depth, cfg.k_tilde)
+
+    def bare_rate() -> float:
+        t0 = time.process_time()
+        bare(sample, depth, cfg.k_tilde)
+        return sample.size / (time.process_time() - t0)
+
+    rate_before = bare_rate()
+    load = os.getloadavg()[0]
+    run = cli_run(generated(packets), [])
+    rate_after = bare_rate()
+    child_rate = packets / run["cpu_s"]
+    bare_mean = (rate_before + rate_after) / 2
+    print(f"dpstream watch - (defaults, d {depth}, B {cfg.flush_every}): {packets} packets, {run['lines']} lines, "
+          f"{run['cpu_s']:.1f} s CPU of the child, {child_rate / 1e6:.2f} M packets per CPU second; bare loop "
+          f"{rate_before / 1e6:.1f} / {rate_after / 1e6:.1f} M per CPU second before / after: "
+          f"{child_rate / bare_mean:.3f}x", flush=True)
+    return {"packets": packets, "depth": depth, "k_tilde": cfg.k_tilde, "flush_every": cfg.flush_every,
+            "every": cfg.every, "horizon": cfg.horizon, "node_noise": cfg.node_noise,
+            "load_average_1min_at_start": load, **run,
+            "packets_per_cpu_s": child_rate, "bare_loop_per_cpu_s_before": rate_before,
+            "bare_loop_per_cpu_s_after": rate_after, "ratio": child_rate / bare_mean,
+            "ratio_range": [child_rate / max(rate_before, rate_after), child_rate / min(rate_before, rate_after)]}
+
+
 def main() -> None:
     """Run the ratios (``--json``: write benchmarks/results/watch.json) or the one-hour stream (``--hour``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packets", type=int, default=None, help="default 1e6 (ratios), 2.5e9 (--hour)")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--hour", action="store_true", help="stream a generated one-hour trace (make watch-hour)")
+    parser.add_argument("--cli", action="store_true",
+                        help="dpstream watch - at its defaults as a child fed through a pipe (default 2e7 packets)")
+    parser.add_argument("--warm-start", action="store_true",
+                        help="warm start to the first release of dpstream watch - through a pipe")
     parser.add_argument("--json", nargs="?", const=RESULTS, type=Path, default=None, metavar="PATH",
                         help=f"write the rows as JSON to PATH (default {RESULTS})")
     parser.add_argument("--family", choices=("multiply_shift", "modp"), action="append",
@@ -201,6 +317,23 @@ def main() -> None:
                         help=f"the watcher's B: counters stepped once per B k~ packets (default {FLUSH_EVERY}; "
                              "several values: a sweep of B, every arm at each)")
     args = parser.parse_args()
+    if args.cli:
+        result = cli(args.packets or 20_000_000)
+        if args.json:
+            write_record(args.json, {"title": f"dpstream watch - at its defaults (deployable, d {result['depth']}, "
+                                              f"B {result['flush_every']}) as a child process, {result['packets']} "
+                                              f"generated packets (pcap, captured length {CAPLEN}) through a pipe, "
+                                              "ledger and stdout included; child CPU (RUSAGE_CHILDREN, its start "
+                                              "included) against the bare multiply-shift loop of the same depth",
+                                     **result})
+        return
+    if args.warm_start:
+        result = warm_start(args.repeats)
+        if args.json:
+            write_record(args.json, {"title": "dpstream watch - on a warm numba cache: from the start to the first "
+                                              f"release line, {result['packets']} generated packets (pcap) through a "
+                                              "pipe, the default (deployable) noise", **result})
+        return
     if args.hour:
         result = hour(args.packets or 2_500_000_000, flush_every=args.flush_every[0])
         print(json.dumps(result))

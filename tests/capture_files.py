@@ -10,12 +10,13 @@ writes ``tests/fixtures/tshark/<name>.txt`` (``tshark -r FILE -T fields -e ip.sr
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import struct
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tshark"
@@ -124,6 +125,11 @@ def epb(iface: int, frame: bytes, big: bool = False, caplen: int | None = None, 
     data = frame[:cap] + bytes(-cap % 4)
     opts = option(1, b"packet comment", big) + option(0, b"", big) if comment else b""
     return block(6, struct.pack(e + "IIIII", iface, 0, 1000, cap, len(frame)) + data + opts, big)
+
+
+def pcapng_of(sources: Iterable[int]) -> bytes:
+    """A pcapng capture (Ethernet, one interface) of one IPv4 packet from each source address (an integer)."""
+    return shb() + idb(ETH) + b"".join(epb(0, eth(ipv4(str(ipaddress.IPv4Address(int(h))), 60))) for h in sources)
 
 
 def spb(frame: bytes, snaplen: int = 0, big: bool = False) -> bytes:

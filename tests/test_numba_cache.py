@@ -1,7 +1,8 @@
 """The numba on-disk cache is stable across processes, and a counter defined outside the package runs uncached.
 
 Every cached kernel takes arrays and scalars only (``counters._kernels.specialise``): a fresh process that finds
-the cache filled compiles nothing and writes no cache file, whatever mechanism it runs.
+the cache filled compiles nothing and writes no cache file, whatever mechanism it runs, and whatever capture
+``dpstream watch`` reads on stdin.
 """
 
 from __future__ import annotations
@@ -54,6 +55,19 @@ def test_the_second_and_third_process_compile_nothing_and_add_no_cache_file(tmp_
         again = probe_run("families", cache, tmp_path / "results")
         assert again == {"compiles": 0, "compiled": []}
         assert cache_files(cache) == files
+
+
+@pytest.mark.long
+def test_a_second_watch_process_compiles_nothing_and_adds_no_cache_file(tmp_path):
+    # dpstream watch - on stdin through a real pipe: the pcap and pcapng readers, the deployable default's refresh
+    # and prefetch, and the host cap, each to a release
+    cache = tmp_path / "numba_cache"
+    first = probe_run("watch", cache, tmp_path / "results")
+    files = cache_files(cache)
+    assert first["compiles"] > 0 and files
+    again = probe_run("watch", cache, tmp_path / "results")
+    assert again == {"compiles": 0, "compiled": []}
+    assert cache_files(cache) == files
 
 
 @njit(inline="always")
