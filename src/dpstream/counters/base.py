@@ -465,7 +465,11 @@ class FactorisedCounter(Counter):
         return self.nodes.release(self, cells, np.broadcast_to(np.asarray(steps, dtype=np.int64), cells.shape))
 
     def release_all(self, steps: np.ndarray) -> np.ndarray:
-        """Every counter's release at ``steps`` (derived noise: with the source's cache)."""
+        """Every counter's release at ``steps`` (derived noise: with the source's cache).
+
+        Stored trees return their live read-only view of the released sums (``BinaryTree.released_view``): it
+        changes with later pushes, so copy it to keep it.
+        """
         return self.nodes.release_all(self, steps)
 
     def release_wanted(self, steps: np.ndarray, wanted: np.ndarray) -> np.ndarray:

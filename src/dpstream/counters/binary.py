@@ -107,9 +107,9 @@ class BinaryTree(FactorisedCounter):
     _kept_nodes: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
     """Discrete nodes' cache of ``release_all``: (k, key, nodes, blocks), or None (``discrete.DiscreteNodes``)."""
     _prefetch: secure_release.Prefetch | None = None
+    """Set by ``prefetch_releases``: whole-table releases drawn one step ahead on a second thread."""
     _release_row: np.ndarray | None = None
     """Stored nodes: the read-only view ``released_view`` returns, made by its first call."""
-    """Set by ``prefetch_releases``: whole-table releases drawn one step ahead on a second thread."""
     # set by the node noise when it allocates (``tree_noise``, ``discrete``)
     _noisy_sums: np.ndarray
     _drawn: np.ndarray
@@ -160,7 +160,9 @@ class BinaryTree(FactorisedCounter):
         """Read-only view of every counter's released prefix sum (stored nodes; changes with pushes).
 
         Made once and kept (``_release_row``): marking a view read-only costs more than the rest of a whole-table
-        release. A copy or a pickle leaves it out (``__getstate__``) and makes its own on demand.
+        release. A copy or a pickle leaves it out (``__getstate__``) and makes its own on demand. Every call returns
+        the same live array: copy it to keep a release past the next push, and never mark it writable (that would
+        make every later release writable, and a write would change the counter's noisy sums).
         """
         view = self._release_row
         if view is None:
