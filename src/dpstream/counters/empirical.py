@@ -48,6 +48,7 @@ import dpstream
 from dpstream.counters.base import Counter
 from dpstream.counters.registry import COUNTERS, CounterDescriptor
 from dpstream.noise import children
+from dpstream.pages import write_between
 from dpstream.provenance import git_commit
 
 EPSILON, DELTA = 1.0, 1e-6
@@ -311,9 +312,7 @@ def render(df: pd.DataFrame) -> str:
 
 def write_block(page: Path, df: pd.DataFrame) -> None:
     """Replace the text between the ``BLOCK`` markers of ``page`` by ``render(df)``."""
-    text = page.read_text()
-    start, end = text.index(BLOCK[0]) + len(BLOCK[0]), text.index(BLOCK[1])
-    page.write_text(text[:start] + "\n" + render(df) + "\n" + text[end:])
+    write_between(page, BLOCK, render(df))
 
 
 def main(argv: list[str] | None = None) -> None:

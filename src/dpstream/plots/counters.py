@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import colormaps
 
+from dpstream.pages import write_between
 from dpstream.plots.common import save_figure, subplots
 
 LINESTYLES = {"stored": "-", "derived": "--"}
@@ -85,9 +86,7 @@ def board_markdown(df: pd.DataFrame, horizon: int = BOARD_HORIZON) -> str:
 
 def write_board(page: Path, df: pd.DataFrame) -> None:
     """Replace the text between the ``BOARD_BLOCK`` markers of ``page`` by ``board_markdown(df)``."""
-    text = page.read_text()
-    start, end = text.index(BOARD_BLOCK[0]) + len(BOARD_BLOCK[0]), text.index(BOARD_BLOCK[1])
-    page.write_text(text[:start] + "\n" + board_markdown(df) + "\n" + text[end:])
+    write_between(page, BOARD_BLOCK, board_markdown(df))
 
 
 def main(argv: list[str] | None = None) -> None:
