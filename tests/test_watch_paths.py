@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from capture_files import pcapng_of
+from conftest import ctrl_c_as_at_a_terminal
 from test_watch import SMALL, zipf_sources
 
 from dpstream.data.live import ipv4_label
@@ -85,7 +86,7 @@ def test_a_growing_file_is_followed_until_interrupted(reference: list[tuple], tm
     path = tmp_path / "growing.pcap"
     path.write_bytes(data[:cut])
     child = subprocess.Popen([*COMMAND, str(path), "--follow", *SEEDED, "--state", str(tmp_path / "s.json")],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=ctrl_c_as_at_a_terminal)
     guard = threading.Timer(300, child.kill)  # a follower never ends by itself
     guard.start()
     try:
