@@ -13,9 +13,8 @@ what was released: per epoch its key id, horizon, first global step and its last
 source the (name, size, packets, fingerprint, mtime) of each file the released packets came from
 (``data.live.Reading``; the fingerprint digests the capture header and the inode, no packet), which a restart
 checks before it skips them. No packet's contents, nor anything computed from them but releases, and no secret
-state (key,
-counters, pending counts, candidates) is ever written, so a restarted watcher cannot continue an old epoch's noise
-on other items: it opens a new epoch with a new key.
+state (key, counters, pending counts, candidates) is ever written, so a restarted watcher cannot continue an old
+epoch's noise on other items: it opens a new epoch with a new key.
 
 Release: an item's estimate is the sum over epochs of its estimate in that epoch's last release (0 in an epoch that
 did not report it), the current epoch's included; the reported items are the current epoch's. A new epoch starts

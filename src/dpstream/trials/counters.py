@@ -52,8 +52,7 @@ SPEED_MIN = 256
 is not timed (NaN)."""
 SPEED_ROUNDS = 5
 """Interleaved rounds of the speed columns: each round times one fresh counter of each arm (the counter and the derived
-tree), and a column is the median of the rounds' ratios. Five runs of each arm against three of each before: the
-board's total cost grows by well under 1.5x (the speed runs are a part of a cell's cost)."""
+tree), and a column is the median of the rounds' ratios (an odd count: the median is one round's ratio)."""
 LB_CONSTANT = 0.701
 """gamma_F(A) >= 0.701 + ln(T) / pi + o(1) (arXiv 2509.14334), the mean-variance lower bound of factorisations."""
 EMPIRICAL_STEPS = (1, 7, 0.5, 1.0)
