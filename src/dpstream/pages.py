@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
 def write_between(page: Path, markers: tuple[str, str], body: str) -> None:
-    """Replace the text between the ``markers`` of ``page`` (both kept) by ``body`` on lines of its own."""
+    """Replace the text between the ``markers`` of ``page`` (both kept) by ``body`` on lines of its own.
+
+    Through a temporary file renamed into place: a run killed, or a disk that fills, mid-write leaves the page as
+    it was.
+    """
     text = page.read_text()
     start, end = text.index(markers[0]) + len(markers[0]), text.index(markers[1])
-    page.write_text(text[:start] + "\n" + body + "\n" + text[end:])
+    tmp = page.with_name(page.name + ".tmp")
+    tmp.write_text(text[:start] + "\n" + body + "\n" + text[end:])
+    os.replace(tmp, page)
