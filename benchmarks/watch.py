@@ -2,7 +2,7 @@
 
     python benchmarks/watch.py [--json] [--packets N] [--repeats R]
     python benchmarks/watch.py --hour [--packets 2500000000]      # make watch-hour
-    python benchmarks/watch.py --cli [--packets 20000000] [--json results/watch_cli.json]
+    python benchmarks/watch.py --cli [--packets 100000000] [--noise N] [--json benchmarks/results/watch_cli.json]
     python benchmarks/watch.py --warm-start [--json results/watch_warm_start.json]
 
 Ratios (one process, interleaved repetitions, process CPU time): the end-to-end path of ``dpstream watch`` (a
@@ -17,11 +17,12 @@ counts the two threads' work once, the default CPU clock adds them). ``--host-ca
 host cap on. ``--flush-every B``: the watcher's counter clock (default the watcher's, ``epochs.FLUSH_EVERY``; 1 is
 LazyHH as the paper). Targets: >= 0.35x with derived noise, >= 0.2x deployable.
 
-``--cli``: the command itself, deployable: ``dpstream watch -`` at its defaults (d 55 for an hour at 1e6 packets/s,
-B 64, a release every 5 s of packets) run as a child process and fed a generated pcap through a real pipe, with its
-ledger written and fsynced at each release and its lines read from its stdout; packets per CPU second of the child
-(``RUSAGE_CHILDREN``: its start, both threads, everything) against the bare loop of the same depth timed in this
-process before and after it.
+``--cli``: the command itself: ``dpstream watch -`` at its defaults (d 55 for an hour at 1e6 packets/s, B 64, a release
+every 5 s of packets), once per node noise (``--noise``, default both), run as a child process and fed a generated pcap
+through a real pipe, with its ledger written and fsynced at each release and its lines read from its stdout; packets
+per CPU second of the child (all threads, everything) against the bare loop of the same depth timed in this process
+before and after it, over the whole run (``RUSAGE_CHILDREN``: its start included) and for the running watcher (from
+its first release line to its last, the child's CPU read from ``/proc`` as each line arrives).
 
 ``--warm-start``: the time from starting ``dpstream watch -`` (default noise, ``--rate 1000``: a release every 32,768
 packets) on a small pcap fed through a pipe to its first release line, wall and the child's CPU (``/proc``), once the
@@ -35,6 +36,7 @@ watcher only; generation excluded), the ratio to the bare loop measured in the s
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -210,8 +212,9 @@ def child_cpu(pid: int) -> float:
 def cli_run(chunks: Iterator[bytes], options: list[str]) -> dict:
     """``dpstream watch - options`` as a child fed ``chunks`` through a pipe by a thread of this process.
 
-    Wall and child CPU from the start to its first release line, its lines, and the child's CPU over the whole run
-    (``RUSAGE_CHILDREN``, read before and after: this process starts no other child meanwhile).
+    Wall and child CPU from the start to its first release line; each release's step and the child's CPU when its
+    line was read (``/proc``); the child's CPU over the whole run (``RUSAGE_CHILDREN``, read before and after: this
+    process starts no other child meanwhile).
     """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory() as folder:
@@ -228,18 +231,19 @@ def cli_run(chunks: Iterator[bytes], options: list[str]) -> dict:
         writer = threading.Thread(target=feed)
         writer.start()
         first = child.stdout.readline()
-        first_wall, first_cpu = time.perf_counter() - t0, child_cpu(child.pid)
-        lines = int(bool(first)) + sum(1 for _ in child.stdout)
+        first_wall = time.perf_counter() - t0
+        releases = [(json.loads(line)["step"], child_cpu(child.pid)) for line in itertools.chain([first], child.stdout)
+                    if line]
         err = child.stderr.read().decode()
         writer.join()
         code = child.wait()
         wall = time.perf_counter() - t0
     if code != 0 or not first:
-        raise SystemExit(f"{' '.join(cmd)}: exit {code}, {lines} line(s): {err[-2000:]}")
+        raise SystemExit(f"{' '.join(cmd)}: exit {code}, {len(releases)} line(s): {err[-2000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return {"first_release_wall_s": first_wall, "first_release_cpu_s": first_cpu, "lines": lines,
-            "cpu_s": cpu, "wall_s": wall}
+    return {"first_release_wall_s": first_wall, "first_release_cpu_s": releases[0][1], "lines": len(releases),
+            "releases": [{"step": step, "cpu_s": at} for step, at in releases], "cpu_s": cpu, "wall_s": wall}
 
 
 def generated(packets: int, chunk: int = 1 << 20) -> Iterator[bytes]:
@@ -264,9 +268,14 @@ def warm_start(repeats: int, packets: int = 40_000) -> dict:
             "median_first_release_cpu_s": statistics.median(r["first_release_cpu_s"] for r in runs)}
 
 
-def cli(packets: int) -> dict:
-    """``dpstream watch -`` at its defaults through a pipe against the bare loop of its depth (``--cli``)."""
-    cfg = config_of(watch_parser().parse_args(["-"]))
+def cli(packets: int, noise: str) -> dict:
+    """``dpstream watch - --noise noise`` (else its defaults) through a pipe against the bare loop of its depth.
+
+    Two figures, both the child's packets per CPU second over the bare loop's (timed before and after the child):
+    the whole run (its start included), and the running watcher (from its first release line to its last).
+    """
+    options = ["--noise", noise]
+    cfg = config_of(watch_parser().parse_args(["-", *options]))
     depth = lazy_hh_depth(cfg.horizon, cfg.beta)
     sample = canonical_keys(sources(1 << 20, 0).astype(np.int64))
     bare(sample, depth, cfg.k_tilde)
@@ -278,20 +287,24 @@ def cli(packets: int) -> dict:
 
     rate_before = bare_rate()
     load = os.getloadavg()[0]
-    run = cli_run(generated(packets), [])
+    run = cli_run(generated(packets), options)
     rate_after = bare_rate()
-    child_rate = packets / run["cpu_s"]
-    bare_mean = (rate_before + rate_after) / 2
-    print(f"dpstream watch - (defaults, d {depth}, B {cfg.flush_every}): {packets} packets, {run['lines']} lines, "
-          f"{run['cpu_s']:.1f} s CPU of the child, {child_rate / 1e6:.2f} M packets per CPU second; bare loop "
-          f"{rate_before / 1e6:.1f} / {rate_after / 1e6:.1f} M per CPU second before / after: "
-          f"{child_rate / bare_mean:.3f}x", flush=True)
-    return {"packets": packets, "depth": depth, "k_tilde": cfg.k_tilde, "flush_every": cfg.flush_every,
-            "every": cfg.every, "horizon": cfg.horizon, "node_noise": cfg.node_noise,
-            "load_average_1min_at_start": load, **run,
-            "packets_per_cpu_s": child_rate, "bare_loop_per_cpu_s_before": rate_before,
-            "bare_loop_per_cpu_s_after": rate_after, "ratio": child_rate / bare_mean,
-            "ratio_range": [child_rate / max(rate_before, rate_after), child_rate / min(rate_before, rate_after)]}
+    first, last = run["releases"][0], run["releases"][-1]
+    rates = {"whole": packets / run["cpu_s"],
+             "running": (last["step"] - first["step"]) / (last["cpu_s"] - first["cpu_s"])}
+    low, high = sorted((rate_before, rate_after))
+    figures = {name: {"packets_per_cpu_s": rate, "ratio": rate / ((low + high) / 2), "ratio_range": [rate / high,
+               rate / low]} for name, rate in rates.items()}
+    print(f"dpstream watch - {' '.join(options) or '(defaults)'}, d {depth}, B {cfg.flush_every}: {packets} packets, "
+          f"{run['lines']} lines, {run['cpu_s']:.1f} s CPU of the child; bare loop {rate_before / 1e6:.1f} / "
+          f"{rate_after / 1e6:.1f} M per CPU second before / after; " + "; ".join(
+              f"{name} {f['packets_per_cpu_s'] / 1e6:.2f} M packets per CPU second, {f['ratio']:.3f}x "
+              f"(target {TARGETS[noise]}x)" for name, f in figures.items()), flush=True)
+    return {"noise": cfg.node_noise, "deployable": noise != "derived", "packets": packets, "depth": depth,
+            "k_tilde": cfg.k_tilde, "flush_every": cfg.flush_every, "every": cfg.every, "horizon": cfg.horizon,
+            "load_average_1min_at_start": load, **run, "bare_loop_per_cpu_s_before": rate_before,
+            "bare_loop_per_cpu_s_after": rate_after, "target": TARGETS[noise], **figures,
+            "met": {name: f["ratio_range"][0] >= TARGETS[noise] for name, f in figures.items()}}
 
 
 def main() -> None:
@@ -301,7 +314,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--hour", action="store_true", help="stream a generated one-hour trace (make watch-hour)")
     parser.add_argument("--cli", action="store_true",
-                        help="dpstream watch - at its defaults as a child fed through a pipe (default 2e7 packets)")
+                        help="dpstream watch - at its defaults as a child fed through a pipe (default 1e8 packets)")
     parser.add_argument("--warm-start", action="store_true",
                         help="warm start to the first release of dpstream watch - through a pipe")
     parser.add_argument("--json", nargs="?", const=RESULTS, type=Path, default=None, metavar="PATH",
@@ -318,14 +331,13 @@ def main() -> None:
                              "several values: a sweep of B, every arm at each)")
     args = parser.parse_args()
     if args.cli:
-        result = cli(args.packets or 20_000_000)
+        runs = [cli(args.packets or 100_000_000, noise) for noise in args.noise or TARGETS]
         if args.json:
-            write_record(args.json, {"title": f"dpstream watch - at its defaults (deployable, d {result['depth']}, "
-                                              f"B {result['flush_every']}) as a child process, {result['packets']} "
-                                              f"generated packets (pcap, captured length {CAPLEN}) through a pipe, "
-                                              "ledger and stdout included; child CPU (RUSAGE_CHILDREN, its start "
-                                              "included) against the bare multiply-shift loop of the same depth",
-                                     **result})
+            title = (f"dpstream watch - at its defaults as a child process, {runs[0]['packets']} generated packets "
+                     f"(pcap, captured length {CAPLEN}) through a pipe, ledger and stdout included, one run per node "
+                     "noise; child CPU (all threads) per packet against the bare multiply-shift loop of the same "
+                     "depth: 'whole' from its start, 'running' from its first release to its last")
+            write_record(args.json, {"title": title, "runs": runs})
         return
     if args.warm_start:
         result = warm_start(args.repeats)
