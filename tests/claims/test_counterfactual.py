@@ -44,7 +44,11 @@ SURVIVES = {
                 "scalings keep it; its negation needs a table without a trend (a constant are_top15, not built)"),
     **{c: ("refuted by effects of both signs across the grid (below 0, or a falling trend, at every point claimed): "
            "the mirror flips every sign and keeps the mix, the scalings keep every sign")
-       for c in ("beyond_eps#0", "beyond_eps#1", "qr_median_toy#1", "qr_error_vs_n#0", "qr_error_vs_n#7")},
+       for c in ("beyond_eps#0", "beyond_eps#1", "qr_median_toy#1", "qr_error_vs_n#0", "qr_error_vs_n#7",
+                 *(f"beyond_memory#{i}" for i in (1, 2, 3, 5, 8)))},
+    "beyond_memory#11": ("an equivalence of two arms in one measured column (a ratio near 1 at every point): every "
+                         "counterfactual moves both arms alike and keeps it; its negation needs a table with one arm "
+                         "moved (not built)"),
     "qr_error_vs_queries#2": ("refuted far above the uniform line (+14.9 at the deciding point), a second measured "
                               "column every counterfactual moves with it: its negation needs a table planted below it"),
     **{f"audit_svt#{i}": AUDIT for i in range(13)},
