@@ -167,6 +167,10 @@ def test_kill_9_while_reading_a_file_and_restart_on_it(kill: str, tmp_path: Path
       restarted in process from the killed ledger on the packets after that step, so it skips exactly the packets
       released and counts every later one once; it releases up to the last whole release of the file;
     - the final estimates are the current epoch's plus each past epoch's last released estimates, exactly.
+
+    Broken restarts fail it in both kills: one that skips nothing (the watcher's own file accounting stops it), one
+    packet too few (the lines differ from the reference's), the previous epoch's key again (a shared key id), and
+    estimates that forget the past epochs or count epoch 0 twice (they do not add up).
     """
     every = CONFIG.every
     sources = zipf_sources(PACKETS, 14)
