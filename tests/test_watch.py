@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from capture_files import ETH, MALFORMED, VALID, eth, idb, ipv4, pcap, shb
 from capture_files import epb as pcapng_epb
+from conftest import child_env
 
 from dpstream.data.capture import MalformedCaptureError, scan_capture
 from dpstream.data.live import HEAD_BYTES, CaptureKeys, LineKeys, ipv4_label, source_keys
@@ -36,6 +37,8 @@ from dpstream.watch import main
 # 32768, 65536, ... items
 SMALL = {"k": 8, "k_tilde": 128, "epsilon": 4.0, "delta": 1e-6, "beta": 5e-7, "every": 4096, "horizon": 16384,
          "flush_every": 4}
+SMALL_OPTIONS = [f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()]
+"""``SMALL`` as ``dpstream watch`` options."""
 
 
 def zipf_sources(n: int, seed: int, heavy: int = 3, share: float = 0.25) -> np.ndarray:
@@ -269,7 +272,7 @@ def test_ledger_of_a_file_source_holds_nothing_of_its_packets(kind: str, tmp_pat
             os.utime(path, ns=(mtime, mtime))
         state = tmp_path / f"{name}.json"
         assert main([str(path), "--state", str(state), "--noise", "derived", "--seed", "1",
-                     *[f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()]]) == 0
+                     *SMALL_OPTIONS]) == 0
         raw = json.loads(state.read_text())
         assert raw["epochs"][-1]["released"] == 8192
         records.append(raw["files"])
@@ -368,7 +371,7 @@ def test_restart_on_a_file_skips_what_was_released(tmp_path: Path, capsys: pytes
     path = tmp_path / "c.pcap"
     path.write_bytes(pcap_bytes(zipf_sources(20000, 12)))
     args = [str(path), "--state", str(tmp_path / "s.json"), "--noise", "derived", "--seed", "1",
-            *[f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()]]
+            *SMALL_OPTIONS]
     assert main(args) == 0
     first = capsys.readouterr()
     assert [json.loads(line)["step"] for line in first.out.splitlines()] == [4096, 8192, 12288, 16384]
@@ -382,6 +385,28 @@ def test_restart_on_a_file_skips_what_was_released(tmp_path: Path, capsys: pytes
 def last_releases(lines: list[dict]) -> dict[int, dict]:
     """Epoch -> the last of ``lines`` released in it."""
     return {line["epoch"]: line for line in lines}
+
+
+def watch_command(source: str, state: Path, *options: str) -> list[str]:
+    """``dpstream watch`` of ``source`` on ``state`` with the ``SMALL`` watcher, as a child process's argv."""
+    return [sys.executable, "-m", "dpstream", "watch", source, "--state", str(state), "--rate", "1000",
+            *SMALL_OPTIONS, *options]
+
+
+def epoch_estimates(line: dict) -> dict[str, float]:
+    """Label -> epoch estimate of each item a release ``line`` reported."""
+    return {item["label"]: item["epoch_estimate"] for item in line["items"]}
+
+
+def assert_estimates_add_up(last: dict, past: list[dict[str, float]]) -> None:
+    """Each item's estimate in release ``last`` is its epoch estimate plus its estimate in each past epoch.
+
+    ``past``: label -> estimate in each past epoch's last release, as released (0 where the epoch did not report the
+    item). The sum is computed as the watcher's, to the last bits: ``rel_tol`` 1e-12 covers the order of addition.
+    """
+    for item in last["items"]:
+        earlier = [epoch.get(item["label"], 0.0) for epoch in past]
+        assert math.isclose(item["estimate"], math.fsum([*earlier, item["epoch_estimate"]]), rel_tol=1e-12), item
 
 
 def half_width(item: dict) -> float:
@@ -410,9 +435,8 @@ def test_kill_9_and_restart_through_a_pipe(host_cap: int | None, tmp_path: Path)
     for part in np.array_split(sources, 7):
         watcher.feed(part)
     state = tmp_path / "state.json"
-    command = [sys.executable, "-m", "dpstream", "watch", "-", "--state", str(state), "--rate", "1000",
-               *[f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()], *cap]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    command = watch_command("-", state, *cap)
+    env = child_env(PYTHONUNBUFFERED="1")
     first = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert first.stdin is not None and first.stdout is not None
     written = 5 * every + every // 2  # half way from release 5 to release 6
@@ -475,10 +499,7 @@ def test_kill_9_and_restart_through_a_pipe(host_cap: int | None, tmp_path: Path)
     unkilled_past = {e: line for e, line in last_releases(unkilled).items() if e < 2}
     assert sorted(killed_past) == sorted(unkilled_past) == [0, 1]
     for last, past in ((after[-1], killed_past), (unkilled[-1], unkilled_past)):
-        for item in last["items"]:
-            earlier = [{i["label"]: i["epoch_estimate"] for i in past[e]["items"]}.get(item["label"], 0.0)
-                       for e in (0, 1)]
-            assert math.isclose(item["estimate"], math.fsum([*earlier, item["epoch_estimate"]]), rel_tol=1e-12)
+        assert_estimates_add_up(last, [epoch_estimates(past[e]) for e in (0, 1)])
     # each run's epochs at their last releases: (release line, the packets it counted)
     killed = [(killed_past[0], sources[:16384]), (killed_past[1], sources[16384:5 * every]),
               (after[-1], sources[written:written + after[-1]["epoch_step"]])]
@@ -510,10 +531,9 @@ def test_a_reader_that_goes_away_stops_the_watcher_with_one_line(tmp_path: Path)
     """
     sources = zipf_sources(8192, 13)
     state = tmp_path / "state.json"
-    command = [sys.executable, "-m", "dpstream", "watch", "-", "--state", str(state), "--rate", "1000", "--noise",
-               "derived", "--seed", "1", *[f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()]]
+    command = watch_command("-", state, "--noise", "derived", "--seed", "1")
     child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                             env=child_env(PYTHONUNBUFFERED="1"))
     assert child.stdin is not None and child.stdout is not None and child.stderr is not None
     child.stdin.write(pcap_header() + pcap_records(sources[:4096]))
     child.stdin.flush()

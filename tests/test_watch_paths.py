@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 from capture_files import pcapng_of
 from conftest import ctrl_c_as_at_a_terminal
-from test_watch import SMALL, zipf_sources
+from test_watch import SMALL, SMALL_OPTIONS, zipf_sources
 
 from dpstream.data.live import ipv4_label
 from dpstream.data.synthetic_capture import pcap_bytes
 from dpstream.watch import main
 
-SIZES = ["--rate", "1000", *[f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()]]
+SIZES = ["--rate", "1000", *SMALL_OPTIONS]
 SEEDED = [*SIZES, "--seed", "1", "--noise", "derived"]
 SOURCES = zipf_sources(3 * SMALL["every"] + 500, 21)  # three releases, 500 packets after the last
 COMMAND = [sys.executable, "-m", "dpstream", "watch"]
