@@ -524,6 +524,7 @@ def test_kill_9_and_restart_through_a_pipe(host_cap: int | None, tmp_path: Path)
         assert -(k_half + u_half + u_collide + k_lag) <= gap <= k_half + u_half + k_collide + u_lag
 
 
+@pytest.mark.long  # a child run, about 10 s loaded (issue 37: make test keeps one warm pipe test)
 def test_a_reader_that_goes_away_stops_the_watcher_with_one_line(tmp_path: Path) -> None:
     """The reader of stdout closes its end early (as ``| head -1`` does): one stderr line, exit 141, nothing else.
 

@@ -33,6 +33,7 @@ periods of B k~ = 2048 packets. Its light packets lift a heavy item's noiseless 
 count (seeds 0-2, before this arm's trials, which start at seed 1000), so the three items sit 100 below tau."""
 
 
+@pytest.mark.long  # 5-10 s a case (issue 37: make test keeps one warm pipe test; the rest is long)
 @pytest.mark.parametrize(("options", "horizon", "below", "first", "trials"),
                          [pytest.param({"flush_every": 1, "node_noise": "derived"}, HORIZON, 0, 0, TRIALS,
                                        id="B1-derived"), SHIPPED])

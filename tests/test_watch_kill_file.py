@@ -37,6 +37,9 @@ from dpstream.data.live import ipv4_label
 from dpstream.data.synthetic_capture import pcap_bytes
 from dpstream.heavy_hitters.epochs import EpochWatcher, WatchConfig
 
+# issue 37: make test keeps one warm pipe test of the command (test_watch.py's kill -9); the others are long
+pytestmark = pytest.mark.long  # each runs dpstream watch twice as a child, 5-12 s
+
 PACKETS = 16384 + 32768 + 20000  # epoch 0, epoch 1, and 4 releases and 3616 packets of epoch 2
 CONFIG = WatchConfig(**SMALL, seed=1)
 SEEDED = ["--seed", "1"]

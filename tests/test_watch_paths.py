@@ -25,6 +25,9 @@ from dpstream.data.live import ipv4_label
 from dpstream.data.synthetic_capture import pcap_bytes
 from dpstream.watch import main
 
+# issue 37: make test keeps one warm pipe test of the command (test_watch.py's kill -9); the others are long
+pytestmark = pytest.mark.long  # each runs dpstream watch as a child, 3-10 s
+
 SIZES = ["--rate", "1000", *SMALL_OPTIONS]
 SEEDED = [*SIZES, "--seed", "1", "--noise", "derived"]
 SOURCES = zipf_sources(3 * SMALL["every"] + 500, 21)  # three releases, 500 packets after the last
