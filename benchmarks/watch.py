@@ -2,7 +2,7 @@
 
     python benchmarks/watch.py [--json] [--packets N] [--repeats R]
     python benchmarks/watch.py --hour [--packets 2500000000]      # make watch-hour
-    python benchmarks/watch.py --cli [--packets 100000000] [--noise N] [--json benchmarks/results/watch_cli.json]
+    python benchmarks/watch.py --cli --repeats 3 [--packets 100000000] [--noise N] [--json PATH]
     python benchmarks/watch.py --warm-start [--json results/watch_warm_start.json]
 
 Ratios (one process, interleaved repetitions, process CPU time): the end-to-end path of ``dpstream watch`` (a
@@ -268,11 +268,13 @@ def warm_start(repeats: int, packets: int = 40_000) -> dict:
             "median_first_release_cpu_s": statistics.median(r["first_release_cpu_s"] for r in runs)}
 
 
-def cli(packets: int, noise: str) -> dict:
-    """``dpstream watch - --noise noise`` (else its defaults) through a pipe against the bare loop of its depth.
+def cli(packets: int, noise: str, repeats: int) -> dict:
+    """``dpstream watch - --noise noise`` through a pipe, ``repeats`` times, against the bare loop of its depth.
 
-    Two figures, both the child's packets per CPU second over the bare loop's (timed before and after the child):
-    the whole run (its start included), and the running watcher (from its first release line to its last).
+    Two figures a run, both the child's packets per CPU second over the bare loop's (timed before and after the
+    child): the whole run (its start included) and the running watcher (from its first release line to its last).
+    Each is met when its lowest ratio over the runs, each against the faster of its two bare-loop timings, reaches the
+    target; a run's start is its first release's CPU less that release's packets at the running rate.
     """
     options = ["--noise", noise]
     cfg = config_of(watch_parser().parse_args(["-", *options]))
@@ -285,26 +287,31 @@ def cli(packets: int, noise: str) -> dict:
         bare(sample, depth, cfg.k_tilde)
         return sample.size / (time.process_time() - t0)
 
-    rate_before = bare_rate()
+    cli_run(generated(2 * cfg.every), options)  # fills the numba cache if it is empty
     load = os.getloadavg()[0]
-    run = cli_run(generated(packets), options)
-    rate_after = bare_rate()
-    first, last = run["releases"][0], run["releases"][-1]
-    rates = {"whole": packets / run["cpu_s"],
-             "running": (last["step"] - first["step"]) / (last["cpu_s"] - first["cpu_s"])}
-    low, high = sorted((rate_before, rate_after))
-    figures = {name: {"packets_per_cpu_s": rate, "ratio": rate / ((low + high) / 2), "ratio_range": [rate / high,
-               rate / low]} for name, rate in rates.items()}
-    print(f"dpstream watch - {' '.join(options) or '(defaults)'}, d {depth}, B {cfg.flush_every}: {packets} packets, "
-          f"{run['lines']} lines, {run['cpu_s']:.1f} s CPU of the child; bare loop {rate_before / 1e6:.1f} / "
-          f"{rate_after / 1e6:.1f} M per CPU second before / after; " + "; ".join(
-              f"{name} {f['packets_per_cpu_s'] / 1e6:.2f} M packets per CPU second, {f['ratio']:.3f}x "
-              f"(target {TARGETS[noise]}x)" for name, f in figures.items()), flush=True)
+    runs = []
+    for _ in range(repeats):
+        rate_before = bare_rate()
+        run = cli_run(generated(packets), options)
+        rate_after = bare_rate()
+        first, last = run["releases"][0], run["releases"][-1]
+        running = (last["step"] - first["step"]) / (last["cpu_s"] - first["cpu_s"])
+        rates = {"whole": packets / run["cpu_s"], "running": running}
+        low, high = sorted((rate_before, rate_after))
+        figures = {name: {"packets_per_cpu_s": rate, "ratio": rate / ((low + high) / 2),
+                          "ratio_range": [rate / high, rate / low]} for name, rate in rates.items()}
+        runs.append({**run, "start_cpu_s": first["cpu_s"] - first["step"] / running,
+                     "bare_loop_per_cpu_s_before": rate_before, "bare_loop_per_cpu_s_after": rate_after, **figures})
+        print(f"dpstream watch - {' '.join(options)}, d {depth}, B {cfg.flush_every}: {packets} packets, "
+              f"{run['lines']} lines, {run['cpu_s']:.1f} s CPU of the child (start {runs[-1]['start_cpu_s']:.2f} s); "
+              f"bare loop {rate_before / 1e6:.1f} / {rate_after / 1e6:.1f} M per CPU second before / after; "
+              + "; ".join(f"{name} {f['packets_per_cpu_s'] / 1e6:.2f} M packets per CPU second, {f['ratio']:.3f}x "
+                          f"(target {TARGETS[noise]}x)" for name, f in figures.items()), flush=True)
+    lowest = {name: min(run[name]["ratio_range"][0] for run in runs) for name in ("whole", "running")}
     return {"noise": cfg.node_noise, "deployable": noise != "derived", "packets": packets, "depth": depth,
             "k_tilde": cfg.k_tilde, "flush_every": cfg.flush_every, "every": cfg.every, "horizon": cfg.horizon,
-            "load_average_1min_at_start": load, **run, "bare_loop_per_cpu_s_before": rate_before,
-            "bare_loop_per_cpu_s_after": rate_after, "target": TARGETS[noise], **figures,
-            "met": {name: f["ratio_range"][0] >= TARGETS[noise] for name, f in figures.items()}}
+            "load_average_1min_at_start": load, "target": TARGETS[noise], "runs": runs, "lowest_ratio": lowest,
+            "met": {name: value >= TARGETS[noise] for name, value in lowest.items()}}
 
 
 def main() -> None:
@@ -331,13 +338,14 @@ def main() -> None:
                              "several values: a sweep of B, every arm at each)")
     args = parser.parse_args()
     if args.cli:
-        runs = [cli(args.packets or 100_000_000, noise) for noise in args.noise or TARGETS]
+        arms = [cli(args.packets or 100_000_000, noise, args.repeats) for noise in args.noise or TARGETS]
         if args.json:
-            title = (f"dpstream watch - at its defaults as a child process, {runs[0]['packets']} generated packets "
-                     f"(pcap, captured length {CAPLEN}) through a pipe, ledger and stdout included, one run per node "
-                     "noise; child CPU (all threads) per packet against the bare multiply-shift loop of the same "
-                     "depth: 'whole' from its start, 'running' from its first release to its last")
-            write_record(args.json, {"title": title, "runs": runs})
+            title = (f"dpstream watch - at its defaults as a child process, {arms[0]['packets']} generated packets "
+                     f"(pcap, captured length {CAPLEN}) through a pipe, ledger and stdout included, {args.repeats} "
+                     "runs per node noise; child CPU (all threads) per packet against the bare multiply-shift loop "
+                     "of the same depth: 'whole' from its start, 'running' from its first release to its last; met: "
+                     "the lowest ratio over the runs against the faster bare-loop timing reaches the target")
+            write_record(args.json, {"title": title, "arms": arms})
         return
     if args.warm_start:
         result = warm_start(args.repeats)

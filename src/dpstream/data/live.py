@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from stat import S_ISREG
+from stat import S_ISFIFO, S_ISREG, S_ISSOCK
 from typing import Any, Literal
 
 import numpy as np
@@ -272,33 +272,48 @@ Decoder = CaptureKeys | LineKeys
 
 
 def widen_pipe(fd: int) -> None:
-    """Grow ``fd``'s pipe buffer to ``PIPE_BYTES`` when it is a pipe (Linux ``F_SETPIPE_SZ``).
+    """Grow ``fd``'s pipe buffer to ``PIPE_BYTES`` when it is a smaller pipe (Linux ``F_SETPIPE_SZ``).
 
-    A read of a pipe returns at most its buffer, 64 KiB by default. Anything else (a file, a terminal, a system
-    without the call, a limit below ``PIPE_BYTES`` in ``/proc/sys/fs/pipe-max-size``) is left as it is.
+    A read of a pipe returns at most its buffer, 64 KiB by default. Anything else (a file, a terminal, a pipe already
+    as large, a system without the call, a limit below ``PIPE_BYTES`` in ``/proc/sys/fs/pipe-max-size``) is left as
+    it is.
     """
     try:
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        if fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) < PIPE_BYTES:
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
     except (AttributeError, OSError):
         pass
 
 
-def read_waiting(fd: int, buffer: bytearray) -> memoryview:
-    """Read into ``buffer`` one read of ``fd`` (blocking until something arrives), then what else is already waiting.
+def joins(fd: int) -> bool:
+    """Whether ``read_waiting`` joins the reads of ``fd``: a pipe or a socket, whose end stays seen once reached.
 
-    Returns the bytes read as a view of ``buffer`` (empty at the end of ``fd``). Nothing waits for input that has not
-    arrived, so a slow link's packets are handled as they come. At line rate the watcher gets blocks as large as
-    ``buffer``: with one pipe read a block (64 KiB, about 580 packets), each newly allocated, the command ran at about
-    0.6x (deployable noise) and 0.45x (derived) of this rate (docs/guide/watch.md, "Through the command itself").
+    A regular file gives a whole buffer a read anyway, and a terminal's end (Ctrl-D) is read once, then gone.
+    """
+    mode = os.fstat(fd).st_mode
+    return S_ISFIFO(mode) or S_ISSOCK(mode)
+
+
+def read_waiting(fd: int, buffer: bytearray, join: bool = True) -> memoryview:
+    """One read of ``fd`` into ``buffer`` (blocking until something arrives), then, with ``join``, what else waits.
+
+    Returns the bytes read as a read-only view of ``buffer`` (empty at the end of ``fd``). Nothing waits for input
+    that has not arrived, so a slow link's packets are handled as they come. A live pipe hands a read at most its
+    buffer, so at line rate the joined reads give the watcher blocks as large as ``buffer``, not one per pipe read
+    (docs/guide/watch.md, "Through the command itself"). Read-only, the view types as the joined ``bytes`` do in the
+    compiled readers, so they compile once.
     """
     view = memoryview(buffer)
     size = os.readv(fd, [view])
-    while 0 < size < len(buffer) and select.select([fd], [], [], 0)[0]:
-        got = os.readv(fd, [view[size:]])
-        if not got:  # the end; the next read sees it again
-            break
-        size += got
-    return view[:size]
+    if join and 0 < size < len(buffer):
+        waiting = select.poll()
+        waiting.register(fd, select.POLLIN)
+        while size < len(buffer) and waiting.poll(0):
+            got = os.readv(fd, [view[size:]])
+            if not got:  # the end of a pipe: the next read sees it again
+                break
+            size += got
+    return view[:size].toreadonly()
 
 
 def _blocks_of(fd: int, follow: Callable[[], bool] | None, poll: float) -> Iterator[memoryview]:
@@ -310,9 +325,9 @@ def _blocks_of(fd: int, follow: Callable[[], bool] | None, poll: float) -> Itera
     terminal would block on after its end): read to the end once.
     """
     widen_pipe(fd)
-    buffer = bytearray(CHUNK_BYTES)
+    buffer, join = bytearray(CHUNK_BYTES), joins(fd)
     while True:
-        data = read_waiting(fd, buffer)
+        data = read_waiting(fd, buffer, join)
         if data:
             yield data
         elif follow is None:
@@ -320,7 +335,7 @@ def _blocks_of(fd: int, follow: Callable[[], bool] | None, poll: float) -> Itera
         elif follow():
             time.sleep(poll)
         else:  # a later file exists, so the writer closed this one: what it flushed last is read to the end
-            while data := read_waiting(fd, buffer):
+            while data := read_waiting(fd, buffer, join):
                 yield data
             return
 
