@@ -198,3 +198,26 @@ def test_a_registered_trend_rule_in_words_comes_from_its_registration_entry():
     other = {**entry, "alpha": 0.01, "budget": 40, "smallest_effect": {**entry["smallest_effect"], "value": 0.3}}
     changed = sequential_rule(other, claim.evidence, 3)
     assert '"the mean of d <= -0.3"' in changed and "alpha 0.01" in changed and "(budget 40)" in changed
+
+
+def test_every_committed_claim_adopted_under_a_sequential_rule_shows_that_rule():
+    """The committed claims tables: an adopted sequential claim's ``rule`` is the registered rule, never Page's p."""
+    from pathlib import Path
+
+    from dpstream.claims.registration import by_id
+    from dpstream.harness.registered import REGISTERED
+
+    entries = by_id()
+    shown = 0
+    for path in sorted((Path(__file__).resolve().parents[2] / "results" / "tables").glob("*.claims.csv")):
+        claims = pd.read_csv(path, keep_default_na=False)
+        if "provenance" not in claims.columns:
+            continue
+        for claim_id, rule, provenance in zip(claims["id"], claims["rule"], claims["provenance"], strict=True):
+            entry = entries.get(str(claim_id), {})
+            if REGISTERED.match(str(provenance)) and v.sequential(entry):
+                shown += 1
+                effect = f'<= -{entry["smallest_effect"]["value"]:g}"'
+                assert rule.startswith("registered sequential rule") and effect in rule, (claim_id, rule[:120])
+                assert "Page's" not in rule and f"alpha {entry['alpha']:g} a side" in rule
+    assert shown >= 12  # fig3b_wordfreq#0-4, fig3c#0, fig3d#2-5, fig3e#1-2 at least
