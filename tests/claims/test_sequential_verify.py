@@ -159,3 +159,65 @@ def test_a_claims_provenance_names_the_seeds_of_its_own_look(tmp_path, monkeypat
     hash_ = registration_hash(registration)
     assert claims["provenance"].iloc[0] == f"registered: look 1, 10 pooled trials, seeds 3-4, registration {hash_}"
     assert claims["provenance"].iloc[3] == f"registered: look 3, 30 pooled trials, seeds 3-8, registration {hash_}"
+
+
+def test_a_claim_decided_by_its_sequential_rule_shows_that_rule(tmp_path, monkeypatch):
+    registration = _registration(tmp_path / "prereg.yaml")
+    claims, _ = _run(tmp_path, monkeypatch, FakeRuns(registration), registration)
+    rule = dict(zip(claims["id"], claims["rule"], strict=True))
+    # decided by ``decide``: the registered test, its margin, alpha and looks, not the claims function's own text
+    for claim_id in ("fake#0", "fake#1", "fake#3"):
+        assert rule[claim_id].startswith("registered sequential rule") and "paired" not in rule[claim_id]
+        assert "group-sequential t tests on the mean of d" in rule[claim_id]
+        assert '"the mean of d <= -0.5" (the smallest effect that matters: 0.5, difference of the arms)' in rule[
+            claim_id]
+        assert "alpha 0.05 a side" in rule[claim_id] and "Looks at 10, 20, 30 pooled trials (budget 30)" in rule[
+            claim_id]
+    assert rule["fake#2"] == "all rows"  # a fixed-sample rule decided it: the claims function's text is that rule
+
+
+def test_a_registered_trend_rule_in_words_comes_from_its_registration_entry():
+    from dpstream.claims.core import trend_claim
+    from dpstream.claims.registration import by_id
+    from dpstream.harness.verify import sequential_rule
+
+    rng = np.random.default_rng(1)
+    memory = (8, 24, 64)
+    df = pd.DataFrame([{"mechanism.name": m, "trial": t, "memory_kb": kb, "are_top15": 1 / kb + rng.uniform(0, 1e-3)}
+                       for m in ("a", "b") for t in range(4) for kb in memory])
+    claim = trend_claim(df, "decreasing", ("a", "b"), "memory_kb", "are_top15", "decreasing", log_offset=1e-3)
+    assert "Page's trend test" in claim.rule  # the text of the fixed-sample rule
+    entry = by_id()["fig3b_wordfreq#0"]
+    text = sequential_rule(entry, claim.evidence, 3)
+    assert "Page" not in text and "p < " not in text
+    assert "d = the least-squares slope of ln(are_top15 + 1e-3) on ln memory_kb" in text
+    assert "at each of 2 points (a, b)" in text and "Holm over the points" in text
+    assert f'"the mean of d <= -{entry["smallest_effect"]["value"]:g}"' in text
+    assert f"Looks at 10, 20, 30 pooled trials (budget {entry['budget']})" in text
+    # read from the entry, not written in: another margin, alpha and budget give another text
+    other = {**entry, "alpha": 0.01, "budget": 40, "smallest_effect": {**entry["smallest_effect"], "value": 0.3}}
+    changed = sequential_rule(other, claim.evidence, 3)
+    assert '"the mean of d <= -0.3"' in changed and "alpha 0.01" in changed and "(budget 40)" in changed
+
+
+def test_every_committed_claim_adopted_under_a_sequential_rule_shows_that_rule():
+    """The committed claims tables: an adopted sequential claim's ``rule`` is the registered rule, never Page's p."""
+    from pathlib import Path
+
+    from dpstream.claims.registration import by_id
+    from dpstream.harness.registered import REGISTERED
+
+    entries = by_id()
+    shown = 0
+    for path in sorted((Path(__file__).resolve().parents[2] / "results" / "tables").glob("*.claims.csv")):
+        claims = pd.read_csv(path, keep_default_na=False)
+        if "provenance" not in claims.columns:
+            continue
+        for claim_id, rule, provenance in zip(claims["id"], claims["rule"], claims["provenance"], strict=True):
+            entry = entries.get(str(claim_id), {})
+            if REGISTERED.match(str(provenance)) and v.sequential(entry):
+                shown += 1
+                effect = f'<= -{entry["smallest_effect"]["value"]:g}"'
+                assert rule.startswith("registered sequential rule") and effect in rule, (claim_id, rule[:120])
+                assert "Page's" not in rule and f"alpha {entry['alpha']:g} a side" in rule
+    assert shown >= 12  # fig3b_wordfreq#0-4, fig3c#0, fig3d#2-5, fig3e#1-2 at least

@@ -185,3 +185,28 @@ def test_the_state_tables_say_which_final_experiments_the_pages_show():
     assert rows["qr_analyst_audit"].endswith("| final | 4 | 4 | 3 | 30 | refused |")  # replay differs: history shown
     assert rows["qr_convergence"].endswith("| final | 4 | 4 | 3 | 30 | yes |")
     assert rows["fig4f"].endswith("| no |")
+
+
+def test_an_implementation_check_on_data_without_spread_is_labelled_by_construction():
+    """beyond_hh#0: both LazyHH arms give the same recall and precision in every trial: a verdict by construction."""
+    from dpstream.harness.first_page import changelog
+    from dpstream.harness.rule_notes import BY_CONSTRUCTION, constructed, one_trial, shown, table_of
+
+    claims = pd.read_csv(TABLES / "beyond_hh.claims.csv", keep_default_na=False)
+    table = table_of(TABLES, "beyond_hh")
+    notes = constructed(claims, table, "beyond_hh")
+    assert notes[0].startswith(f"{BY_CONSTRUCTION} (registered: \"cannot fail") and "36 trials" in notes[0]
+    # one trial of the derived arm with another recall: the same rule, no longer a computation
+    derived = table.index[(table["mechanism.name"] == "lazyhh_derived") & (table["trial"] == table["trial"].max())]
+    moved = table.assign(recall=table["recall"].where(~table.index.isin(derived[:1]), 0.0))
+    assert one_trial(moved, -1) is not None and constructed(claims, moved, "beyond_hh") == [""]
+    # an implementation check the registration does not declare unable to fail keeps its label (audit seeds alike)
+    audit = pd.read_csv(TABLES / "audit_power.claims.csv", keep_default_na=False)
+    assert not any(constructed(audit, table_of(TABLES, "audit_power"), "audit_power"))
+    # the verdict page's cell and the changelog say so instead of "decided by the registered run"
+    label = "registered: look 3, 36 pooled trials, seeds 3-14, registration 3cb7d19a335bb227"
+    assert shown(["beyond_hh#0"], [label], pd.DataFrame(), notes)[0].startswith(f"{BY_CONSTRUCTION}; registered")
+    old = {"beyond_hh": claims.assign(verdict="inconclusive")}
+    line = changelog(old, {"beyond_hh": claims}, {"beyond_hh": [label]}, {"beyond_hh": notes})[2]
+    assert BY_CONSTRUCTION in line and "decided by the registered run" not in line
+    assert "decided by the registered run" in changelog(old, {"beyond_hh": claims}, {"beyond_hh": [label]})[2]

@@ -19,7 +19,15 @@ import pandas as pd
 from dpstream.claims.kinds import PAPER, PAPER_SETTING, classify, combine
 from dpstream.claims.registration import load
 from dpstream.harness.registered import combined, is_registered, labels, looks_of, table_rows
-from dpstream.harness.rule_notes import awaiting, declared_trend, differences_table, flag, generic_rule_paragraph
+from dpstream.harness.rule_notes import (
+    awaiting,
+    constructed,
+    declared_trend,
+    differences_table,
+    flag,
+    generic_rule_paragraph,
+    table_of,
+)
 
 PANELS = {
     "fig3a": ("fig3a",), "fig3b": ("fig3b", "fig3b_wordfreq"), "fig3c": ("fig3c",), "fig3d": ("fig3d",),
@@ -160,12 +168,14 @@ def _cell(text: str) -> str:
 
 
 def changelog(old: dict[str, pd.DataFrame], new: dict[str, pd.DataFrame],
-              sources: dict[str, list[str]] | None = None) -> list[str]:
+              sources: dict[str, list[str]] | None = None, notes: dict[str, list[str]] | None = None) -> list[str]:
     """Markdown lines: every claim (by id) whose verdict differs between two sets of claims tables, and why.
 
     The reason is the new table's ``gate`` note (history, a rule changed after registration) where it has one, else
     its label (``sources``: per experiment, ``registered.labels`` of the new table) when that is a look of the
-    registered run, else its rule (the rule and trials of this run decided). A ``provenance`` the label does not back
+    registered run (``notes``, per experiment: ``rule_notes.constructed``, say first when an implementation check's
+    verdict is one by construction, its data without spread, which no trials decided), else its rule (the rule and
+    trials of this run decided). A ``provenance`` the label does not back
     (``looks.csv`` holds no such final record) is said to be so, never quoted as a registered look. A claim new or
     gone counts as changed.
     """
@@ -182,7 +192,10 @@ def changelog(old: dict[str, pd.DataFrame], new: dict[str, pd.DataFrame],
             said = str(now["provenance"].iloc[i]) if "provenance" in now.columns and i < len(now) else ""
             shown = (sources or {}).get(exp, [])
             label = shown[i] if i < len(shown) else ""
-            registered = (f"decided by the registered run ({label}) on fresh trials, where the history's rows "
+            note = (notes or {}).get(exp, [])
+            construction = note[i] if i < len(note) else ""
+            registered = (f"{construction}; shown by the registered run ({label})" if construction else
+                          f"decided by the registered run ({label}) on fresh trials, where the history's rows "
                           "decided nothing") if is_registered(label) else (
                 f"its claims file names a registered look that looks.csv does not back; shown as {label or 'history'}"
                 if said else "")
@@ -218,9 +231,14 @@ def section(results_dir: Path, ref: str = "HEAD") -> list[str]:
            for p in sorted(tables.glob("*.claims.csv"))}
     looks = looks_of(tables)
     sources = {exp: labels(claims, table_rows(tables, exp), looks, exp) for exp, claims in now.items()}
+    old = committed_claims(results_dir, ref)
+    changed = {exp for exp, claims in now.items()
+               if list(claims["verdict"].astype(str)) != list(old.get(exp, pd.DataFrame(columns=["verdict"]))["verdict"]
+                                                              .astype(str))}
+    notes = {exp: constructed(now[exp], table_of(tables, exp), exp) for exp in sorted(changed)}
     return ["## First page: Holland's figures, one row per panel and sentence", "",
             "Verdicts in the paper's setting (each sentence's clauses and checks combined); robustness columns beside "
             "them. Figure 4 runs on a synthetic stand-in for the CAIDA trace: those verdicts are their own tally.", "",
             *first_page(tables), "", *rule_notes(tables),
             "## Changelog: verdicts that changed against the committed report", "",
-            *changelog(committed_claims(results_dir, ref), now, sources), ""]
+            *changelog(old, now, sources, notes), ""]

@@ -29,7 +29,7 @@ from dpstream.harness.first_page import PANELS, experiment_rows, first_page
 from dpstream.harness.quoted import value as quoted_value
 from dpstream.harness.registered import labels, looks_of, table_rows
 from dpstream.harness.report import claim_cells
-from dpstream.harness.rule_notes import shown
+from dpstream.harness.rule_notes import constructed, shown, table_of
 
 BLOCK = re.compile(r"(<!-- verdicts: (?P<ids>[^>]*?) -->\n)(?P<body>.*?)(<!-- /verdicts -->)", re.S)
 FIRST_PAGE = re.compile(r"(<!-- first-page: (?P<ids>[^>]*?) -->\n)(?P<body>.*?)(<!-- /first-page -->)", re.S)
@@ -66,7 +66,8 @@ def render(ids: list[str], tables: Path) -> str:
         if not path.exists():
             raise FileNotFoundError(f"README names experiment {exp_id!r} but {path} does not exist")
         claims = pd.read_csv(path, keep_default_na=False)
-        sources = shown(claim_ids(exp_id, claims), labels(claims, table_rows(tables, exp_id), looks, exp_id), looks)
+        sources = shown(claim_ids(exp_id, claims), labels(claims, table_rows(tables, exp_id), looks, exp_id), looks,
+                        constructed(claims, table_of(tables, exp_id), exp_id))
         for r, source in zip(claims.itertuples(), sources, strict=True):
             cells = claim_cells(r).replace("[", "\\[").replace("]", "\\]")  # brackets are text, not links
             lines.append(f"| {exp_id} | {cells} {source} |")

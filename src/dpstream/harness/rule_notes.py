@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpstream.claims.nulls import CONFIG_PREFIXES, KEPT, measured_columns
 from dpstream.claims.registration import REGISTRATION, by_id, load, registration_hash
 from dpstream.claims.registration import claim_ids as claim_ids_of
 from dpstream.claims.sequential import ALPHA, decide_trend, trial_slopes
@@ -286,13 +288,97 @@ def awaiting(claim_ids: list[str], sources: list[str], looks: pd.DataFrame) -> s
     return f"final: {combine(list(final['verdict'].astype(str)))} ({where}, {state})"
 
 
-def shown(claim_ids: list[str], sources: list[str], looks: pd.DataFrame) -> list[str]:
+BY_CONSTRUCTION = "by construction"
+"""How a verdict is labelled that follows from the implementation whatever the trials (``constructed``)."""
+CANNOT_FAIL = "cannot fail"
+"""How the registration's ``kind_reason`` begins for an implementation check declared unable to fail."""
+NOT_CONFIG = {"trial", "seed", "key", "commit", "run_time", "prereg_hash", "dpstream_version"}
+"""Columns of a trial row that are neither its configuration nor its measurement."""
+
+
+def one_trial(table: pd.DataFrame, which: int) -> pd.DataFrame | None:
+    """``table`` with every trial's measurements replaced by those of one trial (``which``: 0 first, -1 last).
+
+    Per configuration (every config column but trial, seed and provenance) the rows of each trial take, in order,
+    the measured columns (``nulls.measured_columns``) of the chosen trial's rows; None when the trials of a
+    configuration do not have the same number of rows.
+    """
+    config = [c for c in table.columns if (c.startswith(CONFIG_PREFIXES) or c in KEPT) and c not in NOT_CONFIG]
+    measured = measured_columns(table, set(config))
+    point = table.groupby(config, dropna=False, sort=False).ngroup() if config else pd.Series(0, index=table.index)
+    rank = table.groupby([point, table["trial"]], sort=False).cumcount()
+    frame = pd.DataFrame({"point": point, "trial": table["trial"], "rank": rank})
+    if frame.groupby(["point", "trial"]).size().groupby(level=0).nunique().max() != 1:
+        return None
+    chosen = frame.groupby("point")["trial"].transform(lambda t: sorted(t.unique())[which])
+    source = table[(frame["trial"] == chosen).to_numpy()]
+    lookup = pd.Series(np.arange(len(source)), index=pd.MultiIndex.from_arrays(
+        [frame.loc[source.index, "point"], frame.loc[source.index, "rank"]]))
+    at = lookup.reindex(pd.MultiIndex.from_arrays([frame["point"], frame["rank"]])).to_numpy()
+    out = table.copy()
+    for c in measured:
+        out[c] = source[c].to_numpy()[at]
+    return out
+
+
+def constructed(claims: pd.DataFrame, table: pd.DataFrame, exp: str, spec: dict[str, Any] | None = None) -> list[str]:
+    """Per claims row: the ``by construction`` note of a decided implementation check whose data have no spread.
+
+    Such a check is one the registration declares unable to fail (its ``kind_reason`` begins ``CANNOT_FAIL``, fixed
+    before the run) whose data bear it out (both arms identical in every trial, e.g. an equivalence the threshold
+    decides): its claims function (``spec``, default the experiment's) gives the same verdict and measurement on
+    ``table`` as on the table where every trial is the first trial, and where every trial is the last one
+    (``one_trial``), so no trial decided it. "" for every other row (and for a table of one trial). A check with no
+    spread that the registration does not declare so (every audit seed flagged alike, say) keeps its label: its
+    trials could have differed.
+    """
+    entries = by_id()
+    ids = claim_ids_of(exp, claims)
+    out = [""] * len(claims)
+    due = [k for k, (i, v) in enumerate(zip(ids, claims["verdict"].astype(str), strict=True))
+           if entries.get(i, {}).get("kind") == "implementation check" and v in ("confirmed", "not confirmed")
+           and str(entries[i].get("kind_reason", "")).startswith(CANNOT_FAIL)]
+    if not due or "trial" not in table.columns or table["trial"].nunique() < 2:
+        return out
+    from dpstream.harness.rejudge import composed_config, judge
+    from dpstream.harness.runner import experiments_to_run
+    from dpstream.registry import CONF_DIR
+
+    spec = spec or next((s for s in experiments_to_run(composed_config(Path("results"), exp), CONF_DIR)
+                         if s["id"] == exp), None)
+    if spec is None:
+        return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zero-spread tables warn in scipy
+        real = judge(spec, table)
+        copies = [judge(spec, t) if (t := one_trial(table, which)) is not None else None for which in (0, -1)]
+    if real is None or any(c is None or len(c) != len(real) for c in copies):
+        return out
+    trials = int(table["trial"].nunique())
+    for k in due:
+        if k < len(real) and all(c is not None and (c["verdict"].iloc[k], c["measured"].iloc[k])
+                                 == (real["verdict"].iloc[k], real["measured"].iloc[k]) for c in copies):
+            out[k] = (f"{BY_CONSTRUCTION} (registered: \"{entries[ids[k]]['kind_reason']}\"); its data have no "
+                      f"spread: its rule gives the same verdict and measurement when all {trials} trials are the "
+                      "first trial, or the last")
+    return out
+
+
+def table_of(tables: Path, exp: str) -> pd.DataFrame:
+    """``<tables>/<exp>.csv`` (empty when there is none)."""
+    path = tables / f"{exp}.csv"
+    return pd.read_csv(path, low_memory=False) if path.exists() else pd.DataFrame()
+
+
+def shown(claim_ids: list[str], sources: list[str], looks: pd.DataFrame, notes: list[str] | None = None) -> list[str]:
     """Per claim, its ``from`` cell: where the verdict comes from (``registered.short``), then the notes that apply.
 
-    The final registered decision awaiting adoption (``awaiting``) and the rule-text flag (``flag``).
+    A verdict ``by construction`` (``notes``, from ``constructed``) says so first; then the final registered decision
+    awaiting adoption (``awaiting``) and the rule-text flag (``flag``).
     """
-    return ["; ".join(x for x in (short(s), awaiting([i], [s], looks), flag([i])) if x)
-            for i, s in zip(claim_ids, sources, strict=True)]
+    notes = notes or [""] * len(claim_ids)
+    return ["; ".join(x for x in (BY_CONSTRUCTION if n else "", short(s), awaiting([i], [s], looks), flag([i])) if x)
+            for i, s, n in zip(claim_ids, sources, notes, strict=True)]
 
 
 def _cell(text: str) -> str:

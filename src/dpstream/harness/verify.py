@@ -46,7 +46,7 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from dpstream.claims.core import VERDICTS, Claim
-from dpstream.claims.decide import decide
+from dpstream.claims.decide import Evidence, decide
 from dpstream.claims.registration import (
     FIRST_NEW_SEED,
     REGISTRATION,
@@ -222,6 +222,40 @@ def schedule(entry: dict[str, Any], looks: int, has_evidence: bool) -> tuple[int
     return tuple(sorted({min(k * first, budget) for k in range(1, looks + 1)} | {budget}))
 
 
+def sequential_rule(entry: dict[str, Any], evidence: Evidence, looks: int) -> str:
+    """The rule that decides a registered sequential claim (``decide`` on its per-trial ``evidence``), in words.
+
+    Everything is read from the claim's registration ``entry``: the statistic (``rule.parameters``), the smallest
+    effect (the margin of the refutation side), alpha, the budget and the planned looks (``schedule``); the points and
+    the test (a sign test for a ``quantile`` family, else t tests) from its evidence. This, not the text a claims
+    function prints for its fixed-sample rule, is what a sequential claim's verdict follows from.
+    """
+    params = (entry.get("rule") or {}).get("parameters") or {}
+    effect = entry.get("smallest_effect") or {}
+    delta, alpha = float(effect.get("value", 0.5)), float(entry["alpha"])
+    if evidence.family == "trend":
+        statistic = f"the least-squares slope of {params.get('y', 'y')} on ln {params.get('x', 'x')}"
+    else:
+        statistic = str(params.get("statistic", "the claim's statistic"))
+    many = len(evidence.points) > 1
+    where = f", at each of {len(evidence.points)} points ({', '.join(evidence.labels)})" if many else ""
+    unit = str(effect.get("unit", "the registered unit"))
+    margin = f"{delta:g} trial-to-trial standard deviations of d" if unit.startswith("standardised") else (
+        f"{delta:g}, {unit}")
+    if evidence.family == "quantile":
+        test = ("two one-sided sign tests of the median of d (exact group-sequential boundaries)", "the median of d")
+    else:
+        test = ("two one-sided group-sequential t tests on the mean of d", "the mean of d")
+    at = ", ".join(map(str, schedule(entry, looks, True)))
+    every, some = (" at every point", " at some point, Holm over the points") if many else ("", "")
+    return (f"registered sequential rule (rule hash {entry.get('rule_hash', '?')}): per trial, d = {statistic}, "
+            f"signed so that the claim says d < 0{where}; over the pooled trials of the new master seeds, {test[0]}, "
+            f"Lan-DeMets O'Brien-Fleming spending at alpha {alpha:g} a side: confirmed when \"{test[1]} >= 0\" is "
+            f"rejected{every}; not confirmed when \"{test[1]} <= -{delta:g}\" (the smallest effect that matters: "
+            f"{margin}) is rejected{some}; else inconclusive. Looks at {at} pooled trials (budget "
+            f"{int(entry['budget'])}); zero spread over the trials: the value decides against -{delta:g}")
+
+
 def _read_records(path: Path, registration: Path = REGISTRATION) -> list[dict[str, Any]]:
     """The records of ``looks.csv`` at ``path``, all written under ``registration`` (its ``registration_hash``).
 
@@ -302,6 +336,27 @@ def claim_row(found: list[Any], claim_id: str) -> int | None:
     return index if index < len(found) else None
 
 
+def deciding_rules(spec: dict[str, Any], table: pd.DataFrame, claims: pd.DataFrame, entries: list[dict[str, Any]],
+                   final: set[str], looks: int) -> list[str]:
+    """Per row of ``claims`` (registered ids), the rule that decided it: ``sequential_rule`` or its ``rule`` column.
+
+    A claim final (in ``final``) under its sequential rule with the per-trial evidence of the claims function on
+    ``table`` was decided by ``decide`` (as ``_examine`` decides); any other keeps the claims function's text, the
+    fixed-sample rule that decided it.
+    """
+    rules = [str(r) for r in claims["rule"]]
+    if not any(sequential(e) for e in entries):
+        return rules
+    found = list(import_object(spec["claims"])(table, spec))
+    registered_entries = {str(e["id"]): e for e in entries}
+    for i, claim_id in enumerate(map(str, claims["id"])):
+        e, row = registered_entries[claim_id], claim_row(found, claim_id)
+        ev = found[row].evidence if row is not None and isinstance(found[row], Claim) else None
+        if ev is not None and sequential(e) and claim_id in final:
+            rules[i] = sequential_rule(e, ev, looks)
+    return rules
+
+
 def registered_experiment(spec: dict[str, Any], store: Path, profile: str, records: list[dict[str, Any]],
                           record: Path, nulls: int = NULLS, n_jobs: int | None = None,
                           path: Path = REGISTRATION, seed_run: SeedRun | None = None) -> pd.DataFrame | None:
@@ -315,8 +370,9 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
     final gets no further batch. Returns the registered claims judged on the last look's pooled trials (the rows of
     the claims function's output that carry a registered id, ``registration.claim_ids``; any further row decides
     nothing and is left out), each with its final verdict and the look that gave it (``provenance``: look, pooled
-    trials, seeds, registration hash; empty for a claim not final); None for an experiment without registered claims
-    (not run). ``seed_run`` writes a
+    trials, seeds, registration hash; empty for a claim not final) and, where its sequential rule decided it, that rule
+    in ``rule`` (``sequential_rule``; the claims function's text states its fixed-sample rule); None for an experiment
+    without registered claims (not run). ``seed_run`` writes a
     seed's table (default ``run_seed``, which runs the trials missing from its store; ``dpstream.harness.adopt``
     passes one that only reads the store).
     """
@@ -365,6 +421,7 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
     # row: on the pooled table it restates the registered claims once per further seed): it is not a registered claim
     claims = claims[claims["id"].isin({str(e["id"]) for e in entries})].reset_index(drop=True)
     finals = {r["id"]: r for r in mine if r["final"]}
+    rules = deciding_rules(spec, table, claims, entries, set(finals), looks)
     verdicts, measured, provenance = [], [], []
     for claim_id, verdict, m in zip(claims["id"], claims["verdict"], claims["measured"], strict=True):
         r = finals.get(str(claim_id))
@@ -373,8 +430,8 @@ def registered_experiment(spec: dict[str, Any], store: Path, profile: str, recor
                         if r else m)
         provenance.append(f"registered: look {r['look']}, {r['trials']} pooled trials, "
                           f"{seed_span(int(r['look']), per_look, path)}" if r else "")
-    claims = claims.assign(verdict=pd.Series(verdicts, index=claims.index, dtype=object), measured=measured,
-                           provenance=provenance)
+    claims = claims.assign(verdict=pd.Series(verdicts, index=claims.index, dtype=object), rule=rules,
+                           measured=measured, provenance=provenance)
     claims.attrs["table"] = table
     return claims
 
