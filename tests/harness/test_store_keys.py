@@ -154,11 +154,7 @@ WRITTEN_UNDER = {
     "qr_analyst_audit": "4d5419c3",  # trials.query_release:analyst_audit_trial
     "svt_c": "0195198f",  # trials.svt:atoms_trial
 }
-NOT_REPRODUCED: dict[str, frozenset[str]] = {
-    # The exact discrete Laplace tree's rows (computed at 32a2b70): their keys name the discrete Gaussian sampler's
-    # version (exact_sampler), the current key the discrete Laplace sampler's (laplace_sampler), which it draws from.
-    "counters_empirical": frozenset({"2c9b0ca20bd452f264a1", "9a11c723f8148dff6f69"}),
-}
+NOT_REPRODUCED: dict[str, frozenset[str]] = {}
 """Rows whose key the current code does not compute from their recorded config, by table; the next run of their
 experiment recomputes them. Any other row that does not reproduce fails the test, and so does a listed one that does."""
 
