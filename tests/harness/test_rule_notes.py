@@ -194,15 +194,15 @@ def test_an_implementation_check_on_data_without_spread_is_labelled_by_construct
 
     claims = pd.read_csv(TABLES / "beyond_hh.claims.csv", keep_default_na=False)
     table = table_of(TABLES, "beyond_hh")
-    notes = constructed(claims, table, "beyond_hh")
+    notes = constructed(claims, table, "beyond_hh", TABLES.parent)
     assert notes[0].startswith(f"{BY_CONSTRUCTION} (registered: \"cannot fail") and "36 trials" in notes[0]
     # one trial of the derived arm with another recall: the same rule, no longer a computation
     derived = table.index[(table["mechanism.name"] == "lazyhh_derived") & (table["trial"] == table["trial"].max())]
     moved = table.assign(recall=table["recall"].where(~table.index.isin(derived[:1]), 0.0))
-    assert one_trial(moved, -1) is not None and constructed(claims, moved, "beyond_hh") == [""]
+    assert one_trial(moved, -1) is not None and constructed(claims, moved, "beyond_hh", TABLES.parent) == [""]
     # an implementation check the registration does not declare unable to fail keeps its label (audit seeds alike)
     audit = pd.read_csv(TABLES / "audit_power.claims.csv", keep_default_na=False)
-    assert not any(constructed(audit, table_of(TABLES, "audit_power"), "audit_power"))
+    assert not any(constructed(audit, table_of(TABLES, "audit_power"), "audit_power", TABLES.parent))
     # the verdict page's cell and the changelog say so instead of "decided by the registered run"
     label = "registered: look 3, 36 pooled trials, seeds 3-14, registration 3cb7d19a335bb227"
     assert shown(["beyond_hh#0"], [label], pd.DataFrame(), notes)[0].startswith(f"{BY_CONSTRUCTION}; registered")

@@ -235,7 +235,7 @@ def section(results_dir: Path, ref: str = "HEAD") -> list[str]:
     changed = {exp for exp, claims in now.items()
                if list(claims["verdict"].astype(str)) != list(old.get(exp, pd.DataFrame(columns=["verdict"]))["verdict"]
                                                               .astype(str))}
-    notes = {exp: constructed(now[exp], table_of(tables, exp), exp) for exp in sorted(changed)}
+    notes = {exp: constructed(now[exp], table_of(tables, exp), exp, results_dir) for exp in sorted(changed)}
     return ["## First page: Holland's figures, one row per panel and sentence", "",
             "Verdicts in the paper's setting (each sentence's clauses and checks combined); robustness columns beside "
             "them. Figure 4 runs on a synthetic stand-in for the CAIDA trace: those verdicts are their own tally.", "",

@@ -67,7 +67,7 @@ def render(ids: list[str], tables: Path) -> str:
             raise FileNotFoundError(f"README names experiment {exp_id!r} but {path} does not exist")
         claims = pd.read_csv(path, keep_default_na=False)
         sources = shown(claim_ids(exp_id, claims), labels(claims, table_rows(tables, exp_id), looks, exp_id), looks,
-                        constructed(claims, table_of(tables, exp_id), exp_id))
+                        constructed(claims, table_of(tables, exp_id), exp_id, tables.parent))
         for r, source in zip(claims.itertuples(), sources, strict=True):
             cells = claim_cells(r).replace("[", "\\[").replace("]", "\\]")  # brackets are text, not links
             lines.append(f"| {exp_id} | {cells} {source} |")

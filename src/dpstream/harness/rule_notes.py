@@ -321,16 +321,17 @@ def one_trial(table: pd.DataFrame, which: int) -> pd.DataFrame | None:
     return out
 
 
-def constructed(claims: pd.DataFrame, table: pd.DataFrame, exp: str, spec: dict[str, Any] | None = None) -> list[str]:
+def constructed(claims: pd.DataFrame, table: pd.DataFrame, exp: str, results: Path,
+                spec: dict[str, Any] | None = None) -> list[str]:
     """Per claims row: the ``by construction`` note of a decided implementation check whose data have no spread.
 
     Such a check is one the registration declares unable to fail (its ``kind_reason`` begins ``CANNOT_FAIL``, fixed
     before the run) whose data bear it out (both arms identical in every trial, e.g. an equivalence the threshold
-    decides): its claims function (``spec``, default the experiment's) gives the same verdict and measurement on
-    ``table`` as on the table where every trial is the first trial, and where every trial is the last one
-    (``one_trial``), so no trial decided it. "" for every other row (and for a table of one trial). A check with no
-    spread that the registration does not declare so (every audit seed flagged alike, say) keeps its label: its
-    trials could have differed.
+    decides): its claims function (``spec``, default the experiment's as composed from the ``results`` folder) gives
+    the same verdict and measurement on ``table`` as on the table where every trial is the first trial, and where
+    every trial is the last one (``one_trial``), so no trial decided it. "" for every other row (and for a table of
+    one trial). A check with no spread that the registration does not declare so (every audit seed flagged alike,
+    say) keeps its label: its trials could have differed.
     """
     entries = by_id()
     ids = claim_ids_of(exp, claims)
@@ -344,7 +345,7 @@ def constructed(claims: pd.DataFrame, table: pd.DataFrame, exp: str, spec: dict[
     from dpstream.harness.runner import experiments_to_run
     from dpstream.registry import CONF_DIR
 
-    spec = spec or next((s for s in experiments_to_run(composed_config(Path("results"), exp), CONF_DIR)
+    spec = spec or next((s for s in experiments_to_run(composed_config(results, exp), CONF_DIR)
                          if s["id"] == exp), None)
     if spec is None:
         return out
