@@ -16,6 +16,7 @@ step counts and Lazy's pending array (LazyCMS at 24 KB, d = 3, T = 2^20: width 5
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 import numpy as np
@@ -81,6 +82,7 @@ def sketch_bytes(
     return (per_cell + pending) * cells + hashes + counter.fixed_bytes
 
 
+@functools.lru_cache(maxsize=256)
 def width_for_memory(
     schedule: Schedule, kilobytes: float, depth: int, horizon: int, model: Model, name: str,
     counter: CounterDescriptor = PAPER_COUNTER, hash_family: str = "modp",
@@ -89,7 +91,9 @@ def width_for_memory(
 
     For Lazy (paper model) this is the largest fixed point of w = floor(B / (12 d floor(log2(T/(d w))))).
     Raises ``ValueError`` naming the memory and the minimum when not even one column fits, or when the budget is more
-    than this machine's memory.
+    than this machine's memory. Memoised (the arguments are values; ``CounterDescriptor`` is frozen): a run builds the
+    same sketch once a trial, and the search asks the counter's size at each distinct cell horizon (about 1,500
+    Python calls at 24 KB, T = 2^20).
     """
     budget = kilobytes * BYTES_PER_KB
     check_allocation(budget, f"{name} with memory kilobytes={kilobytes!r}")
