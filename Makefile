@@ -63,13 +63,17 @@ bench: install
 
 # `make bench-pair OLD=<rev> [NEW_PATH=<worktree> | NEW=<rev>] [PAIR_ARGS="--repeats 31"]`: the speed rows of commit
 # OLD and of this checkout's package (or NEW_PATH's src/dpstream, or commit NEW's) in one process, interleaved
-# (benchmarks/commit_pair.py; about 15 minutes at nice 10 on 2 shared cores), into benchmarks/results/commit_pair.json
+# (benchmarks/commit_pair.py; about 25 minutes on 2 quiet cores), into benchmarks/results/commit_pair.json
 # (PAIR_ARGS="--out PATH" for another file), then docs/speed.md.
+# Each row is pooled over PAIR_PROCESSES fresh processes (5), PAIR_PARALLEL at a time (2), each laying its arms out in
+# memory differently: within one process identical code measured up to 1.95x apart (docs/benchmarks.md).
+PAIR_PROCESSES ?= 5
+PAIR_PARALLEL ?= 2
 .PHONY: bench-pair
 bench-pair: install
 	@test -n "$(OLD)" || { echo "make bench-pair: give OLD=<git revision>, e.g. OLD=main" >&2; exit 2; }
 	nice -n 10 $(PY) benchmarks/commit_pair.py --old $(OLD) $(if $(NEW_PATH),--new-path $(NEW_PATH)) $(if $(NEW),--new $(NEW)) \
-		$(PAIR_ARGS)
+		--processes $(PAIR_PROCESSES) --parallel $(PAIR_PARALLEL) $(PAIR_ARGS)
 	$(PY) benchmarks/speed_page.py
 
 fuzz: install  ## 2,000 random mutations of the bytes of every serialised class, under a 2 GB address-space limit

@@ -2,7 +2,7 @@
 
     python benchmarks/commit_pair.py --old REV [--new-path WORKTREE | --new REV] [--repeats 21] [--cells 32768]
                                      [--length 2097152] [--hh-length 131072] [--only TEXT ...] [--clock cpu|wall]
-                                     [--no-control] [--out PATH]
+                                     [--no-control] [--processes 1] [--parallel 1] [--out PATH]
 
 The old commit's ``src/dpstream`` (``git archive REV``) is written to a temporary directory as the package
 ``dpstream_old``: every ``dpstream`` word of its sources and configuration files (imports, module paths in strings
@@ -41,8 +41,15 @@ Workloads (``--only`` keeps those whose name contains one of the given texts):
 
 A sketch row's call builds a fresh sketch and reads the whole stream: its construction is timed with it.
 
-Run as a script, it restarts itself with glibc's mmap threshold fixed (``fixed_mmap_threshold``): otherwise where
-each arm's arrays lie depends on the allocations before it, and identical code measured up to 1.95x apart.
+``--processes N`` (``make bench-pair`` uses 5) runs the whole measurement in N fresh processes (``--parallel`` of them
+at a time) and pools them. Within one process identical code does not run at identical speed: where each arm's
+arrays and kernels lie in memory is fixed for the process, so the A/A control's within-process interval missed 1 on
+11 to 20 of 58 rows of a quiet run, by up to 1.95x. Each process therefore lays its arms out differently (process
+``i`` builds them in an order rotated by ``i``, after a heap allocation of ``i``-seeded size before each arm:
+``layout_pad``), and a pooled row's ratio is the median of the processes' ratios, its interval their range: the
+distribution-free interval of that median, covering it with probability 1 - 2^(1-N) (93.75% for 5), and a
+difference that holds in one layout only does not move it. The verdict is the same rule on the pooled interval: a
+row is worse only when the new commit is slower in every process.
 
 Writes ``benchmarks/results/commit_pair.json`` in the speed page's shape (``benchmarks/speed_page.py``) with both
 commits named, and prints a line a row. ``make bench-pair OLD=REV [NEW_PATH=WORKTREE]`` runs it at nice 10.
@@ -59,6 +66,7 @@ import math
 import os
 import platform
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -92,9 +100,6 @@ MIN_SECONDS = 0.02
 """A timed call lasts at least this long (on the old arm): shorter operations are repeated inside it."""
 CELLS, HORIZON, PUSH_STEPS, RELEASE_STEP, RELEASES = 1 << 15, 1 << 16, 8, 127, 4
 QUERIES = 1 << 16
-MMAP_THRESHOLD = 1 << 16
-"""glibc's mmap threshold for the run, in bytes (``fixed_mmap_threshold``): a counter row's arrays (32768 entries)
-are above it."""
 
 
 def git(repo: Path, *args: str) -> str:
@@ -393,8 +398,9 @@ def measure(work: Iterable[Workload], packages: dict[str, ModuleType], sizes: ar
     new_label = labels[1]
     timing_module = sub(packages[new_label], "timing")
     clock = CLOCKS[sizes.clock]
+    rng = None if sizes.layout_seed is None else np.random.default_rng(sizes.layout_seed)
     for workload in work:
-        arms = {label: workload.build(pkg, sizes) for label, pkg in packages.items()}
+        arms = built_arms(workload, packages, sizes, rng)
         for arm in arms.values():
             arm.run()
         outputs = {label: arm.output() for label, arm in arms.items()}
@@ -431,6 +437,29 @@ def measure(work: Iterable[Workload], packages: dict[str, ModuleType], sizes: ar
                    same_output=same, calls_per_repetition=inner, note="; ".join(notes))
         row["met"] = row["verdict"] != "worse"
         yield row
+
+
+def built_arms(workload: Workload, packages: dict[str, ModuleType], sizes: argparse.Namespace,
+               rng: np.random.Generator | None) -> dict[str, Arm]:
+    """Each package's arm of ``workload``.
+
+    With ``rng``, the arms are built in an order rotated by ``sizes.layout_seed``, each after a heap allocation of
+    random size (``layout_pad``) held until the arms are built.
+    """
+    if rng is None:
+        return {label: workload.build(pkg, sizes) for label, pkg in packages.items()}
+    labels = list(packages)
+    shift = sizes.layout_seed % len(labels)
+    arms, pads = {}, []
+    for label in labels[shift:] + labels[:shift]:
+        pads.append(layout_pad(rng))
+        arms[label] = workload.build(packages[label], sizes)
+    return {label: arms[label] for label in labels}
+
+
+def layout_pad(rng: np.random.Generator) -> np.ndarray:
+    """A heap block of 16 to 64 KB in steps of 16 bytes, so that what is allocated next lies at another offset."""
+    return np.ones(int(rng.integers(1, 4097)) * 16, dtype=np.uint8)
 
 
 def repeated(run: Callable[[], object], times: int) -> Callable[[], None]:
@@ -496,53 +525,119 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-control", dest="control", action="store_false",
                         help="leave out the A/A control (a copy of the new package as a third arm, the spread of "
                              "verdicts between identical codes; it costs half as much time again)")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="fresh processes, each with its own layout, pooled into one row a workload (>= 1)")
+    parser.add_argument("--parallel", type=int, default=1, help="processes run at a time (with --processes)")
+    parser.add_argument("--layout-seed", type=int, default=None,
+                        help="the layout of one process of --processes (its arms' build order and heap pads)")
     parser.add_argument("--out", type=Path, default=RESULTS)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.processes < 1 or args.parallel < 1:
+        parser.error(f"--processes and --parallel must be >= 1, got {args.processes} and {args.parallel}")
+    return args
 
 
-def fixed_mmap_threshold() -> None:
-    """Re-run this script with glibc's mmap threshold fixed at ``MMAP_THRESHOLD`` unless it already is.
+def pooled(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row a workload from the records of ``--processes`` runs: the median of their ratios, their range.
 
-    glibc raises its threshold each time a mapped chunk is freed, so whether an array of a given size is mapped (page
-    aligned) or carved from the heap (any 16-byte offset) depends on what was freed before. Each arm builds its state
-    at another point of that history: in an A/A run on a quiet machine, identical code pushed 1.95x faster in one arm
-    than in its copy (banded16 derived push), and 1.57x (binary discrete_secure push). A fixed threshold (glibc reads
-    it at start) maps every array from ``MMAP_THRESHOLD`` bytes up in every arm alike: the same rows' controls read
-    1.00x and 0.98x.
+    The range of n independent ratios covers their median with probability 1 - 2^(1-n) (``coverage``). The control
+    is pooled the same way, and the verdicts are the rules of a single run applied to the pooled intervals.
     """
-    if os.environ.get("MALLOC_MMAP_THRESHOLD_") != str(MMAP_THRESHOLD):
-        env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD)}
-        os.execve(sys.executable, [sys.executable, *sys.argv], env)
+    rows = []
+    for same_rows in zip(*(run["rows"] for run in runs), strict=True):
+        first = same_rows[0]
+        if any(r["name"] != first["name"] for r in same_rows):
+            raise ValueError(f"the processes measured other rows: {[r['name'] for r in same_rows]}")
+        ratios = [r["ratio"] for r in same_rows]
+        row = {"ratio": float(np.median(ratios)), "low": min(ratios), "high": max(ratios),
+               "coverage": 1 - 2.0 ** (1 - len(ratios)), "repeats": sum(r["repeats"] for r in same_rows),
+               "candidate_seconds": float(np.median([r["candidate_seconds"] for r in same_rows])),
+               "reference_seconds": float(np.median([r["reference_seconds"] for r in same_rows])),
+               "processes": [{k: r[k] for k in ("ratio", "low", "high")} | {"control": r.get("control")}
+                             for r in same_rows]}
+        notes = [] if all(r["same_output"] for r in same_rows) else ["outputs differ"]
+        if "control" in first:
+            controls = [r["control"]["ratio"] for r in same_rows]
+            row["control"] = {"ratio": float(np.median(controls)), "low": min(controls), "high": max(controls)}
+            row["control_verdict"] = verdict(row["control"]["low"], row["control"]["high"])
+            row["beyond_control"] = beyond(row, row["control"])
+            notes.append(f"A/A control {row['control']['ratio']:.3g}x [{row['control']['low']:.3g}, "
+                         f"{row['control']['high']:.3g}]: {row['control_verdict']}; against it: "
+                         f"{row['beyond_control']}")
+        row.update(name=first["name"], reference=first["reference"], target=first["target"],
+                   verdict=verdict(row["low"], row["high"]), same_output=all(r["same_output"] for r in same_rows),
+                   calls_per_repetition=first["calls_per_repetition"], note="; ".join(notes))
+        row["met"] = row["verdict"] != "worse"
+        rows.append(row)
+    return rows
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Export, import, measure every row, check isolation, write the JSON record."""
-    args = parse(argv)
-    new_repo = args.new_path.resolve() if args.new_path else ROOT
-    old_commit, new_commit = describe(ROOT, args.old), describe(new_repo, args.new or "HEAD")
-    labels = (f"old {old_commit['commit'][:7]}", f"new {new_commit['commit'][:7]}")
+def run_processes(args: argparse.Namespace, argv: list[str]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The rows pooled over ``args.processes`` runs of this script, and the first run's isolation counts.
+
+    Run ``i`` gets ``--layout-seed i``; ``args.parallel`` run at a time.
+    """
+    keep = [a for i, a in enumerate(argv) if not (a.startswith(("--processes", "--parallel", "--out"))
+                                                 or (i and argv[i - 1] in ("--processes", "--parallel", "--out")))]
+    with tempfile.TemporaryDirectory(prefix="commit_pair_runs_") as tmp:
+        outs = [Path(tmp) / f"run_{i}.json" for i in range(args.processes)]
+        commands = [[sys.executable, str(Path(__file__).resolve()), *keep, "--layout-seed", str(i), "--out", str(out)]
+                    for i, out in enumerate(outs)]
+        for start in range(0, len(commands), args.parallel):
+            running = [subprocess.Popen(c) for c in commands[start:start + args.parallel]]
+            failed = [c for c, proc in zip(commands[start:], running, strict=False) if proc.wait() != 0]
+            if failed:
+                raise SystemExit(f"commit_pair: a process failed: {' '.join(failed[0])}")
+        runs = [json.loads(out.read_text()) for out in outs]
+    return pooled(runs), runs[0]["isolation"]
+
+
+def measure_here(args: argparse.Namespace, labels: tuple[str, str], new_commit: dict[str, Any],
+                 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Every row measured in this process (printed as it comes), and the isolation counts."""
     with tempfile.TemporaryDirectory(prefix="commit_pair_") as tmp:
         new = (import_old(export(new_commit["commit"], Path(tmp), NEW_NAME)) if args.new
                else import_new(args.new_path))
-        packages = {labels[0]: import_old(export(old_commit["commit"], Path(tmp))), labels[1]: new}
+        packages = {labels[0]: import_old(export(args.old, Path(tmp))), labels[1]: new}
         if args.control:
             packages["copy of new"] = import_old(renamed(package_root(new), Path(tmp) / COPY_NAME))
         work = [w for w in workloads(common_counters(packages[labels[0]], new))
                 if not args.only or any(text in w.name for text in args.only)]
         print(f"{labels[1]} against {labels[0]}{' and its own copy' if args.control else ''}: {len(work)} rows, "
-              f"{args.repeats} interleaved repetitions, {args.clock} clock", flush=True)
+              f"{args.repeats} interleaved repetitions, {args.clock} clock"
+              + ("" if args.layout_seed is None else f", layout {args.layout_seed}"), flush=True)
         rows = []
         for row in measure(work, packages, args):
             rows.append(row)
-            note = f" ({row['note']})" if row["note"] else ""
-            print(f"{row['name']}: {row['ratio']:.3g} [{row['low']:.3g}, {row['high']:.3g}] {row['verdict']}{note}",
-                  flush=True)
-        isolation = check_isolation(*packages.values())
-    command = " ".join(["python", "benchmarks/commit_pair.py", *(argv if argv is not None else sys.argv[1:])])
-    record = {"title": f"One process, two commits: {labels[1]} ({new_commit['subject'][:60]}) against {labels[0]} "
+            show(row)
+        return rows, check_isolation(*packages.values())
+
+
+def show(row: dict[str, Any]) -> None:
+    """A row's line."""
+    note = f" ({row['note']})" if row["note"] else ""
+    print(f"{row['name']}: {row['ratio']:.3g} [{row['low']:.3g}, {row['high']:.3g}] {row['verdict']}{note}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Export, import, measure every row (or pool ``--processes`` runs), check isolation, write the JSON record."""
+    args = parse(argv)
+    argv = list(argv if argv is not None else sys.argv[1:])
+    new_repo = args.new_path.resolve() if args.new_path else ROOT
+    old_commit, new_commit = describe(ROOT, args.old), describe(new_repo, args.new or "HEAD")
+    labels = (f"old {old_commit['commit'][:7]}", f"new {new_commit['commit'][:7]}")
+    if args.processes > 1:
+        rows, isolation = run_processes(args, argv)
+        print(f"pooled over {args.processes} processes (median ratio, range):")
+        for row in rows:
+            show(row)
+    else:
+        rows, isolation = measure_here(args, labels, new_commit)
+    where = "One process" if args.processes == 1 else f"{args.processes} processes pooled"
+    record = {"title": f"{where}, two commits: {labels[1]} ({new_commit['subject'][:60]}) against {labels[0]} "
                        f"({old_commit['subject'][:60]})",
-              "command": command, "machine": machine(), "clock": args.clock,
-              "mmap_threshold": os.environ.get("MALLOC_MMAP_THRESHOLD_"), "old": old_commit, "new": new_commit,
+              "command": shlex.join(["python", "benchmarks/commit_pair.py", *argv]), "machine": machine(),
+              "clock": args.clock, "processes": args.processes, "old": old_commit, "new": new_commit,
               "isolation": isolation, "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1) + "\n")
@@ -553,5 +648,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    fixed_mmap_threshold()
     main()

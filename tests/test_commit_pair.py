@@ -19,7 +19,8 @@ import dpstream
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "commit_pair.py"
 NAME = "dpstream_pair_test"
-SIZES = argparse.Namespace(cells=256, length=5000, hh_length=4000, repeats=5, clock="cpu", keep_gc=False)
+SIZES = argparse.Namespace(cells=256, length=5000, hh_length=4000, repeats=5, clock="cpu", keep_gc=False,
+                           layout_seed=None)
 ROWS = ("binary derived push", "binary derived release", "binary stored push", "honaker stored release",
         "LazyCMS derived multiply-shift (w 55) extend")
 """Rows whose kernels the exported package compiles in about 12 s of CPU (exact discrete noise alone takes 18 s)."""
@@ -97,3 +98,49 @@ def test_a_row_has_the_speed_page_shape_and_the_issues_verdict(pair):
     control = {"low": 0.97, "high": 1.01}
     assert [tool.beyond({"low": lo, "high": hi}, control) for lo, hi in ((0.8, 0.96), (0.9, 0.98), (1.02, 1.1))] == [
         "worse", "same within noise", "better"]
+
+
+def test_a_layout_builds_the_arms_in_a_rotated_order_and_releases_the_same_values(pair):
+    tool, old = pair
+    (work,) = [w for w in tool.workloads(tool.common_counters(old, dpstream)) if w.name == "binary derived release"]
+    order = []
+
+    def build(pkg, sizes):
+        order.append(pkg.__name__)
+        return work.build(pkg, sizes)
+
+    packages = {"old": old, "new": dpstream}
+    for seed in (0, 1, 2):
+        sizes = argparse.Namespace(**{**vars(SIZES), "layout_seed": seed})
+        order.clear()
+        arms = tool.built_arms(tool.Workload(work.name, build), packages, sizes, np.random.default_rng(seed))
+        assert list(arms) == ["old", "new"]  # the caller's order, whatever the build order
+        assert order == [[NAME, "dpstream"], ["dpstream", NAME]][seed % 2]
+        for arm in arms.values():
+            arm.run()
+        assert tool.same_output(*(arm.output() for arm in arms.values()))
+    pads = [tool.layout_pad(np.random.default_rng(s)).size for s in range(20)]
+    assert all(16 <= n <= 65536 and n % 16 == 0 for n in pads) and len(set(pads)) > 10
+
+
+def fake_run(ratios, controls, name="binary derived push"):
+    return {"rows": [{"name": f"{name}, new", "reference": f"{name}, old", "target": "t", "ratio": r, "low": r * 0.99,
+                      "high": r * 1.01, "repeats": 21, "candidate_seconds": 1.0, "reference_seconds": r,
+                      "same_output": True, "calls_per_repetition": 3, "control": {"ratio": c, "low": c, "high": c}}
+                     for r, c in zip(ratios, controls, strict=True)]}
+
+
+def test_pooled_rows_take_the_median_and_range_over_processes_and_are_worse_only_if_every_process_is():
+    tool = load_module()
+    runs = [fake_run([0.97, 0.95], [1.0, 0.99]), fake_run([0.99, 1.01], [1.01, 0.97]),
+            fake_run([0.98, 0.96], [0.98, 1.02])]
+    first, second = tool.pooled(runs)
+    assert (first["ratio"], first["low"], first["high"]) == (0.98, 0.97, 0.99)
+    assert first["coverage"] == 0.75 and first["repeats"] == 63 and len(first["processes"]) == 3
+    assert first["verdict"] == "worse" and not first["met"]  # below 1 in every process
+    assert first["control"] == {"ratio": 1.0, "low": 0.98, "high": 1.01}
+    assert first["control_verdict"] == "same within noise" and first["beyond_control"] == "same within noise"
+    assert second["verdict"] == "same within noise" and second["met"]  # one process of three at 1.01
+    renamed = fake_run([0.98, 0.96], [0.98, 1.02], name="other")
+    with pytest.raises(ValueError, match="other rows"):
+        tool.pooled([runs[0], renamed])
