@@ -70,6 +70,9 @@ def test_a_built_counter_states_what_its_descriptor_states(name, noise):
         assert getattr(counter, attr) == getattr(spec, attr), attr
     assert spec.bytes_per_counter(40, 8) * 3 + spec.fixed_bytes == type(counter)._allocation_bytes(
         {**counter._serial_args(), "n": 3})
+    # a push skips asking for draws when the source derives its noise at release: it must then draw none
+    drawn = sum(counter.noise_count(np.full(3, s, dtype=np.int64)) for s in range(1, 41))
+    assert (drawn == 0) == counter.sparse_pushes, (drawn, counter.sparse_pushes)
 
 
 def pushed(counter, steps: range) -> None:
