@@ -432,13 +432,13 @@ class FactorisedCounter(Counter):
         """Draws a push at each of ``steps`` consumes in the stored layout: one each."""
         return int(np.size(steps))
 
-    def stored_release(self, cells: np.ndarray) -> np.ndarray:
+    def stored_release(self, cells: np.ndarray | slice) -> np.ndarray:
         """Release of the stored layout at ``cells`` (its state holds every counter's current release)."""
         raise NotImplementedError(f"{type(self).__name__} has no stored layout")
 
     def stored_release_all(self) -> np.ndarray:
-        """Every counter's stored release."""
-        return self.stored_release(np.arange(self.n))
+        """Every counter's stored release: ``stored_release`` of whole rows (a slice: no gather of every cell)."""
+        return self.stored_release(slice(None))
 
     def derived_release(self, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Exact counts plus the key-derived noise of ``cells`` at ``steps`` (a source that leaves it to the class)."""

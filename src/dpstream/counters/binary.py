@@ -171,7 +171,7 @@ class BinaryTree(FactorisedCounter):
             self._release_row = view
         return view
 
-    def stored_release(self, cells: np.ndarray) -> np.ndarray:
+    def stored_release(self, cells: np.ndarray | slice) -> np.ndarray:
         """Release of the stored tree: a gather of the level-0 noisy sums."""
         return self._noisy_sums[0, cells]
 

@@ -123,7 +123,7 @@ class BLTCounter(FactorisedCounter):
     def _constants(self) -> dict[str, Any]:
         return {**super()._constants(), "coef": self._coef.tolist()}
 
-    def stored_release(self, cells: np.ndarray) -> np.ndarray:
+    def stored_release(self, cells: np.ndarray | slice) -> np.ndarray:
         """Exact count plus the running noise total of each cell."""
         return self._exact[0, cells] + self._state[BUFFERS, cells]
 

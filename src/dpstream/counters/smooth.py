@@ -145,13 +145,13 @@ class SmoothBinary(BinaryTree):
         h, k = smooth_shape(self.horizon)
         return int(push_draws(np.ascontiguousarray(steps, dtype=np.int64), np.int64(h), np.int64(k), binomials(h)))
 
-    def stored_release(self, cells: np.ndarray) -> np.ndarray:
+    def stored_release(self, cells: np.ndarray | slice) -> np.ndarray:
         """Exact count plus the running node-noise sum of each cell's current leaf."""
         return self._exact[0, cells] + self._noisy_sums[0, cells]
 
     def stored_release_all(self) -> np.ndarray:
-        """Every counter's stored release."""
-        return self.stored_release(np.arange(self.n))
+        """Every counter's stored release: the sum of two whole rows (not ``BinaryTree``'s view of one)."""
+        return self.stored_release(slice(None))
 
     @property
     def memory_bytes(self) -> int:

@@ -149,7 +149,7 @@ class ToeplitzCounter(FactorisedCounter):
     def _constants(self) -> dict[str, Any]:
         return {"sigma": self.sigma, "bands": self.effective_bands(self.horizon), **self.nodes.constants(self)}
 
-    def stored_release(self, cells: np.ndarray) -> np.ndarray:
+    def stored_release(self, cells: np.ndarray | slice) -> np.ndarray:
         """Exact count plus the running noise total of each cell."""
         return self._exact[0, cells] + self._total[0, cells]
 
