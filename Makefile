@@ -61,12 +61,12 @@ bench: install
 	for b in $(BENCHMARKS); do echo "== $$b"; $(PY) $$b || exit 1; done
 	$(PY) benchmarks/speed_page.py
 
-# `make bench-pair OLD=<rev> [NEW_PATH=<worktree> | NEW=<rev>] [PAIR_ARGS="--repeats 31"]`: the speed rows of commit
+# `make bench-pair OLD=<rev> [NEW_PATH=<worktree> | NEW=<rev>] [PAIR_ARGS="--repeats 11"]`: the speed rows of commit
 # OLD and of this checkout's package (or NEW_PATH's src/dpstream, or commit NEW's) in one process, interleaved
-# (benchmarks/commit_pair.py; about 25 minutes on 2 quiet cores), into benchmarks/results/commit_pair.json
-# (PAIR_ARGS="--out PATH" for another file), then docs/speed.md.
-# Each row is pooled over PAIR_PROCESSES fresh processes (5), PAIR_PARALLEL at a time (2), each laying its arms out in
-# memory differently: within one process identical code measured up to 1.95x apart (docs/benchmarks.md).
+# (benchmarks/commit_pair.py), into benchmarks/results/commit_pair.json (PAIR_ARGS="--out PATH" for another file),
+# then docs/speed.md. Each row is pooled over PAIR_PROCESSES fresh processes (5), PAIR_PARALLEL at a time (2), each
+# laying its arms out in memory differently: within one process identical code measured up to 1.95x apart
+# (docs/benchmarks.md). About 14 minutes on 2 quiet cores with --repeats 11.
 PAIR_PROCESSES ?= 5
 PAIR_PARALLEL ?= 2
 .PHONY: bench-pair
