@@ -64,10 +64,10 @@ bench: install
 # `make bench-pair OLD=<rev> [NEW_PATH=<worktree> | NEW=<rev>] [PAIR_ARGS="--repeats 11"]`: the speed rows of commit
 # OLD and of this checkout's package (or NEW_PATH's src/dpstream, or commit NEW's) in one process, interleaved
 # (benchmarks/commit_pair.py), into benchmarks/results/commit_pair.json (PAIR_ARGS="--out PATH" for another file),
-# then docs/speed.md. Each row is pooled over PAIR_PROCESSES fresh processes (5), PAIR_PARALLEL at a time (2), each
+# then docs/speed.md. Each row is pooled over PAIR_PROCESSES fresh processes (6), PAIR_PARALLEL at a time (2), each
 # laying its arms out in memory differently: within one process identical code measured up to 1.95x apart
-# (docs/benchmarks.md). About 14 minutes on 2 quiet cores with --repeats 11.
-PAIR_PROCESSES ?= 5
+# (docs/benchmarks.md). About 17 minutes on 2 quiet cores with --repeats 11.
+PAIR_PROCESSES ?= 6
 PAIR_PARALLEL ?= 2
 .PHONY: bench-pair
 bench-pair: install

@@ -443,13 +443,13 @@ def built_arms(workload: Workload, packages: dict[str, ModuleType], sizes: argpa
                rng: np.random.Generator | None) -> dict[str, Arm]:
     """Each package's arm of ``workload``.
 
-    With ``rng``, the arms are built in an order rotated by ``sizes.layout_seed``, each after a heap allocation of
+    With ``rng``, the arms are built in an order rotated by ``sizes.rotation``, each after a heap allocation of
     random size (``layout_pad``) held until the arms are built.
     """
     if rng is None:
         return {label: workload.build(pkg, sizes) for label, pkg in packages.items()}
     labels = list(packages)
-    shift = sizes.layout_seed % len(labels)
+    shift = sizes.rotation % len(labels)
     arms, pads = {}, []
     for label in labels[shift:] + labels[:shift]:
         pads.append(layout_pad(rng))
@@ -505,7 +505,7 @@ def describe(repo: Path, rev: str = "HEAD") -> dict[str, Any]:
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--old", required=True, help="the old commit (any git revision of this repository)")
     new = parser.add_mutually_exclusive_group()
     new.add_argument("--new-path", type=Path, help="a work tree whose src/dpstream is the new package "
@@ -515,7 +515,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--cells", type=int, default=CELLS, help="counters of the counter rows")
     parser.add_argument("--length", type=int, default=1 << 21, help="stream length of the LazyCMS and CMS rows")
     parser.add_argument("--hh-length", type=int, default=1 << 17, help="stream length of the LazyHH rows")
-    parser.add_argument("--only", nargs="+", default=[], help="only the rows whose name contains one of these")
+    parser.add_argument("--only", nargs="+", action="extend", default=[],
+                        help="only the rows whose name contains one of these (repeatable)")
     parser.add_argument("--clock", choices=CLOCKS, default="cpu",
                         help="the process's CPU time (default: a shared machine's waits for a core are not the "
                              "code's) or the wall clock")
@@ -528,20 +529,27 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--processes", type=int, default=1,
                         help="fresh processes, each with its own layout, pooled into one row a workload (>= 1)")
     parser.add_argument("--parallel", type=int, default=1, help="processes run at a time (with --processes)")
-    parser.add_argument("--layout-seed", type=int, default=None,
-                        help="the layout of one process of --processes (its arms' build order and heap pads)")
+    parser.add_argument("--layout-entropy", type=int, default=None,
+                        help="the seed of the processes' heap pads (default: fresh, recorded in the output)")
+    parser.add_argument("--layout-seed", type=int, default=None, help=argparse.SUPPRESS)  # one process's pads
+    parser.add_argument("--rotation", type=int, default=0, help=argparse.SUPPRESS)  # one process's build order
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.processes < 1 or args.parallel < 1:
         parser.error(f"--processes and --parallel must be >= 1, got {args.processes} and {args.parallel}")
+    if args.layout_seed is not None and args.processes != 1:
+        parser.error("--layout-seed is one process's layout: it takes no --processes")
+    if args.layout_entropy is None:
+        args.layout_entropy = int(np.random.SeedSequence().generate_state(1)[0])
     return args
 
 
 def pooled(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row a workload from the records of ``--processes`` runs: the median of their ratios, their range.
 
-    The range of n independent ratios covers their median with probability 1 - 2^(1-n) (``coverage``). The control
-    is pooled the same way, and the verdicts are the rules of a single run applied to the pooled intervals.
+    The range of n independent ratios covers their median with probability 1 - 2^(1-n) (``coverage``); ``repeats``
+    is n, the ratios the interval rests on. The arms' seconds are each the median over processes. The control is
+    pooled the same way, and the verdicts are the rules of a single run applied to the pooled intervals.
     """
     rows = []
     for same_rows in zip(*(run["rows"] for run in runs), strict=True):
@@ -550,7 +558,8 @@ def pooled(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             raise ValueError(f"the processes measured other rows: {[r['name'] for r in same_rows]}")
         ratios = [r["ratio"] for r in same_rows]
         row = {"ratio": float(np.median(ratios)), "low": min(ratios), "high": max(ratios),
-               "coverage": 1 - 2.0 ** (1 - len(ratios)), "repeats": sum(r["repeats"] for r in same_rows),
+               "coverage": 1 - 2.0 ** (1 - len(ratios)), "repeats": len(ratios),
+               "repeats_per_process": first["repeats"],
                "candidate_seconds": float(np.median([r["candidate_seconds"] for r in same_rows])),
                "reference_seconds": float(np.median([r["reference_seconds"] for r in same_rows])),
                "processes": [{k: r[k] for k in ("ratio", "low", "high")} | {"control": r.get("control")}
@@ -572,33 +581,51 @@ def pooled(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def run_processes(args: argparse.Namespace, argv: list[str]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def child_command(args: argparse.Namespace, old: str, new: str | None, rotation: int, out: Path) -> list[str]:
+    """The command of one process of ``--processes``: this run's settings, resolved commits, its layout, its file."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--old", old, "--repeats", str(args.repeats),
+               "--cells", str(args.cells), "--length", str(args.length), "--hh-length", str(args.hh_length),
+               "--clock", args.clock, "--layout-seed", str(args.layout_entropy + rotation), "--rotation",
+               str(rotation), "--out", str(out)]
+    if new is not None:
+        command += ["--new", new]
+    elif args.new_path is not None:
+        command += ["--new-path", str(args.new_path)]
+    command += ["--keep-gc"] * args.keep_gc + ["--no-control"] * (not args.control)
+    return command + ([f"--only={text}" for text in args.only])
+
+
+def run_processes(args: argparse.Namespace, old: str, new: str | None) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The rows pooled over ``args.processes`` runs of this script, and the first run's isolation counts.
 
-    Run ``i`` gets ``--layout-seed i``; ``args.parallel`` run at a time.
+    Run ``i`` builds its arms in an order rotated by ``i`` (``--rotation``; with 3 arms, N a multiple of 3 gives every
+    order as often) after pads drawn from ``layout_entropy + i``; ``args.parallel`` run at a time. The commits are
+    passed resolved; every run must have measured the same new sources (``source_digest``), or nothing is pooled.
     """
-    keep = [a for i, a in enumerate(argv) if not (a.startswith(("--processes", "--parallel", "--out"))
-                                                 or (i and argv[i - 1] in ("--processes", "--parallel", "--out")))]
     with tempfile.TemporaryDirectory(prefix="commit_pair_runs_") as tmp:
         outs = [Path(tmp) / f"run_{i}.json" for i in range(args.processes)]
-        commands = [[sys.executable, str(Path(__file__).resolve()), *keep, "--layout-seed", str(i), "--out", str(out)]
-                    for i, out in enumerate(outs)]
+        commands = [child_command(args, old, new, i, out) for i, out in enumerate(outs)]
         for start in range(0, len(commands), args.parallel):
             running = [subprocess.Popen(c) for c in commands[start:start + args.parallel]]
             failed = [c for c, proc in zip(commands[start:], running, strict=False) if proc.wait() != 0]
             if failed:
-                raise SystemExit(f"commit_pair: a process failed: {' '.join(failed[0])}")
+                raise SystemExit(f"commit_pair: a process failed: {shlex.join(failed[0])}")
         runs = [json.loads(out.read_text()) for out in outs]
+    digests = {run["new_source_digest"] for run in runs}
+    if len(digests) != 1:
+        raise SystemExit(f"commit_pair: the new package's sources changed during the run ({len(digests)} digests "
+                         "over its processes); nothing is pooled: run it again on sources left as they are")
+    args.new_source_digest = digests.pop()
     return pooled(runs), runs[0]["isolation"]
 
 
-def measure_here(args: argparse.Namespace, labels: tuple[str, str], new_commit: dict[str, Any],
+def measure_here(args: argparse.Namespace, labels: tuple[str, str], old: str, new_commit: dict[str, Any],
                  ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Every row measured in this process (printed as it comes), and the isolation counts."""
     with tempfile.TemporaryDirectory(prefix="commit_pair_") as tmp:
         new = (import_old(export(new_commit["commit"], Path(tmp), NEW_NAME)) if args.new
                else import_new(args.new_path))
-        packages = {labels[0]: import_old(export(args.old, Path(tmp))), labels[1]: new}
+        packages = {labels[0]: import_old(export(old, Path(tmp))), labels[1]: new}
         if args.control:
             packages["copy of new"] = import_old(renamed(package_root(new), Path(tmp) / COPY_NAME))
         work = [w for w in workloads(common_counters(packages[labels[0]], new))
@@ -610,6 +637,7 @@ def measure_here(args: argparse.Namespace, labels: tuple[str, str], new_commit: 
         for row in measure(work, packages, args):
             rows.append(row)
             show(row)
+        args.new_source_digest = sub(new, "_numba_cache").source_digest(package_root(new))
         return rows, check_isolation(*packages.values())
 
 
@@ -627,17 +655,18 @@ def main(argv: list[str] | None = None) -> None:
     old_commit, new_commit = describe(ROOT, args.old), describe(new_repo, args.new or "HEAD")
     labels = (f"old {old_commit['commit'][:7]}", f"new {new_commit['commit'][:7]}")
     if args.processes > 1:
-        rows, isolation = run_processes(args, argv)
+        rows, isolation = run_processes(args, old_commit["commit"], new_commit["commit"] if args.new else None)
         print(f"pooled over {args.processes} processes (median ratio, range):")
         for row in rows:
             show(row)
     else:
-        rows, isolation = measure_here(args, labels, new_commit)
+        rows, isolation = measure_here(args, labels, old_commit["commit"], new_commit)
     where = "One process" if args.processes == 1 else f"{args.processes} processes pooled"
     record = {"title": f"{where}, two commits: {labels[1]} ({new_commit['subject'][:60]}) against {labels[0]} "
                        f"({old_commit['subject'][:60]})",
               "command": shlex.join(["python", "benchmarks/commit_pair.py", *argv]), "machine": machine(),
-              "clock": args.clock, "processes": args.processes, "old": old_commit, "new": new_commit,
+              "clock": args.clock, "processes": args.processes, "layout_entropy": args.layout_entropy,
+              "new_source_digest": getattr(args, "new_source_digest", None), "old": old_commit, "new": new_commit,
               "isolation": isolation, "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1) + "\n")

@@ -20,7 +20,7 @@ import dpstream
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "commit_pair.py"
 NAME = "dpstream_pair_test"
 SIZES = argparse.Namespace(cells=256, length=5000, hh_length=4000, repeats=5, clock="cpu", keep_gc=False,
-                           layout_seed=None)
+                           layout_seed=None, rotation=0)
 ROWS = ("binary derived push", "binary derived release", "binary stored push", "honaker stored release",
         "LazyCMS derived multiply-shift (w 55) extend")
 """Rows whose kernels the exported package compiles in about 12 s of CPU (exact discrete noise alone takes 18 s)."""
@@ -111,7 +111,7 @@ def test_a_layout_builds_the_arms_in_a_rotated_order_and_releases_the_same_value
 
     packages = {"old": old, "new": dpstream}
     for seed in (0, 1, 2):
-        sizes = argparse.Namespace(**{**vars(SIZES), "layout_seed": seed})
+        sizes = argparse.Namespace(**{**vars(SIZES), "layout_seed": seed, "rotation": seed})
         order.clear()
         arms = tool.built_arms(tool.Workload(work.name, build), packages, sizes, np.random.default_rng(seed))
         assert list(arms) == ["old", "new"]  # the caller's order, whatever the build order
@@ -136,7 +136,8 @@ def test_pooled_rows_take_the_median_and_range_over_processes_and_are_worse_only
             fake_run([0.98, 0.96], [0.98, 1.02])]
     first, second = tool.pooled(runs)
     assert (first["ratio"], first["low"], first["high"]) == (0.98, 0.97, 0.99)
-    assert first["coverage"] == 0.75 and first["repeats"] == 63 and len(first["processes"]) == 3
+    assert first["coverage"] == 0.75 and first["repeats"] == 3 and first["repeats_per_process"] == 21
+    assert len(first["processes"]) == 3
     assert first["verdict"] == "worse" and not first["met"]  # below 1 in every process
     assert first["control"] == {"ratio": 1.0, "low": 0.98, "high": 1.01}
     assert first["control_verdict"] == "same within noise" and first["beyond_control"] == "same within noise"
@@ -144,3 +145,21 @@ def test_pooled_rows_take_the_median_and_range_over_processes_and_are_worse_only
     renamed = fake_run([0.98, 0.96], [0.98, 1.02], name="other")
     with pytest.raises(ValueError, match="other rows"):
         tool.pooled([runs[0], renamed])
+
+
+def test_a_process_of_a_pooled_run_gets_every_setting_and_the_resolved_commits():
+    tool = load_module()
+    args = tool.parse(["--old", "main", "--processes", "6", "--repeats", "7", "--cells", "64", "--only=--weird",
+                       "--only", "binary", "24 KB", "--no-control", "--keep-gc", "--layout-entropy", "40"])
+    child = tool.child_command(args, "a" * 40, None, 4, Path("/tmp/x.json"))
+    parsed = tool.parse(child[2:])
+    assert (parsed.old, parsed.new, parsed.repeats, parsed.cells, parsed.only) == (
+        "a" * 40, None, 7, 64, ["--weird", "binary", "24 KB"])
+    assert (parsed.layout_seed, parsed.rotation, parsed.processes, parsed.out) == (44, 4, 1, Path("/tmp/x.json"))
+    assert not parsed.control and parsed.keep_gc
+    assert tool.parse(tool.child_command(args, "a" * 40, "b" * 40, 0, Path("/tmp/y.json"))[2:]).new == "b" * 40
+    with pytest.raises(SystemExit):
+        tool.parse(["--old", "main", "--proc", "6"])  # an abbreviation would reach the processes unfiltered
+    with pytest.raises(SystemExit):
+        tool.parse(["--old", "main", "--processes", "6", "--layout-seed", "1"])
+    assert tool.parse(["--old", "main"]).layout_entropy != tool.parse(["--old", "main"]).layout_entropy
