@@ -41,13 +41,14 @@ Workloads (``--only`` keeps those whose name contains one of the given texts):
 
 A sketch row's call builds a fresh sketch and reads the whole stream: its construction is timed with it.
 
-``--processes N`` (``make bench-pair`` uses 5) runs the whole measurement in N fresh processes (``--parallel`` of them
+``--processes N`` (``make bench-pair`` uses 6) runs the whole measurement in N fresh processes (``--parallel`` of them
 at a time) and pools them. Within one process identical code does not run at identical speed: where each arm's
 arrays and kernels lie in memory is fixed for the process, so the A/A control's within-process interval missed 1 on
 11 to 20 of 58 rows of a quiet run, by up to 1.95x. Each process therefore lays its arms out differently (process
-``i`` builds them in an order rotated by ``i``, after a heap allocation of ``i``-seeded size before each arm:
-``layout_pad``), and a pooled row's ratio is the median of the processes' ratios, its interval their range: the
-distribution-free interval of that median, covering it with probability 1 - 2^(1-N) (93.75% for 5), and a
+``i`` builds them in an order rotated by ``i``, each after a heap allocation whose size is drawn from
+``layout_entropy + i``: ``layout_pad``), and a pooled row's ratio is the median of the processes' ratios, its
+interval their range: the distribution-free interval of that median for independent processes, covering it with
+probability 1 - 2^(1-N) (96.9% for 6; an upper bound here, since layouts are not fully independent), and a
 difference that holds in one layout only does not move it. The verdict is the same rule on the pooled interval: a
 row is worse only when the new commit is slower in every process.
 
@@ -384,6 +385,15 @@ def beyond(row: dict[str, Any], control: dict[str, Any]) -> str:
     return "same within noise"
 
 
+def judge_control(row: dict[str, Any], control: dict[str, Any]) -> str:
+    """Record the A/A ``control`` (ratio, low, high) on ``row`` with its verdicts; the note saying them."""
+    row["control"] = {k: control[k] for k in ("ratio", "low", "high")}
+    row["control_verdict"] = verdict(control["low"], control["high"])
+    row["beyond_control"] = beyond(row, control)
+    return (f"A/A control {control['ratio']:.3g}x [{control['low']:.3g}, {control['high']:.3g}]: "
+            f"{row['control_verdict']}; against it: {row['beyond_control']}")
+
+
 def measure(work: Iterable[Workload], packages: dict[str, ModuleType], sizes: argparse.Namespace,
             ) -> Iterator[dict[str, Any]]:
     """Each workload's row: ``packages`` are (old, new[, control]) by their labels; the row is new against old.
@@ -427,11 +437,7 @@ def measure(work: Iterable[Workload], packages: dict[str, ModuleType], sizes: ar
             if not same_output(outputs[labels[2]], outputs[new_label]):
                 notes.append("the control's outputs differ")
             control = inverted(estimates[labels[2]])
-            row["control"] = {k: control[k] for k in ("ratio", "low", "high")}
-            row["control_verdict"] = verdict(control["low"], control["high"])
-            row["beyond_control"] = beyond(row, control)
-            notes.append(f"A/A control {control['ratio']:.3g}x [{control['low']:.3g}, {control['high']:.3g}]: "
-                         f"{row['control_verdict']}; against it: {row['beyond_control']}")
+            notes.append(judge_control(row, control))
         row.update(name=f"{workload.name}, {new_label}", reference=f"{workload.name}, {labels[0]}",
                    target="not worse: interval not wholly below 1", verdict=verdict(row["low"], row["high"]),
                    same_output=same, calls_per_repetition=inner, note="; ".join(notes))
@@ -564,17 +570,14 @@ def pooled(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                "reference_seconds": float(np.median([r["reference_seconds"] for r in same_rows])),
                "processes": [{k: r[k] for k in ("ratio", "low", "high")} | {"control": r.get("control")}
                              for r in same_rows]}
-        notes = [] if all(r["same_output"] for r in same_rows) else ["outputs differ"]
+        same = all(r["same_output"] for r in same_rows)
+        notes = [] if same else ["outputs differ"]
         if "control" in first:
             controls = [r["control"]["ratio"] for r in same_rows]
-            row["control"] = {"ratio": float(np.median(controls)), "low": min(controls), "high": max(controls)}
-            row["control_verdict"] = verdict(row["control"]["low"], row["control"]["high"])
-            row["beyond_control"] = beyond(row, row["control"])
-            notes.append(f"A/A control {row['control']['ratio']:.3g}x [{row['control']['low']:.3g}, "
-                         f"{row['control']['high']:.3g}]: {row['control_verdict']}; against it: "
-                         f"{row['beyond_control']}")
+            notes.append(judge_control(row, {"ratio": float(np.median(controls)), "low": min(controls),
+                                             "high": max(controls)}))
         row.update(name=first["name"], reference=first["reference"], target=first["target"],
-                   verdict=verdict(row["low"], row["high"]), same_output=all(r["same_output"] for r in same_rows),
+                   verdict=verdict(row["low"], row["high"]), same_output=same,
                    calls_per_repetition=first["calls_per_repetition"], note="; ".join(notes))
         row["met"] = row["verdict"] != "worse"
         rows.append(row)
