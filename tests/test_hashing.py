@@ -16,6 +16,7 @@ from dpstream.hashing import (
     affine_mod_p,
     bucket,
     bucket_many,
+    canonical_int64,
     canonical_key,
     canonical_keys,
     draw_hash_params,
@@ -92,6 +93,18 @@ def test_a_mixed_array_keeps_words_below_p_and_hashes_the_others():
     expected = [canonical_key(int(k)) for k in signed]
     assert canonical_keys(signed).tolist() == expected
     assert canonical_keys(signed.view(np.uint64)).tolist() == [canonical_key(int(k)) for k in signed.view(np.uint64)]
+
+
+@pytest.mark.parametrize("where", [0, 4095, 4096, 8191, 9999])
+def test_one_word_outside_p_in_any_block_is_hashed_and_in_range_keys_are_read_in_place(where):
+    keys = np.arange(10_000, dtype=np.int64)  # 4096-word blocks: 2 full and a partial one
+    assert np.shares_memory(canonical_keys(keys), keys)  # every word its own key: no copy
+    keys[where] = -5
+    expected = [canonical_key(int(k)) for k in keys]
+    out = canonical_keys(keys)
+    assert out.tolist() == expected
+    assert not np.shares_memory(out, keys)
+    assert canonical_int64(keys).tolist() == expected
 
 
 def test_integers_beyond_64_bits_use_their_signed_bytes():

@@ -338,20 +338,32 @@ def canonical_words(words: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def _all_below_p(words: np.ndarray) -> bool:
-    below = True
-    for k in range(words.shape[0]):
-        below &= words[k] < _P
-    return below
+    """Whether every word is below p; blocks of 4096 words vectorise, and the first block with one stops the read."""
+    for start in range(0, words.shape[0], 4096):
+        block = words[start:start + 4096]
+        below = True
+        for k in range(block.shape[0]):
+            below &= block[k] < _P
+        if not below:
+            return False
+    return True
+
+
+def _canonical_or_view(words: np.ndarray) -> np.ndarray:
+    """Canonical keys of uint64 words: ``words`` themselves when every word is below p, else a new array.
+
+    A stream's usual case is the first: one read, and no copy of 8 bytes an item.
+    """
+    return words if _all_below_p(words) else canonical_words(words)
 
 
 def canonical_int64(items: np.ndarray) -> np.ndarray:
-    """Canonical keys of an int64 array, as int64: the array itself when every item is in [0, p) (no copy).
+    """Canonical keys of an int64 array, as int64: the array's own memory when every item is in [0, p) (no copy).
 
     Else ``canonical_words`` of its two's complement words, so an item outside [0, p) and its alias (the integer
     equal to its canonical key) become the same key, as the sketches count them.
     """
-    words = items.view(np.uint64)
-    return items if _all_below_p(words) else canonical_words(words).view(np.int64)
+    return _canonical_or_view(items.view(np.uint64)).view(np.int64)
 
 
 def _key_bytes(key: int | str | bytes) -> bytes:
@@ -377,8 +389,9 @@ def canonical_key(key: int | str | bytes) -> int:
 def canonical_keys(items: np.ndarray | list) -> np.ndarray:
     """Canonical keys (uint64, in [0, p)) of a 1-D array of items, equal to ``canonical_key`` per item.
 
-    Integer arrays are converted in one compiled pass; str / bytes / object arrays need one xxhash call
-    per item (Python level: the only per-item Python work, so prefer integer keys for long streams).
+    Integer arrays are converted in one compiled pass; when every item already is its own key, the result is the
+    items' memory viewed as uint64 (no copy: callers read it and never write it). str / bytes / object arrays need one
+    xxhash call per item (Python level: the only per-item Python work, so prefer integer keys for long streams).
     """
     arr = np.asarray(items)
     if arr.ndim > 1:
@@ -389,9 +402,9 @@ def canonical_keys(items: np.ndarray | list) -> np.ndarray:
     if arr.size == 0:
         return np.empty(0, dtype=np.uint64)
     if arr.dtype.kind == "u":
-        return canonical_words(arr.astype(np.uint64, copy=False))
+        return _canonical_or_view(np.ascontiguousarray(arr, dtype=np.uint64))
     if arr.dtype.kind == "i":  # as uint64, a negative int64 is >= 2^63 > p: one test `word < p` covers both ends
-        return canonical_words(arr.astype(np.int64, copy=False).view(np.uint64))
+        return _canonical_or_view(np.ascontiguousarray(arr, dtype=np.int64).view(np.uint64))
     if arr.dtype.kind in "USO":
         return np.fromiter((canonical_key(k) for k in arr.tolist()), dtype=np.uint64, count=arr.shape[0])
     raise TypeError(f"keys must be integers, str or bytes, got an array of dtype {arr.dtype}")
