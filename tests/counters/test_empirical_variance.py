@@ -9,8 +9,10 @@ shortcut that differs from the push path is a mismatch; too few counters are inc
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpstream.counters import COUNTERS
@@ -82,3 +84,22 @@ def test_the_chi_square_band_holds_its_level():
     x = rng.normal(0, 2.0, size=(1000, 500))
     outside = sum(emp.judge(float(np.mean(row**2)), 4.0, 500, "gaussian", 0.0, 0.05).p < 0.05 for row in x)
     assert abs(outside / 1000 - 0.05) < 3 * math.sqrt(0.05 * 0.95 / 1000)
+
+
+def test_a_cell_replaces_its_own_rows_and_a_failed_write_leaves_the_table_as_it_was(tmp_path, monkeypatch):
+    out = tmp_path / "counters_variance.csv"
+    row = {"counter": "binary", "node_noise": "stored", "horizon": HORIZON, "step": 1, "verdict": "match"}
+    emp._write(pd.DataFrame(), pd.DataFrame([row, {**row, "counter": "honaker"}]), out)
+    emp._write(pd.read_csv(out), pd.DataFrame([{**row, "verdict": "mismatch"}]), out)
+    table = pd.read_csv(out)
+    assert sorted(zip(table.counter, table.verdict, strict=True)) == [("binary", "mismatch"), ("honaker", "match")]
+    before = out.read_bytes()
+
+    def half_then_fail(self, path, **kwargs):
+        Path(path).write_text("counter,node_no")
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", half_then_fail)
+    with pytest.raises(OSError):
+        emp._write(table, pd.DataFrame([row]), out)
+    assert out.read_bytes() == before

@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -267,14 +268,20 @@ CELL = ["counter", "node_noise", "horizon"]
 
 
 def _write(kept: pd.DataFrame, new: pd.DataFrame, out: Path) -> None:
-    """``new`` and the rows of ``kept`` for other cells, in registry then horizon order, to ``out``."""
+    """``new`` and the rows of ``kept`` for other cells, in registry then horizon order, to ``out``.
+
+    Through a temporary file renamed into place: a run killed, or a disk that fills, mid-write leaves the table as it
+    was.
+    """
     if len(kept):
         done = set(map(tuple, new[CELL].to_numpy().tolist()))
         kept = kept[[tuple(k) not in done for k in kept[CELL].to_numpy().tolist()]]
     both = pd.concat([kept, new], ignore_index=True) if len(kept) else new
     order = {key: i for i, key in enumerate(COUNTERS)}
     both = both.assign(_o=[order.get((c, m), len(order)) for c, m in zip(both.counter, both.node_noise, strict=True)])
-    both.sort_values(["horizon", "_o", "step"], kind="stable").drop(columns="_o").to_csv(out, index=False)
+    tmp = out.with_name(out.name + ".tmp")
+    both.sort_values(["horizon", "_o", "step"], kind="stable").drop(columns="_o").to_csv(tmp, index=False)
+    os.replace(tmp, out)
 
 
 BLOCK = ("<!-- counters-variance -->", "<!-- /counters-variance -->")
