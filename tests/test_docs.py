@@ -55,6 +55,14 @@ def test_readme_links_resolve():
     assert [t for t in local if not (ROOT / t).exists()] == []
 
 
+def test_every_test_file_the_docs_cite_exists():
+    pages = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+    cited = {(page.relative_to(ROOT), path) for page in pages
+             for path in re.findall(r"\btests/[\w/]+\.py\b", page.read_text())}
+    assert cited, "no page cites a test file"
+    assert sorted((str(page), path) for page, path in cited if not (ROOT / path).exists()) == []
+
+
 def test_readme_quotes_no_verdict_counts():
     # The counts live in results/report.md alone; a number quoted here would go stale at the next run.
     for path in (README, ROOT / "docs" / "index.md", ROOT / "docs" / "verdicts.md"):

@@ -99,6 +99,7 @@ def test_a_mixed_array_keeps_words_below_p_and_hashes_the_others():
 def test_one_word_outside_p_in_any_block_is_hashed_and_in_range_keys_are_read_in_place(where):
     keys = np.arange(10_000, dtype=np.int64)  # 4096-word blocks: 2 full and a partial one
     assert np.shares_memory(canonical_keys(keys), keys)  # every word its own key: no copy
+    assert canonical_int64(keys) is keys
     keys[where] = -5
     expected = [canonical_key(int(k)) for k in keys]
     out = canonical_keys(keys)

@@ -358,12 +358,13 @@ def _canonical_or_view(words: np.ndarray) -> np.ndarray:
 
 
 def canonical_int64(items: np.ndarray) -> np.ndarray:
-    """Canonical keys of an int64 array, as int64: the array's own memory when every item is in [0, p) (no copy).
+    """Canonical keys of an int64 array, as int64: the array itself when every item is in [0, p) (no copy).
 
     Else ``canonical_words`` of its two's complement words, so an item outside [0, p) and its alias (the integer
     equal to its canonical key) become the same key, as the sketches count them.
     """
-    return _canonical_or_view(items.view(np.uint64)).view(np.int64)
+    words = items.view(np.uint64)
+    return items if _all_below_p(words) else canonical_words(words).view(np.int64)
 
 
 def _key_bytes(key: int | str | bytes) -> bytes:

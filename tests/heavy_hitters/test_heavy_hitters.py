@@ -519,3 +519,19 @@ def test_the_noise_tail_scans_exactly_when_its_working_bytes_count_the_scan(pair
     assert all(s == horizon // k_tilde for s in scans)
     working = noise_tail_working_bytes(horizon, k_tilde, counter, node_noise)
     assert working == (SCAN_BYTES_PER_STEP * (horizon // k_tilde) if predicted else 0)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: LazyHH(k=2, k_tilde=8, epsilon=5.0, delta=0.1, beta=1e-3, horizon=64, seed=1),
+    lambda: CMSHeap(k=2, horizon=64, width=16, seed=1),
+], ids=["LazyHH", "CMSHeap"])
+def test_a_buffer_the_caller_reuses_after_extend_changes_no_state(make):
+    def state(reuse: bool) -> bytes:
+        tracker, buf = make(), np.full(5, 7, dtype=np.int64)  # less than one refresh period: the items wait
+        tracker.extend(buf)
+        if reuse:
+            buf[:] = 99
+        tracker.extend(np.array([1, 2, 3], dtype=np.int64))  # completes the period (k~ = 8): a refresh reads the 8
+        return tracker.to_bytes()
+
+    assert state(reuse=True) == state(reuse=False)

@@ -137,7 +137,7 @@ class BlockTracker(Certified, serial.Serialisable):
             block = items[pos:pos + self.period - self._since_refresh]
             self._sketch.extend(block)
             if self._universe is None:
-                self._pending.append(block)
+                self._pending.append(block.copy())  # ``items`` may be the caller's memory, reused after we return
             pos += block.size
             self._t += block.size
             self._since_refresh += block.size
