@@ -445,6 +445,26 @@ def measure(work: Iterable[Workload], packages: dict[str, ModuleType], sizes: ar
         yield row
 
 
+def buildable(work: list[Workload], old: ModuleType, sizes: argparse.Namespace,
+              ) -> tuple[list[Workload], list[dict[str, str]]]:
+    """The workloads the old package can build, and one record (name, the old package's error) a skipped one.
+
+    An old commit from before a setting existed (a node noise, ``from_memory``'s ``model``) refuses it; that row has
+    nothing to compare, and the record says so rather than leaving it out unseen.
+    """
+    kept, skipped = [], []
+    for workload in work:
+        try:
+            workload.build(old, sizes)
+        except Exception as error:  # any refusal by the old API: the row is not comparable
+            skipped.append({"name": workload.name, "old_error": f"{type(error).__name__}: {error}"[:300]})
+            print(f"skipped, the old commit cannot build it: {workload.name} ({skipped[-1]['old_error']})",
+                  flush=True)
+        else:
+            kept.append(workload)
+    return kept, skipped
+
+
 def built_arms(workload: Workload, packages: dict[str, ModuleType], sizes: argparse.Namespace,
                rng: np.random.Generator | None) -> dict[str, Arm]:
     """Each package's arm of ``workload``.
@@ -619,6 +639,7 @@ def run_processes(args: argparse.Namespace, old: str, new: str | None) -> tuple[
         raise SystemExit(f"commit_pair: the new package's sources changed during the run ({len(digests)} digests "
                          "over its processes); nothing is pooled: run it again on sources left as they are")
     args.new_source_digest = digests.pop()
+    args.skipped = runs[0].get("skipped", [])
     return pooled(runs), runs[0]["isolation"]
 
 
@@ -633,6 +654,7 @@ def measure_here(args: argparse.Namespace, labels: tuple[str, str], old: str, ne
             packages["copy of new"] = import_old(renamed(package_root(new), Path(tmp) / COPY_NAME))
         work = [w for w in workloads(common_counters(packages[labels[0]], new))
                 if not args.only or any(text in w.name for text in args.only)]
+        work, args.skipped = buildable(work, packages[labels[0]], args)
         print(f"{labels[1]} against {labels[0]}{' and its own copy' if args.control else ''}: {len(work)} rows, "
               f"{args.repeats} interleaved repetitions, {args.clock} clock"
               + ("" if args.layout_seed is None else f", layout {args.layout_seed}"), flush=True)
@@ -670,7 +692,7 @@ def main(argv: list[str] | None = None) -> None:
               "command": shlex.join(["python", "benchmarks/commit_pair.py", *argv]), "machine": machine(),
               "clock": args.clock, "processes": args.processes, "layout_entropy": args.layout_entropy,
               "new_source_digest": getattr(args, "new_source_digest", None), "old": old_commit, "new": new_commit,
-              "isolation": isolation, "rows": rows}
+              "isolation": isolation, "skipped": args.skipped, "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1) + "\n")
     for kind in ("verdict", "control_verdict", "beyond_control"):

@@ -163,3 +163,18 @@ def test_a_process_of_a_pooled_run_gets_every_setting_and_the_resolved_commits()
     with pytest.raises(SystemExit):
         tool.parse(["--old", "main", "--processes", "6", "--layout-seed", "1"])
     assert tool.parse(["--old", "main"]).layout_entropy != tool.parse(["--old", "main"]).layout_entropy
+
+
+def test_a_row_the_old_commit_cannot_build_is_skipped_with_its_error_and_the_others_kept(pair):
+    tool, old = pair
+    work = [w for w in tool.workloads([("binary", "derived")]) if w.name in ("binary derived push",
+                                                                            "LazyCMS discrete_secure 24 KB extend")]
+
+    def refuse(pkg, sizes):
+        raise TypeError("from_memory() got an unexpected keyword argument 'model'")
+
+    work[1] = tool.Workload(work[1].name, refuse)
+    kept, skipped = tool.buildable(work, old, SIZES)
+    assert [w.name for w in kept] == ["binary derived push"]
+    assert skipped == [{"name": "LazyCMS discrete_secure 24 KB extend",
+                        "old_error": "TypeError: from_memory() got an unexpected keyword argument 'model'"}]
