@@ -447,15 +447,17 @@ def measure(work: Iterable[Workload], packages: dict[str, ModuleType], sizes: ar
 
 def buildable(work: list[Workload], old: ModuleType, sizes: argparse.Namespace,
               ) -> tuple[list[Workload], list[dict[str, str]]]:
-    """The workloads the old package can build, and one record (name, the old package's error) a skipped one.
+    """The workloads the old package can build, run and read; a record (name, old package's error) of each other.
 
-    An old commit from before a setting existed (a node noise, ``from_memory``'s ``model``) refuses it; that row has
-    nothing to compare, and the record says so rather than leaving it out unseen.
+    An old commit from before a setting or a method existed (a node noise, ``query_many`` on LazyHH) refuses it; that
+    row has nothing to compare, and the record says so rather than leaving it out unseen.
     """
     kept, skipped = [], []
     for workload in work:
         try:
-            workload.build(old, sizes).run()  # a sketch row builds its sketch in the call; this arm is thrown away
+            arm = workload.build(old, sizes)  # thrown away after one call and one output
+            arm.run()  # a sketch row makes its sketch in the call
+            arm.output()
         except Exception as error:  # any refusal by the old API: the row is not comparable
             skipped.append({"name": workload.name, "old_error": f"{type(error).__name__}: {error}"[:300]})
             print(f"skipped, the old commit cannot build it: {workload.name} ({skipped[-1]['old_error']})",
