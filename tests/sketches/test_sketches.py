@@ -11,6 +11,7 @@ from dpstream.counters.gauss_bm import popcount
 from dpstream.hashing import bucket_many, canonical_keys
 from dpstream.privacy.calibration import cell_neighbour_m, gauss_bm_levels, gauss_bm_sigma
 from dpstream.sketches import CMS, CS, LazyCMS, LazyCS, PunctualCMS, PunctualCS, lazy, punctual
+from dpstream.sketches._kernels import query_hashed
 from dpstream.sketches.memory import sketch_bytes
 
 ALL = [CMS, CS, PunctualCMS, PunctualCS, LazyCMS, LazyCS]
@@ -60,16 +61,31 @@ def test_query_many_equals_query(cls):
 
 
 @pytest.mark.parametrize("cls", ALL)
-@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+@pytest.mark.parametrize("depth", [1, 2, 3, 4, 5, 8])
 def test_query_many_is_alg4_min_or_median_of_row_estimates(cls, depth):
-    # the compiled query hashes each key and combines its d cells: the same as numpy's min / median (mean of the
-    # two middle rows for an even depth) over the row estimates v_i computed from the whole released table
+    # the compiled query hashes each key and combines its d cells: bit for bit numpy's min / median (mean of the
+    # two middle rows for an even depth; +0.0 for a -0.0 middle) over the row estimates v_i of the released table
     sketch = cls(**(KW | {"depth": depth}))
     sketch.extend(_zipf_stream(700, 12))
-    keys = np.concatenate([np.arange(600), [10**9, 2**62, -5]])
+    keys = np.concatenate([np.arange(600), [10**9, 2**62, -5]])  # three blocks of the compiled query
     rows = sketch.row_estimates_many(keys)
     combined = np.median(rows, axis=0) if cls in (CS, PunctualCS, LazyCS) else rows.min(axis=0)
-    assert np.array_equal(sketch.query_many(keys), combined)
+    assert np.array_equal(sketch.query_many(keys).view(np.int64), combined.view(np.int64))
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 4, 7])
+def test_the_compiled_median_is_numpys_with_ties_signed_zeros_infinities_and_nan(depth):
+    rng = np.random.default_rng(depth)
+    values = np.array([0.0, -0.0, 1.0, -1.0, 2.5, np.inf, -np.inf, np.nan, 1e308, -1e308])
+    cells = rng.choice(values, size=(depth, 64), p=[0.2, 0.2, 0.15, 0.15, 0.1, 0.05, 0.05, 0.02, 0.04, 0.04])
+    cols = np.tile(np.arange(64), (depth, 1))
+    incs = rng.choice([-1, 1], size=(depth, 64))
+    with np.errstate(invalid="ignore"):  # inf - inf in numpy's mean of the two middle rows
+        expected = np.median(incs * cells, axis=0)
+    got = query_hashed(cols, incs, True, cells)
+    nan = np.isnan(expected)
+    assert nan.any() and np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan].view(np.int64), expected[~nan].view(np.int64))
 
 
 @pytest.mark.parametrize("cls", PRIVATE)

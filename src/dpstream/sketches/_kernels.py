@@ -203,20 +203,25 @@ def _estimates(cells: np.ndarray, cols: np.ndarray, incs: np.ndarray, m: int, si
 
     ``rows`` is scratch (depth,). The estimator is chosen once a block, outside the loop over keys: with the choice
     inside it the compiled min loop ran about 30 times slower. The median sorts the depth's few rows by insertion
-    (``ndarray.sort`` cost about 450 ns a key); the values, and so the median, are those ``np.median`` takes.
+    (``ndarray.sort`` cost about 450 ns a key); the median is ``np.median``'s, bit for bit (NaN and the sign of zero
+    too).
     """
     depth = cells.shape[0]
     half = depth // 2
     if signed:
         for k in range(m):
+            nan = False
             for i in range(depth):
                 v = incs[i, k] * np.float64(cells[i, cols[i, k]])
+                nan |= v != v
                 j = i
                 while j > 0 and rows[j - 1] > v:
                     rows[j] = rows[j - 1]
                     j -= 1
                 rows[j] = v
-            out[first + k] = rows[half] if depth % 2 else (rows[half - 1] + rows[half]) / 2
+            # np.median is NaN when a row is, and its mean's +0.0 start turns a -0.0 middle into +0.0
+            middle = rows[half] if depth % 2 else (rows[half - 1] + rows[half]) / 2
+            out[first + k] = np.nan if nan else 0.0 + middle
     else:
         for k in range(m):
             v = np.float64(cells[0, cols[0, k]])
