@@ -306,7 +306,8 @@ def render(df: pd.DataFrame) -> str:
              f"counters a cell, seed {int(first['seed'])}, alpha = {first['alpha']:g} family-wise over "
              f"{int(first['cells'])} (counter, T, step) cells (Bonferroni). Of the {len(df)} cells in the table: "
              + ", ".join(f"{counts.get(v, 0)} {v}" for v in ("match", "mismatch", "inconclusive", "not run"))
-             + f"; {int(first['cells']) - len(df)} not finished in the time the run had.",
+             + (f"; {missing} not finished in the time the run had." if (missing := int(first["cells"]) - len(df))
+                else "."),
              "", "| counter | node noise | " + " | ".join(f"T = 2^{int(math.log2(h))}" for h in horizons) + " |",
              "|---|---|" + "---|" * len(horizons)]
     for counter, noise in COUNTERS:
