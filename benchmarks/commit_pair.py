@@ -1,8 +1,9 @@
 """Two commits' speed in one process: an old commit's package imported under another name beside the new one.
 
     python benchmarks/commit_pair.py --old REV [--new-path WORKTREE | --new REV] [--repeats 21] [--cells 32768]
-                                     [--length 2097152] [--hh-length 131072] [--only TEXT ...] [--clock cpu|wall]
-                                     [--no-control] [--processes 1] [--parallel 1] [--out PATH]
+                                     [--length 2097152] [--hh-length 131072] [--qr-n 1000] [--trace-packets 262144]
+                                     [--watch-packets 262144] [--only TEXT ...] [--only-skipped RECORD]
+                                     [--clock cpu|wall] [--no-control] [--processes 1] [--parallel 1] [--out PATH]
 
 The old commit's ``src/dpstream`` (``git archive REV``) is written to a temporary directory as the package
 ``dpstream_old``: every ``dpstream`` word of its sources and configuration files (imports, module paths in strings
@@ -29,17 +30,27 @@ commit's throughput relative to the old one's, with its distribution-free interv
 control's interval). Each row also says whether the arms released the same values after the warm-up call (integers
 exactly, floats within ``RTOL``): a change of the released values is a change of the mechanism, not of its speed.
 
-Workloads (``--only`` keeps those whose name contains one of the given texts):
-- every counter x node noise that both commits register (``counters.COUNTERS``), ``--cells`` counters over a horizon
+Workloads (``--only`` keeps those whose name contains one of the given texts; ``--only-skipped RECORD`` those that
+the run written to RECORD skipped):
+- every counter x node noise the new commit registers (``counters.COUNTERS``), ``--cells`` counters over a horizon
   of 2^16: ``push`` (8 steps of every counter a call) and ``release`` (4 releases of every counter at step 127, its 7
   lowest tree levels set, a call);
 - LazyCMS ``extend`` over ``--length`` Zipf items (skew 1.3, universe 10^6; the speed page's setting: w 55, d 3,
   eps 0.3, delta 1e-3) with derived noise and multiply-shift hashing, with stored noise and mod-p hashing, and at
-  24 KB with exact discrete noise (``discrete_secure``, built by ``from_memory``); ``query_many`` of 2^16 keys; CMS
-  mod p (w 2000) ``extend``;
-- LazyHH ``extend`` over ``--hh-length`` items (k 128, k~ 512, eps 0.5, delta 1e-3, beta 5e-4), stored and derived.
+  24 KB with exact discrete noise (``discrete_secure`` and ``discrete_secure_ct``, built by ``from_memory``);
+  ``query_many`` of 2^16 keys; CMS mod p (w 2000) ``extend``;
+- LazyHH ``extend`` over ``--hh-length`` items (k 128, k~ 512, eps 0.5, delta 1e-3, beta 5e-4) with stored, derived
+  and the three exact discrete node noises;
+- the speed page's other sections: the Algorithm 3 game of an E2 trial (d 12, ``--qr-n`` records, eps 10); reading
+  a trace of ``--trace-packets`` records (``data.traces.iter_trace``) as ``traces.py``'s pcapng, as a classic pcap
+  and as CSV; Sparse and ThresholdMonitor, 256 runs a call, with continuous and exact discrete Laplace noise;
+  ``dpstream watch``'s path (pcap bytes through ``data.live.CaptureKeys`` in blocks into ``EpochWatcher``, flush
+  every 64, seeded) over ``--watch-packets`` packets, derived and ``discrete_secure_ahead`` noise, multiply-shift and
+  mod p.
 
-A sketch row's call builds a fresh sketch and reads the whole stream: its construction is timed with it.
+A sketch, game, sparse-vector or watch row's call builds its object afresh: construction is timed with it. A row the
+old commit cannot build, run or read (a node noise, a module or a method it did not have yet) is left out and
+recorded with the old package's error (``skipped``).
 
 ``--processes N`` (``make bench-pair`` uses 6) runs the whole measurement in N fresh processes (``--parallel`` of them
 at a time) and pools them. Within one process identical code does not run at identical speed: where each arm's
@@ -61,7 +72,9 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import importlib.util
 import io
+import ipaddress
 import json
 import math
 import os
@@ -69,6 +82,7 @@ import platform
 import re
 import shlex
 import shutil
+import struct
 import subprocess
 import sys
 import tarfile
@@ -88,9 +102,19 @@ PACKAGE = "dpstream"
 OLD_NAME = "dpstream_old"
 NEW_NAME = "dpstream_new"
 COPY_NAME = "dpstream_copy"
-WORD = re.compile(rf"\b{PACKAGE}\b")
-"""The package's name as a word: ``dpstream.x``, ``from dpstream``, ``"dpstream.sketches"``, ``pkg://dpstream``;
-not ``dpstream_sources`` (``_`` is a word character) and not ``DPSTREAM_SEEDS``."""
+
+
+def package_word(name: str) -> re.Pattern[str]:
+    """A package's name as a word: ``dpstream.x``, ``from dpstream``, ``"dpstream.sketches"``, ``pkg://dpstream``.
+
+    Not ``dpstream_sources`` (``_`` is a word character), not ``DPSTREAM_SEEDS``, and not at the start of a bytes
+    literal (``b"dpstream-epoch"``): those are hash personalisations, part of what a mechanism computes (and blake2b
+    takes at most 16 bytes of one).
+    """
+    return re.compile(rf"(?<![bB][\"'])\b{re.escape(name)}\b")
+
+
+WORD = package_word(PACKAGE)
 TEXT_SUFFIXES = (".py", ".yaml", ".yml", ".json", ".toml", ".txt", ".cfg", ".ini", ".md")
 """Files of the exported package whose text is rewritten (the others, data, are copied as they are)."""
 RTOL = 1e-9
@@ -124,7 +148,7 @@ def renamed(source: Path, target: Path) -> Path:
     Every whole word naming the package (``source.name``) in its text files (``TEXT_SUFFIXES``) becomes the new name.
     """
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc", "*.pyc"))
-    word = WORD if source.name == PACKAGE else re.compile(rf"\b{re.escape(source.name)}\b")
+    word = package_word(source.name)
     for path in target.rglob("*"):
         if path.is_file() and path.suffix in TEXT_SUFFIXES:
             text = path.read_text()
@@ -297,7 +321,19 @@ LAZY_CMS = {"width": 55, "depth": 3, "epsilon": 0.3, "delta": 1e-3, "seed": 1}
 LAZY_HH = {"k": 128, "k_tilde": 512, "epsilon": 0.5, "delta": 1e-3, "beta": 5e-4, "seed": 1}
 
 
-def sketch_extend(label: str, make: Callable[[ModuleType, int], Any], length: str = "length") -> Workload:
+def queried(sketch: Any) -> np.ndarray:
+    """A sketch's estimates of the keys 0..``QUERIES``-1 (``query_many``)."""
+    return np.asarray(sketch.query_many(np.arange(QUERIES)))
+
+
+def reported(tracker: Any) -> np.ndarray:
+    """A heavy-hitter tracker's reported (item, estimate) pairs: ``estimate()``, ``heavy_hitters()`` before issue 36."""
+    out = tracker.estimate() if hasattr(tracker, "estimate") else tracker.heavy_hitters()
+    return np.column_stack([out.items, out.estimates])
+
+
+def sketch_extend(label: str, make: Callable[[ModuleType, int], Any], length: str = "length",
+                  output: Callable[[Any], np.ndarray] = queried) -> Workload:
     """A fresh sketch ``make(pkg, n)`` a call, ``extend`` over the stream of ``sizes.<length>`` items."""
 
     def build(pkg: ModuleType, sizes: argparse.Namespace) -> Arm:
@@ -308,7 +344,7 @@ def sketch_extend(label: str, make: Callable[[ModuleType, int], Any], length: st
             last[:] = [make(pkg, items.size)]
             last[0].extend(items)
 
-        return Arm(run, lambda: np.asarray(last[0].query_many(np.arange(QUERIES))))
+        return Arm(run, lambda: output(last[0]))
 
     return Workload(label, build)
 
@@ -326,8 +362,169 @@ def lazy_cms_query(noise: str) -> Workload:
     return Workload(f"LazyCMS {noise} (w 55) query_many 2^16 keys", build)
 
 
+def lazy_cms_memory(noise: str) -> Workload:
+    """LazyCMS ``extend`` at 24 KB (``from_memory``, depth 3, eps 1, delta 1e-6) with node noise ``noise``."""
+    return sketch_extend(f"LazyCMS {noise} 24 KB extend", lambda pkg, n: sub(pkg, "sketches").LazyCMS.from_memory(
+        kilobytes=24, depth=3, epsilon=1.0, delta=1e-6, horizon=n, seed=0, model="actual", node_noise=noise))
+
+
+def lazy_hh(noise: str) -> Workload:
+    """LazyHH ``extend`` over ``--hh-length`` items with node noise ``noise``."""
+    return sketch_extend(f"LazyHH {noise} (k~ 512) extend", lambda pkg, n: sub(pkg, "heavy_hitters").LazyHH(
+        **LAZY_HH, horizon=n, **({} if noise == "stored" else {"node_noise": noise})), "hh_length", reported)
+
+
+QR_DATA = {"d": 12, "components": 3, "concentration": 0.5, "workload": "conjunctions", "analysts": 10}
+"""The speed page's query-release problem (E2: d = 12, 10 analysts, conjunctions); ``n`` is ``--qr-n``."""
+
+
+def query_release_game() -> Workload:
+    """The Algorithm 3 game (``PrivateEquilibriumRelease.play``, eps 10, T = n / 6.4, s = 24 T) of an E2 trial."""
+
+    def build(pkg: ModuleType, sizes: argparse.Namespace) -> Arm:
+        data = {**QR_DATA, "_target_": f"{pkg.__name__}.query_release.product_mixture", "n": sizes.qr_n}
+        data_seed, workload_seed, mech_seed = sub(pkg, "noise").children(np.random.SeedSequence(0, spawn_key=(0,)), 3)
+        _, work, true, analysts = sub(pkg, "trials.query_release").build_problem({"data": data}, data_seed,
+                                                                                 workload_seed)
+        last: list[np.ndarray] = []
+
+        def run() -> None:
+            game = sub(pkg, "query_release").PrivateEquilibriumRelease(
+                workload=work, analysts=analysts, epsilon=10.0, delta=1e-6, n=sizes.qr_n,
+                rounds_rule="data_private", s_factor=24, seed=mech_seed)
+            last[:] = [game.play(true)[0]]
+
+        return Arm(run, lambda: last[0])
+
+    return Workload("Alg 3 game (d 12, n --qr-n) play", build)
+
+
+def beside(name: str) -> ModuleType:
+    """The benchmark script ``name``.py beside this one, imported as the module ``name`` (once)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+TRACE_FILES: dict[tuple[str, int], Path] = {}
+"""The trace files of this process, written once (``trace_file``) and read by every arm."""
+
+
+def trace_file(kind: str, packets: int) -> Path:
+    """A trace file of ``packets`` records, written once a process.
+
+    ``traces.py``'s pcapng (SPB and EPB, Ethernet with VLAN tags and raw IP) and CSV, or a classic pcap of raw IPv4
+    packets (linktype 101, 40 bytes each) from the same sources.
+    """
+    if (kind, packets) not in TRACE_FILES:
+        traces = beside("traces")
+        folder = Path(tempfile.mkdtemp(prefix="commit_pair_traces_"))
+        path = folder / f"trace.{kind}"
+        sources = traces.write_capture(folder / "trace.pcapng", packets)
+        if kind == "csv":
+            traces.write_csv(path, sources)
+        elif kind == "pcap":
+            record = struct.pack("<IIII", 0, 0, 40, 40)
+            path.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 101)
+                             + b"".join(record + traces.ipv4_packet(int(src)) for src in sources))
+        TRACE_FILES[kind, packets] = path
+    return TRACE_FILES[kind, packets]
+
+
+def trace_read(kind: str) -> Workload:
+    """``data.traces.iter_trace`` over the whole trace file of ``--trace-packets`` records (the speed page's)."""
+
+    def build(pkg: ModuleType, sizes: argparse.Namespace) -> Arm:
+        path = trace_file(kind, sizes.trace_packets)
+        last: list[np.ndarray] = []
+
+        def run() -> None:
+            last[:] = [np.concatenate([np.empty(0, np.uint32), *sub(pkg, "data.traces").iter_trace(path)])]
+
+        return Arm(run, lambda: last[0])
+
+    return Workload(f"trace {kind} read (--trace-packets)", build)
+
+
+SVT_EPS, SVT_QUERIES, SVT_RUNS = 1.0, 4096, 256
+
+
+def svt_batch(mechanism: Any) -> Callable[..., Any]:
+    """A sparse-vector mechanism's batch of runs: ``run(..., n_runs=)``, called ``run_many`` before issue 36."""
+    return getattr(mechanism, "run_many", None) or mechanism.run
+
+
+def svt_run(kind: str, noise: str) -> Workload:
+    """Sparse (c 8) over 4,096 integer answers, or ThresholdMonitor (k 4) over 1,024 linear queries; 256 runs a call.
+
+    The speed page's sparse-vector rows; ``noise`` continuous (numpy Laplace) or ``discrete_secure``; a call makes
+    the mechanism and draws its noise.
+    """
+
+    def build(pkg: ModuleType, sizes: argparse.Namespace) -> Arm:
+        svt, extra = sub(pkg, "svt"), {} if noise == "continuous" else {"svt_noise": noise}
+        if kind == "Sparse":
+            answers = np.random.default_rng(1).integers(0, 120, SVT_QUERIES)
+
+            def work() -> Any:
+                mech = svt.Sparse(epsilon=SVT_EPS, threshold=100, c=8, seed=0, **extra)
+                return svt_batch(mech)(answers, n_runs=SVT_RUNS, noise=mech.draw_noise(SVT_QUERIES, SVT_RUNS))
+        else:
+            atoms = np.random.default_rng(2).integers(0, 400, 64)
+            queries = (np.random.default_rng(3).random((SVT_QUERIES // 4, 64)) < 0.1).astype(float)
+
+            def work() -> Any:
+                mech = svt.ThresholdMonitor(epsilon=SVT_EPS, delta=1e-6, threshold=1500, k=4, seed=0, **extra)
+                return svt_batch(mech)(queries, atoms, n_runs=SVT_RUNS)
+
+        last: list[Any] = []
+        return Arm(lambda: last.__setitem__(slice(None), [work()]), lambda: last[0].outcomes)
+
+    return Workload(f"SVT {kind} {noise} run", build)
+
+
+WATCH = {"k": 128, "k_tilde": 512, "epsilon": 1.0, "delta": 1e-6, "beta": 5e-7, "every": 1 << 17, "seed": 1,
+         "flush_every": 64}
+"""The speed page's ``dpstream watch`` setting (``benchmarks/watch.py``), seeded so the arms' releases compare."""
+
+
+def watch_end_to_end(noise: str, family: str) -> Workload:
+    """``dpstream watch``'s path: pcap bytes through ``CaptureKeys`` in blocks, ``EpochWatcher`` on the keys.
+
+    ``--watch-packets`` heavy-tailed IPv4 sources (Zipf 1.1 over 2^20 hosts), one epoch, a release every 2^17
+    packets; the output is every release's (label, estimate) pairs.
+    """
+
+    def build(pkg: ModuleType, sizes: argparse.Namespace) -> Arm:
+        live, capture = sub(pkg, "data.live"), sub(pkg, "data.synthetic_capture")
+        packets = sizes.watch_packets
+        ranks = np.minimum(np.random.default_rng(1).zipf(1.1, packets), 1 << 20)
+        data = capture.pcap_header(96) + capture.pcap_records((0x0A000000 + ranks).astype(np.uint32), 96)
+        horizon = -(-packets // WATCH["every"]) * WATCH["every"]
+        config = sub(pkg, "heavy_hitters.epochs").WatchConfig(**WATCH, horizon=horizon, node_noise=noise,
+                                                               hash_family=family)
+        lines: list[dict[str, Any]] = []
+
+        def run() -> None:
+            lines.clear()
+            watcher = sub(pkg, "heavy_hitters.epochs").EpochWatcher(config, None, lines.append,
+                                                                    label=live.ipv4_label, clock=lambda: 0.0)
+            view = memoryview(data)
+            decoder = live.CaptureKeys(bytes(view[:24]), "bench")
+            for start in range(0, len(data), live.CHUNK_BYTES):
+                watcher.feed(decoder.feed(view[start:start + live.CHUNK_BYTES]))
+
+        return Arm(run, lambda: np.array([[int(ipaddress.IPv4Address(item["label"])), item["estimate"]]
+                                          for line in lines for item in line["items"]]))
+
+    return Workload(f"watch end to end {noise} {family} (--watch-packets)", build)
+
+
 def workloads(pairs: Iterable[tuple[str, str]]) -> list[Workload]:
-    """Every row: the counters of ``pairs`` (push, release), then the sketches."""
+    """Every row: the counters of ``pairs`` (push, release), the sketches, then the speed page's other sections."""
     out = [w for counter, noise in sorted(pairs) for w in (counter_push(counter, noise),
                                                            counter_release(counter, noise))]
 
@@ -338,24 +535,22 @@ def workloads(pairs: Iterable[tuple[str, str]]) -> list[Workload]:
         sketch_extend("LazyCMS derived multiply-shift (w 55) extend",
                       lazy_cms(node_noise="derived", hash_family="multiply_shift")),
         sketch_extend("LazyCMS stored mod p (w 55) extend", lazy_cms(node_noise="stored")),
-        sketch_extend("LazyCMS discrete_secure 24 KB extend", lambda pkg, n: sub(pkg, "sketches").LazyCMS.from_memory(
-            kilobytes=24, depth=3, epsilon=1.0, delta=1e-6, horizon=n, seed=0, model="actual",
-            node_noise="discrete_secure")),
+        lazy_cms_memory("discrete_secure"),
         lazy_cms_query("derived"),
         lazy_cms_query("stored"),
         sketch_extend("CMS mod p (w 2000) extend",
                       lambda pkg, n: sub(pkg, "sketches").CMS(width=2000, depth=3, horizon=n, seed=1)),
-        sketch_extend("LazyHH stored (k~ 512) extend",
-                      lambda pkg, n: sub(pkg, "heavy_hitters").LazyHH(**LAZY_HH, horizon=n), "hh_length"),
-        sketch_extend("LazyHH derived (k~ 512) extend", lambda pkg, n: sub(pkg, "heavy_hitters").LazyHH(
-            **LAZY_HH, horizon=n, node_noise="derived"), "hh_length"),
+        lazy_hh("stored"),
+        lazy_hh("derived"),
     ]
+    out += [lazy_hh(noise) for noise in ("discrete_secure", "discrete_secure_ct", "discrete_secure_ahead")]
+    out.append(lazy_cms_memory("discrete_secure_ct"))
+    out += [query_release_game(), *(trace_read(kind) for kind in ("pcapng", "pcap", "csv"))]
+    out += [svt_run(kind, noise) for kind in ("Sparse", "ThresholdMonitor")
+            for noise in ("continuous", "discrete_secure")]
+    out += [watch_end_to_end(noise, family) for noise in ("derived", "discrete_secure_ahead")
+            for family in ("multiply_shift", "modp")]
     return out
-
-
-def common_counters(old: ModuleType, new: ModuleType) -> set[tuple[str, str]]:
-    """The (counter, node_noise) names both packages register."""
-    return set(sub(old, "counters").COUNTERS) & set(sub(new, "counters").COUNTERS)
 
 
 def same_output(a: np.ndarray, b: np.ndarray) -> bool:
@@ -543,8 +738,14 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--cells", type=int, default=CELLS, help="counters of the counter rows")
     parser.add_argument("--length", type=int, default=1 << 21, help="stream length of the LazyCMS and CMS rows")
     parser.add_argument("--hh-length", type=int, default=1 << 17, help="stream length of the LazyHH rows")
+    parser.add_argument("--qr-n", type=int, default=1000, help="records n of the query-release game row")
+    parser.add_argument("--trace-packets", type=int, default=1 << 18, help="records of the trace-reading rows")
+    parser.add_argument("--watch-packets", type=int, default=1 << 18, help="packets of the watch rows")
     parser.add_argument("--only", nargs="+", action="extend", default=[],
                         help="only the rows whose name contains one of these (repeatable)")
+    parser.add_argument("--only-skipped", type=Path, metavar="RECORD",
+                        help="only the rows that the run written to RECORD (this script's JSON) skipped: an older "
+                             "commit could not build them")
     parser.add_argument("--clock", choices=CLOCKS, default="cpu",
                         help="the process's CPU time (default: a shared machine's waits for a core are not the "
                              "code's) or the wall clock")
@@ -569,6 +770,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--layout-seed is one process's layout: it takes no --processes")
     if args.layout_entropy is None:
         args.layout_entropy = int(np.random.SeedSequence().generate_state(1)[0])
+    args.only_skipped_record = args.only_skipped
+    if args.only_skipped is not None:
+        try:
+            args.only_skipped = {row["name"] for row in json.loads(args.only_skipped.read_text())["skipped"]}
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            parser.error(f"--only-skipped {args.only_skipped}: not a commit_pair record with skipped rows ({error})")
     return args
 
 
@@ -610,6 +817,8 @@ def child_command(args: argparse.Namespace, old: str, new: str | None, rotation:
     """The command of one process of ``--processes``: this run's settings, resolved commits, its layout, its file."""
     command = [sys.executable, str(Path(__file__).resolve()), "--old", old, "--repeats", str(args.repeats),
                "--cells", str(args.cells), "--length", str(args.length), "--hh-length", str(args.hh_length),
+               "--qr-n", str(args.qr_n), "--trace-packets", str(args.trace_packets), "--watch-packets",
+               str(args.watch_packets),
                "--clock", args.clock, "--layout-seed", str(args.layout_entropy + rotation), "--rotation",
                str(rotation), "--out", str(out)]
     if new is not None:
@@ -617,6 +826,8 @@ def child_command(args: argparse.Namespace, old: str, new: str | None, rotation:
     elif args.new_path is not None:
         command += ["--new-path", str(args.new_path)]
     command += ["--keep-gc"] * args.keep_gc + ["--no-control"] * (not args.control)
+    if args.only_skipped_record is not None:
+        command += ["--only-skipped", str(args.only_skipped_record)]
     return command + ([f"--only={text}" for text in args.only])
 
 
@@ -654,8 +865,7 @@ def measure_here(args: argparse.Namespace, labels: tuple[str, str], old: str, ne
         packages = {labels[0]: import_old(export(old, Path(tmp))), labels[1]: new}
         if args.control:
             packages["copy of new"] = import_old(renamed(package_root(new), Path(tmp) / COPY_NAME))
-        work = [w for w in workloads(common_counters(packages[labels[0]], new))
-                if not args.only or any(text in w.name for text in args.only)]
+        work = [w for w in workloads(sub(new, "counters").COUNTERS) if selected(w.name, args)]
         work, args.skipped = buildable(work, packages[labels[0]], args)
         print(f"{labels[1]} against {labels[0]}{' and its own copy' if args.control else ''}: {len(work)} rows, "
               f"{args.repeats} interleaved repetitions, {args.clock} clock"
@@ -666,6 +876,12 @@ def measure_here(args: argparse.Namespace, labels: tuple[str, str], old: str, ne
             show(row)
         args.new_source_digest = sub(new, "_numba_cache").source_digest(package_root(new))
         return rows, check_isolation(*packages.values())
+
+
+def selected(name: str, args: argparse.Namespace) -> bool:
+    """Whether the row ``name`` is measured: it contains an ``--only`` text, and ``--only-skipped``'s run skipped it."""
+    return ((not args.only or any(text in name for text in args.only))
+            and (args.only_skipped is None or name in args.only_skipped))
 
 
 def show(row: dict[str, Any]) -> None:

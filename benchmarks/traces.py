@@ -56,7 +56,8 @@ def _block(btype: int, body: bytes) -> bytes:
     return struct.pack("<II", btype, 12 + len(body)) + body + struct.pack("<I", 12 + len(body))
 
 
-def _ip(src: int) -> bytes:
+def ipv4_packet(src: int) -> bytes:
+    """A 40-byte IPv4 TCP packet from ``src`` to 10.0.0.1 (no payload)."""
     return struct.pack(">BBHHHBBHII", 0x45, 0, 40, 0, 0, 64, 6, 0, src, 0x0A000001) + bytes(20)
 
 
@@ -73,10 +74,10 @@ def write_capture(path: Path, packets: int, seed: int = 0) -> np.ndarray:
         out = []
         for i, src in enumerate(sources.tolist()):
             if i % 2 == 0:
-                frame = MAC + tags[i % 6] + b"\x08\x00" + _ip(src)
+                frame = MAC + tags[i % 6] + b"\x08\x00" + ipv4_packet(src)
                 out.append(_block(3, struct.pack("<I", len(frame)) + frame))
             else:
-                frame = _ip(src)
+                frame = ipv4_packet(src)
                 out.append(_block(6, struct.pack("<IIIII", 1, 0, i, len(frame), len(frame)) + frame))
             if len(out) == 65536:
                 fh.write(b"".join(out))

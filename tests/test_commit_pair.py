@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 
 import dpstream
+from dpstream.counters import COUNTERS
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "commit_pair.py"
 NAME = "dpstream_pair_test"
-SIZES = argparse.Namespace(cells=256, length=5000, hh_length=4000, repeats=5, clock="cpu", keep_gc=False,
-                           layout_seed=None, rotation=0)
+SIZES = argparse.Namespace(cells=256, length=5000, hh_length=4000, qr_n=300, trace_packets=3000,
+                           watch_packets=1 << 18, repeats=5, clock="cpu", keep_gc=False, layout_seed=None, rotation=0)
 ROWS = ("binary derived push", "binary derived release", "binary stored push", "honaker stored release",
         "LazyCMS derived multiply-shift (w 55) extend")
 """Rows whose kernels the exported package compiles in about 12 s of CPU (exact discrete noise alone takes 18 s)."""
@@ -54,6 +55,7 @@ def test_the_export_renames_every_module_path(pair):
     assert not any(tool.WORD.search(t) for t in texts)
     assert f"from {NAME}.counters" in (root / "counters" / "__init__.py").read_text()
     assert "dpstream_sources.digest" in (root / "_numba_cache.py").read_text()  # a file name, not the package
+    assert 'person=b"dpstream-epoch"' in (root / "heavy_hitters" / "epochs.py").read_text()  # a hash's, kept
     copy = tool.renamed(root, root.parent / "copy" / f"{NAME}_copy")  # a renamed package renamed again
     text = (copy / "counters" / "__init__.py").read_text()
     assert f"from {NAME}_copy.counters" in text and f"from {NAME}.counters" not in text
@@ -61,8 +63,8 @@ def test_the_export_renames_every_module_path(pair):
 
 def test_both_arms_release_the_same_values_and_share_no_module_or_kernel_cache(pair):
     tool, old = pair
-    work = {w.name: w for w in tool.workloads(tool.common_counters(old, dpstream))}
-    assert ("binary", "discrete_secure") in tool.common_counters(old, dpstream)
+    work = {w.name: w for w in tool.workloads(COUNTERS)}
+    assert ("binary", "discrete_secure") in COUNTERS
     for name in ROWS:
         arms = [work[name].build(pkg, SIZES) for pkg in (old, dpstream)]
         for arm in arms:
@@ -85,9 +87,30 @@ def test_both_arms_release_the_same_values_and_share_no_module_or_kernel_cache(p
     assert not set(old_caches) & set(tool.numba_cache_paths(tool.modules_of("dpstream").values()))
 
 
+@pytest.mark.long
+def test_the_speed_pages_other_sections_release_the_same_values_in_both_arms(pair):
+    """The query-release game, the trace readers, the sparse vector and ``dpstream watch`` rows, old = new."""
+    tool, old = pair
+    names = ("Alg 3 game (d 12, n --qr-n) play", "trace pcapng read (--trace-packets)",
+             "trace pcap read (--trace-packets)", "trace csv read (--trace-packets)", "SVT Sparse continuous run",
+             "SVT ThresholdMonitor discrete_secure run", "watch end to end derived modp (--watch-packets)")
+    work = {w.name: w for w in tool.workloads([])}
+    for name in names:
+        arms = [work[name].build(pkg, SIZES) for pkg in (old, dpstream)]
+        for arm in arms:
+            arm.run()
+        outputs = [arm.output() for arm in arms]
+        assert outputs[0].size > 0 and tool.same_output(*outputs), name
+    traces = [work[f"trace {kind} read (--trace-packets)"].build(dpstream, SIZES) for kind in ("pcapng", "pcap")]
+    for arm in traces:
+        arm.run()
+    assert np.array_equal(*(arm.output() for arm in traces))  # one set of sources in both files
+    assert traces[0].output().size == SIZES.trace_packets
+
+
 def test_a_row_has_the_speed_page_shape_and_the_issues_verdict(pair):
     tool, old = pair
-    work = [w for w in tool.workloads(tool.common_counters(old, dpstream)) if w.name == "binary derived push"]
+    work = [w for w in tool.workloads(COUNTERS) if w.name == "binary derived push"]
     (row,) = tool.measure(work, {"old": old, "new": dpstream}, SIZES)
     assert row["name"] == "binary derived push, new" and row["reference"] == "binary derived push, old"
     assert row["repeats"] == 5 and row["low"] <= row["ratio"] <= row["high"] and row["same_output"]
@@ -102,7 +125,7 @@ def test_a_row_has_the_speed_page_shape_and_the_issues_verdict(pair):
 
 def test_a_layout_builds_the_arms_in_a_rotated_order_and_releases_the_same_values(pair):
     tool, old = pair
-    (work,) = [w for w in tool.workloads(tool.common_counters(old, dpstream)) if w.name == "binary derived release"]
+    (work,) = [w for w in tool.workloads(COUNTERS) if w.name == "binary derived release"]
     order = []
 
     def build(pkg, sizes):
@@ -150,13 +173,15 @@ def test_pooled_rows_take_the_median_and_range_over_processes_and_are_worse_only
 def test_a_process_of_a_pooled_run_gets_every_setting_and_the_resolved_commits():
     tool = load_module()
     args = tool.parse(["--old", "main", "--processes", "6", "--repeats", "7", "--cells", "64", "--only=--weird",
-                       "--only", "binary", "24 KB", "--no-control", "--keep-gc", "--layout-entropy", "40"])
+                       "--only", "binary", "24 KB", "--no-control", "--keep-gc", "--layout-entropy", "40",
+                       "--qr-n", "77", "--trace-packets", "78", "--watch-packets", "79"])
     child = tool.child_command(args, "a" * 40, None, 4, Path("/tmp/x.json"))
     parsed = tool.parse(child[2:])
     assert (parsed.old, parsed.new, parsed.repeats, parsed.cells, parsed.only) == (
         "a" * 40, None, 7, 64, ["--weird", "binary", "24 KB"])
     assert (parsed.layout_seed, parsed.rotation, parsed.processes, parsed.out) == (44, 4, 1, Path("/tmp/x.json"))
     assert not parsed.control and parsed.keep_gc
+    assert (parsed.qr_n, parsed.trace_packets, parsed.watch_packets, parsed.only_skipped) == (77, 78, 79, None)
     assert tool.parse(tool.child_command(args, "a" * 40, "b" * 40, 0, Path("/tmp/y.json"))[2:]).new == "b" * 40
     with pytest.raises(SystemExit):
         tool.parse(["--old", "main", "--proc", "6"])  # an abbreviation would reach the processes unfiltered
@@ -167,8 +192,8 @@ def test_a_process_of_a_pooled_run_gets_every_setting_and_the_resolved_commits()
 
 def test_a_row_the_old_commit_cannot_build_is_skipped_with_its_error_and_the_others_kept(pair):
     tool, old = pair
-    work = [w for w in tool.workloads([("binary", "derived")]) if w.name in ("binary derived push",
-                                                                            "LazyCMS discrete_secure 24 KB extend")]
+    work = [w for w in tool.workloads([("binary", "derived"), ("binary", "no_such_noise")])
+            if w.name in ("binary derived push", "binary no_such_noise push", "LazyCMS discrete_secure 24 KB extend")]
 
     def refuse_when_called(pkg, sizes):  # as a sketch row: the sketch is made in the call, not when the arm is built
         def run():
@@ -176,8 +201,24 @@ def test_a_row_the_old_commit_cannot_build_is_skipped_with_its_error_and_the_oth
 
         return tool.Arm(run, lambda: None)
 
-    work[1] = tool.Workload(work[1].name, refuse_when_called)
+    work[2] = tool.Workload(work[2].name, refuse_when_called)
     kept, skipped = tool.buildable(work, old, SIZES)
     assert [w.name for w in kept] == ["binary derived push"]
-    assert skipped == [{"name": "LazyCMS discrete_secure 24 KB extend",
-                        "old_error": "TypeError: from_memory() got an unexpected keyword argument 'model'"}]
+    assert [row["name"] for row in skipped] == ["binary no_such_noise push", "LazyCMS discrete_secure 24 KB extend"]
+    assert skipped[0]["old_error"].startswith("ValueError: ") and "no_such_noise" in skipped[0]["old_error"]
+    assert skipped[1]["old_error"] == "TypeError: from_memory() got an unexpected keyword argument 'model'"
+
+
+def test_only_skipped_keeps_the_rows_an_earlier_run_skipped_and_reaches_every_process(tmp_path):
+    tool = load_module()
+    record = tmp_path / "earlier.json"
+    record.write_text('{"skipped": [{"name": "watch end to end derived modp (--watch-packets)", "old_error": "x"}]}')
+    args = tool.parse(["--old", "main", "--processes", "2", "--only-skipped", str(record)])
+    assert args.only_skipped == {"watch end to end derived modp (--watch-packets)"}
+    assert [w.name for w in tool.workloads([("binary", "derived")]) if tool.selected(w.name, args)] == [
+        "watch end to end derived modp (--watch-packets)"]
+    assert tool.parse(tool.child_command(args, "a" * 40, None, 1, tmp_path / "x.json")[2:]).only_skipped == (
+        args.only_skipped)
+    record.write_text("{}")
+    with pytest.raises(SystemExit):
+        tool.parse(["--old", "main", "--only-skipped", str(record)])
