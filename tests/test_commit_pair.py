@@ -61,16 +61,22 @@ def test_the_export_renames_every_module_path(pair):
     assert f"from {NAME}_copy.counters" in text and f"from {NAME}.counters" not in text
 
 
+def released_by_both(tool, workload, old) -> list[np.ndarray]:
+    """The outputs of ``workload`` built and run once in the old and the new package, asserted non-empty and equal."""
+    arms = [workload.build(pkg, SIZES) for pkg in (old, dpstream)]
+    for arm in arms:
+        arm.run()
+    outputs = [arm.output() for arm in arms]
+    assert outputs[0].size > 0 and tool.same_output(*outputs), workload.name
+    return outputs
+
+
 def test_both_arms_release_the_same_values_and_share_no_module_or_kernel_cache(pair):
     tool, old = pair
     work = {w.name: w for w in tool.workloads(COUNTERS)}
     assert ("binary", "discrete_secure") in COUNTERS
     for name in ROWS:
-        arms = [work[name].build(pkg, SIZES) for pkg in (old, dpstream)]
-        for arm in arms:
-            arm.run()
-        outputs = [arm.output() for arm in arms]
-        assert outputs[0].size > 0 and tool.same_output(*outputs), name
+        outputs = released_by_both(tool, work[name], old)
         if outputs[0].dtype.kind == "f" and not np.array_equal(outputs[0], np.round(outputs[0])):
             # the comparison can fail: one noise value moved by 1e-6 of itself is a different release
             moved = outputs[1].copy()
@@ -96,11 +102,7 @@ def test_the_speed_pages_other_sections_release_the_same_values_in_both_arms(pai
              "SVT ThresholdMonitor discrete_secure run", "watch end to end derived modp (--watch-packets)")
     work = {w.name: w for w in tool.workloads([])}
     for name in names:
-        arms = [work[name].build(pkg, SIZES) for pkg in (old, dpstream)]
-        for arm in arms:
-            arm.run()
-        outputs = [arm.output() for arm in arms]
-        assert outputs[0].size > 0 and tool.same_output(*outputs), name
+        released_by_both(tool, work[name], old)
     traces = [work[f"trace {kind} read (--trace-packets)"].build(dpstream, SIZES) for kind in ("pcapng", "pcap")]
     for arm in traces:
         arm.run()
