@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from dpstream.files import write_text_atomically
 
 
 def write_between(page: Path, markers: tuple[str, str], body: str) -> None:
     """Replace the text between the ``markers`` of ``page`` (both kept) by ``body`` on lines of its own.
 
-    Through a temporary file renamed into place: a run killed, or a disk that fills, mid-write leaves the page as
-    it was.
+    Written whole or not at all (``files.write_text_atomically``): a run killed, or a disk that fills, mid-write
+    leaves the page as it was.
     """
     text = page.read_text()
     start, end = text.index(markers[0]) + len(markers[0]), text.index(markers[1])
-    tmp = page.with_name(page.name + ".tmp")
-    tmp.write_text(text[:start] + "\n" + body + "\n" + text[end:])
-    os.replace(tmp, page)
+    write_text_atomically(page, text[:start] + "\n" + body + "\n" + text[end:])

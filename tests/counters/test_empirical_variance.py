@@ -9,7 +9,6 @@ shortcut that differs from the push path is a mismatch; too few counters are inc
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -95,8 +94,8 @@ def test_a_cell_replaces_its_own_rows_and_a_failed_write_leaves_the_table_as_it_
     assert sorted(zip(table.counter, table.verdict, strict=True)) == [("binary", "mismatch"), ("honaker", "match")]
     before = out.read_bytes()
 
-    def half_then_fail(self, path, **kwargs):
-        Path(path).write_text("counter,node_no")
+    def half_then_fail(self, handle, **kwargs):
+        handle.write(b"counter,node_no")
         raise OSError("No space left on device")
 
     monkeypatch.setattr(pd.DataFrame, "to_csv", half_then_fail)

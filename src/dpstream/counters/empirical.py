@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from scipy import stats
 import dpstream
 from dpstream.counters.base import Counter
 from dpstream.counters.registry import COUNTERS, CounterDescriptor
+from dpstream.files import write_atomically
 from dpstream.noise import children
 from dpstream.pages import write_between
 from dpstream.provenance import git_commit
@@ -270,8 +270,8 @@ CELL = ["counter", "node_noise", "horizon"]
 def _write(kept: pd.DataFrame, new: pd.DataFrame, out: Path) -> None:
     """``new`` and the rows of ``kept`` for other cells, in registry then horizon order, to ``out``.
 
-    Through a temporary file renamed into place: a run killed, or a disk that fills, mid-write leaves the table as it
-    was.
+    Written whole or not at all (``files.write_atomically``): a run killed, or a disk that fills, mid-write leaves
+    the table as it was.
     """
     if len(kept):
         done = set(map(tuple, new[CELL].to_numpy().tolist()))
@@ -279,9 +279,8 @@ def _write(kept: pd.DataFrame, new: pd.DataFrame, out: Path) -> None:
     both = pd.concat([kept, new], ignore_index=True) if len(kept) else new
     order = {key: i for i, key in enumerate(COUNTERS)}
     both = both.assign(_o=[order.get((c, m), len(order)) for c, m in zip(both.counter, both.node_noise, strict=True)])
-    tmp = out.with_name(out.name + ".tmp")
-    both.sort_values(["horizon", "_o", "step"], kind="stable").drop(columns="_o").to_csv(tmp, index=False)
-    os.replace(tmp, out)
+    both = both.sort_values(["horizon", "_o", "step"], kind="stable").drop(columns="_o")
+    write_atomically(out, lambda handle: both.to_csv(handle, index=False))
 
 
 BLOCK = ("<!-- counters-variance -->", "<!-- /counters-variance -->")

@@ -42,8 +42,8 @@ import argparse
 import csv
 import functools
 import hashlib
+import io
 import math
-import os
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -57,6 +57,7 @@ from dpstream.counters.factorisation import (
     root_column_norms,
     root_inverse_coefficients,
 )
+from dpstream.files import write_text_atomically
 from dpstream.provenance import git_commit
 
 SOURCES = Path(__file__).resolve().parents[1]
@@ -130,19 +131,18 @@ def digest(fields: dict[str, str]) -> str:
 def write(rows: list[RowNormSummary], path: Path = TABLE) -> None:
     """Write ``rows`` to ``path``, keeping its rows of other horizons; sorted by horizon.
 
-    Through a temporary file renamed into place: a run killed or a disk full while writing leaves the file as it was.
+    Written whole or not at all (``files.write_atomically``): a run killed or a disk full while writing leaves the
+    file as it was.
     """
     kept = {int(r["horizon"]): r for r in _read(path)} if path.exists() else {}
     for row in rows:
         record = _record(row)
         kept[row.horizon] = {**record, "digest": digest(record)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=[*FIELDS, "digest"], lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(kept[h] for h in sorted(kept))
-    os.replace(tmp, path)
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=[*FIELDS, "digest"], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(kept[h] for h in sorted(kept))
+    write_text_atomically(path, text.getvalue())
 
 
 def _read(path: Path) -> list[dict[str, str]]:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xxhash
+
+from dpstream.files import write_atomically
 
 FINGERPRINT_CHUNK = 1 << 23  # 8 MiB reads
 FINGERPRINT_SUFFIX = "_xxh3"  # config key of a file input's content hash: ``data.path`` -> ``data.path_xxh3``
@@ -50,18 +50,6 @@ def file_fingerprint(path: str | Path) -> str:
 def _cache_file(cache_dir: str | Path, kind: str, params: dict[str, Any], suffix: str) -> Path:
     digest = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return Path(cache_dir) / kind / f"{kind}-{digest}{suffix}"
-
-
-def write_atomically(path: Path, write: Callable[[Any], None]) -> None:
-    """Write through ``write(file handle)`` into a temporary file renamed into place.
-
-    Parallel workers never read a half-written file.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=path.suffix + ".tmp")
-    with os.fdopen(fd, "wb") as fh:
-        write(fh)
-    os.replace(tmp, path)
 
 
 def cached_array(cache_dir: str | Path | None, kind: str, params: dict[str, Any],

@@ -38,12 +38,13 @@ import dpkt
 import numpy as np
 
 from dpstream.data.cache import _cache_file as cache_file  # one cache layout for every converted file
-from dpstream.data.cache import file_fingerprint, seed_token, write_atomically
+from dpstream.data.cache import file_fingerprint, seed_token
 from dpstream.data.capture import KNOWN_LINKTYPES, ScanCounts, UnknownLinkType, scan_capture
 from dpstream.data.columns import csv_batches, csv_names
 from dpstream.data.quads import MALFORMED, NON_IPV4, parse_quads
 from dpstream.data.sniff import check_file_kind
 from dpstream.data.stream import FileStream
+from dpstream.files import write_atomically
 from dpstream.noise import SeedLike, as_seed_sequence
 from dpstream.validation import check_choice, check_positive_int
 

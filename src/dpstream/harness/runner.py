@@ -27,6 +27,7 @@ from dpstream.claims import Claim
 from dpstream.claims.kinds import classify
 from dpstream.claims.registration import PROVENANCE, provenance
 from dpstream.errors import ConfigError
+from dpstream.files import write_atomically
 from dpstream.harness import console, ledger
 from dpstream.harness.config import (
     RUN_KEYS,
@@ -282,11 +283,8 @@ def table(rows: list[dict[str, Any]], experiment_id: str) -> pd.DataFrame:
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:
-    """Write ``df`` to ``path`` atomically (a temporary file, then a rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".csv.tmp")
-    df.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    """Write ``df`` to ``path`` whole or not at all (``files.write_atomically``)."""
+    write_atomically(path, lambda handle: df.to_csv(handle, index=False))
 
 
 def summary(df: pd.DataFrame, params_cols: list[str], varying: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from dpstream.data.cache import write_atomically
+from dpstream.files import write_atomically
 from dpstream.heavy_hitters._host_cap import PLACEHOLDER_KEY, HostCap
 from dpstream.heavy_hitters.lazy_hh import LazyHH
 from dpstream.heavy_hitters.thresholds import noise_term, thresholds
