@@ -327,7 +327,7 @@ def queried(sketch: Any) -> np.ndarray:
 
 
 def reported(tracker: Any) -> np.ndarray:
-    """A heavy-hitter tracker's reported (item, estimate) pairs: ``estimate()``, ``heavy_hitters()`` before issue 36."""
+    """A heavy-hitter tracker's reported (item, estimate) pairs: ``estimate()``, ``heavy_hitters()`` in old commits."""
     out = tracker.estimate() if hasattr(tracker, "estimate") else tracker.heavy_hitters()
     return np.column_stack([out.items, out.estimates])
 
@@ -453,7 +453,7 @@ SVT_EPS, SVT_QUERIES, SVT_RUNS = 1.0, 4096, 256
 
 
 def svt_batch(mechanism: Any) -> Callable[..., Any]:
-    """A sparse-vector mechanism's batch of runs: ``run(..., n_runs=)``, called ``run_many`` before issue 36."""
+    """A sparse-vector mechanism's batch of runs: ``run(..., n_runs=)``, ``run_many`` in older commits."""
     return getattr(mechanism, "run_many", None) or mechanism.run
 
 
