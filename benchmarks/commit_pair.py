@@ -762,6 +762,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                         help="the seed of the processes' heap pads (default: fresh, recorded in the output)")
     parser.add_argument("--layout-seed", type=int, default=None, help=argparse.SUPPRESS)  # one process's pads
     parser.add_argument("--rotation", type=int, default=0, help=argparse.SUPPRESS)  # one process's build order
+    parser.add_argument("--head", default=None, help=argparse.SUPPRESS)  # the work tree's HEAD as the parent read it
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.processes < 1 or args.parallel < 1:
@@ -813,8 +814,12 @@ def pooled(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def child_command(args: argparse.Namespace, old: str, new: str | None, rotation: int, out: Path) -> list[str]:
-    """The command of one process of ``--processes``: this run's settings, resolved commits, its layout, its file."""
+def child_command(args: argparse.Namespace, old: str, new: str | None, rotation: int, out: Path,
+                  head: str = "HEAD") -> list[str]:
+    """The command of one process of ``--processes``: this run's settings, resolved commits, its layout, its file.
+
+    ``head``: the new work tree's HEAD as resolved when the run started (without ``--new``).
+    """
     command = [sys.executable, str(Path(__file__).resolve()), "--old", old, "--repeats", str(args.repeats),
                "--cells", str(args.cells), "--length", str(args.length), "--hh-length", str(args.hh_length),
                "--qr-n", str(args.qr_n), "--trace-packets", str(args.trace_packets), "--watch-packets",
@@ -823,15 +828,16 @@ def child_command(args: argparse.Namespace, old: str, new: str | None, rotation:
                str(rotation), "--out", str(out)]
     if new is not None:
         command += ["--new", new]
-    elif args.new_path is not None:
-        command += ["--new-path", str(args.new_path)]
+    else:  # the rows are named by the commit the parent read: a commit made during the run does not rename them
+        command += ["--head", head] + (["--new-path", str(args.new_path)] if args.new_path is not None else [])
     command += ["--keep-gc"] * args.keep_gc + ["--no-control"] * (not args.control)
     if args.only_skipped_record is not None:
         command += ["--only-skipped", str(args.only_skipped_record)]
     return command + ([f"--only={text}" for text in args.only])
 
 
-def run_processes(args: argparse.Namespace, old: str, new: str | None) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def run_processes(args: argparse.Namespace, old: str, new: str | None, head: str = "HEAD",
+                  ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The rows pooled over ``args.processes`` runs of this script, and the first run's isolation counts.
 
     Run ``i`` builds its arms in an order rotated by ``i`` (``--rotation``; with 3 arms, N a multiple of 3 gives every
@@ -840,7 +846,7 @@ def run_processes(args: argparse.Namespace, old: str, new: str | None) -> tuple[
     """
     with tempfile.TemporaryDirectory(prefix="commit_pair_runs_") as tmp:
         outs = [Path(tmp) / f"run_{i}.json" for i in range(args.processes)]
-        commands = [child_command(args, old, new, i, out) for i, out in enumerate(outs)]
+        commands = [child_command(args, old, new, i, out, head) for i, out in enumerate(outs)]
         for start in range(0, len(commands), args.parallel):
             running = [subprocess.Popen(c) for c in commands[start:start + args.parallel]]
             failed = [c for c, proc in zip(commands[start:], running, strict=False) if proc.wait() != 0]
@@ -895,10 +901,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     argv = list(argv if argv is not None else sys.argv[1:])
     new_repo = args.new_path.resolve() if args.new_path else ROOT
-    old_commit, new_commit = describe(ROOT, args.old), describe(new_repo, args.new or "HEAD")
+    old_commit, new_commit = describe(ROOT, args.old), describe(new_repo, args.new or args.head or "HEAD")
     labels = (f"old {old_commit['commit'][:7]}", f"new {new_commit['commit'][:7]}")
     if args.processes > 1:
-        rows, isolation = run_processes(args, old_commit["commit"], new_commit["commit"] if args.new else None)
+        rows, isolation = run_processes(args, old_commit["commit"], new_commit["commit"] if args.new else None,
+                                        new_commit["commit"])
         print(f"pooled over {args.processes} processes (median ratio, range):")
         for row in rows:
             show(row)

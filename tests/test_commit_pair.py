@@ -177,8 +177,9 @@ def test_a_process_of_a_pooled_run_gets_every_setting_and_the_resolved_commits()
     args = tool.parse(["--old", "main", "--processes", "6", "--repeats", "7", "--cells", "64", "--only=--weird",
                        "--only", "binary", "24 KB", "--no-control", "--keep-gc", "--layout-entropy", "40",
                        "--qr-n", "77", "--trace-packets", "78", "--watch-packets", "79"])
-    child = tool.child_command(args, "a" * 40, None, 4, Path("/tmp/x.json"))
+    child = tool.child_command(args, "a" * 40, None, 4, Path("/tmp/x.json"), "c" * 40)
     parsed = tool.parse(child[2:])
+    assert parsed.head == "c" * 40  # rows named by the commit the parent read, whatever is committed meanwhile
     assert (parsed.old, parsed.new, parsed.repeats, parsed.cells, parsed.only) == (
         "a" * 40, None, 7, 64, ["--weird", "binary", "24 KB"])
     assert (parsed.layout_seed, parsed.rotation, parsed.processes, parsed.out) == (44, 4, 1, Path("/tmp/x.json"))
