@@ -18,12 +18,12 @@ import pytest
 
 from dpstream.counters import normalised_rows as rows_module
 from dpstream.counters.factorisation import (
-    ROW_TABLE_LIMIT,
     MissingRowNorms,
     NormalisedRoot,
     normalised_unit_variances,
 )
 from dpstream.counters.normalised_rows import RowNormSummary, compute, summarise, summary, write
+from dpstream.counters.root_rows import ROW_TABLE_LIMIT
 
 COMMITTED = Path(__file__).resolve().parents[1] / "results" / "tables" / "nsqrt_row_norms.csv"
 RTOL = 1e-12

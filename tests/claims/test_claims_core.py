@@ -22,8 +22,8 @@ from dpstream.claims import (
     trial_values,
     verdict_of,
 )
+from dpstream.harness.experiments import claims_table
 from dpstream.harness.report import verdict_summary
-from dpstream.harness.runner import claims_table
 
 
 def test_claim_rejects_a_verdict_outside_the_vocabulary():

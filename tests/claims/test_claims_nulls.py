@@ -16,9 +16,8 @@ from dpstream.claims import trend_claim
 from dpstream.claims.core import Claim, flat_claim
 from dpstream.claims.nulls import MAX_NULL_SHARE, TESTS, Planted, apply_nulls, null_shares
 from dpstream.claims.registration import gate
+from dpstream.harness.experiments import claims_table, composed_config, experiments_to_run, judge
 from dpstream.harness.registered import is_registered, labels, looks_of, table_rows
-from dpstream.harness.rejudge import composed_config, judge
-from dpstream.harness.runner import claims_table, experiments_to_run
 from dpstream.harness.verify import UNSTABLE
 from dpstream.registry import CONF_DIR
 

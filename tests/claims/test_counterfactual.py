@@ -23,8 +23,7 @@ import pandas as pd
 import pytest
 
 from dpstream.claims.nulls import measured_columns
-from dpstream.harness.rejudge import composed_config, judge
-from dpstream.harness.runner import experiments_to_run
+from dpstream.harness.experiments import composed_config, experiments_to_run, judge
 from dpstream.registry import CONF_DIR
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"

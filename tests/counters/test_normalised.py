@@ -15,13 +15,11 @@ from test_toeplitz import assert_derived_releases, assert_variance_at_steps, den
 from dpstream.counters import counter_class
 from dpstream.counters.factorisation import (
     ROW_STEPS_LIMIT,
-    ROW_TABLE_LIMIT,
     NormalisedRoot,
     normalised_unit_variances,
-    root_column_norms,
-    root_inverse_coefficients,
 )
 from dpstream.counters.gauss_bm import GaussBM
+from dpstream.counters.root_rows import ROW_TABLE_LIMIT, root_column_norms, root_inverse_coefficients
 from dpstream.counters.toeplitz import sqrt_coefficients, unit_variances
 from dpstream.privacy.calibration import gaussian_sigma
 from dpstream.sketches import LazyCMS

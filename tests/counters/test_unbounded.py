@@ -133,7 +133,7 @@ def test_probe_reaches_the_column_norm_at_the_horizon_below_the_unbounded_calibr
 
 
 def test_tables_are_cached_for_a_few_horizons_only():
-    from dpstream.counters.factorisation import CACHED_HORIZONS
+    from dpstream.counters.root_rows import CACHED_HORIZONS
 
     for horizon in range(10, 10 + 3 * CACHED_HORIZONS):
         unbounded_unit_variances(horizon)

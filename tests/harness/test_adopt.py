@@ -7,8 +7,7 @@ from conftest import ROOT
 from dpstream.errors import InputError
 from dpstream.harness import registered
 from dpstream.harness.adopt import differences, replay, stored_seed, without_look
-from dpstream.harness.rejudge import composed_config
-from dpstream.harness.runner import experiments_to_run
+from dpstream.harness.experiments import composed_config, experiments_to_run
 from dpstream.registry import CONF_DIR
 
 PAPER = ROOT / "results" / "verify" / "paper"

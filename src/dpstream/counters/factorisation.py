@@ -26,14 +26,23 @@ from abc import ABC, abstractmethod
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 from scipy.signal import fftconvolve, lfilter
 
 from dpstream.counters import blt_params as blt
+from dpstream.counters import normalised_rows
 from dpstream.counters._bm_kernels import popcount
 from dpstream.counters._kary_kernels import kary_levels
 from dpstream.counters._smooth_kernels import binomials, release_leaves
 from dpstream.counters.honaker_tree import honaker_level_variances, honaker_variance
+from dpstream.counters.root_rows import (
+    CACHED_HORIZONS,
+    ROW_TABLE_LIMIT,
+    _row_norms,
+    normalised_row,
+    root_column_norms,
+    root_inverse_coefficients,
+    sqrt_coefficients,
+)
 from dpstream.privacy.calibration import gauss_bm_levels
 from dpstream.validation import check_positive_int
 
@@ -99,15 +108,6 @@ FULL = 2**62
 
 
 @functools.cache
-def sqrt_coefficients(length: int) -> np.ndarray:
-    """c_t = binom(2t, t) / 4^t, t = 0..length - 1: the coefficients of (1 - x)^{-1/2} (read-only)."""
-    t = np.arange(1, max(1, length))
-    c = np.concatenate(([1.0], np.cumprod((2 * t - 1) / (2 * t))))[:length]
-    c.flags.writeable = False
-    return c
-
-
-@functools.cache
 def decoder_coefficients(bands: int, horizon: int) -> np.ndarray:
     """First column d of L = A C^{-1} over ``horizon`` steps for the ``bands``-band square root (read-only).
 
@@ -145,10 +145,6 @@ def _at_steps(table: np.ndarray, steps: np.ndarray | int, horizon: int) -> np.nd
     return out
 
 
-CACHED_HORIZONS = 4
-"""How many horizons' O(T) tables the no-horizon and normalised square roots keep cached (least recently used)."""
-
-# -- the log-perturbed square root with no horizon (``counters.unbounded``) --------------------------------------
 ALPHA = 0.25
 """The log perturbation's exponent alpha > 0 (``counters.unbounded``)."""
 
@@ -206,49 +202,12 @@ def unbounded_unit_variances(horizon: int) -> np.ndarray:
 
 
 # -- the normalised square root (``counters.normalised``) ---------------------------------------------------------
-ROW_TABLE_LIMIT = 2**16
-"""Up to this horizon the normalised square root's row norms come from the O(T^2) table of every row
-(``normalised_unit_variances``, about a second at 2^16); above it, from one O(s log s) FFT per step asked
-(``normalised_row``), at most ``ROW_STEPS_LIMIT`` distinct steps a call, and their max and mean over every step
-from the committed summary ``make counters-nsqrt`` computes (``counters.normalised_rows``)."""
 ROW_STEPS_LIMIT = 64
 """The most distinct steps one ``NormalisedRoot.row_norms_squared`` call answers above ``ROW_TABLE_LIMIT``."""
 
 
-@functools.lru_cache(maxsize=CACHED_HORIZONS)
-def root_column_norms(horizon: int) -> np.ndarray:
-    """nu_u = sqrt(sum_{t <= n - u} s_t^2) for u = 1..n: S = A^{1/2}'s column norms over the horizon n (read-only)."""
-    nu = np.sqrt(np.cumsum(sqrt_coefficients(horizon) ** 2))[::-1].copy()
-    nu.flags.writeable = False
-    return nu
-
-
-@functools.lru_cache(maxsize=CACHED_HORIZONS)
-def root_inverse_coefficients(horizon: int) -> np.ndarray:
-    """q_t, t < ``horizon``: the coefficients of (1 - x)^{1/2}, S^{-1}'s first column (q_t = q_{t-1} (2t - 3) / 2t)."""
-    t = np.arange(1, max(1, horizon))
-    q = np.concatenate(([1.0], np.cumprod((2 * t - 3) / (2 * t))))[:horizon]
-    q.flags.writeable = False
-    return q
-
-
 class MissingRowNorms(ValueError):
     """No committed summary (``counters.normalised_rows``) of the normalised square root's rows at this horizon."""
-
-
-@njit(cache=True)
-def _row_norms(q: np.ndarray, nu: np.ndarray) -> np.ndarray:
-    """sum_j L_{s j}^2 for s = 1..n, L_{s j} = L_{s-1, j} + nu_s q_{s-j} (row s of A D^{-1} S^{-1}, kept in place)."""
-    n = q.shape[0]
-    row = np.zeros(n)
-    out = np.empty(n)
-    for s in range(n):
-        total = 0.0
-        for j in range(s + 1):
-            row[j] += nu[s] * q[s - j]
-            total += row[j] * row[j]
-        out[s] = total
-    return out
 
 
 @functools.lru_cache(maxsize=CACHED_HORIZONS)
@@ -258,18 +217,6 @@ def normalised_unit_variances(horizon: int) -> np.ndarray:
                      np.ascontiguousarray(root_column_norms(horizon)))
     out.flags.writeable = False
     return out
-
-
-@functools.lru_cache(maxsize=64)
-def normalised_row(horizon: int, step: int) -> np.ndarray:
-    """k_t = L_{s, s-t} for t < s = ``step``: row s of L reversed, sum_{t' <= t} q_{t'} nu_{s-t+t'} (read-only).
-
-    One FFT correlation of nu_1..nu_s with q, O(s log s).
-    """
-    nu, q = root_column_norms(horizon)[:step], root_inverse_coefficients(horizon)[:step]
-    k = fftconvolve(nu[::-1], q)[:step] if step else np.zeros(0)
-    k.flags.writeable = False
-    return k
 
 
 class Factorisation(ABC):
@@ -661,8 +608,6 @@ class NormalisedRoot(Factorisation):
         """(max, mean) over every step: the table's up to ``ROW_TABLE_LIMIT``, above it the committed summary's."""
         if self.horizon <= ROW_TABLE_LIMIT:
             return super().row_norms_summary()
-        from dpstream.counters import normalised_rows  # it imports this module
-
         got = normalised_rows.summary(self.horizon)
         if got is None:
             table = normalised_rows.TABLE

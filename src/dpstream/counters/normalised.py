@@ -12,7 +12,7 @@ Construction. S = A^{1/2} (lower-triangular Toeplitz, s_t = binom(2t, t)/4^t, ``
 column u (1-based) over the horizon n has norm nu_u = sqrt(sum_{t <= n - u} s_t^2). The encoder is C = S D with
 D = diag(1 / nu_u), so every column of C has norm 1 and the L2 sensitivity of C x is sqrt(m) (at most m counters, each
 changed by 1 at one step); the decoder is L = A C^{-1} = A D^{-1} S^{-1}: with y = S^{-1} z (the coefficients of
-(1 - x)^{1/2}, q_t, ``factorisation.root_inverse_coefficients``) and z_u ~ N(0, 1), the release at step s is the
+(1 - x)^{1/2}, q_t, ``root_rows.root_inverse_coefficients``) and z_u ~ N(0, 1), the release at step s is the
 exact count plus sigma sum_{u <= s} nu_u y_u, and Var(s) = sigma^2 sum_{j <= s} L_{s j}^2 with
 L_{s j} = sum_{u=j}^{s} nu_u q_{u-j} (``factorisation.NormalisedRoot``: up to ``ROW_TABLE_LIMIT`` steps the table of
 every row, O(n^2) work by the row recursion L_{s j} = L_{s-1, j} + nu_s q_{s-j}; above it one FFT per step asked).
@@ -20,7 +20,7 @@ The scale nu_u depends on the horizon: unlike the square root's, L is not Toepli
 
 Node noise: derived only (``node_noise="derived"``): z_u of counter j is ``philox.node_normal`` at (u,
 ``toeplitz_push.DERIVED_TAG``, j), as the derived square root's; a release at step s regenerates s keyed normals and
-weighs them by row s of L (``factorisation.normalised_row``, one FFT per distinct step); a counter keeps one count. The
+weighs them by row s of L (``root_rows.normalised_row``, one FFT per distinct step); a counter keeps one count. The
 stored Toeplitz push adds every step's w = C^{-1} z at one scale, so it cannot carry nu_u. Privacy: (epsilon, delta)-DP
 under continual observation for m-neighbouring counter arrays, by the Gaussian mechanism on C x followed by the
 post-processing L, COMPUTATIONALLY (Philox as a random function, ``BinaryTree(node_noise="derived")``).
@@ -36,10 +36,9 @@ import numpy as np
 from dpstream.counters.factorisation import (
     Factorisation,
     NormalisedRoot,
-    normalised_row,
     normalised_unit_variances,
-    root_column_norms,
 )
+from dpstream.counters.root_rows import normalised_row, root_column_norms
 from dpstream.counters.toeplitz import SqrtFactorisation, encoder_images
 from dpstream.counters.toeplitz_push import derived_release
 from dpstream.counters.tree_noise import PHILOX_NORMALS

@@ -2,7 +2,7 @@
 
 The decoder L = A D^{-1} S^{-1} of the normalised square root (``factorisation.NormalisedRoot``; Henzinger, Kalinin,
 Upadhyay, arXiv 2509.14334) is not Toeplitz, so the largest and the mean release variance over steps 1..T need every
-row norm ||row s of L||^2: the row recursion ``factorisation._row_norms``, O(T^2) time and O(T) memory (284 CPU
+row norm ||row s of L||^2: the row recursion ``root_rows._row_norms``, O(T^2) time and O(T) memory (284 CPU
 seconds measured at 2^20, so about 1.3 hours at 2^22 and 20 hours at 2^24). No exact subquadratic algorithm was
 found. The increment ||row s||^2 - ||row s-1||^2 = nu_s^2 M_ss + 2 nu_s sum_{v<s} M_sv nu_v (nu_u = D^{-1}'s
 diagonal) needs the strictly lower triangle of M = S^{-1} S^{-T} times nu. M has displacement rank one
@@ -23,7 +23,7 @@ with the commit of the package sources (``provenance.git_commit``), the CPU seco
   each horizon it computes; a regenerated row is read once that line is in the source;
 - min <= value at T <= max, min <= mean <= max, both steps lie in 1..T;
 - the rows at T, at the step of the maximum and at the step of the minimum, each recomputed by one FFT
-  (``factorisation.normalised_row``, O(T log T)), equal the file's values to ``RTOL``: a file from another
+  (``root_rows.normalised_row``, O(T log T)), equal the file's values to ``RTOL``: a file from another
   factorisation, an edited value, or a summary of the wrong rows is refused;
 - the maximum is at least the FFT row norm at the ``MAX_PROBES`` fractions of T (around 0.54 T, where the maximum
   lies) and at its own step +- 1: a maximum that is a real row norm but not the largest is refused, independently of
@@ -50,7 +50,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dpstream.counters.factorisation import (
+from dpstream.counters.root_rows import (
     ROW_TABLE_LIMIT,
     _row_norms,
     normalised_row,

@@ -45,9 +45,9 @@ from dpstream.counters.factorisation import (
     Toeplitz,
     column_norm,
     decoder_coefficients,
-    sqrt_coefficients,
     unit_variances,
 )
+from dpstream.counters.root_rows import sqrt_coefficients
 from dpstream.counters.sources import NodeNoise
 from dpstream.counters.toeplitz_push import derived_release
 from dpstream.counters.tree_noise import PHILOX_NORMALS, STORED_NODES

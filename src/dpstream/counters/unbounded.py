@@ -20,7 +20,7 @@ calibration and its values do not depend on T: sigma, the encoder and every rele
 stream) are the same whatever horizon is given, so a stream of unknown length can be given a generous bound without
 changing its noise. Memory is O(T) for the horizon asked: stored noise keeps T - 1 floats a counter (``sqrt``'s
 ring), and the encoder, decoder and variance tables are O(T) float64 each, cached for the last
-``factorisation.CACHED_HORIZONS`` horizons only.
+``root_rows.CACHED_HORIZONS`` horizons only.
 
 ``alpha`` = 1/4: at T = 2^16 and 2^20 it gives the smallest mean variance of alpha in {0.1, 0.25, 0.5, 1}, about 1.7x
 and 1.9x the square root's at that horizon (the paper reports less than 1.5x for its own construction up to 2^24).

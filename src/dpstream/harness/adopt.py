@@ -30,7 +30,7 @@ import pandas as pd
 from dpstream.claims.registration import REGISTRATION, load, registration_hash
 from dpstream.errors import InputError, one_line
 from dpstream.harness import registered
-from dpstream.harness.rejudge import composed_config
+from dpstream.harness.experiments import composed_config
 from dpstream.harness.report import write_report
 from dpstream.harness.runner import (
     STORE_NAME,

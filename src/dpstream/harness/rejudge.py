@@ -13,56 +13,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
-from omegaconf import OmegaConf
 
-from dpstream.claims.nulls import apply_nulls, null_shares
 from dpstream.claims.registration import gate
-from dpstream.harness.config import as_mapping
+from dpstream.harness.experiments import composed_config, experiments_to_run, judge
 from dpstream.harness.registered import is_registered, labels, looks_of
 from dpstream.harness.report import write_report
-from dpstream.harness.runner import claims_table, experiments_to_run, write_csv
-from dpstream.registry import CONF_DIR, import_object
+from dpstream.harness.runner import write_csv
+from dpstream.registry import CONF_DIR
 
 NULLS = 20
 """Permutation nulls per comparative rule in ``make claims`` (``make verify`` runs 200)."""
-
-
-def composed_config(results_dir: Path, experiment: str = "all", profile: str = "paper") -> dict[str, Any]:
-    """The plain config of ``experiment=<experiment> profile=<profile> results_dir=<results_dir>``."""
-    from hydra import compose, initialize_config_dir
-
-    overrides = [f"experiment={experiment}", f"profile={profile}", f"results_dir={results_dir.resolve()}"]
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=overrides)
-    return as_mapping(OmegaConf.to_container(cfg, resolve=True), "the config")
-
-
-def judge(spec: dict[str, Any], df: pd.DataFrame, nulls: int = 0, seed: int = 0) -> pd.DataFrame | None:
-    """The claims table of one experiment's trial rows (None when the experiment has no claims).
-
-    With ``nulls`` > 0 every comparative or trend rule is also run on that many permutation nulls of the table (and
-    every absence rule on planted-effect tables): ``dpstream.claims.nulls``.
-    """
-    if not spec.get("claims"):
-        return None
-    fn = import_object(spec["claims"])
-
-    def claims_of(table: pd.DataFrame) -> pd.DataFrame:
-        return claims_table(fn(table, spec), spec["id"])
-
-    claims = claims_of(df)
-    if nulls <= 0:
-        return claims
-    grid_keys = {*(spec.get("grid") or {}), *(spec.get("zip") or {}), *(spec.get("fixed") or {})}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # constant or degenerate null tables warn in scipy; their verdicts count
-        shares = null_shares(df, claims_of, spec["id"], grid_keys, nulls, seed)
-    return apply_nulls(claims, shares, nulls)
 
 
 def adopted(results_dir: Path, exp_id: str, df: pd.DataFrame) -> pd.DataFrame | None:

@@ -27,8 +27,10 @@ from dpstream.claims.nulls import CONFIG_PREFIXES, KEPT, measured_columns
 from dpstream.claims.registration import REGISTRATION, by_id, load, registration_hash
 from dpstream.claims.registration import claim_ids as claim_ids_of
 from dpstream.claims.sequential import ALPHA, decide_trend, trial_slopes
+from dpstream.harness.experiments import composed_config, experiments_to_run, judge
 from dpstream.harness.registered import REFUSED_NOTE, is_registered, short
 from dpstream.plots.names import relabel
+from dpstream.registry import CONF_DIR
 
 
 @dataclass(frozen=True)
@@ -341,10 +343,6 @@ def constructed(claims: pd.DataFrame, table: pd.DataFrame, exp: str, results: Pa
            and str(entries[i].get("kind_reason", "")).startswith(CANNOT_FAIL)]
     if not due or "trial" not in table.columns or table["trial"].nunique() < 2:
         return out
-    from dpstream.harness.rejudge import composed_config, judge
-    from dpstream.harness.runner import experiments_to_run
-    from dpstream.registry import CONF_DIR
-
     spec = spec or next((s for s in experiments_to_run(composed_config(results, exp), CONF_DIR)
                          if s["id"] == exp), None)
     if spec is None:

@@ -24,7 +24,6 @@ from tqdm.auto import tqdm
 from dpstream.certified import uncertified as has_uncertified
 from dpstream.certified import with_privacy
 from dpstream.claims import Claim
-from dpstream.claims.kinds import classify
 from dpstream.claims.registration import PROVENANCE, provenance
 from dpstream.errors import ConfigError
 from dpstream.files import write_atomically
@@ -37,13 +36,10 @@ from dpstream.harness.config import (
     declared_uses,
     expand,
     flatten,
-    load_experiment,
-    resolve_profile,
-    sweep_override,
     typed_experiment_keys,
-    without_declarations,
 )
 from dpstream.harness.environment import ENV_COLUMNS, environment
+from dpstream.harness.experiments import claims_table, experiments_to_run
 from dpstream.harness.layout import check_path_name, check_reproduction, inside, panel_title, run_folder
 from dpstream.harness.lifeline import die_with
 from dpstream.harness.natural import check_panel_data
@@ -453,66 +449,6 @@ def judge(spec: dict[str, Any], df: pd.DataFrame, swept: tuple[str, ...] = ()) -
         where = ", ".join(f"{k}={v}" for k, v in zip(swept, values, strict=True))
         out += [replace(c, claim=f"[{where}] {c.claim}") for c in judge(spec, rows.reset_index(drop=True))]
     return out
-
-
-def claims_table(claims: list[Claim], exp_id: str = "", registered: bool = True) -> pd.DataFrame:
-    """The claims CSV: one row per claim with its rule, its registered id and kind (``dpstream.claims.kinds``).
-
-    A claims function's output in its own order carries the registered ids ``<exp_id>#<index>`` the registration
-    lists (``registration.claim_ids``; a row beyond them carries none); ``registered=False`` (claims judged per value
-    of a key ``-m`` added) leaves them all unregistered. Only the four verdict words are accepted.
-    """
-    rows = pd.DataFrame([c.row() if isinstance(c, Claim) else Claim(**c).row() for c in claims],
-                        columns=["claim", "rule", "measured", "verdict"])
-    return classify(exp_id, rows if registered else rows.assign(id=""))
-
-
-def experiments_to_run(cfg: dict[str, Any], conf_dir: ConfDirs, sweep: dict[str, list[Any]] | None = None,
-                       typed: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The experiment specs a config asks for: parts of an aggregate expanded, or one single-run spec.
-
-    ``sweep`` (the keys ``-m`` sweeps, with their values) is added to each experiment's grid; a single run with a
-    sweep becomes one experiment whose grid it is. ``typed``: the experiment keys set on the command line, which win
-    over the profile's block (``config.resolve_profile``).
-    """
-    profile = cfg["profile"]["name"]
-    spec = cfg.get("experiment")
-    if not spec:  # a single configuration: its table is named by the mechanism and a hash of the config
-        base = without_declarations({k: v for k, v in cfg.items() if k not in RUN_KEYS})
-        if sweep:
-            run_id = f"sweep-{trial_key({'base': base, 'sweep': sweep})[:8]}"
-            swept = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in sweep.items())
-            return [{"id": run_id, "title": f"sweep: {swept}", "grid": dict(sweep), "profile_name": profile}]
-        run_id = f"run-{check_path_name(cfg['mechanism']['name'], 'mechanism.name')}-{trial_key(base)[:8]}"
-        return [{"id": run_id, "title": f"single run: {cfg['mechanism']['name']}", "profile_name": profile}]
-    spec = resolve_profile(spec, profile, typed)
-    if spec.get("parts"):
-        for key, value in flatten(typed or {}).items():
-            if key not in ("id", "title", "parts"):  # the aggregate's own keys
-                raise ConfigError(f"experiment.{key}", value, f"experiment {spec['id']!r} runs the parts "
-                                  f"{', '.join(spec['parts'])}: set the key with one part (experiment=PART "
-                                  f"experiment.{key}=...)")
-        out = []
-        for part in spec["parts"]:
-            sub = load_experiment(conf_dir, part, profile)
-            out.extend(experiments_to_run({**cfg, "experiment": sub}, conf_dir, sweep) if sub.get("parts")
-                       else [with_sweep(sub, sweep)])
-        return out
-    return [with_sweep(spec, sweep)]
-
-
-def with_sweep(spec: dict[str, Any], sweep: dict[str, list[Any]] | None) -> dict[str, Any]:
-    """Experiment ``spec`` with the ``-m`` sweep added to its grid; a key it sweeps itself is an error."""
-    if not sweep:
-        return spec
-    own = {**(spec.get("grid") or {}), **(spec.get("zip") or {})}
-    for key, values in sweep.items():
-        if key in own:
-            section = "zip" if key in (spec.get("zip") or {}) else "grid"
-            raise ConfigError(key, ",".join(map(str, values)), f"{key} is swept by experiment {spec['id']!r}; change "
-                                                              f"its sweep with {sweep_override(section, key)} "
-                                                              "instead")
-    return {**spec, "grid": {**(spec.get("grid") or {}), **sweep}}
 
 
 @dataclass

@@ -58,9 +58,10 @@ from dpstream.claims.registration import (
 )
 from dpstream.claims.sequential import MIN_BATCH
 from dpstream.errors import InputError, one_line
-from dpstream.harness.rejudge import composed_config, judge, rejudge
+from dpstream.harness.experiments import composed_config, experiments_to_run, judge
+from dpstream.harness.rejudge import rejudge
 from dpstream.harness.report import write_report
-from dpstream.harness.runner import STORE_NAME, experiments_to_run, plan, run, store_key, trial_function, write_csv
+from dpstream.harness.runner import STORE_NAME, plan, run, store_key, trial_function, write_csv
 from dpstream.harness.store import ResultsStore
 from dpstream.registry import CONF_DIR, import_object
 

@@ -36,7 +36,8 @@ import numpy as np
 from scipy import stats
 
 from dpstream.counters import Counter, CounterDescriptor, counter_class, normalised_rows
-from dpstream.counters.factorisation import ROW_TABLE_LIMIT, MissingRowNorms
+from dpstream.counters.factorisation import MissingRowNorms
+from dpstream.counters.root_rows import ROW_TABLE_LIMIT
 from dpstream.errors import ConfigError
 from dpstream.noise import children
 from dpstream.timing import median_interval, round_order

@@ -1,0 +1,77 @@
+"""The normalised square root's rows: its coefficients, its column norms and the row norms of its decoder.
+
+The decoder L = A D^{-1} S^{-1} of the normalised square root (Henzinger, Kalinin, Upadhyay, arXiv 2509.14334;
+``factorisation.NormalisedRoot``), S = A^{1/2} with the coefficients of (1 - x)^{-1/2} (``sqrt_coefficients``) and D
+its column norms (``root_column_norms``). Row s of L is one FFT (``normalised_row``); every row norm at once is the
+O(T^2) recursion ``_row_norms``. ``factorisation`` and ``normalised_rows`` (the committed summaries above
+``ROW_TABLE_LIMIT``) both read them from here.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from numba import njit
+from scipy.signal import fftconvolve
+
+CACHED_HORIZONS = 4
+"""How many horizons' O(T) tables the no-horizon and normalised square roots keep cached (least recently used)."""
+
+ROW_TABLE_LIMIT = 2**16
+"""Up to this horizon the normalised square root's row norms come from the O(T^2) table of every row
+(``factorisation.normalised_unit_variances``, about a second at 2^16); above it, from one O(s log s) FFT per step asked
+(``normalised_row``), at most ``ROW_STEPS_LIMIT`` distinct steps a call, and their max and mean over every step
+from the committed summary ``make counters-nsqrt`` computes (``counters.normalised_rows``)."""
+
+@functools.cache
+def sqrt_coefficients(length: int) -> np.ndarray:
+    """c_t = binom(2t, t) / 4^t, t = 0..length - 1: the coefficients of (1 - x)^{-1/2} (read-only)."""
+    t = np.arange(1, max(1, length))
+    c = np.concatenate(([1.0], np.cumprod((2 * t - 1) / (2 * t))))[:length]
+    c.flags.writeable = False
+    return c
+
+
+@functools.lru_cache(maxsize=CACHED_HORIZONS)
+def root_column_norms(horizon: int) -> np.ndarray:
+    """nu_u = sqrt(sum_{t <= n - u} s_t^2) for u = 1..n: S = A^{1/2}'s column norms over the horizon n (read-only)."""
+    nu = np.sqrt(np.cumsum(sqrt_coefficients(horizon) ** 2))[::-1].copy()
+    nu.flags.writeable = False
+    return nu
+
+
+@functools.lru_cache(maxsize=CACHED_HORIZONS)
+def root_inverse_coefficients(horizon: int) -> np.ndarray:
+    """q_t, t < ``horizon``: the coefficients of (1 - x)^{1/2}, S^{-1}'s first column (q_t = q_{t-1} (2t - 3) / 2t)."""
+    t = np.arange(1, max(1, horizon))
+    q = np.concatenate(([1.0], np.cumprod((2 * t - 3) / (2 * t))))[:horizon]
+    q.flags.writeable = False
+    return q
+
+
+@njit(cache=True)
+def _row_norms(q: np.ndarray, nu: np.ndarray) -> np.ndarray:
+    """sum_j L_{s j}^2 for s = 1..n, L_{s j} = L_{s-1, j} + nu_s q_{s-j} (row s of A D^{-1} S^{-1}, kept in place)."""
+    n = q.shape[0]
+    row = np.zeros(n)
+    out = np.empty(n)
+    for s in range(n):
+        total = 0.0
+        for j in range(s + 1):
+            row[j] += nu[s] * q[s - j]
+            total += row[j] * row[j]
+        out[s] = total
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def normalised_row(horizon: int, step: int) -> np.ndarray:
+    """k_t = L_{s, s-t} for t < s = ``step``: row s of L reversed, sum_{t' <= t} q_{t'} nu_{s-t+t'} (read-only).
+
+    One FFT correlation of nu_1..nu_s with q, O(s log s).
+    """
+    nu, q = root_column_norms(horizon)[:step], root_inverse_coefficients(horizon)[:step]
+    k = fftconvolve(nu[::-1], q)[:step] if step else np.zeros(0)
+    k.flags.writeable = False
+    return k
