@@ -145,6 +145,7 @@ def _at_steps(table: np.ndarray, steps: np.ndarray | int, horizon: int) -> np.nd
     return out
 
 
+# -- the log-perturbed square root with no horizon (``counters.unbounded``) --------------------------------------
 ALPHA = 0.25
 """The log perturbation's exponent alpha > 0 (``counters.unbounded``)."""
 

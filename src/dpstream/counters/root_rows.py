@@ -21,8 +21,9 @@ CACHED_HORIZONS = 4
 ROW_TABLE_LIMIT = 2**16
 """Up to this horizon the normalised square root's row norms come from the O(T^2) table of every row
 (``factorisation.normalised_unit_variances``, about a second at 2^16); above it, from one O(s log s) FFT per step asked
-(``normalised_row``), at most ``ROW_STEPS_LIMIT`` distinct steps a call, and their max and mean over every step
-from the committed summary ``make counters-nsqrt`` computes (``counters.normalised_rows``)."""
+(``normalised_row``), at most ``factorisation.ROW_STEPS_LIMIT`` distinct steps a call, and their max and mean over
+every step from the committed summary ``make counters-nsqrt`` computes (``counters.normalised_rows``)."""
+
 
 @functools.cache
 def sqrt_coefficients(length: int) -> np.ndarray:
