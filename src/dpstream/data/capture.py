@@ -212,8 +212,8 @@ def _network(buf: np.ndarray, p: int, caplen: int, link: int, big: int) -> tuple
 def _secret(ipv6: np.ndarray) -> tuple[bool, Any, Any]:
     """(keyed, r, b): whether IPv6 sources are keyed, and the secret of ``ipv6_hash_key``'s array (0, 0 if not).
 
-    Each loop reads it once, before it starts, and tests the scalar: the array's size tested inside the loop made the
-    scan of a 2^18-record trace 5-6x slower as pcapng and 2.5x as pcap.
+    Each kernel reads it once and runs one of two copies of its loop, with ``keyed`` a constant in each: the array's
+    size tested inside the loop made the scan of a 2^18-record trace 5-6x slower as pcapng and 2.5x as pcap.
     """
     if ipv6.size:
         return True, ipv6[0], ipv6[1]
@@ -246,10 +246,19 @@ def scan_pcap(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, ipv6: np.
     Returns (next position, keys written, status, a, b): the status is OK (reached ``stop`` or the end), FULL,
     TRUNCATED (the last record is cut short) or an error code with its values a, b at the returned position.
     ``counts`` gains the records, non-IP, too-short and IPv6-keyed tallies. The tallies live in locals; the helpers
-    are inlined (``inline="always"``).
+    are inlined (``inline="always"``), and whether IPv6 is keyed is a constant of each of the loop's two copies.
     """
-    size, big, link = buf.size, state[S_BIG], state[S_LINK]
     keyed, r6, b6 = _secret(ipv6)
+    if keyed:
+        return _pcap_body(buf, pos, stop, state, True, r6, b6, out, counts)
+    return _pcap_body(buf, pos, stop, state, False, r6, b6, out, counts)
+
+
+@numba.njit(inline="always")
+def _pcap_body(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, keyed: bool, r6: Any, b6: Any,
+               out: np.ndarray, counts: np.ndarray) -> tuple[int, int, int, int, int]:
+    """The loop of ``scan_pcap``."""
+    size, big, link = buf.size, state[S_BIG], state[S_LINK]
     limit = max(state[S_SNAP], MAX_CAPLEN)
     n, status, a, b = 0, OK, 0, 0
     records, other, short, v6 = 0, 0, 0, 0
@@ -422,11 +431,10 @@ def scan_pcapng(buf: np.ndarray, pos: int, stop: int, state: np.ndarray, if_link
 
 @numba.njit(inline="always")
 def _fast_body(buf: np.ndarray, words: np.ndarray, pos: int, stop: int, swap: int, nif: int,  # noqa: C901
-               if_link: np.ndarray, if_snap: np.ndarray, ipv6: np.ndarray, out: np.ndarray,
+               if_link: np.ndarray, if_snap: np.ndarray, keyed: bool, r6: Any, b6: Any, out: np.ndarray,
                counts: np.ndarray) -> tuple[int, int]:
-    """The loop of ``fast_pcapng``; ``swap`` (the file's byte order differs from the host's) is a constant here."""
+    """The loop of ``fast_pcapng``: ``swap`` (the file's byte order is not the host's) and ``keyed`` are constant."""
     size = buf.size
-    keyed, r6, b6 = _secret(ipv6)
     link0, snap0 = if_link[0], if_snap[0]  # fixed within the loop: an Interface Description Block ends it
     n, records, other, short, v6 = 0, 0, 0, 0, 0
     while pos < stop and n < out.size and size - pos >= 12:
@@ -485,9 +493,15 @@ def fast_pcapng(buf: np.ndarray, words: np.ndarray, pos: int, stop: int, state: 
     """
     if pos % 4 != 0 or state[S_NIF] <= 0:  # word reads need an aligned block start; no interface: the checked loop
         return pos, 0
+    keyed, r6, b6 = _secret(ipv6)
+    nif = state[S_NIF]
     if state[S_BIG] != HOST_BIG:
-        return _fast_body(buf, words, pos, stop, 1, state[S_NIF], if_link, if_snap, ipv6, out, counts)
-    return _fast_body(buf, words, pos, stop, 0, state[S_NIF], if_link, if_snap, ipv6, out, counts)
+        if keyed:
+            return _fast_body(buf, words, pos, stop, 1, nif, if_link, if_snap, True, r6, b6, out, counts)
+        return _fast_body(buf, words, pos, stop, 1, nif, if_link, if_snap, False, r6, b6, out, counts)
+    if keyed:
+        return _fast_body(buf, words, pos, stop, 0, nif, if_link, if_snap, True, r6, b6, out, counts)
+    return _fast_body(buf, words, pos, stop, 0, nif, if_link, if_snap, False, r6, b6, out, counts)
 
 
 @dataclass
