@@ -39,6 +39,7 @@ import numpy as np
 
 from dpstream.hashing import affine_mod_p, draw_item_key
 from dpstream.noise import SeedLike
+from dpstream.validation import check_choice
 
 PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1": (0, False), b"\xa1\xb2\xc3\xd4": (1, False),
               b"\x4d\x3c\xb2\xa1": (0, True), b"\xa1\xb2\x3c\x4d": (1, True)}
@@ -120,6 +121,8 @@ def _w32(words: np.ndarray, i: int, swap: int) -> Any:
     return x
 
 
+IPV6_CHOICES = ("skip", "key")
+"""What a scan does with IPv6 sources: skip them, or key them."""
 IPV6_KEY_RANGE = (1 << 61) - 1 - (1 << 32)
 """IPv6 keys are 2^32 + h mod this (below 2^61, above every IPv4 key)."""
 
@@ -130,8 +133,9 @@ _IPV6_BYTES = 16
 def ipv6_hash_key(ipv6: str, seed: SeedLike = None) -> np.ndarray:
     """The kernels' IPv6 argument: no IPv6 keys (an empty uint64 array) or the secret (r, b) that keys them.
 
-    ``ipv6`` is "skip" or "key"; the secret comes from ``seed`` (``hashing.draw_item_key``; None: the OS).
+    ``ipv6`` is one of ``IPV6_CHOICES``; the secret comes from ``seed`` (``hashing.draw_item_key``; None: the OS).
     """
+    check_choice(ipv6, "ipv6", IPV6_CHOICES)
     return draw_item_key(seed) if ipv6 == "key" else np.empty(0, dtype=np.uint64)
 
 
@@ -212,8 +216,8 @@ def _network(buf: np.ndarray, p: int, caplen: int, link: int, big: int) -> tuple
 def _secret(ipv6: np.ndarray) -> tuple[bool, Any, Any]:
     """(keyed, r, b): whether IPv6 sources are keyed, and the secret of ``ipv6_hash_key``'s array (0, 0 if not).
 
-    Each kernel reads it once and runs one of two copies of its loop, with ``keyed`` a constant in each: the array's
-    size tested inside the loop made the scan of a 2^18-record trace 5-6x slower as pcapng and 2.5x as pcap.
+    Each kernel reads it once, before its loop: ``scan_pcap`` and ``fast_pcapng`` run one of two copies of their loop,
+    with ``keyed`` a constant in each; ``scan_pcapng``, which its callers run on one block at a time, tests it.
     """
     if ipv6.size:
         return True, ipv6[0], ipv6[1]

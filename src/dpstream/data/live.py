@@ -95,7 +95,10 @@ class CaptureKeys:
         self.if_link = np.zeros(MAX_INTERFACES, dtype=np.int64)
         self.if_snap = np.zeros(MAX_INTERFACES, dtype=np.int64)
         self.tallies = np.zeros(4, dtype=np.int64)  # records, non-IPv4, too short, IPv6 keyed (capture.C_*)
-        self.mode = ipv6_hash_key(ipv6) if isinstance(ipv6, str) else ipv6
+        self.secret = ipv6_hash_key(ipv6) if isinstance(ipv6, str) else ipv6
+        if self.secret.dtype != np.uint64 or self.secret.shape not in ((0,), (2,)):
+            raise ValueError(f"ipv6 must be 'skip', 'key' or a uint64 array of 0 or 2 words (ipv6_hash_key), got "
+                             f"{self.secret.dtype} of shape {self.secret.shape}")
         self._rest = b""  # bytes from a record or block start, not yet complete
         self._offset = 0  # stream offset of _rest[0] (for error messages)
 
@@ -115,7 +118,7 @@ class CaptureKeys:
         self._skip -= skip
         self._offset += skip
         view = view[skip:]
-        out = np.empty((len(self._rest) + len(view)) // 12 + 1, dtype=np.int64 if self.mode.size else np.uint32)
+        out = np.empty((len(self._rest) + len(view)) // 12 + 1, dtype=np.int64 if self.secret.size else np.uint32)
         n = 0  # keys written (a record takes >= 12 bytes)
         head = HEAD_BYTES
         while self._rest:  # finish the held record from the head of ``view``
@@ -146,15 +149,15 @@ class CaptureKeys:
         pos = 0
         while pos < stop:
             if self.fmt == "pcap":
-                pos, got, status, a, b = scan_pcap(buf, pos, stop, self.state, self.mode, out[n:], self.tallies)
+                pos, got, status, a, b = scan_pcap(buf, pos, stop, self.state, self.secret, out[n:], self.tallies)
             else:
-                pos, got = fast_pcapng(buf, words, pos, stop, self.state, self.if_link, self.if_snap, self.mode,
+                pos, got = fast_pcapng(buf, words, pos, stop, self.state, self.if_link, self.if_snap, self.secret,
                                        out[n:], self.tallies)
                 n += got
                 got, status, a, b = 0, OK, 0, 0
                 if pos < stop:  # a block the fast loop leaves to the checked one
                     pos, got, status, a, b = scan_pcapng(buf, pos, pos + 1, self.state, self.if_link, self.if_snap,
-                                                         self.mode, out[n:], self.tallies)
+                                                         self.secret, out[n:], self.tallies)
             n += got
             if status >= E_CAPLEN:
                 btype = _u32(buf, pos, self.state[S_BIG]) if self.fmt == "pcapng" else 0

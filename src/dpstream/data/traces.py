@@ -39,7 +39,7 @@ import numpy as np
 
 from dpstream.data.cache import _cache_file as cache_file  # one cache layout for every converted file
 from dpstream.data.cache import file_fingerprint, seed_token
-from dpstream.data.capture import KNOWN_LINKTYPES, ScanCounts, UnknownLinkType, scan_capture
+from dpstream.data.capture import IPV6_CHOICES, KNOWN_LINKTYPES, ScanCounts, UnknownLinkType, scan_capture
 from dpstream.data.columns import csv_batches, csv_names
 from dpstream.data.quads import MALFORMED, NON_IPV4, parse_quads
 from dpstream.data.sniff import check_file_kind
@@ -51,7 +51,6 @@ from dpstream.validation import check_choice, check_positive_int
 FORMATS = ("auto", "pcap", "pcapng", "csv", "raw4", "raw13")
 RECORD_BYTES = {"raw4": 4, "raw13": 13}
 CHUNK_RECORDS = 1 << 20
-IPV6_CHOICES = ("skip", "key")
 
 OBTAIN_CAIDA = (
     "CAIDA's anonymized Internet traces (the paper used the 2019 passive dataset) are free for research "
