@@ -19,7 +19,6 @@ DOC = ROOT / "docs" / "harness.md"
 TOP_MODULES = ("cli", "watch", "__main__")  # top-level modules that are parts of their own; the others are ``core``
 
 
-
 def layers(text: str) -> list[list[str]]:
     """The parts of the layer list in docs/harness.md, lowest layer first (the doc lists the highest first)."""
     block = re.search(r"^## Layers\n.*?```text\n(.*?)```", text, flags=re.S | re.M)
@@ -156,37 +155,37 @@ def test_the_checks_see_a_bad_import(source, bad):
     assert bool(up) == (bad == "up") and bool(private) == (bad == "private"), found
 
 
-KNOWN_CYCLES = {
-    # closed by imports for type checking only (a noise source's methods are typed with the tree they serve): listed
-    # so that a new cycle fails here, and a broken one must leave this list
-    frozenset({"dpstream.counters.binary", "dpstream.counters.discrete", "dpstream.counters.tree_noise"}),
-    frozenset({"dpstream.counters.laplace_discrete", "dpstream.counters.laplace_tree"}),
-}
+def is_package(module: str) -> bool:
+    return SRC.joinpath(*module.split(".")[1:]).is_dir()
 
 
-def type_checking_lines(path: Path) -> set[int]:
-    """The lines of ``path``'s ``if TYPE_CHECKING:`` blocks (imports there never run)."""
-    lines: set[int] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-    return lines
+def exported_from(package: str, name: str) -> str | None:
+    """The module whose ``name`` a package's ``__init__`` imports (followed through packages), or None."""
+    for node, base in import_nodes(SRC.joinpath(*package.split(".")[1:], "__init__.py")):
+        if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
+            source = next(a.name for a in node.names if (a.asname or a.name) == name)
+            if is_module(f"{base}.{source}") and not is_package(f"{base}.{source}"):
+                return f"{base}.{source}"
+            return exported_from(base, source) if is_package(base) else base
+    return None
 
 
-def module_graph(runtime: bool = False) -> dict[str, set[str]]:
+def module_graph() -> dict[str, set[str]]:
     """Module -> the ``dpstream`` modules it imports anywhere (at module level, in a function, for type checking).
 
-    ``runtime``: leave out the imports for type checking only. Packages are left out: a package's ``__init__``
-    imports its submodules by design.
+    A name taken from a package counts as an import of the module its ``__init__`` takes the name from; the package
+    itself is left out (its ``__init__`` imports its submodules by design).
     """
     graph: dict[str, set[str]] = {}
     for path in sources():
         if path.name == "__init__.py":
             continue
         importer = module_name(path)
-        skip = type_checking_lines(path) if runtime else set()
-        graph[importer] = {m for line, m in imports(path)
-                           if m != importer and line not in skip and not SRC.joinpath(*m.split(".")[1:]).is_dir()}
+        found = {m for _, m in imports(path) if not is_package(m)}
+        for node, base in import_nodes(path):
+            if isinstance(node, ast.ImportFrom) and base.split(".")[0] == "dpstream" and is_package(base):
+                found |= {exported_from(base, a.name) or base for a in node.names if not is_module(f"{base}.{a.name}")}
+        graph[importer] = {m for m in found if m != importer and not is_package(m)}
     return graph
 
 
@@ -215,11 +214,14 @@ def test_cycles_finds_every_loop_and_only_loops():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == set()
 
 
-def test_no_import_that_runs_closes_a_cycle():
-    assert cycles(module_graph(runtime=True)) == set()
-
-
-def test_no_import_cycle_but_the_known_ones():
+def test_no_import_cycle():
+    """Between any two modules, also through imports inside functions and for type checking only."""
     found = cycles(module_graph())
-    assert found - KNOWN_CYCLES == set(), f"new import cycles: {[sorted(c) for c in found - KNOWN_CYCLES]}"
-    assert KNOWN_CYCLES - found == set(), f"broken cycles still listed: {[sorted(c) for c in KNOWN_CYCLES - found]}"
+    assert found == set(), f"import cycles: {[sorted(c) for c in found]}"
+
+
+def test_the_graph_sees_imports_for_type_checking_and_names_taken_from_a_package():
+    text = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from dpstream.counters.binary import BinaryTree\n"
+    assert "dpstream.counters.binary" in {m for _, m in imports(SRC / "counters" / "tree_noise.py", text)}
+    assert exported_from("dpstream.counters", "LaplaceTree") == "dpstream.counters.laplace_tree"
+    assert "dpstream.counters.registry" in module_graph()["dpstream.sketches.lazy"]

@@ -28,7 +28,7 @@ from dpstream.counters.factorisation import (
     factorisation_of,
 )
 from dpstream.counters.kernels import EXTERNAL
-from dpstream.counters.laplace_discrete import discrete_laplace_variance
+from dpstream.counters.laplace_tree import discrete_laplace_variance
 from dpstream.sketches import LazyCMS
 
 HORIZONS = (2, 3, 7, 16, 33, 100)

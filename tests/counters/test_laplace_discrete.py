@@ -1,4 +1,4 @@
-"""The k-ary Laplace tree over exact discrete Laplace node noise (``counters.laplace_discrete``).
+"""The k-ary Laplace tree over exact discrete Laplace node noise (``counters.laplace_tree``).
 
 The noise tests: the frequencies of 200 000 node draws at scale 1 against the discrete Laplace pmf (every value in
 [-6, 6] within 5 binomial standard errors) and their variance against 2 q / (1 - q)^2, and the release variance at
@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 from dpstream.counters import LaplaceTree, counter_class
-from dpstream.counters.laplace_discrete import discrete_laplace_variance
-from dpstream.counters.laplace_tree import kary_digit_sum
+from dpstream.counters.laplace_tree import discrete_laplace_variance, kary_digit_sum
 from dpstream.heavy_hitters.lazy_hh import LazyHH
 from dpstream.heavy_hitters.thresholds import laplace_sum_tail
 from dpstream.privacy.heavy_hitters import final_delta

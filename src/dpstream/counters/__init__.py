@@ -8,7 +8,7 @@ banded (``counters.toeplitz``), the normalised square root (``nsqrt``, ``counter
 with no horizon, the square root perturbed by logarithms (``unbounded``, ``counters.unbounded``).
 
 A counter is a factorisation class with a noise source: every class takes it as ``node_noise=`` (one of its
-``NOISES``: ``tree_noise``, ``discrete``, ``laplace_discrete``; ``NormalisedSqrt`` and ``HybridDerived`` take one).
+``NOISES``: ``tree_noise``, ``discrete``, ``laplace_tree``; ``NormalisedSqrt`` and ``HybridDerived`` take one).
 ``counter_class(counter, node_noise)`` reads the counters' descriptors (``counters.registry``, one line a class) and
 returns the pair's (``CounterDescriptor``: called, it builds the counter; it states the pair's memory model, draws and
 kernel); it is the one place a configuration's choice becomes a counter; an unknown or unavailable combination is an

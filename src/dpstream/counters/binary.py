@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from fractions import Fraction
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -22,7 +21,7 @@ import numpy as np
 from dpstream import serial
 from dpstream.counters import _kernels as kernels
 from dpstream.counters._bm_kernels import popcount as popcount
-from dpstream.counters.base import NOISE_BYTES, STEP_BYTES, FactorisedCounter
+from dpstream.counters.base import NOISE_BYTES, STEP_BYTES
 from dpstream.counters.discrete import (
     AHEAD_NODES,
     CONSTANT_TIME_NODES,
@@ -31,11 +30,11 @@ from dpstream.counters.discrete import (
     DiscreteNodes,
 )
 from dpstream.counters.factorisation import Dyadic, Factorisation
+from dpstream.counters.node_tree import NodeTree
 from dpstream.counters.tree_noise import PHILOX_NODES, STORED_NODES, TreeNoise
 from dpstream.counters.tree_noise import DerivedState as DerivedState
 from dpstream.privacy.calibration import gauss_bm_levels
 from dpstream.secure import release as secure_release
-from dpstream.secure.samplers import CHUNKS
 
 
 def prefix_sums(increments: np.ndarray) -> np.ndarray:
@@ -69,12 +68,12 @@ class TreeState(NamedTuple):
     noisy_sums: np.ndarray
 
 
-def tree_noises(*nodes: TreeNoise) -> Mapping[str, TreeNoise]:
+def tree_noises(*nodes: TreeNoise[Any]) -> Mapping[str, TreeNoise[Any]]:
     """The node noises a tree counter takes, by ``node_noise=`` name (the first is the default)."""
     return {n.source.name: n for n in nodes}
 
 
-class BinaryTree(FactorisedCounter):
+class BinaryTree(NodeTree):
     """Alg. 1 of Holland: h = ceil(log2(T + 1)) levels, sigma for L2 sensitivity sqrt(h m); node noise ``node_noise``.
 
     ``node_noise`` names one of ``NOISES`` (``tree_noise``, ``counters.discrete``): "stored" (the paper: one
@@ -93,35 +92,14 @@ class BinaryTree(FactorisedCounter):
     """
 
     name = "binary"
-    NOISES: ClassVar[Mapping[str, TreeNoise]] = tree_noises(STORED_NODES, PHILOX_NODES, DISCRETE_NODES, AHEAD_NODES,
-                                                            CONSTANT_TIME_NODES, KEYED_STORED_NODES)
+    NOISES: ClassVar[Mapping[str, TreeNoise[Any]]] = tree_noises(STORED_NODES, PHILOX_NODES, DISCRETE_NODES,
+                                                                 AHEAD_NODES, CONSTANT_TIME_NODES, KEYED_STORED_NODES)
     """The node noises this tree takes, by name; the first is the default."""
     stored_kind: ClassVar[int] = kernels.STORED
     stored_tracks_steps = True
-    block_levels = 1
-    """Timing level 1 of derived discrete nodes: a release draws every node of its block of 2^k steps."""
-    _chunks: int = CHUNKS
-    """Bytes of each table entry the exact sampler compares (tests lower it to send many draws to the slow path)."""
-    _node_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-    """Philox nodes' cache of whole-table releases (``tree_noise.PhiloxNodes``)."""
-    _kept_nodes: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
-    """Discrete nodes' cache of ``release_all``: (k, key, nodes, blocks), or None (``discrete.DiscreteNodes``)."""
-    _prefetch: secure_release.Prefetch | None = None
-    """Set by ``prefetch_releases``: whole-table releases drawn one step ahead on a second thread."""
     _release_row: np.ndarray | None = None
     """Stored nodes: the read-only view ``released_view`` returns, made by its first call."""
-    # set by the node noise when it allocates (``tree_noise``, ``discrete``)
-    _noisy_sums: np.ndarray
-    _drawn: np.ndarray
-    _st: np.ndarray
-    _abt: np.ndarray
-    _hi: np.ndarray
-    _lo: np.ndarray
-    _noiseless: bool
-    _sampler_delta: float
-    sigma2: Fraction
-    table_size: int
-    deployable: bool
+    _noisy_sums: np.ndarray  # set by the stored layout (``_allocate_stored``)
 
     @classmethod
     def l2_sensitivity(cls, horizon: int, m: int) -> float:
@@ -184,16 +162,7 @@ class BinaryTree(FactorisedCounter):
         state.pop("_release_row", None)
         return state
 
-    # -- derived nodes ---------------------------------------------------------------------------------------
-    def tree_steps(self, steps: np.ndarray) -> np.ndarray:
-        """The tree step whose set bits name the nodes of a release at each of ``steps`` (contiguous int64)."""
-        return np.ascontiguousarray(steps, dtype=np.int64)
-
-    def _table_steps(self, steps: np.ndarray) -> tuple[np.ndarray, bool]:
-        """``steps`` as tree steps, contiguous int64 (n,), and whether all lie in [0, 2^levels) (the caches')."""
-        steps = np.ascontiguousarray(np.broadcast_to(np.asarray(steps, dtype=np.int64), (self.n,)))
-        return steps, not (steps.size and (steps.min() < 0 or steps.max() >> self.levels))
-
+    # -- derived nodes (``NodeTree``: tree steps, caches) -----------------------------------------------------
     def _cache(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Philox nodes' cache of whole-table releases (key, nodes (n, levels), cached steps (n,)), made on demand."""
         return PHILOX_NODES.cache(self)
@@ -225,11 +194,6 @@ class BinaryTree(FactorisedCounter):
             raise ValueError("prefetch_noise() needs node_noise discrete_secure, discrete_secure_ahead or "
                              f"discrete_secure_ct, not {self.node_noise!r}")
         self._prefetch = secure_release.Prefetch()
-
-    def _settled(self) -> None:
-        """Wait for a running prefetch (before anything reads or writes ``_st`` or the node cache)."""
-        if self._prefetch is not None:
-            self._prefetch.wait()
 
     # -- what the node noise answers ----------------------------------------------------------------------
     @property

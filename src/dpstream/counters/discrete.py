@@ -25,12 +25,13 @@ from __future__ import annotations
 import math
 import secrets
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from dpstream import serial
 from dpstream.counters import sources
+from dpstream.counters.node_tree import NodeTree
 from dpstream.counters.tree_noise import DerivedNodes, TreeNoise
 from dpstream.noise import as_seed_sequence
 from dpstream.privacy.discrete_gaussian import discrete_gaussian_sigma2
@@ -40,16 +41,13 @@ from dpstream.secure import release as secure_release
 from dpstream.secure.chacha import KEY_BYTES, MAX_CELLS, key_words
 from dpstream.secure.samplers import EXACT_SAMPLER, gaussian_params, gaussian_table, new_state
 
-if TYPE_CHECKING:
-    from dpstream.counters.binary import BinaryTree
-
 DELTA_SHARE = 2.0**-10
 """The share of delta the constant-time sampler's distance from the exact discrete Gaussian takes."""
 AHEAD_BYTES = 8
 """Bytes of one node kept ahead (an int64 in the node cache)."""
 
 
-class DiscreteCalibration(TreeNoise):
+class DiscreteCalibration(TreeNoise[NodeTree]):
     """What every exact discrete Gaussian source shares: sigma^2, the key, the sampler's state, the privacy map.
 
     ``setup`` (from the source's ``allocate``) sets on the counter ``sigma2`` (Fraction, calibrated for
@@ -60,7 +58,7 @@ class DiscreteCalibration(TreeNoise):
     exact_sampler: str | None = EXACT_SAMPLER
     """The exact sampler's version, written by ``to_bytes`` and checked on restore (None: another sampler)."""
 
-    def setup(self, c: BinaryTree) -> None:
+    def setup(self, c: NodeTree) -> None:
         """Calibrate sigma^2 (kappa != 1 scales it, NOT certified), prepare the sampler, make the key."""
         if c._noise.mode == "secure":
             raise ValueError(f"noise=secure is not available with node_noise={self.source.name!r} (it has its own "
@@ -88,32 +86,32 @@ class DiscreteCalibration(TreeNoise):
             c._key = key_words(secrets.token_bytes(KEY_BYTES))
         c._st = new_state()
 
-    def prepare_sampler(self, c: BinaryTree, scaled: Fraction) -> None:
+    def prepare_sampler(self, c: NodeTree, scaled: Fraction) -> None:
         """Parameters of the rejection sampler for N_Z(0, scaled) (range-checked) and its table (cached per sigma^2)."""
         c._abt = np.array(gaussian_params(scaled.numerator, scaled.denominator), dtype=np.int64)
         gaussian_table(int(c._abt[0]), int(c._abt[1]))
 
-    def table_bytes(self, c: BinaryTree) -> int:
+    def table_bytes(self, c: NodeTree) -> int:
         """Bytes of the exact sampler's table (0 without noise): public, a function of sigma^2, not state."""
         if c._noiseless:
             return 0
         hi, lo, _, first_v = gaussian_table(int(c._abt[0]), int(c._abt[1]))
         return hi.nbytes + lo.nbytes + first_v.nbytes
 
-    def privacy_map(self, c: BinaryTree) -> PrivacyMap:
+    def privacy_map(self, c: NodeTree) -> PrivacyMap:
         """The held N_Z(0, sigma^2) node noise at the integer squared sensitivity (``DiscreteGaussianMap``)."""
         return DiscreteGaussianMap(c.squared_sensitivity, c.sigma2)
 
-    def constants(self, c: BinaryTree) -> dict[str, Any]:
+    def constants(self, c: NodeTree) -> dict[str, Any]:
         """sigma^2 as a rational."""
         return {"sigma2": str(c.sigma2)}
 
-    def scalars_restored(self, c: BinaryTree) -> None:
+    def scalars_restored(self, c: NodeTree) -> None:
         """A restored counter is not deployable (unverifiable: docs/secure-noise.md)."""
         c.deployable = False
 
 
-class DiscreteNodes(DiscreteCalibration, DerivedNodes):
+class DiscreteNodes(DiscreteCalibration, DerivedNodes[NodeTree]):
     """N_Z(0, sigma^2) nodes derived from (key, cell, level, node index) by ChaCha20 at release (``discrete_secure``).
 
     Timing (level 1, always on): a release at step s draws every node of s's block of 2^``block_levels`` steps
@@ -138,26 +136,26 @@ class DiscreteNodes(DiscreteCalibration, DerivedNodes):
     keeps_block = False
     """Whether whole-table releases keep the block's nodes below level k, drawn ahead (``AheadNodes``)."""
 
-    def allocate(self, c: BinaryTree) -> None:
+    def allocate(self, c: NodeTree) -> None:
         """Calibration and key (``setup``), then the exact counts."""
         self.setup(c)
         super().allocate(c)
 
-    def sampler(self, c: BinaryTree) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    def sampler(self, c: NodeTree) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """The draws' sampler for ``secure.lanes`` (sampler, hi, lo) and the timing block levels k."""
         a, b, t = c._abt
         return (*lanes.gaussian(a, b, t, c._chunks), c.block_levels)
 
-    def state_arrays(self, c: BinaryTree) -> dict[str, np.ndarray]:
+    def state_arrays(self, c: NodeTree) -> dict[str, np.ndarray]:
         """The key (after a running prefetch settles)."""
         c._settled()
         return super().state_arrays(c)
 
-    def state_scalars(self, c: BinaryTree) -> dict[str, Any]:
+    def state_scalars(self, c: NodeTree) -> dict[str, Any]:
         """The exact sampler's version (``samplers.EXACT_SAMPLER``) if it draws the nodes."""
         return {} if self.exact_sampler is None else {"exact_sampler": self.exact_sampler}
 
-    def restore_scalars(self, c: BinaryTree, scalars: dict[str, Any]) -> None:
+    def restore_scalars(self, c: NodeTree, scalars: dict[str, Any]) -> None:
         """Refuse a state whose nodes another version of the exact sampler drew.
 
         Restored, it would release other values for nodes it has already released (the nodes are drawn again at each
@@ -172,23 +170,23 @@ class DiscreteNodes(DiscreteCalibration, DerivedNodes):
                                      "another sampler and continuing it could release other noise for nodes already "
                                      "released. Finish its stream with the dpstream version that wrote it")
 
-    def noise_sums(self, c: BinaryTree, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    def noise_sums(self, c: NodeTree, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """The nodes' noise sums of ``cells`` at tree steps ``steps`` (``secure.release.sampled_noise_sums``)."""
         c._settled()
         return secure_release.sampled_noise_sums(c._key, *self.sampler(c), cells, np.ascontiguousarray(steps), c._st)
 
-    def release(self, c: BinaryTree, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    def release(self, c: NodeTree, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Exact counts plus the nodes' discrete Gaussian noise at each release's tree step (integers as float64)."""
         return self.release_at(c, cells, steps if c._noiseless else c.tree_steps(steps))
 
-    def release_at(self, c: BinaryTree, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    def release_at(self, c: NodeTree, cells: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """``release`` at tree steps ``steps``."""
         exact = c._exact[0, cells].astype(np.int64)
         if c._noiseless:
             return exact.astype(np.float64)
         return (exact + self.noise_sums(c, np.ascontiguousarray(cells), steps)).astype(np.float64)
 
-    def release_all(self, c: BinaryTree, steps: np.ndarray) -> np.ndarray:
+    def release_all(self, c: NodeTree, steps: np.ndarray) -> np.ndarray:
         """Every counter's release at ``steps`` (n,), drawing only the nodes not kept from earlier blocks.
 
         ``secure.release.cached_noise_sums``: the values are ``release``'s; the node cache is described in the class
@@ -207,11 +205,11 @@ class DiscreteNodes(DiscreteCalibration, DerivedNodes):
             raise
         return (c._exact[0].astype(np.int64) + noise).astype(np.float64)
 
-    def release_wanted(self, c: BinaryTree, steps: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    def release_wanted(self, c: NodeTree, steps: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         """``release_all``: the block's draws are made for every cell whatever is read."""
         return self.release_all(c, steps)
 
-    def _node_cache(self, c: BinaryTree, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def _node_cache(self, c: NodeTree, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The node cache (nodes (n, b + h - k), blocks (2, n)), new when the key, k or b changed (nodes are the key's).
 
         b: 1 column for the in-block sum, or, ``keeps_block``, 2^k - 1, one per in-block node.
@@ -225,12 +223,12 @@ class DiscreteNodes(DiscreteCalibration, DerivedNodes):
             c._kept_nodes = cache
         return cache[2], cache[3]
 
-    def noise_cache_bytes(self, c: BinaryTree) -> int:
+    def noise_cache_bytes(self, c: NodeTree) -> int:
         """Bytes of the node cache of ``release_all`` (0 before the first whole-table release)."""
         cache = c._kept_nodes
         return 0 if cache is None else cache[2].nbytes + cache[3].nbytes
 
-    def memory_bytes(self, c: BinaryTree) -> int:
+    def memory_bytes(self, c: NodeTree) -> int:
         """Bytes of the exact counts and the key (the node cache is not state: ``noise_cache_bytes``)."""
         c._settled()
         return super().memory_bytes(c)
@@ -254,16 +252,16 @@ class AheadNodes(DiscreteNodes):
 
     keeps_block = True
 
-    def bytes_per_counter(self, tree: type[BinaryTree], horizon: int, count_bytes: int) -> int:
+    def bytes_per_counter(self, tree: type[NodeTree], horizon: int, count_bytes: int) -> int:
         """The exact count and the 2^k - 1 nodes of a block kept ahead."""
         return count_bytes + AHEAD_BYTES * ((1 << tree.block_levels) - 1)
 
-    def noise_cache_bytes(self, c: BinaryTree) -> int:
+    def noise_cache_bytes(self, c: NodeTree) -> int:
         """The node cache without the nodes kept ahead (those are in ``memory_bytes``)."""
         cache = c._kept_nodes
         return 0 if cache is None else super().noise_cache_bytes(c) - c.n * AHEAD_BYTES * ((1 << cache[0]) - 1)
 
-    def memory_bytes(self, c: BinaryTree) -> int:
+    def memory_bytes(self, c: NodeTree) -> int:
         """The exact counts, the key and the nodes kept ahead: n ``bytes_per_counter`` + the key, from the start."""
         return c.n * self.bytes_per_counter(type(c), c.horizon, c._exact.itemsize) + self.source.key_bytes
 
@@ -290,15 +288,15 @@ class ConstantTimeNodes(DiscreteNodes):
 
     exact_sampler = None
 
-    def calibration_delta(self, c: BinaryTree) -> float:
+    def calibration_delta(self, c: NodeTree) -> float:
         """The delta sigma^2 is calibrated for, delta (1 - 2^-10): the rest of delta is the sampler's."""
         return c.delta * (1 - DELTA_SHARE)
 
-    def sampler_delta(self, c: BinaryTree) -> float:
+    def sampler_delta(self, c: NodeTree) -> float:
         """(1 + e^eps) N eta: the constant-time sampler's addition to delta (0 without noise)."""
         return 0.0 if c._noiseless else c._sampler_delta
 
-    def prepare_sampler(self, c: BinaryTree, scaled: Fraction) -> None:
+    def prepare_sampler(self, c: NodeTree, scaled: Fraction) -> None:
         """The table of size K for N_Z(0, scaled) over N = n x horizon draws (``secure.cdt``)."""
         gaussian_params(scaled.numerator, scaled.denominator)  # the same sigma range as the exact sampler
         sigma2 = float(scaled)
@@ -307,16 +305,16 @@ class ConstantTimeNodes(DiscreteNodes):
         c._hi, c._lo = cdt.cdt_table(scaled.numerator, scaled.denominator, c.table_size)
         c._sampler_delta = cdt.sampler_delta(sigma2, c.table_size, draws_bound, c.epsilon)
 
-    def sampler(self, c: BinaryTree) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    def sampler(self, c: NodeTree) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """The table sampler and no blocks (k = 0): every draw's work is fixed already."""
         return lanes.table(), c._hi, c._lo, 0
 
-    def constants(self, c: BinaryTree) -> dict[str, Any]:
+    def constants(self, c: NodeTree) -> dict[str, Any]:
         """sigma^2, and the table size K and the sampler's delta (with noise)."""
         extra = {} if c._noiseless else {"table_size": c.table_size, "sampler_delta": c._sampler_delta}
         return {**super().constants(c), **extra}
 
-    def table_bytes(self, c: BinaryTree) -> int:
+    def table_bytes(self, c: NodeTree) -> int:
         """Bytes of the sampler's table (public, recomputed from sigma^2 and K; 0 without noise)."""
         return 0 if c._noiseless else c._hi.nbytes + c._lo.nbytes
 
@@ -340,13 +338,13 @@ class KeyedStoredNodes(DiscreteCalibration):
 
     exact_sampler = None  # the stored values are state: another sampler version changes no value already drawn
 
-    def allocate(self, c: BinaryTree) -> None:
+    def allocate(self, c: NodeTree) -> None:
         """The factorisation's stored tree, then calibration and key (``setup``) and the draw count."""
         super().allocate(c)
         self.setup(c)
         c._drawn = np.zeros(1, dtype=np.int64)
 
-    def draw(self, c: BinaryTree, size: int) -> np.ndarray:
+    def draw(self, c: NodeTree, size: int) -> np.ndarray:
         """The next ``size`` node noises N_Z(0, sigma^2) (integers as float64), in the order the pushes take them."""
         size = int(size)
         if c._noiseless:
@@ -356,11 +354,11 @@ class KeyedStoredNodes(DiscreteCalibration):
         c._drawn[0] += size
         return out.astype(np.float64)
 
-    def state_arrays(self, c: BinaryTree) -> dict[str, np.ndarray]:
+    def state_arrays(self, c: NodeTree) -> dict[str, np.ndarray]:
         """The key and the draw count."""
         return {"key": c._key, "drawn": c._drawn}
 
-    def arrays_restored(self, c: BinaryTree) -> None:
+    def arrays_restored(self, c: NodeTree) -> None:
         """Refuse a negative draw count."""
         if c._drawn[0] < 0:
             raise ValueError(f"corrupt state: {type(c).__name__} drawn={int(c._drawn[0])} < 0")
