@@ -41,9 +41,12 @@ def part(module: str) -> str:
     return pieces[1] if pieces[1] in TOP_MODULES else "core"
 
 
+def is_package(module: str) -> bool:
+    return SRC.joinpath(*module.split(".")[1:]).is_dir()
+
+
 def is_module(module: str) -> bool:
-    pieces = module.split(".")[1:]
-    return SRC.joinpath(*pieces).is_dir() or SRC.joinpath(*pieces).with_suffix(".py").exists()
+    return is_package(module) or SRC.joinpath(*module.split(".")[1:]).with_suffix(".py").exists()
 
 
 def import_nodes(path: Path, text: str | None = None) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
@@ -155,18 +158,15 @@ def test_the_checks_see_a_bad_import(source, bad):
     assert bool(up) == (bad == "up") and bool(private) == (bad == "private"), found
 
 
-def is_package(module: str) -> bool:
-    return SRC.joinpath(*module.split(".")[1:]).is_dir()
-
-
 def exported_from(package: str, name: str) -> str | None:
     """The module whose ``name`` a package's ``__init__`` imports (followed through packages), or None."""
     for node, base in import_nodes(SRC.joinpath(*package.split(".")[1:], "__init__.py")):
-        if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
-            source = next(a.name for a in node.names if (a.asname or a.name) == name)
-            if is_module(f"{base}.{source}") and not is_package(f"{base}.{source}"):
-                return f"{base}.{source}"
-            return exported_from(base, source) if is_package(base) else base
+        for alias in node.names if isinstance(node, ast.ImportFrom) else ():
+            if (alias.asname or alias.name) == name:
+                source = f"{base}.{alias.name}"
+                if is_module(source) and not is_package(source):
+                    return source
+                return exported_from(base, alias.name) if is_package(base) else base
     return None
 
 
@@ -181,7 +181,7 @@ def module_graph() -> dict[str, set[str]]:
         if path.name == "__init__.py":
             continue
         importer = module_name(path)
-        found = {m for _, m in imports(path) if not is_package(m)}
+        found = {m for _, m in imports(path)}
         for node, base in import_nodes(path):
             if isinstance(node, ast.ImportFrom) and base.split(".")[0] == "dpstream" and is_package(base):
                 found |= {exported_from(base, a.name) or base for a in node.names if not is_module(f"{base}.{a.name}")}

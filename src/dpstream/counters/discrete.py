@@ -38,7 +38,7 @@ from dpstream.privacy.discrete_gaussian import discrete_gaussian_sigma2
 from dpstream.privacy.maps import DiscreteGaussianMap, PrivacyMap
 from dpstream.secure import cdt, lanes, sequential
 from dpstream.secure import release as secure_release
-from dpstream.secure.chacha import KEY_BYTES, MAX_CELLS, key_words
+from dpstream.secure.chacha import KEY_BYTES, key_words
 from dpstream.secure.samplers import EXACT_SAMPLER, gaussian_params, gaussian_table, new_state
 
 DELTA_SHARE = 2.0**-10
@@ -60,11 +60,7 @@ class DiscreteCalibration(TreeNoise[NodeTree]):
 
     def setup(self, c: NodeTree) -> None:
         """Calibrate sigma^2 (kappa != 1 scales it, NOT certified), prepare the sampler, make the key."""
-        if c._noise.mode == "secure":
-            raise ValueError(f"noise=secure is not available with node_noise={self.source.name!r} (it has its own "
-                             "exact sampler); allowed: noise=numpy")
-        if c.n > MAX_CELLS:
-            raise ValueError(f"node_noise={self.source.name!r} takes at most 2^32 counters, got n={c.n}")
+        self.check_keyed(c)
         multiplier = c._noise_scale / c.sigma
         c.sigma2 = discrete_gaussian_sigma2(c.squared_sensitivity, c.epsilon, self.calibration_delta(c))
         scaled = c.sigma2

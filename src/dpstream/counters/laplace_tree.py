@@ -64,7 +64,6 @@ from dpstream.counters.sources import DISCRETE_SECURE_STORED_LAPLACE, STORED_LAP
 from dpstream.counters.tree_noise import StoredNodes
 from dpstream.privacy.maps import LaplaceMap, PrivacyMap
 from dpstream.secure import sequential
-from dpstream.secure.chacha import MAX_CELLS
 from dpstream.secure.laplace import laplace_grid, seed_key
 from dpstream.secure.samplers import new_state
 from dpstream.validation import check_positive_int
@@ -110,11 +109,7 @@ class KeyedLaplaceNodes(StoredNodes["LaplaceTree"]):
 
     def scaled(self, c: LaplaceTree) -> None:
         """Round the tree's b up to the grid t/s (``laplace_grid``): ``scale``, ``sigma``, ``grid``, ``deployable``."""
-        if c._noise.mode == "secure":
-            raise ValueError(f"noise=secure is not available with counter='laplace', node_noise={c.node_noise!r} "
-                             "(it has its own exact sampler); allowed: noise=numpy")
-        if c.n > MAX_CELLS:
-            raise ValueError(f"node_noise={c.node_noise!r} takes at most 2^32 counters, got n={c.n}")
+        self.check_keyed(c)
         t, s = laplace_grid(c.scale)
         c.scale = float(Fraction(t, s))  # exact: t < 2^33 and s a power of two
         c.sigma = math.sqrt(2.0) * c.scale

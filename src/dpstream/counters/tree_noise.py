@@ -30,6 +30,7 @@ from dpstream.counters.base import FactorisedCounter, source_facts
 from dpstream.counters.node_tree import NodeTree
 from dpstream.counters.philox import NODE_NORMAL
 from dpstream.privacy.maps import GaussianMap, PrivacyMap
+from dpstream.secure.chacha import MAX_CELLS
 
 C = TypeVar("C", bound=FactorisedCounter)
 """The counters a source serves: every factorisation, or the trees alone (``NodeTree``)."""
@@ -141,6 +142,17 @@ class TreeNoise(Generic[C]):
     def privacy_map(self, c: C) -> PrivacyMap:
         """The held N(0, (sigma kappa)^2) node noise at the tree's L2 sensitivity (``GaussianMap``)."""
         return GaussianMap(c.l2_sensitivity(c.horizon, c.m), c._noise_scale, c.calibration)
+
+    def check_keyed(self, c: C) -> None:
+        """Refuse a counter an exact sampler keyed by ChaCha20 cannot serve.
+
+        Under ``noise=secure`` (the source has its own sampler), or with more than 2^32 counters (``chacha.MAX_CELLS``).
+        """
+        if c._noise.mode == "secure":
+            raise ValueError(f"noise=secure is not available with counter={c.name!r}, "
+                             f"node_noise={self.source.name!r} (it has its own exact sampler); allowed: noise=numpy")
+        if c.n > MAX_CELLS:
+            raise ValueError(f"node_noise={self.source.name!r} takes at most 2^32 counters, got n={c.n}")
 
     def calibration_delta(self, c: C) -> float:
         """The delta sigma is calibrated for: all of ``delta``."""
