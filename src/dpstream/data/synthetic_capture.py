@@ -11,13 +11,14 @@ import struct
 
 import numpy as np
 
-ETHERNET = 1
+from dpstream.data.capture import LINKTYPE_ETHERNET
+
 MIN_CAPLEN = 34  # 14 bytes of Ethernet header, 20 of IPv4
 
 
 def pcap_header(snaplen: int = 96) -> bytes:
     """The 24-byte pcap file header: magic, version 2.4, snaplen, Ethernet."""
-    return struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, snaplen, ETHERNET)
+    return struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, snaplen, LINKTYPE_ETHERNET)
 
 
 def pcap_records(sources: np.ndarray, caplen: int = MIN_CAPLEN, first: int = 0) -> bytes:
