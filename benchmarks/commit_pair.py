@@ -46,7 +46,13 @@ the run written to RECORD skipped):
   and as CSV; Sparse and ThresholdMonitor, 256 runs a call, with continuous and exact discrete Laplace noise;
   ``dpstream watch``'s path (pcap bytes through ``data.live.CaptureKeys`` in blocks into ``EpochWatcher``, flush
   every 64, seeded) over ``--watch-packets`` packets, derived and ``discrete_secure_ahead`` noise, multiply-shift and
-  mod p.
+  mod p;
+- the rows above stand in for some of the page's at other sizes or settings; ``page_rows`` adds those at the page's
+  own: ``secure_noise.py``'s per-draw rows (50,000 binary-tree counters at step 1; 200,000 exact Laplace draws),
+  its LazyCMS rows over 2^16 and 2^20 items with 16 whole-table releases (exact and constant-time noise; Honaker's
+  estimate over stored exact nodes), LazyHH at k~ = 128; ``watch.py``'s host cap 8 and flush-every sweep (1, 4, 8,
+  16, 32) writing JSON lines; the game at n = 4,000. Not here: the page's wall-clock game row (``--clock`` is one
+  clock for every row) and ``watch`` with an operating-system key (the arms' releases would differ).
 
 A sketch, game, sparse-vector or watch row's call builds its object afresh: construction is timed with it. A row the
 old commit cannot build, run or read (a node noise, a module or a method it did not have yet) is left out and
@@ -333,11 +339,12 @@ def reported(tracker: Any) -> np.ndarray:
 
 
 def sketch_extend(label: str, make: Callable[[ModuleType, int], Any], length: str = "length",
-                  output: Callable[[Any], np.ndarray] = queried) -> Workload:
-    """A fresh sketch ``make(pkg, n)`` a call, ``extend`` over the stream of ``sizes.<length>`` items."""
+                  output: Callable[[Any], np.ndarray] = queried,
+                  stream: Callable[[argparse.Namespace], np.ndarray] | None = None) -> Workload:
+    """A fresh sketch ``make(pkg, n)`` a call, ``extend`` over ``stream(sizes)`` (default ``sizes.<length>`` items)."""
 
     def build(pkg: ModuleType, sizes: argparse.Namespace) -> Arm:
-        items = zipf_items(getattr(sizes, length))
+        items = zipf_items(getattr(sizes, length)) if stream is None else stream(sizes)
         last: list[Any] = []
 
         def run() -> None:
@@ -374,15 +381,93 @@ def lazy_hh(noise: str) -> Workload:
         **LAZY_HH, horizon=n, **({} if noise == "stored" else {"node_noise": noise})), "hh_length", reported)
 
 
+SECURE_PAGE = {"depth": 3, "epsilon": 1.0, "delta": 1e-6, "seed": 0}
+"""``benchmarks/secure_noise.py``'s LazyCMS (24 KB by ``from_memory``, ``model="actual"``) and counters."""
+SECURE_RELEASES, NODE_DRAWS, SVT_DRAWS = 16, 50_000, 200_000
+
+
+def page_stream(log2: int, seed: int) -> Callable[[argparse.Namespace], np.ndarray]:
+    """``secure_noise.py``'s stream of 2^``log2`` items: Zipf (skew 1.3) drawn with ``seed``, not folded."""
+    return lambda sizes: np.random.default_rng(seed).zipf(1.3, 1 << log2).astype(np.int64)
+
+
+def node_draw(noise: str) -> Workload:
+    """The per-draw rows: a binary-tree release of ``NODE_DRAWS`` counters at step 1 (one node each, horizon 2^20)."""
+
+    def build(pkg: ModuleType, sizes: argparse.Namespace) -> Arm:
+        counter = sub(pkg, "counters").counter_class("binary", noise)(
+            n=NODE_DRAWS, horizon=1 << 20, epsilon=SECURE_PAGE["epsilon"], delta=SECURE_PAGE["delta"],
+            m=2 * SECURE_PAGE["depth"], seed=SECURE_PAGE["seed"])
+        cells, steps = np.arange(NODE_DRAWS), np.ones(NODE_DRAWS, dtype=np.int64)
+        return Arm(lambda: counter.release(cells, steps), lambda: np.asarray(counter.release(cells, steps)))
+
+    return Workload(f"binary {noise} draw ({NODE_DRAWS:,} counters at step 1)", build)
+
+
+def svt_laplace_draw() -> Workload:
+    """The sparse vector's exact discrete Laplace: ``SVT_DRAWS`` draws at scale 8 (``KeyedLaplace.draw``)."""
+
+    def build(pkg: ModuleType, sizes: argparse.Namespace) -> Arm:
+        laplace = sub(pkg, "secure.laplace")
+        keyed, grid = laplace.KeyedLaplace(0), laplace.laplace_grid(8.0)
+        return Arm(lambda: keyed.draw("query", grid, 0, 1, 0, SVT_DRAWS),
+                   lambda: keyed.draw("query", grid, 0, 1, 0, SVT_DRAWS))
+
+    return Workload(f"SVT discrete_secure Laplace draw ({SVT_DRAWS:,})", build)
+
+
+def lazy_cms_releases(label: str, noise: str, log2: int, seed: int, counter: str | None = None) -> Workload:
+    """``secure_noise.py``'s LazyCMS rows: a fresh sketch over 2^``log2`` items in ``SECURE_RELEASES`` chunks.
+
+    Every cell is released after each chunk (``cells()`` of its state, as the page does). The sketch has 24 KB, or
+    with Honaker's estimate (``counter``) the width 24 KB gives it.
+    """
+    widths: dict[str, int] = {}  # Honaker's width, found once a package (in the untimed warm-up call)
+
+    def make(pkg: ModuleType, n: int) -> Any:
+        lazy = sub(pkg, "sketches").LazyCMS
+        if counter is None:
+            return lazy.from_memory(kilobytes=24, **SECURE_PAGE, horizon=n, model="actual", node_noise=noise)
+        if pkg.__name__ not in widths:
+            widths[pkg.__name__] = lazy.from_memory(kilobytes=24, **SECURE_PAGE, horizon=n, model="actual",
+                                                    counter=counter).width
+        return lazy(width=widths[pkg.__name__], **SECURE_PAGE, horizon=n, node_noise=noise, counter=counter)
+
+    class Releasing:
+        """A sketch whose ``extend`` releases every cell after each of ``SECURE_RELEASES`` chunks."""
+
+        def __init__(self, pkg: ModuleType, n: int) -> None:
+            self.sketch, self.cells = make(pkg, n), np.empty(0)
+
+        def extend(self, items: np.ndarray) -> None:
+            for chunk in np.array_split(items, SECURE_RELEASES):
+                self.sketch.extend(chunk)
+                self.cells = self.sketch._state.cells()
+
+    return sketch_extend(f"{label}, T = 2^{log2}, {SECURE_RELEASES} releases", Releasing,
+                         output=lambda releasing: releasing.cells, stream=page_stream(log2, seed))
+
+
+def lazy_hh_page(noise: str) -> Workload:
+    """``secure_noise.py``'s LazyHH rows: k = k~ = 128 over 2^14 items."""
+    return sketch_extend(f"LazyHH {noise} (k~ 128) extend", lambda pkg, n: sub(pkg, "heavy_hitters").LazyHH(
+        **{**LAZY_HH, "k_tilde": LAZY_HH["k"], "seed": 0}, horizon=n, node_noise=noise), output=reported,
+        stream=page_stream(14, 2))
+
+
 QR_DATA = {"d": 12, "components": 3, "concentration": 0.5, "workload": "conjunctions", "analysts": 10}
 """The speed page's query-release problem (E2: d = 12, 10 analysts, conjunctions); ``n`` is ``--qr-n``."""
 
 
-def query_release_game() -> Workload:
-    """The Algorithm 3 game (``PrivateEquilibriumRelease.play``, eps 10, T = n / 6.4, s = 24 T) of an E2 trial."""
+def query_release_game(records: int | None = None) -> Workload:
+    """The Algorithm 3 game (``PrivateEquilibriumRelease.play``, eps 10, T = n / 6.4, s = 24 T) of an E2 trial.
+
+    ``records`` n (default ``--qr-n``).
+    """
 
     def build(pkg: ModuleType, sizes: argparse.Namespace) -> Arm:
-        data = {**QR_DATA, "_target_": f"{pkg.__name__}.query_release.product_mixture", "n": sizes.qr_n}
+        n = sizes.qr_n if records is None else records
+        data = {**QR_DATA, "_target_": f"{pkg.__name__}.query_release.product_mixture", "n": n}
         data_seed, workload_seed, mech_seed = sub(pkg, "noise").children(np.random.SeedSequence(0, spawn_key=(0,)), 3)
         _, work, true, analysts = sub(pkg, "trials.query_release").build_problem({"data": data}, data_seed,
                                                                                  workload_seed)
@@ -390,13 +475,13 @@ def query_release_game() -> Workload:
 
         def run() -> None:
             game = sub(pkg, "query_release").PrivateEquilibriumRelease(
-                workload=work, analysts=analysts, epsilon=10.0, delta=1e-6, n=sizes.qr_n,
+                workload=work, analysts=analysts, epsilon=10.0, delta=1e-6, n=n,
                 rounds_rule="data_private", s_factor=24, seed=mech_seed)
             last[:] = [game.play(true)[0]]
 
         return Arm(run, lambda: last[0])
 
-    return Workload("Alg 3 game (d 12, n --qr-n) play", build)
+    return Workload(f"Alg 3 game (d 12, n {'--qr-n' if records is None else records}) play", build)
 
 
 def beside(name: str) -> ModuleType:
@@ -489,14 +574,27 @@ def svt_run(kind: str, noise: str) -> Workload:
 WATCH = {"k": 128, "k_tilde": 512, "epsilon": 1.0, "delta": 1e-6, "beta": 5e-7, "every": 1 << 17, "seed": 1,
          "flush_every": 64}
 """The speed page's ``dpstream watch`` setting (``benchmarks/watch.py``), seeded so the arms' releases compare."""
+WATCHED = [(noise, family) for noise in ("derived", "discrete_secure_ahead") for family in ("multiply_shift", "modp")]
+"""The watch rows' node noises and hash families."""
 
 
-def watch_end_to_end(noise: str, family: str) -> Workload:
+def json_released(lines: list[str]) -> np.ndarray:
+    """Each JSON line's step, epoch and number of items, then its items' (address, estimate), as one array."""
+    out: list[float] = []
+    for line in map(json.loads, lines):
+        out += [line["step"], line["epoch"], len(line["items"])]
+        out += [v for item in line["items"] for v in (int(ipaddress.IPv4Address(item["label"])), item["estimate"])]
+    return np.array(out, dtype=float)
+
+
+def watch_end_to_end(noise: str, family: str, **page: Any) -> Workload:
     """``dpstream watch``'s path: pcap bytes through ``CaptureKeys`` in blocks, ``EpochWatcher`` on the keys.
 
     ``--watch-packets`` heavy-tailed IPv4 sources (Zipf 1.1 over 2^20 hosts), one epoch, a release every 2^17
-    packets; the output is every release's (label, estimate) pairs.
+    packets; the output is every release's (label, estimate) pairs. With ``page`` (``flush_every``, ``host_cap``),
+    the speed page's own rows (``benchmarks/watch.py``): that setting, each release written as a JSON line.
     """
+    setting = {**WATCH, **page}
 
     def build(pkg: ModuleType, sizes: argparse.Namespace) -> Arm:
         live, capture = sub(pkg, "data.live"), sub(pkg, "data.synthetic_capture")
@@ -504,23 +602,28 @@ def watch_end_to_end(noise: str, family: str) -> Workload:
         ranks = np.minimum(np.random.default_rng(1).zipf(1.1, packets), 1 << 20)
         data = capture.pcap_header(96) + capture.pcap_records((0x0A000000 + ranks).astype(np.uint32), 96)
         horizon = -(-packets // WATCH["every"]) * WATCH["every"]
-        config = sub(pkg, "heavy_hitters.epochs").WatchConfig(**WATCH, horizon=horizon, node_noise=noise,
+        config = sub(pkg, "heavy_hitters.epochs").WatchConfig(**setting, horizon=horizon, node_noise=noise,
                                                                hash_family=family)
-        lines: list[dict[str, Any]] = []
+        lines: list[Any] = []
+        emit = (lambda line: lines.append(json.dumps(line))) if page else lines.append
 
         def run() -> None:
             lines.clear()
-            watcher = sub(pkg, "heavy_hitters.epochs").EpochWatcher(config, None, lines.append,
+            watcher = sub(pkg, "heavy_hitters.epochs").EpochWatcher(config, None, emit,
                                                                     label=live.ipv4_label, clock=lambda: 0.0)
             view = memoryview(data)
             decoder = live.CaptureKeys(bytes(view[:24]), "bench")
             for start in range(0, len(data), live.CHUNK_BYTES):
                 watcher.feed(decoder.feed(view[start:start + live.CHUNK_BYTES]))
 
+        if page:
+            return Arm(run, lambda: json_released(lines))
         return Arm(run, lambda: np.array([[int(ipaddress.IPv4Address(item["label"])), item["estimate"]]
                                           for line in lines for item in line["items"]]))
 
-    return Workload(f"watch end to end {noise} {family} (--watch-packets)", build)
+    detail = "".join(f", {key.replace('_', ' ')} {value}" for key, value in page.items())
+    return Workload(f"watch end to end {noise} {family}{detail}{', JSON lines' if page else ''} (--watch-packets)",
+                    build)
 
 
 def workloads(pairs: Iterable[tuple[str, str]]) -> list[Workload]:
@@ -548,8 +651,28 @@ def workloads(pairs: Iterable[tuple[str, str]]) -> list[Workload]:
     out += [query_release_game(), *(trace_read(kind) for kind in ("pcapng", "pcap", "csv"))]
     out += [svt_run(kind, noise) for kind in ("Sparse", "ThresholdMonitor")
             for noise in ("continuous", "discrete_secure")]
-    out += [watch_end_to_end(noise, family) for noise in ("derived", "discrete_secure_ahead")
-            for family in ("multiply_shift", "modp")]
+    out += [watch_end_to_end(noise, family) for noise, family in WATCHED]
+    return out + page_rows()
+
+
+def page_rows() -> list[Workload]:
+    """The speed page's rows that the rows above stand in for at other sizes or settings, at the page's own.
+
+    ``secure_noise.py``'s per-draw rows, its LazyCMS rows with their whole-table releases (T = 2^16 and 2^20; blocks
+    of 2^1 are the exact noise's default), Honaker's estimate over stored exact nodes, LazyHH at k~ = 128;
+    ``watch.py``'s host cap and flush-every sweep with JSON lines; the game at n = 4,000.
+    """
+    out = [node_draw(noise) for noise in ("derived", "discrete_secure", "discrete_secure_ct")]
+    out.append(svt_laplace_draw())
+    out += [lazy_cms_releases(f"LazyCMS {noise} 24 KB", noise, log2, 1) for log2 in (16, 20)
+            for noise in ("discrete_secure", "discrete_secure_ct")]
+    out.append(lazy_cms_releases("LazyCMS honaker discrete_secure_stored 24 KB", "discrete_secure_stored", 16, 2,
+                                 counter="honaker"))
+    out += [lazy_hh_page(noise) for noise in ("discrete_secure", "discrete_secure_ct", "discrete_secure_ahead")]
+    out += [watch_end_to_end(noise, family, flush_every=64, host_cap=8) for noise, family in WATCHED]
+    out += [watch_end_to_end(noise, family, flush_every=every) for every in (1, 4, 8, 16, 32)
+            for noise, family in WATCHED]
+    out.append(query_release_game(4000))
     return out
 
 

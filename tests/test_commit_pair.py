@@ -110,6 +110,19 @@ def test_the_speed_pages_other_sections_release_the_same_values_in_both_arms(pai
     assert traces[0].output().size == SIZES.trace_packets
 
 
+def test_the_speed_pages_own_settings_release_the_same_values_in_both_arms(pair):
+    """Rows at the page's own settings: a per-draw row, the exact Laplace draw, watch with a host cap in JSON lines."""
+    tool, old = pair
+    work = {w.name: w for w in tool.page_rows()}
+    for name in ("binary derived draw (50,000 counters at step 1)", "SVT discrete_secure Laplace draw (200,000)"):
+        released_by_both(tool, work[name], old)
+    capped = "watch end to end derived modp, flush every 64, host cap 8, JSON lines (--watch-packets)"
+    lines = released_by_both(tool, work[capped], old)[0]
+    second = 3 + 2 * int(lines[2])  # two lines: step, epoch, items, then 2 numbers an item
+    assert (lines[0], lines[1], lines[second]) == (1 << 17, 0, 1 << 18)
+    assert lines.size == second + 3 + 2 * int(lines[second + 2])
+
+
 def test_a_row_has_the_speed_page_shape_and_the_issues_verdict(pair):
     tool, old = pair
     work = [w for w in tool.workloads(COUNTERS) if w.name == "binary derived push"]

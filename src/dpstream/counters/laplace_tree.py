@@ -87,11 +87,6 @@ class LaplaceNodes(StoredNodes["LaplaceTree"]):
         return -np.log1p(-(np.asarray(lam) * c._noise_scale) ** 2)
 
 
-def discrete_laplace_variance(t: int, s: int) -> float:
-    """Variance of the discrete Laplace of scale t/s: 2 q / (1 - q)^2, q = exp(-s / t) (the source's)."""
-    return DISCRETE_SECURE_STORED_LAPLACE.draw_variance(t / s)
-
-
 class KeyedLaplaceNodes(StoredNodes["LaplaceTree"]):
     """Discrete Laplace nodes of scale t/s >= L m / epsilon, drawn when the node closes (module doc: exact discrete).
 

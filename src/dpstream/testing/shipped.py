@@ -182,7 +182,7 @@ QR_NOISE = "tests/query_release/test_query_release_mechanisms.py::"
 PMF_TEST = "tests/secure/test_secure_noise.py::test_discrete_gaussian_matches_pmf"
 STORED_TEST = "tests/counters/test_discrete_stored.py::test_release_covariance_across_times_matches_the_formula"
 SMOOTH_TEST = "tests/counters/test_smooth.py::test_release_covariance_across_steps_is_the_factorisations"
-LAPLACE_TEST = "tests/counters/test_laplace_discrete.py::test_release_variance_matches_the_discrete_laplace_formula"
+LAPLACE_TEST = "tests/counters/test_laplace_exact.py::test_release_variance_matches_the_discrete_laplace_formula"
 TREE_AUDIT: dict[str, Any] = {"horizon": 8, "epsilon": 1.0, "delta": 1e-3, "m": 1}
 STEP_ONE = (np.arange(TREE_AUDIT["horizon"]) == 0).astype(np.int64)  # +1 at step 1: inside one node of every level
 
