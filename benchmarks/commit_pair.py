@@ -51,8 +51,9 @@ the run written to RECORD skipped):
   own: ``secure_noise.py``'s per-draw rows (50,000 binary-tree counters at step 1; 200,000 exact Laplace draws),
   its LazyCMS rows over 2^16 and 2^20 items with 16 whole-table releases (exact and constant-time noise; Honaker's
   estimate over stored exact nodes), LazyHH at k~ = 128; ``watch.py``'s host cap 8 and flush-every sweep (1, 4, 8,
-  16, 32) writing JSON lines; the game at n = 4,000. Not here: the page's wall-clock game row (``--clock`` is one
-  clock for every row) and ``watch`` with an operating-system key (the arms' releases would differ).
+  16, 32) writing JSON lines; the game at n = 4,000; then ``watch`` at flush every 64 in JSON lines keyed from the
+  operating system, as ``watch.py`` runs it (the arms' releases differ: ``outputs differ``), and the game at
+  n = 4,000 on the wall clock (a row's own clock, whatever ``--clock`` says).
 
 A sketch, game, sparse-vector or watch row's call builds its object afresh: construction is timed with it. A row the
 old commit cannot build, run or read (a node noise, a module or a method it did not have yet) is left out and
@@ -275,6 +276,8 @@ class Workload:
     build: Callable[[ModuleType, argparse.Namespace], Arm]
     calls: int | None = None
     """How many ``run`` calls an arm can take (a counter's horizon), or None for any number."""
+    clock: str | None = None
+    """The row's own clock (``CLOCKS``), or None for ``--clock``."""
 
 
 def sub(pkg: ModuleType, module: str) -> ModuleType:
@@ -459,10 +462,10 @@ QR_DATA = {"d": 12, "components": 3, "concentration": 0.5, "workload": "conjunct
 """The speed page's query-release problem (E2: d = 12, 10 analysts, conjunctions); ``n`` is ``--qr-n``."""
 
 
-def query_release_game(records: int | None = None) -> Workload:
+def query_release_game(records: int | None = None, clock: str | None = None) -> Workload:
     """The Algorithm 3 game (``PrivateEquilibriumRelease.play``, eps 10, T = n / 6.4, s = 24 T) of an E2 trial.
 
-    ``records`` n (default ``--qr-n``).
+    ``records`` n (default ``--qr-n``); ``clock`` the row's own (default ``--clock``).
     """
 
     def build(pkg: ModuleType, sizes: argparse.Namespace) -> Arm:
@@ -481,7 +484,8 @@ def query_release_game(records: int | None = None) -> Workload:
 
         return Arm(run, lambda: last[0])
 
-    return Workload(f"Alg 3 game (d 12, n {'--qr-n' if records is None else records}) play", build)
+    return Workload(f"Alg 3 game (d 12, n {'--qr-n' if records is None else records}) play"
+                    f"{'' if clock is None else f', {clock} clock'}", build, clock=clock)
 
 
 def beside(name: str) -> ModuleType:
@@ -621,7 +625,8 @@ def watch_end_to_end(noise: str, family: str, **page: Any) -> Workload:
         return Arm(run, lambda: np.array([[int(ipaddress.IPv4Address(item["label"])), item["estimate"]]
                                           for line in lines for item in line["items"]]))
 
-    detail = "".join(f", {key.replace('_', ' ')} {value}" for key, value in page.items())
+    detail = "".join(", OS key" if key == "seed" and value is None else f", {key.replace('_', ' ')} {value}"
+                     for key, value in page.items())
     return Workload(f"watch end to end {noise} {family}{detail}{', JSON lines' if page else ''} (--watch-packets)",
                     build)
 
@@ -673,6 +678,8 @@ def page_rows() -> list[Workload]:
     out += [watch_end_to_end(noise, family, flush_every=every) for every in (1, 4, 8, 16, 32)
             for noise, family in WATCHED]
     out.append(query_release_game(4000))
+    out += [watch_end_to_end(noise, family, flush_every=64, seed=None) for noise, family in WATCHED]
+    out.append(query_release_game(4000, "wall"))
     return out
 
 
@@ -725,9 +732,9 @@ def measure(work: Iterable[Workload], packages: dict[str, ModuleType], sizes: ar
     labels = list(packages)
     new_label = labels[1]
     timing_module = sub(packages[new_label], "timing")
-    clock = CLOCKS[sizes.clock]
     rng = None if sizes.layout_seed is None else np.random.default_rng(sizes.layout_seed)
     for workload in work:
+        clock = CLOCKS[workload.clock or sizes.clock]
         arms = built_arms(workload, packages, sizes, rng)
         for arm in arms.values():
             arm.run()
