@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -121,6 +122,19 @@ def test_the_speed_pages_own_settings_release_the_same_values_in_both_arms(pair)
     second = 3 + 2 * int(lines[2])  # two lines: step, epoch, items, then 2 numbers an item
     assert (lines[0], lines[1], lines[second]) == (1 << 17, 0, 1 << 18)
     assert lines.size == second + 3 + 2 * int(lines[second + 2])
+
+
+def test_a_row_with_its_own_clock_is_timed_on_it_whatever_clock_the_run_has(pair, monkeypatch):
+    """The page's wall-clock game row: ``Workload.clock`` overrides ``--clock`` (here cpu) for that row only."""
+    tool, old = pair
+    read: list[str] = []
+    monkeypatch.setitem(tool.CLOCKS, "wall", lambda: read.append("wall") or time.perf_counter())
+    monkeypatch.setitem(tool.CLOCKS, "cpu", lambda: read.append("cpu") or time.process_time())
+    asleep = tool.Workload("asleep", lambda pkg, sizes: tool.Arm(lambda: time.sleep(0.025), lambda: np.ones(1)),
+                           clock="wall")
+    (row,) = tool.measure([asleep], {"old": old, "new": dpstream}, SIZES)
+    assert set(read) == {"wall"} and row["ratio"] == pytest.approx(1.0, rel=0.5)  # a sleep takes no CPU time
+    assert [w.clock for w in tool.page_rows() if "game" in w.name] == [None, "wall"]
 
 
 def test_a_row_has_the_speed_page_shape_and_the_issues_verdict(pair):
