@@ -413,8 +413,11 @@ def svt_laplace_draw() -> Workload:
     def build(pkg: ModuleType, sizes: argparse.Namespace) -> Arm:
         laplace = sub(pkg, "secure.laplace")
         keyed, grid = laplace.KeyedLaplace(0), laplace.laplace_grid(8.0)
-        return Arm(lambda: keyed.draw("query", grid, 0, 1, 0, SVT_DRAWS),
-                   lambda: keyed.draw("query", grid, 0, 1, 0, SVT_DRAWS))
+
+        def draw() -> np.ndarray:
+            return keyed.draw("query", grid, 0, 1, 0, SVT_DRAWS)
+
+        return Arm(draw, draw)
 
     return Workload(f"SVT discrete_secure Laplace draw ({SVT_DRAWS:,})", build)
 
@@ -582,12 +585,17 @@ WATCHED = [(noise, family) for noise in ("derived", "discrete_secure_ahead") for
 """The watch rows' node noises and hash families."""
 
 
+def address_estimate(item: dict[str, Any]) -> tuple[int, float]:
+    """A released item's IPv4 address (as an integer) and estimate."""
+    return int(ipaddress.IPv4Address(item["label"])), item["estimate"]
+
+
 def json_released(lines: list[str]) -> np.ndarray:
     """Each JSON line's step, epoch and number of items, then its items' (address, estimate), as one array."""
     out: list[float] = []
     for line in map(json.loads, lines):
         out += [line["step"], line["epoch"], len(line["items"])]
-        out += [v for item in line["items"] for v in (int(ipaddress.IPv4Address(item["label"])), item["estimate"])]
+        out += [v for item in line["items"] for v in address_estimate(item)]
     return np.array(out, dtype=float)
 
 
@@ -622,8 +630,7 @@ def watch_end_to_end(noise: str, family: str, **page: Any) -> Workload:
 
         if page:
             return Arm(run, lambda: json_released(lines))
-        return Arm(run, lambda: np.array([[int(ipaddress.IPv4Address(item["label"])), item["estimate"]]
-                                          for line in lines for item in line["items"]]))
+        return Arm(run, lambda: np.array([address_estimate(item) for line in lines for item in line["items"]]))
 
     detail = "".join(", OS key" if key == "seed" and value is None else f", {key.replace('_', ' ')} {value}"
                      for key, value in page.items())
