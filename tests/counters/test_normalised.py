@@ -19,7 +19,13 @@ from dpstream.counters.factorisation import (
     normalised_unit_variances,
 )
 from dpstream.counters.gauss_bm import GaussBM
-from dpstream.counters.root_rows import ROW_TABLE_LIMIT, root_column_norms, root_inverse_coefficients
+from dpstream.counters.root_rows import (
+    ROW_TABLE_LIMIT,
+    ROW_TILE,
+    normalised_row,
+    root_column_norms,
+    root_inverse_coefficients,
+)
 from dpstream.counters.toeplitz import sqrt_coefficients, unit_variances
 from dpstream.privacy.calibration import gaussian_sigma
 from dpstream.sketches import LazyCMS
@@ -75,6 +81,13 @@ def test_row_norms_above_the_table_limit_are_the_table_rows():
     steps = np.array([0, 1, 2, 100, ROW_TABLE_LIMIT, ROW_TABLE_LIMIT + 1])
     table = np.concatenate(([0.0], normalised_unit_variances(horizon)))
     np.testing.assert_allclose(NormalisedRoot(horizon).row_norms_squared(steps), table[steps], rtol=1e-9, atol=0)
+
+
+def test_every_row_of_the_tiled_recursion_is_its_fft_row():
+    # two whole tiles and a part of one: the opening steps, the four-step passes and the steps left after them
+    horizon = 2 * ROW_TILE + 7
+    fft = [np.sum(normalised_row.__wrapped__(horizon, s) ** 2) for s in range(1, horizon + 1)]
+    np.testing.assert_allclose(normalised_unit_variances(horizon), fft, rtol=1e-12, atol=0)
 
 
 def test_every_step_of_a_long_horizon_is_refused_at_once():
