@@ -25,6 +25,7 @@ and dtypes); owners nest the state of their parts under a prefix (``nest`` / ``p
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import struct
@@ -212,13 +213,22 @@ def _array_spec(entry: Any) -> ArraySpec:
     return name, np.dtype(dtype), tuple(shape)
 
 
+def restorable() -> list[str]:
+    """The names in ``REGISTRY`` of classes that can be built: not the abstract bases (``Counter``, ...).
+
+    Read when asked: ``__init_subclass__`` registers a class before ``ABCMeta`` knows its abstract methods.
+    """
+    return [name for name, cls in REGISTRY.items() if not inspect.isabstract(cls)]
+
+
 def _read_header(data: bytes, end: int, cls_name: str | None) -> tuple[dict[str, Any], list[ArraySpec]]:
     """The JSON header and its array listing (name, dtype, shape), checked to be of ``cls_name`` and numeric."""
     header = _parse(data[_PREFIX.size:end])
     found = _read_as(header["class"], _PREFIX.unpack_from(data)[1])  # the class that reads it now
-    if found not in REGISTRY:
+    known = restorable()
+    if found not in known:
         raise SerialError(f"unknown class name {found!r:.80}: not a dpstream serialised class "
-                          f"(known: {', '.join(sorted(REGISTRY))})")
+                          f"(known: {', '.join(sorted(known))})")
     if cls_name is not None and found != cls_name:
         raise SerialError(f"the bytes hold a {found}, not a {cls_name}: restore them with {found}.from_bytes")
     listing = [_array_spec(entry) for entry in header["arrays"]]
