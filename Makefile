@@ -119,12 +119,12 @@ counters-variance: install
 		--out results/tables/counters_variance.csv --page docs/guide/counters.md $(CV_ARGS)
 
 # `make counters-nsqrt`: the normalised square root's unit variances over every step at T = 2^NSQRT_LOG2_MIN ..
-# 2^NSQRT_LOG2_MAX (default 17 .. 20) by the O(T^2) row recursion (dpstream.counters.normalised_rows; its L is not Toeplitz), summarised in
-# results/tables/nsqrt_row_norms.csv: max and its step, mean, min and its step, the value at T, with the commit and
-# CPU seconds. Above T = 2^16 the leaderboard reads nsqrt's variance cells from it (empty without a row) and LazyHH's
-# threshold its largest variance (refused without a row). A row is read only once its digest is pinned in
-# src/dpstream/counters/normalised_rows.py (PINNED): the target prints the line to add for each horizon. CPU time grows 4x a doubling of T: 6 minutes for
-# 2^17 .. 2^20 (measured), about 1.6 hours up to 2^22 and 27 hours up to 2^24. Not CI.
+# 2^NSQRT_LOG2_MAX (default 17 .. 20), every row computed by blocks (dpstream.counters.root_blocks; its L is not
+# Toeplitz), summarised in results/tables/nsqrt_row_norms.csv: max and its step, mean, min and its step, the value at
+# T, with the commit and CPU seconds. Above T = 2^16 the leaderboard reads nsqrt's variance cells from it (empty
+# without a row) and LazyHH's threshold its largest variance (refused without a row). A row is read only once its
+# digest is pinned in src/dpstream/counters/normalised_rows.py (PINNED): the target prints the line to add for each
+# horizon. CPU time (measured): 253 s at 2^22, 2,397 s at 2^24 (NSQRT_LOG2_MIN=24 NSQRT_LOG2_MAX=24). Not CI.
 NSQRT_LOG2_MIN ?= 17
 NSQRT_LOG2_MAX ?= 20
 counters-nsqrt: install

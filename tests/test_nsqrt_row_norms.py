@@ -49,11 +49,12 @@ def test_the_summary_is_the_table_at_2_12():
     assert got.commit == "c" and got.cpu_seconds >= 0
 
 
-def test_the_committed_rows_pass_every_check_and_cover_2_17_to_2_20():
+def _check_committed(largest: int) -> None:
+    """The committed rows up to ``largest`` pass every check of ``summary``; the file holds 2^17 .. 2^20, 2^22, 2^24."""
     with COMMITTED.open(newline="") as handle:
         horizons = [int(r["horizon"]) for r in csv.DictReader(handle)]
-    assert horizons == sorted(set(horizons)) and {2**k for k in range(17, 21)} <= set(horizons)
-    got = [summary(h, COMMITTED) for h in horizons]  # digest, consistency and three FFT rows each
+    assert horizons == sorted(set(horizons)) and {*(2**k for k in range(17, 21)), 2**22, 2**24} <= set(horizons)
+    got = [summary(h, COMMITTED) for h in horizons if h <= largest]  # digest, consistency and the FFT rows each
     assert all(g is not None for g in got)
     rows = [g for g in got if g is not None]
     for row in rows:
@@ -67,6 +68,16 @@ def test_the_committed_rows_pass_every_check_and_cover_2_17_to_2_20():
     excess = [math.sqrt(r.var_mean) - math.log(r.horizon) / math.pi for r in rows]
     assert all(a > b for a, b in zip(excess, excess[1:], strict=False)), excess
     assert all(a.var_max < b.var_max and a.var_mean < b.var_mean for a, b in zip(rows, rows[1:], strict=False))
+
+
+def test_the_committed_rows_up_to_2_20_pass_every_check():
+    _check_committed(2**20)
+
+
+@pytest.mark.long
+def test_every_committed_row_passes_every_check():
+    """2^22 and 2^24 as well: about 12 FFT rows of 2^24 steps, half a minute."""
+    _check_committed(2**30)
 
 
 def test_nsqrt_above_the_table_limit_reads_the_committed_row():

@@ -65,6 +65,8 @@ PINNED: dict[int, str] = {
     18: "ef95f88b31608ef1d83848d95a4ef57196ec434659b3b5a130b2e00d984a4c78",
     19: "05bffac017eadc8d45609467ef2a1006c7badba6e5faa2aed1209b9c4233bc10",
     20: "54e483eb6e9cec608cc41df00a56543f4181c84e4912dd928a64ae057e985267",
+    22: "5bcf894457eb81d5d4521f0b579d31dc61dc73d64afc2e0c942235554ea95557",
+    24: "cd4f37f7e4cd4e05ed4cd71c84746651cc822d5baff3c4287b5d9de988ac7539",
 }
 """log2 T -> the digest of the committed row at T (``results/tables/nsqrt_row_norms.csv``); ``summary`` reads no other
 row. ``make counters-nsqrt`` prints the line to add for each horizon it computes."""
