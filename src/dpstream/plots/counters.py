@@ -14,8 +14,10 @@ from matplotlib import colormaps
 from dpstream.pages import write_between
 from dpstream.plots.common import save_figure, subplots
 
-LINESTYLES = {"stored": "-", "derived": "--"}
-"""Line style by node noise (the exact discrete noises dotted)."""
+LINESTYLES = {"stored": ("-", "o"), "derived": ("--", "s"), "discrete_secure": (":", "^"),
+              "discrete_secure_ahead": (":", "v"), "discrete_secure_ct": ("-.", "D"),
+              "discrete_secure_stored": ((0, (5, 1, 1, 1)), "x")}
+"""Line style and marker by node noise (the exact discrete noises dotted or dash-dotted)."""
 
 
 def leaderboard(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> None:
@@ -27,10 +29,12 @@ def leaderboard(df: pd.DataFrame, experiment: dict[str, Any], path: Path) -> Non
     """
     d = df.sort_values("log2_horizon")
     fig, (mean_ax, max_ax) = subplots(1, 2, figsize=(11.0, 6.0))
+    # one colour a counter (at most 20), one line style a node noise: 24 lines and no two alike
     palette = colormaps["tab20"]
-    for i, ((counter, noise), rows) in enumerate(d.groupby(["mechanism.counter", "mechanism.node_noise"], sort=True)):
-        style = {"ls": LINESTYLES.get(str(noise), ":"), "marker": "o", "markersize": 3, "lw": 1.0,
-                 "color": palette(i % 20)}
+    colour = {c: palette(i % 20) for i, c in enumerate(sorted(d["mechanism.counter"].unique()))}
+    for (counter, noise), rows in d.groupby(["mechanism.counter", "mechanism.node_noise"], sort=True):
+        ls, marker = LINESTYLES.get(str(noise), (":", "o"))
+        style = {"ls": ls, "marker": marker, "markersize": 3, "lw": 1.0, "color": colour[counter]}
         mean_ax.plot(rows["log2_horizon"], rows["var_mean_ratio"], label=f"{counter}, {noise}", **style)
         max_ax.plot(rows["log2_horizon"], rows["var_max_ratio"], **style)
     bound = d.groupby("log2_horizon")["lower_bound_mean_ratio"].first()
