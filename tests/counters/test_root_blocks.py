@@ -2,7 +2,7 @@
 
 Both sum the same terms in other orders; measured differences are below 2e-14 at these horizons, so 1e-12 relative
 is rounding. Blocks of 7, 512 and the default length cover a horizon that is and is not a multiple of the block,
-blocks of one step, and a last block of one step.
+blocks of one step, a last block of one step, and a block whose own columns span three tiles of the recursion.
 """
 
 import numpy as np
@@ -10,10 +10,11 @@ import pytest
 
 from dpstream.counters.factorisation import normalised_unit_variances
 from dpstream.counters.root_blocks import block_length, row_norms_by_blocks
+from dpstream.counters.root_rows import ROW_TILE
 
 
 @pytest.mark.parametrize(("horizon", "block"), [(1, None), (3, 2), (9, 1), (1000, 7), (5000, 512), (5121, 512),
-                                                (2**13, None)])
+                                                (2**13, None), (5000, 2 * ROW_TILE + 5)])
 def test_every_row_by_blocks_is_the_recursions_row(horizon, block):
     np.testing.assert_allclose(row_norms_by_blocks(horizon, block), normalised_unit_variances(horizon), rtol=1e-12,
                                atol=0)

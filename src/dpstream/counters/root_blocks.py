@@ -11,7 +11,7 @@ in blocks s = s0 + b, b < B. Row s0 is one FFT (``root_rows.normalised_row``), a
 
 so ||k^(s0+b)||^2 = ||H^(b)||^2 + ||k^(s0)||^2 + 2 C_b + T_b with
 
-- ||H^(b)||^2: the row recursion over the block's own b columns (``_head``), O(B^2) a block;
+- ||H^(b)||^2: the row recursion over the block's own b columns (``root_rows.add_tiles``), O(B^2) a block;
 - C_b = sum_tau k^(s0)_tau V^(b)_tau = C_{b-1} + nu_{s0+b} X_b, X_b = sum_tau k^(s0)_tau q_{tau+b}: one FFT correlation;
 - T_b = ||V^(b)||^2 = T_{b-1} + nu_{s0+b}^2 G(b, b) + 2 nu_{s0+b} sum_{j<b} nu_{s0+j} G(j, b) with
   G(j, b) = sum_{tau < s0} q_{tau+j} q_{tau+b} (``_tail``). Row b of G comes from row b - 1 by
@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit
 from scipy.signal import fftconvolve
 
-from dpstream.counters.root_rows import normalised_row, root_column_norms, root_inverse_coefficients
+from dpstream.counters.root_rows import add_tiles, normalised_row, root_column_norms, root_inverse_coefficients
 
 
 def block_length(horizon: int) -> int:
@@ -52,8 +52,9 @@ def row_norms_by_blocks(horizon: int, block: int | None = None,
     block = block_length(horizon) if block is None else block
     if block < 1:
         raise ValueError(f"block {block}; allowed: >= 1")
-    # q is one infinite sequence: 2B more of it keep every index of the last block's carry in range
-    q = np.ascontiguousarray(root_inverse_coefficients(horizon + 2 * block + 2))
+    # q is one infinite sequence: B + 1 more of it keep every index of the carry into the last block in range
+    q = np.ascontiguousarray(root_inverse_coefficients(horizon + block + 1))
+    q_reversed = np.ascontiguousarray(q[:horizon][::-1])
     nu = np.ascontiguousarray(root_column_norms(horizon))
     out = np.empty(horizon)
     carried = np.zeros(block + 1)  # G(1, 1 + d) at the block's first step, d = 0..B
@@ -64,35 +65,19 @@ def row_norms_by_blocks(horizon: int, block: int | None = None,
         x = np.zeros(steps + 1)
         if steps > 1:  # X_b = sum_tau k_tau q_{tau+b}, b = 1..steps-1
             x[1:steps] = fftconvolve(q[: s0 + steps - 1], first[::-1])[s0: s0 + steps - 1]
-        head = np.zeros(steps)
-        _head(q, nu, s0, head)
-        _tail(q, nu, s0, x, carried, float(first @ first), head, out)
-        _carry(q, carried, s0, s0 + block)
+        _tail(q, nu, s0, x, carried, float(first @ first), steps, out)
+        add_tiles(q_reversed, nu, s0, s0 + steps - 1, out)  # rows s0 + 1.. of the block: + ||H^(b)||^2
+        if s0 + block <= horizon:
+            _carry(q, carried, s0, s0 + block)
         if progress is not None:
             progress(s0 + steps - 1, horizon)
     return out
 
 
 @njit(cache=True)
-def _head(q: np.ndarray, nu: np.ndarray, s0: int, out: np.ndarray) -> None:
-    """out[b] = ||H^(b)||^2 = sum_{j = s0+1}^{s0+b} L_{s0+b, j}^2: the row recursion over the block's own columns."""
-    row = np.zeros(out.shape[0])
-    for b in range(1, out.shape[0]):
-        step = s0 + b
-        scale = nu[step - 1]
-        total = 0.0
-        for i in range(b):  # column j = s0 + 1 + i: L_{s j} += nu_s q_{s-j}
-            value = row[i] + scale * q[step - s0 - 1 - i]
-            row[i] = value
-            total += value * value
-        out[b] = total
-
-
-@njit(cache=True)
-def _tail(q: np.ndarray, nu: np.ndarray, s0: int, x: np.ndarray, carried: np.ndarray, first: float,
-          head: np.ndarray, out: np.ndarray) -> None:
-    """out[s0 - 1 + b] = ||H^(b)||^2 + ||k^(s0)||^2 + 2 C_b + T_b for b < len(head) (module docstring)."""
-    steps = head.shape[0]
+def _tail(q: np.ndarray, nu: np.ndarray, s0: int, x: np.ndarray, carried: np.ndarray, first: float, steps: int,
+          out: np.ndarray) -> None:
+    """out[s0 - 1 + b] = ||k^(s0)||^2 + 2 C_b + T_b for b < ``steps`` (module docstring): all but ||H^(b)||^2."""
     g = np.zeros(steps + 1)  # g[j] = G(j, b)
     cross_sum = 0.0  # C_b
     tail = 0.0  # T_b
@@ -107,7 +92,7 @@ def _tail(q: np.ndarray, nu: np.ndarray, s0: int, x: np.ndarray, carried: np.nda
             mixed += nu[s0 + j - 1] * g[j]
         tail += scale * scale * g[b] + 2.0 * scale * mixed
         cross_sum += scale * x[b]
-        out[s0 - 1 + b] = head[b] + first + 2.0 * cross_sum + tail
+        out[s0 - 1 + b] = first + 2.0 * cross_sum + tail
 
 
 @njit(cache=True)

@@ -60,39 +60,42 @@ def _row_norms(q: np.ndarray, nu: np.ndarray) -> np.ndarray:
     """sum_j L_{s j}^2 for s = 1..n, L_{s j} = L_{s-1, j} + nu_s q_{s-j} (row s of A D^{-1} S^{-1}).
 
     Columns j are independent in the recursion, so it runs one tile of ``ROW_TILE`` columns at a time
-    (``_add_tile``), adding each tile's part of every row's sum: the same O(n^2) terms, read from cache.
+    (``add_tiles``), adding each tile's part of every row's sum: the same O(n^2) terms, read from cache.
     """
     n = q.shape[0]
-    q_reversed = np.ascontiguousarray(q[::-1])
     out = np.zeros(n)
-    for start in range(0, n, ROW_TILE):
-        _add_tile(q_reversed, nu, start, min(n, start + ROW_TILE), out)
+    add_tiles(np.ascontiguousarray(q[::-1]), nu, 0, n, out)
     return out
 
 
+@njit(cache=True)
+def add_tiles(q_reversed: np.ndarray, nu: np.ndarray, first: int, end: int, out: np.ndarray) -> None:
+    """out[s] += sum_{first <= j <= s} L_{s j}^2 for first <= s < ``end`` (0-based; q_{s-j} = q_reversed[n-1-s+j]).
+
+    The columns from ``first`` on, ``ROW_TILE`` at a time (``_add_tile``), up to the last step asked.
+    """
+    for start in range(first, end, ROW_TILE):
+        _add_tile(q_reversed, nu, start, min(end, start + ROW_TILE), end, out)
+
+
 @njit(cache=True, fastmath={"reassoc", "contract"})
-def _add_tile(q_reversed: np.ndarray, nu: np.ndarray, start: int, stop: int, out: np.ndarray) -> None:
-    """out[s] += sum_{start <= j < stop} L_{s j}^2 for every s >= start (q_{s-j} = q_reversed[n - 1 - s + j]).
+def _add_tile(q_reversed: np.ndarray, nu: np.ndarray, start: int, stop: int, end: int, out: np.ndarray) -> None:
+    """out[s] += sum_{start <= j < min(s + 1, stop)} L_{s j}^2 for start <= s < ``end``.
 
     Sums are reassociated (vector lanes), so the last bits depend on the CPU. Four steps share a pass over the tile's
-    row once every column of the tile has opened.
+    row once every column of the tile has opened (column j joins at step j).
     """
-    n = nu.shape[0]
+    n = q_reversed.shape[0]
     width = stop - start
     row = np.zeros(width)
     s = start
-    while s < n and s < stop - 1:  # the tile's columns still opening: column j joins at step j
-        total = 0.0
+    while s < end:
         offset = n - 1 - s + start
-        for i in range(s + 1 - start):
-            value = row[i] + nu[s] * q_reversed[offset + i]
-            row[i] = value
-            total += value * value
-        out[s] += total
-        s += 1
-    while s + 3 < n:
+        if s < stop - 1 or s + 3 >= end:
+            out[s] += _step(row, min(s + 1, stop) - start, nu[s], q_reversed, offset)
+            s += 1
+            continue
         a0, a1, a2, a3 = nu[s], nu[s + 1], nu[s + 2], nu[s + 3]
-        offset = n - 1 - s + start
         t0 = t1 = t2 = t3 = 0.0
         for i in range(width):
             value = row[i] + a0 * q_reversed[offset + i]
@@ -109,15 +112,17 @@ def _add_tile(q_reversed: np.ndarray, nu: np.ndarray, start: int, stop: int, out
         out[s + 2] += t2
         out[s + 3] += t3
         s += 4
-    while s < n:
-        total = 0.0
-        offset = n - 1 - s + start
-        for i in range(width):
-            value = row[i] + nu[s] * q_reversed[offset + i]
-            row[i] = value
-            total += value * value
-        out[s] += total
-        s += 1
+
+
+@njit(cache=True, fastmath={"reassoc", "contract"}, inline="always")
+def _step(row: np.ndarray, columns: int, scale: float, q_reversed: np.ndarray, offset: int) -> float:
+    """One step of the recursion over the first ``columns`` of the tile's row: row_i += scale q; its squared norm."""
+    total = 0.0
+    for i in range(columns):
+        value = row[i] + scale * q_reversed[offset + i]
+        row[i] = value
+        total += value * value
+    return total
 
 
 @functools.lru_cache(maxsize=64)
