@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import math
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -192,6 +194,18 @@ def test_the_pins_are_the_committed_rows_and_an_unpinned_row_is_refused(tmp_path
     monkeypatch.setattr(rows_module, "PINNED", {7: rows_module.pinned_line(compute(2**7, "x")).split('"')[1]})
     with pytest.raises(ValueError, match=r"is not PINNED\[7\]"):  # another run's row (its commit, its seconds)
         summary(2**7, out)
+
+
+def test_make_counters_nsqrt_runs_the_module_without_a_warning(tmp_path):
+    """The target's form, ``python -m dpstream.counters.normalised_rows``: importing the package must not import the
+    module first (runpy then warns that it runs a second copy of it); its progress reads the percent of steps done."""
+    out = tmp_path / "rows.csv"
+    done = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "dpstream.counters.normalised_rows",
+                           "--log2-min", "8", "--log2-max", "8", "--out", str(out)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert "T = 2^8: 192 of 256 steps (75%)" in done.stdout.splitlines()  # blocks of 64 steps
+    assert out.is_file()
 
 
 def test_a_duplicated_row_is_refused(small_file):

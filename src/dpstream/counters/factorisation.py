@@ -29,7 +29,6 @@ import numpy as np
 from scipy.signal import fftconvolve, lfilter
 
 from dpstream.counters import blt_params as blt
-from dpstream.counters import normalised_rows
 from dpstream.counters._bm_kernels import popcount
 from dpstream.counters._kary_kernels import kary_levels
 from dpstream.counters._smooth_kernels import binomials, release_leaves
@@ -609,6 +608,9 @@ class NormalisedRoot(Factorisation):
         """(max, mean) over every step: the table's up to ``ROW_TABLE_LIMIT``, above it the committed summary's."""
         if self.horizon <= ROW_TABLE_LIMIT:
             return super().row_norms_summary()
+        # imported when asked: importing the package must leave `python -m dpstream.counters.normalised_rows` to runpy
+        from dpstream.counters import normalised_rows
+
         got = normalised_rows.summary(self.horizon)
         if got is None:
             table = normalised_rows.TABLE

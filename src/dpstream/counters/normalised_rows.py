@@ -263,7 +263,7 @@ def _progress(log2: int) -> Callable[[int, int], None]:
         tenth = 10 * done // horizon
         if tenth > shown[0]:
             shown[0] = tenth
-            print(f"T = 2^{log2}: {done} of {horizon} steps ({10 * tenth}%)", flush=True)
+            print(f"T = 2^{log2}: {done} of {horizon} steps ({100 * done // horizon}%)", flush=True)
 
     return show
 
@@ -286,8 +286,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"T = 2^{log2}: max {row.var_max:.6g} at step {row.var_argmax}, mean {row.var_mean:.6g}, "
               f"at T {row.var_at_horizon:.6g}; {row.cpu_seconds:.1f} CPU s, commit {row.commit}", flush=True)
         pins.append(pinned_line(row))
-    print(f"{args.out} is read only at horizons whose digest {__name__}.PINNED holds; once the rows are checked, "
-          f"put these lines into PINNED (src/dpstream/counters/normalised_rows.py):", *pins, sep="\n")
+    print(f"{args.out} is read only at horizons whose digest PINNED holds; once the rows are checked, put these lines "
+          "into PINNED (src/dpstream/counters/normalised_rows.py):", *pins, sep="\n")
 
 
 if __name__ == "__main__":
