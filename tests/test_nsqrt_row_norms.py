@@ -197,8 +197,11 @@ def test_the_pins_are_the_committed_rows_and_an_unpinned_row_is_refused(tmp_path
 
 
 def test_make_counters_nsqrt_runs_the_module_without_a_warning(tmp_path):
-    """The target's form, ``python -m dpstream.counters.normalised_rows``: importing the package must not import the
-    module first (runpy then warns that it runs a second copy of it); its progress reads the percent of steps done."""
+    """``make counters-nsqrt``'s form, ``python -m``, with runpy's RuntimeWarning an error.
+
+    Importing the package must not import the module first (runpy then warns that it runs a second copy of it); the
+    progress reads the percent of steps done.
+    """
     out = tmp_path / "rows.csv"
     done = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "dpstream.counters.normalised_rows",
                            "--log2-min", "8", "--log2-max", "8", "--out", str(out)],

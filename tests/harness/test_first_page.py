@@ -1,5 +1,6 @@
 """The first page: one row per Holland panel and sentence from the committed tables; the changelog of verdicts."""
 
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -71,3 +72,13 @@ def test_the_changelog_gives_the_label_never_the_raw_provenance():
     assert "decided by the registered run" not in lines[2] and said not in lines[2]
     assert "looks.csv does not back" in lines[2]
     assert f"decided by the registered run ({backed})" in lines[3]
+
+
+def test_the_changelog_names_the_commit_of_the_report_it_compares(tmp_path):
+    from dpstream.harness.first_page import section
+
+    head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=RESULTS, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert f"## Changelog: verdicts that changed against the report committed at {head}" in section(RESULTS, "HEAD")
+    (tmp_path / "tables").mkdir()  # outside a checkout the ref is named as given
+    assert "## Changelog: verdicts that changed against the report committed at v0" in section(tmp_path, "v0")

@@ -224,6 +224,15 @@ def committed_claims(results_dir: Path, ref: str = "HEAD") -> dict[str, pd.DataF
     return out
 
 
+def named_commit(results_dir: Path, ref: str) -> str:
+    """``ref``'s short commit (``ref`` itself outside a git checkout): the changelog says which report it compares."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short=7", f"{ref}^{{commit}}"], cwd=results_dir.resolve(),
+                              capture_output=True, text=True, check=True, timeout=10).stdout.strip() or ref
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return ref
+
+
 def section(results_dir: Path, ref: str = "HEAD") -> list[str]:
     """The report's first page: the panel table and the changelog against the claims tables committed at ``ref``."""
     tables = results_dir / "tables"
@@ -240,5 +249,6 @@ def section(results_dir: Path, ref: str = "HEAD") -> list[str]:
             "Verdicts in the paper's setting (each sentence's clauses and checks combined); robustness columns beside "
             "them. Figure 4 runs on a synthetic stand-in for the CAIDA trace: those verdicts are their own tally.", "",
             *first_page(tables), "", *rule_notes(tables),
-            "## Changelog: verdicts that changed against the committed report", "",
+            f"## Changelog: verdicts that changed against the report committed at {named_commit(results_dir, ref)}",
+            "",
             *changelog(old, now, sources, notes), ""]

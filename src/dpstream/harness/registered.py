@@ -206,8 +206,12 @@ def registration_commit(path: Path = REGISTRATION) -> tuple[str, str]:
     return (out[0][:12], out[1]) if len(out) == 2 else ("unknown", "unknown")
 
 
-def cpu_hours(tables: Path, experiments: list[str]) -> float:
-    """Trial wall hours (one worker: the runner's ``trial_wall_s``) of the registered rows of ``experiments``."""
+def trial_wall_hours(tables: Path, experiments: list[str]) -> float:
+    """Trial wall hours (one worker: the runner's ``trial_wall_s``) of the registered rows of ``experiments``.
+
+    Wall time, not CPU time: a trial running while the machine was loaded, or while its process was paused, counts
+    the whole of it.
+    """
     total = 0.0
     for exp in experiments:
         path = tables / f"{exp}.csv"
@@ -263,7 +267,8 @@ def section(results_dir: Path, profile: str = "paper", path: Path = REGISTRATION
              + ", ".join(f"{int(by_state.get(s, 0))} {s}" for s in STATES)
              + f". Shown here as registered: {len(adopted)} experiments ({len(final)} final in `looks.csv`), "
              f"{int(state.loc[state['experiment'].isin(adopted), 'pooled trials'].sum())} pooled trials, "
-             f"{cpu_hours(tables, adopted):.3g} CPU hours of trial time (one worker, the rows' `trial_wall_s`). "
+             f"{trial_wall_hours(tables, adopted):.3g} hours of trial wall time (one worker, the rows' `trial_wall_s`: "
+             "wall time, pauses and load included, not CPU time). "
              "Every other verdict is history (master seeds 0-2, judged by rules some of which changed after their "
              "data was seen) and decides nothing: the gate turns its decided verdicts into `inconclusive`.", "",
              "Verdicts by kind, registered and history apart (claims rows: each clause of a paper sentence counts "
