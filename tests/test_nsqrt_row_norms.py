@@ -206,7 +206,7 @@ def test_make_counters_nsqrt_runs_the_module_without_a_warning(tmp_path):
     done = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "dpstream.counters.normalised_rows",
                            "--log2-min", "8", "--log2-max", "8", "--out", str(out)],
                           capture_output=True, text=True, check=False)
-    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.returncode == 0 and "RuntimeWarning" not in done.stderr, done.stderr
     assert "T = 2^8: 192 of 256 steps (75%)" in done.stdout.splitlines()  # blocks of 64 steps
     assert out.is_file()
 

@@ -80,5 +80,7 @@ def test_the_changelog_names_the_commit_of_the_report_it_compares(tmp_path):
     head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=RESULTS, capture_output=True, text=True,
                           check=True).stdout.strip()
     assert f"## Changelog: verdicts that changed against the report committed at {head}" in section(RESULTS, "HEAD")
-    (tmp_path / "tables").mkdir()  # outside a checkout the ref is named as given
-    assert "## Changelog: verdicts that changed against the report committed at v0" in section(tmp_path, "v0")
+    nothing = "## Changelog: no committed report to compare against (v0 is not a commit of a git checkout here)"
+    assert any(line.startswith(nothing) for line in section(RESULTS, "v0"))  # a ref the checkout does not hold
+    (tmp_path / "tables").mkdir()
+    assert any(line.startswith(nothing) for line in section(tmp_path, "v0"))  # outside a checkout

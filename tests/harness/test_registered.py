@@ -188,3 +188,6 @@ def test_an_experiment_without_records_in_looks_csv_is_not_shown_as_registered(t
     shown = committed.loc[committed["label"].map(registered.is_registered), "experiment"].nunique()
     text = "\n".join(registered.section(tmp_path))
     assert f"Shown here as registered: {shown - 1} experiments ({final} final in `looks.csv`)" in text
+    # the rows' trial_wall_s is wall time (perf_counter), paused or loaded: never called CPU time
+    assert "hours of trial wall time (one worker, the rows' `trial_wall_s`: wall time, pauses and load included, not " \
+           "CPU time)" in text and "CPU hours" not in text

@@ -21,7 +21,8 @@ so ||k^(s0+b)||^2 = ||H^(b)||^2 + ||k^(s0)||^2 + 2 C_b + T_b with
 No piece cancels: T_b grows like ln b and its increments like 1/b. (Updating the norm of the new columns'
 contribution over the whole row instead subtracts two terms of about 5 at every step, and loses 8 digits over a block
 of 2^14.) Against the row recursion: largest relative difference 1.2e-12 over every row at T = 2^18 (B = 2^14), and
-at most 1.1e-12 on the summary at 2^20.
+at most 1.1e-12 on the summary at 2^20. ||H^(b)||^2's sums are reassociated (``root_rows._add_tile``), so the last
+bits depend on the CPU.
 """
 
 from __future__ import annotations

@@ -224,17 +224,20 @@ def committed_claims(results_dir: Path, ref: str = "HEAD") -> dict[str, pd.DataF
     return out
 
 
-def named_commit(results_dir: Path, ref: str) -> str:
-    """``ref``'s short commit (``ref`` itself outside a git checkout): the changelog says which report it compares."""
+def named_commit(results_dir: Path, ref: str) -> str | None:
+    """``ref``'s short commit, None outside a git checkout or for a ref it does not hold: the changelog names it."""
     try:
         return subprocess.run(["git", "rev-parse", "--short=7", f"{ref}^{{commit}}"], cwd=results_dir.resolve(),
-                              capture_output=True, text=True, check=True, timeout=10).stdout.strip() or ref
+                              capture_output=True, text=True, check=True, timeout=10).stdout.strip() or None
     except (OSError, ValueError, subprocess.SubprocessError):
-        return ref
+        return None
 
 
 def section(results_dir: Path, ref: str = "HEAD") -> list[str]:
-    """The report's first page: the panel table and the changelog against the claims tables committed at ``ref``."""
+    """The report's first page: the panel table and the changelog against the claims tables committed at ``ref``.
+
+    Outside a git checkout, or for a ref it does not hold, there is nothing to compare: the heading says so.
+    """
     tables = results_dir / "tables"
     now = {p.name.removesuffix(".claims.csv"): pd.read_csv(p, keep_default_na=False)
            for p in sorted(tables.glob("*.claims.csv"))}
@@ -245,10 +248,13 @@ def section(results_dir: Path, ref: str = "HEAD") -> list[str]:
                if list(claims["verdict"].astype(str)) != list(old.get(exp, pd.DataFrame(columns=["verdict"]))["verdict"]
                                                               .astype(str))}
     notes = {exp: constructed(now[exp], table_of(tables, exp), exp, results_dir) for exp in sorted(changed)}
+    commit = named_commit(results_dir, ref)
+    heading = (f"## Changelog: verdicts that changed against the report committed at {commit}" if commit else
+               f"## Changelog: no committed report to compare against ({ref} is not a commit of a git checkout here): "
+               "every verdict is listed as new")
     return ["## First page: Holland's figures, one row per panel and sentence", "",
             "Verdicts in the paper's setting (each sentence's clauses and checks combined); robustness columns beside "
             "them. Figure 4 runs on a synthetic stand-in for the CAIDA trace: those verdicts are their own tally.", "",
             *first_page(tables), "", *rule_notes(tables),
-            f"## Changelog: verdicts that changed against the report committed at {named_commit(results_dir, ref)}",
-            "",
+            heading, "",
             *changelog(old, now, sources, notes), ""]
