@@ -84,3 +84,17 @@ def test_the_changelog_names_the_commit_of_the_report_it_compares(tmp_path):
     assert any(line.startswith(nothing) for line in section(RESULTS, "v0"))  # a ref the checkout does not hold
     (tmp_path / "tables").mkdir()
     assert any(line.startswith(nothing) for line in section(tmp_path, "v0"))  # outside a checkout
+
+
+def test_robustness_combines_a_settings_clauses_and_names_a_variants_settings_with_it():
+    from dpstream.harness.first_page import _robustness, variants
+
+    k256, mean_t = "robustness: k = 256 (the caption's k)", "robustness: mean over release times"
+    rows = pd.DataFrame({"experiment": ["a", "a", "b", "b", "b"],
+                         "setting": ["paper", mean_t, k256, k256, mean_t],
+                         "verdict": ["inconclusive", "inconclusive", "confirmed", "not confirmed", "not confirmed"]})
+    assert variants(rows) == {"b": "k = 256"}
+    # the variant's two clauses are one sentence at k = 256; its mean over release times is not the paper run's
+    assert _robustness(rows, "inconclusive", variants(rows)) == (
+        "differs at k = 256: not confirmed; k = 256, mean over release times: not confirmed")
+    assert _robustness(rows.iloc[:2], "inconclusive", {}) == "robust"

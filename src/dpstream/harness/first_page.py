@@ -75,13 +75,43 @@ def _setting(tables: Path, exp: str) -> str:
     return f"{scale}; {data}; {trials} trials; {LANGUAGE}"
 
 
-def _robustness(rows: pd.DataFrame, verdict: str) -> str:
+def _setting_name(setting: str) -> str:
+    """A robustness setting's short name: ``robustness: k = 256 (the caption's k)`` -> ``k = 256``."""
+    return str(setting).removeprefix("robustness: ").split(" (")[0]
+
+
+def variants(claims: pd.DataFrame) -> dict[str, str]:
+    """Per experiment checking a panel beside the one in the paper's setting, the setting it varies (``k = 256``).
+
+    It is the first setting of the experiment's claims that the paper's experiment does not have; its other settings
+    (the mean over release times) are then settings of that variant, not of the paper's experiment.
+    """
+    main = set(claims.loc[claims["setting"] == PAPER_SETTING, "experiment"])
+    shared = set(claims.loc[claims["experiment"].isin(main), "setting"].map(_setting_name))
+    out = {}
+    for exp, rows in claims[~claims["experiment"].isin(main)].groupby("experiment", sort=False):
+        own = [n for n in rows["setting"].map(_setting_name) if n not in shared]
+        out[str(exp)] = own[0] if own else str(exp)
+    return out
+
+
+def _robustness(rows: pd.DataFrame, verdict: str, varied: dict[str, str] | None = None) -> str:
+    """Robust, or the robustness settings whose verdict differs from ``verdict``.
+
+    A setting's rows are combined like one sentence's clauses (``kinds.combine``). A row of a variant experiment
+    (``varied``, from ``variants``) is named with the variant: ``k = 256, mean over release times``.
+    """
     others = rows[rows["setting"] != PAPER_SETTING]
     if others.empty:
         return "no robustness column"
-    differ = "; ".join(dict.fromkeys(f"{str(s).removeprefix('robustness: ').split(' (')[0]}: {v}"
-                                     for s, v in zip(others["setting"], others["verdict"], strict=True)
-                                     if v != verdict))
+    experiments = others["experiment"] if "experiment" in others.columns else pd.Series("", index=others.index)
+    names = []
+    for exp, setting in zip(experiments, others["setting"], strict=True):
+        name, variant = _setting_name(setting), (varied or {}).get(str(exp))
+        names.append(name if variant is None or variant == name else f"{variant}, {name}")
+    by_name = {str(name): combine(list(group["verdict"]))
+               for name, group in others.groupby(pd.Series(names, index=others.index), sort=False)}
+    differ = "; ".join(f"{name}: {v}" for name, v in by_name.items() if v != verdict)
     if not differ:
         return "robust"
     return f"fragile (fails at {differ})" if verdict == "confirmed" else f"differs at {differ}"
@@ -95,6 +125,7 @@ def first_page(tables: Path, figures: str = "figures") -> list[str]:
              "|---|---|---|---|---|---|---|"]
     for panel, claims in panel_claims(tables).items():
         paper = claims[claims["kind"] == PAPER]
+        varied = variants(paper)
         setting = _setting(tables, PANELS[panel][0])
         for _, rows in paper.groupby("sentence", sort=False):
             decisive = rows[rows["setting"] == PAPER_SETTING]
@@ -109,7 +140,7 @@ def first_page(tables: Path, figures: str = "figures") -> list[str]:
             quote = str(entry["quote"]).replace("|", "\\|")
             thumb = f"<img src='{figures}/{PANELS[panel][0]}.png' width='120'>"
             lines.append(f"| {panel} | \"{quote}\" | {setting} | **{verdict}** ({source}) | "
-                         f"{_robustness(rows, verdict)} | {deviation or 'none registered'} | {thumb} |")
+                         f"{_robustness(rows, verdict, varied)} | {deviation or 'none registered'} | {thumb} |")
     return lines
 
 
