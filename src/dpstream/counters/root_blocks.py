@@ -53,12 +53,12 @@ def row_norms_by_blocks(horizon: int, block: int | None = None,
     block = block_length(horizon) if block is None else block
     if block < 1:
         raise ValueError(f"block {block}; allowed: >= 1")
-    # q is one infinite sequence: B + 1 more of it keep every index of the carry into the last block in range
-    q = np.ascontiguousarray(root_inverse_coefficients(horizon + block + 1))
+    # q is one infinite sequence: B - 1 more of it keep every index of the carry into the last block in range
+    q = np.ascontiguousarray(root_inverse_coefficients(horizon + block - 1))
     q_reversed = np.ascontiguousarray(q[:horizon][::-1])
     nu = np.ascontiguousarray(root_column_norms(horizon))
     out = np.empty(horizon)
-    carried = np.zeros(block + 1)  # G(1, 1 + d) at the block's first step, d = 0..B
+    carried = np.zeros(block - 1)  # G(1, 1 + d) at the block's first step, d = 0..B-2 (all that _tail reads)
     _carry(q, carried, 0, 1)
     for s0 in range(1, horizon + 1, block):
         steps = min(block, horizon - s0 + 1)

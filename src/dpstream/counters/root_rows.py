@@ -114,7 +114,7 @@ def _add_tile(q_reversed: np.ndarray, nu: np.ndarray, start: int, stop: int, end
         s += 4
 
 
-@njit(cache=True, fastmath={"reassoc", "contract"}, inline="always")
+@njit(cache=True, inline="always")
 def _step(row: np.ndarray, columns: int, scale: float, q_reversed: np.ndarray, offset: int) -> float:
     """One step of the recursion over the first ``columns`` of the tile's row: row_i += scale q; its squared norm."""
     total = 0.0
