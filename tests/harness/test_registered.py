@@ -125,7 +125,7 @@ def test_the_status_block_of_the_verdicts_page_is_the_committed_looks_csv():
     assert STATUS.search(text) and "registered-status" not in changed
 
 
-def test_make_claims_leaves_the_adopted_claims_and_rejudges_history():
+def test_make_claims_leaves_the_adopted_claims_and_rejudges_history(tmp_path):
     from dpstream.harness.rejudge import adopted
 
     shown = registered.all_claims(RESULTS / "tables")
@@ -134,8 +134,12 @@ def test_make_claims_leaves_the_adopted_claims_and_rejudges_history():
         pytest.skip("no experiment adopted from the registered run yet")
     table = pd.read_csv(RESULTS / "tables" / f"{done[0]}.csv", low_memory=False)
     assert adopted(RESULTS, done[0], table) is not None
-    assert adopted(RESULTS, "fig3a", pd.read_csv(RESULTS / "tables" / "fig3a.csv")) is None  # not final yet
     assert adopted(RESULTS, done[0], table.assign(seed=0)) is None  # the same claims on history rows: re-judged
+    _, looks = _copy(tmp_path)
+    mine = looks["id"].str.rsplit("#", n=1).str[0] == done[0]
+    (tmp_path / "unlooked").mkdir()
+    _copy(tmp_path / "unlooked", looks[~mine])
+    assert adopted(tmp_path / "unlooked", done[0], table) is None  # no final look recorded: not adopted
 
 
 def _copy(tmp_path, looks_csv: pd.DataFrame | None = None):
