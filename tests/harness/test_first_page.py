@@ -96,5 +96,11 @@ def test_robustness_combines_a_settings_clauses_and_names_a_variants_settings_wi
     assert variants(rows) == {"b": "k = 256"}
     # the variant's two clauses are one sentence at k = 256; its mean over release times is not the paper run's
     assert _robustness(rows, "inconclusive", variants(rows)) == (
-        "differs at k = 256: not confirmed; k = 256, mean over release times: not confirmed")
-    assert _robustness(rows.iloc[:2], "inconclusive", {}) == "robust"
+        "not assessed: the paper's setting is inconclusive (mean over release times: inconclusive; k = 256: not "
+        "confirmed; k = 256, mean over release times: not confirmed)")
+    # an undecided verdict is neither robust nor fragile, even where every setting agrees with it
+    assert _robustness(rows.iloc[:2], "inconclusive", {}) == (
+        "not assessed: the paper's setting is inconclusive (mean over release times: inconclusive)")
+    assert _robustness(rows.iloc[:2], "not confirmed", {}) == (
+        "fragile (differs at mean over release times: inconclusive)")
+    assert _robustness(rows.assign(verdict="not confirmed"), "not confirmed", variants(rows)) == "robust"

@@ -61,7 +61,8 @@ def test_the_flag_stands_beside_exactly_the_flagged_verdicts():
     rows = [r for r in first_page(TABLES) if r.startswith("| fig")]
     for row in rows:
         expected = any(quote in row for quote in ('"we observe a clear decrease', '"All variants show decreasing ARE '
-                                                  'as depth', '"the influence of skew is still observable'))
+                                                  'as depth', '"the influence of skew is still observable',
+                                                  '"Skew has the largest effect', '"As recall approaches 1'))
         assert (FLAG in row) == expected, row[:120]
     for exp in ("fig3f", "fig3c"):
         lines = render([exp], TABLES).splitlines()[2:]
@@ -210,3 +211,18 @@ def test_an_implementation_check_on_data_without_spread_is_labelled_by_construct
     line = changelog(old, {"beyond_hh": claims}, {"beyond_hh": [label]}, {"beyond_hh": notes})[2]
     assert BY_CONSTRUCTION in line and "decided by the registered run" not in line
     assert "decided by the registered run" in changelog(old, {"beyond_hh": claims}, {"beyond_hh": [label]})[2]
+
+
+def test_svt_c_per_seed_note_reads_the_rows_the_coded_rule_reads():
+    """The note's pooled TM growth is the coded rule's own number; each seed's growth is at most the pooled one."""
+    import re
+
+    from dpstream.harness.rule_notes import svt_c_seeds
+
+    note = svt_c_seeds(TABLES)
+    claims = pd.read_csv(TABLES / "svt_c.claims.csv", keep_default_na=False).set_index("id")
+    coded = re.findall(r"k\*=(\d+): TM growth x([\d.]+)", claims.loc["svt_c#0", "measured"])
+    shown = re.findall(r"k\* = (\d+): TM growth over c x[\d.]+\.\.x([\d.]+) per seed .*? x([\d.]+) on all pooled rows",
+                       note)
+    assert coded and [(k, pooled) for k, _, pooled in shown] == coded
+    assert all(float(top) <= float(pooled) for _, top, pooled in shown)

@@ -3,9 +3,10 @@
 Per panel (``PANELS``): the registered sentences of the panel (``results/preregistration.yaml``), our setting (scale,
 real or synthetic data, trials, implementation language), the verdict of each sentence in the paper's setting (its
 clauses and checks combined, ``kinds.combine``), its robustness (``robust``, or ``fragile (fails at X)`` naming the
-robustness rows whose verdict differs), the main deviation (the registration's ``underspecified`` or ``data`` note) and
-a thumbnail. Every number on the page comes from the tables it is written from. ``changelog`` lists every claim whose
-verdict differs from a previous set of claims tables (e.g. the last committed report's), with the old and new verdict.
+robustness rows whose verdict differs; ``not assessed`` beside an undecided verdict), the main deviation (the
+registration's ``underspecified`` or ``data`` note) and a thumbnail. Every number on the page comes from the tables it
+is written from. ``changelog`` lists every claim whose verdict differs from a previous set of claims tables (e.g. the
+last committed report's), with the old and new verdict.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def _setting(tables: Path, exp: str) -> str:
     path = tables / f"{exp}.csv"
     if not path.exists():
         return "no trial table"
-    df = pd.read_csv(path, usecols=lambda c: c in {"trial", "seed", "length", "data.length", "data.synthetic"})
+    df = pd.read_csv(path, usecols=lambda c: c in {"trial", "seed", "length", "data.length", "data.synthetic",
+                                                   "n_true"})
     trials = df.groupby("seed")["trial"].nunique().sum() if "seed" in df else df["trial"].nunique()
     length = next((int(df[c].max()) for c in ("length", "data.length") if c in df and df[c].notna().any()), None)
     synthetic = bool(df["data.synthetic"].any()) if "data.synthetic" in df else None
@@ -72,6 +74,9 @@ def _setting(tables: Path, exp: str) -> str:
     data = ("synthetic stand-in for CAIDA" if exp.startswith("fig4") else "Zipf (synthetic, as the paper)"
             if exp.startswith("fig3") else "data as configured (no data column)" if synthetic is None
             else "synthetic data" if synthetic else "real data")
+    if "n_true" in df and df["n_true"].notna().any():  # the heavy hitters the stand-in holds, as the trials found
+        low, high = int(df["n_true"].min()), int(df["n_true"].max())
+        data += f" ({low if low == high else f'{low}-{high}'} true heavy hitters)"
     return f"{scale}; {data}; {trials} trials; {LANGUAGE}"
 
 
@@ -96,10 +101,12 @@ def variants(claims: pd.DataFrame) -> dict[str, str]:
 
 
 def _robustness(rows: pd.DataFrame, verdict: str, varied: dict[str, str] | None = None) -> str:
-    """Robust, or the robustness settings whose verdict differs from ``verdict``.
+    """Robust, or fragile naming the robustness settings whose verdict differs from ``verdict``.
 
-    A setting's rows are combined like one sentence's clauses (``kinds.combine``). A row of a variant experiment
-    (``varied``, from ``variants``) is named with the variant: ``k = 256, mean over release times``.
+    Only a decided verdict (confirmed, not confirmed) can be robust or fragile; beside an undecided one the column
+    says so and lists every setting's verdict. A setting's rows are combined like one sentence's clauses
+    (``kinds.combine``). A row of a variant experiment (``varied``, from ``variants``) is named with the variant:
+    ``k = 256, mean over release times``.
     """
     others = rows[rows["setting"] != PAPER_SETTING]
     if others.empty:
@@ -111,10 +118,13 @@ def _robustness(rows: pd.DataFrame, verdict: str, varied: dict[str, str] | None 
         names.append(name if variant is None or variant == name else f"{variant}, {name}")
     by_name = {str(name): combine(list(group["verdict"]))
                for name, group in others.groupby(pd.Series(names, index=others.index), sort=False)}
+    if verdict not in ("confirmed", "not confirmed"):
+        every = "; ".join(f"{name}: {v}" for name, v in by_name.items())
+        return f"not assessed: the paper's setting is {verdict} ({every})"
     differ = "; ".join(f"{name}: {v}" for name, v in by_name.items() if v != verdict)
     if not differ:
         return "robust"
-    return f"fragile (fails at {differ})" if verdict == "confirmed" else f"differs at {differ}"
+    return f"fragile ({'fails' if verdict == 'confirmed' else 'differs'} at {differ})"
 
 
 def first_page(tables: Path, figures: str = "figures") -> list[str]:

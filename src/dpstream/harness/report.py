@@ -44,19 +44,26 @@ from dpstream.plots.names import relabel
 
 
 def _git_commit() -> str:
+    """The commit checked out when the report is written (its own commit comes after), and whether code differs."""
+    here = Path(__file__).resolve().parent
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).resolve().parent)
-        return out.stdout.strip() or "unknown"
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
+                              cwd=here).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", ":/src", ":/conf"], capture_output=True,
+                               text=True, timeout=5, cwd=here).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+    if not head:
+        return "unknown"
+    return f"{head}, with uncommitted changes to src/ or conf/" if dirty else head
 
 
 def provenance(cfg: dict[str, Any]) -> dict[str, str]:
     """Versions (numpy, numba, scipy, pandas, the lock's hash) and settings that produced a report."""
     env = environment()
     return {
-        "dpstream": dpstream.__version__, "git commit": _git_commit(), "python": platform.python_version(),
+        "dpstream": dpstream.__version__, "git commit checked out when written": _git_commit(),
+        "python": platform.python_version(),
         **{p: env[f"{p}_version"] for p in PACKAGES}, "requirements.lock sha256": env["lock_sha256"],
         "profile": cfg["profile"]["name"],
         "seed": str(cfg["seed"]), "noise": cfg["noise"], "backend": cfg["backend"], "n_jobs": str(cfg["n_jobs"]),

@@ -116,6 +116,76 @@ def analyst_audit_seeds(tables: Path) -> str:
     return lead + "Per s over the registered seeds: " + "; ".join(parts)
 
 
+def svt_c_seeds(tables: Path) -> str:
+    """svt_c per seed, from its pooled table: TM's growth over c and Sparse/TM at the largest c, for each k*.
+
+    The coded rules (``claims.svt._tm_flat``, ``_crossover``) read the pooled table as one table: TM's growth is the
+    max over min of every pooled row, which only grows as seeds are added, and Sparse/TM is the first pooled seed's.
+    Here each seed is judged on its own rows, and the per-c means are compared, beside what the pooled rows give.
+    """
+    from dpstream.claims.svt import PAIR_TOL
+
+    df = table_of(tables, "svt_c")
+    if df.empty:
+        return "no table"
+    parts = []
+    for k_star, block in df.groupby("k_star"):
+        tm, sp = block[block["mechanism.name"] == "svt_tm"], block[block["mechanism.name"] == "svt_sparse"]
+        per_seed = tm.groupby("seed")["emp_alpha"].max() / tm.groupby("seed")["emp_alpha"].min()
+        means = tm.groupby("c")["emp_alpha"].mean()
+        c_max = min(tm["c"].max(), sp["c"].max())
+        ratio = (sp[sp["c"] == c_max].set_index("seed")["emp_alpha"]
+                 / tm[tm["c"] == c_max].set_index("seed")["emp_alpha"]).dropna()
+        theory = tm.groupby("c")["theory_alpha"].first()
+        allowed = float(theory.max() / theory.min()) * PAIR_TOL
+        parts.append(f"k* = {k_star:g}: TM growth over c x{per_seed.min():.3g}..x{per_seed.max():.3g} per seed "
+                     f"({len(per_seed)} seeds), x{means.max() / means.min():.3g} on the per-c means, "
+                     f"x{tm['emp_alpha'].max() / tm['emp_alpha'].min():.3g} on all pooled rows (allowed "
+                     f"x{allowed:.3g}); Sparse/TM at c = "
+                     f"{c_max:.3g} x{ratio.min():.3g}..x{ratio.max():.3g} per seed, Sparse worse in "
+                     f"{int((ratio > 1).sum())} of {len(ratio)} seeds")
+    return "Per seed: " + "; ".join(parts)
+
+
+def skew_log_change(tables: Path) -> str:
+    """fig3d under its registered reading: every pair's paired difference of ln(ARE_first / ARE_last) over skew.
+
+    The registration writes the rule on the ln ARE change with a smallest effect of 0.1 (ln 1.1); the lower 95% t
+    bound of each pair's mean difference is set against it. A labelled note that decides nothing.
+    """
+    from scipy import stats
+
+    from dpstream.claims.sketch import NAMES, NON_PRIVATE, PRIVATE, _log_ratio
+
+    df = table_of(tables, "fig3d")
+    if df.empty:
+        return "no table"
+    entry = by_id()["fig3d#0"]
+    margin = float(entry["smallest_effect"]["value"])
+    pairs = [(p, b) for p in PRIVATE for b in NON_PRIVATE] + [("cs", "cms")]
+    change = {m: _log_ratio(df, m, "data.skew") for m in {m for pair in pairs for m in pair}}
+    lows = {}
+    for a, b in pairs:
+        d = (change[b] - change[a]).to_numpy(dtype=np.float64)
+        lows[f"{NAMES[a]} vs {NAMES[b]}"] = d.mean() - stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    low = min(lows, key=lambda k: lows[k])
+    return (f"Under the registered reading: the lower 95% bound of each pair's mean difference of ln(ARE_first / "
+            f"ARE_last) exceeds {margin:g} for {sum(v > margin for v in lows.values())} of {len(lows)} pairs; the "
+            f"least is {low}, {lows[low]:.3g}")
+
+
+def recall_domain(tables: Path) -> str:
+    """fig4d per eps: the least and greatest recall over trials, against both readings' domains (1, and 0.95)."""
+    df = table_of(tables, "fig4d")
+    if df.empty:
+        return "no table"
+    lazy = df[df["mechanism.name"] == "lazyhh"].groupby("epsilon")["recall"]
+    low, high = lazy.min(), lazy.max()
+    return (f"Recall over trials per eps: {', '.join(f'{e:g}: {low[e]:.3g}..{high[e]:.3g}' for e in low.index)}; "
+            f"eps with recall >= 0.95 in every trial: {int((low >= 0.95).sum())}, with recall 1 in every trial: "
+            f"{int((low >= 1).sum())} (both rules need at least 2)")
+
+
 DIFFERENCES = (
     RuleDifference(
         ("fig3f#0", "fig3f#1", "fig3f#2", "fig3f#3"), "src/dpstream/claims/sketch.py", 340,
@@ -152,6 +222,29 @@ DIFFERENCES = (
         "#1-#3 judge s = 1, not the s their registered text names. Adoption refuses the experiment (its replay states "
         "another claim than the registered one)",
         family="location", evidence=analyst_audit_seeds),
+    RuleDifference(
+        ("svt_c#0",), "src/dpstream/claims/svt.py", 134, 'growth, allowed = _ratio(tm["emp_alpha"])',
+        "the text registers a per-trial location rule; the code judges the pooled table of 12 seeds as one table: "
+        "TM's growth over c is the max over the min of all 72 pooled rows at a k*, a statistic that only grows as "
+        "seeds are added, against theory's growth times PAIR_TOL = 1.21",
+        ("dpstream.claims.svt", "PAIR_TOL", 1.1**2), family="location", evidence=svt_c_seeds),
+    RuleDifference(
+        ("svt_c#2",), "src/dpstream/claims/svt.py", 181, 'a_tm = tm.loc[tm["c"] == c_max, "emp_alpha"].iloc[0]',
+        "the text registers a per-trial location rule; the code reads Sparse/TM at the largest c from the first "
+        "pooled seed's rows (seed 3) alone, with a fixed band of PAIR_TOL = 1.21 either way that no number of trials "
+        "narrows, and its 'Sparse worse from c' merges every TM row with every Sparse row at a c",
+        ("dpstream.claims.svt", "PAIR_TOL", 1.1**2), family="location", evidence=svt_c_seeds),
+    RuleDifference(
+        ("fig3d#0",), "src/dpstream/claims/sketch.py", 282, "return [more_for_claim(df, '\"Skew has the largest",
+        "the text registers every pairwise difference of the ln ARE change over skew, each at least 0.1 (ln 1.1); "
+        "the code (more_for_claim, MORE_FOR) tests the paired per-trial fraction of the ARE removed between the first "
+        "and last skew, below 0 for every pair with no smallest size", family="every point",
+        evidence=skew_log_change),
+    RuleDifference(
+        ("fig4d#2",), "src/dpstream/claims/heavy_hitters.py", 366, 'full = [e for e in points if all_one(',
+        "the text registers the ln spread of ARE over the eps with recall >= 0.95, margin ln 1.5; the code takes the "
+        "eps whose recall is 1 in every trial and the cut FLAT_ARE = 1.2 on the mean spread",
+        ("dpstream.claims.heavy_hitters", "FLAT_ARE", 1.2), family="location", evidence=recall_domain),
 )
 """Every registered claim whose written rule is not the rule its code applies (the verdict is the code's)."""
 
