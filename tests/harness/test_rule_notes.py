@@ -226,3 +226,17 @@ def test_svt_c_per_seed_note_reads_the_rows_the_coded_rule_reads():
                        note)
     assert coded and [(k, pooled) for k, _, pooled in shown] == coded
     assert all(float(top) <= float(pooled) for _, top, pooled in shown)
+
+
+def test_slope_margins_read_each_claims_grid_from_its_table():
+    from dpstream.harness.rule_notes import slope_margins
+
+    rows = {r.split(" | ")[0].lstrip("| "): r.split(" | ") for r in slope_margins(TABLES) if r.startswith("| fig")}
+    entry = by_id()["fig3b#0"]
+    memory = pd.read_csv(TABLES / "fig3b.csv", usecols=["memory_kb"])["memory_kb"]
+    span = np.log(memory.max() / memory.min())
+    slope = float(entry["smallest_effect"]["value"])
+    assert rows["fig3b#0"][1:] == [f"memory_kb {memory.min():g}..{memory.max():g}", f"{slope:g}",
+                                   f"x{np.exp(slope * span):.3g}", f"{np.log(1.5) / span:.3g}",
+                                   "its refutation margin |"]
+    assert rows["fig3f#0"][-1] == "not used (fixed-sample, coded rule) |"

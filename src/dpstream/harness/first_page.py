@@ -27,6 +27,7 @@ from dpstream.harness.rule_notes import (
     differences_table,
     flag,
     generic_rule_paragraph,
+    slope_margins,
     table_of,
 )
 
@@ -157,10 +158,12 @@ def first_page(tables: Path, figures: str = "figures") -> list[str]:
 def rule_notes(tables: Path) -> list[str]:
     """The first page's notes on the registration's rule texts (``dpstream.harness.rule_notes``).
 
-    The generic descriptions, the written rules the code does not apply (``DIFFERENCES``) and, labelled as not
-    registered, Fig. 3(f)'s written rule on its table.
+    The generic descriptions, the written rules the code does not apply (``DIFFERENCES``), what the registered
+    smallest slope means on each trend claim's grid (``slope_margins``) and, labelled as not registered, Fig. 3(f)'s
+    written rule on its table.
     """
-    return [generic_rule_paragraph(), "", *differences_table(tables), "",
+    margins = slope_margins(tables)
+    return [generic_rule_paragraph(), "", *differences_table(tables), "", *margins, *([""] if margins else []),
             f"Fig. 3(f) under the rule as written ({declared_trend(tables)}).", ""]
 
 

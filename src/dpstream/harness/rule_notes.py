@@ -363,6 +363,40 @@ def declared_trend(tables: Path, path: Path = REGISTRATION) -> str:
             "rule's")
 
 
+SLOPE_SOURCE = "slope ln 1.5 / ln of the x span"
+"""How the registration derives its smallest slope for the trend claims whose x grid it does not name."""
+
+
+def slope_margins(tables: Path, path: Path = REGISTRATION) -> list[str]:
+    """Markdown lines: per trend claim whose smallest slope cites ``SLOPE_SOURCE``, what it means on its grid.
+
+    The registered slope s over a grid x_min..x_max is a factor exp(s ln(x_max / x_min)) of y across the grid; the
+    source's own derivation gives ln 1.5 / ln(x_max / x_min). The grid is read from the claim's table. Only a
+    sequential rule uses the slope (the margin of its refutation side); a fixed-sample rule's code decides.
+    """
+    rows = []
+    for entry in load(path)["claims"]:
+        effect = entry.get("smallest_effect") or {}
+        x = (entry["rule"].get("parameters") or {}).get("x")
+        if SLOPE_SOURCE not in " ".join(str(effect.get("source", "")).split()) or not x:
+            continue
+        grid = table_of(tables, str(entry["experiment"]))
+        if str(x) not in grid.columns:
+            continue
+        low, high = float(grid[str(x)].min()), float(grid[str(x)].max())
+        span, slope = np.log(high / low), float(effect["value"])
+        used = "its refutation margin" if entry["rule"].get("sequential") else "not used (fixed-sample, coded rule)"
+        rows.append(f"| {entry['id']} | {x} {low:g}..{high:g} | {slope:g} | x{np.exp(slope * span):.3g} | "
+                    f"{np.log(1.5) / span:.3g} | {used} |")
+    if not rows:
+        return []
+    return [f"The registered smallest slope of these trend claims cites \"{SLOPE_SOURCE}, rounded down\". One value "
+            "was registered for every grid: what it means across each claim's grid, beside that derivation's value "
+            "there (where the registered slope is above it, it asks for more than a factor 1.5):",
+            "", "| claim | grid | registered slope | factor across the grid | ln 1.5 / ln span | the slope is |",
+            "|---|---|---|---|---|---|", *rows]
+
+
 def awaiting(claim_ids: list[str], sources: list[str], looks: pd.DataFrame) -> str:
     """``final: <verdict> (look N, awaiting adoption of the experiment)``, or empty; ``not adopted`` if it was refused.
 
