@@ -240,3 +240,28 @@ def test_slope_margins_read_each_claims_grid_from_its_table():
                                    f"x{np.exp(slope * span):.3g}", f"{np.log(1.5) / span:.3g}",
                                    "its refutation margin |"]
     assert rows["fig3f#0"][-1] == "not used (fixed-sample, coded rule) |"
+
+
+def test_trials_needed_takes_the_sequential_estimate_then_invariance_then_the_deciding_interval():
+    from dpstream.harness.rule_notes import trials_needed
+
+    sequential = "inconclusive at 60 trials; a decision needs about 333 trials in all"
+    assert trials_needed(sequential, 60, True).startswith("about 333 trials in all")
+    interval = "effect at the deciding point (a vs b): mean paired difference +0.1 [-0.1, +0.3]"
+    assert trials_needed(interval, 40, True).startswith("no number of trials")
+    assert trials_needed(interval, 40, False).startswith("about 160 trials (post hoc")  # 40 (0.2 / 0.1)^2
+    assert trials_needed(interval.replace("[-0.1", "[+0.05"), 40, False).startswith("no estimate: the deciding")
+    assert trials_needed("0/30 flagged", 30, False).startswith("no estimate: the rule states")
+
+
+def test_every_undecided_registered_claim_says_what_a_decision_would_need():
+    from dpstream.harness.registered import all_claims, is_registered
+    from dpstream.harness.rule_notes import decision_needs
+
+    shown = all_claims(TABLES)
+    undecided = shown[shown["label"].map(is_registered).astype(bool) & (shown["verdict"] == "inconclusive")]
+    rows = {r.split(" | ")[0].lstrip("| "): r for r in decision_needs(TABLES) if r.startswith("| ") and "---" not in r}
+    rows.pop("claim")
+    assert sorted(rows) == sorted(undecided["id"])
+    assert "about 333 trials in all" in rows["fig3b#2"]
+    assert "no number of trials" in rows["svt_c#3"]  # holds by construction: the same with one trial

@@ -23,6 +23,7 @@ from dpstream.harness.registered import combined, is_registered, labels, looks_o
 from dpstream.harness.rule_notes import (
     awaiting,
     constructed,
+    decision_needs,
     declared_trend,
     differences_table,
     flag,
@@ -159,12 +160,12 @@ def rule_notes(tables: Path) -> list[str]:
     """The first page's notes on the registration's rule texts (``dpstream.harness.rule_notes``).
 
     The generic descriptions, the written rules the code does not apply (``DIFFERENCES``), what the registered
-    smallest slope means on each trend claim's grid (``slope_margins``) and, labelled as not registered, Fig. 3(f)'s
-    written rule on its table.
+    smallest slope means on each trend claim's grid (``slope_margins``), labelled as not registered, Fig. 3(f)'s
+    written rule on its table, and what each undecided registered claim would need (``decision_needs``).
     """
-    margins = slope_margins(tables)
+    margins, needs = slope_margins(tables), decision_needs(tables)
     return [generic_rule_paragraph(), "", *differences_table(tables), "", *margins, *([""] if margins else []),
-            f"Fig. 3(f) under the rule as written ({declared_trend(tables)}).", ""]
+            f"Fig. 3(f) under the rule as written ({declared_trend(tables)}).", "", *needs, *([""] if needs else [])]
 
 
 def experiment_rows(tables: Path, experiments: list[str], figures: str = "figures") -> list[str]:

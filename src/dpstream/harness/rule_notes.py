@@ -13,6 +13,7 @@ shown as history already has its final registered decision in ``looks.csv`` (its
 from __future__ import annotations
 
 import json
+import math
 import re
 import warnings
 from collections.abc import Callable
@@ -488,6 +489,80 @@ def constructed(claims: pd.DataFrame, table: pd.DataFrame, exp: str, results: Pa
                       f"spread: its rule gives the same verdict and measurement when all {trials} trials are the "
                       "first trial, or the last")
     return out
+
+
+NEEDED = re.compile(r"a decision needs about (\d+) trials")
+DECIDING = re.compile(r"effect at the deciding point[^:]*:[^\[;]*?([-+]?\d[\d.e+-]*) \[([-+]?\d[\d.e+-]*), "
+                      r"([-+]?\d[\d.e+-]*)\]")
+
+
+def trials_needed(measured: str, trials: int, invariant: bool) -> str:
+    """What an undecided registered verdict would need, from its ``measured`` text at ``trials`` pooled trials.
+
+    In order: the sequential rule's own estimate; none, when the rule gives the same verdict and measurement with every
+    trial replaced by one (``invariant``: no number of trials moves it); a post-hoc estimate from the deciding point's
+    95% interval, n (half-width / |estimate|)^2, the trials at which that interval would exclude 0 were the measured
+    effect and spread the true ones; else no estimate.
+    """
+    if m := NEEDED.search(measured):
+        return f"about {m[1]} trials in all (the sequential rule's estimate)"
+    if invariant:
+        return "no number of trials: the rule gives the same verdict and measurement with every trial replaced by one"
+    if m := DECIDING.search(measured):
+        estimate, low, high = (float(v) for v in m.groups())
+        if low > 0 or high < 0:
+            return (f"no estimate: the deciding point's interval {estimate:+.3g} [{low:+.3g}, {high:+.3g}] excludes 0 "
+                    "already; the rule's other conditions leave it undecided")
+        if estimate != 0 and high > low:
+            need = math.ceil(trials * ((high - low) / 2 / abs(estimate)) ** 2)
+            return (f"about {need} trials (post hoc: where the deciding point's interval "
+                    f"{estimate:+.3g} [{low:+.3g}, {high:+.3g}] would exclude 0, its effect and spread held fixed)")
+    return "no estimate: the rule states no per-trial effect with an interval"
+
+
+def decision_needs(tables: Path) -> list[str]:
+    """Markdown lines: every registered claim left inconclusive, its trials and what a decision would need.
+
+    ``trials_needed`` per claim; the ``invariant`` test judges the experiment's table with every trial replaced by
+    its first and by its last (``one_trial``), as ``constructed`` does. Estimates are descriptive: no verdict moves.
+    """
+    from dpstream.harness.registered import all_claims
+
+    shown = all_claims(tables)
+    if shown.empty:
+        return []
+    undecided = shown[shown["label"].map(is_registered).astype(bool) & (shown["verdict"] == "inconclusive")]
+    rows = []
+    for exp, claims in undecided.groupby("experiment", sort=True):
+        table = table_of(tables, str(exp))
+        every = pd.read_csv(tables / f"{exp}.claims.csv", keep_default_na=False)
+        ids = claim_ids_of(str(exp), every)
+        same = _invariant(table, str(exp), tables.parent, len(every))
+        for _, r in claims.iterrows():
+            k = ids.index(str(r["id"])) if str(r["id"]) in ids else -1
+            trials = int(m[1]) if (m := re.search(r"(\d+) pooled trials", str(r["measured"]))) else 0
+            need = trials_needed(str(r["measured"]), trials, k >= 0 and same[k])
+            rows.append(f"| {r['id']} | {r['kind']} | {trials} | {_cell(need)} |")
+    if not rows:
+        return []
+    return [f"**What the {len(rows)} registered claims left inconclusive would need** (descriptive: no verdict moves; "
+            "a new registration would have to state its own budget):", "",
+            "| claim | kind | pooled trials | a decision would need |", "|---|---|---|---|", *rows]
+
+
+def _invariant(table: pd.DataFrame, exp: str, results: Path, n: int) -> list[bool]:
+    """Per claims row of ``exp``: its verdict and measurement are those of the table with every trial one trial."""
+    spec = next((s for s in experiments_to_run(composed_config(results, exp), CONF_DIR) if s["id"] == exp), None)
+    if spec is None or table.empty or "trial" not in table.columns or table["trial"].nunique() < 2:
+        return [False] * n
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zero-spread tables warn in scipy
+        real = judge(spec, table)
+        copies = [judge(spec, t) if (t := one_trial(table, which)) is not None else None for which in (0, -1)]
+    if real is None or len(real) != n or any(c is None or len(c) != n for c in copies):
+        return [False] * n
+    return [all(c is not None and (c["verdict"].iloc[k], c["measured"].iloc[k])
+                == (real["verdict"].iloc[k], real["measured"].iloc[k]) for c in copies) for k in range(n)]
 
 
 def table_of(tables: Path, exp: str) -> pd.DataFrame:
