@@ -104,3 +104,15 @@ def test_robustness_combines_a_settings_clauses_and_names_a_variants_settings_wi
     assert _robustness(rows.iloc[:2], "not confirmed", {}) == (
         "fragile (differs at mean over release times: inconclusive)")
     assert _robustness(rows.assign(verdict="not confirmed"), "not confirmed", variants(rows)) == "robust"
+
+
+def test_the_release_note_counts_the_prefixes_that_are_not_powers_of_two():
+    from dpstream.harness.first_page import release_note
+    from dpstream.metrics import release_times
+
+    for horizon in (1 << 20, 1 << 12):
+        times = release_times(horizon)
+        odd = sum(bin(int(t)).count("1") > 1 for t in times)
+        assert f"{len(times)} prefixes from {int(times[0]):,} to T, {odd} of them not powers of two" in (
+            release_note(horizon))
+    assert release_note().startswith("The paper's setting measures at T = 2^20 only")

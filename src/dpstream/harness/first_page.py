@@ -31,6 +31,7 @@ from dpstream.harness.rule_notes import (
     slope_margins,
     table_of,
 )
+from dpstream.metrics import release_times
 
 PANELS = {
     "fig3a": ("fig3a",), "fig3b": ("fig3b", "fig3b_wordfreq"), "fig3c": ("fig3c",), "fig3d": ("fig3d",),
@@ -154,6 +155,16 @@ def first_page(tables: Path, figures: str = "figures") -> list[str]:
             lines.append(f"| {panel} | \"{quote}\" | {setting} | **{verdict}** ({source}) | "
                          f"{_robustness(rows, verdict, varied)} | {deviation or 'none registered'} | {thumb} |")
     return lines
+
+
+def release_note(horizon: int = 1 << 20) -> str:
+    """Where a stream length that is not a power of two enters: the release times of the mean over them."""
+    times = release_times(horizon)
+    odd = int(sum(t & (t - 1) != 0 for t in times.tolist()))
+    return (f"The paper's setting measures at T = 2^{horizon.bit_length() - 1} only, where a binary tree sums one "
+            f"node. Lengths that are not powers of two enter through the robustness setting 'mean over release "
+            f"times': {len(times)} prefixes from {int(times[0]):,} to T, {odd} of them not powers of two. No setting "
+            "at a single such length was registered, so there is no column for one.")
 
 
 def rule_notes(tables: Path) -> list[str]:
@@ -299,7 +310,8 @@ def section(results_dir: Path, ref: str = "HEAD") -> list[str]:
                "every verdict is listed as new")
     return ["## First page: Holland's figures, one row per panel and sentence", "",
             "Verdicts in the paper's setting (each sentence's clauses and checks combined); robustness columns beside "
-            "them. Figure 4 runs on a synthetic stand-in for the CAIDA trace: those verdicts are their own tally.", "",
+            "them. Figure 4 runs on a synthetic stand-in for the CAIDA trace: those verdicts are their own tally. "
+            + release_note(), "",
             *first_page(tables), "", *rule_notes(tables),
             heading, "",
             *changelog(old, now, sources, notes), ""]
