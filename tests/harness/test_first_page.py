@@ -116,3 +116,14 @@ def test_the_release_note_counts_the_prefixes_that_are_not_powers_of_two():
         assert f"{len(times)} prefixes from {int(times[0]):,} to T, {odd} of them not powers of two" in (
             release_note(horizon))
     assert release_note().startswith("The paper's setting measures at T = 2^20 only")
+
+
+def test_a_designed_input_is_not_called_real_data():
+    from dpstream.harness.first_page import THEORY_LANGUAGE, _setting, designed_inputs
+
+    assert {"svt_atoms", "svt_shifting_hh"} <= designed_inputs()
+    tables = RESULTS / "tables"
+    assert "; a designed input (svt_atoms); " in _setting(tables, "svt_c", THEORY_LANGUAGE)
+    assert "; real data (qr_fair); " in _setting(tables, "qr_error_vs_n_fair", THEORY_LANGUAGE)
+    assert "; no input data; " in _setting(tables, "audit_power", THEORY_LANGUAGE)
+    assert _setting(tables, "svt_c", THEORY_LANGUAGE).endswith(THEORY_LANGUAGE)

@@ -11,11 +11,13 @@ last committed report's), with the old and new verdict.
 
 from __future__ import annotations
 
+import functools
 import io
 import subprocess
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from dpstream.claims.kinds import PAPER, PAPER_SETTING, classify, combine
 from dpstream.claims.registration import load
@@ -32,6 +34,7 @@ from dpstream.harness.rule_notes import (
     table_of,
 )
 from dpstream.metrics import release_times
+from dpstream.registry import CONF_DIR, load_option
 
 PANELS = {
     "fig3a": ("fig3a",), "fig3b": ("fig3b", "fig3b_wordfreq"), "fig3c": ("fig3c",), "fig3d": ("fig3d",),
@@ -40,6 +43,8 @@ PANELS = {
 }
 """Each figure panel and the experiments whose claims check its sentences (the first one in the paper's setting)."""
 LANGUAGE = "Python/numba (the paper: C++)"
+THEORY_LANGUAGE = "Python/numba (the document reports no runs of its own)"
+"""The implementation beside a document without experiments (Kaplan-Mansour-Stemmer, Hsu-Roth-Ullman, the notes)."""
 
 
 def panel_claims(tables: Path) -> dict[str, pd.DataFrame]:
@@ -64,23 +69,38 @@ def panel_claims(tables: Path) -> dict[str, pd.DataFrame]:
     return out
 
 
-def _setting(tables: Path, exp: str) -> str:
+@functools.cache
+def designed_inputs() -> frozenset[str]:
+    """Names of the data configs that say they are a designed input, not real data (``conf/data``, their own words)."""
+    out = set()
+    for file in sorted((CONF_DIR / "data").glob("*.yaml")):
+        text = file.read_text()
+        if "a designed input" in text:
+            out.add(str(yaml.safe_load(text)["name"]))
+    return frozenset(out)
+
+
+def _setting(tables: Path, exp: str, language: str = LANGUAGE) -> str:
     path = tables / f"{exp}.csv"
     if not path.exists():
         return "no trial table"
     df = pd.read_csv(path, usecols=lambda c: c in {"trial", "seed", "length", "data.length", "data.synthetic",
-                                                   "n_true"})
+                                                   "data.name", "n_true"})
     trials = df.groupby("seed")["trial"].nunique().sum() if "seed" in df else df["trial"].nunique()
     length = next((int(df[c].max()) for c in ("length", "data.length") if c in df and df[c].notna().any()), None)
     synthetic = bool(df["data.synthetic"].any()) if "data.synthetic" in df else None
+    names = sorted(df["data.name"].dropna().astype(str).unique()) if "data.name" in df else []
     scale = f"T = {length:,}" if length else "scale as configured"
     data = ("synthetic stand-in for CAIDA" if exp.startswith("fig4") else "Zipf (synthetic, as the paper)"
             if exp.startswith("fig3") else "data as configured (no data column)" if synthetic is None
-            else "synthetic data" if synthetic else "real data")
+            else "no input data" if names == ["none"]
+            else f"synthetic data ({', '.join(names)})" if synthetic
+            else f"a designed input ({', '.join(names)})" if names and set(names) <= designed_inputs()
+            else f"real data ({', '.join(names)})")
     if "n_true" in df and df["n_true"].notna().any():  # the heavy hitters the stand-in holds, as the trials found
         low, high = int(df["n_true"].min()), int(df["n_true"].max())
         data += f" ({low if low == high else f'{low}-{high}'} true heavy hitters)"
-    return f"{scale}; {data}; {trials} trials; {LANGUAGE}"
+    return f"{scale}; {data}; {trials} trials; {language}"
 
 
 def _setting_name(setting: str) -> str:
@@ -187,8 +207,6 @@ def experiment_rows(tables: Path, experiments: list[str], figures: str = "figure
     first registered ``underspecified`` reason among them, else the kinds they are (a theory check states where its
     bound stops being vacuous in the registration).
     """
-    from dpstream.registry import CONF_DIR, load_option
-
     entries = {c["id"]: c for c in load()["claims"]}
     lines = ["| experiment | claim | our setting | verdict | robustness | main deviation | thumbnail |",
              "|---|---|---|---|---|---|---|"]
@@ -213,7 +231,8 @@ def experiment_rows(tables: Path, experiments: list[str], figures: str = "figure
         ids, sources = [i for i, _ in kept], [x for _, x in kept]
         source = "; ".join(x for x in (combined(sources), awaiting(ids, sources, looks), flag(ids)) if x)
         claim = str(load_option(CONF_DIR, "experiment", exp).get("paper_claim") or "")
-        lines.append(f"| {exp} | {_cell(claim)} | {_setting(tables, exp)} | **{combine(list(judged['verdict']))}** "
+        setting = _setting(tables, exp, THEORY_LANGUAGE)
+        lines.append(f"| {exp} | {_cell(claim)} | {setting} | **{combine(list(judged['verdict']))}** "
                      f"({counts}; {source}) | {robustness} | {_cell(deviation)} | "
                      f"<img src='{figures}/{exp}.png' width='120'> |")
     return lines
