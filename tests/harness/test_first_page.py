@@ -101,21 +101,28 @@ def test_robustness_combines_a_settings_clauses_and_names_a_variants_settings_wi
     # an undecided verdict is neither robust nor fragile, even where every setting agrees with it
     assert _robustness(rows.iloc[:2], "inconclusive", {}) == (
         "not assessed: the paper's setting is inconclusive (mean over release times: inconclusive)")
-    assert _robustness(rows.iloc[:2], "not confirmed", {}) == (
-        "fragile (differs at mean over release times: inconclusive)")
+    # beside a decided verdict, an undecided setting is neither a failure nor robust
+    assert _robustness(rows.iloc[:2], "not confirmed", {}) == "undecided at mean over release times"
+    assert _robustness(rows, "confirmed", variants(rows)) == (
+        "fragile (fails at k = 256: not confirmed; k = 256, mean over release times: not confirmed); undecided at "
+        "mean over release times")
     assert _robustness(rows.assign(verdict="not confirmed"), "not confirmed", variants(rows)) == "robust"
 
 
-def test_the_release_note_counts_the_prefixes_that_are_not_powers_of_two():
+def test_the_release_note_counts_the_prefixes_that_are_not_powers_of_two(tmp_path):
     from dpstream.harness.first_page import release_note
     from dpstream.metrics import release_times
 
-    for horizon in (1 << 20, 1 << 12):
+    for horizon in (1 << 20, 1 << 12, 5000):
+        pd.DataFrame({"length": [horizon]}).to_csv(tmp_path / "fig3b.csv", index=False)
         times = release_times(horizon)
         odd = sum(bin(int(t)).count("1") > 1 for t in times)
         assert f"{len(times)} prefixes from {int(times[0]):,} to T, {odd} of them not powers of two" in (
-            release_note(horizon))
-    assert release_note().startswith("The paper's setting measures at T = 2^20 only")
+            release_note(tmp_path))
+    assert "T = 5,000 only, where a binary tree sums 5 node(s)" in release_note(tmp_path)
+    assert release_note(RESULTS / "tables").startswith("Figure 3's setting measures at T = 2^20 only, where a binary "
+                                                       "tree sums 1 node(s)")
+    assert release_note(tmp_path / "nowhere") == ""
 
 
 def test_a_designed_input_is_not_called_real_data():

@@ -1,6 +1,7 @@
 """Rule as registered vs rule as coded, the generic rule descriptions, and final decisions awaiting adoption."""
 
 import importlib
+import re
 import shutil
 from pathlib import Path
 
@@ -213,19 +214,22 @@ def test_an_implementation_check_on_data_without_spread_is_labelled_by_construct
     assert "decided by the registered run" in changelog(old, {"beyond_hh": claims}, {"beyond_hh": [label]})[2]
 
 
-def test_svt_c_per_seed_note_reads_the_rows_the_coded_rule_reads():
-    """The note's pooled TM growth is the coded rule's own number; each seed's growth is at most the pooled one."""
-    import re
+def test_svt_c_notes_read_the_rows_the_coded_rules_read_and_each_seed_apart():
+    """The pooled growth and seed 3's Sparse/TM are the coded rules' own numbers; the per-seed ranges are recomputed."""
+    from dpstream.harness.rule_notes import svt_c_crossover, svt_c_growth
 
-    from dpstream.harness.rule_notes import svt_c_seeds
-
-    note = svt_c_seeds(TABLES)
     claims = pd.read_csv(TABLES / "svt_c.claims.csv", keep_default_na=False).set_index("id")
     coded = re.findall(r"k\*=(\d+): TM growth x([\d.]+)", claims.loc["svt_c#0", "measured"])
-    shown = re.findall(r"k\* = (\d+): TM growth over c x[\d.]+\.\.x([\d.]+) per seed .*? x([\d.]+) on all pooled rows",
-                       note)
-    assert coded and [(k, pooled) for k, _, pooled in shown] == coded
-    assert all(float(top) <= float(pooled) for _, top, pooled in shown)
+    pooled = re.findall(r"k\* = (\d+): x[\d.]+\.\.x[\d.]+ per seed .*? x([\d.]+) on all \d+ pooled rows",
+                        svt_c_growth(TABLES))
+    assert coded and pooled == coded
+    crossing = re.findall(r"k\*=(\d+): at c = [^:]*: Sparse [^,]*, Sparse/TM x([\d.]+)",
+                          claims.loc["svt_c#2", "measured"])
+    assert crossing and re.findall(r"k\* = (\d+): x([\d.]+) at seed", svt_c_crossover(TABLES)) == crossing
+    df = pd.read_csv(TABLES / "svt_c.csv", low_memory=False)
+    tm = df[(df["mechanism.name"] == "svt_tm") & (df["k_star"] == 1)].groupby("seed")["emp_alpha"]
+    growth = tm.max() / tm.min()
+    assert f"k* = 1: x{growth.min():.3g}..x{growth.max():.3g} per seed ({len(growth)} seeds)" in svt_c_growth(TABLES)
 
 
 def test_slope_margins_read_each_claims_grid_from_its_table():
@@ -242,16 +246,15 @@ def test_slope_margins_read_each_claims_grid_from_its_table():
     assert rows["fig3f#0"][-1] == "not used (fixed-sample, coded rule) |"
 
 
-def test_trials_needed_takes_the_sequential_estimate_then_invariance_then_the_deciding_interval():
-    from dpstream.harness.rule_notes import trials_needed
+def test_trials_needed_takes_the_sequential_estimate_then_construction_and_makes_up_none():
+    from dpstream.harness.rule_notes import BY_CONSTRUCTION_NEED, CANNOT_FAIL, NO_ESTIMATE, trials_needed
 
     sequential = "inconclusive at 60 trials; a decision needs about 333 trials in all"
-    assert trials_needed(sequential, 60, True).startswith("about 333 trials in all")
+    assert trials_needed(sequential, {}).startswith("about 333 trials in all")
+    assert trials_needed("holds by construction; 288/288 points halt", {}) == BY_CONSTRUCTION_NEED
+    assert trials_needed("0/30 flagged", {"kind_reason": f"{CANNOT_FAIL}: equal by design"}) == BY_CONSTRUCTION_NEED
     interval = "effect at the deciding point (a vs b): mean paired difference +0.1 [-0.1, +0.3]"
-    assert trials_needed(interval, 40, True).startswith("no number of trials")
-    assert trials_needed(interval, 40, False).startswith("about 160 trials (post hoc")  # 40 (0.2 / 0.1)^2
-    assert trials_needed(interval.replace("[-0.1", "[+0.05"), 40, False).startswith("no estimate: the deciding")
-    assert trials_needed("0/30 flagged", 30, False).startswith("no estimate: the rule states")
+    assert trials_needed(interval, {"kind_reason": "a paper sentence"}) == NO_ESTIMATE  # no post-hoc power
 
 
 def test_every_undecided_registered_claim_says_what_a_decision_would_need():
@@ -260,8 +263,9 @@ def test_every_undecided_registered_claim_says_what_a_decision_would_need():
 
     shown = all_claims(TABLES)
     undecided = shown[shown["label"].map(is_registered).astype(bool) & (shown["verdict"] == "inconclusive")]
-    rows = {r.split(" | ")[0].lstrip("| "): r for r in decision_needs(TABLES) if r.startswith("| ") and "---" not in r}
-    rows.pop("claim")
-    assert sorted(rows) == sorted(undecided["id"])
-    assert "about 333 trials in all" in rows["fig3b#2"]
-    assert "no number of trials" in rows["svt_c#3"]  # holds by construction: the same with one trial
+    text = decision_needs(TABLES)
+    named = re.findall(r"([a-z0-9_]+#\d+) \((\d+) trials\)", text)
+    assert sorted(i for i, _ in named) == sorted(undecided["id"])
+    assert f"What the {len(undecided)} registered claims" in text
+    assert "about 333 trials in all (the registered sequential rule's estimate): fig3b#2 (60 trials)" in text
+    assert re.search(r"hold by construction[^;]*svt_c#3 \(12 trials\)", text)

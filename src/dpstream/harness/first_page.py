@@ -3,16 +3,18 @@
 Per panel (``PANELS``): the registered sentences of the panel (``results/preregistration.yaml``), our setting (scale,
 real or synthetic data, trials, implementation language), the verdict of each sentence in the paper's setting (its
 clauses and checks combined, ``kinds.combine``), its robustness (``robust``, or ``fragile (fails at X)`` naming the
-robustness rows whose verdict differs; ``not assessed`` beside an undecided verdict), the main deviation (the
-registration's ``underspecified`` or ``data`` note) and a thumbnail. Every number on the page comes from the tables it
-is written from. ``changelog`` lists every claim whose verdict differs from a previous set of claims tables (e.g. the
-last committed report's), with the old and new verdict.
+robustness rows whose decided verdict contradicts it, ``undecided at X`` for a setting left inconclusive; ``not
+assessed`` beside an undecided verdict), the main deviation (the registration's ``underspecified`` or ``data`` note)
+and a thumbnail. Every number on the page comes from the tables it is written from. ``changelog`` lists every claim
+whose verdict differs from a previous set of claims tables (e.g. the last committed report's), with the old and new
+verdict.
 """
 
 from __future__ import annotations
 
 import functools
 import io
+import re
 import subprocess
 from pathlib import Path
 
@@ -43,6 +45,8 @@ PANELS = {
 }
 """Each figure panel and the experiments whose claims check its sentences (the first one in the paper's setting)."""
 LANGUAGE = "Python/numba (the paper: C++)"
+DECIDED = ("confirmed", "not confirmed")
+"""The verdicts a robustness setting can agree with or contradict."""
 THEORY_LANGUAGE = "Python/numba (the document reports no runs of its own)"
 """The implementation beside a document without experiments (Kaplan-Mansour-Stemmer, Hsu-Roth-Ullman, the notes)."""
 
@@ -75,9 +79,13 @@ def designed_inputs() -> frozenset[str]:
     out = set()
     for file in sorted((CONF_DIR / "data").glob("*.yaml")):
         text = file.read_text()
-        if "a designed input" in text:
+        if DESIGNED.search(text):
             out.add(str(yaml.safe_load(text)["name"]))
     return frozenset(out)
+
+
+DESIGNED = re.compile(r"^synthetic:\s*false\s*#\s*a designed input", re.MULTILINE)
+"""How a data config says it is a designed input: the comment on its ``synthetic: false`` line."""
 
 
 def _setting(tables: Path, exp: str, language: str = LANGUAGE) -> str:
@@ -91,12 +99,13 @@ def _setting(tables: Path, exp: str, language: str = LANGUAGE) -> str:
     synthetic = bool(df["data.synthetic"].any()) if "data.synthetic" in df else None
     names = sorted(df["data.name"].dropna().astype(str).unique()) if "data.name" in df else []
     scale = f"T = {length:,}" if length else "scale as configured"
+    named = f" ({', '.join(names)})" if names else ""
     data = ("synthetic stand-in for CAIDA" if exp.startswith("fig4") else "Zipf (synthetic, as the paper)"
             if exp.startswith("fig3") else "data as configured (no data column)" if synthetic is None
             else "no input data" if names == ["none"]
-            else f"synthetic data ({', '.join(names)})" if synthetic
-            else f"a designed input ({', '.join(names)})" if names and set(names) <= designed_inputs()
-            else f"real data ({', '.join(names)})")
+            else f"synthetic data{named}" if synthetic
+            else f"a designed input{named}" if names and set(names) <= designed_inputs()
+            else f"real data{named}")
     if "n_true" in df and df["n_true"].notna().any():  # the heavy hitters the stand-in holds, as the trials found
         low, high = int(df["n_true"].min()), int(df["n_true"].max())
         data += f" ({low if low == high else f'{low}-{high}'} true heavy hitters)"
@@ -124,12 +133,12 @@ def variants(claims: pd.DataFrame) -> dict[str, str]:
 
 
 def _robustness(rows: pd.DataFrame, verdict: str, varied: dict[str, str] | None = None) -> str:
-    """Robust, or fragile naming the robustness settings whose verdict differs from ``verdict``.
+    """Robust, or fragile naming the robustness settings whose decided verdict contradicts ``verdict``.
 
     Only a decided verdict (confirmed, not confirmed) can be robust or fragile; beside an undecided one the column
-    says so and lists every setting's verdict. A setting's rows are combined like one sentence's clauses
-    (``kinds.combine``). A row of a variant experiment (``varied``, from ``variants``) is named with the variant:
-    ``k = 256, mean over release times``.
+    says so and lists every setting's verdict. A setting left inconclusive is named as undecided, not as a failure.
+    A setting's rows are combined like one sentence's clauses (``kinds.combine``). A row of a variant experiment
+    (``varied``, from ``variants``) is named with the variant: ``k = 256, mean over release times``.
     """
     others = rows[rows["setting"] != PAPER_SETTING]
     if others.empty:
@@ -141,13 +150,14 @@ def _robustness(rows: pd.DataFrame, verdict: str, varied: dict[str, str] | None 
         names.append(name if variant is None or variant == name else f"{variant}, {name}")
     by_name = {str(name): combine(list(group["verdict"]))
                for name, group in others.groupby(pd.Series(names, index=others.index), sort=False)}
-    if verdict not in ("confirmed", "not confirmed"):
+    if verdict not in DECIDED:
         every = "; ".join(f"{name}: {v}" for name, v in by_name.items())
         return f"not assessed: the paper's setting is {verdict} ({every})"
-    differ = "; ".join(f"{name}: {v}" for name, v in by_name.items() if v != verdict)
-    if not differ:
-        return "robust"
-    return f"fragile ({'fails' if verdict == 'confirmed' else 'differs'} at {differ})"
+    fails = "; ".join(f"{name}: {v}" for name, v in by_name.items() if v in DECIDED and v != verdict)
+    undecided = ", ".join(name for name, v in by_name.items() if v not in DECIDED)
+    if fails:
+        return f"fragile (fails at {fails})" + (f"; undecided at {undecided}" if undecided else "")
+    return f"undecided at {undecided}" if undecided else "robust"
 
 
 def first_page(tables: Path, figures: str = "figures") -> list[str]:
@@ -177,14 +187,26 @@ def first_page(tables: Path, figures: str = "figures") -> list[str]:
     return lines
 
 
-def release_note(horizon: int = 1 << 20) -> str:
-    """Where a stream length that is not a power of two enters: the release times of the mean over them."""
+def release_note(tables: Path, panel: str = "fig3b") -> str:
+    """Where a Figure 3 stream length that is not a power of two enters: the release times of the mean over them.
+
+    T is read from ``panel``'s table (the paper's 2^20); empty without one.
+    """
+    path = tables / f"{PANELS[panel][0]}.csv"
+    if not path.exists():
+        return ""
+    lengths = pd.read_csv(path, usecols=lambda c: c in {"length", "data.length"})
+    if lengths.empty or not lengths.notna().any().any():
+        return ""
+    horizon = int(lengths.max().max())
     times = release_times(horizon)
     odd = int(sum(t & (t - 1) != 0 for t in times.tolist()))
-    return (f"The paper's setting measures at T = 2^{horizon.bit_length() - 1} only, where a binary tree sums one "
-            f"node. Lengths that are not powers of two enter through the robustness setting 'mean over release "
-            f"times': {len(times)} prefixes from {int(times[0]):,} to T, {odd} of them not powers of two. No setting "
-            "at a single such length was registered, so there is no column for one.")
+    size = f"2^{horizon.bit_length() - 1}" if horizon & (horizon - 1) == 0 else f"{horizon:,}"
+    return (f"Figure 3's setting measures at T = {size} only, where a binary tree sums "
+            f"{bin(horizon).count('1')} node(s). Lengths that are not powers of two enter its verdicts through the "
+            f"robustness setting 'mean over release times': {len(times)} prefixes from {int(times[0]):,} to T, {odd} "
+            "of them not powers of two. No setting at a single such length was registered, so there is no column for "
+            "one. (Figure 4's stand-in has its own length, in its rows.)")
 
 
 def rule_notes(tables: Path) -> list[str]:
@@ -196,7 +218,7 @@ def rule_notes(tables: Path) -> list[str]:
     """
     margins, needs = slope_margins(tables), decision_needs(tables)
     return [generic_rule_paragraph(), "", *differences_table(tables), "", *margins, *([""] if margins else []),
-            f"Fig. 3(f) under the rule as written ({declared_trend(tables)}).", "", *needs, *([""] if needs else [])]
+            f"Fig. 3(f) under the rule as written ({declared_trend(tables)}).", "", *([needs, ""] if needs else [])]
 
 
 def experiment_rows(tables: Path, experiments: list[str], figures: str = "figures") -> list[str]:
@@ -330,7 +352,7 @@ def section(results_dir: Path, ref: str = "HEAD") -> list[str]:
     return ["## First page: Holland's figures, one row per panel and sentence", "",
             "Verdicts in the paper's setting (each sentence's clauses and checks combined); robustness columns beside "
             "them. Figure 4 runs on a synthetic stand-in for the CAIDA trace: those verdicts are their own tally. "
-            + release_note(), "",
+            + release_note(tables), "",
             *first_page(tables), "", *rule_notes(tables),
             heading, "",
             *changelog(old, now, sources, notes), ""]

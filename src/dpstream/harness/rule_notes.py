@@ -13,7 +13,6 @@ shown as history already has its final registered decision in ``looks.csv`` (its
 from __future__ import annotations
 
 import json
-import math
 import re
 import warnings
 from collections.abc import Callable
@@ -29,7 +28,7 @@ from dpstream.claims.registration import REGISTRATION, by_id, load, registration
 from dpstream.claims.registration import claim_ids as claim_ids_of
 from dpstream.claims.sequential import ALPHA, decide_trend, trial_slopes
 from dpstream.harness.experiments import composed_config, experiments_to_run, judge
-from dpstream.harness.registered import REFUSED_NOTE, is_registered, short
+from dpstream.harness.registered import REFUSED_NOTE, all_claims, is_registered, short
 from dpstream.plots.names import relabel
 from dpstream.registry import CONF_DIR
 
@@ -117,42 +116,58 @@ def analyst_audit_seeds(tables: Path) -> str:
     return lead + "Per s over the registered seeds: " + "; ".join(parts)
 
 
-def svt_c_seeds(tables: Path) -> str:
-    """svt_c per seed, from its pooled table: TM's growth over c and Sparse/TM at the largest c, for each k*.
+def _svt_c_arms(tables: Path) -> list[tuple[float, pd.DataFrame, pd.DataFrame]]:
+    """svt_c's (k*, ThresholdMonitor rows, Sparse rows) per k*, from its pooled table (none without one)."""
+    df = table_of(tables, "svt_c")
+    if df.empty:
+        return []
+    return [(float(block["k_star"].iloc[0]), block[block["mechanism.name"] == "svt_tm"],
+             block[block["mechanism.name"] == "svt_sparse"]) for _, block in df.groupby("k_star")]
 
-    The coded rules (``claims.svt._tm_flat``, ``_crossover``) read the pooled table as one table: TM's growth is the
-    max over min of every pooled row, which only grows as seeds are added, and Sparse/TM is the first pooled seed's.
-    Here each seed is judged on its own rows, and the per-c means are compared, beside what the pooled rows give.
+
+def svt_c_growth(tables: Path) -> str:
+    """TM's growth over c (svt_c#0) per seed and on the per-c means, beside the pooled rows' that the code reads.
+
+    The coded rule (``claims.svt._tm_flat``) takes the max over the min of every pooled row at a k*, which only grows
+    as seeds are added; each seed's own rows and the per-c means do not.
     """
     from dpstream.claims.svt import PAIR_TOL
 
-    df = table_of(tables, "svt_c")
-    if df.empty:
-        return "no table"
     parts = []
-    for k_star, block in df.groupby("k_star"):
-        tm, sp = block[block["mechanism.name"] == "svt_tm"], block[block["mechanism.name"] == "svt_sparse"]
-        per_seed = tm.groupby("seed")["emp_alpha"].max() / tm.groupby("seed")["emp_alpha"].min()
+    for k_star, tm, _ in _svt_c_arms(tables):
+        by_seed = tm.groupby("seed")["emp_alpha"]
+        per_seed = by_seed.max() / by_seed.min()
         means = tm.groupby("c")["emp_alpha"].mean()
+        theory = tm.groupby("c")["theory_alpha"].first()
+        parts.append(f"k* = {k_star:g}: x{per_seed.min():.3g}..x{per_seed.max():.3g} per seed ({len(per_seed)} "
+                     f"seeds), x{means.max() / means.min():.3g} on the per-c means, "
+                     f"x{tm['emp_alpha'].max() / tm['emp_alpha'].min():.3g} on all {len(tm)} pooled rows (allowed "
+                     f"x{float(theory.max() / theory.min()) * PAIR_TOL:.3g})")
+    return ("TM's growth over c: " + "; ".join(parts)) if parts else "no table"
+
+
+def svt_c_crossover(tables: Path) -> str:
+    """Sparse/TM at the largest c (svt_c#2) per seed, beside the first pooled seed's that the code reads."""
+    parts = []
+    for k_star, tm, sp in _svt_c_arms(tables):
         c_max = min(tm["c"].max(), sp["c"].max())
         ratio = (sp[sp["c"] == c_max].set_index("seed")["emp_alpha"]
                  / tm[tm["c"] == c_max].set_index("seed")["emp_alpha"]).dropna()
-        theory = tm.groupby("c")["theory_alpha"].first()
-        allowed = float(theory.max() / theory.min()) * PAIR_TOL
-        parts.append(f"k* = {k_star:g}: TM growth over c x{per_seed.min():.3g}..x{per_seed.max():.3g} per seed "
-                     f"({len(per_seed)} seeds), x{means.max() / means.min():.3g} on the per-c means, "
-                     f"x{tm['emp_alpha'].max() / tm['emp_alpha'].min():.3g} on all pooled rows (allowed "
-                     f"x{allowed:.3g}); Sparse/TM at c = "
-                     f"{c_max:.3g} x{ratio.min():.3g}..x{ratio.max():.3g} per seed, Sparse worse in "
-                     f"{int((ratio > 1).sum())} of {len(ratio)} seeds")
-    return "Per seed: " + "; ".join(parts)
+        first = tm.loc[tm["c"] == c_max, "seed"].iloc[0]  # the row the code reads: the table's first at c_max
+        if ratio.empty or first not in ratio.index:
+            continue
+        parts.append(f"k* = {k_star:g}: x{ratio[first]:.3g} at seed {int(first)} (read by the code), "
+                     f"x{ratio.min():.3g}..x{ratio.max():.3g} over {len(ratio)} seeds, Sparse worse in "
+                     f"{int((ratio > 1).sum())}")
+    return ("Sparse/TM at the largest c: " + "; ".join(parts)) if parts else "no table"
 
 
 def skew_log_change(tables: Path) -> str:
     """fig3d under its registered reading: every pair's paired difference of ln(ARE_first / ARE_last) over skew.
 
-    The registration writes the rule on the ln ARE change with a smallest effect of 0.1 (ln 1.1); the lower 95% t
-    bound of each pair's mean difference is set against it. A labelled note that decides nothing.
+    The registration writes the rule on the ln ARE change with a smallest effect of 0.1 (ln 1.1), Holm over the
+    pairs; each pair's one-sided t lower bound at 2.5% / (number of pairs) (Bonferroni, at least as strict as Holm:
+    every bound above the margin means Holm rejects every pair too) is set against it. A note that decides nothing.
     """
     from scipy import stats
 
@@ -165,14 +180,16 @@ def skew_log_change(tables: Path) -> str:
     margin = float(entry["smallest_effect"]["value"])
     pairs = [(p, b) for p in PRIVATE for b in NON_PRIVATE] + [("cs", "cms")]
     change = {m: _log_ratio(df, m, "data.skew") for m in {m for pair in pairs for m in pair}}
+    level = ALPHA / 2 / len(pairs)
     lows = {}
     for a, b in pairs:
         d = (change[b] - change[a]).to_numpy(dtype=np.float64)
-        lows[f"{NAMES[a]} vs {NAMES[b]}"] = d.mean() - stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+        lows[f"{NAMES[a]} vs {NAMES[b]}"] = d.mean() - stats.t.ppf(1 - level, len(d) - 1) * d.std(ddof=1) / np.sqrt(
+            len(d))
     low = min(lows, key=lambda k: lows[k])
-    return (f"Under the registered reading: the lower 95% bound of each pair's mean difference of ln(ARE_first / "
-            f"ARE_last) exceeds {margin:g} for {sum(v > margin for v in lows.values())} of {len(lows)} pairs; the "
-            f"least is {low}, {lows[low]:.3g}")
+    return (f"Under the registered reading: the one-sided lower bound (level {level:.2g} a pair, Bonferroni over "
+            f"{len(pairs)} pairs) of each pair's mean difference of ln(ARE_first / ARE_last) exceeds {margin:g} for "
+            f"{sum(v > margin for v in lows.values())} of {len(lows)} pairs; the least is {low}, {lows[low]:.3g}")
 
 
 def recall_domain(tables: Path) -> str:
@@ -225,16 +242,16 @@ DIFFERENCES = (
         family="location", evidence=analyst_audit_seeds),
     RuleDifference(
         ("svt_c#0",), "src/dpstream/claims/svt.py", 134, 'growth, allowed = _ratio(tm["emp_alpha"])',
-        "the text registers a per-trial location rule; the code judges the pooled table of 12 seeds as one table: "
-        "TM's growth over c is the max over the min of all 72 pooled rows at a k*, a statistic that only grows as "
-        "seeds are added, against theory's growth times PAIR_TOL = 1.21",
-        ("dpstream.claims.svt", "PAIR_TOL", 1.1**2), family="location", evidence=svt_c_seeds),
+        "the text registers a per-trial location rule; the code judges the pooled seeds as one table: TM's growth "
+        "over c is the max over the min of every pooled row at a k*, a statistic that only grows as seeds are "
+        "added, against theory's growth times PAIR_TOL = 1.21",
+        ("dpstream.claims.svt", "PAIR_TOL", 1.1**2), family="location", evidence=svt_c_growth),
     RuleDifference(
         ("svt_c#2",), "src/dpstream/claims/svt.py", 181, 'a_tm = tm.loc[tm["c"] == c_max, "emp_alpha"].iloc[0]',
         "the text registers a per-trial location rule; the code reads Sparse/TM at the largest c from the first "
-        "pooled seed's rows (seed 3) alone, with a fixed band of PAIR_TOL = 1.21 either way that no number of trials "
+        "pooled seed's rows alone, with a fixed band of PAIR_TOL = 1.21 either way that no number of trials "
         "narrows, and its 'Sparse worse from c' merges every TM row with every Sparse row at a c",
-        ("dpstream.claims.svt", "PAIR_TOL", 1.1**2), family="location", evidence=svt_c_seeds),
+        ("dpstream.claims.svt", "PAIR_TOL", 1.1**2), family="location", evidence=svt_c_crossover),
     RuleDifference(
         ("fig3d#0",), "src/dpstream/claims/sketch.py", 282, "return [more_for_claim(df, '\"Skew has the largest",
         "the text registers every pairwise difference of the ln ARE change over skew, each at least 0.1 (ln 1.1); "
@@ -385,6 +402,8 @@ def slope_margins(tables: Path, path: Path = REGISTRATION) -> list[str]:
         if str(x) not in grid.columns:
             continue
         low, high = float(grid[str(x)].min()), float(grid[str(x)].max())
+        if not 0 < low < high:
+            continue  # a grid of one value, or reaching 0, has no span on a log axis
         span, slope = np.log(high / low), float(effect["value"])
         used = "its refutation margin" if entry["rule"].get("sequential") else "not used (fixed-sample, coded rule)"
         rows.append(f"| {entry['id']} | {x} {low:g}..{high:g} | {slope:g} | x{np.exp(slope * span):.3g} | "
@@ -492,77 +511,51 @@ def constructed(claims: pd.DataFrame, table: pd.DataFrame, exp: str, results: Pa
 
 
 NEEDED = re.compile(r"a decision needs about (\d+) trials")
-DECIDING = re.compile(r"effect at the deciding point[^:]*:[^\[;]*?([-+]?\d[\d.e+-]*) \[([-+]?\d[\d.e+-]*), "
-                      r"([-+]?\d[\d.e+-]*)\]")
+POOLED = re.compile(r"(\d+) pooled trials")
 
 
-def trials_needed(measured: str, trials: int, invariant: bool) -> str:
-    """What an undecided registered verdict would need, from its ``measured`` text at ``trials`` pooled trials.
+def trials_needed(measured: str, entry: dict[str, Any]) -> str:
+    """What an undecided registered claim would need, as its registered rule can say it (``entry``: its registration).
 
-    In order: the sequential rule's own estimate; none, when the rule gives the same verdict and measurement with every
-    trial replaced by one (``invariant``: no number of trials moves it); a post-hoc estimate from the deciding point's
-    95% interval, n (half-width / |estimate|)^2, the trials at which that interval would exclude 0 were the measured
-    effect and spread the true ones; else no estimate.
+    A sequential rule estimates the trials itself (``measured``); a check the registration declares unable to fail,
+    or that holds by construction, no number of trials decides; any other rule is fixed-sample, and its registration
+    states no per-trial test to power, so there is no estimate (none is made up after the run).
     """
     if m := NEEDED.search(measured):
-        return f"about {m[1]} trials in all (the sequential rule's estimate)"
-    if invariant:
-        return "no number of trials: the rule gives the same verdict and measurement with every trial replaced by one"
-    if m := DECIDING.search(measured):
-        estimate, low, high = (float(v) for v in m.groups())
-        if low > 0 or high < 0:
-            return (f"no estimate: the deciding point's interval {estimate:+.3g} [{low:+.3g}, {high:+.3g}] excludes 0 "
-                    "already; the rule's other conditions leave it undecided")
-        if estimate != 0 and high > low:
-            need = math.ceil(trials * ((high - low) / 2 / abs(estimate)) ** 2)
-            return (f"about {need} trials (post hoc: where the deciding point's interval "
-                    f"{estimate:+.3g} [{low:+.3g}, {high:+.3g}] would exclude 0, its effect and spread held fixed)")
-    return "no estimate: the rule states no per-trial effect with an interval"
+        return f"about {m[1]} trials in all (the registered sequential rule's estimate)"
+    if str(entry.get("kind_reason", "")).startswith(CANNOT_FAIL) or "holds by construction" in measured:
+        return BY_CONSTRUCTION_NEED
+    return NO_ESTIMATE
 
 
-def decision_needs(tables: Path) -> list[str]:
-    """Markdown lines: every registered claim left inconclusive, its trials and what a decision would need.
+BY_CONSTRUCTION_NEED = "none: they hold by construction, so only a failure (a bug) would decide them"
+NO_ESTIMATE = ("no estimate: fixed-sample rules whose registration states no per-trial test to power (the trials they "
+               "would need are not computed after the run)")
 
-    ``trials_needed`` per claim; the ``invariant`` test judges the experiment's table with every trial replaced by
-    its first and by its last (``one_trial``), as ``constructed`` does. Estimates are descriptive: no verdict moves.
-    """
-    from dpstream.harness.registered import all_claims
 
+def decision_needs(tables: Path) -> str:
+    """A paragraph: the registered claims left inconclusive, grouped by ``trials_needed``, with their pooled trials."""
     shown = all_claims(tables)
     if shown.empty:
-        return []
+        return ""
     undecided = shown[shown["label"].map(is_registered).astype(bool) & (shown["verdict"] == "inconclusive")]
-    rows = []
-    for exp, claims in undecided.groupby("experiment", sort=True):
-        table = table_of(tables, str(exp))
-        every = pd.read_csv(tables / f"{exp}.claims.csv", keep_default_na=False)
-        ids = claim_ids_of(str(exp), every)
-        same = _invariant(table, str(exp), tables.parent, len(every))
-        for _, r in claims.iterrows():
-            k = ids.index(str(r["id"])) if str(r["id"]) in ids else -1
-            trials = int(m[1]) if (m := re.search(r"(\d+) pooled trials", str(r["measured"]))) else 0
-            need = trials_needed(str(r["measured"]), trials, k >= 0 and same[k])
-            rows.append(f"| {r['id']} | {r['kind']} | {trials} | {_cell(need)} |")
-    if not rows:
-        return []
-    return [f"**What the {len(rows)} registered claims left inconclusive would need** (descriptive: no verdict moves; "
-            "a new registration would have to state its own budget):", "",
-            "| claim | kind | pooled trials | a decision would need |", "|---|---|---|---|", *rows]
+    if undecided.empty:
+        return ""
+    entries = by_id()
+    groups: dict[str, list[str]] = {}
+    for _, r in undecided.sort_values("id", key=lambda ids: ids.map(_id_order)).iterrows():
+        measured = str(r["measured"])
+        trials = f"{m[1]} trials" if (m := POOLED.search(measured)) else "trials not stated"
+        need = trials_needed(measured, entries.get(str(r["id"]), {}))
+        groups.setdefault(need, []).append(f"{r['id']} ({trials})")
+    parts = [f"{len(ids)}: {need}: {', '.join(ids)}" for need, ids in groups.items()]
+    return (f"**What the {len(undecided)} registered claims left inconclusive would need.** " + "; ".join(parts)
+            + ".")
 
 
-def _invariant(table: pd.DataFrame, exp: str, results: Path, n: int) -> list[bool]:
-    """Per claims row of ``exp``: its verdict and measurement are those of the table with every trial one trial."""
-    spec = next((s for s in experiments_to_run(composed_config(results, exp), CONF_DIR) if s["id"] == exp), None)
-    if spec is None or table.empty or "trial" not in table.columns or table["trial"].nunique() < 2:
-        return [False] * n
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # zero-spread tables warn in scipy
-        real = judge(spec, table)
-        copies = [judge(spec, t) if (t := one_trial(table, which)) is not None else None for which in (0, -1)]
-    if real is None or len(real) != n or any(c is None or len(c) != n for c in copies):
-        return [False] * n
-    return [all(c is not None and (c["verdict"].iloc[k], c["measured"].iloc[k])
-                == (real["verdict"].iloc[k], real["measured"].iloc[k]) for c in copies) for k in range(n)]
+def _id_order(claim_id: str) -> tuple[str, int]:
+    exp, _, number = claim_id.rpartition("#")
+    return exp, int(number) if number.isdigit() else -1
 
 
 def table_of(tables: Path, exp: str) -> pd.DataFrame:
