@@ -134,3 +134,19 @@ def test_a_designed_input_is_not_called_real_data():
     assert "; real data (qr_fair); " in _setting(tables, "qr_error_vs_n_fair", THEORY_LANGUAGE)
     assert "; no input data; " in _setting(tables, "audit_power", THEORY_LANGUAGE)
     assert _setting(tables, "svt_c", THEORY_LANGUAGE).endswith(THEORY_LANGUAGE)
+
+
+def test_a_decided_verdict_on_rows_without_spread_is_called_a_deterministic_computation():
+    from dpstream.claims.core import ZERO_SPREAD
+    from dpstream.harness.first_page import deterministic
+
+    assert deterministic(pd.Series([f"min 1 (30 trials); {ZERO_SPREAD}"]), "confirmed").startswith("zero spread")
+    assert deterministic(pd.Series([f"min 1 (30 trials); {ZERO_SPREAD}"]), "inconclusive") == ""
+    assert deterministic(pd.Series(["mean -0.5 [-0.6, -0.4]"]), "confirmed") == ""
+    rows = first_page(RESULTS / "tables")
+    spread = [r for r in rows if "zero spread over the trials" in r]
+    claims = pd.concat([pd.read_csv(f, keep_default_na=False) for f in (RESULTS / "tables").glob("fig*.claims.csv")])
+    flat = claims[claims["measured"].str.contains(ZERO_SPREAD, regex=False)
+                  & claims["verdict"].isin(["confirmed", "not confirmed"])]
+    assert len(spread) >= 1 and all("**inconclusive**" not in r for r in spread)
+    assert not flat.empty  # the committed tables hold such a verdict (fig4e's precision at 1)

@@ -21,6 +21,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from dpstream.claims.core import ZERO_SPREAD
+from dpstream.claims.decide import DETERMINISTIC
+from dpstream.claims.heavy_hitters import DETERMINISTIC as HH_DETERMINISTIC
 from dpstream.claims.kinds import PAPER, PAPER_SETTING, classify, combine
 from dpstream.claims.registration import load
 from dpstream.harness.registered import combined, is_registered, labels, looks_of, table_rows
@@ -160,6 +163,18 @@ def _robustness(rows: pd.DataFrame, verdict: str, varied: dict[str, str] | None 
     return f"undecided at {undecided}" if undecided else "robust"
 
 
+ZERO_SPREAD_TEXTS = (ZERO_SPREAD, HH_DETERMINISTIC.strip(" []"), DETERMINISTIC.split(" (")[0])
+"""What the claims functions write where a point has no spread over the trials (``claims.core``, ``heavy_hitters``,
+``decide``)."""
+
+
+def deterministic(measured: pd.Series, verdict: str) -> str:
+    """The note beside a decided verdict that a clause's rows have no spread: a deterministic computation, no test."""
+    if verdict not in DECIDED or not any(t in str(m) for m in measured for t in ZERO_SPREAD_TEXTS):
+        return ""
+    return "zero spread over the trials: a deterministic computation on this data, not a test"
+
+
 def first_page(tables: Path, figures: str = "figures") -> list[str]:
     """The Markdown lines of the first page (one row per panel and sentence)."""
     entries = {c["id"]: c for c in load()["claims"]}
@@ -176,7 +191,8 @@ def first_page(tables: Path, figures: str = "figures") -> list[str]:
                 continue
             verdict = combine(list(decisive["verdict"]))
             ids, sources = [str(i) for i in decisive["id"]], list(decisive["label"])
-            source = "; ".join(x for x in (combined(sources), awaiting(ids, sources, looks), flag(ids)) if x)
+            source = "; ".join(x for x in (combined(sources), awaiting(ids, sources, looks), flag(ids),
+                                           deterministic(decisive["measured"], verdict)) if x)
             entry = entries[str(decisive["id"].iloc[0])]
             deviation = "; ".join(d for d in (entry.get("underspecified"), "judged on a synthetic stand-in (its own "
                                               "tally)" if entry.get("data") else "") if d)
