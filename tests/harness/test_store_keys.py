@@ -146,8 +146,6 @@ WRITTEN_UNDER = {
     # Tables written before their trial function's declared row columns changed: their rows are keyed by the
     # declaration they were written under, and the next run recomputes them (by design, ``trials.row_schema``). Their
     # keys are checked with that declaration's digest, and must not reproduce under the current one.
-    "fig3a": "b57916c7",  # trials.sketch
-    **dict.fromkeys(("fig4e", "fig4f"), "417025cd"),  # trials.heavy_hitters
     # fig4a-c: the seed-0 verify run's rows (7db20ad; the three panels share their 60 trials), keyed like the other
     # Fig. 4 tables; they reproduce once the timing reference's literal key mechanism.k_tilde is read as one key
     **dict.fromkeys(("fig4a", "fig4b", "fig4c"), "417025cd"),  # trials.heavy_hitters
