@@ -192,6 +192,23 @@ def skew_log_change(tables: Path) -> str:
             f"{sum(v > margin for v in lows.values())} of {len(lows)} pairs; the least is {low}, {lows[low]:.3g}")
 
 
+def flat_intervals(tables: Path) -> str:
+    """fig3a#0's interleaved rows: how many intervals lie inside the band, straddle an edge or lie outside it."""
+    from dpstream.claims.sketch import FLAT_TIME
+
+    df = table_of(tables, "fig3a")
+    if df.empty or "interleaved_ratio" not in df.columns:
+        return "no interleaved rows"
+    rows = df[df["mechanism.name"].isin(("cms", "cs", "lazycms", "lazycs"))].dropna(subset=["interleaved_ratio"])
+    low, high = 1 / FLAT_TIME, FLAT_TIME
+    inside = (rows["interleaved_low"] >= low) & (rows["interleaved_high"] <= high)
+    outside = (rows["interleaved_high"] < low) | (rows["interleaved_low"] > high)
+    ratio = rows["interleaved_ratio"]
+    return (f"Of {len(rows)} rows ({rows['trial'].nunique()} trials x sketch x memory), {int(inside.sum())} intervals "
+            f"lie inside {low:.3g}..{high:g}, {int((~inside & ~outside).sum())} straddle an edge, {int(outside.sum())} "
+            f"lie outside; every ratio itself is within x{ratio.min():.3g}..x{ratio.max():.3g}")
+
+
 def recall_domain(tables: Path) -> str:
     """fig4d per eps: the least and greatest recall over trials, against both readings' domains (1, and 0.95)."""
     df = table_of(tables, "fig4d")
@@ -258,6 +275,13 @@ DIFFERENCES = (
         "the code (more_for_claim, MORE_FOR) tests the paired per-trial fraction of the ARE removed between the first "
         "and last skew, below 0 for every pair with no smallest size", family="every point",
         evidence=skew_log_change),
+    RuleDifference(
+        ("fig3a#0",), "src/dpstream/claims/core.py", 437, 'results.append(True if lo <= r["interleaved_low"]',
+        "the text registers a location test of each trial's ln spread of time over memory, margin ln 1.5; the code "
+        "(timing_claim) confirms only when every row's interleaved interval (each trial, sketch and memory) lies "
+        "inside 1 / FLAT_TIME..FLAT_TIME = 1.5, so each pooled trial adds rows that must all lie inside, and a "
+        "single interval over an edge leaves it inconclusive", ("dpstream.claims.sketch", "FLAT_TIME", 1.5),
+        family="location", evidence=flat_intervals),
     RuleDifference(
         ("fig4d#2",), "src/dpstream/claims/heavy_hitters.py", 366, 'full = [e for e in points if all_one(',
         "the text registers the ln spread of ARE over the eps with recall >= 0.95, margin ln 1.5; the code takes the "
