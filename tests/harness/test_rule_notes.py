@@ -272,3 +272,14 @@ def test_every_undecided_registered_claim_says_what_a_decision_would_need():
     assert f"What the {len(undecided)} registered claims" in text
     assert "about 333 trials in all (the registered sequential rule's estimate): fig3b#2 (60 trials)" in text
     assert re.search(r"hold by construction[^;]*svt_c#3 \(12 trials\)", text)
+
+
+def test_the_skew_note_reads_the_ln_change_the_claims_function_reports():
+    from dpstream.claims.sketch import _log_ratio
+    from dpstream.harness.rule_notes import _ln_change
+
+    df = pd.read_csv(TABLES / "fig3d.csv", low_memory=False)
+    for mech in ("lazycms", "cs"):
+        coded = _log_ratio(df, mech, "data.skew").to_numpy(dtype=float)
+        mine = _ln_change(df[df["mechanism.name"] == mech], "data.skew").to_numpy(dtype=float)
+        assert np.allclose(np.sort(mine), np.sort(coded), rtol=1e-12, atol=0)

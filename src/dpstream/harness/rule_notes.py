@@ -171,7 +171,7 @@ def skew_log_change(tables: Path) -> str:
     """
     from scipy import stats
 
-    from dpstream.claims.sketch import NAMES, NON_PRIVATE, PRIVATE, _log_ratio
+    from dpstream.claims.sketch import NAMES, NON_PRIVATE, PRIVATE
 
     df = table_of(tables, "fig3d")
     if df.empty:
@@ -179,7 +179,7 @@ def skew_log_change(tables: Path) -> str:
     entry = by_id()["fig3d#0"]
     margin = float(entry["smallest_effect"]["value"])
     pairs = [(p, b) for p in PRIVATE for b in NON_PRIVATE] + [("cs", "cms")]
-    change = {m: _log_ratio(df, m, "data.skew") for m in {m for pair in pairs for m in pair}}
+    change = {m: _ln_change(df[df["mechanism.name"] == m], "data.skew") for m in {m for pair in pairs for m in pair}}
     level = ALPHA / 2 / len(pairs)
     lows = {}
     for a, b in pairs:
@@ -207,6 +207,18 @@ def flat_intervals(tables: Path) -> str:
     return (f"Of {len(rows)} rows ({rows['trial'].nunique()} trials x sketch x memory), {int(inside.sum())} intervals "
             f"lie inside {low:.3g}..{high:g}, {int((~inside & ~outside).sum())} straddle an edge, {int(outside.sum())} "
             f"lie outside; every ratio itself is within x{ratio.min():.3g}..x{ratio.max():.3g}")
+
+
+def _ln_change(rows: pd.DataFrame, x: str) -> pd.Series:
+    """Per trial: ln(ARE_first / ARE_last) between the ends of the ``x`` grid.
+
+    Each ARE is floored at half the smallest non-zero ARE of ``rows``: an exact sketch's ARE of 0 would give an
+    infinite ratio.
+    """
+    are = rows.pivot_table(index="trial", columns=x, values="are_top15")
+    positive = rows.loc[rows["are_top15"] > 0, "are_top15"]
+    floor = 0.5 * float(positive.min()) if len(positive) else 1.0
+    return pd.Series(np.log(np.maximum(are.iloc[:, 0], floor) / np.maximum(are.iloc[:, -1], floor)), index=are.index)
 
 
 def recall_domain(tables: Path) -> str:
