@@ -64,7 +64,8 @@ def test_the_flag_stands_beside_exactly_the_flagged_verdicts():
         expected = any(quote in row for quote in ('"we observe a clear decrease', '"All variants show decreasing ARE '
                                                   'as depth', '"the influence of skew is still observable',
                                                   '"Skew has the largest effect', '"As recall approaches 1',
-                                                  'maintain constant throughput'))
+                                                  'maintain constant throughput',
+                                                  'update time remains relatively constant'))
         assert (FLAG in row) == expected, row[:120]
     for exp in ("fig3f", "fig3c"):
         lines = render([exp], TABLES).splitlines()[2:]
@@ -283,3 +284,15 @@ def test_the_skew_note_reads_the_ln_change_the_claims_function_reports():
         coded = _log_ratio(df, mech, "data.skew").to_numpy(dtype=float)
         mine = _ln_change(df[df["mechanism.name"] == mech], "data.skew").to_numpy(dtype=float)
         assert np.allclose(np.sort(mine), np.sort(coded), rtol=1e-12, atol=0)
+
+
+def test_interleaved_intervals_count_inside_straddling_and_outside_the_band(tmp_path):
+    from dpstream.harness.rule_notes import interleaved_intervals
+
+    pd.DataFrame({"mechanism.name": ["lazyhh", "lazyhh", "lazyhh", "cms"], "trial": [0, 1, 2, 0],
+                  "interleaved_ratio": [1.0, 1.4, 2.0, 5.0], "interleaved_low": [0.9, 1.3, 1.6, 4.0],
+                  "interleaved_high": [1.1, 1.6, 2.4, 6.0]}).to_csv(tmp_path / "fig4b.csv", index=False)
+    text = interleaved_intervals("fig4b", ("lazyhh",), 1.5)(tmp_path)
+    assert text.startswith("Of 3 rows (3 trials), 1 intervals lie inside 0.667..1.5, 1 straddle an edge, 1 lie outside")
+    assert text.endswith("within x1..x2")
+    assert interleaved_intervals("fig4a", ("lazyhh",), 1.5)(tmp_path) == "no interleaved rows"

@@ -23,10 +23,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpstream.claims.heavy_hitters import FLAT_TIME as HH_FLAT_TIME
 from dpstream.claims.nulls import CONFIG_PREFIXES, KEPT, measured_columns
 from dpstream.claims.registration import REGISTRATION, by_id, load, registration_hash
 from dpstream.claims.registration import claim_ids as claim_ids_of
 from dpstream.claims.sequential import ALPHA, decide_trend, trial_slopes
+from dpstream.claims.sketch import FLAT_TIME as SKETCH_FLAT_TIME
 from dpstream.harness.experiments import composed_config, experiments_to_run, judge
 from dpstream.harness.registered import REFUSED_NOTE, all_claims, is_registered, short
 from dpstream.plots.names import relabel
@@ -192,21 +194,35 @@ def skew_log_change(tables: Path) -> str:
             f"{sum(v > margin for v in lows.values())} of {len(lows)} pairs; the least is {low}, {lows[low]:.3g}")
 
 
-def flat_intervals(tables: Path) -> str:
-    """fig3a#0's interleaved rows: how many intervals lie inside the band, straddle an edge or lie outside it."""
-    from dpstream.claims.sketch import FLAT_TIME
+def interleaved_intervals(exp: str, mechanisms: tuple[str, ...], band: float) -> Callable[[Path], str]:
+    """Evidence for a flat-time claim of ``exp``: its interleaved intervals against the band 1/band..band.
 
-    df = table_of(tables, "fig3a")
-    if df.empty or "interleaved_ratio" not in df.columns:
-        return "no interleaved rows"
-    rows = df[df["mechanism.name"].isin(("cms", "cs", "lazycms", "lazycs"))].dropna(subset=["interleaved_ratio"])
-    low, high = 1 / FLAT_TIME, FLAT_TIME
-    inside = (rows["interleaved_low"] >= low) & (rows["interleaved_high"] <= high)
-    outside = (rows["interleaved_high"] < low) | (rows["interleaved_low"] > high)
-    ratio = rows["interleaved_ratio"]
-    return (f"Of {len(rows)} rows ({rows['trial'].nunique()} trials x sketch x memory), {int(inside.sum())} intervals "
-            f"lie inside {low:.3g}..{high:g}, {int((~inside & ~outside).sum())} straddle an edge, {int(outside.sum())} "
-            f"lie outside; every ratio itself is within x{ratio.min():.3g}..x{ratio.max():.3g}")
+    Over the rows of ``mechanisms``: how many intervals lie inside the band, straddle an edge or lie outside it.
+    """
+
+    def evidence(tables: Path) -> str:
+        df = table_of(tables, exp)
+        if df.empty or "interleaved_ratio" not in df.columns:
+            return "no interleaved rows"
+        rows = df[df["mechanism.name"].isin(mechanisms)].dropna(subset=["interleaved_ratio"])
+        if rows.empty:
+            return "no interleaved rows"
+        low, high = 1 / band, band
+        inside = (rows["interleaved_low"] >= low) & (rows["interleaved_high"] <= high)
+        outside = (rows["interleaved_high"] < low) | (rows["interleaved_low"] > high)
+        ratio = rows["interleaved_ratio"]
+        return (f"Of {len(rows)} rows ({rows['trial'].nunique()} trials), {int(inside.sum())} intervals lie inside "
+                f"{low:.3g}..{high:g}, {int((~inside & ~outside).sum())} straddle an edge, {int(outside.sum())} lie "
+                f"outside; every ratio itself is within x{ratio.min():.3g}..x{ratio.max():.3g}")
+
+    return evidence
+
+
+TIMING_BAND = ("the text registers a location test of each trial's ln spread of time over the grid, margin ln 1.5; "
+               "the code (timing_claim) confirms only when every row's interleaved interval (each trial and grid "
+               "point) lies inside 1 / FLAT_TIME..FLAT_TIME = 1.5, so each pooled trial adds rows that must all lie "
+               "inside, and a single interval over an edge leaves it inconclusive")
+"""The difference of every flat-time claim decided by ``claims.core.timing_claim``."""
 
 
 def _ln_change(rows: pd.DataFrame, x: str) -> pd.Series:
@@ -289,11 +305,12 @@ DIFFERENCES = (
         evidence=skew_log_change),
     RuleDifference(
         ("fig3a#0",), "src/dpstream/claims/core.py", 437, 'results.append(True if lo <= r["interleaved_low"]',
-        "the text registers a location test of each trial's ln spread of time over memory, margin ln 1.5; the code "
-        "(timing_claim) confirms only when every row's interleaved interval (each trial, sketch and memory) lies "
-        "inside 1 / FLAT_TIME..FLAT_TIME = 1.5, so each pooled trial adds rows that must all lie inside, and a "
-        "single interval over an edge leaves it inconclusive", ("dpstream.claims.sketch", "FLAT_TIME", 1.5),
-        family="location", evidence=flat_intervals),
+        TIMING_BAND, ("dpstream.claims.sketch", "FLAT_TIME", 1.5), family="location",
+        evidence=interleaved_intervals("fig3a", ("cms", "cs", "lazycms", "lazycs"), SKETCH_FLAT_TIME)),
+    RuleDifference(
+        ("fig4b#0",), "src/dpstream/claims/core.py", 437, 'results.append(True if lo <= r["interleaved_low"]',
+        TIMING_BAND, ("dpstream.claims.heavy_hitters", "FLAT_TIME", 1.5), family="location",
+        evidence=interleaved_intervals("fig4b", ("lazyhh",), HH_FLAT_TIME)),
     RuleDifference(
         ("fig4d#2",), "src/dpstream/claims/heavy_hitters.py", 366, 'full = [e for e in points if all_one(',
         "the text registers the ln spread of ARE over the eps with recall >= 0.95, margin ln 1.5; the code takes the "
