@@ -355,3 +355,8 @@ def noise_dominated_claim(df: pd.DataFrame, mech: str) -> Claim:
                  f"{NAMES[mech]})",
                  NOISE_DOMINATED.format(mech=NAMES[mech], lo=lo_eps, hi=hi_eps, span=hi_eps / lo_eps, r=NOISE_RATIO),
                  f"ARE(eps={lo_eps:g}) / ARE(eps={hi_eps:g}): {text}", verdict_of(holds))
+
+
+log_ratio = _log_ratio
+"""``_log_ratio`` for readers outside the claims (the rule notes); the claims functions keep the name their rule
+hashes cover."""

@@ -76,6 +76,10 @@ def panel_claims(tables: Path) -> dict[str, pd.DataFrame]:
     return out
 
 
+DESIGNED = re.compile(r"^synthetic:\s*false\s*#\s*a designed input", re.MULTILINE)
+"""How a data config says it is a designed input: the comment on its ``synthetic: false`` line."""
+
+
 @functools.cache
 def designed_inputs() -> frozenset[str]:
     """Names of the data configs that say they are a designed input, not real data (``conf/data``, their own words)."""
@@ -85,10 +89,6 @@ def designed_inputs() -> frozenset[str]:
         if DESIGNED.search(text):
             out.add(str(yaml.safe_load(text)["name"]))
     return frozenset(out)
-
-
-DESIGNED = re.compile(r"^synthetic:\s*false\s*#\s*a designed input", re.MULTILINE)
-"""How a data config says it is a designed input: the comment on its ``synthetic: false`` line."""
 
 
 def _setting(tables: Path, exp: str, language: str = LANGUAGE) -> str:

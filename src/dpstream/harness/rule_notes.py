@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
-from dpstream.claims.heavy_hitters import FLAT_TIME as HH_FLAT_TIME
 from dpstream.claims.nulls import CONFIG_PREFIXES, KEPT, measured_columns
 from dpstream.claims.registration import REGISTRATION, by_id, load, registration_hash
 from dpstream.claims.registration import claim_ids as claim_ids_of
 from dpstream.claims.sequential import ALPHA, decide_trend, trial_slopes
-from dpstream.claims.sketch import FLAT_TIME as SKETCH_FLAT_TIME
+from dpstream.claims.sketch import NAMES, NON_PRIVATE, PRIVATE, log_ratio
+from dpstream.claims.svt import PAIR_TOL
 from dpstream.harness.experiments import composed_config, experiments_to_run, judge
 from dpstream.harness.registered import REFUSED_NOTE, all_claims, is_registered, short
 from dpstream.plots.names import relabel
@@ -133,8 +134,6 @@ def svt_c_growth(tables: Path) -> str:
     The coded rule (``claims.svt._tm_flat``) takes the max over the min of every pooled row at a k*, which only grows
     as seeds are added; each seed's own rows and the per-c means do not.
     """
-    from dpstream.claims.svt import PAIR_TOL
-
     parts = []
     for k_star, tm, _ in _svt_c_arms(tables):
         by_seed = tm.groupby("seed")["emp_alpha"]
@@ -171,17 +170,13 @@ def skew_log_change(tables: Path) -> str:
     pairs; each pair's one-sided t lower bound at 2.5% / (number of pairs) (Bonferroni, at least as strict as Holm:
     every bound above the margin means Holm rejects every pair too) is set against it. A note that decides nothing.
     """
-    from scipy import stats
-
-    from dpstream.claims.sketch import NAMES, NON_PRIVATE, PRIVATE
-
     df = table_of(tables, "fig3d")
     if df.empty:
         return "no table"
     entry = by_id()["fig3d#0"]
     margin = float(entry["smallest_effect"]["value"])
     pairs = [(p, b) for p in PRIVATE for b in NON_PRIVATE] + [("cs", "cms")]
-    change = {m: _ln_change(df[df["mechanism.name"] == m], "data.skew") for m in {m for pair in pairs for m in pair}}
+    change = {m: log_ratio(df, m, "data.skew") for m in {m for pair in pairs for m in pair}}
     level = ALPHA / 2 / len(pairs)
     lows = {}
     for a, b in pairs:
@@ -218,23 +213,19 @@ def interleaved_intervals(exp: str, mechanisms: tuple[str, ...], band: float) ->
     return evidence
 
 
-TIMING_BAND = ("the text registers a location test of each trial's ln spread of time over the grid, margin ln 1.5; "
-               "the code (timing_claim) confirms only when every row's interleaved interval (each trial and grid "
-               "point) lies inside 1 / FLAT_TIME..FLAT_TIME = 1.5, so each pooled trial adds rows that must all lie "
-               "inside, and a single interval over an edge leaves it inconclusive")
-"""The difference of every flat-time claim decided by ``claims.core.timing_claim``."""
+def timing_band(claim_id: str, mechanisms: tuple[str, ...], module: str, flat_time: float) -> RuleDifference:
+    """The difference of a flat-time claim decided by ``claims.core.timing_claim`` with ``module``'s FLAT_TIME.
 
-
-def _ln_change(rows: pd.DataFrame, x: str) -> pd.Series:
-    """Per trial: ln(ARE_first / ARE_last) between the ends of the ``x`` grid.
-
-    Each ARE is floored at half the smallest non-zero ARE of ``rows``: an exact sketch's ARE of 0 would give an
-    infinite ratio.
+    Registered as a location test of each trial's ln spread; coded as every row's interleaved interval inside the
+    band. The evidence counts the intervals of ``mechanisms`` in the claim's experiment (``interleaved_intervals``).
     """
-    are = rows.pivot_table(index="trial", columns=x, values="are_top15")
-    positive = rows.loc[rows["are_top15"] > 0, "are_top15"]
-    floor = 0.5 * float(positive.min()) if len(positive) else 1.0
-    return pd.Series(np.log(np.maximum(are.iloc[:, 0], floor) / np.maximum(are.iloc[:, -1], floor)), index=are.index)
+    return RuleDifference(
+        (claim_id,), "src/dpstream/claims/core.py", 437, 'results.append(True if lo <= r["interleaved_low"]',
+        "the text registers a location test of each trial's ln spread of time over the grid, margin ln 1.5; the code "
+        "(timing_claim) confirms only when every row's interleaved interval (each trial and grid point) lies inside "
+        f"1 / FLAT_TIME..FLAT_TIME = {flat_time:g}, so each pooled trial adds rows that must all lie inside, and a "
+        "single interval over an edge leaves it inconclusive", (module, "FLAT_TIME", flat_time), family="location",
+        evidence=interleaved_intervals(claim_id.rsplit("#", 1)[0], mechanisms, flat_time))
 
 
 def recall_domain(tables: Path) -> str:
@@ -303,14 +294,8 @@ DIFFERENCES = (
         "the code (more_for_claim, MORE_FOR) tests the paired per-trial fraction of the ARE removed between the first "
         "and last skew, below 0 for every pair with no smallest size", family="every point",
         evidence=skew_log_change),
-    RuleDifference(
-        ("fig3a#0",), "src/dpstream/claims/core.py", 437, 'results.append(True if lo <= r["interleaved_low"]',
-        TIMING_BAND, ("dpstream.claims.sketch", "FLAT_TIME", 1.5), family="location",
-        evidence=interleaved_intervals("fig3a", ("cms", "cs", "lazycms", "lazycs"), SKETCH_FLAT_TIME)),
-    RuleDifference(
-        ("fig4b#0",), "src/dpstream/claims/core.py", 437, 'results.append(True if lo <= r["interleaved_low"]',
-        TIMING_BAND, ("dpstream.claims.heavy_hitters", "FLAT_TIME", 1.5), family="location",
-        evidence=interleaved_intervals("fig4b", ("lazyhh",), HH_FLAT_TIME)),
+    timing_band("fig3a#0", ("cms", "cs", "lazycms", "lazycs"), "dpstream.claims.sketch", 1.5),
+    timing_band("fig4b#0", ("lazyhh",), "dpstream.claims.heavy_hitters", 1.5),
     RuleDifference(
         ("fig4d#2",), "src/dpstream/claims/heavy_hitters.py", 366, 'full = [e for e in points if all_one(',
         "the text registers the ln spread of ARE over the eps with recall >= 0.95, margin ln 1.5; the code takes the "
@@ -595,8 +580,9 @@ def decision_needs(tables: Path) -> str:
     if undecided.empty:
         return ""
     entries = by_id()
+    rank = {claim_id: k for k, claim_id in enumerate(entries)}  # the registration's order
     groups: dict[str, list[str]] = {}
-    for _, r in undecided.sort_values("id", key=lambda ids: ids.map(_id_order)).iterrows():
+    for _, r in undecided.sort_values("id", key=lambda ids: ids.map(rank)).iterrows():
         measured = str(r["measured"])
         trials = f"{m[1]} trials" if (m := POOLED.search(measured)) else "trials not stated"
         need = trials_needed(measured, entries.get(str(r["id"]), {}))
@@ -604,11 +590,6 @@ def decision_needs(tables: Path) -> str:
     parts = [f"{len(ids)}: {need}: {', '.join(ids)}" for need, ids in groups.items()]
     return (f"**What the {len(undecided)} registered claims left inconclusive would need.** " + "; ".join(parts)
             + ".")
-
-
-def _id_order(claim_id: str) -> tuple[str, int]:
-    exp, _, number = claim_id.rpartition("#")
-    return exp, int(number) if number.isdigit() else -1
 
 
 def table_of(tables: Path, exp: str) -> pd.DataFrame:
