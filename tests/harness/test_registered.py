@@ -81,7 +81,7 @@ def test_a_rendered_verdict_block_shows_history_for_a_forged_registered_claims_f
     block = render(["x"], tables)
     assert "**confirmed** | history, seed 0" in block and "registered, look" not in block
     rows(7).to_csv(tables / "x.csv", index=False)
-    assert "**confirmed** | registered, look 3, 30 trials |" in render(["x"], tables)
+    assert "**confirmed** | registered, look 3, 30 trials" in render(["x"], tables)  # then any flag of its rule
 
 
 def test_committed_registered_verdicts_are_the_final_records_of_looks_csv():

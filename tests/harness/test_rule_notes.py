@@ -65,7 +65,9 @@ def test_the_flag_stands_beside_exactly_the_flagged_verdicts():
                                                   'as depth', '"the influence of skew is still observable',
                                                   '"Skew has the largest effect', '"As recall approaches 1',
                                                   'maintain constant throughput',
-                                                  'update time remains relatively constant'))
+                                                  'update time remains relatively constant',
+                                                  'linear increase in update time', 'precision remains',
+                                                  'eventually reaching 1', 'recall reaches 1 once'))
         assert (FLAG in row) == expected, row[:120]
     for exp in ("fig3f", "fig3c"):
         lines = render([exp], TABLES).splitlines()[2:]
@@ -291,3 +293,41 @@ def test_the_skew_note_bounds_the_ln_change_the_claims_function_reports():
         lows.append(d.mean() - stats.t.ppf(1 - 0.025 / len(pairs), d.size - 1) * d.std(ddof=1) / np.sqrt(d.size))
     assert skew_log_change(TABLES).endswith(f", {min(lows):.3g}")
     assert f"exceeds 0.1 for {sum(v > 0.1 for v in lows)} of {len(pairs)} pairs" in skew_log_change(TABLES)
+
+
+def test_the_per_seed_verdicts_judge_each_seed_apart_and_kcap_is_refuted_by_pooling_alone():
+    """svt_kcap#1 per seed, recomputed from its steps; pooled, adjacent replicates of one cap fail the x1.21 step."""
+    from dpstream.claims.svt import PAIR_TOL
+    from dpstream.harness.rule_notes import per_seed, pooling, seed_verdicts
+
+    df = pd.read_csv(TABLES / "svt_kcap.csv", low_memory=False)
+    tm = df[(df["mechanism.name"] == "svt_tm") & (df["k"] >= df["k_star"])]
+    rising = [bool((g.sort_values("k")["emp_alpha"].pct_change().dropna() > PAIR_TOL - 1).all())
+              for _, g in tm.groupby("seed")]
+    assert f"svt_kcap#1: confirmed at {sum(rising)} of {len(rising)} seeds" in per_seed(("svt_kcap#1",))(TABLES)
+    pooled = tm.sort_values("k", kind="stable")["emp_alpha"].to_numpy()
+    assert (pooled[1:] <= PAIR_TOL * pooled[:-1]).any()
+    claims = pd.read_csv(TABLES / "svt_kcap.claims.csv", keep_default_na=False).set_index("id")
+    assert claims.loc["svt_kcap#1", "verdict"] == "not confirmed" and sum(rising) == len(rising)
+    paragraph = pooling(TABLES)
+    assert paragraph.startswith(f"**{sum(len(d.claims) for d in DIFFERENCES if d.pooled)} registered claims")
+    assert f"svt_kcap#1 (not confirmed pooled; alone: confirmed at {len(rising)} of {len(rising)} seeds)" in paragraph
+    for d in DIFFERENCES:
+        for claim_id in d.claims:
+            exp = claim_id.rsplit("#", 1)[0]
+            counts = seed_verdicts(TABLES, exp).get(claim_id)
+            if counts is not None:  # every seed of the table judged once
+                assert sum(counts.values()) == pd.read_csv(TABLES / f"{exp}.csv", usecols=["seed"])["seed"].nunique()
+
+
+def test_the_per_seed_verdicts_follow_the_table_they_read(tmp_path):
+    from dpstream.harness.rule_notes import seed_verdicts
+
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    df = pd.read_csv(TABLES / "svt_order.csv", low_memory=False)
+    df.to_csv(tables / "svt_order.csv", index=False)
+    assert sum(seed_verdicts(tables, "svt_order")["svt_order#1"].values()) == df["seed"].nunique()
+    df[df["seed"] == df["seed"].min()].to_csv(tables / "svt_order.csv", index=False)
+    assert sum(seed_verdicts(tables, "svt_order")["svt_order#1"].values()) == 1
+    assert seed_verdicts(tables, "no_such_experiment") == {}

@@ -35,6 +35,7 @@ from dpstream.harness.rule_notes import (
     differences_table,
     flag,
     generic_rule_paragraph,
+    pooling,
     slope_margins,
     table_of,
 )
@@ -228,12 +229,14 @@ def release_note(tables: Path, panel: str = "fig3b") -> str:
 def rule_notes(tables: Path) -> list[str]:
     """The first page's notes on the registration's rule texts (``dpstream.harness.rule_notes``).
 
-    The generic descriptions, the written rules the code does not apply (``DIFFERENCES``), what the registered
+    The generic descriptions, the written rules the code does not apply (``DIFFERENCES``) and among them those that
+    read the pooled seeds as one table (``pooling``), what the registered
     smallest slope means on each trend claim's grid (``slope_margins``), labelled as not registered, Fig. 3(f)'s
     written rule on its table, and what each undecided registered claim would need (``decision_needs``).
     """
     margins, needs = slope_margins(tables), decision_needs(tables)
-    return [generic_rule_paragraph(), "", *differences_table(tables), "", *margins, *([""] if margins else []),
+    return [generic_rule_paragraph(), "", *differences_table(tables), "", pooling(tables), "", *margins,
+            *([""] if margins else []),
             f"Fig. 3(f) under the rule as written ({declared_trend(tables)}).", "", *([needs, ""] if needs else [])]
 
 

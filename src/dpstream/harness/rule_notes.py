@@ -4,17 +4,22 @@ The registration (``results/preregistration.yaml``) describes each claim's rule 
 effect); the decision is fixed by the code its ``rule_hash`` covers. ``DIFFERENCES`` lists the registered claims whose
 written rule differs from the code that decides them, each with the file and line of the coded rule and the
 difference in one line (``tests/harness/test_rule_notes.py`` checks that the line and the constant are what the entry
-says). Nothing here re-decides a claim: the verdicts stay those of the coded rule. ``generic_rule_paragraph`` counts
-the claims registered with a placeholder rule description; ``declared_trend`` computes, as a labelled sensitivity note
-that decides nothing, what Fig. 3(f)'s written trend rule gives on the committed table. ``awaiting`` says when a claim
-shown as history already has its final registered decision in ``looks.csv`` (its experiment not adopted yet).
+says). A coded rule that reads the pooled seeds as one table (the max over the min of every row, a condition every row
+must meet, steps between adjacent rows, one row read at each end) is listed with its verdict on each master seed apart
+(``per_seed``), beside the pooled verdict it keeps. Nothing here re-decides a claim: the verdicts stay those of the
+coded rule. ``generic_rule_paragraph`` counts the claims registered with a placeholder rule description;
+``declared_trend`` computes, as a labelled sensitivity note that decides nothing, what Fig. 3(f)'s written trend rule
+gives on the committed table. ``awaiting`` says when a claim shown as history already has its final registered decision
+in ``looks.csv`` (its experiment not adopted yet).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from dpstream.claims.core import VERDICTS
 from dpstream.claims.nulls import CONFIG_PREFIXES, KEPT, measured_columns
 from dpstream.claims.registration import REGISTRATION, by_id, load, registration_hash
 from dpstream.claims.registration import claim_ids as claim_ids_of
@@ -53,6 +59,8 @@ class RuleDifference:
     """The rule family the registration writes for these claims (checked by the test)."""
     evidence: Callable[[Path], str] | None = None
     """What the committed tables show per trial where the coded rule reads less of them (``tables`` -> text)."""
+    pooled: bool = False
+    """The coded rule reads the pooled seeds as one table: its statistic moves with their number (``pooling``)."""
 
     @property
     def where(self) -> str:
@@ -189,6 +197,14 @@ def skew_log_change(tables: Path) -> str:
             f"{sum(v > margin for v in lows.values())} of {len(lows)} pairs; the least is {low}, {lows[low]:.3g}")
 
 
+TM_GROWTH = "TM's growth over c is the max over the min of every pooled row at a k*"
+THEORY_GROWTH = "theory's growth times PAIR_TOL = 1.21"
+TIMING_ROW = 'results.append(True if lo <= r["interleaved_low"]'
+"""The line of ``claims.core.timing_claim`` that decides each row."""
+RECALL_ROW = "results = [all_one(_at(df, y, {x: v})) for v in points]"
+"""The line of ``claims.heavy_hitters._recall_one`` that decides each point."""
+
+
 def interleaved_intervals(exp: str, mechanisms: tuple[str, ...], band: float) -> Callable[[Path], str]:
     """Evidence for a flat-time claim of ``exp``: its interleaved intervals against the band 1/band..band.
 
@@ -220,12 +236,12 @@ def timing_band(claim_id: str, mechanisms: tuple[str, ...], module: str, flat_ti
     band. The evidence counts the intervals of ``mechanisms`` in the claim's experiment (``interleaved_intervals``).
     """
     return RuleDifference(
-        (claim_id,), "src/dpstream/claims/core.py", 437, 'results.append(True if lo <= r["interleaved_low"]',
+        (claim_id,), "src/dpstream/claims/core.py", 437, TIMING_ROW,
         "the text registers a location test of each trial's ln spread of time over the grid, margin ln 1.5; the code "
         "(timing_claim) confirms only when every row's interleaved interval (each trial and grid point) lies inside "
         f"1 / FLAT_TIME..FLAT_TIME = {flat_time:g}, so each pooled trial adds rows that must all lie inside, and a "
         "single interval over an edge leaves it inconclusive", (module, "FLAT_TIME", flat_time), family="location",
-        evidence=interleaved_intervals(claim_id.rsplit("#", 1)[0], mechanisms, flat_time))
+        evidence=interleaved_intervals(claim_id.rsplit("#", 1)[0], mechanisms, flat_time), pooled=True)
 
 
 def recall_domain(tables: Path) -> str:
@@ -238,6 +254,107 @@ def recall_domain(tables: Path) -> str:
     return (f"Recall over trials per eps: {', '.join(f'{e:g}: {low[e]:.3g}..{high[e]:.3g}' for e in low.index)}; "
             f"eps with recall >= 0.95 in every trial: {int((low >= 0.95).sum())}, with recall 1 in every trial: "
             f"{int((low >= 1).sum())} (both rules need at least 2)")
+
+
+
+def spec_of(results: Path, exp: str) -> dict[str, Any] | None:
+    """The experiment ``exp`` as composed from the ``results`` folder (None when there is no such experiment)."""
+    return next((s for s in experiments_to_run(composed_config(results, exp), CONF_DIR) if s["id"] == exp), None)
+
+
+def seed_verdicts(tables: Path, exp: str) -> dict[str, Counter[str]]:
+    """Per registered claim of ``exp``: how often each verdict comes out of its claims function on one master seed.
+
+    Each seed's rows of the committed table ``<tables>/<exp>.csv`` are judged alone (``judge``, no permutation nulls):
+    what the coded rule says of every seed apart, where on the pooled table it reads all seeds as one table. Empty
+    without a table, a ``seed`` column or an experiment of that name. Computed once per table content (a copy of a
+    table in another folder is not judged again).
+    """
+    path = tables / f"{exp}.csv"
+    if not path.exists():
+        return {}
+    key = (exp, hashlib.sha256(path.read_bytes()).hexdigest())
+    if key not in _SEED_VERDICTS:
+        _SEED_VERDICTS[key] = _judge_seeds(pd.read_csv(path, low_memory=False), exp, tables.parent)
+    return _SEED_VERDICTS[key]
+
+
+_SEED_VERDICTS: dict[tuple[str, str], dict[str, Counter[str]]] = {}
+"""``seed_verdicts`` by (experiment, SHA-256 of its table)."""
+
+
+def _judge_seeds(df: pd.DataFrame, exp: str, results: Path) -> dict[str, Counter[str]]:
+    counts: dict[str, Counter[str]] = {}
+    if df.empty or "seed" not in df.columns or (spec := spec_of(results, exp)) is None:
+        return counts
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zero-spread seeds warn in scipy
+        for _, rows in df.groupby("seed"):
+            judged = judge(spec, rows)
+            if judged is None:
+                return {}
+            for claim_id, verdict in zip(claim_ids_of(exp, judged), judged["verdict"].astype(str), strict=True):
+                if claim_id:
+                    counts.setdefault(claim_id, Counter())[verdict] += 1
+    return counts
+
+
+def at_seeds(counts: Counter[str]) -> str:
+    """``confirmed at 29, inconclusive at 1``: how many seeds give each verdict.
+
+    No count stands before a verdict word: the pages keep that form for the counts they quote from the tables.
+    """
+    return ", ".join(f"{v} at {counts[v]}" for v in VERDICTS if counts[v])
+
+
+def per_seed(claim_ids: tuple[str, ...]) -> Callable[[Path], str]:
+    """Evidence for a coded rule that reads the pooled seeds as one table: its verdict on each seed (``seed_verdicts``).
+
+    A description beside the verdict, which stays the pooled rule's: it decides nothing.
+    """
+
+    def evidence(tables: Path) -> str:
+        parts = []
+        for claim_id in claim_ids:
+            counts = seed_verdicts(tables, claim_id.rsplit("#", 1)[0]).get(claim_id)
+            if not counts:
+                parts.append(f"{claim_id}: no table")
+                continue
+            seeds = sum(counts.values())
+            parts.append(f"{claim_id}: {at_seeds(counts)} of {seeds} seed{'s' if seeds > 1 else ''}")
+        return "The coded rule on each master seed's trials alone (no permutation nulls): " + "; ".join(parts)
+
+    return evidence
+
+
+def svt_pooled(claim_id: str, line: int, anchor: str, coded: str,
+               evidence: Callable[[Path], str] | None = None) -> RuleDifference:
+    """The difference of an svt claim whose code reads the pooled rows as one table, with the PAIR_TOL it names.
+
+    Registered as a per-trial location rule; ``coded`` says what the code does instead. The evidence is the claim's
+    verdict on each seed (``per_seed``) unless ``evidence`` is given.
+    """
+    return RuleDifference(
+        (claim_id,), "src/dpstream/claims/svt.py", line, anchor,
+        f"the text registers a per-trial location rule; the code {coded}", ("dpstream.claims.svt", "PAIR_TOL", 1.1**2),
+        family="location", evidence=evidence or per_seed((claim_id,)), pooled=True)
+
+
+def pooled_ratio(claim_id: str, line: int, anchor: str, what: str, bound: str = "PAIR_TOL = 1.21",
+                 evidence: Callable[[Path], str] | None = None) -> RuleDifference:
+    """``svt_pooled`` for a claim decided by the max over the min of every pooled row (``claims.svt._ratio``)."""
+    return svt_pooled(claim_id, line, anchor, f"judges the pooled seeds as one table: {what}, a statistic that only "
+                      f"grows as seeds are added, against {bound}", evidence)
+
+
+def every_row(claim_ids: tuple[str, ...], path: str, line: int, anchor: str, what: str,
+              constant: tuple[str, str, float] | None = None, family: str = "location",
+              registered: str = "a per-trial location rule") -> RuleDifference:
+    """The difference of a claim whose code needs a condition on every pooled row: more seeds, more rows to hold."""
+    return RuleDifference(claim_ids, path, line, anchor, f"the text registers {registered}; the code {what}, so each "
+                          "pooled seed adds rows that must all hold and one row decides", constant, family,
+                          evidence=per_seed(claim_ids), pooled=True)
+
 
 
 DIFFERENCES = (
@@ -267,7 +384,7 @@ DIFFERENCES = (
         "table of 30 seeds the registered claims are the first seed's 13 rows (their eps_lower), and every flag it "
         "reads is the last pooled seed's (a dict over repeated cases): 'paired controls flagged: 30/30' counts one "
         "seed's flag 30 times. The flag of every seed is the column fails of results/tables/audit_svt.csv",
-        family="location", evidence=audit_seed_flags),
+        family="location", evidence=audit_seed_flags, pooled=True),
     RuleDifference(
         tuple(f"qr_analyst_audit#{i}" for i in range(4)), "src/dpstream/claims/query_release.py", 373,
         'for _, r in df.sort_values("mechanism.s").iterrows():',
@@ -275,19 +392,47 @@ DIFFERENCES = (
         "pooled table of 30 seeds the four registered ids are the s = 1 rows of seeds 3-6, and the final records of "
         "#1-#3 judge s = 1, not the s their registered text names. Adoption refuses the experiment (its replay states "
         "another claim than the registered one)",
-        family="location", evidence=analyst_audit_seeds),
+        family="location", evidence=analyst_audit_seeds, pooled=True),
+    pooled_ratio("svt_c#0", 134, 'growth, allowed = _ratio(tm["emp_alpha"])', TM_GROWTH, THEORY_GROWTH,
+                 svt_c_growth),
+    pooled_ratio("svt_kappa#1", 134, 'growth, allowed = _ratio(tm["emp_alpha"])', TM_GROWTH, THEORY_GROWTH),
+    pooled_ratio("svt_kstar#1", 279, 'shape = _ratio(tm["emp_alpha"] / tm["theory_alpha"])',
+                 "TM's emp_alpha / theory_alpha over the k* grid is the max over the min of every pooled row"),
+    pooled_ratio("svt_kstar#2", 297, 'flat = _ratio(sp["emp_alpha"])',
+                 "Sparse's spread over k* is the max over the min of every pooled row"),
+    pooled_ratio("svt_order#0", 357, 'spread = _ratio(g["emp_alpha"])',
+                 "each mechanism's spread over the query orders is the max over the min of every pooled row"),
+    svt_pooled("svt_kstar#0", 276, "steps = emp[1:] / emp[:-1]",
+               "sorts the pooled TM rows by k* and needs the last row over the first above PAIR_TOL = 1.21 and no "
+               "step between adjacent rows below 1 / 1.21: pooled, the rows of one k* from different seeds stand next "
+               "to each other, so most steps it reads are between replicates, and which rows end up first and last "
+               "depends on the order the sort leaves them in"),
+    svt_pooled("svt_kcap#1", 324, "steps = [None if not np.isfinite(a) and not np.isfinite(b)",
+               "sorts the pooled TM rows of every cap k >= k* by k and needs emp_alpha to rise by more than PAIR_TOL = "
+               "1.21 at every step between adjacent rows: pooled, the rows of one k from different seeds stand next to "
+               "each other and their step of about x1 fails, so two seeds or more make it not confirmed whatever the "
+               "data"),
+    every_row(("svt_kstar#3", "svt_kcap#2", "svt_order#1", "svt_c#4"), "src/dpstream/claims/svt.py", 92,
+              "results = [_accuracy_point(r) for _, r in domain.iterrows()]",
+              "(accuracy_claim) needs every pooled row of the domain at emp_alpha <= theory_alpha / POINT_TOL = 1.1 "
+              "to confirm (a row above theory x 1.1 refutes, a row between leaves it inconclusive)",
+              ("dpstream.claims.svt", "POINT_TOL", 1.1)),
+    every_row(("shifting_hh#0",), "src/dpstream/claims/svt.py", 438, "success = [_success_point(r, n, b)",
+              "needs the Clopper-Pearson interval of the success rate at every pooled (k*, m) row at or above 1 - "
+              "beta, a level the theorem guarantees each row only with probability 1 - beta"),
     RuleDifference(
-        ("svt_c#0",), "src/dpstream/claims/svt.py", 134, 'growth, allowed = _ratio(tm["emp_alpha"])',
-        "the text registers a per-trial location rule; the code judges the pooled seeds as one table: TM's growth "
-        "over c is the max over the min of every pooled row at a k*, a statistic that only grows as seeds are "
-        "added, against theory's growth times PAIR_TOL = 1.21",
-        ("dpstream.claims.svt", "PAIR_TOL", 1.1**2), family="location", evidence=svt_c_growth),
+        tuple(f"shifting_hh#{i}" for i in range(1, 5)), "src/dpstream/claims/svt.py", 454,
+        'res[k_star] = (g["emp_tau"].iloc[-1] / g["emp_tau"].iloc[0],',
+        "the text registers a per-trial location rule; the code reads each growth in m as the last pooled row over "
+        "the first after sorting by m: pooled, it reads one seed's row at each end, whichever the sort leaves there, "
+        "and none of the others", family="location",
+        evidence=per_seed(tuple(f"shifting_hh#{i}" for i in range(1, 5))), pooled=True),
     RuleDifference(
         ("svt_c#2",), "src/dpstream/claims/svt.py", 181, 'a_tm = tm.loc[tm["c"] == c_max, "emp_alpha"].iloc[0]',
         "the text registers a per-trial location rule; the code reads Sparse/TM at the largest c from the first "
         "pooled seed's rows alone, with a fixed band of PAIR_TOL = 1.21 either way that no number of trials "
         "narrows, and its 'Sparse worse from c' merges every TM row with every Sparse row at a c",
-        ("dpstream.claims.svt", "PAIR_TOL", 1.1**2), family="location", evidence=svt_c_crossover),
+        ("dpstream.claims.svt", "PAIR_TOL", 1.1**2), family="location", evidence=svt_c_crossover, pooled=True),
     RuleDifference(
         ("fig3d#0",), "src/dpstream/claims/sketch.py", 282, "return [more_for_claim(df, '\"Skew has the largest",
         "the text registers every pairwise difference of the ln ARE change over skew, each at least 0.1 (ln 1.1); "
@@ -296,6 +441,42 @@ DIFFERENCES = (
         evidence=skew_log_change),
     timing_band("fig3a#0", ("cms", "cs", "lazycms", "lazycs"), "dpstream.claims.sketch", 1.5),
     timing_band("fig4b#0", ("lazyhh",), "dpstream.claims.heavy_hitters", 1.5),
+    every_row(("fig3a#1", "fig3a#2"), "src/dpstream/claims/core.py", 437, TIMING_ROW,
+              "(timing_claim) confirms only when every row's interleaved interval (each trial and width) lies inside "
+              "w_min / w / LINEAR_BAND = 2..w_min / w x 2", ("dpstream.claims.sketch", "LINEAR_BAND", 2.0),
+              family="trend", registered="a trend of ln seconds on the sketch width"),
+    every_row(("beyond_memory#9", "beyond_memory#10"), "src/dpstream/claims/core.py", 437, TIMING_ROW,
+              "(timing_claim) confirms only when every row's interleaved interval (each trial and memory) lies at or "
+              "above SPEED_RATIO = 0.5 (an interval across it leaves the claim inconclusive, one below refutes it)",
+              ("dpstream.claims.beyond", "SPEED_RATIO", 0.5)),
+    every_row((*(f"{e}#{i}" for e in ("fig4c", "fig4_k256", "fig4c_wordfreq") for i in (3, 5)), "fig4e#0", "fig4e#1"),
+              "src/dpstream/claims/heavy_hitters.py", 182, "results.append(all_one(vals))",
+              "(precision_claim, all_one) needs precision 1 in every pooled trial at every point", family="quantile",
+              registered="a quantile of 1 - precision at every point, smallest effect 0.05"),
+    every_row(("fig4f#1", "fig4f#2"), "src/dpstream/claims/heavy_hitters.py", 210, RECALL_ROW,
+              "(_recall_one, all_one) needs recall 1 in every pooled trial at every eps >= 0.32", family="quantile",
+              registered="a quantile of 1 - recall at every eps >= 0.32, smallest effect 0.05"),
+    every_row(tuple(f"{e}#{i}" for e in ("fig4c", "fig4_k256", "fig4c_wordfreq") for i in (2, 4)),
+              "src/dpstream/claims/heavy_hitters.py", 210, RECALL_ROW,
+              "(_recall_one, all_one) needs recall 1 in every pooled trial at k~ = 4k", family="trend",
+              registered="a trend of recall over k~ whose second clause is recall at k~ = 4k >= 1 - 0.05"),
+    every_row(("qr_alg5#0",), "src/dpstream/claims/query_release_extra.py", 118,
+              'uniform_ok = ((paper["bad_rounds"] == 0)',
+              "needs no bad round and the uniform release in every pooled paper-constant row"),
+    every_row(("qr_alg5#2",), "src/dpstream/claims/query_release_extra.py", 139,
+              'verdict_of(all_points([bool(v) for v in tight["max_error"] <= tight["alpha_bound"]]))),',
+              "needs every pooled non-vacuous row's max error within Claim 5.3's bound, which holds with probability "
+              "1 - beta a row"),
+    every_row(("qr_alg5#3",), "src/dpstream/claims/query_release_extra.py", 142,
+              'verdict_of(all_points([bool(v) for v in df["answered_fraction"] >= 1.0]))),',
+              "needs every pooled row to answer all k queries, which Claim 5.4 guarantees with probability 1 - 3 beta "
+              "/ 4 a row"),
+    RuleDifference(
+        ("qr_crossover#1",), "src/dpstream/claims/query_release_extra.py", 277,
+        'fits = (1.5 * feasible["est_T_beat_s"] <= 240).tolist()',
+        "the text registers a per-trial location rule; the code confirms when any pooled feasible row fits in 240 s "
+        "(any(fits)), so each pooled seed adds rows that can only make it confirmed", family="location",
+        evidence=per_seed(("qr_crossover#1",)), pooled=True),
     RuleDifference(
         ("fig4d#2",), "src/dpstream/claims/heavy_hitters.py", 366, 'full = [e for e in points if all_one(',
         "the text registers the ln spread of ARE over the eps with recall >= 0.95, margin ln 1.5; the code takes the "
@@ -305,6 +486,29 @@ DIFFERENCES = (
 """Every registered claim whose written rule is not the rule its code applies (the verdict is the code's)."""
 
 FLAG = "rule as registered differs from rule as coded"
+
+
+def pooling(tables: Path) -> str:
+    """One paragraph: the claims whose coded rule reads the pooled seeds as one table (``RuleDifference.pooled``).
+
+    Counted from the claims tables and each seed's own verdicts (``seed_verdicts``), and naming those whose pooled
+    verdict fewer than half of the seeds give alone. A description: the verdicts stay the coded rule's.
+    """
+    ids = [i for d in DIFFERENCES if d.pooled for i in d.claims]
+    shown = dict(item.split(": ", 1) for item in shown_verdicts(tables, tuple(ids)).split(", "))
+    apart = []
+    for claim_id in ids:
+        counts = seed_verdicts(tables, claim_id.rsplit("#", 1)[0]).get(claim_id)
+        seeds = sum(counts.values()) if counts else 0
+        if counts and seeds > 1 and 2 * counts[shown[claim_id]] < seeds:
+            apart.append(f"{claim_id} ({shown[claim_id]} pooled; alone: {at_seeds(counts)} of {seeds} seeds)")
+    return (f"**{len(ids)} registered claims are decided by a coded rule that reads the pooled seeds as one table** "
+            "(the rows above whose difference says so: a max over the min of every row, a condition every row must "
+            "meet, steps between adjacent rows, one row read at each end), so their statistic moves with the number "
+            "of seeds pooled rather than being calibrated to it. Judged on each master seed's trials alone, "
+            + (f"{len(apart)} of them get a verdict that fewer than half of the seeds give: {'; '.join(apart)}. "
+               if apart else "every one gets the pooled verdict from at least half of the seeds. ")
+            + "The verdicts shown stay the coded rule's, flagged beside them; the per-seed verdicts decide nothing.")
 
 
 
@@ -528,8 +732,7 @@ def constructed(claims: pd.DataFrame, table: pd.DataFrame, exp: str, results: Pa
            and str(entries[i].get("kind_reason", "")).startswith(CANNOT_FAIL)]
     if not due or "trial" not in table.columns or table["trial"].nunique() < 2:
         return out
-    spec = spec or next((s for s in experiments_to_run(composed_config(results, exp), CONF_DIR)
-                         if s["id"] == exp), None)
+    spec = spec or spec_of(results, exp)
     if spec is None:
         return out
     with warnings.catch_warnings():
