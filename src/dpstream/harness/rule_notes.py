@@ -256,7 +256,6 @@ def recall_domain(tables: Path) -> str:
             f"{int((low >= 1).sum())} (both rules need at least 2)")
 
 
-
 def spec_of(results: Path, exp: str) -> dict[str, Any] | None:
     """The experiment ``exp`` as composed from the ``results`` folder (None when there is no such experiment)."""
     return next((s for s in experiments_to_run(composed_config(results, exp), CONF_DIR) if s["id"] == exp), None)
@@ -354,7 +353,6 @@ def every_row(claim_ids: tuple[str, ...], path: str, line: int, anchor: str, wha
     return RuleDifference(claim_ids, path, line, anchor, f"the text registers {registered}; the code {what}, so each "
                           "pooled seed adds rows that must all hold and one row decides", constant, family,
                           evidence=per_seed(claim_ids), pooled=True)
-
 
 
 DIFFERENCES = (
@@ -495,7 +493,7 @@ def pooling(tables: Path) -> str:
     verdict fewer than half of the seeds give alone. A description: the verdicts stay the coded rule's.
     """
     ids = [i for d in DIFFERENCES if d.pooled for i in d.claims]
-    shown = dict(item.split(": ", 1) for item in shown_verdicts(tables, tuple(ids)).split(", "))
+    shown = verdicts_shown(tables, tuple(ids))
     apart = []
     for claim_id in ids:
         counts = seed_verdicts(tables, claim_id.rsplit("#", 1)[0]).get(claim_id)
@@ -530,18 +528,24 @@ def registered_text(entry: dict[str, Any]) -> str:
     return f"{rule['family']} ({params}); smallest effect {effect['value']:g} ({effect['unit']})"
 
 
-def shown_verdicts(tables: Path, claim_ids: tuple[str, ...]) -> str:
-    """The verdicts the committed claims tables show for ``claim_ids`` (the coded rule's), as ``id: verdict, ...``."""
-    out = []
+def verdicts_shown(tables: Path, claim_ids: tuple[str, ...]) -> dict[str, str]:
+    """The verdict the committed claims tables show for each of ``claim_ids`` (the coded rule's), or why none."""
+    out: dict[str, str] = {}
     for exp in dict.fromkeys(i.rsplit("#", 1)[0] for i in claim_ids):
         file = tables / f"{exp}.claims.csv"
+        ids = [i for i in claim_ids if i.startswith(f"{exp}#")]
         if not file.exists():
-            out += [f"{i}: no table" for i in claim_ids if i.startswith(f"{exp}#")]
+            out |= dict.fromkeys(ids, "no table")
             continue
         claims = pd.read_csv(file, keep_default_na=False)
         verdicts = dict(zip(claim_ids_of(exp, claims), claims["verdict"].astype(str), strict=True))
-        out += [f"{i}: {verdicts.get(i, 'absent')}" for i in claim_ids if i.startswith(f"{exp}#")]
-    return ", ".join(out)
+        out |= {i: verdicts.get(i, "absent") for i in ids}
+    return out
+
+
+def shown_verdicts(tables: Path, claim_ids: tuple[str, ...]) -> str:
+    """``verdicts_shown`` as ``id: verdict, ...``."""
+    return ", ".join(f"{i}: {v}" for i, v in verdicts_shown(tables, claim_ids).items())
 
 
 def differences_table(tables: Path, path: Path = REGISTRATION) -> list[str]:
