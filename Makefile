@@ -48,8 +48,12 @@ test: install lint  ## lint (ruff + mypy), the documentation build (a broken ref
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 	$(PY) -m pytest -m "not long and not chromium" -n auto --dist loadfile
 
+# The replay of every final registered experiment (35, up to minutes each, CPU alone) runs on every core, one
+# experiment a worker at a time; the other long checks run in one process (numba's cache across processes, timings).
+REPLAY := tests/harness/test_adopt.py::test_every_final_experiment_rejudged_from_the_stores_gives_looks_csv
 test-long: install  ## the checks of a minute or more each (marked `long`: numba's cache across processes, serial fuzz)
-	$(PY) -m pytest -m "long and not chromium"
+	$(PY) -m pytest -m "long and not chromium" --deselect $(REPLAY)
+	$(PY) -m pytest -m long -n auto --dist load $(REPLAY)
 
 docs: install  ## the documentation site (mkdocs-material + mkdocstrings) into site/; open site/index.html
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 import yaml
 
 from dpstream.claims.registration import by_id
@@ -321,13 +322,60 @@ def test_the_per_seed_verdicts_judge_each_seed_apart_and_kcap_is_refuted_by_pool
 
 
 def test_the_per_seed_verdicts_follow_the_table_they_read(tmp_path):
-    from dpstream.harness.rule_notes import seed_verdicts
+    """Judged when no seed_verdicts.csv holds the table's SHA-256: none written, or written before the table changed."""
+    from dpstream.harness.rule_notes import seed_verdicts, write_seed_verdicts
 
     tables = tmp_path / "tables"
     tables.mkdir()
     df = pd.read_csv(TABLES / "svt_order.csv", low_memory=False)
     df.to_csv(tables / "svt_order.csv", index=False)
     assert sum(seed_verdicts(tables, "svt_order")["svt_order#1"].values()) == df["seed"].nunique()
+    write_seed_verdicts(tables)
     df[df["seed"] == df["seed"].min()].to_csv(tables / "svt_order.csv", index=False)
     assert sum(seed_verdicts(tables, "svt_order")["svt_order#1"].values()) == 1
     assert seed_verdicts(tables, "no_such_experiment") == {}
+
+
+def test_the_committed_per_seed_verdicts_are_of_the_committed_tables():
+    """seed_verdicts.csv holds, for every pooled experiment with a table, that table's SHA-256 and nothing older."""
+    import hashlib
+
+    from dpstream.harness.rule_notes import SEED_VERDICTS, pooled_experiments
+
+    stored = pd.read_csv(TABLES / SEED_VERDICTS, keep_default_na=False)
+    current = {e: hashlib.sha256((TABLES / f"{e}.csv").read_bytes()).hexdigest()
+               for e in pooled_experiments() if (TABLES / f"{e}.csv").exists()}
+    assert dict(stored[["experiment", "table_sha256"]].drop_duplicates().itertuples(index=False)) == current
+    seeds = stored.groupby(["experiment", "claim"])["seeds"].sum()
+    for exp in current:  # every seed of a table counted once per claim
+        n = pd.read_csv(TABLES / f"{exp}.csv", usecols=["seed"])["seed"].nunique()
+        assert (seeds.loc[exp] == n).all(), exp
+
+
+def _judged_afresh(tmp_path: Path, experiments: list[str]) -> pd.DataFrame:
+    from dpstream.harness.rule_notes import write_seed_verdicts
+
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    for exp in experiments:
+        shutil.copyfile(TABLES / f"{exp}.csv", tables / f"{exp}.csv")
+    return pd.read_csv(write_seed_verdicts(tables), keep_default_na=False)
+
+
+def test_the_committed_per_seed_verdicts_are_what_judging_gives(tmp_path):
+    """Two experiments judged afresh seed by seed give their rows of seed_verdicts.csv exactly (all: the long test)."""
+    from dpstream.harness.rule_notes import SEED_VERDICTS
+
+    fresh = _judged_afresh(tmp_path, ["svt_kcap", "svt_order"])
+    stored = pd.read_csv(TABLES / SEED_VERDICTS, keep_default_na=False)
+    assert len(fresh) > 0
+    pd.testing.assert_frame_equal(fresh, stored[stored["experiment"].isin(["svt_kcap", "svt_order"])]
+                                  .reset_index(drop=True))
+
+
+@pytest.mark.long
+def test_every_committed_per_seed_verdict_is_what_judging_gives(tmp_path):
+    from dpstream.harness.rule_notes import SEED_VERDICTS, pooled_experiments
+
+    fresh = _judged_afresh(tmp_path, [e for e in pooled_experiments() if (TABLES / f"{e}.csv").exists()])
+    pd.testing.assert_frame_equal(fresh, pd.read_csv(TABLES / SEED_VERDICTS, keep_default_na=False))

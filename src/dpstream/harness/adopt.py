@@ -32,6 +32,7 @@ from dpstream.errors import InputError, one_line
 from dpstream.harness import registered
 from dpstream.harness.experiments import composed_config
 from dpstream.harness.report import write_report
+from dpstream.harness.rule_notes import write_seed_verdicts
 from dpstream.harness.runner import (
     STORE_NAME,
     config_columns,
@@ -160,6 +161,7 @@ def rerender(out: Path, profile: str = "paper", regenerated_by: str = "make adop
     cfg = composed_config(out, "all", profile)
     specs = [s for s in experiments_to_run(cfg, CONF_DIR) if (out / "tables" / f"{s['id']}.csv").exists()]
     frames = [pd.read_csv(out / "tables" / f"{s['id']}.csv", low_memory=False) for s in specs]
+    write_seed_verdicts(out / "tables")  # the rule notes' per-seed verdicts, judged once here, read by every render
     report = write_report(specs, frames, {**cfg, "regenerated_by": regenerated_by, "changelog_ref": changelog_ref})
     root = out.resolve().parent
     for page in PAGES:

@@ -21,6 +21,7 @@ from dpstream.claims.registration import gate
 from dpstream.harness.experiments import composed_config, experiments_to_run, judge
 from dpstream.harness.registered import is_registered, labels, looks_of
 from dpstream.harness.report import write_report
+from dpstream.harness.rule_notes import write_seed_verdicts
 from dpstream.harness.runner import write_csv
 from dpstream.registry import CONF_DIR
 
@@ -73,6 +74,7 @@ def rejudge(results_dir: Path, experiment: str = "all", profile: str = "paper", 
             write_csv(claims, results_dir / "tables" / f"{spec['id']}.claims.csv")
             out[spec["id"]] = claims
     if report and (cfg.get("experiment") or {}).get("report"):
+        write_seed_verdicts(results_dir / "tables")  # the rule notes' per-seed verdicts, read by every render
         write_report(specs, frames, {**cfg, "regenerated_by": f"make claims (python -m dpstream.harness.rejudge, "
                                                               f"{nulls} nulls per rule, from the committed tables)"})
     return out

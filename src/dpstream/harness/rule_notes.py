@@ -266,20 +266,62 @@ def seed_verdicts(tables: Path, exp: str) -> dict[str, Counter[str]]:
 
     Each seed's rows of the committed table ``<tables>/<exp>.csv`` are judged alone (``judge``, no permutation nulls):
     what the coded rule says of every seed apart, where on the pooled table it reads all seeds as one table. Empty
-    without a table, a ``seed`` column or an experiment of that name. Computed once per table content (a copy of a
-    table in another folder is not judged again).
+    without a table, a ``seed`` column or an experiment of that name. Read from ``<tables>/seed_verdicts.csv`` while
+    it holds the table's SHA-256 (``write_seed_verdicts``), else judged; once per table content in a process.
     """
     path = tables / f"{exp}.csv"
     if not path.exists():
         return {}
     key = (exp, hashlib.sha256(path.read_bytes()).hexdigest())
     if key not in _SEED_VERDICTS:
-        _SEED_VERDICTS[key] = _judge_seeds(pd.read_csv(path, low_memory=False), exp, tables.parent)
+        stored = _stored_seed_verdicts(tables).get(key)
+        _SEED_VERDICTS[key] = stored if stored is not None else _judge_seeds(
+            pd.read_csv(path, low_memory=False), exp, tables.parent)
     return _SEED_VERDICTS[key]
 
 
 _SEED_VERDICTS: dict[tuple[str, str], dict[str, Counter[str]]] = {}
 """``seed_verdicts`` by (experiment, SHA-256 of its table)."""
+
+SEED_VERDICTS = "seed_verdicts.csv"
+"""Beside the claims tables: one row per (experiment, table SHA-256, claim, verdict) with the number of seeds."""
+
+
+def pooled_experiments() -> list[str]:
+    """The experiments with a claim whose coded rule reads the pooled seeds as one table (``RuleDifference.pooled``)."""
+    return list(dict.fromkeys(i.rsplit("#", 1)[0] for d in DIFFERENCES if d.pooled for i in d.claims))
+
+
+def write_seed_verdicts(tables: Path) -> Path:
+    """Judge every seed of each ``pooled_experiments`` table in ``tables`` afresh; write ``<tables>/seed_verdicts.csv``.
+
+    Rendering then reads the verdicts instead of judging again (about a CPU-minute); a row whose table has changed
+    since is not used.
+    """
+    rows = []
+    for exp in pooled_experiments():
+        path = tables / f"{exp}.csv"
+        if not path.exists():
+            continue
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        counts = _judge_seeds(pd.read_csv(path, low_memory=False), exp, tables.parent)
+        _SEED_VERDICTS[(exp, sha)] = counts
+        rows += [{"experiment": exp, "table_sha256": sha, "claim": claim_id, "verdict": v, "seeds": n}
+                 for claim_id, c in counts.items() for v in VERDICTS if (n := c[v])]
+    out = tables / SEED_VERDICTS
+    pd.DataFrame(rows, columns=["experiment", "table_sha256", "claim", "verdict", "seeds"]).to_csv(out, index=False)
+    return out
+
+
+def _stored_seed_verdicts(tables: Path) -> dict[tuple[str, str], dict[str, Counter[str]]]:
+    file = tables / SEED_VERDICTS
+    if not file.exists():
+        return {}
+    out: dict[tuple[str, str], dict[str, Counter[str]]] = {}
+    for r in pd.read_csv(file, dtype={"seeds": int}, keep_default_na=False).to_dict("records"):
+        out.setdefault((r["experiment"], r["table_sha256"]), {}).setdefault(r["claim"], Counter())[r["verdict"]] = \
+            int(r["seeds"])
+    return out
 
 
 def _judge_seeds(df: pd.DataFrame, exp: str, results: Path) -> dict[str, Counter[str]]:
