@@ -7,7 +7,9 @@ stream up to ``CONTINUE`` (``continued_<i>``). ``python tests/saved_states.py`` 
 tests/saved_states.py --missing`` only those not yet kept (a new counter's); each file was written by the code it is
 named after when it was added (the first ones before counters became factorisations; those of a counter class per
 node noise, in format 1, are named by the class and node noise that read them now, ``serial.RENAMED``), and
-``test_saved_states.py`` checks every later version restores them and answers the same.
+``test_saved_states.py`` checks every later version restores them and answers the same. The five of the derived BLT
+were written again when its generation tables got their own QR (``blt.BLOCK_QR``): LAPACK's, which built the earlier
+ones, released other noise on other CPUs, and such a state is refused (``tests/data/refused``).
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ from dpstream import serial
 RTOL = 1e-9
 ATOL = 1e-9
 FILES = sorted(DIR.glob("*.npz"))
+REFUSED = DIR.parent / "refused"
+"""States an earlier dpstream wrote that this one refuses, each test naming why."""
 QUICK = ("LazyCMS-binary-stored", "LazyCS-binary-derived", "PunctualCMS-blt-stored", "LazyHH-smooth-stored",
          "GaussBM-binary-stored")
 """The sketch files of the default suite (every counter file is in it); the others have the ``long`` mark."""
@@ -122,8 +124,13 @@ def test_a_format_1_counter_of_a_renamed_class_restores_as_its_factorisation_wit
 def test_a_format_2_counter_of_a_class_per_noise_restores_as_its_factorisation_with_its_node_noise(version):
     # formats 1 and 2 wrote the Toeplitz, BLT and Laplace counters as one class per node noise, the stored one without
     # node_noise: version 3 reads each as the factorisation's class with the node noise it stood for
-    for stem, old, cls, noise in [("BLTCounter.derived", "DerivedBLT", "BLTCounter", "derived"),
-                                  ("BLTCounter.stored", "BLTCounter", "BLTCounter", "stored"),
+    # the derived BLT of those formats built its generation tables with LAPACK's QR: read as the factorisation's
+    # class, then refused (``blt.BLOCK_QR``)
+    data = _with_version(np.load(REFUSED / "BLTCounter.derived.lapack_qr.npz")["state"].tobytes(), version)
+    assert serial.unpack(data)[0]["class"] == "BLTCounter" and _raw_header(data)["class"] == "DerivedBLT"
+    with pytest.raises(serial.SerialError, match="block_qr in the bytes is None"):
+        serial.from_bytes(data)
+    for stem, old, cls, noise in [("BLTCounter.stored", "BLTCounter", "BLTCounter", "stored"),
                                   ("SqrtFactorisation.derived", "DerivedSqrtFactorisation", "SqrtFactorisation",
                                    "derived"),
                                   ("BandedSqrt16.derived", "DerivedBandedSqrt16", "BandedSqrt16", "derived"),
@@ -207,3 +214,10 @@ def test_a_fresh_object_writes_and_releases_what_its_saved_state_holds(path):
     case.feed(obj, SPLIT, CONTINUE)
     for i, value in enumerate(case.releases(obj, CONTINUE)):
         _same(saved[f"continued_{i}"], value, f"{path.stem} fresh continued, release {i}")
+
+
+def test_a_derived_blt_state_built_with_lapacks_qr_is_refused():
+    """Written before the generation tables had their own QR (``blt.BLOCK_QR``): its noise moved with the CPU."""
+    saved = np.load(REFUSED / "BLTCounter.derived.lapack_qr.npz")
+    with pytest.raises(serial.SerialError, match="block_qr in the bytes is None"):
+        serial.from_bytes(saved["state"].tobytes())

@@ -229,3 +229,22 @@ def test_sketch_pushes_the_derived_trees_exact_counts_and_releases_the_blt_noise
     np.testing.assert_array_equal(sk._state.cells().ravel(), cells.release(np.arange(cells.n), steps))
     noise = sk._state.cells().ravel() - cells._exact[0]
     assert np.all(noise != 0) and np.abs(noise).max() < 10 * np.sqrt(cells.variance(steps).max())
+
+
+@pytest.mark.parametrize("shape", [(2, 5), (4, 5), (10, 5), (6, 3), (5, 5)])
+def test_the_block_qr_is_lapacks_on_full_rank_input_and_a_qr_on_rank_deficient_input(shape):
+    """householder_qr: Q orthogonal, R upper triangular, Q R = A to 1e-14 (entries of order 1); LAPACK's signs."""
+    from dpstream.counters.blt_tree import householder_qr
+
+    a = np.random.default_rng(1).standard_normal(shape)
+    deficient = a.copy()
+    deficient[:, -1] = deficient[:, 0] * (1 + 1e-15)  # two columns equal but for the last bit
+    for x in (a, deficient):
+        q, r = householder_qr(x)
+        np.testing.assert_allclose(q @ r, x, atol=1e-14)
+        np.testing.assert_allclose(q.T @ q, np.eye(shape[0]), atol=1e-14)
+        assert not np.tril(r, -1).any()
+    q, r = householder_qr(a)
+    q0, r0 = np.linalg.qr(a, mode="complete")
+    np.testing.assert_allclose(r, r0, atol=1e-14)
+    np.testing.assert_allclose(q[:, :min(shape)], q0[:, :min(shape)], atol=1e-14)

@@ -371,7 +371,7 @@ class Counter(Certified, serial.Serialisable, ABC):
     def _restore_scalars(self, scalars: dict[str, Any]) -> None:
         """Check the recomputed ``_constants`` against the written ones, then restore the noise generator."""
         for name, value in self._constants().items():
-            serial.check_same(name, scalars[name], value)
+            serial.check_same(name, scalars.get(name), value)
         serial.restore_noise(self._noise, scalars)
 
     def draw(self, size: int) -> np.ndarray:

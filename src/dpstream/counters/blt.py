@@ -30,6 +30,9 @@ from dpstream.counters.tree_noise import PHILOX_NOISE, STORED_NODES
 
 BUFFERS = 4
 """Buffers per counter (the issue's 3-5; ``benchmarks/counters_variance.py`` compares 3, 4 and 5)."""
+BLOCK_QR = "householder"
+"""The QR of the derived noise's generation tables (``blt_tree.householder_qr``): states written before it (LAPACK's
+QR, whose noise moved with the CPU) lack it and are refused rather than continued with other noise."""
 
 
 def toeplitz_images(increments: np.ndarray, steps: np.ndarray, params: blt.BLTParams) -> np.ndarray:
@@ -121,7 +124,9 @@ class BLTCounter(FactorisedCounter):
         return {name: a for name, a in super()._state_arrays().items() if name != "coef"}
 
     def _constants(self) -> dict[str, Any]:
-        return {**super()._constants(), "coef": self._coef.tolist()}
+        """sigma, the coefficients and, with derived noise, the QR its generation tables are built with."""
+        qr = {"block_qr": BLOCK_QR} if self.nodes.source == DERIVED else {}
+        return {**super()._constants(), "coef": self._coef.tolist(), **qr}
 
     def stored_release(self, cells: np.ndarray | slice) -> np.ndarray:
         """Exact count plus the running noise total of each cell."""
