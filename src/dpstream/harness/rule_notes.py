@@ -274,9 +274,9 @@ def seed_verdicts(tables: Path, exp: str) -> dict[str, Counter[str]]:
         return {}
     key = (exp, hashlib.sha256(path.read_bytes()).hexdigest())
     if key not in _SEED_VERDICTS:
-        stored = _stored_seed_verdicts(tables).get(key)
-        _SEED_VERDICTS[key] = stored if stored is not None else _judge_seeds(
-            pd.read_csv(path, low_memory=False), exp, tables.parent)
+        _SEED_VERDICTS.update(_stored_seed_verdicts(tables))  # every experiment's stored verdicts in one read
+    if key not in _SEED_VERDICTS:
+        _SEED_VERDICTS[key] = _judge_seeds(pd.read_csv(path, low_memory=False), exp, tables.parent)
     return _SEED_VERDICTS[key]
 
 
@@ -287,9 +287,14 @@ SEED_VERDICTS = "seed_verdicts.csv"
 """Beside the claims tables: one row per (experiment, table SHA-256, claim, verdict) with the number of seeds."""
 
 
+def pooled_claims() -> list[str]:
+    """The registered claims whose coded rule reads the pooled seeds as one table (``RuleDifference.pooled``)."""
+    return [i for d in DIFFERENCES if d.pooled for i in d.claims]
+
+
 def pooled_experiments() -> list[str]:
-    """The experiments with a claim whose coded rule reads the pooled seeds as one table (``RuleDifference.pooled``)."""
-    return list(dict.fromkeys(i.rsplit("#", 1)[0] for d in DIFFERENCES if d.pooled for i in d.claims))
+    """The experiments of ``pooled_claims``, in their order."""
+    return list(dict.fromkeys(i.rsplit("#", 1)[0] for i in pooled_claims()))
 
 
 def write_seed_verdicts(tables: Path) -> Path:
@@ -534,7 +539,7 @@ def pooling(tables: Path) -> str:
     Counted from the claims tables and each seed's own verdicts (``seed_verdicts``), and naming those whose pooled
     verdict fewer than half of the seeds give alone. A description: the verdicts stay the coded rule's.
     """
-    ids = [i for d in DIFFERENCES if d.pooled for i in d.claims]
+    ids = pooled_claims()
     shown = verdicts_shown(tables, tuple(ids))
     apart = []
     for claim_id in ids:
