@@ -36,6 +36,7 @@ from dpstream.claims.registration import claim_ids as claim_ids_of
 from dpstream.claims.sequential import ALPHA, decide_trend, trial_slopes
 from dpstream.claims.sketch import NAMES, NON_PRIVATE, PRIVATE, log_ratio
 from dpstream.claims.svt import PAIR_TOL
+from dpstream.files import write_atomically
 from dpstream.harness.experiments import composed_config, experiments_to_run, judge
 from dpstream.harness.registered import REFUSED_NOTE, all_claims, is_registered, short
 from dpstream.plots.names import relabel
@@ -314,7 +315,8 @@ def write_seed_verdicts(tables: Path) -> Path:
         rows += [{"experiment": exp, "table_sha256": sha, "claim": claim_id, "verdict": v, "seeds": n}
                  for claim_id, c in counts.items() for v in VERDICTS if (n := c[v])]
     out = tables / SEED_VERDICTS
-    pd.DataFrame(rows, columns=["experiment", "table_sha256", "claim", "verdict", "seeds"]).to_csv(out, index=False)
+    table = pd.DataFrame(rows, columns=["experiment", "table_sha256", "claim", "verdict", "seeds"])
+    write_atomically(out, lambda handle: table.to_csv(handle, index=False))  # whole or not at all
     return out
 
 
